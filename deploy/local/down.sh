@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# deploy/local/down.sh — stops what deploy/local/up.sh started. With --purge it also
+# deletes .local/ (the database, Redis folder, logs and chosen ports).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+source tests/lib/services.sh
+LOCAL=$ROOT/.local
+
+if [ -f "$LOCAL/sextant.pid" ]; then
+    pid=$(cat "$LOCAL/sextant.pid")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+        echo "stopped sextant (pid $pid)"
+    fi
+    rm -f "$LOCAL/sextant.pid"
+fi
+if [ -d "$LOCAL/redis" ]; then svc_redis_stop "$LOCAL/redis" && echo "stopped redis"; fi
+if [ -d "$LOCAL/pg/data" ]; then svc_pg_stop "$LOCAL/pg" && echo "stopped postgresql"; fi
+if [ "${1:-}" = "--purge" ]; then
+    rm -rf "$LOCAL"
+    echo "removed $LOCAL"
+fi

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# deploy/local/up.sh — one command to a running Sextant on this machine.
+#
+# Installs the missing Debian packages, builds, creates a private PostgreSQL cluster
+# and a Redis under .local/ (loopback only; no system service is touched), migrates,
+# loads the demo configuration in deploy/local/demo.json, starts `sextant serve` and
+# prints the URLs. Running it again is safe: what runs keeps running (Sextant itself
+# is restarted so a new build takes effect). deploy/local/down.sh stops it all.
+#
+# Ports are chosen on the first run (the usual ones when free) and kept in
+# .local/ports.env; SEXTANT_HTTP_LISTEN / SEXTANT_GRPC_LISTEN override them.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+source tests/lib/deps.sh
+source tests/lib/services.sh
+LOCAL=$ROOT/.local
+
+deps_install
+
+echo "building..."
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-release -j"$(nproc 2>/dev/null || echo 2)" --target sextant 2>&1 |
+    grep -Ev '^\[ *[0-9]+%\]' || true
+BIN=$ROOT/build-release/sextant
+[ -x "$BIN" ] || { echo "up.sh: build failed" >&2; exit 1; }
+
+mkdir -p "$LOCAL"
+chmod 755 "$LOCAL"
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick() { if port_free "$1"; then echo "$1"; else svc_free_port; fi; }
+if [ ! -f "$LOCAL/ports.env" ]; then
+    {
+        echo "PG_PORT=$(pick 55432)"
+        echo "REDIS_PORT=$(pick 56379)"
+        echo "HTTP_PORT=$(pick 8080)"
+        echo "GRPC_PORT=$(pick 18000)"
+    } >"$LOCAL/ports.env"
+fi
+source "$LOCAL/ports.env"
+
+# PostgreSQL: keep it when it already runs from .local/pg.
+if ! svc_as_pg "$(svc_pg_bin)/pg_ctl" -D "$LOCAL/pg/data" status >/dev/null 2>&1; then
+    echo "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+    svc_pg_start "$LOCAL/pg" "$PG_PORT"
+fi
+ADMIN_URL="postgresql://sextant@127.0.0.1:$PG_PORT/postgres"
+if [ "$(psql "$ADMIN_URL" -tAc "SELECT 1 FROM pg_database WHERE datname = 'sextant'")" != 1 ]; then
+    psql "$ADMIN_URL" -qc "CREATE DATABASE sextant" >/dev/null
+fi
+
+# Redis: keep it when its pid is alive.
+if ! { [ -f "$LOCAL/redis/redis.pid" ] && kill -0 "$(cat "$LOCAL/redis/redis.pid")" 2>/dev/null; }; then
+    echo "starting Redis on 127.0.0.1:$REDIS_PORT"
+    svc_redis_start "$LOCAL/redis" "$REDIS_PORT"
+fi
+
+export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
+export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export SEXTANT_HTTP_LISTEN="${SEXTANT_HTTP_LISTEN:-127.0.0.1:$HTTP_PORT}"
+export SEXTANT_GRPC_LISTEN="${SEXTANT_GRPC_LISTEN:-127.0.0.1:$GRPC_PORT}"
+export SEXTANT_REPLICA_ID="${SEXTANT_REPLICA_ID:-local-1}"
+
+"$BIN" migrate
+"$BIN" import --file deploy/local/demo.json --namespace demo --name echo --group demo \
+    --author up.sh --message "demo configuration"
+
+# Sextant: restart so the newest build serves.
+if [ -f "$LOCAL/sextant.pid" ] && kill -0 "$(cat "$LOCAL/sextant.pid")" 2>/dev/null; then
+    pid=$(cat "$LOCAL/sextant.pid")
+    kill -TERM "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+fi
+setsid nohup "$BIN" serve >>"$LOCAL/sextant.log" 2>&1 </dev/null &
+echo $! >"$LOCAL/sextant.pid"
+
+URL="http://$SEXTANT_HTTP_LISTEN"
+for _ in $(seq 1 300); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz" || true)" = 200 ] && break
+    kill -0 "$(cat "$LOCAL/sextant.pid")" 2>/dev/null || { tail -n 20 "$LOCAL/sextant.log" >&2; echo "up.sh: sextant exited" >&2; exit 1; }
+    sleep 0.2
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")" = 200 ] ||
+    { tail -n 20 "$LOCAL/sextant.log" >&2; echo "up.sh: sextant did not become ready" >&2; exit 1; }
+
+cat <<TXT
+
+Sextant is running (pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID).
+  REST API, UI   $URL/
+  health         $URL/healthz   $URL/readyz
+  metrics        $URL/metrics
+  xDS (gRPC)     $SEXTANT_GRPC_LISTEN
+  database       psql $SEXTANT_DATABASE_URL
+  redis          redis-cli -p $REDIS_PORT
+  log            $LOCAL/sextant.log
+Stop everything with deploy/local/down.sh
+TXT

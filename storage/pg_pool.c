@@ -1,0 +1,421 @@
+/*
+ * pg_pool.c — PostgreSQL connection pool and parameterised query helpers.
+ *
+ * Design: a mutex-protected stack of idle connections plus a count of every open
+ * one (idle, in use, or being opened). Opening a connection happens outside the
+ * lock so a slow connect never blocks other threads from taking idle connections.
+ * Connection failures set a shared back-off window; inside it acquire fails at once
+ * rather than stacking up connect attempts against a server that is down. The pool
+ * never retries a statement on its own: only pg_tx reruns a whole transaction, and
+ * only for serialization failures and deadlocks, where rerunning is the documented
+ * remedy.
+ */
+#include "storage/pg_pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/base/log.h"
+#include "server/base/mem.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define TX_ATTEMPTS    3
+
+struct pg_conn {
+    struct pg_conn *next; /* idle stack link; NULL while in use */
+    struct pg_pool *pool; /* the pool it came from */
+    PGconn *conn;         /* owned */
+    bool broken;          /* set when a statement found the connection dead */
+};
+
+struct pg_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* signalled when a connection is released or a slot frees */
+    char *url;         /* owned copy of the connection string */
+    char *app;         /* application_name */
+    int size;          /* maximum open connections */
+    int connect_timeout_ms;
+    int statement_timeout_ms;
+    int acquire_timeout_ms;
+    pg_conn *idle;      /* stack of idle connections */
+    int open;           /* idle + in use + being opened */
+    long long retry_at; /* monotonic ms before which no new connect is attempted */
+    int backoff_ms;     /* current back-off step; 0 after a success */
+    char last_error[256];
+    sx_metric *m_open;
+    sx_metric *m_connect_fail;
+    sx_metric *m_errors;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
+{
+    *out = NULL;
+    if (opt->url == NULL || opt->url[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "database url is empty");
+    if (opt->size < 1)
+        return sx_err_set(err, SX_EINVAL, "pool size must be at least 1");
+    pg_pool *p = sx_calloc(1, sizeof(*p));
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    p->url = sx_strdup(opt->url);
+    p->app = sx_strdup(opt->application_name ? opt->application_name : "sextant");
+    p->size = opt->size;
+    p->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+    p->statement_timeout_ms = opt->statement_timeout_ms;
+    p->acquire_timeout_ms = opt->acquire_timeout_ms > 0 ? opt->acquire_timeout_ms : 10000;
+    if (opt->metrics) {
+        p->m_open = sx_metrics_gauge(opt->metrics, "sextant_db_connections",
+                                     "Open PostgreSQL connections in the pool", NULL);
+        p->m_connect_fail =
+            sx_metrics_counter(opt->metrics, "sextant_db_connect_failures_total",
+                               "Failed attempts to open a PostgreSQL connection", NULL);
+        p->m_errors = sx_metrics_counter(opt->metrics, "sextant_db_errors_total",
+                                         "Failed SQL statements by error code", "code");
+    }
+    *out = p;
+    return 0;
+}
+
+static void update_open_metric(pg_pool *p)
+{
+    if (p->m_open)
+        sx_metric_set(p->m_open, NULL, p->open);
+}
+
+void pg_pool_destroy(pg_pool *p)
+{
+    if (p == NULL)
+        return;
+    for (pg_conn *c = p->idle; c;) {
+        pg_conn *next = c->next;
+        PQfinish(c->conn);
+        sx_free(c);
+        c = next;
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    sx_free(p->url);
+    sx_free(p->app);
+    sx_free(p);
+}
+
+const char *pg_pool_url(const pg_pool *p)
+{
+    return p->url;
+}
+
+PGconn *pg_conn_raw(pg_conn *c)
+{
+    return c->conn;
+}
+
+/* libpq messages end in a newline and may span lines; keep the first line. */
+static void first_line(char *dst, size_t n, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && src[i] != '\n' && i + 1 < n; i++)
+        dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+/* Opens one connection; runs without the pool lock. */
+static PGconn *open_conn(pg_pool *p, char *why, size_t whylen)
+{
+    char timeout[16], options[64];
+    int secs = (p->connect_timeout_ms + 999) / 1000;
+    snprintf(timeout, sizeof(timeout), "%d", secs < 2 ? 2 : secs);
+    snprintf(options, sizeof(options), "-c statement_timeout=%d", p->statement_timeout_ms);
+    const char *keys[] = {"dbname",  "connect_timeout", "application_name",
+                          "options", "client_encoding", NULL};
+    const char *vals[] = {p->url, timeout, p->app, options, "UTF8", NULL};
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    if (conn && PQstatus(conn) == CONNECTION_OK)
+        return conn;
+    first_line(why, whylen, conn ? PQerrorMessage(conn) : "out of memory");
+    PQfinish(conn);
+    return NULL;
+}
+
+int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
+{
+    *out = NULL;
+    long long deadline = now_ms() + p->acquire_timeout_ms;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (p->idle) {
+            pg_conn *c = p->idle;
+            p->idle = c->next;
+            c->next = NULL;
+            if (PQstatus(c->conn) == CONNECTION_OK) {
+                pthread_mutex_unlock(&p->mu);
+                *out = c;
+                return 0;
+            }
+            /* Died while idle (server restart): drop it and look again. */
+            PQfinish(c->conn);
+            sx_free(c);
+            p->open--;
+            update_open_metric(p);
+            continue;
+        }
+        if (p->open < p->size) {
+            long long now = now_ms();
+            if (now < p->retry_at) {
+                long long wait = p->retry_at - now;
+                sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s",
+                           p->last_error);
+                sx_err_detail(err, "The next connection attempt is in %lld ms.", wait);
+                pthread_mutex_unlock(&p->mu);
+                return SX_EUNAVAILABLE;
+            }
+            p->open++;
+            pthread_mutex_unlock(&p->mu);
+
+            char why[256];
+            PGconn *conn = open_conn(p, why, sizeof(why));
+
+            pthread_mutex_lock(&p->mu);
+            if (conn == NULL) {
+                p->open--;
+                p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
+                if (p->backoff_ms > BACKOFF_MAX_MS)
+                    p->backoff_ms = BACKOFF_MAX_MS;
+                p->retry_at = now_ms() + p->backoff_ms;
+                snprintf(p->last_error, sizeof(p->last_error), "%s", why);
+                pthread_cond_broadcast(&p->cv);
+                pthread_mutex_unlock(&p->mu);
+                if (p->m_connect_fail)
+                    sx_metric_inc(p->m_connect_fail, NULL);
+                return sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s", why);
+            }
+            p->backoff_ms = 0;
+            p->retry_at = 0;
+            update_open_metric(p);
+            pthread_mutex_unlock(&p->mu);
+            pg_conn *c = sx_calloc(1, sizeof(*c));
+            c->conn = conn;
+            c->pool = p;
+            *out = c;
+            return 0;
+        }
+        long long now = now_ms();
+        if (now >= deadline) {
+            pthread_mutex_unlock(&p->mu);
+            return sx_err_set(err, SX_ETIMEOUT,
+                              "could not get a database connection: all %d in use", p->size);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        long long until = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + (deadline - now);
+        ts.tv_sec = until / 1000;
+        ts.tv_nsec = (until % 1000) * 1000000;
+        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+    }
+}
+
+void pg_release(pg_pool *p, pg_conn *c)
+{
+    if (c == NULL)
+        return;
+    if (!c->broken && PQstatus(c->conn) == CONNECTION_OK) {
+        PGTransactionStatusType ts = PQtransactionStatus(c->conn);
+        if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR) {
+            PGresult *r = PQexec(c->conn, "ROLLBACK");
+            PQclear(r);
+            ts = PQtransactionStatus(c->conn);
+        }
+        if (ts != PQTRANS_IDLE)
+            c->broken = true;
+    } else {
+        c->broken = true;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (c->broken) {
+        PQfinish(c->conn);
+        sx_free(c);
+        p->open--;
+        update_open_metric(p);
+    } else {
+        c->next = p->idle;
+        p->idle = c;
+    }
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+int pg_pool_ping(pg_pool *p, sx_err *err)
+{
+    pg_conn *c;
+    int rc = pg_acquire(p, &c, err);
+    if (rc)
+        return rc;
+    rc = pg_exec(c, "SELECT 1", 0, NULL, NULL, err);
+    pg_release(p, c);
+    return rc;
+}
+
+static int map_sqlstate(const char *s)
+{
+    if (s == NULL || s[0] == '\0')
+        return SX_EUNAVAILABLE; /* no server answer at all: the connection is gone */
+    if (strncmp(s, "08", 2) == 0 || strcmp(s, "57P01") == 0 || strcmp(s, "57P02") == 0 ||
+        strcmp(s, "57P03") == 0 || strncmp(s, "53", 2) == 0)
+        return SX_EUNAVAILABLE;
+    if (strcmp(s, "23505") == 0 || strcmp(s, "23P01") == 0 || strcmp(s, "40001") == 0 ||
+        strcmp(s, "40P01") == 0)
+        return SX_ECONFLICT;
+    if (strcmp(s, "57014") == 0 || strcmp(s, "55P03") == 0)
+        return SX_ETIMEOUT;
+    if (strncmp(s, "22", 2) == 0 || strncmp(s, "23", 2) == 0 || strcmp(s, "P0001") == 0)
+        return SX_EINVAL;
+    if (strcmp(s, "42501") == 0)
+        return SX_EFORBIDDEN;
+    return SX_EINTERNAL;
+}
+
+int pg_result_error(PGconn *conn, const PGresult *res, const char *what, sx_err *err)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    char line[256];
+    if (primary == NULL) {
+        first_line(line, sizeof(line), conn ? PQerrorMessage(conn) : "no connection");
+        primary = line[0] ? line : "connection lost";
+    }
+    int code = map_sqlstate(state);
+    if (conn && PQstatus(conn) != CONNECTION_OK)
+        code = SX_EUNAVAILABLE;
+    sx_err_set(err, code, "%s: %s", what, primary);
+    if (err) {
+        const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+        const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+        if (detail)
+            sx_err_detail(err, "%s", detail);
+        if (hint)
+            sx_err_hint(err, "%s", hint);
+        if (state)
+            snprintf(err->sqlstate, sizeof(err->sqlstate), "%s", state);
+    }
+    return code;
+}
+
+int pg_exec_ex(pg_conn *c, const char *sql, int n, const char *const *params, const int *lengths,
+               const int *formats, int result_format, PGresult **out, sx_err *err)
+{
+    if (out)
+        *out = NULL;
+    PGresult *res = PQexecParams(c->conn, sql, n, NULL, params, lengths, formats, result_format);
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        if (out)
+            *out = res;
+        else
+            PQclear(res);
+        return 0;
+    }
+    sx_err local;
+    sx_err *e = err ? err : &local;
+    int code = pg_result_error(c->conn, res, "database error", e);
+    if (code == SX_EUNAVAILABLE)
+        c->broken = true;
+    if (c->pool->m_errors) {
+        const char *labels[] = {e->sqlstate[0] ? e->sqlstate : "none"};
+        sx_metric_inc(c->pool->m_errors, labels);
+    }
+    PQclear(res);
+    return code;
+}
+
+int pg_exec(pg_conn *c, const char *sql, int n, const char *const *params, PGresult **out,
+            sx_err *err)
+{
+    return pg_exec_ex(c, sql, n, params, NULL, NULL, 0, out, err);
+}
+
+int pg_begin(pg_conn *c, sx_err *err)
+{
+    return pg_exec(c, "BEGIN", 0, NULL, NULL, err);
+}
+
+int pg_commit(pg_conn *c, sx_err *err)
+{
+    return pg_exec(c, "COMMIT", 0, NULL, NULL, err);
+}
+
+void pg_rollback(pg_conn *c)
+{
+    if (PQtransactionStatus(c->conn) == PQTRANS_IDLE)
+        return;
+    PGresult *r = PQexec(c->conn, "ROLLBACK");
+    PQclear(r);
+}
+
+static bool retryable(const sx_err *e)
+{
+    return strcmp(e->sqlstate, "40001") == 0 || strcmp(e->sqlstate, "40P01") == 0;
+}
+
+int pg_tx(pg_pool *p, pg_tx_fn fn, void *ctx, sx_err *err)
+{
+    sx_err local;
+    sx_err *e = err ? err : &local;
+    int rc = 0;
+    for (int attempt = 1; attempt <= TX_ATTEMPTS; attempt++) {
+        sx_err_clear(e);
+        pg_conn *c;
+        rc = pg_acquire(p, &c, e);
+        if (rc)
+            return rc;
+        rc = pg_begin(c, e);
+        if (rc == 0)
+            rc = fn(c, ctx, e);
+        if (rc == 0)
+            rc = pg_commit(c, e);
+        if (rc)
+            pg_rollback(c);
+        pg_release(p, c);
+        if (rc == 0 || !retryable(e))
+            return rc;
+        sx_log(SX_LOG_DEBUG, "storage", "transaction retried after %s (attempt %d)", e->sqlstate,
+               attempt);
+    }
+    return rc;
+}
+
+const char *pg_get(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? "" : PQgetvalue(res, row, col);
+}
+
+bool pg_is_null(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) != 0;
+}
+
+int pg_get_i64(const PGresult *res, int row, int col, long long *out)
+{
+    const char *s = PQgetvalue(res, row, col);
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return SX_EINTERNAL;
+    *out = v;
+    return 0;
+}

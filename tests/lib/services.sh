@@ -1,0 +1,91 @@
+# services.sh — start and stop a private PostgreSQL cluster and Redis on loopback.
+#
+# Sourced by tests/run.sh and deploy/local/up.sh. Nothing here touches a system
+# service: every server runs from a folder the caller names, on a port it names.
+# PostgreSQL refuses to run as root, so when we are root the cluster belongs to the
+# unprivileged "postgres" account (created by Debian's postgresql-common).
+
+svc_pg_bin() {
+    local d
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$d" ] || { echo "services: no PostgreSQL server binaries under /usr/lib/postgresql" >&2; return 1; }
+    echo "$d"
+}
+
+# Runs a command as the cluster owner (postgres when we are root, else ourselves).
+svc_as_pg() {
+    if [ "$(id -u)" = 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# Prints a loopback TCP port that nothing listens on now.
+svc_free_port() {
+    local port tries=0
+    while [ $tries -lt 200 ]; do
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+            echo "$port"
+            return 0
+        fi
+        tries=$((tries + 1))
+    done
+    echo "services: no free port found" >&2
+    return 1
+}
+
+# svc_pg_start DIR PORT: creates the cluster in DIR/data if needed, starts it on
+# 127.0.0.1:PORT with its socket in DIR, and waits until it accepts connections.
+# The superuser is "sextant" with trust authentication on loopback only.
+svc_pg_start() {
+    local dir=$1 port=$2 bin
+    bin=$(svc_pg_bin) || return 1
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+        svc_as_pg "$bin/initdb" -D "$dir/data" -U sextant --auth=trust -E UTF8 --no-locale \
+            >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
+    fi
+    svc_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" \
+        start >/dev/null || { tail -n 20 "$dir/postgres.log" >&2; return 1; }
+}
+
+# svc_pg_stop DIR: fast shutdown; quiet when nothing runs there.
+svc_pg_stop() {
+    local dir=$1 bin
+    bin=$(svc_pg_bin) || return 1
+    [ -f "$dir/data/postmaster.pid" ] || return 0
+    svc_as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+}
+
+# svc_redis_start DIR PORT: a Redis on 127.0.0.1:PORT with no persistence, daemonised,
+# its pid in DIR/redis.pid; waits until it answers PING.
+svc_redis_start() {
+    local dir=$1 port=$2 i
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --daemonize yes --dir "$dir" \
+        --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --save "" --appendonly no \
+        >/dev/null || return 1
+    for i in $(seq 1 100); do
+        redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "services: redis on port $port did not answer" >&2
+    return 1
+}
+
+# svc_redis_stop DIR
+svc_redis_stop() {
+    local dir=$1 pid i
+    [ -f "$dir/redis.pid" ] || return 0
+    pid=$(cat "$dir/redis.pid")
+    kill "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    rm -f "$dir/redis.pid"
+}

@@ -1,0 +1,165 @@
+/*
+ * testlib.c — shared helpers for the C tests (see testlib.h).
+ */
+#include "tests/lib/testlib.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+const char *tl_env(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0') {
+        fprintf(stderr, "test environment: %s is not set (run through tests/run.sh)\n", name);
+        fail();
+    }
+    return v;
+}
+
+long long tl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tl_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void admin_exec(const char *sql)
+{
+    PGconn *c = PQconnectdb(tl_env("SEXTANT_TEST_DATABASE_URL"));
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "test database: %s", PQerrorMessage(c));
+        PQfinish(c);
+        fail();
+    }
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "test database: %s: %s", sql, PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+        fail();
+    }
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* Replaces the database name (the path after the last '/') of a URL. */
+static char *url_with_db(const char *url, const char *db)
+{
+    const char *scheme = strstr(url, "://");
+    const char *slash = strchr(scheme ? scheme + 3 : url, '/');
+    size_t base = slash ? (size_t)(slash - url) : strlen(url);
+    const char *query = slash ? strchr(slash, '?') : NULL;
+    size_t n = base + strlen(db) + (query ? strlen(query) : 0) + 2;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s/%s%s", (int)base, url, db, query ? query : "");
+    return out;
+}
+
+char *tl_db_create(void)
+{
+    static int counter;
+    char name[64], sql[128];
+    snprintf(name, sizeof(name), "sx_test_%d_%d_%lld", (int)getpid(), ++counter,
+             tl_now_ms() % 100000);
+    snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+    admin_exec(sql);
+    return url_with_db(tl_env("SEXTANT_TEST_DATABASE_URL"), name);
+}
+
+void tl_db_drop(char *url)
+{
+    const char *slash = strrchr(url, '/');
+    char name[64], sql[160];
+    snprintf(name, sizeof(name), "%s", slash ? slash + 1 : url);
+    char *q = strchr(name, '?');
+    if (q)
+        *q = '\0';
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    admin_exec(sql);
+    free(url);
+}
+
+int tl_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "no free port: %s\n", strerror(errno));
+        fail();
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+void tl_redis_start(tl_redis *r)
+{
+    if (r->port == 0)
+        r->port = tl_free_port();
+    if (r->dir[0] == '\0') {
+        snprintf(r->dir, sizeof(r->dir), "/tmp/sx_test_redis_XXXXXX");
+        if (mkdtemp(r->dir) == NULL)
+            fail();
+    }
+    snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d", r->port);
+    char port[16];
+    snprintf(port, sizeof(port), "%d", r->port);
+    const char *server = tl_env("SEXTANT_TEST_REDIS_SERVER");
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(server, server, "--port", port, "--bind", "127.0.0.1", "--dir", r->dir, "--save", "",
+              "--appendonly", "no", "--logfile", "", "--loglevel", "warning", (char *)NULL);
+        _exit(127);
+    }
+    r->pid = pid;
+    for (int i = 0; i < 100; i++) {
+        struct timeval tv = {0, 200000};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+        if (c && !c->err) {
+            redisReply *rep = redisCommand(c, "PING");
+            bool ok = rep && rep->type == REDIS_REPLY_STATUS;
+            freeReplyObject(rep);
+            redisFree(c);
+            if (ok)
+                return;
+        } else if (c) {
+            redisFree(c);
+        }
+        tl_sleep_ms(50);
+    }
+    fprintf(stderr, "redis on port %d did not start\n", r->port);
+    fail();
+}
+
+void tl_redis_stop(tl_redis *r)
+{
+    if (r->pid <= 0)
+        return;
+    kill(r->pid, SIGTERM);
+    int st;
+    waitpid(r->pid, &st, 0);
+    r->pid = 0;
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tests/run.sh — the whole test suite, from a fresh Debian machine.
+#
+# Installs the missing Debian packages, checks formatting, builds twice (a normal
+# build and an AddressSanitizer + UndefinedBehaviorSanitizer build), starts a private
+# PostgreSQL and Redis on free loopback ports, runs every ctest label in both builds,
+# stops what it started (also on failure or Ctrl-C) and ends with ctest's summary.
+#
+#   tests/run.sh                 everything
+#   tests/run.sh --no-asan       skip the sanitizer build
+#   tests/run.sh -L unit         one label (unit, integration)
+#   tests/run.sh -R regex        tests whose name matches
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=tests/lib/deps.sh
+source tests/lib/deps.sh
+# shellcheck source=tests/lib/services.sh
+source tests/lib/services.sh
+
+ASAN=1
+CTEST_ARGS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --no-asan) ASAN=0 ;;
+    -L | -R) CTEST_ARGS+=("$1" "$2"); shift ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "tests/run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ ${#CTEST_ARGS[@]} -gt 0 ] || CTEST_ARGS=(-L 'unit|integration')
+
+deps_install
+
+echo "== format"
+mapfile -t CFILES < <(git ls-files '*.c' '*.h' 2>/dev/null || find server storage api tests -name '*.[ch]')
+clang-format --dry-run -Werror "${CFILES[@]}"
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+build() {
+    local dir=$1
+    shift
+    echo "== build $dir"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- ' || true
+    [ -x "$dir/sextant" ] || { echo "build in $dir failed" >&2; exit 1; }
+}
+build build-release
+[ $ASAN = 0 ] || build build-asan -DSEXTANT_SANITIZE=ON
+
+WORK=$(mktemp -d /tmp/sextant-test.XXXXXX)
+chmod 755 "$WORK"
+cleanup() {
+    svc_redis_stop "$WORK/redis" || true
+    svc_pg_stop "$WORK/pg" || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PG_PORT=$(svc_free_port)
+svc_pg_start "$WORK/pg" "$PG_PORT"
+REDIS_PORT=$(svc_free_port)
+svc_redis_start "$WORK/redis" "$REDIS_PORT"
+
+export SEXTANT_TEST_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/postgres"
+export SEXTANT_TEST_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export SEXTANT_TEST_REDIS_SERVER
+SEXTANT_TEST_REDIS_SERVER=$(command -v redis-server)
+export SEXTANT_TEST_PG_BIN
+SEXTANT_TEST_PG_BIN=$(svc_pg_bin)
+export SEXTANT_TEST_OUT="$ROOT/tests/out"
+mkdir -p "$SEXTANT_TEST_OUT"
+
+status=0
+run_ctest() {
+    local dir=$1
+    echo "== ctest $dir"
+    ctest --test-dir "$dir" "${CTEST_ARGS[@]}" -j"$JOBS" --output-on-failure \
+        --timeout 300 || status=1
+}
+run_ctest build-release
+if [ $ASAN = 1 ]; then
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
+    run_ctest build-asan
+fi
+[ $status = 0 ] && echo "== all tests passed" || echo "== some tests FAILED"
+exit $status
