@@ -13,6 +13,7 @@
 #include "storage/pg_pool.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ struct pg_conn {
     struct pg_conn *next; /* idle stack link; NULL while in use */
     struct pg_pool *pool; /* the pool it came from */
     PGconn *conn;         /* owned */
-    bool broken;          /* set when a statement found the connection dead */
+    bool broken;          /* set when a statement found the connection dead, or the
+                           * server sent a FATAL (it is about to close it) */
 };
 
 struct pg_pool {
@@ -134,22 +136,80 @@ static void first_line(char *dst, size_t n, const char *src)
     dst[i] = '\0';
 }
 
-/* Opens one connection; runs without the pool lock. */
+/*
+ * Server messages outside a statement's result (NOTICE, WARNING, and the FATAL a
+ * backend sends before it closes the connection) would otherwise be printed raw on
+ * stderr by libpq, in the middle of the JSON log. A FATAL also marks the connection
+ * broken so that acquire does not hand it out.
+ */
+static void on_notice(void *arg, const PGresult *res)
+{
+    pg_conn *c = arg;
+    const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    bool fatal = sev && (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0);
+    if (fatal)
+        c->broken = true;
+    sx_log(fatal || (sev && strcmp(sev, "WARNING") == 0) ? SX_LOG_WARN : SX_LOG_DEBUG, "storage",
+           "postgresql %s: %s", sev ? sev : "notice", msg ? msg : "");
+}
+
+/*
+ * Opens one connection; runs without the pool lock. statement_timeout is set with a
+ * query rather than the "options" keyword, which would replace an options= the
+ * operator put in the URL.
+ */
 static PGconn *open_conn(pg_pool *p, char *why, size_t whylen)
 {
-    char timeout[16], options[64];
+    char timeout[16];
     int secs = (p->connect_timeout_ms + 999) / 1000;
     snprintf(timeout, sizeof(timeout), "%d", secs < 2 ? 2 : secs);
-    snprintf(options, sizeof(options), "-c statement_timeout=%d", p->statement_timeout_ms);
-    const char *keys[] = {"dbname",  "connect_timeout", "application_name",
-                          "options", "client_encoding", NULL};
-    const char *vals[] = {p->url, timeout, p->app, options, "UTF8", NULL};
+    const char *keys[] = {"dbname", "connect_timeout", "application_name", "client_encoding", NULL};
+    const char *vals[] = {p->url, timeout, p->app, "UTF8", NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
-    if (conn && PQstatus(conn) == CONNECTION_OK)
-        return conn;
-    first_line(why, whylen, conn ? PQerrorMessage(conn) : "out of memory");
-    PQfinish(conn);
-    return NULL;
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
+        first_line(why, whylen, conn ? PQerrorMessage(conn) : "out of memory");
+        PQfinish(conn);
+        return NULL;
+    }
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%d", p->statement_timeout_ms);
+    const char *params[] = {ms};
+    PGresult *r = PQexecParams(conn, "SELECT set_config('statement_timeout', $1, false)", 1, NULL,
+                               params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        char line[200];
+        first_line(line, sizeof(line), PQerrorMessage(conn));
+        snprintf(why, whylen, "could not set statement_timeout: %s", line);
+        PQclear(r);
+        PQfinish(conn);
+        return NULL;
+    }
+    PQclear(r);
+    return conn;
+}
+
+/*
+ * Whether an idle connection is still usable, without a round trip. An idle session
+ * receives nothing unless the server is closing it (a terminated backend sends a
+ * FATAL, then EOF), so readable data is consumed and judged: the FATAL marks the
+ * connection broken through on_notice, EOF makes PQconsumeInput fail.
+ */
+static bool idle_conn_alive(pg_conn *c)
+{
+    for (int i = 0; i < 4 && !c->broken; i++) {
+        if (PQstatus(c->conn) != CONNECTION_OK)
+            return false;
+        struct pollfd pfd = {PQsocket(c->conn), POLLIN, 0};
+        if (poll(&pfd, 1, 0) <= 0)
+            break;
+        if (!PQconsumeInput(c->conn))
+            return false;
+        PGnotify *n;
+        while ((n = PQnotifies(c->conn)) != NULL)
+            PQfreemem(n);
+    }
+    return !c->broken && PQstatus(c->conn) == CONNECTION_OK;
 }
 
 int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
@@ -162,12 +222,13 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             pg_conn *c = p->idle;
             p->idle = c->next;
             c->next = NULL;
-            if (PQstatus(c->conn) == CONNECTION_OK) {
+            if (idle_conn_alive(c)) {
                 pthread_mutex_unlock(&p->mu);
                 *out = c;
                 return 0;
             }
-            /* Died while idle (server restart): drop it and look again. */
+            /* Died while idle (terminated backend, server restart): drop it and look
+             * again, which opens a replacement when no other idle one is left. */
             PQfinish(c->conn);
             sx_free(c);
             p->open--;
@@ -211,6 +272,7 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             pg_conn *c = sx_calloc(1, sizeof(*c));
             c->conn = conn;
             c->pool = p;
+            PQsetNoticeReceiver(conn, on_notice, c);
             *out = c;
             return 0;
         }
@@ -353,9 +415,20 @@ int pg_begin(pg_conn *c, sx_err *err)
     return pg_exec(c, "BEGIN", 0, NULL, NULL, err);
 }
 
+/* COMMIT of a transaction that already failed succeeds with the tag ROLLBACK: the
+ * server rolled back, so that is reported as the failure it is. */
 int pg_commit(pg_conn *c, sx_err *err)
 {
-    return pg_exec(c, "COMMIT", 0, NULL, NULL, err);
+    PGresult *res;
+    int rc = pg_exec(c, "COMMIT", 0, NULL, &res, err);
+    if (rc)
+        return rc;
+    bool rolled_back = strcmp(PQcmdStatus(res), "ROLLBACK") == 0;
+    PQclear(res);
+    if (rolled_back)
+        return sx_err_set(err, SX_EINTERNAL,
+                          "could not commit: the transaction had failed and was rolled back");
+    return 0;
 }
 
 void pg_rollback(pg_conn *c)

@@ -45,6 +45,7 @@ void sx_arena_destroy(sx_arena *a)
     for (cleanup *c = a->cleanups; c;) {
         cleanup *next = c->next;
         c->fn(c->p);
+        sx_free(c);
         c = next;
     }
     for (block *b = a->blocks; b;) {

@@ -1,0 +1,165 @@
+/*
+ * test_base.c — the bottom layer: error codes and their statuses, buffers, arenas,
+ * Prometheus rendering, URL redaction, SHA-256.
+ */
+#include "tests/lib/testlib.h"
+
+#include <string.h>
+
+#include "server/base/arena.h"
+#include "server/base/buf.h"
+#include "server/base/err.h"
+#include "server/base/fielderr.h"
+#include "server/base/hash.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+#include "server/base/metrics.h"
+
+static void test_err_statuses(void **state)
+{
+    (void)state;
+    assert_int_equal(sx_code_http_status(SX_ENOTFOUND), 404);
+    assert_int_equal(sx_code_http_status(SX_EVALIDATION), 422);
+    assert_int_equal(sx_code_http_status(SX_EUNAVAILABLE), 503);
+    assert_int_equal(sx_code_http_status(SX_ERATELIMIT), 429);
+    assert_int_equal(sx_code_grpc_status(SX_EINVAL), 3);
+    assert_int_equal(sx_code_grpc_status(SX_EUNAVAILABLE), 14);
+    assert_string_equal(sx_code_name(SX_ECONFLICT), "conflict");
+
+    sx_err e;
+    assert_int_equal(sx_err_set(&e, SX_EINVAL, "bad port %d", 70000), SX_EINVAL);
+    sx_err_prefix(&e, "listener %s", "web");
+    assert_string_equal(e.message, "listener web: bad port 70000");
+    assert_int_equal(e.code, SX_EINVAL);
+    /* A NULL err only propagates the code. */
+    assert_int_equal(sx_err_set(NULL, SX_EIO, "x"), SX_EIO);
+}
+
+static void test_buf(void **state)
+{
+    (void)state;
+    sx_buf b = {0};
+    assert_string_equal(sx_buf_cstr(&b), "");
+    for (int i = 0; i < 1000; i++)
+        sx_buf_printf(&b, "%d,", i);
+    assert_true(b.len > 3000);
+    assert_memory_equal(b.data, "0,1,2,", 6);
+    sx_buf_append(&b, "\0x", 2);
+    assert_int_equal(b.data[b.len - 2], '\0');
+    char *s = sx_buf_steal(&b);
+    assert_null(b.data);
+    sx_free(s);
+}
+
+static int cleaned;
+static void count_cleanup(void *p)
+{
+    (void)p;
+    cleaned++;
+}
+
+static void test_arena(void **state)
+{
+    (void)state;
+    sx_arena *a = sx_arena_create();
+    char *big = sx_arena_alloc(a, 100000);
+    big[99999] = 'x';
+    for (int i = 0; i < 5000; i++) {
+        char *s = sx_arena_printf(a, "item-%d", i);
+        assert_string_equal(s, i == 4999 ? "item-4999" : s);
+    }
+    int token;
+    sx_arena_defer(a, count_cleanup, &token);
+    sx_arena_defer(a, count_cleanup, &token);
+    assert_null(sx_arena_defer(a, count_cleanup, NULL));
+    cleaned = 0;
+    sx_arena_destroy(a);
+    assert_int_equal(cleaned, 2);
+}
+
+static void test_metrics_render(void **state)
+{
+    (void)state;
+    sx_metrics *r = sx_metrics_create();
+    sx_metric *c = sx_metrics_counter(r, "sx_requests_total", "Requests", "method,code");
+    sx_metric *g = sx_metrics_gauge(r, "sx_up", "Up", NULL);
+    const double bounds[] = {0.1, 1};
+    sx_metric *h = sx_metrics_histogram(r, "sx_latency_seconds", "Latency", NULL, bounds, 2);
+    assert_ptr_equal(sx_metrics_counter(r, "sx_requests_total", "again", "method,code"), c);
+    sx_metric_inc(c, (const char *[]){"GET", "200"});
+    sx_metric_inc(c, (const char *[]){"GET", "200"});
+    sx_metric_inc(c, (const char *[]){"POST", "a\"b"});
+    sx_metric_set(g, NULL, 1);
+    sx_metric_observe(h, NULL, 0.05);
+    sx_metric_observe(h, NULL, 0.5);
+    sx_metric_observe(h, NULL, 5);
+    assert_true(sx_metric_value(c, (const char *[]){"GET", "200"}) == 2);
+    sx_buf out = {0};
+    sx_metrics_render(r, &out);
+    const char *s = sx_buf_cstr(&out);
+    assert_non_null(strstr(s, "# TYPE sx_requests_total counter\n"));
+    assert_non_null(strstr(s, "sx_requests_total{method=\"GET\",code=\"200\"} 2\n"));
+    assert_non_null(strstr(s, "sx_requests_total{method=\"POST\",code=\"a\\\"b\"} 1\n"));
+    assert_non_null(strstr(s, "sx_up 1\n"));
+    assert_non_null(strstr(s, "sx_latency_seconds_bucket{le=\"0.1\"} 1\n"));
+    assert_non_null(strstr(s, "sx_latency_seconds_bucket{le=\"1\"} 2\n"));
+    assert_non_null(strstr(s, "sx_latency_seconds_bucket{le=\"+Inf\"} 3\n"));
+    assert_non_null(strstr(s, "sx_latency_seconds_count 3\n"));
+    sx_buf_free(&out);
+    sx_metrics_destroy(r);
+}
+
+static void test_redact(void **state)
+{
+    (void)state;
+    char out[256];
+    assert_string_equal(sx_redact_url("postgresql://app:s3cret@db:5432/x", out, sizeof(out)),
+                        "postgresql://app:***@db:5432/x");
+    assert_string_equal(sx_redact_url("redis://:pw@127.0.0.1:6379/0", out, sizeof(out)),
+                        "redis://:***@127.0.0.1:6379/0");
+    assert_string_equal(sx_redact_url("host=db password=hunter2 user=x", out, sizeof(out)),
+                        "host=db password=*** user=x");
+    assert_string_equal(sx_redact_url("postgresql://app@db/x", out, sizeof(out)),
+                        "postgresql://app@db/x");
+    assert_null(
+        strstr(sx_redact_url("postgresql://u:p%40ss@h/d?password=zz", out, sizeof(out)), "zz"));
+}
+
+static void test_sha256(void **state)
+{
+    (void)state;
+    char hex[SX_SHA256_HEX_LEN + 1];
+    sx_sha256_hex("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+static void test_fielderrs(void **state)
+{
+    (void)state;
+    sx_fielderrs l = {0};
+    for (int i = 0; i < 20; i++)
+        sx_fielderrs_add(&l, "spec.listeners[0].port", "must be between %d and %d", 1, 65535);
+    sx_fielderrs_add(&l, "", "document is empty");
+    assert_int_equal(l.count, 21);
+    json_t *j = sx_fielderrs_to_json(&l);
+    assert_int_equal(json_array_size(j), 21);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "path")),
+                        "spec.listeners[0].port");
+    json_decref(j);
+    char *joined = sx_fielderrs_join(&l);
+    assert_non_null(strstr(joined, "spec.listeners[0].port: must be between 1 and 65535; "));
+    sx_free(joined);
+    sx_fielderrs_free(&l);
+    assert_int_equal(l.count, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_arena),        cmocka_unit_test(test_metrics_render),
+        cmocka_unit_test(test_redact),       cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_fielderrs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
