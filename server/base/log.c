@@ -73,7 +73,7 @@ static void emit(sx_log_level level, const char *component, json_t *fields, cons
         json_object_update_missing(o, fields);
     json_decref(fields);
 
-    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(o);
     if (line == NULL)
         return;

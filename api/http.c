@@ -1,0 +1,822 @@
+/*
+ * http.c — libmicrohttpd server with a router, JSON errors, request ids and access logs.
+ *
+ * libmicrohttpd calls the access handler several times per request: once when the
+ * headers are in (we create the request state, pick or make the request id and refuse a
+ * declared body over the limit right away), once per body chunk (we append to a buffer,
+ * or count and drop once over the limit), and once more when the body is complete (we
+ * route and run the handler, which queues the response). The completion callback runs
+ * once per request whatever happened; it writes the access log line, updates the
+ * metrics and frees the request, arena included. The route table is built before the
+ * daemon starts and is read-only afterwards.
+ */
+#include "api/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "server/base/buf.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+
+#define MAX_SEGS         16
+#define MAX_PARAMS       8
+#define MAX_RESP_HEADERS 16
+#define REQUEST_ID_MAX   128
+/* Idle connections are closed after this long; SSE streams send keep-alives sooner. */
+#define CONNECTION_TIMEOUT_S 120
+
+typedef struct route {
+    char method[16];
+    char *pattern;
+    size_t nseg;
+    char *segs[MAX_SEGS]; /* literal text, or the parameter name when is_param */
+    bool is_param[MAX_SEGS];
+    size_t nliteral; /* literal segments; more literals win over parameters */
+    http_handler_fn fn;
+    void *ud;
+} route;
+
+struct http_server {
+    const sextant_config *cfg; /* borrowed */
+    sx_metrics *metrics;       /* borrowed */
+    sup_supervisor *sup;       /* borrowed, may be NULL */
+    route *routes;             /* fixed once the daemon runs */
+    size_t nroutes;
+    struct MHD_Daemon *daemon; /* NULL when stopped; touched by start/stop only */
+    atomic_bool running;       /* mirrors daemon != NULL for readiness probes */
+    int port;                  /* bound port while running */
+    char *tls_cert;            /* PEM kept alive for the daemon while it runs */
+    char *tls_key;
+    sx_metric *m_requests; /* sextant_http_requests_total{method,route,status} */
+    sx_metric *m_duration; /* sextant_http_request_duration_seconds{route} */
+    pthread_mutex_t err_mu;
+    char last_mhd_error[256]; /* the latest libmicrohttpd complaint, for start errors */
+};
+
+typedef struct resp_header {
+    char *name;
+    char *value;
+} resp_header;
+
+struct http_request {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    sx_arena *arena; /* everything below that is a pointer lives here */
+    const char *method;
+    const char *path;
+    const char *route; /* matched pattern, or "unmatched" */
+    char id[REQUEST_ID_MAX + 1];
+    struct timespec start;
+    sx_buf body;
+    size_t body_seen; /* bytes received, including dropped ones */
+    bool too_large;
+    bool responded;
+    int status;
+    size_t bytes_out;
+    size_t nparams;
+    const char *param_names[MAX_PARAMS];
+    const char *param_values[MAX_PARAMS];
+    size_t nheaders;
+    resp_header headers[MAX_RESP_HEADERS];
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+static double elapsed_s(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/* A client-supplied request id is kept when it is a plain token. */
+static bool sane_request_id(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > REQUEST_ID_MAX)
+        return false;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  strchr("-_.:/+=@", c) != NULL;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* 32 hex digits from the kernel's CSPRNG; r only makes the fallback unique. */
+static void new_request_id(char out[REQUEST_ID_MAX + 1], const void *r)
+{
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        /* No getrandom (very old kernel): time and address are unique enough for an id. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t a = (uint64_t)ts.tv_sec ^ ((uint64_t)ts.tv_nsec << 32), b = (uint64_t)(uintptr_t)r;
+        memcpy(rnd, &a, 8);
+        memcpy(rnd + 8, &b, 8);
+    }
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(out + i * 2, 3, "%02x", rnd[i]);
+}
+
+/* Bounded label values for the method, so junk methods cannot grow the metrics. */
+static const char *method_label(const char *m)
+{
+    static const char *known[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(m, known[i]) == 0)
+            return known[i];
+    return "OTHER";
+}
+
+/* ------------------------------------------------------------------ responses */
+
+void http_req_set_header(http_request *r, const char *name, const char *value)
+{
+    if (r->nheaders == MAX_RESP_HEADERS) {
+        SX_ERROR("http", "too many response headers; %s dropped", name);
+        return;
+    }
+    r->headers[r->nheaders].name = sx_arena_strdup(r->arena, name);
+    r->headers[r->nheaders].value = sx_arena_strdup(r->arena, value);
+    r->nheaders++;
+}
+
+void http_respond(http_request *r, int status, const char *content_type, const void *body,
+                  size_t len)
+{
+    if (r->responded) {
+        SX_ERROR("http", "bug: second response to %s %s (request %s) dropped", r->method, r->path,
+                 r->id);
+        return;
+    }
+    r->responded = true;
+    r->status = status;
+    r->bytes_out = len;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)(len ? body : ""), MHD_RESPMEM_MUST_COPY);
+    if (resp == NULL) {
+        SX_ERROR("http", "could not create a response for request %s", r->id);
+        r->status = 500;
+        return;
+    }
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    for (size_t i = 0; i < r->nheaders; i++)
+        MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
+    if (MHD_queue_response(r->conn, (unsigned int)status, resp) != MHD_YES)
+        SX_ERROR("http", "could not queue the response to request %s", r->id);
+    MHD_destroy_response(resp);
+}
+
+void http_respond_json(http_request *r, int status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(body);
+    if (text == NULL) {
+        static const char fallback[] = "{\"error\":{\"code\":\"internal\",\"message\":\"could not "
+                                       "encode the response\",\"details\":[]}}";
+        http_respond(r, 500, "application/json", fallback, sizeof(fallback) - 1);
+        return;
+    }
+    http_respond(r, status, "application/json", text, strlen(text));
+    free(text);
+}
+
+void http_respond_problem(http_request *r, int status, const char *code_name, const char *message,
+                          json_t *details)
+{
+    json_t *err = json_pack("{s:s,s:s,s:o}", "code", code_name, "message", message, "details",
+                            details ? details : json_array());
+    http_respond_json(r, status, json_pack("{s:o}", "error", err));
+}
+
+void http_respond_error(http_request *r, int code, const char *message, json_t *details)
+{
+    http_respond_problem(r, sx_code_http_status(code), sx_code_name(code), message, details);
+}
+
+void http_respond_err(http_request *r, const sx_err *err)
+{
+    json_t *details = json_array();
+    if (err->detail[0])
+        json_array_append_new(details, json_pack("{s:s}", "detail", err->detail));
+    if (err->hint[0])
+        json_array_append_new(details, json_pack("{s:s}", "hint", err->hint));
+    int code = err->code == SX_OK ? SX_EINTERNAL : err->code;
+    http_respond_error(r, code, err->message[0] ? err->message : sx_code_name(code), details);
+}
+
+void http_respond_fielderrs(http_request *r, const char *message, const sx_fielderrs *errs)
+{
+    http_respond_error(r, SX_EVALIDATION, message, sx_fielderrs_to_json(errs));
+}
+
+/* ------------------------------------------------------------------ request accessors */
+
+const char *http_req_method(const http_request *r)
+{
+    return r->method;
+}
+
+const char *http_req_path(const http_request *r)
+{
+    return r->path;
+}
+
+const char *http_req_route(const http_request *r)
+{
+    return r->route;
+}
+
+const char *http_req_id(const http_request *r)
+{
+    return r->id;
+}
+
+const char *http_req_param(const http_request *r, const char *name)
+{
+    for (size_t i = 0; i < r->nparams; i++)
+        if (strcmp(r->param_names[i], name) == 0)
+            return r->param_values[i];
+    return NULL;
+}
+
+const char *http_req_header(http_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_req_query(http_request *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_req_body(const http_request *r, size_t *len)
+{
+    if (len)
+        *len = r->body.len;
+    return sx_buf_cstr(&r->body);
+}
+
+sx_arena *http_req_arena(http_request *r)
+{
+    return r->arena;
+}
+
+/* ------------------------------------------------------------------ routing */
+
+static bool valid_segment(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '{' || s[i] == '}' || s[i] == '?' || s[i] == '#')
+            return false;
+    return true;
+}
+
+int http_route(http_server *s, const char *method, const char *pattern, http_handler_fn fn,
+               void *ud, sx_err *err)
+{
+    if (s->daemon)
+        return sx_err_set(err, SX_EINVAL, "cannot add route %s %s: the server is running", method,
+                          pattern);
+    if (fn == NULL || method == NULL || strlen(method) == 0 || strlen(method) >= 16)
+        return sx_err_set(err, SX_EINVAL, "invalid route %s %s", method ? method : "(null)",
+                          pattern ? pattern : "(null)");
+    if (pattern == NULL || pattern[0] != '/')
+        return sx_err_set(err, SX_EINVAL, "route pattern %s must start with /",
+                          pattern ? pattern : "(null)");
+    route rt;
+    memset(&rt, 0, sizeof(rt));
+    snprintf(rt.method, sizeof(rt.method), "%s", method);
+    const char *p = pattern + 1;
+    size_t nparams = 0;
+    while (*p) {
+        const char *slash = strchr(p, '/');
+        size_t n = slash ? (size_t)(slash - p) : strlen(p);
+        if (rt.nseg == MAX_SEGS)
+            goto bad;
+        bool param = n >= 3 && p[0] == '{' && p[n - 1] == '}';
+        if (param ? !valid_segment(p + 1, n - 2) : !valid_segment(p, n))
+            goto bad;
+        if (param && ++nparams > MAX_PARAMS)
+            goto bad;
+        rt.is_param[rt.nseg] = param;
+        rt.segs[rt.nseg] = param ? sx_strndup(p + 1, n - 2) : sx_strndup(p, n);
+        rt.nliteral += param ? 0 : 1;
+        rt.nseg++;
+        if (slash == NULL)
+            break;
+        p = slash + 1;
+        if (*p == '\0')
+            goto bad; /* trailing slash */
+    }
+    for (size_t i = 0; i < s->nroutes; i++) {
+        route *o = &s->routes[i];
+        if (strcmp(o->method, rt.method) != 0 || o->nseg != rt.nseg)
+            continue;
+        bool same = true;
+        for (size_t k = 0; k < rt.nseg && same; k++)
+            same = o->is_param[k] == rt.is_param[k] &&
+                   (rt.is_param[k] || strcmp(o->segs[k], rt.segs[k]) == 0);
+        if (same) {
+            for (size_t k = 0; k < rt.nseg; k++)
+                sx_free(rt.segs[k]);
+            return sx_err_set(err, SX_ECONFLICT, "route %s %s is already registered", method,
+                              pattern);
+        }
+    }
+    rt.pattern = sx_strdup(pattern);
+    rt.fn = fn;
+    rt.ud = ud;
+    s->routes = sx_realloc(s->routes, (s->nroutes + 1) * sizeof(route));
+    s->routes[s->nroutes++] = rt;
+    return 0;
+bad:
+    for (size_t k = 0; k < rt.nseg; k++)
+        sx_free(rt.segs[k]);
+    return sx_err_set(err, SX_EINVAL, "malformed route pattern %s", pattern);
+}
+
+static bool route_matches(const route *rt, char **segs, size_t nseg)
+{
+    if (rt->nseg != nseg)
+        return false;
+    for (size_t i = 0; i < nseg; i++) {
+        if (rt->is_param[i] ? segs[i][0] == '\0' : strcmp(rt->segs[i], segs[i]) != 0)
+            return false;
+    }
+    return true;
+}
+
+static bool method_accepts(const route *rt, const char *m)
+{
+    return strcmp(rt->method, m) == 0 || (strcmp(m, "HEAD") == 0 && strcmp(rt->method, "GET") == 0);
+}
+
+static void dispatch(http_request *r)
+{
+    http_server *s = r->srv;
+    char *segs[MAX_SEGS + 1];
+    size_t nseg = 0;
+    bool too_deep = false;
+    char *copy = sx_arena_strdup(r->arena, r->path[0] == '/' ? r->path + 1 : r->path);
+    if (*copy) {
+        for (char *p = copy;;) {
+            if (nseg == MAX_SEGS) {
+                too_deep = true;
+                break;
+            }
+            segs[nseg++] = p;
+            char *slash = strchr(p, '/');
+            if (slash == NULL)
+                break;
+            *slash = '\0';
+            p = slash + 1;
+        }
+    }
+
+    const route *best = NULL;
+    sx_buf allow = {0};
+    for (size_t i = 0; i < s->nroutes && !too_deep; i++) {
+        const route *rt = &s->routes[i];
+        if (!route_matches(rt, segs, nseg))
+            continue;
+        if (method_accepts(rt, r->method) && (best == NULL || rt->nliteral > best->nliteral))
+            best = rt;
+        char tag[24];
+        snprintf(tag, sizeof(tag), "%s, ", rt->method);
+        if (strstr(sx_buf_cstr(&allow), tag) == NULL)
+            sx_buf_puts(&allow, tag);
+        if (strcmp(rt->method, "GET") == 0 && strstr(sx_buf_cstr(&allow), "HEAD, ") == NULL)
+            sx_buf_puts(&allow, "HEAD, ");
+        if (r->route == NULL || strcmp(r->route, "unmatched") == 0)
+            r->route = rt->pattern;
+    }
+
+    if (best) {
+        r->route = best->pattern;
+        for (size_t i = 0; i < nseg; i++) {
+            if (best->is_param[i] && r->nparams < MAX_PARAMS) {
+                r->param_names[r->nparams] = best->segs[i];
+                r->param_values[r->nparams] = segs[i];
+                r->nparams++;
+            }
+        }
+        best->fn(r, best->ud);
+        if (!r->responded) {
+            SX_ERROR("http", "bug: handler for %s %s returned without answering", best->method,
+                     best->pattern);
+            http_respond_error(r, SX_EINTERNAL, "the handler did not answer", NULL);
+        }
+    } else if (allow.len) {
+        allow.data[allow.len - 2] = '\0'; /* drop the last ", " */
+        http_req_set_header(r, "Allow", allow.data);
+        char msg[512];
+        snprintf(msg, sizeof(msg), "method %s is not allowed on %s", r->method, r->path);
+        http_respond_problem(r, 405, "method_not_allowed", msg, NULL);
+    } else {
+        r->route = "unmatched";
+        char msg[512];
+        snprintf(msg, sizeof(msg), "no route for %s %.300s", r->method, r->path);
+        http_respond_error(r, SX_ENOTFOUND, msg, NULL);
+    }
+    sx_buf_free(&allow);
+}
+
+/* ------------------------------------------------------------------ built-in routes */
+
+static void handle_healthz(http_request *r, void *ud)
+{
+    (void)ud;
+    http_req_set_header(r, "Cache-Control", "no-store");
+    http_respond_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void handle_readyz(http_request *r, void *ud)
+{
+    http_server *s = ud;
+    http_req_set_header(r, "Cache-Control", "no-store");
+    if (s->sup == NULL) {
+        http_respond_json(r, 200, json_pack("{s:s}", "status", "ready"));
+        return;
+    }
+    bool gate = sup_ready(s->sup);
+    json_t *comps = sup_readiness_json(s->sup);
+    const char *k;
+    json_t *v;
+    json_object_foreach(comps, k, v)
+    {
+        if (!json_is_true(v))
+            gate = false;
+    }
+    http_respond_json(
+        r, gate ? 200 : 503,
+        json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps));
+}
+
+static void handle_metrics(http_request *r, void *ud)
+{
+    http_server *s = ud;
+    if (s->sup)
+        (void)sup_ready(s->sup); /* refreshes sextant_ready and the per-component gauges */
+    sx_buf out = {0};
+    sx_metrics_render(s->metrics, &out);
+    http_req_set_header(r, "Cache-Control", "no-store");
+    http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", sx_buf_cstr(&out), out.len);
+    sx_buf_free(&out);
+}
+
+/* ------------------------------------------------------------------ libmicrohttpd glue */
+
+static http_request *request_new(http_server *s, struct MHD_Connection *conn, const char *url,
+                                 const char *method)
+{
+    http_request *r = sx_calloc(1, sizeof(*r));
+    clock_gettime(CLOCK_MONOTONIC, &r->start);
+    r->srv = s;
+    r->conn = conn;
+    r->arena = sx_arena_create();
+    r->method = sx_arena_strdup(r->arena, method);
+    r->path = sx_arena_strdup(r->arena, url);
+    r->route = "unmatched";
+    const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (sane_request_id(given))
+        snprintf(r->id, sizeof(r->id), "%s", given);
+    else
+        new_request_id(r->id, r);
+    return r;
+}
+
+static void respond_too_large(http_request *r)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg), "request body is larger than %lld bytes",
+             (long long)r->srv->cfg->http.max_body_bytes);
+    http_req_set_header(r, "Connection", "close");
+    http_respond_error(r, SX_ETOOLARGE, msg, NULL);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    http_server *s = cls;
+    http_request *r = *con_cls;
+    size_t limit = (size_t)s->cfg->http.max_body_bytes;
+
+    if (r == NULL) {
+        r = request_new(s, conn, url, method);
+        *con_cls = r;
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl) {
+            char *end;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (*end == '\0' && n > limit) {
+                r->too_large = true;
+                respond_too_large(r);
+            }
+        }
+        return MHD_YES;
+    }
+    if (r->responded) {
+        *upload_data_size = 0; /* answered early (413): drain and drop */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        r->body_seen += *upload_data_size;
+        if (r->body_seen > limit)
+            r->too_large = true;
+        else
+            sx_buf_append(&r->body, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->too_large)
+        respond_too_large(r);
+    else
+        dispatch(r);
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    http_server *s = cls;
+    http_request *r = *con_cls;
+    (void)conn;
+    if (r == NULL)
+        return;
+    *con_cls = NULL;
+    double secs = elapsed_s(&r->start);
+    char status[16];
+    snprintf(status, sizeof(status), "%d", r->status);
+    const char *lv[] = {method_label(r->method), r->route, status};
+    sx_metric_inc(s->m_requests, lv);
+    const char *dv[] = {r->route};
+    sx_metric_observe(s->m_duration, dv, secs);
+
+    json_t *f = json_pack("{s:s,s:s,s:s,s:i,s:f,s:s,s:I,s:I}", "method", r->method, "path", r->path,
+                          "route", r->route, "status", r->status, "duration_ms",
+                          (double)(long long)(secs * 1e6) / 1e3, "request_id", r->id, "bytes_in",
+                          (json_int_t)r->body_seen, "bytes_out", (json_int_t)r->bytes_out);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        char addr[INET6_ADDRSTRLEN] = "";
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, addr,
+                      sizeof(addr));
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, addr,
+                      sizeof(addr));
+        if (addr[0])
+            json_object_set_new(f, "remote", json_string(addr));
+    }
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        json_object_set_new(f, "terminated",
+                            json_string(toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ? "client_abort"
+                                        : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
+                                        : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
+                                                                                        : "error"));
+    sx_log_fields(SX_LOG_INFO, "http", f, "%s %s %d", r->method, r->path, r->status);
+
+    sx_buf_free(&r->body);
+    sx_arena_destroy(r->arena);
+    sx_free(r);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    http_server *s = cls;
+    char msg[256];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '.'))
+        msg[--n] = '\0';
+    pthread_mutex_lock(&s->err_mu);
+    snprintf(s->last_mhd_error, sizeof(s->last_mhd_error), "%s", msg);
+    pthread_mutex_unlock(&s->err_mu);
+    SX_WARN("http", "libmicrohttpd: %s", msg);
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_supervisor *sup)
+{
+    static const double bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    http_server *s = sx_calloc(1, sizeof(*s));
+    s->cfg = cfg;
+    s->metrics = metrics;
+    s->sup = sup;
+    pthread_mutex_init(&s->err_mu, NULL);
+    s->m_requests = sx_metrics_counter(metrics, "sextant_http_requests_total",
+                                       "HTTP requests answered, by method, route and status",
+                                       "method,route,status");
+    s->m_duration = sx_metrics_histogram(metrics, "sextant_http_request_duration_seconds",
+                                         "Time from request headers to completed response", "route",
+                                         bounds, sizeof(bounds) / sizeof(bounds[0]));
+    sx_err err;
+    if (http_route(s, "GET", "/healthz", handle_healthz, s, &err) != 0 ||
+        http_route(s, "GET", "/readyz", handle_readyz, s, &err) != 0 ||
+        http_route(s, "GET", "/metrics", handle_metrics, s, &err) != 0) {
+        SX_ERROR("http", "bug: built-in route: %s", err.message);
+        abort();
+    }
+    return s;
+}
+
+static char *read_pem(const char *path, sx_err *err, const char *key)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        sx_err_set(err, SX_EIO, "could not read %s %s: %s", key, path, strerror(errno));
+        return NULL;
+    }
+    sx_buf b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        sx_buf_append(&b, chunk, n);
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    if (failed || b.len == 0) {
+        sx_buf_free(&b);
+        sx_err_set(err, SX_EIO, "could not read %s %s: %s", key, path,
+                   failed ? "read error" : "the file is empty");
+        return NULL;
+    }
+    return sx_buf_steal(&b);
+}
+
+static void wipe_free(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        sx_free(s);
+    }
+}
+
+int http_start(http_server *s, sx_err *err)
+{
+    if (s->daemon)
+        return 0;
+    const config_listen *l = &s->cfg->http.listen;
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", l->port);
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    int gai = getaddrinfo(l->host, portstr, &hints, &res);
+    if (gai != 0 || res == NULL)
+        return sx_err_set(err, SX_EIO, "could not resolve http.listen host %s: %s", l->host,
+                          gai_strerror(gai));
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    memcpy(&ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+
+    struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
+    const config_tls *tls = &s->cfg->http.tls;
+    if (tls->cert_file && tls->key_file) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+            return sx_err_set(err, SX_EUNSUPPORTED,
+                              "http.tls is set but libmicrohttpd was built without TLS");
+        s->tls_cert = read_pem(tls->cert_file, err, "http.tls.cert_file");
+        s->tls_key = s->tls_cert ? read_pem(tls->key_file, err, "http.tls.key_file") : NULL;
+        if (s->tls_key == NULL) {
+            wipe_free(s->tls_cert);
+            s->tls_cert = NULL;
+            return err ? err->code : SX_EIO;
+        }
+        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert};
+        tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key};
+        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+        flags |= MHD_USE_TLS;
+    }
+
+    pthread_mutex_lock(&s->err_mu);
+    s->last_mhd_error[0] = '\0';
+    pthread_mutex_unlock(&s->err_mu);
+    /* The logger must come first, or libmicrohttpd prints what precedes it itself. */
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)l->port, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+        s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned int)s->cfg->http.threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY,
+        tls_opts, MHD_OPTION_END);
+    if (s->daemon == NULL) {
+        wipe_free(s->tls_cert);
+        wipe_free(s->tls_key);
+        s->tls_cert = s->tls_key = NULL;
+        pthread_mutex_lock(&s->err_mu);
+        sx_err_set(err, SX_EIO, "could not listen on %s (http.listen): %s", l->text,
+                   s->last_mhd_error[0] ? s->last_mhd_error : "libmicrohttpd refused to start");
+        pthread_mutex_unlock(&s->err_mu);
+        return SX_EIO;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : l->port;
+    atomic_store(&s->running, true);
+    sx_log_fields(SX_LOG_INFO, "http",
+                  json_pack("{s:s,s:i,s:b,s:I}", "listen", l->text, "port", s->port, "tls",
+                            (flags & MHD_USE_TLS) != 0, "threads",
+                            (json_int_t)s->cfg->http.threads),
+                  "http server listening on %s", l->text);
+    return 0;
+}
+
+void http_stop(http_server *s)
+{
+    if (s->daemon == NULL)
+        return;
+    atomic_store(&s->running, false);
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    MHD_stop_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd); /* quiesce hands the listening socket to us */
+    s->daemon = NULL;
+    s->port = 0;
+    wipe_free(s->tls_cert);
+    wipe_free(s->tls_key);
+    s->tls_cert = s->tls_key = NULL;
+    SX_INFO("http", "http server stopped");
+}
+
+bool http_running(http_server *s)
+{
+    return atomic_load(&s->running);
+}
+
+int http_bound_port(http_server *s)
+{
+    return s->port;
+}
+
+void http_destroy(http_server *s)
+{
+    if (s == NULL)
+        return;
+    http_stop(s);
+    for (size_t i = 0; i < s->nroutes; i++) {
+        for (size_t k = 0; k < s->routes[i].nseg; k++)
+            sx_free(s->routes[i].segs[k]);
+        sx_free(s->routes[i].pattern);
+    }
+    sx_free(s->routes);
+    pthread_mutex_destroy(&s->err_mu);
+    sx_free(s);
+}
+
+static int sup_start(void *ctx, sx_err *err)
+{
+    return http_start(ctx, err);
+}
+
+static void sup_stop(void *ctx)
+{
+    http_stop(ctx);
+}
+
+static bool sup_is_ready(void *ctx)
+{
+    return http_running(ctx);
+}
+
+const sup_ops http_sup_ops = {
+    .start = sup_start,
+    .stop = sup_stop,
+    .ready = sup_is_ready,
+};

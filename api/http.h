@@ -1,0 +1,107 @@
+/*
+ * http.h — the HTTP server: libmicrohttpd, a small router, JSON responses and errors,
+ * request ids, body limits, access logs and request metrics.
+ *
+ * Routes are registered before http_start and never change afterwards, so handlers run
+ * on libmicrohttpd's worker threads without locking the table. A handler receives an
+ * http_request and answers it exactly once with one of the http_respond_* calls; a
+ * handler that returns without answering gets a 500, and a second answer is dropped and
+ * logged as a bug. Everything a handler allocates for the request can come from the
+ * request's arena, freed when the response is done.
+ *
+ * Built-in routes: GET /healthz, GET /readyz (from the supervisor's gate), GET /metrics.
+ * Unknown paths get a JSON 404, a known path with another method a JSON 405 with Allow.
+ * Errors always have the shape {"error":{"code":..., "message":..., "details":[...]}}.
+ */
+#ifndef SX_API_HTTP_H
+#define SX_API_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "server/base/arena.h"
+#include "server/base/err.h"
+#include "server/base/fielderr.h"
+#include "server/base/metrics.h"
+#include "server/config.h"
+#include "server/supervisor.h"
+
+typedef struct http_server http_server;
+typedef struct http_request http_request;
+
+/* A route handler; runs on a worker thread and must answer req exactly once. */
+typedef void (*http_handler_fn)(http_request *req, void *ud);
+
+/* Creates a stopped server for cfg->http (borrowed; must outlive the server) with the
+ * built-in routes. metrics (borrowed) receives the request metrics and is rendered at
+ * /metrics; sup (borrowed, NULL allowed: /readyz is then always 200) answers /readyz.
+ * Never NULL. */
+http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_supervisor *sup);
+
+/* Stops the server if it runs and frees it; NULL allowed. */
+void http_destroy(http_server *s);
+
+/* Adds a route. method is an upper-case HTTP method ("GET"; GET routes also answer
+ * HEAD). pattern is an absolute path whose segments are literals or "{name}", which
+ * matches one non-empty segment readable with http_req_param. Literal routes win over
+ * parameter routes with the same shape; otherwise the first registered wins. Returns 0,
+ * SX_EINVAL for a malformed pattern or after http_start, SX_ECONFLICT for a duplicate. */
+int http_route(http_server *s, const char *method, const char *pattern, http_handler_fn fn,
+               void *ud, sx_err *err) SX_MUSTCHECK;
+
+/* Binds cfg->http.listen and starts the worker threads. Returns 0, or SX_EIO (address
+ * in use, TLS material rejected) with the reason in err. */
+int http_start(http_server *s, sx_err *err) SX_MUSTCHECK;
+
+/* Stops accepting, closes connections and joins the workers; idempotent. */
+void http_stop(http_server *s);
+
+/* True between a successful http_start and http_stop. */
+bool http_running(http_server *s);
+
+/* The bound port (useful when it was chosen by the system), 0 when not running. */
+int http_bound_port(http_server *s);
+
+/* Supervisor callbacks for the server as a component; ctx is the http_server. */
+extern const sup_ops http_sup_ops;
+
+/* ---- inside a handler: the request (all strings valid until the response is done) */
+
+const char *http_req_method(const http_request *r);
+const char *http_req_path(const http_request *r);
+/* The matched route pattern ("/api/v1/configs/{id}"). */
+const char *http_req_route(const http_request *r);
+/* The request id: the client's sane X-Request-Id, or a generated one. */
+const char *http_req_id(const http_request *r);
+/* The value of a {name} segment, NULL when the route has none such. */
+const char *http_req_param(const http_request *r, const char *name);
+/* A request header (case-insensitive name) or query argument; NULL when absent. */
+const char *http_req_header(http_request *r, const char *name);
+const char *http_req_query(http_request *r, const char *name);
+/* The request body (NUL-terminated; "" with *len 0 when none). len may be NULL. */
+const char *http_req_body(const http_request *r, size_t *len);
+/* Memory that lives until the response is done. */
+sx_arena *http_req_arena(http_request *r);
+/* Adds a response header (copied) to the answer sent next. */
+void http_req_set_header(http_request *r, const char *name, const char *value);
+
+/* ---- answering (exactly once per request) */
+
+/* Sends body[0..len) with the status and content type (copied). */
+void http_respond(http_request *r, int status, const char *content_type, const void *body,
+                  size_t len);
+/* Sends a JSON document; takes ownership of body. */
+void http_respond_json(http_request *r, int status, json_t *body);
+/* Sends the error shape with the status of code (sx_code_http_status) and the code's
+ * name; details is taken over (NULL: []). */
+void http_respond_error(http_request *r, int code, const char *message, json_t *details);
+/* Same for an sx_err (its message; detail and hint go into details). */
+void http_respond_err(http_request *r, const sx_err *err);
+/* Sends a 422 whose details are the field errors. */
+void http_respond_fielderrs(http_request *r, const char *message, const sx_fielderrs *errs);
+/* The error shape with an explicit status and code name, for statuses no sx_code has. */
+void http_respond_problem(http_request *r, int status, const char *code_name, const char *message,
+                          json_t *details);
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * config.h — the daemon's configuration: a YAML file overridden by SEXTANT_* variables.
+ *
+ * Every key has exactly one environment variable: the key path upper-cased with dots
+ * turned into underscores and "SEXTANT_" in front (database.pool_size is
+ * SEXTANT_DATABASE_POOL_SIZE). Precedence: environment > file > default. The file is
+ * optional when the environment supplies every required key (only database.url is
+ * required). A YAML null (`key:` with nothing after it, or `~`) counts as "not set".
+ *
+ * Keys (the table in config.c is the single source of the --help text, keep both in step):
+ *
+ *   key                            type      default            notes
+ *   -----------------------------  --------  -----------------  -------------------------------
+ *   database.url                   string    (required)         libpq URI or key=value string
+ *   database.pool_size             integer   8                  1..256
+ *   database.connect_timeout       duration  5s                 1ms..1h
+ *   database.statement_timeout     duration  30s                0 (no limit)..24h
+ *   redis.url                      string    ""                 "" disables the cache;
+ *                                                               redis://[[user]:pass@]host[:port][/db]
+ *   redis.timeout                  duration  500ms              1ms..1m
+ *   redis.key_prefix               string    sextant:           at most 64 bytes, no spaces
+ *   http.listen                    address   127.0.0.1:8080     host:port or [v6]:port
+ *   http.threads                   integer   4                  1..256
+ *   http.max_body_bytes            integer   1048576            1..1073741824
+ *   http.tls.cert_file             file      (none)             PEM; together with key_file
+ *   http.tls.key_file              file      (none)             PEM; together with cert_file
+ *   grpc.listen                    address   127.0.0.1:18000    host:port or [v6]:port
+ *   grpc.tls.cert_file             file      (none)             PEM; together with key_file
+ *   grpc.tls.key_file              file      (none)             PEM; together with cert_file
+ *   grpc.tls.client_ca_file        file      (none)             PEM; turns on mTLS (needs cert/key)
+ *   replica.id                     string    <hostname>-<pid>   1..128 of [A-Za-z0-9._:-]
+ *   log.level                      enum      info               debug, info, warn, error
+ *   auth.jwt.hs256_secret          secret    (none)             at least 32 bytes; never logged
+ *   auth.jwt.hs256_secret_file     file      (none)             file holding the secret instead
+ *   auth.jwt.rs256_public_key_file file      (none)             PEM public key
+ * (SubjectPublicKeyInfo) auth.jwt.issuer                string    (none)             required "iss"
+ * when set auth.jwt.audience              string    (none)             required "aud" when set
+ *   auth.dev_sign_in               boolean   false              true/false, yes/no, on/off, 1/0
+ *   shutdown.timeout               duration  10s                1ms..1h
+ *   snapshots.load_timeout         duration  30s                1ms..1h
+ *
+ * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",
+ * "5s", "1m30s"), or "0". Files are checked to exist and be readable at load time.
+ */
+#ifndef SX_SERVER_CONFIG_H
+#define SX_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "server/base/buf.h"
+#include "server/base/err.h"
+#include "server/base/fielderr.h"
+#include "server/base/log.h"
+
+/* A parsed listen address. */
+typedef struct config_listen {
+    char *text; /* as configured: "127.0.0.1:8080", "[::1]:8080" */
+    char *host; /* "127.0.0.1", "::1" (no brackets), "localhost" */
+    int port;   /* 1..65535 */
+} config_listen;
+
+/* TLS material; all NULL when TLS is off. */
+typedef struct config_tls {
+    char *cert_file;      /* PEM certificate chain */
+    char *key_file;       /* PEM private key */
+    char *client_ca_file; /* grpc only: PEM CA bundle; set means clients must present a cert */
+} config_tls;
+
+/* The loaded configuration. Strings with a default are never NULL; optional strings are
+ * NULL when unset. Owned by whoever called config_load; read-only after load, so any
+ * thread may read it without locking. */
+typedef struct sextant_config {
+    struct {
+        char *url;                    /* secret-bearing: log only through sx_redact_url */
+        int64_t pool_size;            /* connections in the pool */
+        int64_t connect_timeout_ms;   /* per connection attempt */
+        int64_t statement_timeout_ms; /* 0 means no limit */
+    } database;
+    struct {
+        char *url;          /* "" when the cache is disabled; secret-bearing */
+        int64_t timeout_ms; /* per command */
+        char *key_prefix;   /* prepended to every key */
+        /* Parsed from url when it is set (host NULL otherwise). */
+        char *host;     /* without brackets */
+        int port;       /* 6379 when the URL names none */
+        int db;         /* 0 when the URL names none */
+        char *username; /* NULL when none */
+        char *password; /* NULL when none; never log */
+    } redis;
+    struct {
+        config_listen listen;
+        int64_t threads;        /* MHD thread pool size */
+        int64_t max_body_bytes; /* larger request bodies get 413 */
+        config_tls tls;         /* client_ca_file unused */
+    } http;
+    struct {
+        config_listen listen;
+        config_tls tls;
+    } grpc;
+    struct {
+        char *id; /* this replica's name in logs, node status and leases */
+    } replica;
+    struct {
+        sx_log_level level;
+    } log;
+    struct {
+        struct {
+            /* The HS256 key: auth.jwt.hs256_secret, or the contents of hs256_secret_file
+             * (one trailing newline removed). NULL when HS256 is off. Never log. */
+            char *hs256_secret;
+            char *hs256_secret_file;     /* NULL unless the secret came from a file */
+            char *rs256_public_key_file; /* NULL when RS256 is off */
+            char *rs256_public_key_pem;  /* the file's contents, checked to hold a public key */
+            char *issuer;                /* NULL: "iss" not checked */
+            char *audience;              /* NULL: "aud" not checked */
+        } jwt;
+        bool dev_sign_in; /* local development only: sign in without a token */
+    } auth;
+    struct {
+        int64_t timeout_ms; /* budget for stopping every component */
+    } shutdown;
+    struct {
+        int64_t load_timeout_ms; /* how long start-up may take to load snapshots */
+    } snapshots;
+    char *source_file;     /* the YAML file read, NULL when none */
+    sx_fielderrs warnings; /* non-fatal notes, such as unknown SEXTANT_* variables */
+} sextant_config;
+
+/*
+ * Loads the configuration: defaults, then the YAML file at path_or_null (NULL: no
+ * file), then every SEXTANT_* variable in envp (a NULL-terminated "NAME=value" array,
+ * such as environ; NULL allowed). Validates everything and reports every problem into
+ * errs at once, each with the key as its path, or "SEXTANT_X (key)" when the value came
+ * from the environment, or the file name for YAML syntax and I/O errors.
+ *
+ * On success returns 0 and *out is a new configuration (free with config_free). On
+ * failure returns SX_EINVAL, *out is NULL and errs holds at least one entry.
+ */
+int config_load(const char *path_or_null, char **envp, sextant_config **out,
+                sx_fielderrs *errs) SX_MUSTCHECK;
+
+/* Frees a configuration; NULL allowed. */
+void config_free(sextant_config *cfg);
+
+/* The whole configuration as a nested JSON object keyed like the YAML file, safe to log:
+ * URLs go through sx_redact_url, secrets become "***". New reference, caller owns. */
+json_t *config_dump_json(const sextant_config *cfg);
+
+/* Appends the key reference (key, variable, default, description) used by
+ * `sextant serve --help` to out. */
+void config_write_help(sx_buf *out);
+
+/* Parses a duration ("500ms", "1m30s", "0") into milliseconds. Returns 0, or SX_EINVAL
+ * with the reason in why (a lowercase phrase, no value quoted). */
+int config_parse_duration(const char *s, int64_t *out_ms, char *why, size_t whylen) SX_MUSTCHECK;
+
+/* Formats a duration in milliseconds canonically ("1m30s", "500ms", "0s") into out. */
+const char *config_format_duration(int64_t ms, char *out, size_t outlen);
+
+/* Parses "host:port" or "[v6]:port" into out (owned strings; release with
+ * config_listen_clear). Returns 0, or SX_EINVAL with a message such as
+ * `invalid port "80x": must be between 1 and 65535` in why. */
+int config_parse_listen(const char *s, config_listen *out, char *why, size_t whylen) SX_MUSTCHECK;
+void config_listen_clear(config_listen *l);
+
+#endif

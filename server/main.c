@@ -1,0 +1,382 @@
+/*
+ * main.c — the sextant command line: serve, migrate, version, help.
+ *
+ * Exit status: 0 on success (serve: after a clean shutdown), 1 when the configuration
+ * is bad, a component fails to start, migrations fail or a component does not stop
+ * within shutdown.timeout, 2 on a usage error (unknown command or option). A bad
+ * configuration is reported in full (every key at once, one per line) before anything
+ * listens.
+ *
+ * `serve` blocks SIGINT and SIGTERM before anything can start a thread, so that every
+ * later thread (libmicrohttpd's, gRPC's) inherits the mask and the main thread alone
+ * receives them with sigwait.
+ */
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/http.h"
+#include "server/base/buf.h"
+#include "server/base/fielderr.h"
+#include "server/base/log.h"
+#include "server/config.h"
+#include "server/server.h"
+#include "server/supervisor.h"
+#include "storage/migrate.h"
+
+#ifndef SEXTANT_VERSION
+#define SEXTANT_VERSION "0.0.0-dev"
+#endif
+
+#define EXIT_USAGE 2
+
+typedef struct cli_opts {
+    const char *config; /* --config FILE, NULL when absent */
+    const char *dir;    /* --dir DIR (migrate), NULL when absent */
+    bool help;
+} cli_opts;
+
+/* ------------------------------------------------------------------ help texts */
+
+static void usage_main(FILE *out)
+{
+    fprintf(out, "Usage: sextant COMMAND [OPTIONS]\n"
+                 "\n"
+                 "Sextant is an xDS control plane for fleets of Envoy proxies.\n"
+                 "\n"
+                 "Commands:\n"
+                 "  serve     Run the control plane: REST API, UI, /healthz, /readyz, /metrics\n"
+                 "            and the xDS gRPC server, until SIGTERM or SIGINT.\n"
+                 "  migrate   Apply pending database migrations, then exit.\n"
+                 "  version   Print the version, then exit.\n"
+                 "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
+                 "\n"
+                 "Options:\n"
+                 "  -h, --help   Print this help.\n"
+                 "  --version    Print the version.\n"
+                 "\n"
+                 "Run `sextant COMMAND --help` for the options of a command. Configuration comes\n"
+                 "from a YAML file (--config) and SEXTANT_* environment variables; see\n"
+                 "`sextant serve --help` for every key.\n");
+}
+
+static void usage_serve(FILE *out, bool full)
+{
+    fprintf(out, "Usage: sextant serve [--config FILE]\n"
+                 "\n"
+                 "Runs the control plane until SIGTERM or SIGINT, then stops every component in\n"
+                 "reverse start order within shutdown.timeout. /readyz answers 503 until every\n"
+                 "component reports ready.\n"
+                 "\n"
+                 "Options:\n"
+                 "  -c, --config FILE   YAML configuration file. Optional when the environment\n"
+                 "                      supplies every required key (SEXTANT_DATABASE_URL).\n"
+                 "  -h, --help          Print this help.\n"
+                 "\n"
+                 "Exit status: 0 after a clean shutdown; 1 on a bad configuration, a component\n"
+                 "that fails to start or does not stop in time; 2 on a usage error.\n");
+    if (!full)
+        return;
+    sx_buf b = {0};
+    config_write_help(&b);
+    fprintf(out, "\n%s", sx_buf_cstr(&b));
+    sx_buf_free(&b);
+}
+
+static void usage_migrate(FILE *out)
+{
+    fprintf(out,
+            "Usage: sextant migrate [--config FILE] [--dir DIR]\n"
+            "\n"
+            "Applies the pending database migrations in name order, each in its own\n"
+            "transaction, under a PostgreSQL advisory lock (so concurrent runs are safe),\n"
+            "records them in schema_migrations, then exits. An applied migration whose\n"
+            "file has changed is an error.\n"
+            "\n"
+            "Options:\n"
+            "  -c, --config FILE   YAML configuration file; only database.url is used.\n"
+            "                      Optional when SEXTANT_DATABASE_URL is set.\n"
+            "  -d, --dir DIR       Apply the *.sql files of DIR instead of the migrations\n"
+            "                      built into the binary.\n"
+            "  -h, --help          Print this help.\n"
+            "\n"
+            "Exit status: 0 when the database is current; 1 on an error; 2 on a usage error.\n");
+}
+
+static void usage_version(FILE *out)
+{
+    fprintf(out, "Usage: sextant version\n\nPrints the version and exits.\n\n"
+                 "Options:\n  -h, --help   Print this help.\n");
+}
+
+/* ------------------------------------------------------------------ option parsing */
+
+/* Parses argv[first..argc) for a command. Returns 0, or EXIT_USAGE after printing why. */
+static int parse_opts(const char *cmd, int argc, char **argv, int first, bool takes_config,
+                      bool takes_dir, cli_opts *o)
+{
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        const char *value = NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            o->help = true;
+            continue;
+        }
+        if (takes_config && (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0)) {
+            slot = &o->config;
+        } else if (takes_config && strncmp(a, "--config=", 9) == 0) {
+            slot = &o->config;
+            value = a + 9;
+        } else if (takes_dir && (strcmp(a, "-d") == 0 || strcmp(a, "--dir") == 0)) {
+            slot = &o->dir;
+        } else if (takes_dir && strncmp(a, "--dir=", 6) == 0) {
+            slot = &o->dir;
+            value = a + 6;
+        } else {
+            fprintf(stderr, "sextant: %s: %s '%s'\n", cmd,
+                    a[0] == '-' ? "unknown option" : "unexpected argument", a);
+            return EXIT_USAGE;
+        }
+        if (value == NULL) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sextant: %s: option %s needs a value\n", cmd, a);
+                return EXIT_USAGE;
+            }
+            value = argv[++i];
+        }
+        if (*value == '\0') {
+            fprintf(stderr, "sextant: %s: option %s needs a non-empty value\n", cmd, a);
+            return EXIT_USAGE;
+        }
+        *slot = value;
+    }
+    return 0;
+}
+
+/* Loads the configuration or prints every problem; returns NULL on failure. */
+static sextant_config *load_config_or_report(const char *path)
+{
+    sextant_config *cfg = NULL;
+    sx_fielderrs errs = {0};
+    if (config_load(path, environ, &cfg, &errs) != 0) {
+        for (size_t i = 0; i < errs.count; i++) {
+            if (errs.items[i].path[0])
+                fprintf(stderr, "sextant: config: %s: %s\n", errs.items[i].path,
+                        errs.items[i].message);
+            else
+                fprintf(stderr, "sextant: config: %s\n", errs.items[i].message);
+        }
+        fprintf(stderr, "sextant: %zu configuration error%s; nothing was started\n", errs.count,
+                errs.count == 1 ? "" : "s");
+        sx_fielderrs_free(&errs);
+        return NULL;
+    }
+    sx_fielderrs_free(&errs);
+    return cfg;
+}
+
+static void log_config_warnings(const sextant_config *cfg)
+{
+    for (size_t i = 0; i < cfg->warnings.count; i++)
+        SX_WARN("config", "%s: %s", cfg->warnings.items[i].path, cfg->warnings.items[i].message);
+}
+
+/* ------------------------------------------------------------------ migrate */
+
+/* The one call into storage/migrate for `sextant migrate`. */
+static int run_migrations(const char *database_url, const char *dir_or_null, sx_err *err)
+{
+    int applied = 0;
+    int rc = migrate_run(database_url, dir_or_null, &applied, err);
+    if (rc == 0)
+        sx_log_fields(SX_LOG_INFO, "migrate", json_pack("{s:i}", "applied", applied),
+                      applied ? "applied %d migration%s" : "database is up to date", applied,
+                      applied == 1 ? "" : "s");
+    return rc;
+}
+
+static int cmd_migrate(const cli_opts *o)
+{
+    sextant_config *cfg = load_config_or_report(o->config);
+    if (cfg == NULL)
+        return 1;
+    sx_log_configure(cfg->log.level, cfg->replica.id);
+    log_config_warnings(cfg);
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = run_migrations(cfg->database.url, o->dir, &err);
+    if (rc != 0) {
+        sx_log_err(SX_LOG_ERROR, "migrate", &err);
+        fprintf(stderr, "sextant: migrate: %s\n", err.message);
+        if (err.detail[0])
+            fprintf(stderr, "DETAIL: %s\n", err.detail);
+        if (err.hint[0])
+            fprintf(stderr, "HINT: %s\n", err.hint);
+    }
+    config_free(cfg);
+    return rc == 0 ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ serve */
+
+/*
+ * The one place the storage components (database pool, migrations check, Redis cache,
+ * LISTEN/NOTIFY listener, snapshot store) are created, stored in srv's storage fields and
+ * registered with srv->sup, after "http" so that /healthz answers while they connect.
+ * Each reports ready through sup_set_ready (or its probe) once its dependency is
+ * reachable, which opens /readyz. Empty until the storage wiring lands.
+ */
+static void register_storage_components(struct sx_server *srv)
+{
+    (void)srv;
+}
+
+static void log_started(const struct sx_server *srv)
+{
+    const sextant_config *cfg = srv->config;
+    char db[512], redis[512];
+    sx_redact_url(cfg->database.url, db, sizeof(db));
+    sx_redact_url(cfg->redis.url, redis, sizeof(redis));
+    json_t *f = json_pack("{s:s,s:i,s:s,s:i,s:s,s:s,s:s,s:b}", "version", SEXTANT_VERSION, "pid",
+                          (int)getpid(), "http_listen", cfg->http.listen.text, "http_port",
+                          http_bound_port(srv->http), "grpc_listen", cfg->grpc.listen.text,
+                          "database_url", db, "redis_url", cfg->redis.url[0] ? redis : "disabled",
+                          "http_tls", cfg->http.tls.cert_file != NULL);
+    json_object_set_new(f, "config_file",
+                        cfg->source_file ? json_string(cfg->source_file) : json_null());
+    sx_log_fields(SX_LOG_INFO, "main", f, "sextant started");
+    sx_log_fields(SX_LOG_DEBUG, "main", json_pack("{s:o}", "config", config_dump_json(cfg)),
+                  "effective configuration");
+}
+
+static int cmd_serve(const cli_opts *o)
+{
+    sx_err err;
+    sx_err_clear(&err);
+    if (sup_block_signals(&err) != 0) {
+        fprintf(stderr, "sextant: %s\n", err.message);
+        return 1;
+    }
+    sextant_config *cfg = load_config_or_report(o->config);
+    if (cfg == NULL)
+        return 1;
+    sx_log_configure(cfg->log.level, cfg->replica.id);
+    log_config_warnings(cfg);
+
+    struct sx_server *srv = NULL;
+    if (sx_server_create(cfg, &srv, &err) != 0) {
+        sx_log_err(SX_LOG_ERROR, "main", &err);
+        return 1;
+    }
+    if (sup_register(srv->sup, "http", &http_sup_ops, srv->http, &err) != 0) {
+        sx_log_err(SX_LOG_ERROR, "main", &err);
+        sx_server_destroy(srv);
+        return 1;
+    }
+    register_storage_components(srv);
+
+    int status = 0;
+    if (sup_start_all(srv->sup, &err) != 0) {
+        sx_log_err(SX_LOG_ERROR, "main", &err);
+        fprintf(stderr, "sextant: %s\n", err.message);
+        status = 1;
+    } else {
+        log_started(srv);
+        int sig = sup_wait_for_signal(srv->sup);
+        sx_log_fields(SX_LOG_INFO, "main",
+                      json_pack("{s:s,s:I}", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                                "shutdown_timeout_ms", (json_int_t)cfg->shutdown.timeout_ms),
+                      "received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+
+    if (sup_stop_all(srv->sup) != 0) {
+        /* An abandoned component may still be using srv: free nothing, run no atexit
+         * handlers, just leave. */
+        sx_log_fields(SX_LOG_ERROR, "main", json_pack("{s:i}", "exit_code", 1),
+                      "sextant stopped: a component did not stop in time");
+        _exit(1);
+    }
+    sx_log_fields(SX_LOG_INFO, "main", json_pack("{s:i}", "exit_code", status), "sextant stopped");
+    sx_server_destroy(srv);
+    return status;
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_main(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    cli_opts o = {0};
+
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        usage_main(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("sextant %s\n", SEXTANT_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        const char *topic = argc > 2 ? argv[2] : NULL;
+        if (topic == NULL)
+            usage_main(stdout);
+        else if (strcmp(topic, "serve") == 0)
+            usage_serve(stdout, true);
+        else if (strcmp(topic, "migrate") == 0)
+            usage_migrate(stdout);
+        else if (strcmp(topic, "version") == 0)
+            usage_version(stdout);
+        else {
+            fprintf(stderr, "sextant: help: unknown command '%s'\n\n", topic);
+            usage_main(stderr);
+            return EXIT_USAGE;
+        }
+        return 0;
+    }
+    if (strcmp(cmd, "serve") == 0) {
+        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
+            fputc('\n', stderr);
+            usage_serve(stderr, false);
+            return EXIT_USAGE;
+        }
+        if (o.help) {
+            usage_serve(stdout, true);
+            return 0;
+        }
+        return cmd_serve(&o);
+    }
+    if (strcmp(cmd, "migrate") == 0) {
+        if (parse_opts(cmd, argc, argv, 2, true, true, &o) != 0) {
+            fputc('\n', stderr);
+            usage_migrate(stderr);
+            return EXIT_USAGE;
+        }
+        if (o.help) {
+            usage_migrate(stdout);
+            return 0;
+        }
+        return cmd_migrate(&o);
+    }
+    if (strcmp(cmd, "version") == 0) {
+        if (parse_opts(cmd, argc, argv, 2, false, false, &o) != 0) {
+            fputc('\n', stderr);
+            usage_version(stderr);
+            return EXIT_USAGE;
+        }
+        if (o.help)
+            usage_version(stdout);
+        else
+            printf("sextant %s\n", SEXTANT_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "sextant: unknown %s '%s'\n\n", cmd[0] == '-' ? "option" : "command", cmd);
+    usage_main(stderr);
+    return EXIT_USAGE;
+}

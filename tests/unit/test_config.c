@@ -1,0 +1,877 @@
+/*
+ * test_config.c — the configuration loader: a full file, defaults, environment
+ * precedence, every key's bad value and type, and all errors reported at once.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+
+#include "server/base/mem.h"
+#include "server/config.h"
+
+#define DBURL "SEXTANT_DATABASE_URL=postgres://sextant:hunter2@127.0.0.1:5432/sextant"
+
+static char dir[64];
+static char cert[128], key[128], ca[128], junk[128], secret_file[128], short_secret_file[128],
+    rsa_pub[128], yaml_path[128];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/sextant-config-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+    snprintf(key, sizeof(key), "%s/key.pem", dir);
+    snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+    snprintf(junk, sizeof(junk), "%s/junk.pem", dir);
+    snprintf(secret_file, sizeof(secret_file), "%s/secret.txt", dir);
+    snprintf(short_secret_file, sizeof(short_secret_file), "%s/short.txt", dir);
+    snprintf(rsa_pub, sizeof(rsa_pub), "%s/rsa.pub.pem", dir);
+    snprintf(yaml_path, sizeof(yaml_path), "%s/sextant.yaml", dir);
+    write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
+    write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
+    write_file(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
+    write_file(junk, "not a key\n");
+    write_file(secret_file, "0123456789abcdef0123456789abcdef-from-file\n");
+    write_file(short_secret_file, "short\n");
+
+    EVP_PKEY *pk = EVP_RSA_gen(1024);
+    if (pk == NULL)
+        return -1;
+    FILE *f = fopen(rsa_pub, "w");
+    if (f == NULL)
+        return -1;
+    PEM_write_PUBKEY(f, pk);
+    fclose(f);
+    EVP_PKEY_free(pk);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    const char *files[] = {cert, key, ca, junk, secret_file, short_secret_file, rsa_pub, yaml_path};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        unlink(files[i]);
+    rmdir(dir);
+    return 0;
+}
+
+/* Substitutes @CERT@, @KEY@, @CA@, @JUNK@, @SECRET@, @SHORT@, @RSA@, @DIR@ in text. */
+static char *expand(const char *text)
+{
+    struct {
+        const char *tag, *val;
+    } subs[] = {{"@CERT@", cert},
+                {"@KEY@", key},
+                {"@CA@", ca},
+                {"@JUNK@", junk},
+                {"@SECRET@", secret_file},
+                {"@SHORT@", short_secret_file},
+                {"@RSA@", rsa_pub},
+                {"@DIR@", dir}};
+    char *out = sx_strdup(text);
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        char *at;
+        while ((at = strstr(out, subs[i].tag)) != NULL) {
+            *at = '\0';
+            char *n = sx_asprintf("%s%s%s", out, subs[i].val, at + strlen(subs[i].tag));
+            sx_free(out);
+            out = n;
+        }
+    }
+    return out;
+}
+
+/* Loads yaml (NULL: no file) with env (NULL-terminated, entries expanded). */
+static int load(const char *yaml, const char **env, sextant_config **cfg, sx_fielderrs *errs)
+{
+    char *envv[32];
+    size_t n = 0;
+    for (; env && env[n]; n++)
+        envv[n] = expand(env[n]);
+    envv[n] = NULL;
+    if (yaml) {
+        char *y = expand(yaml);
+        write_file(yaml_path, y);
+        sx_free(y);
+    }
+    int rc = config_load(yaml ? yaml_path : NULL, envv, cfg, errs);
+    for (size_t i = 0; i < n; i++)
+        sx_free(envv[i]);
+    return rc;
+}
+
+static void dump_errs(const sx_fielderrs *errs)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        print_message("    [%zu] %s: %s\n", i, errs->items[i].path, errs->items[i].message);
+}
+
+/* True when some error has exactly this path and a message containing msg. */
+static bool has_err(const sx_fielderrs *errs, const char *path, const char *msg)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        if (strcmp(errs->items[i].path, path) == 0 && strstr(errs->items[i].message, msg))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------ good input */
+
+static const char *full_yaml = "database:\n"
+                               "  url: postgres://app:pw@db.internal:5433/sextant\n"
+                               "  pool_size: 16\n"
+                               "  connect_timeout: 2s\n"
+                               "  statement_timeout: 1m30s\n"
+                               "redis:\n"
+                               "  url: redis://:s3cret@cache.internal:6380/2\n"
+                               "  timeout: 250ms\n"
+                               "  key_prefix: \"prod:\"\n"
+                               "http:\n"
+                               "  listen: \"[::1]:9090\"\n"
+                               "  threads: 8\n"
+                               "  max_body_bytes: 2097152\n"
+                               "  tls:\n"
+                               "    cert_file: @CERT@\n"
+                               "    key_file: @KEY@\n"
+                               "grpc:\n"
+                               "  listen: 0.0.0.0:18001\n"
+                               "  tls:\n"
+                               "    cert_file: @CERT@\n"
+                               "    key_file: @KEY@\n"
+                               "    client_ca_file: @CA@\n"
+                               "replica:\n"
+                               "  id: replica-a\n"
+                               "log:\n"
+                               "  level: debug\n"
+                               "auth:\n"
+                               "  jwt:\n"
+                               "    hs256_secret: 0123456789abcdef0123456789abcdef\n"
+                               "    rs256_public_key_file: @RSA@\n"
+                               "    issuer: https://issuer.example\n"
+                               "    audience: sextant\n"
+                               "  dev_sign_in: yes\n"
+                               "shutdown:\n"
+                               "  timeout: 3s\n"
+                               "snapshots:\n"
+                               "  load_timeout: 1h\n";
+
+static void test_full_file(void **state)
+{
+    (void)state;
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    int rc = load(full_yaml, NULL, &c, &errs);
+    dump_errs(&errs);
+    assert_int_equal(rc, 0);
+    assert_non_null(c);
+    assert_string_equal(c->database.url, "postgres://app:pw@db.internal:5433/sextant");
+    assert_int_equal(c->database.pool_size, 16);
+    assert_int_equal(c->database.connect_timeout_ms, 2000);
+    assert_int_equal(c->database.statement_timeout_ms, 90000);
+    assert_string_equal(c->redis.url, "redis://:s3cret@cache.internal:6380/2");
+    assert_string_equal(c->redis.host, "cache.internal");
+    assert_int_equal(c->redis.port, 6380);
+    assert_int_equal(c->redis.db, 2);
+    assert_null(c->redis.username);
+    assert_string_equal(c->redis.password, "s3cret");
+    assert_int_equal(c->redis.timeout_ms, 250);
+    assert_string_equal(c->redis.key_prefix, "prod:");
+    assert_string_equal(c->http.listen.text, "[::1]:9090");
+    assert_string_equal(c->http.listen.host, "::1");
+    assert_int_equal(c->http.listen.port, 9090);
+    assert_int_equal(c->http.threads, 8);
+    assert_int_equal(c->http.max_body_bytes, 2097152);
+    assert_string_equal(c->http.tls.cert_file, cert);
+    assert_string_equal(c->http.tls.key_file, key);
+    assert_string_equal(c->grpc.listen.host, "0.0.0.0");
+    assert_int_equal(c->grpc.listen.port, 18001);
+    assert_string_equal(c->grpc.tls.cert_file, cert);
+    assert_string_equal(c->grpc.tls.key_file, key);
+    assert_string_equal(c->grpc.tls.client_ca_file, ca);
+    assert_string_equal(c->replica.id, "replica-a");
+    assert_int_equal(c->log.level, SX_LOG_DEBUG);
+    assert_string_equal(c->auth.jwt.hs256_secret, "0123456789abcdef0123456789abcdef");
+    assert_null(c->auth.jwt.hs256_secret_file);
+    assert_string_equal(c->auth.jwt.rs256_public_key_file, rsa_pub);
+    assert_non_null(strstr(c->auth.jwt.rs256_public_key_pem, "BEGIN PUBLIC KEY"));
+    assert_string_equal(c->auth.jwt.issuer, "https://issuer.example");
+    assert_string_equal(c->auth.jwt.audience, "sextant");
+    assert_true(c->auth.dev_sign_in);
+    assert_int_equal(c->shutdown.timeout_ms, 3000);
+    assert_int_equal(c->snapshots.load_timeout_ms, 3600000);
+    assert_string_equal(c->source_file, yaml_path);
+    assert_int_equal(c->warnings.count, 0);
+
+    /* The dump is safe to log: no password, no secret. */
+    json_t *d = config_dump_json(c);
+    char *text = json_dumps(d, JSON_COMPACT);
+    assert_null(strstr(text, "hunter2"));
+    assert_null(strstr(text, ":pw@"));
+    assert_null(strstr(text, "s3cret"));
+    assert_null(strstr(text, "0123456789abcdef"));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(d, "auth"), "jwt"), "hs256_secret")),
+                        "***");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d, "database"), "statement_timeout")),
+        "1m30s");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "http"), "threads")), 8);
+    free(text);
+    json_decref(d);
+    config_free(c);
+    sx_fielderrs_free(&errs);
+}
+
+static void test_defaults_env_only(void **state)
+{
+    (void)state;
+    const char *env[] = {DBURL, "PATH=/usr/bin", "HOME=/root", NULL};
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(load(NULL, env, &c, &errs), 0);
+    assert_int_equal(errs.count, 0);
+    assert_null(c->source_file);
+    assert_int_equal(c->database.pool_size, 8);
+    assert_int_equal(c->database.connect_timeout_ms, 5000);
+    assert_int_equal(c->database.statement_timeout_ms, 30000);
+    assert_string_equal(c->redis.url, "");
+    assert_null(c->redis.host);
+    assert_int_equal(c->redis.timeout_ms, 500);
+    assert_string_equal(c->redis.key_prefix, "sextant:");
+    assert_string_equal(c->http.listen.text, "127.0.0.1:8080");
+    assert_int_equal(c->http.threads, 4);
+    assert_int_equal(c->http.max_body_bytes, 1048576);
+    assert_null(c->http.tls.cert_file);
+    assert_null(c->http.tls.key_file);
+    assert_string_equal(c->grpc.listen.text, "127.0.0.1:18000");
+    assert_null(c->grpc.tls.client_ca_file);
+    char host[256], want[300];
+    gethostname(host, sizeof(host));
+    host[sizeof(host) - 1] = '\0';
+    snprintf(want, sizeof(want), "-%ld", (long)getpid());
+    assert_non_null(strstr(c->replica.id, want));
+    assert_int_equal(c->log.level, SX_LOG_INFO);
+    assert_null(c->auth.jwt.hs256_secret);
+    assert_null(c->auth.jwt.rs256_public_key_file);
+    assert_false(c->auth.dev_sign_in);
+    assert_int_equal(c->shutdown.timeout_ms, 10000);
+    assert_int_equal(c->snapshots.load_timeout_ms, 30000);
+    config_free(c);
+    sx_fielderrs_free(&errs);
+}
+
+static void test_env_overrides_file(void **state)
+{
+    (void)state;
+    const char *yaml = "database:\n  url: postgres://file/db\n  pool_size: 3\n"
+                       "http:\n  listen: 127.0.0.1:1111\n"
+                       "redis:\n  url: redis://file:6379\n"
+                       "auth:\n  jwt:\n    hs256_secret_file: @SECRET@\n";
+    const char *env[] = {"SEXTANT_DATABASE_POOL_SIZE=12",
+                         "SEXTANT_HTTP_LISTEN=127.0.0.1:2222",
+                         "SEXTANT_REDIS_URL=",
+                         "SEXTANT_LOG_LEVEL=warn",
+                         "SEXTANT_SHUTDOWN_TIMEOUT=1m",
+                         "SEXTANT_AUTH_DEV_SIGN_IN=on",
+                         "SEXTANT_DATABSE_URL=typo",
+                         NULL};
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    int rc = load(yaml, env, &c, &errs);
+    dump_errs(&errs);
+    assert_int_equal(rc, 0);
+    assert_string_equal(c->database.url, "postgres://file/db"); /* file kept */
+    assert_int_equal(c->database.pool_size, 12);                /* env wins */
+    assert_string_equal(c->http.listen.text, "127.0.0.1:2222");
+    assert_int_equal(c->http.listen.port, 2222);
+    assert_string_equal(c->redis.url, ""); /* an empty variable disables the cache */
+    assert_null(c->redis.host);
+    assert_int_equal(c->log.level, SX_LOG_WARN);
+    assert_int_equal(c->shutdown.timeout_ms, 60000);
+    assert_true(c->auth.dev_sign_in);
+    /* The secret file's content, without its trailing newline. */
+    assert_string_equal(c->auth.jwt.hs256_secret, "0123456789abcdef0123456789abcdef-from-file");
+    /* An unknown SEXTANT_ variable is a warning with a suggestion, not an error. */
+    assert_int_equal(c->warnings.count, 1);
+    assert_string_equal(c->warnings.items[0].path, "SEXTANT_DATABSE_URL");
+    assert_non_null(strstr(c->warnings.items[0].message, "SEXTANT_DATABASE_URL"));
+    config_free(c);
+    sx_fielderrs_free(&errs);
+}
+
+static void test_empty_and_null_values(void **state)
+{
+    (void)state;
+    const char *env[] = {DBURL, NULL};
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    /* An empty file, then null values: both mean "use the default". */
+    assert_int_equal(load("", env, &c, &errs), 0);
+    config_free(c);
+    assert_int_equal(load("http:\n  listen:\n  threads: ~\nredis:\n", env, &c, &errs), 0);
+    assert_string_equal(c->http.listen.text, "127.0.0.1:8080");
+    assert_int_equal(c->http.threads, 4);
+    config_free(c);
+    assert_int_equal(errs.count, 0);
+    sx_fielderrs_free(&errs);
+}
+
+/* ------------------------------------------------------------------ bad input */
+
+typedef struct bad_case {
+    const char *name;
+    const char *yaml;   /* NULL: no file */
+    const char *env[4]; /* besides the database URL unless no_db */
+    bool no_db;         /* leave SEXTANT_DATABASE_URL out */
+    const char *path;   /* expected error path */
+    const char *msg;    /* expected substring of the message */
+    size_t count;       /* expected number of errors (0 means 1) */
+} bad_case;
+
+static const bad_case bad_cases[] = {
+    /* values, one key at a time */
+    {"bad port",
+     "http:\n  listen: 127.0.0.1:80x\n",
+     {0},
+     false,
+     "http.listen",
+     "invalid port \"80x\": must be between 1 and 65535",
+     0},
+    {"port out of range",
+     "grpc:\n  listen: 127.0.0.1:70000\n",
+     {0},
+     false,
+     "grpc.listen",
+     "must be between 1 and 65535",
+     0},
+    {"port zero",
+     "grpc:\n  listen: \"[::1]:0\"\n",
+     {0},
+     false,
+     "grpc.listen",
+     "invalid port \"0\"",
+     0},
+    {"missing port", "http:\n  listen: localhost\n", {0}, false, "http.listen", "missing port", 0},
+    {"unbracketed v6", "http:\n  listen: \"::1:80\"\n", {0}, false, "http.listen", "brackets", 0},
+    {"bad host",
+     "http:\n  listen: \"bad host:80\"\n",
+     {0},
+     false,
+     "http.listen",
+     "invalid host \"bad host\"",
+     0},
+    {"bad ipv4", "http:\n  listen: 300.1.1.1:80\n", {0}, false, "http.listen", "invalid host", 0},
+    {"same port",
+     "http:\n  listen: 0.0.0.0:9000\ngrpc:\n  listen: 127.0.0.1:9000\n",
+     {0},
+     false,
+     "grpc.listen",
+     "same port",
+     0},
+    {"bad duration",
+     "database:\n  connect_timeout: 5x\n",
+     {0},
+     false,
+     "database.connect_timeout",
+     "invalid duration \"5x\"",
+     0},
+    {"duration without unit",
+     "redis:\n  timeout: \"5\"\n",
+     {0},
+     false,
+     "redis.timeout",
+     "missing a unit",
+     0},
+    {"negative duration",
+     "database:\n  statement_timeout: -1s\n",
+     {0},
+     false,
+     "database.statement_timeout",
+     "invalid duration",
+     0},
+    {"duration too long",
+     "shutdown:\n  timeout: 2h\n",
+     {0},
+     false,
+     "shutdown.timeout",
+     "must be between 1ms and 1h",
+     0},
+    {"zero timeout",
+     "snapshots:\n  load_timeout: 0\n",
+     {0},
+     false,
+     "snapshots.load_timeout",
+     "must be between",
+     0},
+    {"pool size word",
+     "database:\n  pool_size: eight\n",
+     {0},
+     false,
+     "database.pool_size",
+     "expected an integer, got \"eight\"",
+     0},
+    {"pool size zero",
+     "database:\n  pool_size: 0\n",
+     {0},
+     false,
+     "database.pool_size",
+     "must be between 1 and 256, got 0",
+     0},
+    {"pool size too big",
+     "database:\n  pool_size: 300\n",
+     {0},
+     false,
+     "database.pool_size",
+     "must be between 1 and 256, got 300",
+     0},
+    {"threads zero", "http:\n  threads: 0\n", {0}, false, "http.threads", "between 1 and 256", 0},
+    {"body size unit",
+     "http:\n  max_body_bytes: 1MB\n",
+     {0},
+     false,
+     "http.max_body_bytes",
+     "expected an integer",
+     0},
+    {"log level",
+     "log:\n  level: verbose\n",
+     {0},
+     false,
+     "log.level",
+     "expected one of debug, info, warn, error, got \"verbose\"",
+     0},
+    {"redis scheme",
+     "redis:\n  url: http://cache:6379\n",
+     {0},
+     false,
+     "redis.url",
+     "the scheme must be redis://",
+     0},
+    {"rediss", "redis:\n  url: rediss://cache:6379\n", {0}, false, "redis.url", "TLS", 0},
+    {"redis port",
+     "redis:\n  url: redis://cache:99999\n",
+     {0},
+     false,
+     "redis.url",
+     "invalid port \"99999\"",
+     0},
+    {"redis db",
+     "redis:\n  url: redis://cache:6379/x\n",
+     {0},
+     false,
+     "redis.url",
+     "invalid database number",
+     0},
+    {"redis password redacted",
+     "redis:\n  url: \"redis://u:topsecret@cache:bad\"\n",
+     {0},
+     false,
+     "redis.url",
+     "u:***@cache",
+     0},
+    {"key prefix",
+     "redis:\n  key_prefix: \"has space\"\n",
+     {0},
+     false,
+     "redis.key_prefix",
+     "without spaces",
+     0},
+    {"replica id",
+     "replica:\n  id: \"bad id!\"\n",
+     {0},
+     false,
+     "replica.id",
+     "must be 1 to 128 characters",
+     0},
+    {"dev sign in",
+     "auth:\n  dev_sign_in: maybe\n",
+     {0},
+     false,
+     "auth.dev_sign_in",
+     "expected true or false, got \"maybe\"",
+     0},
+    {"short secret",
+     "auth:\n  jwt:\n    hs256_secret: tooshort\n",
+     {0},
+     false,
+     "auth.jwt.hs256_secret",
+     "at least 32 bytes",
+     0},
+    {"short secret file",
+     "auth:\n  jwt:\n    hs256_secret_file: @SHORT@\n",
+     {0},
+     false,
+     "auth.jwt.hs256_secret_file",
+     "at least 32 bytes",
+     0},
+    {"secret and file",
+     "auth:\n  jwt:\n    hs256_secret: 0123456789abcdef0123456789abcdef\n"
+     "    hs256_secret_file: @SECRET@\n",
+     {0},
+     false,
+     "auth.jwt.hs256_secret_file",
+     "cannot be combined",
+     0},
+    {"missing secret file",
+     "auth:\n  jwt:\n    hs256_secret_file: @DIR@/nope\n",
+     {0},
+     false,
+     "auth.jwt.hs256_secret_file",
+     "No such file or directory",
+     0},
+    {"rsa key junk",
+     "auth:\n  jwt:\n    rs256_public_key_file: @JUNK@\n",
+     {0},
+     false,
+     "auth.jwt.rs256_public_key_file",
+     "does not hold a PEM public key",
+     0},
+    {"cert without key",
+     "http:\n  tls:\n    cert_file: @CERT@\n",
+     {0},
+     false,
+     "http.tls.key_file",
+     "required when http.tls.cert_file is set",
+     0},
+    {"key without cert",
+     "grpc:\n  tls:\n    key_file: @KEY@\n",
+     {0},
+     false,
+     "grpc.tls.cert_file",
+     "required when grpc.tls.key_file is set",
+     0},
+    {"client ca alone",
+     "grpc:\n  tls:\n    client_ca_file: @CA@\n",
+     {0},
+     false,
+     "grpc.tls.client_ca_file",
+     "requires grpc.tls.cert_file",
+     0},
+    {"missing cert file",
+     "http:\n  tls:\n    cert_file: @DIR@/missing.pem\n    key_file: @KEY@\n",
+     {0},
+     false,
+     "http.tls.cert_file",
+     "cannot read",
+     0},
+    {"cert is a directory",
+     "http:\n  tls:\n    cert_file: @DIR@\n    key_file: @KEY@\n",
+     {0},
+     false,
+     "http.tls.cert_file",
+     "not a regular file",
+     0},
+    {"missing database url", NULL, {0}, true, "database.url", "required", 0},
+    {"empty database url",
+     NULL,
+     {"SEXTANT_DATABASE_URL=", NULL},
+     true,
+     "SEXTANT_DATABASE_URL (database.url)",
+     "must not be empty",
+     0},
+    {"malformed database url",
+     "database:\n  url: \"host=x bogus\"\n",
+     {0},
+     true,
+     "database.url",
+     "invalid connection string",
+     0},
+    /* structure */
+    {"unknown key",
+     "databse:\n  url: x\n",
+     {0},
+     false,
+     "databse",
+     "unknown key \"databse\" (did you mean \"database\"?)",
+     0},
+    {"nested unknown key",
+     "database:\n  poolsize: 3\n",
+     {0},
+     false,
+     "database.poolsize",
+     "unknown key \"poolsize\" (did you mean \"pool_size\"?)",
+     0},
+    {"deep unknown key",
+     "http:\n  tls:\n    ca_file: x\n",
+     {0},
+     false,
+     "http.tls.ca_file",
+     "unknown key",
+     0},
+    {"scalar for mapping",
+     "database: postgres://x\n",
+     {0},
+     false,
+     "database",
+     "expected a mapping of keys, got a single value",
+     0},
+    {"mapping for scalar",
+     "http:\n  listen:\n    host: 127.0.0.1\n    port: 80\n",
+     {0},
+     false,
+     "http.listen",
+     "expected a single value, got a mapping",
+     0},
+    {"list for scalar",
+     "log:\n  level: [debug, info]\n",
+     {0},
+     false,
+     "log.level",
+     "expected a single value, got a list",
+     0},
+    {"duplicate key",
+     "log:\n  level: debug\n  level: info\n",
+     {0},
+     false,
+     "log.level",
+     "duplicate key (line 3)",
+     0},
+    {"top level list",
+     "- a\n- b\n",
+     {0},
+     false,
+     "@YAML@",
+     "expected a mapping of keys at the top",
+     0},
+    {"yaml syntax",
+     "database:\n  url: x\n pool_size: [1\n",
+     {0},
+     false,
+     "@YAML@",
+     "invalid YAML at line",
+     0},
+    /* the environment is named as the source */
+    {"env bad port",
+     NULL,
+     {"SEXTANT_HTTP_LISTEN=127.0.0.1:80x", NULL},
+     false,
+     "SEXTANT_HTTP_LISTEN (http.listen)",
+     "invalid port \"80x\"",
+     0},
+    {"env bad level",
+     "log:\n  level: info\n",
+     {"SEXTANT_LOG_LEVEL=loud", NULL},
+     false,
+     "SEXTANT_LOG_LEVEL (log.level)",
+     "got \"loud\"",
+     0},
+    {"env bad bool",
+     NULL,
+     {"SEXTANT_AUTH_DEV_SIGN_IN=sure", NULL},
+     false,
+     "SEXTANT_AUTH_DEV_SIGN_IN (auth.dev_sign_in)",
+     "expected true or false",
+     0},
+};
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const bad_case *bc = &bad_cases[i];
+        const char *env[8];
+        size_t n = 0;
+        if (!bc->no_db)
+            env[n++] = DBURL;
+        for (size_t k = 0; bc->env[k]; k++)
+            env[n++] = bc->env[k];
+        env[n] = NULL;
+        sextant_config *c = NULL;
+        sx_fielderrs errs = {0};
+        int rc = load(bc->yaml, env, &c, &errs);
+        const char *path = strcmp(bc->path, "@YAML@") == 0 ? yaml_path : bc->path;
+        size_t want = bc->count ? bc->count : 1;
+        if (rc != SX_EINVAL || c != NULL || errs.count != want || !has_err(&errs, path, bc->msg)) {
+            print_message("case \"%s\": rc %d, %zu error(s), wanted %zu with %s: ...%s...\n",
+                          bc->name, rc, errs.count, want, path, bc->msg);
+            dump_errs(&errs);
+            failures++;
+        }
+        config_free(c);
+        sx_fielderrs_free(&errs);
+    }
+    assert_int_equal(failures, 0);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    const char *env[] = {DBURL, NULL};
+    char *envv[] = {(char *)env[0], NULL};
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(config_load("/nonexistent/sextant.yaml", envv, &c, &errs), SX_EINVAL);
+    assert_null(c);
+    assert_int_equal(errs.count, 1);
+    assert_true(has_err(&errs, "/nonexistent/sextant.yaml", "No such file or directory"));
+    sx_fielderrs_free(&errs);
+}
+
+static void test_all_errors_at_once(void **state)
+{
+    (void)state;
+    const char *yaml = "databse:\n  url: x\n"               /* 1 unknown key */
+                       "database:\n  pool_size: eight\n"    /* 2 */
+                       "  connect_timeout: soon\n"          /* 3 */
+                       "  statment_timeout: 1s\n"           /* 4 nested unknown */
+                       "redis:\n  url: http://x\n"          /* 5 */
+                       "http:\n  listen: 127.0.0.1:80x\n"   /* 6 */
+                       "  threads: [1]\n"                   /* 7 type */
+                       "  tls:\n    cert_file: @CERT@\n"    /* 8 missing key_file */
+                       "log: loud\n"                        /* 9 type */
+                       "auth:\n  dev_sign_in: perhaps\n"    /* 10 */
+                       "  jwt:\n    hs256_secret: short\n"  /* 11 */
+                       "shutdown:\n  timeout: 10d\n";       /* 12 */
+    const char *env[] = {"SEXTANT_GRPC_LISTEN=nope", NULL}; /* 13, and 14: no database.url */
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(load(yaml, env, &c, &errs), SX_EINVAL);
+    dump_errs(&errs);
+    assert_int_equal(errs.count, 14);
+    assert_true(has_err(&errs, "databse", "unknown key"));
+    assert_true(has_err(&errs, "database.pool_size", "eight"));
+    assert_true(has_err(&errs, "database.connect_timeout", "soon"));
+    assert_true(has_err(&errs, "database.statment_timeout", "statement_timeout"));
+    assert_true(has_err(&errs, "redis.url", "scheme"));
+    assert_true(has_err(&errs, "http.listen", "80x"));
+    assert_true(has_err(&errs, "http.threads", "list"));
+    assert_true(has_err(&errs, "http.tls.key_file", "required"));
+    assert_true(has_err(&errs, "log", "mapping"));
+    assert_true(has_err(&errs, "auth.dev_sign_in", "perhaps"));
+    assert_true(has_err(&errs, "auth.jwt.hs256_secret", "32 bytes"));
+    assert_true(has_err(&errs, "shutdown.timeout", "10d"));
+    assert_true(has_err(&errs, "SEXTANT_GRPC_LISTEN (grpc.listen)", "missing port"));
+    assert_true(has_err(&errs, "database.url", "required"));
+    /* The secret itself never appears in a message. */
+    for (size_t i = 0; i < errs.count; i++)
+        assert_null(strstr(errs.items[i].message, "short\""));
+    sx_fielderrs_free(&errs);
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static void test_durations(void **state)
+{
+    (void)state;
+    struct {
+        const char *in;
+        int64_t ms;
+        const char *canon;
+    } ok[] = {{"0", 0, "0s"},
+              {"500ms", 500, "500ms"},
+              {"5s", 5000, "5s"},
+              {"1m", 60000, "1m"},
+              {"1h", 3600000, "1h"},
+              {"1m30s", 90000, "1m30s"},
+              {"1h2m3s4ms", 3723004, "1h2m3s4ms"},
+              {"90s", 90000, "1m30s"}};
+    char why[256], buf[64];
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int64_t ms = -1;
+        assert_int_equal(config_parse_duration(ok[i].in, &ms, why, sizeof(why)), 0);
+        assert_int_equal(ms, ok[i].ms);
+        assert_string_equal(config_format_duration(ms, buf, sizeof(buf)), ok[i].canon);
+    }
+    const char *bad[] = {"", "5", "s", "5x", "1.5s", "-1s", "5 s", "1us", "99999999999999h"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t ms;
+        assert_int_equal(config_parse_duration(bad[i], &ms, why, sizeof(why)), SX_EINVAL);
+        assert_true(strlen(why) > 0);
+    }
+}
+
+static void test_listen_parse(void **state)
+{
+    (void)state;
+    config_listen l = {0};
+    char why[256];
+    assert_int_equal(config_parse_listen("[::]:443", &l, why, sizeof(why)), 0);
+    assert_string_equal(l.host, "::");
+    assert_int_equal(l.port, 443);
+    config_listen_clear(&l);
+    assert_int_equal(config_parse_listen("gateway.example.com:18000", &l, why, sizeof(why)), 0);
+    assert_string_equal(l.host, "gateway.example.com");
+    config_listen_clear(&l);
+    assert_int_equal(config_parse_listen("[::1]80", &l, why, sizeof(why)), SX_EINVAL);
+    assert_int_equal(config_parse_listen("[zz]:80", &l, why, sizeof(why)), SX_EINVAL);
+    assert_int_equal(config_parse_listen(":80", &l, why, sizeof(why)), SX_EINVAL);
+    assert_non_null(strstr(why, "missing host"));
+}
+
+static void test_help_lists_every_key(void **state)
+{
+    (void)state;
+    sx_buf b = {0};
+    config_write_help(&b);
+    const char *expect[] = {"database.url",
+                            "SEXTANT_DATABASE_URL",
+                            "SEXTANT_DATABASE_POOL_SIZE",
+                            "SEXTANT_DATABASE_CONNECT_TIMEOUT",
+                            "SEXTANT_DATABASE_STATEMENT_TIMEOUT",
+                            "SEXTANT_REDIS_URL",
+                            "SEXTANT_REDIS_TIMEOUT",
+                            "SEXTANT_REDIS_KEY_PREFIX",
+                            "SEXTANT_HTTP_LISTEN",
+                            "SEXTANT_HTTP_THREADS",
+                            "SEXTANT_HTTP_MAX_BODY_BYTES",
+                            "SEXTANT_HTTP_TLS_CERT_FILE",
+                            "SEXTANT_HTTP_TLS_KEY_FILE",
+                            "SEXTANT_GRPC_LISTEN",
+                            "SEXTANT_GRPC_TLS_CERT_FILE",
+                            "SEXTANT_GRPC_TLS_KEY_FILE",
+                            "SEXTANT_GRPC_TLS_CLIENT_CA_FILE",
+                            "SEXTANT_REPLICA_ID",
+                            "SEXTANT_LOG_LEVEL",
+                            "SEXTANT_AUTH_JWT_HS256_SECRET",
+                            "SEXTANT_AUTH_JWT_HS256_SECRET_FILE",
+                            "SEXTANT_AUTH_JWT_RS256_PUBLIC_KEY_FILE",
+                            "SEXTANT_AUTH_JWT_ISSUER",
+                            "SEXTANT_AUTH_JWT_AUDIENCE",
+                            "SEXTANT_AUTH_DEV_SIGN_IN",
+                            "SEXTANT_SHUTDOWN_TIMEOUT",
+                            "SEXTANT_SNAPSHOTS_LOAD_TIMEOUT",
+                            "default 127.0.0.1:8080",
+                            "default 127.0.0.1:18000",
+                            "default 500ms"};
+    for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+        if (strstr(sx_buf_cstr(&b), expect[i]) == NULL)
+            print_message("help lacks %s\n", expect[i]);
+        assert_non_null(strstr(sx_buf_cstr(&b), expect[i]));
+    }
+    sx_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_file),          cmocka_unit_test(test_defaults_env_only),
+        cmocka_unit_test(test_env_overrides_file), cmocka_unit_test(test_empty_and_null_values),
+        cmocka_unit_test(test_bad_values),         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_all_errors_at_once), cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_listen_parse),       cmocka_unit_test(test_help_lists_every_key),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

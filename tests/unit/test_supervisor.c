@@ -1,0 +1,252 @@
+/*
+ * test_supervisor.c — start order, reverse stop order, the readiness gate, a component
+ * that becomes ready later from its own thread, a failing start, and a component that
+ * overruns the shutdown budget and is abandoned.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/base/buf.h"
+#include "server/base/log.h"
+#include "server/supervisor.h"
+
+/* The order of start/stop calls across components, as "start:a stop:a ...". */
+static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
+static char trace[512];
+
+static void note(const char *what, const char *name)
+{
+    pthread_mutex_lock(&trace_mu);
+    size_t n = strlen(trace);
+    snprintf(trace + n, sizeof(trace) - n, "%s:%s ", what, name);
+    pthread_mutex_unlock(&trace_mu);
+}
+
+typedef struct comp {
+    const char *name;
+    sup_supervisor *sup;
+    int start_rc;          /* what start returns */
+    atomic_bool ready;     /* for the probe variant */
+    atomic_bool release;   /* lets a hanging stop return */
+    atomic_int stopped;    /* stop() calls completed */
+    bool hang_on_stop;     /* stop blocks until release */
+    bool background_ready; /* start a thread that sup_set_ready()s after retries */
+    pthread_t worker;
+    bool worker_started;
+    atomic_int attempts;
+} comp;
+
+static void *worker_main(void *arg)
+{
+    comp *c = arg;
+    /* Pretend the dependency is down for three attempts, then up. */
+    while (atomic_fetch_add(&c->attempts, 1) < 3) {
+        if (!sup_sleep(c->sup, 10))
+            return NULL; /* shutting down */
+    }
+    sup_set_ready(c->sup, c->name, true);
+    return NULL;
+}
+
+static int comp_start(void *ctx, sx_err *err)
+{
+    comp *c = ctx;
+    note("start", c->name);
+    if (c->start_rc != 0)
+        return sx_err_set(err, c->start_rc, "port is taken");
+    if (c->background_ready) {
+        pthread_create(&c->worker, NULL, worker_main, c);
+        c->worker_started = true;
+    }
+    return 0;
+}
+
+static void comp_stop(void *ctx)
+{
+    comp *c = ctx;
+    note("stop", c->name);
+    if (c->worker_started) {
+        pthread_join(c->worker, NULL);
+        c->worker_started = false;
+    }
+    while (c->hang_on_stop && !atomic_load(&c->release)) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_add(&c->stopped, 1);
+}
+
+static bool comp_ready(void *ctx)
+{
+    comp *c = ctx;
+    return atomic_load(&c->ready);
+}
+
+static const sup_ops flag_ops = {comp_start, comp_stop, NULL};
+static const sup_ops probe_ops = {comp_start, comp_stop, comp_ready};
+
+static int setup(void **state)
+{
+    (void)state;
+    trace[0] = '\0';
+    return 0;
+}
+
+static void test_order_and_gate(void **state)
+{
+    (void)state;
+    sx_metrics *m = sx_metrics_create();
+    sup_supervisor *sup = sup_create(m, 2000);
+    comp a = {.name = "a"}, b = {.name = "b"}, c = {.name = "c"};
+    a.sup = b.sup = c.sup = sup;
+    sx_err err;
+    assert_int_equal(sup_register(sup, "a", &probe_ops, &a, &err), 0);
+    assert_int_equal(sup_register(sup, "b", &flag_ops, &b, &err), 0);
+    assert_int_equal(sup_register(sup, "c", &flag_ops, &c, &err), 0);
+    assert_int_equal(sup_register(sup, "b", &flag_ops, &b, &err), SX_ECONFLICT);
+
+    assert_false(sup_ready(sup)); /* not started */
+    assert_int_equal(sup_start_all(sup, &err), 0);
+    assert_string_equal(trace, "start:a start:b start:c ");
+    assert_int_equal(sup_component_state(sup, 0), SUP_RUNNING);
+    assert_int_equal(sup_register(sup, "late", &flag_ops, &a, &err), SX_EINVAL);
+
+    assert_false(sup_ready(sup));
+    atomic_store(&a.ready, true);
+    sup_set_ready(sup, "b", true);
+    assert_false(sup_ready(sup));
+    json_t *r = sup_readiness_json(sup);
+    assert_true(json_is_true(json_object_get(r, "a")));
+    assert_true(json_is_true(json_object_get(r, "b")));
+    assert_true(json_is_false(json_object_get(r, "c")));
+    json_decref(r);
+    sup_set_ready(sup, "c", true);
+    assert_true(sup_ready(sup));
+    sup_set_ready(sup, "b", false); /* lost its dependency */
+    assert_false(sup_ready(sup));
+    sup_set_ready(sup, "b", true);
+    assert_true(sup_ready(sup));
+
+    sx_buf out = {0};
+    sx_metrics_render(m, &out);
+    assert_non_null(strstr(sx_buf_cstr(&out), "sextant_ready 1"));
+    assert_non_null(strstr(sx_buf_cstr(&out), "sextant_component_ready{component=\"b\"} 1"));
+    sx_buf_free(&out);
+
+    trace[0] = '\0';
+    assert_int_equal(sup_stop_all(sup), 0);
+    assert_string_equal(trace, "stop:c stop:b stop:a ");
+    assert_false(sup_ready(sup));
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(sup_component_state(sup, i), SUP_STOPPED);
+    sup_destroy(sup);
+    sx_metrics_destroy(m);
+}
+
+static void test_ready_later_from_thread(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 2000);
+    comp db = {.name = "database", .background_ready = true};
+    db.sup = sup;
+    sx_err err;
+    assert_int_equal(sup_register(sup, "database", &flag_ops, &db, &err), 0);
+    assert_int_equal(sup_start_all(sup, &err), 0);
+    for (int i = 0; i < 500 && !sup_ready(sup); i++) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(sup_ready(sup));
+    assert_true(atomic_load(&db.attempts) >= 4);
+    assert_int_equal(sup_stop_all(sup), 0);
+    sup_destroy(sup);
+}
+
+static void test_shutdown_interrupts_retry(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 2000);
+    sx_err err;
+    assert_int_equal(sup_register(sup, "x", NULL, NULL, &err), 0);
+    assert_int_equal(sup_start_all(sup, &err), 0);
+    assert_true(sup_sleep(sup, 1));
+    assert_int_equal(sup_stop_all(sup), 0);
+    assert_true(sup_stopping(sup));
+    /* Once stopping, a retry loop's sleep returns at once. */
+    assert_false(sup_sleep(sup, 60000));
+    sup_destroy(sup);
+}
+
+static void test_failed_start(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 2000);
+    comp a = {.name = "a"}, b = {.name = "b", .start_rc = SX_EIO}, c = {.name = "c"};
+    sx_err err;
+    assert_int_equal(sup_register(sup, "a", &flag_ops, &a, &err), 0);
+    assert_int_equal(sup_register(sup, "b", &flag_ops, &b, &err), 0);
+    assert_int_equal(sup_register(sup, "c", &flag_ops, &c, &err), 0);
+    sx_err_clear(&err);
+    assert_int_equal(sup_start_all(sup, &err), SX_EIO);
+    assert_string_equal(err.message, "could not start b: port is taken");
+    assert_string_equal(trace, "start:a start:b ");
+    assert_int_equal(sup_component_state(sup, 1), SUP_FAILED);
+    assert_int_equal(sup_component_state(sup, 2), SUP_REGISTERED);
+    assert_false(sup_ready(sup));
+    trace[0] = '\0';
+    assert_int_equal(sup_stop_all(sup), 0);
+    assert_string_equal(trace, "stop:a "); /* only what started */
+    sup_destroy(sup);
+}
+
+static void test_abandoned_on_timeout(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 150);
+    comp slow = {.name = "slow", .hang_on_stop = true}, fast = {.name = "fast"};
+    sx_err err;
+    assert_int_equal(sup_register(sup, "fast", &flag_ops, &fast, &err), 0);
+    assert_int_equal(sup_register(sup, "slow", &flag_ops, &slow, &err), 0);
+    assert_int_equal(sup_start_all(sup, &err), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(sup_stop_all(sup), SX_ETIMEOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(secs < 2.0);
+    assert_int_equal(sup_component_state(sup, 1), SUP_ABANDONED);
+    /* The fast one still got stopped, after the slow one was given up on. */
+    assert_int_equal(sup_component_state(sup, 0), SUP_STOPPED);
+    assert_int_equal(atomic_load(&fast.stopped), 1);
+    /* Let the abandoned stopper finish so the test ends cleanly. */
+    atomic_store(&slow.release, true);
+    for (int i = 0; i < 400 && atomic_load(&slow.stopped) == 0; i++) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(atomic_load(&slow.stopped), 1);
+    struct timespec ts = {0, 20 * 1000 * 1000}; /* the stopper releases its job after */
+    nanosleep(&ts, NULL);
+    sup_destroy(sup);
+}
+
+int main(void)
+{
+    sx_log_configure(SX_LOG_ERROR, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_order_and_gate, setup),
+        cmocka_unit_test_setup(test_ready_later_from_thread, setup),
+        cmocka_unit_test_setup(test_shutdown_interrupts_retry, setup),
+        cmocka_unit_test_setup(test_failed_start, setup),
+        cmocka_unit_test_setup(test_abandoned_on_timeout, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
