@@ -1,5 +1,5 @@
 /*
- * main.c — the sextant command line: serve, migrate, version, help.
+ * main.c — the sextant command line: serve, migrate, import, version, help.
  *
  * Exit status: 0 on success (serve: after a clean shutdown), 1 when the configuration
  * is bad, a component fails to start, migrations fail or a component does not stop
@@ -13,18 +13,26 @@
  */
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api/http.h"
+#include "server/apply.h"
+#include "server/base/arena.h"
 #include "server/base/buf.h"
 #include "server/base/fielderr.h"
 #include "server/base/log.h"
 #include "server/config.h"
+#include "server/datastore.h"
 #include "server/server.h"
 #include "server/supervisor.h"
 #include "storage/migrate.h"
+#include "storage/pg_pool.h"
+#include "storage/redis_cache.h"
+#include "storage/repo_snapshots.h"
 
 #ifndef SEXTANT_VERSION
 #define SEXTANT_VERSION "0.0.0-dev"
@@ -32,10 +40,20 @@
 
 #define EXIT_USAGE 2
 
+#define MAX_IMPORT_GROUPS 64
+
 typedef struct cli_opts {
     const char *config; /* --config FILE, NULL when absent */
     const char *dir;    /* --dir DIR (migrate), NULL when absent */
     bool help;
+    /* import */
+    const char *file;                      /* --file FILE */
+    const char *ns;                        /* --namespace NS */
+    const char *name;                      /* --name NAME */
+    const char *author;                    /* --author WHO */
+    const char *message;                   /* --message TEXT */
+    const char *groups[MAX_IMPORT_GROUPS]; /* --group G, repeatable */
+    size_t group_count;
 } cli_opts;
 
 /* ------------------------------------------------------------------ help texts */
@@ -50,6 +68,7 @@ static void usage_main(FILE *out)
                  "  serve     Run the control plane: REST API, UI, /healthz, /readyz, /metrics\n"
                  "            and the xDS gRPC server, until SIGTERM or SIGINT.\n"
                  "  migrate   Apply pending database migrations, then exit.\n"
+                 "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
                  "\n"
@@ -105,6 +124,34 @@ static void usage_migrate(FILE *out)
             "Exit status: 0 when the database is current; 1 on an error; 2 on a usage error.\n");
 }
 
+static void usage_import(FILE *out)
+{
+    fprintf(out,
+            "Usage: sextant import --file FILE --name NAME --group GROUP [--group GROUP...]\n"
+            "                      [--namespace NS] [--author WHO] [--message TEXT]\n"
+            "                      [--config FILE]\n"
+            "\n"
+            "Validates FILE (a gateway.control.v1 ConfigSnapshot in JSON) and stores it as\n"
+            "the config NS/NAME applied to the given proxy groups: a new config version,\n"
+            "a recomposed snapshot for every affected group, an audit entry and a\n"
+            "notification to every replica, in one transaction. Importing the same content\n"
+            "again writes no new version. Prints the result as JSON.\n"
+            "\n"
+            "Options:\n"
+            "  -f, --file FILE       The configuration (JSON). Required.\n"
+            "  -n, --name NAME       Config name. Required.\n"
+            "  -g, --group GROUP     Proxy group it applies to; repeat for several. Required.\n"
+            "      --namespace NS    Config namespace (default \"default\").\n"
+            "      --author WHO      Recorded as the author (default $USER, else \"cli\").\n"
+            "  -m, --message TEXT    Change description.\n"
+            "  -c, --config FILE     YAML configuration file; database.url and redis.url\n"
+            "                        are used. Optional when SEXTANT_DATABASE_URL is set.\n"
+            "  -h, --help            Print this help.\n"
+            "\n"
+            "Exit status: 0 when applied (or unchanged); 1 on invalid configuration or a\n"
+            "database error; 2 on a usage error.\n");
+}
+
 static void usage_version(FILE *out)
 {
     fprintf(out, "Usage: sextant version\n\nPrints the version and exits.\n\n"
@@ -112,6 +159,37 @@ static void usage_version(FILE *out)
 }
 
 /* ------------------------------------------------------------------ option parsing */
+
+/* Matches the import options ("--name X" or "--name=X"); --group maps to groups[0],
+ * which parse_opts treats as "append". */
+static bool import_slot(cli_opts *o, const char *a, const char ***slot, const char **value)
+{
+    static const struct {
+        const char *shrt, *lng;
+        size_t off;
+    } opts[] = {
+        {"-f", "--file", offsetof(cli_opts, file)},
+        {"-n", "--name", offsetof(cli_opts, name)},
+        {NULL, "--namespace", offsetof(cli_opts, ns)},
+        {NULL, "--author", offsetof(cli_opts, author)},
+        {"-m", "--message", offsetof(cli_opts, message)},
+        {"-g", "--group", offsetof(cli_opts, groups)},
+    };
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        size_t n = strlen(opts[i].lng);
+        const char **target = (const char **)((char *)o + opts[i].off);
+        if ((opts[i].shrt && strcmp(a, opts[i].shrt) == 0) || strcmp(a, opts[i].lng) == 0) {
+            *slot = target;
+            return true;
+        }
+        if (strncmp(a, opts[i].lng, n) == 0 && a[n] == '=') {
+            *slot = target;
+            *value = a + n + 1;
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Parses argv[first..argc) for a command. Returns 0, or EXIT_USAGE after printing why. */
 static int parse_opts(const char *cmd, int argc, char **argv, int first, bool takes_config,
@@ -135,6 +213,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, bool ta
         } else if (takes_dir && strncmp(a, "--dir=", 6) == 0) {
             slot = &o->dir;
             value = a + 6;
+        } else if (strcmp(cmd, "import") == 0 && import_slot(o, a, &slot, &value)) {
+            /* slot (and value, for --opt=value) set by import_slot */
         } else {
             fprintf(stderr, "sextant: %s: %s '%s'\n", cmd,
                     a[0] == '-' ? "unknown option" : "unexpected argument", a);
@@ -150,6 +230,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, bool ta
         if (*value == '\0') {
             fprintf(stderr, "sextant: %s: option %s needs a non-empty value\n", cmd, a);
             return EXIT_USAGE;
+        }
+        if (slot == &o->groups[0]) {
+            if (o->group_count == MAX_IMPORT_GROUPS) {
+                fprintf(stderr, "sextant: %s: at most %d groups\n", cmd, MAX_IMPORT_GROUPS);
+                return EXIT_USAGE;
+            }
+            o->groups[o->group_count++] = value;
+            continue;
         }
         *slot = value;
     }
@@ -220,6 +308,95 @@ static int cmd_migrate(const cli_opts *o)
     return rc == 0 ? 0 : 1;
 }
 
+/* ------------------------------------------------------------------ import */
+
+static int cmd_import(const cli_opts *o)
+{
+    if (o->file == NULL || o->name == NULL || o->group_count == 0) {
+        fprintf(stderr, "sextant: import: --file, --name and at least one --group are required\n");
+        return EXIT_USAGE;
+    }
+    sextant_config *cfg = load_config_or_report(o->config);
+    if (cfg == NULL)
+        return 1;
+    sx_log_configure(cfg->log.level, cfg->replica.id);
+    log_config_warnings(cfg);
+
+    json_error_t jerr;
+    json_t *spec = json_load_file(o->file, JSON_REJECT_DUPLICATES, &jerr);
+    if (spec == NULL) {
+        fprintf(stderr, "sextant: import: %s:%d:%d: %s\n", o->file, jerr.line, jerr.column,
+                jerr.text);
+        config_free(cfg);
+        return 1;
+    }
+
+    sx_err err;
+    sx_err_clear(&err);
+    pg_pool *pool = NULL;
+    redis_cache *cache = NULL;
+    pg_pool_options po = {.url = cfg->database.url,
+                          .size = 1,
+                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
+                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
+                          .application_name = "sextant-import"};
+    redis_cache_options ro = {.url = cfg->redis.url,
+                              .timeout_ms = (int)cfg->redis.timeout_ms,
+                              .key_prefix = cfg->redis.key_prefix};
+    int rc = pg_pool_create(&po, &pool, &err);
+    if (rc == 0)
+        rc = redis_cache_create(&ro, &cache, &err);
+    snap_repo *snaps = rc == 0 ? snap_repo_create(pool, cache) : NULL;
+
+    const char *user = getenv("USER");
+    apply_request req = {
+        .ns = o->ns ? o->ns : "default",
+        .name = o->name,
+        .groups = o->groups,
+        .group_count = o->group_count,
+        .spec = spec,
+        .author = o->author ? o->author : (user && *user ? user : "cli"),
+        .actor_role = "admin",
+        .message = o->message,
+        .action = "config.import",
+    };
+    sx_arena *a = sx_arena_create();
+    apply_result res;
+    sx_fielderrs verrs = {0};
+    if (rc == 0)
+        rc = apply_config(pool, snaps, &req, a, &res, &verrs, &err);
+    if (rc == 0) {
+        json_t *snapshots = json_array();
+        for (size_t i = 0; i < res.snapshot_count; i++)
+            json_array_append_new(snapshots,
+                                  json_pack("{s:s,s:I}", "group", res.snapshots[i].group, "version",
+                                            (json_int_t)res.snapshots[i].version));
+        json_t *out =
+            json_pack("{s:s,s:s,s:s,s:i,s:b,s:b,s:o}", "config_id", res.config_id, "namespace",
+                      req.ns, "name", req.name, "version", res.version, "created", res.created,
+                      "changed", res.changed, "snapshots", snapshots);
+        json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+        json_decref(out);
+    } else {
+        fprintf(stderr, "sextant: import: %s\n", err.message);
+        for (size_t i = 0; i < verrs.count; i++)
+            fprintf(stderr, "  %s: %s\n", verrs.items[i].path, verrs.items[i].message);
+        if (verrs.count == 0 && err.detail[0])
+            fprintf(stderr, "DETAIL: %s\n", err.detail);
+        if (err.hint[0])
+            fprintf(stderr, "HINT: %s\n", err.hint);
+    }
+    sx_fielderrs_free(&verrs);
+    sx_arena_destroy(a);
+    snap_repo_destroy(snaps);
+    redis_cache_destroy(cache);
+    pg_pool_destroy(pool);
+    json_decref(spec);
+    config_free(cfg);
+    return rc == 0 ? 0 : 1;
+}
+
 /* ------------------------------------------------------------------ serve */
 
 /*
@@ -227,11 +404,11 @@ static int cmd_migrate(const cli_opts *o)
  * LISTEN/NOTIFY listener, snapshot store) are created, stored in srv's storage fields and
  * registered with srv->sup, after "http" so that /healthz answers while they connect.
  * Each reports ready through sup_set_ready (or its probe) once its dependency is
- * reachable, which opens /readyz. Empty until the storage wiring lands.
+ * reachable, which opens /readyz.
  */
-static void register_storage_components(struct sx_server *srv)
+static int register_storage_components(struct sx_server *srv, sx_err *err)
 {
-    (void)srv;
+    return datastore_register(srv, err);
 }
 
 static void log_started(const struct sx_server *srv)
@@ -276,7 +453,12 @@ static int cmd_serve(const cli_opts *o)
         sx_server_destroy(srv);
         return 1;
     }
-    register_storage_components(srv);
+    if (register_storage_components(srv, &err) != 0) {
+        sx_log_err(SX_LOG_ERROR, "main", &err);
+        fprintf(stderr, "sextant: %s\n", err.message);
+        sx_server_destroy(srv);
+        return 1;
+    }
 
     int status = 0;
     if (sup_start_all(srv->sup, &err) != 0) {
@@ -300,6 +482,7 @@ static int cmd_serve(const cli_opts *o)
         _exit(1);
     }
     sx_log_fields(SX_LOG_INFO, "main", json_pack("{s:i}", "exit_code", status), "sextant stopped");
+    datastore_release(srv);
     sx_server_destroy(srv);
     return status;
 }
@@ -331,6 +514,8 @@ int main(int argc, char **argv)
             usage_serve(stdout, true);
         else if (strcmp(topic, "migrate") == 0)
             usage_migrate(stdout);
+        else if (strcmp(topic, "import") == 0)
+            usage_import(stdout);
         else if (strcmp(topic, "version") == 0)
             usage_version(stdout);
         else {
@@ -363,6 +548,18 @@ int main(int argc, char **argv)
             return 0;
         }
         return cmd_migrate(&o);
+    }
+    if (strcmp(cmd, "import") == 0) {
+        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
+            fputc('\n', stderr);
+            usage_import(stderr);
+            return EXIT_USAGE;
+        }
+        if (o.help) {
+            usage_import(stdout);
+            return 0;
+        }
+        return cmd_import(&o);
     }
     if (strcmp(cmd, "version") == 0) {
         if (parse_opts(cmd, argc, argv, 2, false, false, &o) != 0) {

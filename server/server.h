@@ -21,6 +21,8 @@ struct pg_pool;
 struct redis_cache;
 struct pg_listener;
 struct snap_store;
+struct snap_repo;
+struct datastore;
 
 struct sx_server {
     /* The loaded configuration; owned. Read-only once loaded, so any thread reads it. */
@@ -46,6 +48,10 @@ struct sx_server {
     struct pg_listener *listener;
     /* set by the storage wiring: the latest snapshot per proxy group, shared with xDS. */
     struct snap_store *snapshots;
+    /* set by the storage wiring: snapshot reads and writes (through the cache). */
+    struct snap_repo *snap_repo;
+    /* set by the storage wiring: its worker threads' state (server/datastore.c). */
+    struct datastore *datastore;
 };
 
 /* Creates the server around cfg (ownership passes to the server, also on failure):

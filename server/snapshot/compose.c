@@ -11,16 +11,16 @@
 
 static int cmp_source(const void *a, const void *b)
 {
-    const snap_source *x = *(const snap_source *const *)a;
-    const snap_source *y = *(const snap_source *const *)b;
+    const snap_compose_input *x = *(const snap_compose_input *const *)a;
+    const snap_compose_input *y = *(const snap_compose_input *const *)b;
     int c = strcmp(x->namespace, y->namespace);
     return c ? c : strcmp(x->name, y->name);
 }
 
-json_t *snap_compose_json(const snap_source *sources, size_t n, const char *id,
+json_t *snap_compose_json(const snap_compose_input *sources, size_t n, const char *id,
                           const char *generated_at)
 {
-    const snap_source **order = sx_calloc(n ? n : 1, sizeof(*order));
+    const snap_compose_input **order = sx_calloc(n ? n : 1, sizeof(*order));
     for (size_t i = 0; i < n; i++)
         order[i] = &sources[i];
     qsort(order, n, sizeof(*order), cmp_source);

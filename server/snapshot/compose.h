@@ -17,16 +17,16 @@
 #include <jansson.h>
 #include <stddef.h>
 
-typedef struct snap_source {
+typedef struct snap_compose_input {
     const char *namespace; /* config namespace */
     const char *name;      /* config name */
     const json_t *spec;    /* the config version's spec: a ConfigSnapshot in JSON */
-} snap_source;
+} snap_compose_input;
 
 /* Merges sources (in any order: they are sorted here) into one ConfigSnapshot JSON
  * object with "id" = id and "generated_at" = generated_at (RFC 3339; NULL omits it).
  * Returns a new reference owned by the caller; never NULL. */
-json_t *snap_compose_json(const snap_source *sources, size_t n, const char *id,
+json_t *snap_compose_json(const snap_compose_input *sources, size_t n, const char *id,
                           const char *generated_at);
 
 #endif

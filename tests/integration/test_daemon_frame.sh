@@ -11,7 +11,6 @@ set -u
 BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
 WORK=$(mktemp -d /tmp/sextant-frame-XXXXXX)
 PID=
-FAILS=0
 
 cleanup() {
     if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
@@ -23,49 +22,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-    echo "FAIL: $*" >&2
-    FAILS=$((FAILS + 1))
-}
-pass() {
-    echo "ok: $*"
-}
-# check DESCRIPTION COMMAND...: runs the command, records a failure when it fails.
-check() {
-    local what=$1
-    shift
-    if "$@"; then pass "$what"; else fail "$what"; fi
-}
-contains() { # contains FILE TEXT
-    grep -qF -- "$2" "$1"
-}
-
-# A loopback port nobody listens on now.
-free_port() {
-    local port tries=0
-    while [ $tries -lt 200 ]; do
-        port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-            echo "$port"
-            return 0
-        fi
-        tries=$((tries + 1))
-    done
-    echo "no free port found" >&2
-    return 1
-}
-listening() { # listening PORT
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null
-}
-
-# http METHOD PATH [curl args...]: body to $WORK/body, headers to $WORK/headers, prints
-# the status code.
-http() {
-    local method=$1 path=$2
-    shift 2
-    curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' -X "$method" \
-        --max-time 10 "$@" "http://127.0.0.1:$HTTP_PORT$path"
-}
+# shellcheck source=tests/lib/shtest.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/shtest.sh"
 
 HTTP_PORT=$(free_port) || exit 1
 GRPC_PORT=$(free_port) || exit 1

@@ -22,7 +22,7 @@ static void test_merge_order_and_union(void **state)
                       "\"extensions\":{\"y\":\"a\",\"z\":true}}");
     json_t *c = parse("{\"backends\":[{\"name\":\"c\"}]}");
     /* Given out of order on purpose: composition sorts by (namespace, name). */
-    snap_source src[] = {
+    snap_compose_input src[] = {
         {"team-b", "edge", b},
         {"team-a", "edge", a},
         {"team-a", "zeta", c},

@@ -1,0 +1,168 @@
+/*
+ * repo_audit.c — appends to and reads the audit log.
+ *
+ * Design: "newest first" is id order (ids grow with insertion), so paging is a keyset
+ * on id alone and stays stable while new entries arrive; the time filters use the
+ * at column. Optional filters are "($n IS NULL OR col = $n)": PostgreSQL plans an
+ * unnamed parameterised statement with the actual values, so the NULL branches fold
+ * away and the matching index (actor, action or resource, each with id) is used.
+ */
+#include "storage/repo_audit.h"
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+#include "storage/repo_common.h"
+
+#define AUDIT_COLS                                                                                 \
+    "id, " REPO_TS("at") ", actor, actor_role, action, resource_type, resource_id, result,"        \
+                         " status_code, request_id, host(source_ip), details"
+
+static int required(const char *field, const char *v, sx_err *err)
+{
+    if (v == NULL || v[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "%s is required", field);
+    return 0;
+}
+
+static bool valid_ip(const char *s)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+static bool valid_result(const char *r)
+{
+    return r && (strcmp(r, AUDIT_SUCCESS) == 0 || strcmp(r, AUDIT_DENIED) == 0 ||
+                 strcmp(r, AUDIT_FAILED) == 0);
+}
+
+int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *err)
+{
+    if (id)
+        *id = 0;
+    int rc;
+    if ((rc = required("actor", in->actor, err)) || (rc = required("action", in->action, err)) ||
+        (rc = required("resource_type", in->resource_type, err)))
+        return rc;
+    if (!valid_result(in->result))
+        return sx_err_set(err, SX_EINVAL, "result must be success, denied or failed");
+    if (in->details && !json_is_object(in->details))
+        return sx_err_set(err, SX_EINVAL, "details must be a json object");
+    if (in->source_ip && in->source_ip[0] && !valid_ip(in->source_ip))
+        return sx_err_set(err, SX_EINVAL, "source_ip \"%s\" is not an ip address", in->source_ip);
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {
+        in->actor,
+        in->actor_role ? in->actor_role : "",
+        in->action,
+        in->resource_type,
+        in->resource_id ? in->resource_id : "",
+        in->result,
+        in->status_code ? repo_i64_param(a, in->status_code) : NULL,
+        in->request_id,
+        in->source_ip && in->source_ip[0] ? in->source_ip : NULL,
+        in->details ? repo_json_param(a, in->details) : "{}",
+    };
+    PGresult *r;
+    rc = pg_exec(c,
+                 "INSERT INTO audit_log (actor, actor_role, action, resource_type, resource_id,"
+                 "   result, status_code, request_id, source_ip, details)"
+                 " VALUES ($1, $2, $3, $4, $5, $6, $7::int, $8, $9::inet, $10::jsonb)"
+                 " RETURNING id",
+                 10, p, &r, err);
+    if (rc == 0) {
+        long long v;
+        rc = repo_i64(r, 0, 0, 0, &v, err);
+        if (rc == 0 && id)
+            *id = v;
+        PQclear(r);
+    }
+    sx_arena_destroy(a);
+    return rc;
+}
+
+static int read_entry(sx_arena *a, const PGresult *r, int row, audit_entry *o, sx_err *err)
+{
+    memset(o, 0, sizeof(*o));
+    long long status;
+    int rc;
+    if ((rc = repo_i64(r, row, 0, 0, &o->id, err)) || (rc = repo_i64(r, row, 8, 0, &status, err)) ||
+        (rc = repo_json(a, r, row, 11, &o->details, err)))
+        return rc;
+    o->at = repo_str(a, r, row, 1);
+    o->actor = repo_str(a, r, row, 2);
+    o->actor_role = repo_str(a, r, row, 3);
+    o->action = repo_str(a, r, row, 4);
+    o->resource_type = repo_str(a, r, row, 5);
+    o->resource_id = repo_str(a, r, row, 6);
+    o->result = repo_str(a, r, row, 7);
+    o->status_code = (int)status;
+    o->request_id = repo_str(a, r, row, 9);
+    o->source_ip = repo_str(a, r, row, 10);
+    return 0;
+}
+
+int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    audit_filter all = {0};
+    if (f == NULL)
+        f = &all;
+    if (f->result && !valid_result(f->result))
+        return sx_err_set(err, SX_EINVAL, "result must be success, denied or failed");
+    int limit = repo_limit(f->limit);
+    const char *before = NULL;
+    if (f->cursor) {
+        json_t *key;
+        int rc = repo_cursor_decode(a, f->cursor, 1, &key, err);
+        if (rc)
+            return rc;
+        if (!json_is_integer(json_array_get(key, 0)))
+            return repo_bad_cursor(err);
+        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
+    }
+    const char *p[] = {
+        f->actor,       f->action, f->resource_type,
+        f->resource_id, f->result, f->since,
+        f->until,       before,    repo_i64_param(a, limit + 1),
+    };
+    PGresult *r;
+    int rc = pg_exec(c,
+                     "SELECT " AUDIT_COLS " FROM audit_log"
+                     " WHERE ($1::text IS NULL OR actor = $1)"
+                     "   AND ($2::text IS NULL OR action = $2)"
+                     "   AND ($3::text IS NULL OR resource_type = $3)"
+                     "   AND ($4::text IS NULL OR resource_id = $4)"
+                     "   AND ($5::text IS NULL OR result = $5)"
+                     "   AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
+                     "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
+                     "   AND ($8::bigint IS NULL OR id < $8::bigint)"
+                     " ORDER BY id DESC LIMIT $9::int",
+                     9, p, &r, err);
+    if (rc) {
+        if (rc == SX_EINVAL && err && strncmp(err->sqlstate, "22", 2) == 0)
+            sx_err_prefix(err, "invalid since or until time");
+        return rc;
+    }
+    int rows = PQntuples(r);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(audit_entry)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_entry(a, r, (int)i, &out->items[i], err);
+    PQclear(r);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].id);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}

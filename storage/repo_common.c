@@ -1,0 +1,210 @@
+/*
+ * repo_common.c — helpers shared by the repositories (see repo_common.h).
+ *
+ * Cursors are base64url (RFC 4648 §5, no padding) of a compact JSON array holding the
+ * sort key of the last row returned; they are opaque to clients but not secret, and a
+ * tampered cursor can at worst start a page elsewhere. Base64 comes from OpenSSL's
+ * EVP_EncodeBlock / EVP_DecodeBlock; only the alphabet swap is done here.
+ */
+#include "storage/repo_common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "server/base/mem.h"
+
+int repo_limit(int limit)
+{
+    if (limit <= 0)
+        return REPO_LIMIT_DEFAULT;
+    return limit > REPO_LIMIT_MAX ? REPO_LIMIT_MAX : limit;
+}
+
+char *repo_str(sx_arena *a, const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return NULL;
+    return sx_arena_strndup(a, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
+}
+
+int repo_i64(const PGresult *r, int row, int col, long long dflt, long long *out, sx_err *err)
+{
+    if (PQgetisnull(r, row, col)) {
+        *out = dflt;
+        return 0;
+    }
+    const char *s = PQgetvalue(r, row, col);
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return sx_err_set(err, SX_EINTERNAL, "column %s is not an integer: \"%s\"", PQfname(r, col),
+                          s);
+    *out = v;
+    return 0;
+}
+
+bool repo_bool(const PGresult *r, int row, int col)
+{
+    return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] == 't';
+}
+
+static void decref_cb(void *p)
+{
+    json_decref((json_t *)p);
+}
+
+json_t *repo_own_json(sx_arena *a, json_t *j)
+{
+    if (j)
+        sx_arena_defer(a, decref_cb, j);
+    return j;
+}
+
+int repo_json(sx_arena *a, const PGresult *r, int row, int col, json_t **out, sx_err *err)
+{
+    *out = NULL;
+    if (PQgetisnull(r, row, col))
+        return 0;
+    json_error_t je;
+    json_t *j =
+        json_loadb(PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col), JSON_DECODE_ANY, &je);
+    if (j == NULL)
+        return sx_err_set(err, SX_EINTERNAL, "column %s is not valid json: %s", PQfname(r, col),
+                          je.text);
+    *out = repo_own_json(a, j);
+    return 0;
+}
+
+int repo_strv(sx_arena *a, const PGresult *r, int row, int col, char ***out, size_t *n, sx_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    json_t *j;
+    int rc = repo_json(a, r, row, col, &j, err);
+    if (rc || j == NULL)
+        return rc;
+    if (!json_is_array(j))
+        return sx_err_set(err, SX_EINTERNAL, "column %s is not a json array", PQfname(r, col));
+    size_t count = json_array_size(j);
+    if (count == 0)
+        return 0;
+    char **v = sx_arena_alloc(a, count * sizeof(char *));
+    for (size_t i = 0; i < count; i++) {
+        const char *s = json_string_value(json_array_get(j, i));
+        if (s == NULL)
+            return sx_err_set(err, SX_EINTERNAL, "column %s holds a non-string element",
+                              PQfname(r, col));
+        v[i] = sx_arena_strdup(a, s);
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+char *repo_json_param(sx_arena *a, const json_t *j)
+{
+    if (j == NULL)
+        return NULL;
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL)
+        abort(); /* only on out-of-memory: the arena's allocators abort likewise */
+    char *copy = sx_arena_strdup(a, s);
+    free(s);
+    return copy;
+}
+
+char *repo_strv_param(sx_arena *a, const char *const *v, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_string(v[i] ? v[i] : ""));
+    char *s = repo_json_param(a, arr);
+    json_decref(arr);
+    return s;
+}
+
+char *repo_i64_param(sx_arena *a, long long v)
+{
+    return sx_arena_printf(a, "%lld", v);
+}
+
+char *repo_cursor_encode(sx_arena *a, const json_t *key)
+{
+    char *text = repo_json_param(a, key);
+    size_t n = strlen(text);
+    unsigned char *out = sx_arena_alloc(a, 4 * ((n + 2) / 3) + 1);
+    int len = EVP_EncodeBlock(out, (const unsigned char *)text, (int)n);
+    while (len > 0 && out[len - 1] == '=')
+        len--;
+    out[len] = '\0';
+    for (int i = 0; i < len; i++) {
+        if (out[i] == '+')
+            out[i] = '-';
+        else if (out[i] == '/')
+            out[i] = '_';
+    }
+    return (char *)out;
+}
+
+int repo_bad_cursor(sx_err *err)
+{
+    sx_err_set(err, SX_EINVAL, "invalid cursor");
+    sx_err_detail(err, "A cursor must be the next_cursor value of a previous page of the "
+                       "same list.");
+    return SX_EINVAL;
+}
+
+int repo_cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key, sx_err *err)
+{
+    *key = NULL;
+    size_t len = cursor ? strlen(cursor) : 0;
+    if (len == 0 || len > 4096 || len % 4 == 1)
+        return repo_bad_cursor(err);
+    size_t padded = (len + 3) / 4 * 4;
+    unsigned char *in = sx_arena_alloc(a, padded + 1);
+    for (size_t i = 0; i < len; i++) {
+        char c = cursor[i];
+        if (c == '-')
+            c = '+';
+        else if (c == '_')
+            c = '/';
+        else if (!isalnum((unsigned char)c))
+            return repo_bad_cursor(err);
+        in[i] = (unsigned char)c;
+    }
+    for (size_t i = len; i < padded; i++)
+        in[i] = '=';
+    unsigned char *out = sx_arena_alloc(a, padded / 4 * 3 + 1);
+    int m = EVP_DecodeBlock(out, in, (int)padded);
+    if (m < 0)
+        return repo_bad_cursor(err);
+    m -= (int)(padded - len); /* EVP_DecodeBlock counts the padding as zero bytes */
+    json_t *j = json_loadb((const char *)out, (size_t)m, 0, NULL);
+    if (j == NULL || !json_is_array(j) || json_array_size(j) != n) {
+        json_decref(j);
+        return repo_bad_cursor(err);
+    }
+    *key = repo_own_json(a, j);
+    return 0;
+}
+
+bool repo_is_uuid(const char *s)
+{
+    if (s == NULL || strlen(s) != 36)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-')
+                return false;
+        } else if (!isxdigit((unsigned char)s[i])) {
+            return false;
+        }
+    }
+    return true;
+}

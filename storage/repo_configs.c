@@ -1,0 +1,511 @@
+/*
+ * repo_configs.c — configs and their immutable versions.
+ *
+ * Design: every write is one SQL statement, so it is atomic whether or not the caller
+ * opened a transaction. Creating a config inserts the config row and version 1 through
+ * a data-modifying CTE; adding a version bumps latest_version with a compare-and-set
+ * UPDATE (WHERE latest_version = expected) and inserts the version from its RETURNING
+ * row, so two writers holding the same expected version cannot both succeed: the
+ * second waits on the row lock, re-checks the WHERE against the committed row, matches
+ * nothing, and is told it is stale. A statement that matched no row is followed by a
+ * small diagnostic read to tell "missing" from "stale".
+ */
+#include "storage/repo_configs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+#include "storage/repo_common.h"
+
+#define NAME_MAX_LEN 253
+
+#define CFG_COLS                                                                                   \
+    "id, namespace, name, to_jsonb(groups), latest_version, live_version, created_by, " REPO_TS(   \
+        "created_at") ", " REPO_TS("updated_at") ", " REPO_TS("deleted_at")
+
+#define VER_COLS                                                                                   \
+    "config_id, version, checksum, author, message, draft, source_version, " REPO_TS("created_at")
+
+/* Groups stored sorted and without duplicates. */
+#define GROUPS_FROM_JSON(p)                                                                        \
+    "ARRAY(SELECT DISTINCT g FROM jsonb_array_elements_text(" p ") g ORDER BY g)"
+
+void cfg_repo_checksum(const json_t *spec, char out[SX_SHA256_HEX_LEN + 1])
+{
+    char *s = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL)
+        abort(); /* out of memory */
+    sx_sha256_hex(s, strlen(s), out);
+    free(s);
+}
+
+static int check_name(const char *field, const char *v, sx_err *err)
+{
+    if (v == NULL || v[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "%s is required", field);
+    if (strlen(v) > NAME_MAX_LEN)
+        return sx_err_set(err, SX_EINVAL, "%s is longer than %d bytes", field, NAME_MAX_LEN);
+    return 0;
+}
+
+static int check_groups(const char *const *groups, size_t n, sx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char field[32];
+        snprintf(field, sizeof(field), "groups[%zu]", i);
+        int rc = check_name(field, groups[i], err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int check_spec(const json_t *spec, const char *author, sx_err *err)
+{
+    if (!json_is_object(spec))
+        return sx_err_set(err, SX_EINVAL, "spec must be a json object");
+    if (author == NULL || author[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "author is required");
+    return 0;
+}
+
+static int check_id(const char *id, sx_err *err)
+{
+    if (!repo_is_uuid(id)) {
+        sx_err_set(err, SX_EINVAL, "invalid config id \"%s\"", id ? id : "");
+        sx_err_detail(err, "A config id is a UUID such as 9b2f6c1e-0d4e-4c3f-9a7b-1f2e3d4c5b6a.");
+        return SX_EINVAL;
+    }
+    return 0;
+}
+
+static int read_cfg(sx_arena *a, const PGresult *r, int row, cfg_record *o, sx_err *err)
+{
+    long long latest, live;
+    int rc;
+    memset(o, 0, sizeof(*o));
+    o->id = repo_str(a, r, row, 0);
+    o->ns = repo_str(a, r, row, 1);
+    o->name = repo_str(a, r, row, 2);
+    if ((rc = repo_strv(a, r, row, 3, &o->groups, &o->group_count, err)) ||
+        (rc = repo_i64(r, row, 4, 0, &latest, err)) || (rc = repo_i64(r, row, 5, 0, &live, err)))
+        return rc;
+    o->latest_version = (int)latest;
+    o->live_version = (int)live;
+    o->created_by = repo_str(a, r, row, 6);
+    o->created_at = repo_str(a, r, row, 7);
+    o->updated_at = repo_str(a, r, row, 8);
+    o->deleted_at = repo_str(a, r, row, 9);
+    return 0;
+}
+
+/* Reads the VER_COLS columns, plus spec at column 8 when with_spec. */
+static int read_ver(sx_arena *a, const PGresult *r, int row, bool with_spec, cfg_version *o,
+                    sx_err *err)
+{
+    long long version, source;
+    int rc;
+    memset(o, 0, sizeof(*o));
+    o->config_id = repo_str(a, r, row, 0);
+    if ((rc = repo_i64(r, row, 1, 0, &version, err)) || (rc = repo_i64(r, row, 6, 0, &source, err)))
+        return rc;
+    o->version = (int)version;
+    o->source_version = (int)source;
+    o->checksum = repo_str(a, r, row, 2);
+    o->author = repo_str(a, r, row, 3);
+    o->message = repo_str(a, r, row, 4);
+    o->draft = repo_bool(r, row, 5);
+    o->created_at = repo_str(a, r, row, 7);
+    if (with_spec)
+        return repo_json(a, r, row, 8, &o->spec, err);
+    return 0;
+}
+
+static int name_taken(const char *ns, const char *name, sx_err *err)
+{
+    sx_err_set(err, SX_ECONFLICT, "config %s%s%s already exists", ns ? ns : "", ns ? "/" : "",
+               name);
+    sx_err_detail(err, "Names are unique within a namespace among configs that are not deleted.");
+    return SX_ECONFLICT;
+}
+
+int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out, sx_err *err)
+{
+    *out = NULL;
+    int rc;
+    if ((rc = check_name("namespace", in->ns, err)) || (rc = check_name("name", in->name, err)) ||
+        (rc = check_groups(in->groups, in->group_count, err)) ||
+        (rc = check_spec(in->spec, in->author, err)))
+        return rc;
+    char sum[SX_SHA256_HEX_LEN + 1];
+    cfg_repo_checksum(in->spec, sum);
+    const char *p[] = {
+        in->ns,
+        in->name,
+        repo_strv_param(a, in->groups, in->group_count),
+        repo_json_param(a, in->spec),
+        in->author,
+        sum,
+        in->draft ? "true" : "false",
+        in->message ? in->message : "",
+    };
+    static const char sql[] =
+        "WITH c AS ("
+        " INSERT INTO configs (namespace, name, groups, latest_version, live_version, created_by)"
+        " VALUES ($1, $2, " GROUPS_FROM_JSON(
+            "$3::jsonb") ", 1,"
+                         "         CASE WHEN $7::boolean THEN NULL ELSE 1 END, $5)"
+                         " RETURNING *),"
+                         " v AS ("
+                         " INSERT INTO config_versions (config_id, version, spec, checksum, "
+                         "author, message, draft)"
+                         " SELECT id, 1, $4::jsonb, $6, $5, $8, $7::boolean FROM c)"
+                         " SELECT " CFG_COLS " FROM c";
+    PGresult *r;
+    rc = pg_exec(c, sql, 8, p, &r, err);
+    if (rc == SX_ECONFLICT && err && strcmp(err->sqlstate, "23505") == 0)
+        return name_taken(in->ns, in->name, err);
+    if (rc)
+        return rc;
+    cfg_record *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_cfg(a, r, 0, o, err);
+    PQclear(r);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+static int get_one(pg_conn *c, const char *sql, int n, const char *const *p, sx_arena *a,
+                   cfg_record **out, const char *what, sx_err *err)
+{
+    PGresult *r;
+    int rc = pg_exec(c, sql, n, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return sx_err_set(err, SX_ENOTFOUND, "config %s does not exist", what);
+    }
+    cfg_record *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_cfg(a, r, 0, o, err);
+    PQclear(r);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+int cfg_repo_get(pg_conn *c, const char *id, bool include_deleted, sx_arena *a, cfg_record **out,
+                 sx_err *err)
+{
+    *out = NULL;
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    const char *p[] = {id, include_deleted ? "true" : "false"};
+    return get_one(c,
+                   "SELECT " CFG_COLS " FROM configs"
+                   " WHERE id = $1::uuid AND ($2::boolean OR deleted_at IS NULL)",
+                   2, p, a, out, id, err);
+}
+
+int cfg_repo_get_by_name(pg_conn *c, const char *ns, const char *name, sx_arena *a,
+                         cfg_record **out, sx_err *err)
+{
+    *out = NULL;
+    int rc;
+    if ((rc = check_name("namespace", ns, err)) || (rc = check_name("name", name, err)))
+        return rc;
+    const char *p[] = {ns, name};
+    char what[2 * NAME_MAX_LEN + 2];
+    snprintf(what, sizeof(what), "%s/%s", ns, name);
+    return get_one(c,
+                   "SELECT " CFG_COLS " FROM configs"
+                   " WHERE namespace = $1 AND name = $2 AND deleted_at IS NULL",
+                   2, p, a, out, what, err);
+}
+
+int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    cfg_filter none = {0};
+    if (f == NULL)
+        f = &none;
+    int limit = repo_limit(f->limit);
+    const char *cns = NULL, *cname = NULL, *cid = NULL;
+    if (f->cursor) {
+        json_t *key;
+        int rc = repo_cursor_decode(a, f->cursor, 3, &key, err);
+        if (rc)
+            return rc;
+        cns = json_string_value(json_array_get(key, 0));
+        cname = json_string_value(json_array_get(key, 1));
+        cid = json_string_value(json_array_get(key, 2));
+        if (cns == NULL || cname == NULL || !repo_is_uuid(cid))
+            return repo_bad_cursor(err);
+    }
+    const char *p[] = {
+        f->ns, f->group, f->include_deleted ? "true" : "false", cns,
+        cname, cid,      repo_i64_param(a, limit + 1),
+    };
+    static const char sql[] =
+        "SELECT " CFG_COLS " FROM configs"
+        " WHERE ($1::text IS NULL OR namespace = $1)"
+        "   AND ($2::text IS NULL OR groups @> ARRAY[$2::text])"
+        "   AND ($3::boolean OR deleted_at IS NULL)"
+        "   AND ($4::text IS NULL OR (namespace, name, id) > ($4, $5, $6::uuid))"
+        " ORDER BY namespace, name, id LIMIT $7::int";
+    PGresult *r;
+    int rc = pg_exec(c, sql, 7, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(cfg_record)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_cfg(a, r, (int)i, &out->items[i], err);
+    if (rc == 0 && rows > limit) {
+        cfg_record *last = &out->items[n - 1];
+        json_t *key = json_pack("[sss]", last->ns, last->name, last->id);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    PQclear(r);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    return 0;
+}
+
+/* After a compare-and-set matched nothing: missing/deleted, or stale. */
+static int explain_miss(pg_conn *c, const char *id, int expected, sx_err *err)
+{
+    const char *p[] = {id};
+    PGresult *r;
+    int rc = pg_exec(c, "SELECT latest_version, deleted_at IS NOT NULL FROM configs WHERE id = $1",
+                     1, p, &r, err);
+    if (rc)
+        return rc;
+    long long latest = 0;
+    bool missing = PQntuples(r) == 0 || repo_bool(r, 0, 1);
+    if (!missing && (rc = repo_i64(r, 0, 0, 0, &latest, err)) != 0) {
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (missing)
+        return sx_err_set(err, SX_ENOTFOUND, "config %s does not exist", id);
+    sx_err_set(err, SX_EPRECONDITION, "config %s has changed: its latest version is %lld, not %d",
+               id, latest, expected);
+    sx_err_detail(err, "Another change was saved first.");
+    sx_err_hint(err, "Read the config again and reapply the change on top of version %lld.",
+                latest);
+    return SX_EPRECONDITION;
+}
+
+int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const cfg_change *in,
+                         sx_arena *a, cfg_version **out, sx_err *err)
+{
+    if (out)
+        *out = NULL;
+    int rc;
+    if ((rc = check_id(id, err)) || (rc = check_spec(in->spec, in->author, err)))
+        return rc;
+    if (in->name && (rc = check_name("name", in->name, err)))
+        return rc;
+    if (in->set_groups && (rc = check_groups(in->groups, in->group_count, err)))
+        return rc;
+    if (in->source_version < 0 || in->source_version > expected_latest)
+        return sx_err_set(err, SX_EINVAL, "source_version %d does not exist", in->source_version);
+    char sum[SX_SHA256_HEX_LEN + 1];
+    cfg_repo_checksum(in->spec, sum);
+    const char *p[] = {
+        id,
+        repo_i64_param(a, expected_latest),
+        repo_json_param(a, in->spec),
+        sum,
+        in->author,
+        in->message ? in->message : "",
+        in->draft ? "true" : "false",
+        in->source_version > 0 ? repo_i64_param(a, in->source_version) : NULL,
+        in->name,
+        in->set_groups ? repo_strv_param(a, in->groups, in->group_count) : NULL,
+    };
+    static const char sql[] =
+        "WITH u AS ("
+        " UPDATE configs SET latest_version = latest_version + 1,"
+        "   live_version = CASE WHEN $7::boolean THEN live_version ELSE latest_version + 1 END,"
+        "   name = COALESCE($9::text, name),"
+        "   groups = CASE WHEN $10::jsonb IS NULL THEN groups"
+        "            ELSE " GROUPS_FROM_JSON(
+            "$10::jsonb") " END,"
+                          "   updated_at = now()"
+                          " WHERE id = $1::uuid AND deleted_at IS NULL AND latest_version = $2::int"
+                          " RETURNING id, latest_version)"
+                          " INSERT INTO config_versions"
+                          "   (config_id, version, spec, checksum, author, message, draft, "
+                          "source_version)"
+                          " SELECT id, latest_version, $3::jsonb, $4, $5, $6, $7::boolean, $8::int "
+                          "FROM u"
+                          " RETURNING " VER_COLS;
+    PGresult *r;
+    rc = pg_exec(c, sql, 10, p, &r, err);
+    if (rc == SX_ECONFLICT && err && strcmp(err->sqlstate, "23505") == 0)
+        return name_taken(NULL, in->name ? in->name : "", err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return explain_miss(c, id, expected_latest, err);
+    }
+    cfg_version *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_ver(a, r, 0, false, o, err);
+    PQclear(r);
+    if (rc)
+        return rc;
+    o->spec = repo_own_json(a, json_incref((json_t *)in->spec));
+    if (out)
+        *out = o;
+    return 0;
+}
+
+int cfg_repo_get_version(pg_conn *c, const char *id, int version, sx_arena *a, cfg_version **out,
+                         sx_err *err)
+{
+    *out = NULL;
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    const char *p[] = {id, repo_i64_param(a, version)};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "SELECT " VER_COLS ", spec FROM config_versions"
+                 " WHERE config_id = $1::uuid AND version = $2::int",
+                 2, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return sx_err_set(err, SX_ENOTFOUND, "version %d of config %s does not exist", version, id);
+    }
+    cfg_version *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_ver(a, r, 0, true, o, err);
+    PQclear(r);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+static int read_versions(sx_arena *a, PGresult *r, bool with_spec, size_t n, cfg_version **items,
+                         sx_err *err)
+{
+    *items = n ? sx_arena_alloc(a, n * sizeof(cfg_version)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        int rc = read_ver(a, r, (int)i, with_spec, &(*items)[i], err);
+        if (rc) {
+            *items = NULL;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cursor, sx_arena *a,
+                           cfg_version_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    limit = repo_limit(limit);
+    const char *before = NULL;
+    if (cursor) {
+        json_t *key;
+        if ((rc = repo_cursor_decode(a, cursor, 1, &key, err)))
+            return rc;
+        if (!json_is_integer(json_array_get(key, 0)))
+            return repo_bad_cursor(err);
+        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
+    }
+    const char *p[] = {id, before, repo_i64_param(a, limit + 1)};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "SELECT " VER_COLS " FROM config_versions"
+                 " WHERE config_id = $1::uuid AND ($2::int IS NULL OR version < $2::int)"
+                 " ORDER BY version DESC LIMIT $3::int",
+                 3, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    if (rows == 0 && cursor == NULL) {
+        PQclear(r);
+        cfg_record *cfg;
+        return cfg_repo_get(c, id, true, a, &cfg, err);
+    }
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    rc = read_versions(a, r, false, n, &out->items, err);
+    PQclear(r);
+    if (rc)
+        return rc;
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[i]", out->items[n - 1].version);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}
+
+int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_version **out,
+                            size_t *count, sx_err *err)
+{
+    *out = NULL;
+    *count = 0;
+    int rc = check_name("group", group, err);
+    if (rc)
+        return rc;
+    const char *p[] = {group};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
+                 "  v.source_version, " REPO_TS(
+                     "v.created_at") ", v.spec"
+                                     " FROM configs c JOIN config_versions v"
+                                     "   ON v.config_id = c.id AND v.version = c.live_version"
+                                     " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
+                                     " ORDER BY c.namespace, c.name",
+                 1, p, &r, err);
+    if (rc)
+        return rc;
+    size_t n = (size_t)PQntuples(r);
+    rc = read_versions(a, r, true, n, out, err);
+    PQclear(r);
+    if (rc == 0)
+        *count = n;
+    return rc;
+}
+
+int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err)
+{
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    char exp[16];
+    snprintf(exp, sizeof(exp), "%d", expected_latest);
+    const char *p[] = {id, expected_latest >= 0 ? exp : NULL};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "UPDATE configs SET deleted_at = now(), updated_at = now()"
+                 " WHERE id = $1::uuid AND deleted_at IS NULL"
+                 "   AND ($2::int IS NULL OR latest_version = $2::int)"
+                 " RETURNING id",
+                 2, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    PQclear(r);
+    return rows ? 0 : explain_miss(c, id, expected_latest, err);
+}

@@ -1,0 +1,334 @@
+/*
+ * repo_nodes.c — proxy nodes and their ACK/NACK status.
+ *
+ * Design: the upsert and its status row are one statement (a CTE), so a node never
+ * exists without a status row and ACK/NACK can be plain UPDATEs whose row count tells
+ * "unknown node". Batches (touch, assign) pass their node ids as one JSON array
+ * parameter, so a heartbeat flush of ten thousand nodes is one round trip.
+ */
+#include "storage/repo_nodes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+#include "storage/repo_common.h"
+
+#define NODE_ID_MAX_LEN 512
+#define GROUP_MAX_LEN   253
+#define NACK_ERROR_MAX  8192
+
+#define NODE_COLS                                                                                  \
+    "n.node_id, n.group_name, n.namespace, n.labels, n.metadata, n.client, n.replica_id,"          \
+    " n.connected, " REPO_TS("n.first_seen") ", " REPO_TS(                                         \
+        "n.last_seen") ","                                                                         \
+                       " s.desired_snapshot_version, s.deployment_id, s.acked_snapshot_version,"   \
+                       " " REPO_TS("s.acked_at") ", s.last_nack_version, s.last_nack_error,"       \
+                                                 " " REPO_TS("s.last_nack_at") ", s.nack_count"
+
+static int check_str(const char *field, const char *v, size_t max, sx_err *err)
+{
+    if (v == NULL || v[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "%s is required", field);
+    if (strlen(v) > max)
+        return sx_err_set(err, SX_EINVAL, "%s is longer than %zu bytes", field, max);
+    return 0;
+}
+
+static int check_ids(const char *const *ids, size_t n, sx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char field[32];
+        snprintf(field, sizeof(field), "node_ids[%zu]", i);
+        int rc = check_str(field, ids[i], NODE_ID_MAX_LEN, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
+{
+    int rc;
+    if ((rc = check_str("node_id", h->node_id, NODE_ID_MAX_LEN, err)) ||
+        (rc = check_str("group", h->group, GROUP_MAX_LEN, err)) ||
+        (rc = check_str("replica_id", h->replica_id, GROUP_MAX_LEN, err)))
+        return rc;
+    if (h->labels && !json_is_object(h->labels))
+        return sx_err_set(err, SX_EINVAL, "labels must be a json object");
+    if (h->metadata && !json_is_object(h->metadata))
+        return sx_err_set(err, SX_EINVAL, "metadata must be a json object");
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {
+        h->node_id,
+        h->group,
+        h->ns ? h->ns : "",
+        h->labels ? repo_json_param(a, h->labels) : "{}",
+        h->metadata ? repo_json_param(a, h->metadata) : "{}",
+        h->client ? h->client : "",
+        h->replica_id,
+    };
+    rc = pg_exec(c,
+                 "WITH n AS ("
+                 " INSERT INTO proxy_nodes AS n (node_id, group_name, namespace, labels, metadata,"
+                 "   client, replica_id, connected, connected_at, last_seen)"
+                 " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, true, now(), now())"
+                 " ON CONFLICT (node_id) DO UPDATE SET group_name = EXCLUDED.group_name,"
+                 "   namespace = EXCLUDED.namespace, labels = EXCLUDED.labels,"
+                 "   metadata = EXCLUDED.metadata, client = EXCLUDED.client,"
+                 "   replica_id = EXCLUDED.replica_id, connected = true, connected_at = now(),"
+                 "   last_seen = now()"
+                 " RETURNING node_id)"
+                 " INSERT INTO node_status (node_id) SELECT node_id FROM n"
+                 " ON CONFLICT (node_id) DO NOTHING",
+                 7, p, NULL, err);
+    sx_arena_destroy(a);
+    return rc;
+}
+
+/* Runs a statement and returns its affected-row count in *rows. */
+static int exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
+                      sx_err *err)
+{
+    PGresult *r;
+    int rc = pg_exec(c, sql, n, p, &r, err);
+    if (rc)
+        return rc;
+    if (rows)
+        *rows = (int)strtol(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
+                                bool *changed, sx_err *err)
+{
+    if (changed)
+        *changed = false;
+    int rc, rows = 0;
+    if ((rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err)) ||
+        (rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err)))
+        return rc;
+    const char *p[] = {node_id, replica_id};
+    rc = exec_count(c,
+                    "UPDATE proxy_nodes SET connected = false, disconnected_at = now(),"
+                    "   last_seen = now()"
+                    " WHERE node_id = $1 AND replica_id = $2 AND connected",
+                    2, p, &rows, err);
+    if (rc == 0 && changed)
+        *changed = rows > 0;
+    return rc;
+}
+
+int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count, sx_err *err)
+{
+    if (count)
+        *count = 0;
+    int rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err);
+    if (rc)
+        return rc;
+    const char *p[] = {replica_id};
+    return exec_count(c,
+                      "UPDATE proxy_nodes SET connected = false, disconnected_at = now()"
+                      " WHERE replica_id = $1 AND connected",
+                      1, p, count, err);
+}
+
+int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *updated, sx_err *err)
+{
+    if (updated)
+        *updated = 0;
+    if (n == 0)
+        return 0;
+    int rc = check_ids(node_ids, n, err);
+    if (rc)
+        return rc;
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {repo_strv_param(a, node_ids, n)};
+    rc = exec_count(c,
+                    "UPDATE proxy_nodes SET last_seen = now()"
+                    " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                    1, p, updated, err);
+    sx_arena_destroy(a);
+    return rc;
+}
+
+static int update_status(pg_conn *c, const char *sql, int n, const char *const *p,
+                         const char *node_id, sx_err *err)
+{
+    int rows = 0;
+    int rc = exec_count(c, sql, n, p, &rows, err);
+    if (rc == 0 && rows == 0)
+        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
+    return rc;
+}
+
+int node_repo_record_ack(pg_conn *c, const char *node_id, long long version, sx_err *err)
+{
+    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    if (rc)
+        return rc;
+    char v[24];
+    snprintf(v, sizeof(v), "%lld", version);
+    const char *p[] = {node_id, v};
+    return update_status(c,
+                         "UPDATE node_status SET acked_snapshot_version = $2::bigint,"
+                         "   acked_at = now(), updated_at = now()"
+                         " WHERE node_id = $1",
+                         2, p, node_id, err);
+}
+
+int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, const char *error,
+                          sx_err *err)
+{
+    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    if (rc)
+        return rc;
+    char v[24], max[16];
+    snprintf(v, sizeof(v), "%lld", version);
+    snprintf(max, sizeof(max), "%d", NACK_ERROR_MAX);
+    const char *p[] = {node_id, v, error ? error : "", max};
+    return update_status(c,
+                         "UPDATE node_status SET last_nack_version = $2::bigint,"
+                         "   last_nack_error = left($3, $4::int), last_nack_at = now(),"
+                         "   nack_count = nack_count + 1, updated_at = now()"
+                         " WHERE node_id = $1",
+                         4, p, node_id, err);
+}
+
+int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,
+                     const char *deployment_id, int *updated, sx_err *err)
+{
+    if (updated)
+        *updated = 0;
+    if (n == 0)
+        return 0;
+    int rc = check_ids(node_ids, n, err);
+    if (rc)
+        return rc;
+    if (deployment_id && !repo_is_uuid(deployment_id))
+        return sx_err_set(err, SX_EINVAL, "invalid deployment id \"%s\"", deployment_id);
+    if (version < 0)
+        return sx_err_set(err, SX_EINVAL, "snapshot version must not be negative");
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {
+        repo_strv_param(a, node_ids, n),
+        version > 0 ? repo_i64_param(a, version) : NULL,
+        deployment_id,
+    };
+    rc = exec_count(c,
+                    "UPDATE node_status SET desired_snapshot_version = $2::bigint,"
+                    "   deployment_id = $3::uuid, updated_at = now()"
+                    " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                    3, p, updated, err);
+    sx_arena_destroy(a);
+    return rc;
+}
+
+static int read_node(sx_arena *a, const PGresult *r, int row, node_record *o, sx_err *err)
+{
+    memset(o, 0, sizeof(*o));
+    long long nacks = 0;
+    int rc;
+    o->node_id = repo_str(a, r, row, 0);
+    o->group = repo_str(a, r, row, 1);
+    o->ns = repo_str(a, r, row, 2);
+    if ((rc = repo_json(a, r, row, 3, &o->labels, err)) ||
+        (rc = repo_json(a, r, row, 4, &o->metadata, err)))
+        return rc;
+    o->client = repo_str(a, r, row, 5);
+    o->replica_id = repo_str(a, r, row, 6);
+    o->connected = repo_bool(r, row, 7);
+    o->first_seen = repo_str(a, r, row, 8);
+    o->last_seen = repo_str(a, r, row, 9);
+    if ((rc = repo_i64(r, row, 10, 0, &o->desired_version, err)) ||
+        (rc = repo_i64(r, row, 12, 0, &o->acked_version, err)) ||
+        (rc = repo_i64(r, row, 14, 0, &o->last_nack_version, err)) ||
+        (rc = repo_i64(r, row, 17, 0, &nacks, err)))
+        return rc;
+    o->deployment_id = repo_str(a, r, row, 11);
+    o->acked_at = repo_str(a, r, row, 13);
+    o->last_nack_error = repo_str(a, r, row, 15);
+    o->last_nack_at = repo_str(a, r, row, 16);
+    o->nack_count = (int)nacks;
+    return 0;
+}
+
+int node_repo_get(pg_conn *c, const char *node_id, sx_arena *a, node_record **out, sx_err *err)
+{
+    *out = NULL;
+    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    if (rc)
+        return rc;
+    const char *p[] = {node_id};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "SELECT " NODE_COLS " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                 " WHERE n.node_id = $1",
+                 1, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
+    }
+    node_record *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_node(a, r, 0, o, err);
+    PQclear(r);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    node_filter all = {.connected = -1};
+    if (f == NULL)
+        f = &all;
+    int limit = repo_limit(f->limit);
+    const char *after = NULL;
+    if (f->cursor) {
+        json_t *key;
+        int rc = repo_cursor_decode(a, f->cursor, 1, &key, err);
+        if (rc)
+            return rc;
+        if ((after = json_string_value(json_array_get(key, 0))) == NULL)
+            return repo_bad_cursor(err);
+    }
+    const char *p[] = {
+        f->group,
+        f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
+        after,
+        repo_i64_param(a, limit + 1),
+    };
+    PGresult *r;
+    int rc =
+        pg_exec(c,
+                "SELECT " NODE_COLS " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                " WHERE ($1::text IS NULL OR n.group_name = $1)"
+                "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
+                "   AND ($3::text IS NULL OR n.node_id > $3)"
+                " ORDER BY n.node_id LIMIT $4::int",
+                4, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(node_record)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_node(a, r, (int)i, &out->items[i], err);
+    PQclear(r);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[s]", out->items[n - 1].node_id);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * repo_nodes.h — the fleet: every proxy seen (proxy_nodes) and what it should have
+ * and reported (node_status).
+ *
+ * A node row is upserted when a stream opens (connected, on this replica), touched in
+ * batches while it lives (last_seen), and marked disconnected when it ends — only by
+ * the replica that holds it, so a node that already reconnected elsewhere is not
+ * marked down by the replica it left. ACKs and NACKs land in node_status, which every
+ * replica reads; the rollout driver decides waves from it.
+ *
+ * Memory: results live in the caller's sx_arena (storage/repo_common.h). Every
+ * function takes a pg_conn and is one statement, atomic with or without the caller's
+ * transaction. Failures: SX_EINVAL for bad input (message names the field),
+ * SX_ENOTFOUND for an unknown node where noted, database errors otherwise.
+ */
+#ifndef SX_STORAGE_REPO_NODES_H
+#define SX_STORAGE_REPO_NODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "server/base/arena.h"
+#include "server/base/err.h"
+#include "storage/pg_pool.h"
+
+typedef struct node_record {
+    char *node_id;
+    char *group; /* proxy group (the xDS node cluster) */
+    char *ns;    /* namespace; "" when unknown */
+    json_t *labels;
+    json_t *metadata;
+    char *client;     /* "envoy/1.30.1", "grpc-js/1.10.0", ... */
+    char *replica_id; /* replica holding (or last holding) its stream; NULL if never */
+    bool connected;
+    char *first_seen; /* RFC 3339 UTC */
+    char *last_seen;
+    /* From node_status; versions are 0 and times NULL when there is none yet. */
+    long long desired_version; /* assigned snapshot version; 0 = follows the group */
+    char *deployment_id;       /* deployment that assigned it; NULL when none */
+    long long acked_version;
+    char *acked_at;
+    long long last_nack_version;
+    char *last_nack_error;
+    char *last_nack_at;
+    int nack_count;
+} node_record;
+
+/* What a node says about itself when its stream opens; pointers borrowed. */
+typedef struct node_hello {
+    const char *node_id;    /* required, 1..512 bytes */
+    const char *group;      /* required, 1..253 bytes */
+    const char *ns;         /* NULL = "" */
+    const json_t *labels;   /* object of strings; NULL = {} */
+    const json_t *metadata; /* object; NULL = {} */
+    const char *client;     /* NULL = "" */
+    const char *replica_id; /* required: this replica */
+} node_hello;
+
+typedef struct node_filter {
+    const char *group; /* NULL = every group */
+    int connected;     /* -1 = any, 0 = disconnected only, 1 = connected only */
+    int limit;         /* page size, see repo_limit */
+    const char *cursor;
+} node_filter;
+
+typedef struct node_list {
+    node_record *items; /* ordered by node_id */
+    size_t count;
+    char *next_cursor; /* NULL on the last page */
+} node_list;
+
+/* Records a node's stream opening: creates or updates identity, group, labels,
+ * metadata, client and replica, sets connected and last_seen, and makes sure it has
+ * a node_status row (an existing status is kept). */
+int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
+
+/* Marks the node disconnected if replica_id still holds it; *changed (NULL allowed)
+ * tells whether it did. Not an error when the node is unknown or elsewhere. */
+int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
+                                bool *changed, sx_err *err) SX_MUSTCHECK;
+
+/* Marks every node held by replica_id disconnected (a replica starting again, or
+ * another taking over after it died); *count (NULL allowed) gets how many. */
+int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count,
+                                 sx_err *err) SX_MUSTCHECK;
+
+/* Sets last_seen = now() for the n nodes in one statement; *updated (NULL allowed)
+ * gets how many exist. n == 0 does nothing. */
+int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *updated,
+                    sx_err *err) SX_MUSTCHECK;
+
+/* Records an ACK of snapshot version by the node. SX_ENOTFOUND for an unknown node. */
+int node_repo_record_ack(pg_conn *c, const char *node_id, long long version,
+                         sx_err *err) SX_MUSTCHECK;
+
+/* Records a NACK of version with the client's error (kept up to 8192 characters) and
+ * increments nack_count. SX_ENOTFOUND for an unknown node. */
+int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, const char *error,
+                          sx_err *err) SX_MUSTCHECK;
+
+/* Assigns snapshot version (0 = follow the group again) to the n nodes, on behalf of
+ * deployment_id (NULL when none); *updated (NULL allowed) gets how many exist. */
+int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,
+                     const char *deployment_id, int *updated, sx_err *err) SX_MUSTCHECK;
+
+/* One node with its status. SX_ENOTFOUND when unknown. */
+int node_repo_get(pg_conn *c, const char *node_id, sx_arena *a, node_record **out,
+                  sx_err *err) SX_MUSTCHECK;
+
+/* One page of nodes matching f (NULL = all). */
+int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out,
+                   sx_err *err) SX_MUSTCHECK;
+
+#endif

@@ -1,0 +1,654 @@
+/*
+ * repo_snapshots.c — per-group snapshots in PostgreSQL with a Redis read-through cache.
+ *
+ * Design: the insert is one statement — an upsert of the group row that increments
+ * latest_snapshot_version (taking the row lock) feeding the snapshot INSERT through a
+ * CTE — so the version is allocated and used atomically and concurrent writers for a
+ * group queue on that row. The encoded bytes go in as a binary bytea parameter.
+ *
+ * A cache value is "SXS1\n", one line of compact JSON metadata, "\n", then the raw
+ * encoded bytes; the metadata repeats group and version so that a value found under
+ * the wrong key (or a truncated one) is rejected and re-read from PostgreSQL. The IR is
+ * not cached: the xDS path needs only the bytes, and IR readers go to PostgreSQL.
+ */
+#include "storage/repo_snapshots.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/buf.h"
+#include "server/base/hash.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+#include "storage/repo_common.h"
+
+#define COMPONENT      "snapshots"
+#define CACHE_MAGIC    "SXS1\n"
+#define VERSION_TTL_S  86400
+#define LATEST_TTL_S   60
+#define GROUP_MAX_LEN  253
+#define REASON_MAX_LEN 1024
+
+struct snap_repo {
+    pg_pool *pool;      /* borrowed */
+    redis_cache *cache; /* borrowed; NULL = no cache */
+};
+
+/* Columns of a full read; the IR, when wanted, is appended as column 9. */
+#define SNAP_COLS                                                                                  \
+    "s.id, s.group_name, s.version, s.encoded, s.checksum, s.source_versions, s.reason,"           \
+    " s.created_by, " REPO_TS("s.created_at")
+/* Same shape for lists, with the byte length instead of the bytes. */
+#define SNAP_LIST_COLS                                                                             \
+    "s.id, s.group_name, s.version, octet_length(s.encoded), s.checksum, s.source_versions,"       \
+    " s.reason, s.created_by, " REPO_TS("s.created_at")
+
+snap_repo *snap_repo_create(pg_pool *pool, redis_cache *cache)
+{
+    snap_repo *r = sx_calloc(1, sizeof(*r));
+    r->pool = pool;
+    r->cache = cache;
+    return r;
+}
+
+void snap_repo_destroy(snap_repo *r)
+{
+    sx_free(r);
+}
+
+static int check_group(const char *group, sx_err *err)
+{
+    if (group == NULL || group[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "group is required");
+    if (strlen(group) > GROUP_MAX_LEN)
+        return sx_err_set(err, SX_EINVAL, "group is longer than %d bytes", GROUP_MAX_LEN);
+    return 0;
+}
+
+static bool is_sha256_hex(const char *s)
+{
+    if (s == NULL || strlen(s) != SX_SHA256_HEX_LEN)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return false;
+    return true;
+}
+
+static json_t *sources_json(const snap_source *v, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            arr, json_pack("{s:s, s:i}", "config_id", v[i].config_id, "version", v[i].version));
+    return arr;
+}
+
+static int sources_from_json(sx_arena *a, const json_t *arr, snap_source **out, size_t *n,
+                             sx_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    size_t count = json_array_size(arr);
+    if (count == 0)
+        return 0;
+    snap_source *v = sx_arena_alloc(a, count * sizeof(*v));
+    for (size_t i = 0; i < count; i++) {
+        const char *id = NULL;
+        json_int_t ver = 0;
+        if (json_unpack(json_array_get(arr, i), "{s:s, s:I}", "config_id", &id, "version", &ver) !=
+            0)
+            return sx_err_set(err, SX_EINTERNAL, "snapshot source_versions[%zu] is malformed", i);
+        v[i].config_id = sx_arena_strdup(a, id);
+        v[i].version = (int)ver;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+/* Reads SNAP_COLS (or SNAP_LIST_COLS when list) of one row, plus the IR when with_ir. */
+static int read_snap(sx_arena *a, const PGresult *r, int row, bool list, bool with_ir,
+                     snap_record *o, sx_err *err)
+{
+    memset(o, 0, sizeof(*o));
+    long long len = 0;
+    json_t *src;
+    int rc;
+    if ((rc = repo_i64(r, row, 0, 0, &o->id, err)) ||
+        (rc = repo_i64(r, row, 2, 0, &o->version, err)) ||
+        (rc = repo_json(a, r, row, 5, &src, err)) ||
+        (rc = sources_from_json(a, src, &o->sources, &o->source_count, err)))
+        return rc;
+    o->group = repo_str(a, r, row, 1);
+    if (list) {
+        if ((rc = repo_i64(r, row, 3, 0, &len, err)))
+            return rc;
+        o->encoded_len = (size_t)len;
+    } else {
+        size_t n = 0;
+        unsigned char *raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, 3), &n);
+        if (raw == NULL)
+            return sx_err_set(err, SX_EINTERNAL, "could not decode snapshot bytes");
+        o->encoded = sx_arena_alloc(a, n + 1);
+        memcpy(o->encoded, raw, n);
+        o->encoded_len = n;
+        PQfreemem(raw);
+    }
+    o->checksum = repo_str(a, r, row, 4);
+    o->reason = repo_str(a, r, row, 6);
+    o->created_by = repo_str(a, r, row, 7);
+    o->created_at = repo_str(a, r, row, 8);
+    if (with_ir)
+        return repo_json(a, r, row, 9, &o->ir, err);
+    return 0;
+}
+
+int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next, sx_err *err)
+{
+    *next = 0;
+    int rc = check_group(group, err);
+    if (rc)
+        return rc;
+    /* DO UPDATE (not DO NOTHING) so the existing row is locked as well. */
+    static const char sql[] =
+        "INSERT INTO proxy_groups AS pg (name, latest_snapshot_version) VALUES ($1, 0)"
+        " ON CONFLICT (name) DO UPDATE SET name = pg.name"
+        " RETURNING latest_snapshot_version + 1";
+    const char *p[] = {group};
+    PGresult *r;
+    if ((rc = pg_exec(c, sql, 1, p, &r, err)) != 0)
+        return rc;
+    rc = repo_i64(r, 0, 0, 0, next, err);
+    PQclear(r);
+    return rc;
+}
+
+int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **out, sx_err *err)
+{
+    if (out)
+        *out = NULL;
+    int rc = check_group(in->group, err);
+    if (rc)
+        return rc;
+    if (in->ir == NULL)
+        return sx_err_set(err, SX_EINVAL, "snapshot ir is required");
+    if (in->created_by == NULL || in->created_by[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "created_by is required");
+    if (in->encoded == NULL && in->encoded_len > 0)
+        return sx_err_set(err, SX_EINVAL, "snapshot bytes are missing");
+    if (in->checksum && !is_sha256_hex(in->checksum))
+        return sx_err_set(err, SX_EINVAL, "snapshot checksum must be 64 lowercase hex digits");
+    if (in->encoded_len > 0x3fffffff)
+        return sx_err_set(err, SX_ETOOLARGE, "snapshot of %zu bytes is over the 1 GiB limit",
+                          in->encoded_len);
+    for (size_t i = 0; i < in->source_count; i++)
+        if (!repo_is_uuid(in->sources[i].config_id) || in->sources[i].version < 1)
+            return sx_err_set(err, SX_EINVAL, "sources[%zu] is not a config id and version", i);
+
+    char sum[SX_SHA256_HEX_LEN + 1];
+    if (in->checksum) {
+        snprintf(sum, sizeof(sum), "%s", in->checksum);
+    } else {
+        char *canon = json_dumps(in->ir, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+        if (canon == NULL)
+            abort(); /* out of memory */
+        sx_sha256_hex(canon, strlen(canon), sum);
+        free(canon);
+    }
+    json_t *src = sources_json(in->sources, in->source_count);
+    const char *p[] = {
+        in->group,
+        repo_json_param(a, in->ir),
+        in->encoded_len ? (const char *)in->encoded : "",
+        sum,
+        repo_json_param(a, src),
+        in->reason ? in->reason : "",
+        in->created_by,
+    };
+    json_decref(src);
+    int lengths[7] = {0, 0, (int)in->encoded_len, 0, 0, 0, 0};
+    int formats[7] = {0, 0, 1, 0, 0, 0, 0};
+    static const char sql[] =
+        "WITH g AS ("
+        " INSERT INTO proxy_groups AS pg (name, latest_snapshot_version) VALUES ($1, 1)"
+        " ON CONFLICT (name) DO UPDATE"
+        "   SET latest_snapshot_version = pg.latest_snapshot_version + 1, updated_at = now()"
+        " RETURNING latest_snapshot_version)"
+        " INSERT INTO snapshots"
+        "   (group_name, version, ir, encoded, checksum, source_versions, reason, created_by)"
+        " SELECT $1, latest_snapshot_version, $2::jsonb, $3::bytea, $4, $5::jsonb, $6, $7 FROM g"
+        " RETURNING id, version, " REPO_TS("created_at");
+    PGresult *r;
+    rc = pg_exec_ex(c, sql, 7, p, lengths, formats, 0, &r, err);
+    if (rc)
+        return rc;
+    snap_record *o = sx_arena_alloc(a, sizeof(*o));
+    if ((rc = repo_i64(r, 0, 0, 0, &o->id, err)) || (rc = repo_i64(r, 0, 1, 0, &o->version, err))) {
+        PQclear(r);
+        return rc;
+    }
+    o->created_at = repo_str(a, r, 0, 2);
+    PQclear(r);
+    o->group = sx_arena_strdup(a, in->group);
+    o->ir = repo_own_json(a, json_incref((json_t *)in->ir));
+    o->encoded = sx_arena_alloc(a, in->encoded_len + 1);
+    if (in->encoded_len)
+        memcpy(o->encoded, in->encoded, in->encoded_len);
+    o->encoded_len = in->encoded_len;
+    o->checksum = sx_arena_strdup(a, sum);
+    if (in->source_count) {
+        o->sources = sx_arena_alloc(a, in->source_count * sizeof(snap_source));
+        for (size_t i = 0; i < in->source_count; i++) {
+            o->sources[i].config_id = sx_arena_strdup(a, in->sources[i].config_id);
+            o->sources[i].version = in->sources[i].version;
+        }
+        o->source_count = in->source_count;
+    }
+    o->reason = sx_arena_strdup(a, in->reason ? in->reason : "");
+    o->created_by = sx_arena_strdup(a, in->created_by);
+    if (out)
+        *out = o;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static char *version_key(sx_arena *a, const char *group, long long version)
+{
+    return sx_arena_printf(a, "snapshot:%s:%lld", group, version);
+}
+
+static char *latest_key(sx_arena *a, const char *group)
+{
+    return sx_arena_printf(a, "snapshot:%s:latest", group);
+}
+
+static void cache_store(snap_repo *r, sx_arena *a, const snap_record *s)
+{
+    if (r->cache == NULL || s->encoded == NULL)
+        return;
+    json_t *meta =
+        json_pack("{s:I, s:s, s:I, s:s, s:o, s:s, s:s, s:s, s:I}", "id", (json_int_t)s->id, "group",
+                  s->group, "version", (json_int_t)s->version, "checksum", s->checksum, "sources",
+                  sources_json(s->sources, s->source_count), "reason", s->reason, "created_by",
+                  s->created_by, "created_at", s->created_at ? s->created_at : "", "encoded_len",
+                  (json_int_t)s->encoded_len);
+    char *text = json_dumps(meta, JSON_COMPACT);
+    json_decref(meta);
+    if (text == NULL)
+        abort(); /* out of memory */
+    sx_buf b = {0};
+    sx_buf_puts(&b, CACHE_MAGIC);
+    sx_buf_puts(&b, text);
+    sx_buf_putc(&b, '\n');
+    sx_buf_append(&b, s->encoded, s->encoded_len);
+    free(text);
+    redis_cache_set(r->cache, version_key(a, s->group, s->version), b.data, b.len, VERSION_TTL_S);
+    sx_buf_free(&b);
+}
+
+/* Points the latest key at version unless the cache already names a newer one. The
+ * read-compare-write is not atomic; the key's short TTL bounds what a lost race costs. */
+static void cache_bump_latest(snap_repo *r, sx_arena *a, const char *group, long long version)
+{
+    if (r->cache == NULL)
+        return;
+    char *key = latest_key(a, group);
+    char *cur = NULL;
+    size_t len;
+    if (redis_cache_get(r->cache, key, &cur, &len) == 0) {
+        long long v = strtoll(cur, NULL, 10);
+        free(cur);
+        if (v >= version)
+            return;
+    }
+    char *val = repo_i64_param(a, version);
+    redis_cache_set(r->cache, key, val, strlen(val), LATEST_TTL_S);
+}
+
+void snap_repo_cache_put(snap_repo *r, const snap_record *s)
+{
+    if (r->cache == NULL || s == NULL)
+        return;
+    sx_arena *a = sx_arena_create();
+    cache_store(r, a, s);
+    cache_bump_latest(r, a, s->group, s->version);
+    sx_arena_destroy(a);
+}
+
+/* Parses a cache value into *o; false (a miss) for anything unexpected. */
+static bool cache_decode(sx_arena *a, const char *val, size_t len, const char *group,
+                         long long version, snap_record *o)
+{
+    size_t ml = strlen(CACHE_MAGIC);
+    if (len < ml || memcmp(val, CACHE_MAGIC, ml) != 0)
+        return false;
+    const char *nl = memchr(val + ml, '\n', len - ml);
+    if (nl == NULL)
+        return false;
+    json_t *meta = repo_own_json(a, json_loadb(val + ml, (size_t)(nl - val - ml), 0, NULL));
+    json_int_t id, ver, elen;
+    const char *g, *sum, *reason, *by, *at;
+    json_t *src;
+    if (meta == NULL ||
+        json_unpack(meta, "{s:I, s:s, s:I, s:s, s:o, s:s, s:s, s:s, s:I}", "id", &id, "group", &g,
+                    "version", &ver, "checksum", &sum, "sources", &src, "reason", &reason,
+                    "created_by", &by, "created_at", &at, "encoded_len", &elen) != 0)
+        return false;
+    size_t body = len - (size_t)(nl + 1 - val);
+    if (strcmp(g, group) != 0 || ver != version || elen < 0 || (size_t)elen != body)
+        return false;
+    memset(o, 0, sizeof(*o));
+    if (sources_from_json(a, src, &o->sources, &o->source_count, NULL) != 0)
+        return false;
+    o->id = id;
+    o->group = sx_arena_strdup(a, g);
+    o->version = ver;
+    o->encoded = sx_arena_alloc(a, body + 1);
+    memcpy(o->encoded, nl + 1, body);
+    o->encoded_len = body;
+    o->checksum = sx_arena_strdup(a, sum);
+    o->reason = sx_arena_strdup(a, reason);
+    o->created_by = sx_arena_strdup(a, by);
+    o->created_at = sx_arena_strdup(a, at);
+    return true;
+}
+
+static bool cache_lookup(snap_repo *r, sx_arena *a, const char *group, long long version,
+                         snap_record *o)
+{
+    if (r->cache == NULL)
+        return false;
+    char *key = version_key(a, group, version);
+    char *val = NULL;
+    size_t len = 0;
+    if (redis_cache_get(r->cache, key, &val, &len) != 0)
+        return false;
+    bool ok = cache_decode(a, val, len, group, version, o);
+    free(val);
+    if (!ok)
+        sx_log(SX_LOG_WARN, COMPONENT, "ignoring a malformed cache entry for snapshot %lld of %s",
+               version, group);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ reads */
+
+/* Runs a query on a pooled connection. */
+static int query(snap_repo *r, const char *sql, int n, const char *const *p, PGresult **res,
+                 sx_err *err)
+{
+    pg_conn *c;
+    int rc = pg_acquire(r->pool, &c, err);
+    if (rc)
+        return rc;
+    rc = pg_exec(c, sql, n, p, res, err);
+    pg_release(r->pool, c);
+    return rc;
+}
+
+int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned flags, sx_arena *a,
+                  snap_record **out, sx_err *err)
+{
+    *out = NULL;
+    int rc = check_group(group, err);
+    if (rc)
+        return rc;
+    bool with_ir = (flags & SNAP_REPO_WITH_IR) != 0;
+    snap_record *o = sx_arena_alloc(a, sizeof(*o));
+    if (!with_ir && cache_lookup(r, a, group, version, o)) {
+        *out = o;
+        return 0;
+    }
+    const char *p[] = {group, repo_i64_param(a, version)};
+    PGresult *res;
+    rc = query(r,
+               with_ir ? "SELECT " SNAP_COLS ", s.ir FROM snapshots s"
+                         " WHERE s.group_name = $1 AND s.version = $2::bigint"
+                       : "SELECT " SNAP_COLS " FROM snapshots s"
+                         " WHERE s.group_name = $1 AND s.version = $2::bigint",
+               2, p, &res, err);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld of group %s does not exist", version,
+                          group);
+    }
+    rc = read_snap(a, res, 0, false, with_ir, o, err);
+    PQclear(res);
+    if (rc)
+        return rc;
+    cache_store(r, a, o);
+    *out = o;
+    return 0;
+}
+
+int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_arena *a,
+                         snap_record **out, sx_err *err)
+{
+    *out = NULL;
+    int rc = check_group(group, err);
+    if (rc)
+        return rc;
+    bool with_ir = (flags & SNAP_REPO_WITH_IR) != 0;
+    if (r->cache && !with_ir) {
+        char *val = NULL;
+        size_t len;
+        if (redis_cache_get(r->cache, latest_key(a, group), &val, &len) == 0) {
+            char *end;
+            long long v = strtoll(val, &end, 10);
+            bool ok = end != val && *end == '\0' && v > 0;
+            free(val);
+            snap_record *o = sx_arena_alloc(a, sizeof(*o));
+            if (ok && cache_lookup(r, a, group, v, o)) {
+                *out = o;
+                return 0;
+            }
+        }
+    }
+    const char *p[] = {group};
+    PGresult *res;
+    rc = query(r,
+               with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
+                         "   ON s.group_name = g.name AND s.version = g.latest_snapshot_version"
+                         " WHERE g.name = $1"
+                       : "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
+                         "   ON s.group_name = g.name AND s.version = g.latest_snapshot_version"
+                         " WHERE g.name = $1",
+               1, p, &res, err);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot", group);
+    }
+    snap_record *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_snap(a, res, 0, false, with_ir, o, err);
+    PQclear(res);
+    if (rc)
+        return rc;
+    cache_store(r, a, o);
+    cache_bump_latest(r, a, o->group, o->version);
+    *out = o;
+    return 0;
+}
+
+int snap_repo_get_by_id(snap_repo *r, long long id, sx_arena *a, snap_record **out, sx_err *err)
+{
+    *out = NULL;
+    const char *p[] = {repo_i64_param(a, id)};
+    PGresult *res;
+    int rc = query(r, "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1, p,
+                   &res, err);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld does not exist", id);
+    }
+    snap_record *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_snap(a, res, 0, false, true, o, err);
+    PQclear(res);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
+int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena *a,
+                          snap_group_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    limit = repo_limit(limit);
+    const char *after = NULL;
+    if (cursor) {
+        json_t *key;
+        int rc = repo_cursor_decode(a, cursor, 1, &key, err);
+        if (rc)
+            return rc;
+        if ((after = json_string_value(json_array_get(key, 0))) == NULL)
+            return repo_bad_cursor(err);
+    }
+    const char *p[] = {after, repo_i64_param(a, limit + 1)};
+    PGresult *res;
+    int rc = query(
+        r,
+        "SELECT name, latest_snapshot_version, " REPO_TS(
+            "updated_at") " FROM proxy_groups WHERE latest_snapshot_version > 0"
+                          "   AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2::int",
+        2, p, &res, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(res);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(snap_group)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        out->items[i].name = repo_str(a, res, (int)i, 0);
+        rc = repo_i64(res, (int)i, 1, 0, &out->items[i].latest_version, err);
+        out->items[i].updated_at = repo_str(a, res, (int)i, 2);
+    }
+    PQclear(res);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[s]", out->items[n - 1].name);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}
+
+int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const char *cursor,
+                            sx_arena *a, snap_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = check_group(group, err);
+    if (rc)
+        return rc;
+    limit = repo_limit(limit);
+    const char *before = NULL;
+    if (cursor) {
+        json_t *key;
+        if ((rc = repo_cursor_decode(a, cursor, 1, &key, err)))
+            return rc;
+        if (!json_is_integer(json_array_get(key, 0)))
+            return repo_bad_cursor(err);
+        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
+    }
+    const char *p[] = {group, before, repo_i64_param(a, limit + 1)};
+    PGresult *res;
+    rc = query(r,
+               "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
+               "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
+               " ORDER BY s.version DESC LIMIT $3::int",
+               3, p, &res, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(res);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(snap_record)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_snap(a, res, (int)i, true, false, &out->items[i], err);
+    PQclear(res);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].version);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}
+
+int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, size_t *count,
+                              sx_err *err)
+{
+    *items = NULL;
+    *count = 0;
+    PGresult *res;
+    int rc = query(r,
+                   "SELECT name, latest_snapshot_version FROM proxy_groups"
+                   " WHERE latest_snapshot_version > 0 ORDER BY name",
+                   0, NULL, &res, err);
+    if (rc)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    snap_record *v = n ? sx_arena_alloc(a, n * sizeof(*v)) : NULL;
+    bool *have = n ? sx_arena_alloc(a, n * sizeof(bool)) : NULL;
+    json_t *missing = repo_own_json(a, json_array());
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        long long version;
+        rc = repo_i64(res, (int)i, 1, 0, &version, err);
+        const char *name = PQgetvalue(res, (int)i, 0);
+        if (rc == 0 && !(have[i] = cache_lookup(r, a, name, version, &v[i])))
+            json_array_append_new(missing, json_string(name));
+        if (!have[i])
+            v[i].group = sx_arena_strdup(a, name);
+    }
+    PQclear(res);
+    if (rc)
+        return rc;
+    if (json_array_size(missing) > 0) {
+        /* One query for every group the cache lacked. A version committed since the
+         * first query is newer still, which is what a loader wants. */
+        const char *p[] = {repo_json_param(a, missing)};
+        rc = query(r,
+                   "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
+                   "   ON s.group_name = g.name AND s.version = g.latest_snapshot_version"
+                   " WHERE g.name IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                   1, p, &res, err);
+        if (rc)
+            return rc;
+        int rows = PQntuples(res);
+        for (int row = 0; rc == 0 && row < rows; row++) {
+            const char *name = PQgetvalue(res, row, 1);
+            for (size_t i = 0; i < n; i++) {
+                if (!have[i] && strcmp(v[i].group, name) == 0) {
+                    rc = read_snap(a, res, row, false, false, &v[i], err);
+                    have[i] = rc == 0;
+                    if (rc == 0)
+                        cache_store(r, a, &v[i]);
+                    break;
+                }
+            }
+        }
+        PQclear(res);
+        if (rc)
+            return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!have[i])
+            return sx_err_set(err, SX_EINTERNAL, "latest snapshot of group %s is missing",
+                              v[i].group);
+    *items = v;
+    *count = n;
+    return 0;
+}

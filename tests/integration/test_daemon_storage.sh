@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# test_daemon_storage.sh — the daemon against a real PostgreSQL and Redis, as an
+# operator meets it: /readyz stays 503 while the database is unreachable or not
+# migrated and turns 200 once it is; a config imported with `sextant import` reaches
+# the running replica through NOTIFY; bad input changes nothing; Redis going away
+# does not break reads; a restarted replica loads the snapshots before it is ready;
+# SIGTERM exits 0 (under the sanitizer build that also means no leak).
+#
+# It runs its own PostgreSQL cluster (started only after sextant, to see the
+# database come up late) and its own Redis.
+set -u
+
+BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
+SRC=${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}
+source "$SRC/tests/lib/shtest.sh"
+source "$SRC/tests/lib/services.sh"
+
+WORK=$(mktemp -d /tmp/sextant-storage-XXXXXX)
+chmod 755 "$WORK"
+PID=
+cleanup() {
+    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+        kill -KILL "$PID" 2>/dev/null
+        wait "$PID" 2>/dev/null
+    fi
+    svc_redis_stop "$WORK/redis"
+    svc_pg_stop "$WORK/pg"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+PG_PORT=$(free_port) || exit 1
+REDIS_PORT=$(free_port) || exit 1
+HTTP_PORT=$(free_port) || exit 1
+GRPC_PORT=$(free_port) || exit 1
+export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
+export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT"
+export SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
+export SEXTANT_REPLICA_ID="storage-test"
+export SEXTANT_DATABASE_CONNECT_TIMEOUT=2s
+
+start_serve() {
+    "$BIN" serve >>"$WORK/serve.log" 2>&1 &
+    PID=$!
+    wait_for 10 listening "$HTTP_PORT"
+}
+stop_serve() { # stop_serve: SIGTERM, expect exit 0 within 10 s
+    kill -TERM "$PID"
+    local i
+    for i in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$PID" 2>/dev/null; then
+        fail "sextant did not exit within 10 s of SIGTERM"
+        return
+    fi
+    wait "$PID"
+    local rc=$?
+    PID=
+    check "SIGTERM exits 0 (got $rc)" [ $rc -eq 0 ]
+}
+metric() { # metric NAME_WITH_LABELS: prints the value, or nothing
+    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
+        awk -v m="$1" '$1 == m { print $2 }'
+}
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+ready() { [ "$(http GET /readyz)" = 200 ]; }
+snapshot_count() {
+    psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM snapshots"
+}
+
+# ------------------------------------------------------------------ database down
+start_serve
+check "sextant listens while the database is down" listening "$HTTP_PORT"
+check "/healthz is 200 while the database is down" [ "$(http GET /healthz)" = 200 ]
+check "/readyz is 503 while the database is down" [ "$(http GET /readyz)" = 503 ]
+check "/readyz names the database as not ready" contains "$WORK/body" '"database":false'
+
+# ------------------------------------------------------------------ database up, not migrated
+svc_pg_start "$WORK/pg" "$PG_PORT" || exit 1
+psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" || exit 1
+check "the log says migrations are pending" wait_for 15 contains "$WORK/serve.log" "migration is pending"
+check "/readyz stays 503 while migrations are pending" [ "$(http GET /readyz)" = 503 ]
+
+"$BIN" migrate >"$WORK/migrate.out" 2>&1
+check "sextant migrate exits 0" [ $? -eq 0 ]
+check "/readyz turns 200 once the database is migrated" wait_for 15 ready
+check "/readyz reports every component ready" \
+    bash -c "grep -q '\"database\":true' '$WORK/body' && grep -q '\"snapshots\":true' '$WORK/body'"
+check "the tables are there for psql" \
+    bash -c "psql '$SEXTANT_DATABASE_URL' -tAc '\\dt' | grep -q audit_log"
+
+# ------------------------------------------------------------------ a config arrives by NOTIFY
+svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
+"$BIN" import --file "$SRC/deploy/local/demo.json" --namespace demo --name echo --group demo \
+    --author tester --message first >"$WORK/import.out" 2>&1
+check "sextant import exits 0" [ $? -eq 0 ]
+check "import reports snapshot demo v1" bash -c "tr -d ' \n' <'$WORK/import.out' | grep -q '\"group\":\"demo\",\"version\":1'"
+check "the running replica takes the snapshot from NOTIFY" \
+    wait_for 10 metric_is 'sextant_snapshot_updates_total{source="notify"}' 1
+check "the replica holds one group" metric_is sextant_snapshot_groups 1
+check "the encoded snapshot is in Redis after the commit" \
+    bash -c "redis-cli -p $REDIS_PORT --scan --pattern 'sextant:snapshot:demo:*' | grep -q ."
+
+# The same content again writes nothing new.
+"$BIN" import --file "$SRC/deploy/local/demo.json" --namespace demo --name echo --group demo \
+    --author tester >"$WORK/import2.out" 2>&1
+check "re-importing the same content exits 0" [ $? -eq 0 ]
+check "re-importing the same content writes no snapshot" [ "$(snapshot_count)" = 1 ]
+
+# ------------------------------------------------------------------ bad input changes nothing
+cat >"$WORK/bad.json" <<'JSON'
+{"listeners":[{"name":"l","port":70000,"protocol":"LISTENER_PROTOCOL_HTTPX"}],
+ "backends":[{"name":"b","endpoints":[{"address":"10.0.0.1","port":0}]}],
+ "surprise":true}
+JSON
+"$BIN" import --file "$WORK/bad.json" --namespace demo --name echo --group demo \
+    --author tester >"$WORK/bad.out" 2>&1
+check "an invalid config exits 1" [ $? -eq 1 ]
+check "the error names the unknown field" contains "$WORK/bad.out" 'unknown field "surprise"'
+check "the error names the bad enum with its path" contains "$WORK/bad.out" "spec.listeners[0].protocol"
+check "the error names the bad port with its path" \
+    contains "$WORK/bad.out" "spec.backends[0].endpoints[0].port: must be between 1 and 65535"
+check "an invalid config writes no snapshot" [ "$(snapshot_count)" = 1 ]
+check "an invalid config writes no version" \
+    [ "$(psql "$SEXTANT_DATABASE_URL" -tAc 'SELECT count(*) FROM config_versions')" = 1 ]
+echo '{"listeners": [' >"$WORK/broken.json"
+"$BIN" import --file "$WORK/broken.json" --name x --group demo >"$WORK/broken.out" 2>&1
+check "malformed JSON exits 1" [ $? -eq 1 ]
+check "malformed JSON is reported with its line" contains "$WORK/broken.out" "broken.json:2:"
+
+# ------------------------------------------------------------------ Redis away: reads fall back
+svc_redis_stop "$WORK/redis"
+sed 's/"port": 50052/"port": 50053/' "$SRC/deploy/local/demo.json" >"$WORK/v2.json"
+"$BIN" import --file "$WORK/v2.json" --namespace demo --name echo --group demo \
+    --author tester --message "second" >"$WORK/import3.out" 2>&1
+check "import works with Redis down" [ $? -eq 0 ]
+check "the replica takes v2 from PostgreSQL with Redis down" \
+    wait_for 10 metric_is 'sextant_snapshot_updates_total{source="notify"}' 2
+check "the replica counts the cache as down" wait_for 5 metric_is sextant_cache_up 0
+check "/readyz stays 200 without Redis" ready
+
+# ------------------------------------------------------------------ restart loads snapshots
+stop_serve
+check "the last log line says sextant stopped" \
+    bash -c "tail -n 1 '$WORK/serve.log' | grep -q '\"msg\":\"sextant stopped\"'"
+svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
+start_serve
+check "a restarted replica becomes ready" wait_for 15 ready
+check "a restarted replica loaded the snapshot at start-up" \
+    metric_is 'sextant_snapshot_updates_total{source="load"}' 1
+check "audit_log holds every import" \
+    [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM audit_log WHERE action = 'config.import'")" = 3 ]
+stop_serve
+
+if [ "$FAILS" -ne 0 ]; then
+    echo "--- serve log (tail)" >&2
+    tail -n 40 "$WORK/serve.log" >&2
+fi
+finish
