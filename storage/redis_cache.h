@@ -29,8 +29,7 @@ typedef struct redis_cache_options {
 
 /* Creates the cache; connects lazily. Fails only for a malformed URL (SX_EINVAL).
  * *out is freed with redis_cache_destroy. */
-int redis_cache_create(const redis_cache_options *opt, redis_cache **out,
-                       sx_err *err) SX_MUSTCHECK;
+int redis_cache_create(const redis_cache_options *opt, redis_cache **out, sx_err *err) SX_MUSTCHECK;
 void redis_cache_destroy(redis_cache *c);
 
 /* On a hit returns 0 with *val (caller frees with free; NUL-terminated for
@@ -38,8 +37,7 @@ void redis_cache_destroy(redis_cache *c);
  * or when the cache is disabled; *val is then NULL. */
 int redis_cache_get(redis_cache *c, const char *key, char **val, size_t *len);
 /* Stores val under key with a TTL in seconds (0 = none); skipped when unavailable. */
-void redis_cache_set(redis_cache *c, const char *key, const void *val, size_t len,
-                     int ttl_seconds);
+void redis_cache_set(redis_cache *c, const char *key, const void *val, size_t len, int ttl_seconds);
 /* Deletes key; skipped when unavailable. */
 void redis_cache_del(redis_cache *c, const char *key);
 /* Whether the last operation reached Redis (false when disabled). */
