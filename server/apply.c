@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "server/base/clock.h"
 #include "server/base/hash.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
@@ -42,16 +42,6 @@ static void decref_json(void *p)
 static json_t *own_json(sx_arena *a, json_t *j)
 {
     return sx_arena_defer(a, decref_json, j);
-}
-
-static void now_rfc3339(char *buf, size_t n)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000));
 }
 
 static bool same_groups(const cfg_record *rec, const apply_request *req)
@@ -123,9 +113,9 @@ static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, sx_err *err)
     if ((rc = snap_repo_reserve_version(c, group, &version, err)) != 0)
         return rc;
 
-    char id[300], when[40], sum[SX_SHA256_HEX_LEN + 1];
+    char id[300], when[SX_RFC3339_LEN], sum[SX_SHA256_HEX_LEN + 1];
     snprintf(id, sizeof(id), "%s:%lld", group, version);
-    now_rfc3339(when, sizeof(when));
+    sx_rfc3339_now(when);
     json_t *composed = own_json(a, snap_compose_json(in, n, id, when));
     content_checksum(composed, sum);
 

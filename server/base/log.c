@@ -9,9 +9,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "server/base/clock.h"
 #include "server/base/mem.h"
 
 static sx_log_level min_level = SX_LOG_INFO;
@@ -53,14 +53,8 @@ static void emit(sx_log_level level, const char *component, json_t *fields, cons
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);
 
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char tbuf[96];
-    snprintf(tbuf, sizeof(tbuf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (int)(ts.tv_nsec / 1000000));
+    char tbuf[SX_RFC3339_LEN];
+    sx_rfc3339_now(tbuf);
 
     json_t *o = json_object();
     json_object_set_new(o, "ts", json_string(tbuf));

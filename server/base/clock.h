@@ -1,0 +1,18 @@
+/*
+ * clock.h — time as the rest of the code needs it: monotonic milliseconds for
+ * deadlines and back-off, and RFC 3339 UTC text for logs, IR and APIs.
+ */
+#ifndef SX_BASE_CLOCK_H
+#define SX_BASE_CLOCK_H
+
+#include <stdint.h>
+
+/* "2026-11-21T02:04:34.123Z" and its terminator fit in this many bytes. */
+#define SX_RFC3339_LEN 32
+
+/* Milliseconds on the monotonic clock (for intervals only). */
+int64_t sx_monotonic_ms(void);
+/* The current UTC time with milliseconds, as RFC 3339, into out. Returns out. */
+char *sx_rfc3339_now(char out[SX_RFC3339_LEN]);
+
+#endif
