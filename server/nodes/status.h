@@ -1,0 +1,67 @@
+/*
+ * status.h — what this replica learns about the proxies connected to it, persisted to
+ * proxy_nodes / node_status through a debounced, bounded queue.
+ *
+ * The xDS streams report events here from their own threads and never wait for the
+ * database: events are merged per node in memory and flushed by one thread every
+ * flush interval, in batches. The queue is bounded (max pending nodes); when full,
+ * non-critical updates are dropped and counted. Critical events (a node's first
+ * connection, a NACK, a disconnect) wake the flusher at once instead of waiting for
+ * the interval.
+ */
+#ifndef SX_NODES_STATUS_H
+#define SX_NODES_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "server/base/err.h"
+#include "server/base/metrics.h"
+#include "storage/pg_pool.h"
+
+typedef struct node_status_queue node_status_queue;
+
+/* Identity of a node as its first request gives it. Borrowed for the call. */
+typedef struct node_identity {
+    const char *node_id;       /* required */
+    const char *group;         /* proxy group it was assigned */
+    const char *protocol;      /* "ads-sotw", "ads-delta", "control-v1" */
+    const char *user_agent;    /* "envoy 1.30.1", "grpc-node-js 1.14.0", ... ("" when none) */
+    const json_t *labels;      /* object of strings (from node metadata "labels"), NULL = {} */
+    const json_t *metadata;    /* node metadata as JSON, NULL = {} */
+    const json_t *locality;    /* {"region","zone","sub_zone"}, NULL = {} */
+} node_identity;
+
+typedef struct node_status_options {
+    pg_pool *pool;           /* borrowed */
+    const char *replica_id;  /* this replica */
+    int flush_interval_ms;   /* debounce window; 0 = 1000 */
+    int max_pending;         /* bound on nodes with unflushed updates; 0 = 10000 */
+    sx_metrics *metrics;     /* NULL allowed */
+} node_status_options;
+
+/* Creates the queue and starts its flusher thread. *out freed by node_status_destroy. */
+int node_status_create(const node_status_options *opt, node_status_queue **out,
+                       sx_err *err) SX_MUSTCHECK;
+/* Flushes what is pending (best effort, bounded by one flush), stops the thread, frees. */
+void node_status_destroy(node_status_queue *q);
+
+/* A stream for node opened (critical). */
+void node_status_connected(node_status_queue *q, const node_identity *id);
+/* The node's stream ended (critical); reason is a termination reason label. */
+void node_status_disconnected(node_status_queue *q, const char *node_id, const char *reason);
+/* Activity on the node's stream (any request): refreshes last_seen (debounced). */
+void node_status_seen(node_status_queue *q, const char *node_id);
+/* The node ACKed snapshot version of its group for one resource type (debounced). */
+void node_status_ack(node_status_queue *q, const char *node_id, long long version);
+/* The node NACKed snapshot version with an error (critical). */
+void node_status_nack(node_status_queue *q, const char *node_id, long long version,
+                      const char *error);
+/* The snapshot version the node should have (what was last sent to it). */
+void node_status_desired(node_status_queue *q, const char *node_id, long long version);
+
+/* Forces a flush now and waits for it; for tests and shutdown. */
+int node_status_flush(node_status_queue *q, sx_err *err) SX_MUSTCHECK;
+
+#endif
