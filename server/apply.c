@@ -91,7 +91,70 @@ static void content_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN 
     json_decref(copy);
 }
 
-/* Recomposes group on c; appends to ctx->out when a new snapshot was written. */
+/*
+ * Writes group's next snapshot from the given sources on c: reserves the version,
+ * names the snapshot "<group>:<version>", validates and encodes it, inserts it and
+ * NOTIFYs. When the content equals the group's current snapshot nothing is written
+ * and *written is NULL (the reserved number goes back when the transaction ends).
+ */
+static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap_compose_input *in,
+                          size_t n, const snap_source *sources, const char *reason,
+                          const char *author, sx_fielderrs *verrs, snap_record **written,
+                          sx_err *err)
+{
+    *written = NULL;
+    long long version = 0;
+    int rc = snap_repo_reserve_version(c, group, &version, err);
+    if (rc)
+        return rc;
+
+    char id[300], when[SX_RFC3339_LEN], sum[SX_SHA256_HEX_LEN + 1];
+    snprintf(id, sizeof(id), "%s:%lld", group, version);
+    sx_rfc3339_now(when);
+    json_t *composed = own_json(a, snap_compose_json(in, n, id, when));
+    content_checksum(composed, sum);
+
+    /* Read on c: the pool may have no other connection to give while c is held. */
+    char *cur = NULL;
+    if (version > 1) {
+        rc = snap_repo_checksum(c, group, version - 1, a, &cur, err);
+        if (rc && rc != SX_ENOTFOUND)
+            return rc;
+        if (cur && strcmp(cur, sum) == 0)
+            return 0;
+    }
+
+    ir_snapshot *ir = NULL;
+    char prefix[300];
+    snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", group);
+    if (ir_snapshot_from_json(composed, prefix, &ir, verrs) != 0)
+        return sx_err_set(err, SX_EVALIDATION, "the snapshot of group %s is invalid", group);
+    size_t len = 0;
+    uint8_t *bytes = ir_snapshot_pack(ir, &len);
+    ir_snapshot_free(ir);
+    sx_arena_defer(a, free, bytes);
+
+    snap_new sn = {
+        .group = group,
+        .ir = composed,
+        .encoded = bytes,
+        .encoded_len = len,
+        .checksum = sum,
+        .sources = sources,
+        .source_count = sources ? n : 0,
+        .reason = reason ? reason : "",
+        .created_by = author,
+    };
+    if ((rc = snap_repo_insert(c, &sn, a, written, err)) != 0)
+        return rc;
+    char *payload = snap_store_notify_payload(group, (*written)->version);
+    rc = pg_notify(c, SNAP_NOTIFY_CHANNEL, payload, err);
+    sx_free(payload);
+    return rc;
+}
+
+/* Recomposes group on c from its configs; appends to ctx->out when a new snapshot was
+ * written. */
 static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, sx_err *err)
 {
     sx_arena *a = ctx->a;
@@ -109,53 +172,10 @@ static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, sx_err *err)
         in[i] = (snap_compose_input){rec->ns, rec->name, live[i].spec};
         sources[i] = (snap_source){live[i].config_id, live[i].version};
     }
-    long long version = 0;
-    if ((rc = snap_repo_reserve_version(c, group, &version, err)) != 0)
-        return rc;
-
-    char id[300], when[SX_RFC3339_LEN], sum[SX_SHA256_HEX_LEN + 1];
-    snprintf(id, sizeof(id), "%s:%lld", group, version);
-    sx_rfc3339_now(when);
-    json_t *composed = own_json(a, snap_compose_json(in, n, id, when));
-    content_checksum(composed, sum);
-
-    /* Unchanged content: keep the current snapshot (the reserved number is given
-     * back when the transaction ends without an insert). */
-    snap_record *cur = NULL;
-    sx_err ignore;
-    if (version > 1 && snap_repo_get(ctx->snaps, group, version - 1, 0, a, &cur, &ignore) == 0 &&
-        cur->checksum && strcmp(cur->checksum, sum) == 0)
-        return 0;
-
-    ir_snapshot *ir = NULL;
-    char prefix[300];
-    snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", group);
-    if (ir_snapshot_from_json(composed, prefix, &ir, ctx->verrs) != 0)
-        return sx_err_set(err, SX_EVALIDATION, "the composed snapshot of group %s is invalid",
-                          group);
-    size_t len = 0;
-    uint8_t *bytes = ir_snapshot_pack(ir, &len);
-    ir_snapshot_free(ir);
-    sx_arena_defer(a, free, bytes);
-
-    snap_new sn = {
-        .group = group,
-        .ir = composed,
-        .encoded = bytes,
-        .encoded_len = len,
-        .checksum = sum,
-        .sources = sources,
-        .source_count = n,
-        .reason = ctx->req->message ? ctx->req->message : "",
-        .created_by = ctx->req->author,
-    };
     snap_record *rec = NULL;
-    if ((rc = snap_repo_insert(c, &sn, a, &rec, err)) != 0)
-        return rc;
-    char *payload = snap_store_notify_payload(group, rec->version);
-    rc = pg_notify(c, SNAP_NOTIFY_CHANNEL, payload, err);
-    sx_free(payload);
-    if (rc)
+    rc = write_snapshot(c, a, group, in, n, sources, ctx->req->message, ctx->req->author,
+                        ctx->verrs, &rec, err);
+    if (rc || rec == NULL)
         return rc;
     apply_result *out = ctx->out;
     out->snapshots[out->snapshot_count] = (apply_snapshot){sx_arena_strdup(a, group), rec->version};
@@ -279,5 +299,68 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
     }
     for (size_t i = 0; i < out->snapshot_count; i++)
         snap_repo_cache_put(snaps, ctx.written[i]);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ publish */
+
+typedef struct publish_ctx {
+    const apply_publish_request *req;
+    snap_repo *snaps;
+    sx_arena *a;
+    sx_fielderrs *verrs;
+    snap_record *written;
+} publish_ctx;
+
+static int publish_tx(pg_conn *c, void *arg, sx_err *err)
+{
+    publish_ctx *ctx = arg;
+    const apply_publish_request *req = ctx->req;
+    sx_fielderrs_free(ctx->verrs);
+    snap_compose_input in = {"", req->group, req->spec};
+    int rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, req->message, req->author,
+                            ctx->verrs, &ctx->written, err);
+    if (rc)
+        return rc;
+    json_t *details = own_json(
+        ctx->a, json_pack("{s:s,s:b}", "group", req->group, "changed", ctx->written != NULL));
+    if (ctx->written)
+        json_object_set_new(details, "version", json_integer(ctx->written->version));
+    audit_new an = {
+        .actor = req->author,
+        .actor_role = req->actor_role,
+        .action = "snapshot.publish",
+        .resource_type = "group",
+        .resource_id = req->group,
+        .result = AUDIT_SUCCESS,
+        .details = details,
+    };
+    long long audit_id;
+    return audit_repo_append(c, &an, &audit_id, err);
+}
+
+int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *req, sx_arena *a,
+                  long long *version, sx_fielderrs *verrs, sx_err *err)
+{
+    *version = 0;
+    if (req->group == NULL || req->group[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "a snapshot needs a proxy group");
+    if (req->author == NULL || req->author[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "a snapshot needs an author");
+    if (!json_is_object(req->spec))
+        return sx_err_set(err, SX_EINVAL, "the snapshot must be a JSON object");
+    ir_snapshot *ir = NULL;
+    if (ir_snapshot_from_json(req->spec, "snapshot", &ir, verrs) != 0)
+        return sx_err_set(err, SX_EVALIDATION, "snapshot is invalid: %zu problem%s", verrs->count,
+                          verrs->count == 1 ? "" : "s");
+    ir_snapshot_free(ir);
+    publish_ctx ctx = {req, snaps, a, verrs, NULL};
+    int rc = pg_tx(pool, publish_tx, &ctx, err);
+    if (rc)
+        return rc;
+    if (ctx.written) {
+        snap_repo_cache_put(snaps, ctx.written);
+        *version = ctx.written->version;
+    }
     return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * apply.h — the write path of a configuration change: validate, store a new config
+ * apply.h — the write paths of configuration: a config change: validate, store a new config
  * version, recompose the snapshot of every affected proxy group, audit, NOTIFY — all
  * in one transaction — then fill the cache after the commit.
  *
@@ -60,5 +60,24 @@ typedef struct apply_result {
  */
 int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_arena *a,
                  apply_result *out, sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
+
+/* A whole snapshot for one group, bypassing configs (`sextant publish`). */
+typedef struct apply_publish_request {
+    const char *group;      /* proxy group; required */
+    const json_t *spec;     /* the ConfigSnapshot in IR JSON; its id and generated_at are
+                               replaced by "<group>:<version>" and the time of writing */
+    const char *author;     /* required */
+    const char *actor_role; /* NULL = "" */
+    const char *message;    /* reason recorded with the snapshot; NULL = "" */
+} apply_publish_request;
+
+/*
+ * Validates req->spec and writes it as the group's next snapshot, audited
+ * ("snapshot.publish") and NOTIFYd in one transaction, then caches it. *version is the
+ * new version, or 0 when the content equals the group's current snapshot (nothing is
+ * written but the audit entry). Errors as apply_config (paths start at "snapshot").
+ */
+int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *req, sx_arena *a,
+                  long long *version, sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * main.c — the sextant command line: serve, migrate, import, version, help.
+ * main.c — the sextant command line: serve, migrate, import, publish, version, help.
  *
  * Exit status: 0 on success (serve: after a clean shutdown), 1 when the configuration
  * is bad, a component fails to start, migrations fail or a component does not stop
@@ -69,6 +69,7 @@ static void usage_main(FILE *out)
                  "            and the xDS gRPC server, until SIGTERM or SIGINT.\n"
                  "  migrate   Apply pending database migrations, then exit.\n"
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
+                 "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
                  "\n"
@@ -152,6 +153,29 @@ static void usage_import(FILE *out)
             "database error; 2 on a usage error.\n");
 }
 
+static void usage_publish(FILE *out)
+{
+    fprintf(out, "Usage: sextant publish --group GROUP [--author WHO] [--message TEXT]\n"
+                 "                       [--config FILE] FILE\n"
+                 "\n"
+                 "Validates FILE (a gateway.control.v1 ConfigSnapshot in JSON) and writes it as\n"
+                 "GROUP's next snapshot version, bypassing configs: audited, announced to every\n"
+                 "replica (which push it to the group's proxies) and cached in Redis. The same\n"
+                 "content as the group's current snapshot writes no new version. Prints the\n"
+                 "result as JSON.\n"
+                 "\n"
+                 "Options:\n"
+                 "  -g, --group GROUP     The proxy group. Required.\n"
+                 "      --author WHO      Recorded as the author (default $USER, else \"cli\").\n"
+                 "  -m, --message TEXT    Why; stored with the snapshot.\n"
+                 "  -c, --config FILE     YAML configuration file; database.url and redis.url\n"
+                 "                        are used. Optional when SEXTANT_DATABASE_URL is set.\n"
+                 "  -h, --help            Print this help.\n"
+                 "\n"
+                 "Exit status: 0 when published (or unchanged); 1 on an invalid snapshot or a\n"
+                 "database error; 2 on a usage error.\n");
+}
+
 static void usage_version(FILE *out)
 {
     fprintf(out, "Usage: sextant version\n\nPrints the version and exits.\n\n"
@@ -213,8 +237,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, bool ta
         } else if (takes_dir && strncmp(a, "--dir=", 6) == 0) {
             slot = &o->dir;
             value = a + 6;
-        } else if (strcmp(cmd, "import") == 0 && import_slot(o, a, &slot, &value)) {
+        } else if ((strcmp(cmd, "import") == 0 || strcmp(cmd, "publish") == 0) &&
+                   import_slot(o, a, &slot, &value)) {
             /* slot (and value, for --opt=value) set by import_slot */
+        } else if (strcmp(cmd, "publish") == 0 && a[0] != '-' && o->file == NULL) {
+            o->file = a;
+            continue;
         } else {
             fprintf(stderr, "sextant: %s: %s '%s'\n", cmd,
                     a[0] == '-' ? "unknown option" : "unexpected argument", a);
@@ -308,7 +336,58 @@ static int cmd_migrate(const cli_opts *o)
     return rc == 0 ? 0 : 1;
 }
 
-/* ------------------------------------------------------------------ import */
+/* ------------------------------------------------------------------ import, publish */
+
+/* A one-connection pool, the cache and the snapshot repository for a command that
+ * writes once and exits. On failure what was created is left for close_storage. */
+static int open_storage(const sextant_config *cfg, const char *app, pg_pool **pool,
+                        redis_cache **cache, snap_repo **snaps, sx_err *err)
+{
+    pg_pool_options po = {.url = cfg->database.url,
+                          .size = 1,
+                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
+                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
+                          .application_name = app};
+    redis_cache_options ro = {.url = cfg->redis.url,
+                              .timeout_ms = (int)cfg->redis.timeout_ms,
+                              .key_prefix = cfg->redis.key_prefix};
+    int rc = pg_pool_create(&po, pool, err);
+    if (rc == 0)
+        rc = redis_cache_create(&ro, cache, err);
+    if (rc == 0)
+        *snaps = snap_repo_create(*pool, *cache);
+    return rc;
+}
+
+static void close_storage(pg_pool *pool, redis_cache *cache, snap_repo *snaps)
+{
+    snap_repo_destroy(snaps);
+    redis_cache_destroy(cache);
+    pg_pool_destroy(pool);
+}
+
+/* Prints a failed write: the message, every validation problem, detail and hint. */
+static void report_write_error(const char *cmd, const sx_err *err, const sx_fielderrs *verrs)
+{
+    fprintf(stderr, "sextant: %s: %s\n", cmd, err->message);
+    for (size_t i = 0; i < verrs->count; i++)
+        fprintf(stderr, "  %s: %s\n", verrs->items[i].path, verrs->items[i].message);
+    if (verrs->count == 0 && err->detail[0])
+        fprintf(stderr, "DETAIL: %s\n", err->detail);
+    if (err->hint[0])
+        fprintf(stderr, "HINT: %s\n", err->hint);
+}
+
+/* Reads a JSON document for a command, or says where it is malformed. */
+static json_t *load_json_or_report(const char *cmd, const char *path)
+{
+    json_error_t jerr;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (j == NULL)
+        fprintf(stderr, "sextant: %s: %s:%d:%d: %s\n", cmd, path, jerr.line, jerr.column,
+                jerr.text);
+    return j;
+}
 
 static int cmd_import(const cli_opts *o)
 {
@@ -322,11 +401,8 @@ static int cmd_import(const cli_opts *o)
     sx_log_configure(cfg->log.level, cfg->replica.id);
     log_config_warnings(cfg);
 
-    json_error_t jerr;
-    json_t *spec = json_load_file(o->file, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *spec = load_json_or_report("import", o->file);
     if (spec == NULL) {
-        fprintf(stderr, "sextant: import: %s:%d:%d: %s\n", o->file, jerr.line, jerr.column,
-                jerr.text);
         config_free(cfg);
         return 1;
     }
@@ -335,18 +411,8 @@ static int cmd_import(const cli_opts *o)
     sx_err_clear(&err);
     pg_pool *pool = NULL;
     redis_cache *cache = NULL;
-    pg_pool_options po = {.url = cfg->database.url,
-                          .size = 1,
-                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
-                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
-                          .application_name = "sextant-import"};
-    redis_cache_options ro = {.url = cfg->redis.url,
-                              .timeout_ms = (int)cfg->redis.timeout_ms,
-                              .key_prefix = cfg->redis.key_prefix};
-    int rc = pg_pool_create(&po, &pool, &err);
-    if (rc == 0)
-        rc = redis_cache_create(&ro, &cache, &err);
-    snap_repo *snaps = rc == 0 ? snap_repo_create(pool, cache) : NULL;
+    snap_repo *snaps = NULL;
+    int rc = open_storage(cfg, "sextant-import", &pool, &cache, &snaps, &err);
 
     const char *user = getenv("USER");
     apply_request req = {
@@ -379,19 +445,64 @@ static int cmd_import(const cli_opts *o)
         fputc('\n', stdout);
         json_decref(out);
     } else {
-        fprintf(stderr, "sextant: import: %s\n", err.message);
-        for (size_t i = 0; i < verrs.count; i++)
-            fprintf(stderr, "  %s: %s\n", verrs.items[i].path, verrs.items[i].message);
-        if (verrs.count == 0 && err.detail[0])
-            fprintf(stderr, "DETAIL: %s\n", err.detail);
-        if (err.hint[0])
-            fprintf(stderr, "HINT: %s\n", err.hint);
+        report_write_error("import", &err, &verrs);
     }
     sx_fielderrs_free(&verrs);
     sx_arena_destroy(a);
-    snap_repo_destroy(snaps);
-    redis_cache_destroy(cache);
-    pg_pool_destroy(pool);
+    close_storage(pool, cache, snaps);
+    json_decref(spec);
+    config_free(cfg);
+    return rc == 0 ? 0 : 1;
+}
+
+static int cmd_publish(const cli_opts *o)
+{
+    if (o->file == NULL || o->group_count != 1) {
+        fprintf(stderr, "sextant: publish: a FILE and exactly one --group are required\n");
+        return EXIT_USAGE;
+    }
+    sextant_config *cfg = load_config_or_report(o->config);
+    if (cfg == NULL)
+        return 1;
+    sx_log_configure(cfg->log.level, cfg->replica.id);
+    log_config_warnings(cfg);
+    json_t *spec = load_json_or_report("publish", o->file);
+    if (spec == NULL) {
+        config_free(cfg);
+        return 1;
+    }
+    sx_err err;
+    sx_err_clear(&err);
+    pg_pool *pool = NULL;
+    redis_cache *cache = NULL;
+    snap_repo *snaps = NULL;
+    int rc = open_storage(cfg, "sextant-publish", &pool, &cache, &snaps, &err);
+    const char *user = getenv("USER");
+    apply_publish_request req = {
+        .group = o->groups[0],
+        .spec = spec,
+        .author = o->author ? o->author : (user && *user ? user : "cli"),
+        .actor_role = "admin",
+        .message = o->message,
+    };
+    sx_arena *a = sx_arena_create();
+    sx_fielderrs verrs = {0};
+    long long version = 0;
+    if (rc == 0)
+        rc = apply_publish(pool, snaps, &req, a, &version, &verrs, &err);
+    if (rc == 0) {
+        json_t *out = json_pack("{s:s,s:b}", "group", req.group, "changed", version > 0);
+        if (version > 0)
+            json_object_set_new(out, "version", json_integer(version));
+        json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+        json_decref(out);
+    } else {
+        report_write_error("publish", &err, &verrs);
+    }
+    sx_fielderrs_free(&verrs);
+    sx_arena_destroy(a);
+    close_storage(pool, cache, snaps);
     json_decref(spec);
     config_free(cfg);
     return rc == 0 ? 0 : 1;
@@ -516,6 +627,8 @@ int main(int argc, char **argv)
             usage_migrate(stdout);
         else if (strcmp(topic, "import") == 0)
             usage_import(stdout);
+        else if (strcmp(topic, "publish") == 0)
+            usage_publish(stdout);
         else if (strcmp(topic, "version") == 0)
             usage_version(stdout);
         else {
@@ -560,6 +673,18 @@ int main(int argc, char **argv)
             return 0;
         }
         return cmd_import(&o);
+    }
+    if (strcmp(cmd, "publish") == 0) {
+        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
+            fputc('\n', stderr);
+            usage_publish(stderr);
+            return EXIT_USAGE;
+        }
+        if (o.help) {
+            usage_publish(stdout);
+            return 0;
+        }
+        return cmd_publish(&o);
     }
     if (strcmp(cmd, "version") == 0) {
         if (parse_opts(cmd, argc, argv, 2, false, false, &o) != 0) {

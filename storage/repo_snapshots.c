@@ -165,6 +165,24 @@ int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next, sx
     return rc;
 }
 
+int snap_repo_checksum(pg_conn *c, const char *group, long long version, sx_arena *a,
+                       char **checksum, sx_err *err)
+{
+    *checksum = NULL;
+    const char *p[] = {group, repo_i64_param(a, version)};
+    PGresult *r;
+    int rc = pg_exec(c, "SELECT checksum FROM snapshots WHERE group_name = $1 AND version = $2", 2,
+                     p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
+    else
+        *checksum = repo_str(a, r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
 int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **out, sx_err *err)
 {
     if (out)

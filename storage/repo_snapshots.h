@@ -110,6 +110,10 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
  * committing without an insert, gives the number back. */
 int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next,
                               sx_err *err) SX_MUSTCHECK;
+/* The checksum of (group, version) read on c (inside the caller's transaction, without
+ * the cache), into a; SX_ENOTFOUND when there is no such snapshot. */
+int snap_repo_checksum(pg_conn *c, const char *group, long long version, sx_arena *a,
+                       char **checksum, sx_err *err) SX_MUSTCHECK;
 /* Writes a committed snapshot to the cache (version key, and the latest key when it
  * is newer than what the cache holds). Never fails: skipped when Redis is down. */
 void snap_repo_cache_put(snap_repo *r, const snap_record *s);

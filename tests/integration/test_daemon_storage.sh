@@ -4,7 +4,8 @@
 # migrated and turns 200 once it is; a config imported with `sextant import` reaches
 # the running replica through NOTIFY; bad input changes nothing; Redis going away
 # does not break reads; a restarted replica loads the snapshots before it is ready;
-# SIGTERM exits 0 (under the sanitizer build that also means no leak).
+# `sextant publish` writes whole snapshots the same way; SIGTERM exits 0 (under the
+# sanitizer build that also means no leak).
 #
 # It runs its own PostgreSQL cluster (started only after sextant, to see the
 # database come up late) and its own Redis.
@@ -140,6 +141,25 @@ check "the replica takes v2 from PostgreSQL with Redis down" \
 check "the replica counts the cache as down" wait_for 5 metric_is sextant_cache_up 0
 check "/readyz stays 200 without Redis" ready
 
+# ------------------------------------------------------------------ sextant publish
+"$BIN" publish --group edge --author tester --message "whole snapshot" \
+    "$SRC/deploy/local/demo.json" >"$WORK/publish.out" 2>&1
+check "sextant publish exits 0" [ $? -eq 0 ]
+check "publish reports edge v1" bash -c "tr -d ' \n' <'$WORK/publish.out' | grep -q '\"group\":\"edge\",\"changed\":true,\"version\":1'"
+check "the replica takes the published snapshot" \
+    wait_for 10 metric_is 'sextant_snapshot_updates_total{source="notify"}' 3
+check "the published snapshot is named after its group and version" \
+    [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT ir->>'id' FROM snapshots WHERE group_name = 'edge'")" = "edge:1" ]
+"$BIN" publish --group edge --author tester "$SRC/deploy/local/demo.json" >"$WORK/publish2.out" 2>&1
+check "publishing the same content again writes no version" \
+    bash -c "tr -d ' \n' <'$WORK/publish2.out' | grep -q '\"changed\":false'"
+"$BIN" publish --group edge --author tester "$WORK/bad.json" >"$WORK/publish3.out" 2>&1
+check "publishing an invalid snapshot exits 1" [ $? -eq 1 ]
+check "the publish error has the path" \
+    contains "$WORK/publish3.out" "snapshot.backends[0].endpoints[0].port: must be between 1 and 65535"
+check "an invalid publish writes nothing" \
+    [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM snapshots WHERE group_name = 'edge'")" = 1 ]
+
 # ------------------------------------------------------------------ restart loads snapshots
 stop_serve
 check "the last log line says sextant stopped" \
@@ -148,7 +168,7 @@ svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
 start_serve
 check "a restarted replica becomes ready" wait_for 15 ready
 check "a restarted replica loaded the snapshot at start-up" \
-    metric_is 'sextant_snapshot_updates_total{source="load"}' 1
+    metric_is 'sextant_snapshot_updates_total{source="load"}' 2
 check "audit_log holds every import" \
     [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM audit_log WHERE action = 'config.import'")" = 3 ]
 stop_serve
