@@ -1,4 +1,6 @@
 # Writes OUT: a C table of the migration files in FILES (name, SQL text), in order.
+# FILES is "|"-separated (see CMakeLists.txt).
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "/* generated from the migrations folder by cmake/embed_migrations.cmake */\n#include <stddef.h>\n#include \"storage/migrate.h\"\n\n")
 set(entries "")
 set(i 0)

@@ -19,13 +19,19 @@
 #define GROUP_MAX_LEN   253
 #define NACK_ERROR_MAX  8192
 
+/* Columns read_node expects, in its order. */
 #define NODE_COLS                                                                                  \
     "n.node_id, n.group_name, n.namespace, n.labels, n.metadata, n.client, n.replica_id,"          \
     " n.connected, " REPO_TS("n.first_seen") ", " REPO_TS(                                         \
         "n.last_seen") ","                                                                         \
                        " s.desired_snapshot_version, s.deployment_id, s.acked_snapshot_version,"   \
                        " " REPO_TS("s.acked_at") ", s.last_nack_version, s.last_nack_error,"       \
-                                                 " " REPO_TS("s.last_nack_at") ", s.nack_count"
+                                                 " " REPO_TS(                                      \
+                                                     "s.last_nack_at") ", s.nack_count,"           \
+                                                                       " n.locality, n.protocol, " \
+                                                                       "n.disconnect_reason, "     \
+                                                                       "s.sent_snapshot_version,"  \
+                                                                       " " REPO_TS("s.sent_at")
 
 static int check_str(const char *field, const char *v, size_t max, sx_err *err)
 {
@@ -59,6 +65,8 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
         return sx_err_set(err, SX_EINVAL, "labels must be a json object");
     if (h->metadata && !json_is_object(h->metadata))
         return sx_err_set(err, SX_EINVAL, "metadata must be a json object");
+    if (h->locality && !json_is_object(h->locality))
+        return sx_err_set(err, SX_EINVAL, "locality must be a json object");
     sx_arena *a = sx_arena_create();
     const char *p[] = {
         h->node_id,
@@ -68,21 +76,25 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
         h->metadata ? repo_json_param(a, h->metadata) : "{}",
         h->client ? h->client : "",
         h->replica_id,
+        h->locality ? repo_json_param(a, h->locality) : "{}",
+        h->protocol ? h->protocol : "",
     };
     rc = pg_exec(c,
                  "WITH n AS ("
                  " INSERT INTO proxy_nodes AS n (node_id, group_name, namespace, labels, metadata,"
-                 "   client, replica_id, connected, connected_at, last_seen)"
-                 " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, true, now(), now())"
+                 "   client, replica_id, locality, protocol, connected, connected_at, last_seen)"
+                 " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::jsonb, $9, true, now(),"
+                 "   now())"
                  " ON CONFLICT (node_id) DO UPDATE SET group_name = EXCLUDED.group_name,"
                  "   namespace = EXCLUDED.namespace, labels = EXCLUDED.labels,"
                  "   metadata = EXCLUDED.metadata, client = EXCLUDED.client,"
-                 "   replica_id = EXCLUDED.replica_id, connected = true, connected_at = now(),"
-                 "   last_seen = now()"
+                 "   replica_id = EXCLUDED.replica_id, locality = EXCLUDED.locality,"
+                 "   protocol = EXCLUDED.protocol, connected = true, connected_at = now(),"
+                 "   last_seen = now(), disconnect_reason = NULL"
                  " RETURNING node_id)"
                  " INSERT INTO node_status (node_id) SELECT node_id FROM n"
                  " ON CONFLICT (node_id) DO NOTHING",
-                 7, p, NULL, err);
+                 9, p, NULL, err);
     sx_arena_destroy(a);
     return rc;
 }
@@ -102,7 +114,7 @@ static int exec_count(pg_conn *c, const char *sql, int n, const char *const *p, 
 }
 
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
-                                bool *changed, sx_err *err)
+                                const char *reason, bool *changed, sx_err *err)
 {
     if (changed)
         *changed = false;
@@ -110,12 +122,12 @@ int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *rep
     if ((rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err)))
         return rc;
-    const char *p[] = {node_id, replica_id};
+    const char *p[] = {node_id, replica_id, reason};
     rc = exec_count(c,
                     "UPDATE proxy_nodes SET connected = false, disconnected_at = now(),"
-                    "   last_seen = now()"
+                    "   last_seen = now(), disconnect_reason = $3"
                     " WHERE node_id = $1 AND replica_id = $2 AND connected",
-                    2, p, &rows, err);
+                    3, p, &rows, err);
     if (rc == 0 && changed)
         *changed = rows > 0;
     return rc;
@@ -162,6 +174,21 @@ static int update_status(pg_conn *c, const char *sql, int n, const char *const *
     if (rc == 0 && rows == 0)
         return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
     return rc;
+}
+
+int node_repo_record_sent(pg_conn *c, const char *node_id, long long version, sx_err *err)
+{
+    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    if (rc)
+        return rc;
+    char v[24];
+    snprintf(v, sizeof(v), "%lld", version);
+    const char *p[] = {node_id, v};
+    return update_status(c,
+                         "UPDATE node_status SET sent_snapshot_version = $2::bigint,"
+                         "   sent_at = now(), updated_at = now()"
+                         " WHERE node_id = $1",
+                         2, p, node_id, err);
 }
 
 int node_repo_record_ack(pg_conn *c, const char *node_id, long long version, sx_err *err)
@@ -252,6 +279,12 @@ static int read_node(sx_arena *a, const PGresult *r, int row, node_record *o, sx
     o->last_nack_error = repo_str(a, r, row, 15);
     o->last_nack_at = repo_str(a, r, row, 16);
     o->nack_count = (int)nacks;
+    if ((rc = repo_json(a, r, row, 18, &o->locality, err)) ||
+        (rc = repo_i64(r, row, 21, 0, &o->sent_version, err)))
+        return rc;
+    o->protocol = repo_str(a, r, row, 19);
+    o->disconnect_reason = repo_str(a, r, row, 20);
+    o->sent_at = repo_str(a, r, row, 22);
     return 0;
 }
 

@@ -30,14 +30,19 @@ typedef struct node_record {
     char *ns;    /* namespace; "" when unknown */
     json_t *labels;
     json_t *metadata;
-    char *client;     /* "envoy/1.30.1", "grpc-js/1.10.0", ... */
-    char *replica_id; /* replica holding (or last holding) its stream; NULL if never */
+    char *client;            /* "envoy/1.30.1", "grpc-js/1.10.0", ... */
+    json_t *locality;        /* {"region","zone","sub_zone"} as reported */
+    char *protocol;          /* "ads-sotw", "ads-delta", "control-v1"; "" when unknown */
+    char *disconnect_reason; /* why its last stream ended; NULL while connected or never */
+    char *replica_id;        /* replica holding (or last holding) its stream; NULL if never */
     bool connected;
     char *first_seen; /* RFC 3339 UTC */
     char *last_seen;
     /* From node_status; versions are 0 and times NULL when there is none yet. */
     long long desired_version; /* assigned snapshot version; 0 = follows the group */
     char *deployment_id;       /* deployment that assigned it; NULL when none */
+    long long sent_version;    /* last sent snapshot version; 0 when none */
+    char *sent_at;
     long long acked_version;
     char *acked_at;
     long long last_nack_version;
@@ -55,6 +60,8 @@ typedef struct node_hello {
     const json_t *metadata; /* object; NULL = {} */
     const char *client;     /* NULL = "" */
     const char *replica_id; /* required: this replica */
+    const json_t *locality; /* {"region","zone","sub_zone"}; NULL = {} */
+    const char *protocol;   /* "ads-sotw", "ads-delta", "control-v1"; NULL = "" */
 } node_hello;
 
 typedef struct node_filter {
@@ -78,7 +85,11 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
 /* Marks the node disconnected if replica_id still holds it; *changed (NULL allowed)
  * tells whether it did. Not an error when the node is unknown or elsewhere. */
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
-                                bool *changed, sx_err *err) SX_MUSTCHECK;
+                                const char *reason, bool *changed, sx_err *err) SX_MUSTCHECK;
+
+/* Records that snapshot version was sent to the node. SX_ENOTFOUND for an unknown node. */
+int node_repo_record_sent(pg_conn *c, const char *node_id, long long version,
+                          sx_err *err) SX_MUSTCHECK;
 
 /* Marks every node held by replica_id disconnected (a replica starting again, or
  * another taking over after it died); *count (NULL allowed) gets how many. */

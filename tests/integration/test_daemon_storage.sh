@@ -80,7 +80,7 @@ check "/readyz names the database as not ready" contains "$WORK/body" '"database
 # ------------------------------------------------------------------ database up, not migrated
 svc_pg_start "$WORK/pg" "$PG_PORT" || exit 1
 psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" || exit 1
-check "the log says migrations are pending" wait_for 15 contains "$WORK/serve.log" "migration is pending"
+check "the log says migrations are pending" wait_for 15 grep -qE "migrations? (is|are) pending" "$WORK/serve.log"
 check "/readyz stays 503 while migrations are pending" [ "$(http GET /readyz)" = 503 ]
 
 "$BIN" migrate >"$WORK/migrate.out" 2>&1

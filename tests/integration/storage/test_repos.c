@@ -758,9 +758,9 @@ static void test_nodes(void **state)
 
     /* Only the holding replica marks a node disconnected. */
     bool changed = true;
-    OK(node_repo_mark_disconnected(f->c, "n1", "r2", &changed, &e_));
+    OK(node_repo_mark_disconnected(f->c, "n1", "r2", "client_disconnect", &changed, &e_));
     assert_false(changed);
-    OK(node_repo_mark_disconnected(f->c, "n1", "r1", &changed, &e_));
+    OK(node_repo_mark_disconnected(f->c, "n1", "r1", "client_disconnect", &changed, &e_));
     assert_true(changed);
     node_filter down = {.connected = 0};
     OK(node_repo_list(f->c, &down, f->a, &nl, &e_));
