@@ -121,6 +121,12 @@ static const key_def keys[] = {
      "Budget for stopping every component on SIGTERM; past it the process exits non-zero."},
     {"snapshots.load_timeout", K_DURATION, "30s", 1, MS_HOUR, OFF(snapshots.load_timeout_ms), NULL,
      "How long start-up may spend loading the latest snapshots."},
+    {"nodes.flush_interval", K_DURATION, "1s", 10, MS_HOUR, OFF(nodes.flush_interval_ms), NULL,
+     "Debounce window for writing node status (ACKs, last seen); NACKs and connects are "
+     "written at once."},
+    {"nodes.max_pending", K_INT, "10000", 1, 10000000, OFF(nodes.max_pending), NULL,
+     "Bound on nodes with unwritten status updates; routine updates beyond it are dropped "
+     "and counted."},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

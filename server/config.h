@@ -124,6 +124,10 @@ typedef struct sextant_config {
     struct {
         int64_t load_timeout_ms; /* how long start-up may take to load snapshots */
     } snapshots;
+    struct {
+        int64_t flush_interval_ms; /* debounce window for node status writes */
+        int64_t max_pending;       /* bound on nodes with unwritten updates */
+    } nodes;
     char *source_file;     /* the YAML file read, NULL when none */
     sx_fielderrs warnings; /* non-fatal notes, such as unknown SEXTANT_* variables */
 } sextant_config;

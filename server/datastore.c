@@ -16,6 +16,7 @@
 
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/nodes/status.h"
 #include "server/server.h"
 #include "server/snapshot/store.h"
 #include "storage/migrate.h"
@@ -201,6 +202,16 @@ int datastore_register(struct sx_server *srv, sx_err *err)
                                     snap_store_on_resync, srv->snapshots, err)) != 0)
         goto fail;
 
+    node_status_options no = {
+        .pool = srv->db,
+        .replica_id = cfg->replica.id,
+        .flush_interval_ms = (int)cfg->nodes.flush_interval_ms,
+        .max_pending = (int)cfg->nodes.max_pending,
+        .metrics = srv->metrics,
+    };
+    if ((rc = node_status_create(&no, &srv->nodes, err)) != 0)
+        goto fail;
+
     datastore *d = sx_calloc(1, sizeof(*d));
     d->srv = srv;
     srv->datastore = d;
@@ -216,6 +227,9 @@ fail:
 
 void datastore_release(struct sx_server *srv)
 {
+    /* First: its last flush still needs the pool. */
+    node_status_destroy(srv->nodes);
+    srv->nodes = NULL;
     pg_listener_destroy(srv->listener);
     srv->listener = NULL;
     snap_store_destroy(srv->snapshots);

@@ -23,6 +23,7 @@ struct pg_listener;
 struct snap_store;
 struct snap_repo;
 struct datastore;
+struct node_status_queue;
 
 struct sx_server {
     /* The loaded configuration; owned. Read-only once loaded, so any thread reads it. */
@@ -50,6 +51,9 @@ struct sx_server {
     struct snap_store *snapshots;
     /* set by the storage wiring: snapshot reads and writes (through the cache). */
     struct snap_repo *snap_repo;
+    /* set by the storage wiring: node events from the xDS streams, written to
+     * proxy_nodes / node_status in debounced batches (server/nodes/status.h). */
+    struct node_status_queue *nodes;
     /* set by the storage wiring: its worker threads' state (server/datastore.c). */
     struct datastore *datastore;
 };

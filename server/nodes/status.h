@@ -24,21 +24,21 @@ typedef struct node_status_queue node_status_queue;
 
 /* Identity of a node as its first request gives it. Borrowed for the call. */
 typedef struct node_identity {
-    const char *node_id;       /* required */
-    const char *group;         /* proxy group it was assigned */
-    const char *protocol;      /* "ads-sotw", "ads-delta", "control-v1" */
-    const char *user_agent;    /* "envoy 1.30.1", "grpc-node-js 1.14.0", ... ("" when none) */
-    const json_t *labels;      /* object of strings (from node metadata "labels"), NULL = {} */
-    const json_t *metadata;    /* node metadata as JSON, NULL = {} */
-    const json_t *locality;    /* {"region","zone","sub_zone"}, NULL = {} */
+    const char *node_id;    /* required */
+    const char *group;      /* proxy group it was assigned */
+    const char *protocol;   /* "ads-sotw", "ads-delta", "control-v1" */
+    const char *user_agent; /* "envoy 1.30.1", "grpc-node-js 1.14.0", ... ("" when none) */
+    const json_t *labels;   /* object of strings (from node metadata "labels"), NULL = {} */
+    const json_t *metadata; /* node metadata as JSON, NULL = {} */
+    const json_t *locality; /* {"region","zone","sub_zone"}, NULL = {} */
 } node_identity;
 
 typedef struct node_status_options {
-    pg_pool *pool;           /* borrowed */
-    const char *replica_id;  /* this replica */
-    int flush_interval_ms;   /* debounce window; 0 = 1000 */
-    int max_pending;         /* bound on nodes with unflushed updates; 0 = 10000 */
-    sx_metrics *metrics;     /* NULL allowed */
+    pg_pool *pool;          /* borrowed */
+    const char *replica_id; /* this replica */
+    int flush_interval_ms;  /* debounce window; 0 = 1000 */
+    int max_pending;        /* bound on nodes with unflushed updates; 0 = 10000 */
+    sx_metrics *metrics;    /* NULL allowed */
 } node_status_options;
 
 /* Creates the queue and starts its flusher thread. *out freed by node_status_destroy. */
@@ -58,7 +58,8 @@ void node_status_ack(node_status_queue *q, const char *node_id, long long versio
 /* The node NACKed snapshot version with an error (critical). */
 void node_status_nack(node_status_queue *q, const char *node_id, long long version,
                       const char *error);
-/* The snapshot version the node should have (what was last sent to it). */
+/* The snapshot version last sent to the node (debounced): node_status shows it next to
+ * the ACKed one, so "sent but not yet ACKed" is visible. */
 void node_status_desired(node_status_queue *q, const char *node_id, long long version);
 
 /* Forces a flush now and waits for it; for tests and shutdown. */

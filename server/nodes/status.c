@@ -1,0 +1,494 @@
+/*
+ * status.c — debounced, bounded persistence of node events (see status.h).
+ *
+ * Events are merged into one pending record per node in a hash table: the newest ACK,
+ * NACK and sent version win, a connect carries the identity, a disconnect its reason.
+ * The flusher thread wakes every flush interval, or at once after a critical event,
+ * swaps the table out and writes it in one transaction: identities first (upserts),
+ * then versions, then disconnects, and one batched last_seen update. A failed flush
+ * puts the batch back (newer events win when the node was updated meanwhile) so a
+ * database blip loses nothing but what the bound forces out.
+ */
+#include "server/nodes/status.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/base/clock.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+#include "storage/repo_nodes.h"
+
+enum {
+    EV_CONNECT = 1u << 0,    /* identity present: upsert */
+    EV_SEEN = 1u << 1,       /* touch last_seen */
+    EV_ACK = 1u << 2,        /* ack_version */
+    EV_NACK = 1u << 3,       /* nack_version + nack_error */
+    EV_SENT = 1u << 4,       /* sent_version */
+    EV_DISCONNECT = 1u << 5, /* disconnect_reason */
+};
+
+typedef struct pending {
+    struct pending *next; /* hash chain */
+    char *node_id;
+    unsigned events;
+    /* identity (EV_CONNECT) */
+    char *group, *protocol, *user_agent;
+    json_t *labels, *metadata, *locality;
+    long long ack_version;
+    long long nack_version;
+    char *nack_error;
+    long long sent_version;
+    char *disconnect_reason;
+} pending;
+
+#define BUCKETS 4096
+
+struct node_status_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* wakes the flusher: critical event, flush request, stop */
+    pthread_cond_t flushed; /* signalled after every flush */
+    pthread_t thread;
+    pg_pool *pool; /* borrowed */
+    char *replica_id;
+    int interval_ms;
+    size_t max_pending;
+    pending *table[BUCKETS];
+    size_t count; /* nodes in table */
+    bool urgent;  /* a critical event arrived */
+    bool stopping;
+    uint64_t flush_requests; /* node_status_flush asks; */
+    uint64_t flushes_done;   /* ... and waits for this to pass its ask */
+    int last_flush_rc;
+    sx_metric *m_depth, *m_enqueued, *m_dropped, *m_flush_seconds, *m_flush_errors;
+};
+
+static size_t bucket_of(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (size_t)(h % BUCKETS);
+}
+
+static void pending_free(pending *p)
+{
+    sx_free(p->node_id);
+    sx_free(p->group);
+    sx_free(p->protocol);
+    sx_free(p->user_agent);
+    json_decref(p->labels);
+    json_decref(p->metadata);
+    json_decref(p->locality);
+    sx_free(p->nack_error);
+    sx_free(p->disconnect_reason);
+    sx_free(p);
+}
+
+static void replace_str(char **dst, const char *src)
+{
+    sx_free(*dst);
+    *dst = src ? sx_strdup(src) : NULL;
+}
+
+static void replace_json(json_t **dst, const json_t *src)
+{
+    json_decref(*dst);
+    *dst = src ? json_deep_copy(src) : NULL;
+}
+
+/* The pending record of node_id, created when absent and the bound allows; NULL when
+ * the event must be dropped. Call with the lock held. */
+static pending *lookup_locked(node_status_queue *q, const char *node_id, bool critical)
+{
+    size_t b = bucket_of(node_id);
+    for (pending *p = q->table[b]; p; p = p->next)
+        if (strcmp(p->node_id, node_id) == 0)
+            return p;
+    /* Critical events may use a second bound's worth of room, so a flood of routine
+     * updates cannot crowd out NACKs and disconnects. */
+    size_t limit = critical ? q->max_pending * 2 : q->max_pending;
+    if (q->count >= limit)
+        return NULL;
+    pending *p = sx_calloc(1, sizeof(*p));
+    p->node_id = sx_strdup(node_id);
+    p->next = q->table[b];
+    q->table[b] = p;
+    q->count++;
+    return p;
+}
+
+/* Common prologue of every event: find the record or count a drop. */
+static pending *begin_event(node_status_queue *q, const char *node_id, bool critical)
+{
+    if (node_id == NULL || node_id[0] == '\0')
+        return NULL;
+    pthread_mutex_lock(&q->mu);
+    pending *p = lookup_locked(q, node_id, critical);
+    if (p == NULL) {
+        pthread_mutex_unlock(&q->mu);
+        if (q->m_dropped)
+            sx_metric_inc(q->m_dropped, NULL);
+        return NULL;
+    }
+    return p;
+}
+
+static void end_event(node_status_queue *q, bool critical)
+{
+    if (critical) {
+        q->urgent = true;
+        pthread_cond_signal(&q->cv);
+    }
+    size_t depth = q->count;
+    pthread_mutex_unlock(&q->mu);
+    if (q->m_enqueued)
+        sx_metric_inc(q->m_enqueued, NULL);
+    if (q->m_depth)
+        sx_metric_set(q->m_depth, NULL, (double)depth);
+}
+
+void node_status_connected(node_status_queue *q, const node_identity *id)
+{
+    pending *p = begin_event(q, id->node_id, true);
+    if (p == NULL)
+        return;
+    p->events |= EV_CONNECT | EV_SEEN;
+    p->events &= ~(unsigned)EV_DISCONNECT; /* a reconnect within the window wins */
+    replace_str(&p->group, id->group ? id->group : "");
+    replace_str(&p->protocol, id->protocol);
+    replace_str(&p->user_agent, id->user_agent);
+    replace_json(&p->labels, id->labels);
+    replace_json(&p->metadata, id->metadata);
+    replace_json(&p->locality, id->locality);
+    end_event(q, true);
+}
+
+void node_status_disconnected(node_status_queue *q, const char *node_id, const char *reason)
+{
+    pending *p = begin_event(q, node_id, true);
+    if (p == NULL)
+        return;
+    p->events |= EV_DISCONNECT;
+    replace_str(&p->disconnect_reason, reason ? reason : "other");
+    end_event(q, true);
+}
+
+void node_status_seen(node_status_queue *q, const char *node_id)
+{
+    pending *p = begin_event(q, node_id, false);
+    if (p == NULL)
+        return;
+    p->events |= EV_SEEN;
+    end_event(q, false);
+}
+
+void node_status_ack(node_status_queue *q, const char *node_id, long long version)
+{
+    pending *p = begin_event(q, node_id, false);
+    if (p == NULL)
+        return;
+    p->events |= EV_ACK | EV_SEEN;
+    if (version > p->ack_version || !(p->events & EV_ACK))
+        p->ack_version = version;
+    end_event(q, false);
+}
+
+void node_status_nack(node_status_queue *q, const char *node_id, long long version,
+                      const char *error)
+{
+    pending *p = begin_event(q, node_id, true);
+    if (p == NULL)
+        return;
+    p->events |= EV_NACK | EV_SEEN;
+    p->nack_version = version;
+    replace_str(&p->nack_error, error ? error : "");
+    end_event(q, true);
+}
+
+void node_status_desired(node_status_queue *q, const char *node_id, long long version)
+{
+    pending *p = begin_event(q, node_id, false);
+    if (p == NULL)
+        return;
+    p->events |= EV_SENT;
+    p->sent_version = version;
+    end_event(q, false);
+}
+
+/* ------------------------------------------------------------------ flushing */
+
+typedef struct batch {
+    pending **items;
+    size_t count;
+    const char *replica_id;
+} batch;
+
+static int write_batch(pg_conn *c, void *arg, sx_err *err)
+{
+    batch *b = arg;
+    int rc;
+    for (size_t i = 0; i < b->count; i++) {
+        pending *p = b->items[i];
+        if (!(p->events & EV_CONNECT))
+            continue;
+        char client[256];
+        snprintf(client, sizeof(client), "%s", p->user_agent ? p->user_agent : "");
+        json_t *labels = p->labels;
+        node_hello h = {
+            .node_id = p->node_id,
+            .group = p->group && p->group[0] ? p->group : "default",
+            .labels = json_is_object(labels) ? labels : NULL,
+            .metadata = json_is_object(p->metadata) ? p->metadata : NULL,
+            .client = client,
+            .replica_id = b->replica_id,
+            .locality = json_is_object(p->locality) ? p->locality : NULL,
+            .protocol = p->protocol,
+        };
+        if ((rc = node_repo_upsert(c, &h, err)) != 0)
+            return rc;
+    }
+    const char **seen = sx_calloc(b->count ? b->count : 1, sizeof(*seen));
+    size_t nseen = 0;
+    rc = 0;
+    for (size_t i = 0; i < b->count && rc == 0; i++) {
+        pending *p = b->items[i];
+        /* A node this replica never saw connect (its connect was dropped) is unknown
+         * to the database: skip its versions rather than fail the whole batch. */
+        if ((p->events & EV_SENT) &&
+            (rc = node_repo_record_sent(c, p->node_id, p->sent_version, err)) == SX_ENOTFOUND)
+            rc = 0;
+        if (rc == 0 && (p->events & EV_ACK) &&
+            (rc = node_repo_record_ack(c, p->node_id, p->ack_version, err)) == SX_ENOTFOUND)
+            rc = 0;
+        if (rc == 0 && (p->events & EV_NACK) &&
+            (rc = node_repo_record_nack(c, p->node_id, p->nack_version,
+                                        p->nack_error ? p->nack_error : "", err)) == SX_ENOTFOUND)
+            rc = 0;
+        if (rc == 0 && (p->events & EV_SEEN) && !(p->events & (EV_CONNECT | EV_DISCONNECT)))
+            seen[nseen++] = p->node_id;
+    }
+    if (rc == 0 && nseen)
+        rc = node_repo_touch(c, seen, nseen, NULL, err);
+    sx_free(seen);
+    for (size_t i = 0; i < b->count && rc == 0; i++) {
+        pending *p = b->items[i];
+        if (p->events & EV_DISCONNECT)
+            rc = node_repo_mark_disconnected(c, p->node_id, b->replica_id, p->disconnect_reason,
+                                             NULL, err);
+    }
+    return rc;
+}
+
+/* Puts a failed batch back under what arrived meanwhile (newer events win). */
+static void requeue_locked(node_status_queue *q, pending *p)
+{
+    size_t b = bucket_of(p->node_id);
+    for (pending *cur = q->table[b]; cur; cur = cur->next) {
+        if (strcmp(cur->node_id, p->node_id) != 0)
+            continue;
+        if ((p->events & EV_CONNECT) && !(cur->events & EV_CONNECT)) {
+            cur->events |= EV_CONNECT;
+            cur->group = p->group, p->group = NULL;
+            cur->protocol = p->protocol, p->protocol = NULL;
+            cur->user_agent = p->user_agent, p->user_agent = NULL;
+            cur->labels = p->labels, p->labels = NULL;
+            cur->metadata = p->metadata, p->metadata = NULL;
+            cur->locality = p->locality, p->locality = NULL;
+        }
+        unsigned older = p->events & ~cur->events & ~(unsigned)EV_CONNECT;
+        cur->events |= older;
+        if (older & EV_ACK)
+            cur->ack_version = p->ack_version;
+        if (older & EV_SENT)
+            cur->sent_version = p->sent_version;
+        if (older & EV_NACK) {
+            cur->nack_version = p->nack_version;
+            cur->nack_error = p->nack_error, p->nack_error = NULL;
+        }
+        if (older & EV_DISCONNECT)
+            cur->disconnect_reason = p->disconnect_reason, p->disconnect_reason = NULL;
+        pending_free(p);
+        return;
+    }
+    if (q->count >= q->max_pending * 2) {
+        pending_free(p);
+        if (q->m_dropped)
+            sx_metric_inc(q->m_dropped, NULL);
+        return;
+    }
+    p->next = q->table[b];
+    q->table[b] = p;
+    q->count++;
+}
+
+/* Takes everything pending, writes it, and requeues it on failure. */
+static int flush_once(node_status_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->count;
+    pending **items = sx_calloc(n ? n : 1, sizeof(*items));
+    size_t k = 0;
+    for (size_t b = 0; b < BUCKETS; b++) {
+        for (pending *p = q->table[b]; p;) {
+            pending *next = p->next;
+            p->next = NULL;
+            items[k++] = p;
+            p = next;
+        }
+        q->table[b] = NULL;
+    }
+    q->count = 0;
+    q->urgent = false;
+    pthread_mutex_unlock(&q->mu);
+
+    int rc = 0;
+    if (k) {
+        int64_t start = sx_monotonic_ms();
+        batch b = {items, k, q->replica_id};
+        sx_err err;
+        sx_err_clear(&err);
+        rc = pg_tx(q->pool, write_batch, &b, &err);
+        if (q->m_flush_seconds)
+            sx_metric_observe(q->m_flush_seconds, NULL,
+                              (double)(sx_monotonic_ms() - start) / 1000.0);
+        if (rc) {
+            if (q->m_flush_errors)
+                sx_metric_inc(q->m_flush_errors, NULL);
+            sx_log_err(SX_LOG_WARN, "nodes", &err);
+            pthread_mutex_lock(&q->mu);
+            for (size_t i = 0; i < k; i++)
+                requeue_locked(q, items[i]);
+            pthread_mutex_unlock(&q->mu);
+        } else {
+            for (size_t i = 0; i < k; i++)
+                pending_free(items[i]);
+        }
+    }
+    sx_free(items);
+    pthread_mutex_lock(&q->mu);
+    if (q->m_depth)
+        sx_metric_set(q->m_depth, NULL, (double)q->count);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+static void *flusher(void *arg)
+{
+    node_status_queue *q = arg;
+    pthread_mutex_lock(&q->mu);
+    while (!q->stopping) {
+        uint64_t asked = q->flush_requests;
+        if (!q->urgent && asked == q->flushes_done) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t ns = (int64_t)ts.tv_nsec + (int64_t)q->interval_ms * 1000000;
+            ts.tv_sec += ns / 1000000000;
+            ts.tv_nsec = ns % 1000000000;
+            pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+            if (q->stopping)
+                break;
+            asked = q->flush_requests;
+        }
+        pthread_mutex_unlock(&q->mu);
+        int rc = flush_once(q);
+        pthread_mutex_lock(&q->mu);
+        q->last_flush_rc = rc;
+        if (asked > q->flushes_done)
+            q->flushes_done = asked;
+        pthread_cond_broadcast(&q->flushed);
+        if (rc && !q->stopping) {
+            /* The database is failing: wait a full interval before trying again. */
+            q->urgent = false;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+int node_status_create(const node_status_options *opt, node_status_queue **out, sx_err *err)
+{
+    *out = NULL;
+    if (opt->pool == NULL || opt->replica_id == NULL || opt->replica_id[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "node status needs a database pool and a replica id");
+    node_status_queue *q = sx_calloc(1, sizeof(*q));
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cv, &ca);
+    pthread_cond_init(&q->flushed, NULL);
+    pthread_condattr_destroy(&ca);
+    q->pool = opt->pool;
+    q->replica_id = sx_strdup(opt->replica_id);
+    q->interval_ms = opt->flush_interval_ms > 0 ? opt->flush_interval_ms : 1000;
+    q->max_pending = opt->max_pending > 0 ? (size_t)opt->max_pending : 10000;
+    if (opt->metrics) {
+        q->m_depth = sx_metrics_gauge(opt->metrics, "sextant_node_status_queue_depth",
+                                      "Nodes with node status updates not yet written", NULL);
+        q->m_enqueued = sx_metrics_counter(opt->metrics, "sextant_node_status_enqueued_total",
+                                           "Node status events accepted", NULL);
+        q->m_dropped =
+            sx_metrics_counter(opt->metrics, "sextant_node_status_dropped_total",
+                               "Node status events dropped because the queue was full", NULL);
+        static const double bounds[] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+        q->m_flush_seconds =
+            sx_metrics_histogram(opt->metrics, "sextant_node_status_flush_seconds",
+                                 "Time to write one batch of node status", NULL, bounds, 8);
+        q->m_flush_errors =
+            sx_metrics_counter(opt->metrics, "sextant_node_status_flush_errors_total",
+                               "Node status batches that failed to write", NULL);
+    }
+    if (pthread_create(&q->thread, NULL, flusher, q) != 0) {
+        sx_free(q->replica_id);
+        sx_free(q);
+        return sx_err_set(err, SX_EINTERNAL, "could not start the node status thread");
+    }
+    *out = q;
+    return 0;
+}
+
+int node_status_flush(node_status_queue *q, sx_err *err)
+{
+    pthread_mutex_lock(&q->mu);
+    uint64_t ticket = ++q->flush_requests;
+    pthread_cond_signal(&q->cv);
+    while (q->flushes_done < ticket && !q->stopping)
+        pthread_cond_wait(&q->flushed, &q->mu);
+    int rc = q->last_flush_rc;
+    pthread_mutex_unlock(&q->mu);
+    if (rc)
+        return sx_err_set(err, rc, "node status could not be written");
+    return 0;
+}
+
+void node_status_destroy(node_status_queue *q)
+{
+    if (q == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->stopping = true;
+    pthread_cond_broadcast(&q->cv);
+    pthread_cond_broadcast(&q->flushed);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->thread, NULL);
+    /* One last best-effort flush of what arrived before the streams stopped. */
+    if (flush_once(q) != 0)
+        sx_log(SX_LOG_WARN, "nodes", "node status pending at shutdown could not be written");
+    for (size_t b = 0; b < BUCKETS; b++) {
+        for (pending *p = q->table[b]; p;) {
+            pending *next = p->next;
+            pending_free(p);
+            p = next;
+        }
+    }
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+    pthread_cond_destroy(&q->flushed);
+    sx_free(q->replica_id);
+    sx_free(q);
+}

@@ -1,0 +1,183 @@
+/*
+ * test_node_status.c — node events reach proxy_nodes / node_status through the
+ * debounced queue: identities on connect, ACK after the debounce window, NACK and
+ * disconnect at once, bounded memory with counted drops, nothing lost at shutdown.
+ */
+#include "tests/lib/testlib.h"
+
+#include <string.h>
+
+#include "server/base/arena.h"
+#include "server/base/metrics.h"
+#include "server/nodes/status.h"
+#include "storage/migrate.h"
+#include "storage/pg_pool.h"
+#include "storage/repo_nodes.h"
+
+typedef struct fixture {
+    char *url;
+    pg_pool *pool;
+    sx_metrics *metrics;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->url = tl_db_create();
+    sx_err err;
+    int applied = 0;
+    assert_int_equal(migrate_run(f->url, NULL, &applied, &err), 0);
+    pg_pool_options po = {.url = f->url, .size = 4};
+    assert_int_equal(pg_pool_create(&po, &f->pool, &err), 0);
+    f->metrics = sx_metrics_create();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    pg_pool_destroy(f->pool);
+    sx_metrics_destroy(f->metrics);
+    tl_db_drop(f->url);
+    free(f);
+    return 0;
+}
+
+/* Reads a node; returns false when it is not in the database yet. */
+static bool get_node(fixture *f, const char *id, sx_arena *a, node_record **out)
+{
+    pg_conn *c;
+    sx_err err;
+    assert_int_equal(pg_acquire(f->pool, &c, &err), 0);
+    int rc = node_repo_get(c, id, a, out, &err);
+    pg_release(f->pool, c);
+    return rc == 0;
+}
+
+static json_t *parse(const char *s)
+{
+    json_error_t e;
+    return json_loads(s, 0, &e);
+}
+
+static void test_events_reach_the_database(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q;
+    sx_err err;
+    /* A long debounce window: only critical events may be written early. */
+    node_status_options o = {.pool = f->pool,
+                             .replica_id = "replica-a",
+                             .flush_interval_ms = 60000,
+                             .metrics = f->metrics};
+    assert_int_equal(node_status_create(&o, &q, &err), 0);
+
+    json_t *labels = parse("{\"tier\":\"edge\"}");
+    json_t *locality = parse("{\"region\":\"eu\",\"zone\":\"eu-1a\"}");
+    node_identity id = {.node_id = "envoy-1",
+                        .group = "edge",
+                        .protocol = "ads-sotw",
+                        .user_agent = "envoy 1.30.1",
+                        .labels = labels,
+                        .locality = locality};
+    node_status_connected(q, &id);
+    json_decref(labels);
+    json_decref(locality);
+
+    /* A connect is critical: it is written well before the 60 s window. */
+    sx_arena *a = sx_arena_create();
+    node_record *n = NULL;
+    long long deadline = tl_now_ms() + 5000;
+    while (!get_node(f, "envoy-1", a, &n) && tl_now_ms() < deadline)
+        tl_sleep_ms(20);
+    assert_non_null(n);
+    assert_string_equal(n->group, "edge");
+    assert_true(n->connected);
+    assert_string_equal(n->replica_id, "replica-a");
+    assert_string_equal(n->client, "envoy 1.30.1");
+    assert_string_equal(n->protocol, "ads-sotw");
+    assert_string_equal(json_string_value(json_object_get(n->locality, "zone")), "eu-1a");
+    assert_string_equal(json_string_value(json_object_get(n->labels, "tier")), "edge");
+
+    /* An ACK waits for the window (or an explicit flush). */
+    node_status_desired(q, "envoy-1", 7);
+    node_status_ack(q, "envoy-1", 7);
+    tl_sleep_ms(300);
+    assert_true(get_node(f, "envoy-1", a, &n));
+    assert_int_equal(n->acked_version, 0);
+    assert_int_equal(node_status_flush(q, &err), 0);
+    assert_true(get_node(f, "envoy-1", a, &n));
+    assert_int_equal(n->acked_version, 7);
+    assert_int_equal(n->sent_version, 7);
+
+    /* A NACK is critical: written without a flush, error kept, counted. */
+    node_status_nack(q, "envoy-1", 8, "cluster edge/api: unknown lb policy");
+    deadline = tl_now_ms() + 5000;
+    while (tl_now_ms() < deadline) {
+        assert_true(get_node(f, "envoy-1", a, &n));
+        if (n->nack_count == 1)
+            break;
+        tl_sleep_ms(20);
+    }
+    assert_int_equal(n->nack_count, 1);
+    assert_int_equal(n->last_nack_version, 8);
+    assert_string_equal(n->last_nack_error, "cluster edge/api: unknown lb policy");
+    assert_int_equal(n->acked_version, 7); /* the last good version stays */
+
+    /* A disconnect is critical too, with its reason. */
+    node_status_disconnected(q, "envoy-1", "superseded");
+    deadline = tl_now_ms() + 5000;
+    while (tl_now_ms() < deadline) {
+        assert_true(get_node(f, "envoy-1", a, &n));
+        if (!n->connected)
+            break;
+        tl_sleep_ms(20);
+    }
+    assert_false(n->connected);
+    assert_string_equal(n->disconnect_reason, "superseded");
+
+    /* What is pending at shutdown is written by destroy. */
+    node_identity id2 = {.node_id = "grpc-1", .group = "edge", .protocol = "ads-sotw"};
+    node_status_connected(q, &id2);
+    node_status_ack(q, "grpc-1", 3);
+    node_status_destroy(q);
+    assert_true(get_node(f, "grpc-1", a, &n));
+    assert_int_equal(n->acked_version, 3);
+    sx_arena_destroy(a);
+}
+
+static void test_bounded_queue_counts_drops(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q;
+    sx_err err;
+    node_status_options o = {.pool = f->pool,
+                             .replica_id = "replica-b",
+                             .flush_interval_ms = 60000,
+                             .max_pending = 2,
+                             .metrics = f->metrics};
+    assert_int_equal(node_status_create(&o, &q, &err), 0);
+    sx_metric *dropped =
+        sx_metrics_counter(f->metrics, "sextant_node_status_dropped_total", "", NULL);
+    double before = sx_metric_value(dropped, NULL);
+    char id[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof(id), "n%d", i);
+        node_status_seen(q, id); /* routine: bounded by max_pending */
+    }
+    assert_true(sx_metric_value(dropped, NULL) - before == 3);
+    /* Events for a node already pending merge and are never dropped. */
+    node_status_ack(q, "n0", 1);
+    assert_true(sx_metric_value(dropped, NULL) - before == 3);
+    node_status_destroy(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_events_reach_the_database, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bounded_queue_counts_drops, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
