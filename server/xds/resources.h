@@ -10,6 +10,19 @@
  * clients echo back in initial_resource_versions. The set is immutable once built and
  * reference-counted; streams hold a reference while they send from it.
  *
+ * Names (what clients subscribe to):
+ *   - Cluster and ClusterLoadAssignment: the backend's qualified name, "<namespace>/<name>",
+ *     or "<name>" when the namespace is empty (also eds service_name). A BackendRef names
+ *     (ref.namespace, or the route's namespace when empty; ref.name) under the same rule.
+ *   - Listener: the IR listener's name; for a GRPC listener with port 0 (proxyless
+ *     clients dialing xds:///HOST), one Listener per hostname, named exactly HOST.
+ *   - RouteConfiguration: the IR listener's name (proxyless Listeners of one IR listener
+ *     share it); one virtual host per hostname, domains = [that hostname], "*" if none.
+ *   - Secret: the IR secret's qualified name; inline CA bundles become "ca:<cluster>"
+ *     (backend verification) and "client-ca:<listener>" (client certificates).
+ *   Listener-side references (attached_routes, tls.secret_refs, client_certificate_ref)
+ *   are a qualified name, or a bare name that exactly one object has.
+ *
  * The type order of xds_type is the make-before-break order in which a change is
  * pushed on an ADS stream: CDS, EDS, LDS, RDS (SDS first of all, since clusters and
  * listeners reference secrets).
