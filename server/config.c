@@ -121,6 +121,14 @@ static const key_def keys[] = {
      "Budget for stopping every component on SIGTERM; past it the process exits non-zero."},
     {"snapshots.load_timeout", K_DURATION, "30s", 1, MS_HOUR, OFF(snapshots.load_timeout_ms), NULL,
      "How long start-up may spend loading the latest snapshots."},
+    {"xds.ack_timeout", K_DURATION, "0", 0, MS_HOUR, OFF(xds.ack_timeout_ms), "0, off",
+     "An xDS response not ACKed or NACKed within this time ends its stream; 0 never."},
+    {"xds.send_timeout", K_DURATION, "30s", 0, MS_HOUR, OFF(xds.send_timeout_ms), NULL,
+     "An xDS response the proxy does not read within this time ends its stream; 0 never."},
+    {"xds.default_group", K_PREFIX, "default", 0, 0, OFF(xds.default_group), NULL,
+     "Proxy group of nodes whose node.cluster (or cluster) is empty."},
+    {"xds.cq_threads", K_INT, "2", 1, 64, OFF(xds.cq_threads), NULL,
+     "Threads serving the gRPC completion queue of the xDS server (1..64)."},
     {"nodes.flush_interval", K_DURATION, "1s", 10, MS_HOUR, OFF(nodes.flush_interval_ms), NULL,
      "Debounce window for writing node status (ACKs, last seen); NACKs and connects are "
      "written at once."},
@@ -1138,6 +1146,14 @@ static void check_listeners(loader *L)
             h->text);
 }
 
+/* Nodes that name no cluster need a group to land in. */
+static void check_xds(loader *L)
+{
+    const char *g = L->cfg->xds.default_group;
+    if (g != NULL && *g == '\0')
+        bad(L, (size_t)find_key("xds.default_group"), "must not be empty");
+}
+
 /* ------------------------------------------------------------------ load / free */
 
 static void default_replica_id(char *out, size_t n)
@@ -1195,6 +1211,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_tls(&L, "grpc.tls", true);
     check_jwt(&L);
     check_listeners(&L);
+    check_xds(&L);
 
     for (size_t i = 0; i < NKEYS; i++)
         sx_free(L.raw[i].text);

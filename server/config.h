@@ -38,6 +38,12 @@
  *   auth.dev_sign_in               boolean   false              true/false, yes/no, on/off, 1/0
  *   shutdown.timeout               duration  10s                1ms..1h
  *   snapshots.load_timeout         duration  30s                1ms..1h
+ *   xds.ack_timeout                duration  0                  0 (off)..1h; unanswered response
+ *                                                               ends the stream (ack_timeout)
+ *   xds.send_timeout               duration  30s                0 (off)..1h; unwritten response
+ *                                                               ends the stream (send_timeout)
+ *   xds.default_group              string    default            group of nodes naming no cluster
+ *   xds.cq_threads                 integer   2                  1..64 gRPC completion queue threads
  *
  * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",
  * "5s", "1m30s"), or "0". Files are checked to exist and be readable at load time.
@@ -124,6 +130,12 @@ typedef struct sextant_config {
     struct {
         int64_t load_timeout_ms; /* how long start-up may take to load snapshots */
     } snapshots;
+    struct {
+        int64_t ack_timeout_ms;  /* 0: a response may wait for its ACK/NACK forever */
+        int64_t send_timeout_ms; /* 0: a response may take forever to be written */
+        char *default_group;     /* proxy group of nodes that name no cluster */
+        int64_t cq_threads;      /* threads polling the gRPC completion queue */
+    } xds;
     struct {
         int64_t flush_interval_ms; /* debounce window for node status writes */
         int64_t max_pending;       /* bound on nodes with unwritten updates */

@@ -29,6 +29,7 @@
 #include "server/datastore.h"
 #include "server/server.h"
 #include "server/supervisor.h"
+#include "server/xds/server.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
@@ -517,9 +518,10 @@ static int cmd_publish(const cli_opts *o)
  * Each reports ready through sup_set_ready (or its probe) once its dependency is
  * reachable, which opens /readyz.
  */
-static int register_storage_components(struct sx_server *srv, sx_err *err)
+static int register_storage_components(struct sx_server *srv, xds_server **xds, sx_err *err)
 {
-    return datastore_register(srv, err);
+    int rc = datastore_register(srv, err);
+    return rc != 0 ? rc : xds_server_register(srv, xds, err);
 }
 
 static void log_started(const struct sx_server *srv)
@@ -564,7 +566,8 @@ static int cmd_serve(const cli_opts *o)
         sx_server_destroy(srv);
         return 1;
     }
-    if (register_storage_components(srv, &err) != 0) {
+    xds_server *xds = NULL;
+    if (register_storage_components(srv, &xds, &err) != 0) {
         sx_log_err(SX_LOG_ERROR, "main", &err);
         fprintf(stderr, "sextant: %s\n", err.message);
         sx_server_destroy(srv);
@@ -593,6 +596,7 @@ static int cmd_serve(const cli_opts *o)
         _exit(1);
     }
     sx_log_fields(SX_LOG_INFO, "main", json_pack("{s:i}", "exit_code", status), "sextant stopped");
+    xds_server_destroy(xds);
     datastore_release(srv);
     sx_server_destroy(srv);
     return status;

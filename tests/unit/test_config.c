@@ -176,7 +176,12 @@ static const char *full_yaml = "database:\n"
                                "shutdown:\n"
                                "  timeout: 3s\n"
                                "snapshots:\n"
-                               "  load_timeout: 1h\n";
+                               "  load_timeout: 1h\n"
+                               "xds:\n"
+                               "  ack_timeout: 45s\n"
+                               "  send_timeout: 0\n"
+                               "  default_group: edge\n"
+                               "  cq_threads: 4\n";
 
 static void test_full_file(void **state)
 {
@@ -222,6 +227,10 @@ static void test_full_file(void **state)
     assert_true(c->auth.dev_sign_in);
     assert_int_equal(c->shutdown.timeout_ms, 3000);
     assert_int_equal(c->snapshots.load_timeout_ms, 3600000);
+    assert_int_equal(c->xds.ack_timeout_ms, 45000);
+    assert_int_equal(c->xds.send_timeout_ms, 0);
+    assert_string_equal(c->xds.default_group, "edge");
+    assert_int_equal(c->xds.cq_threads, 4);
     assert_string_equal(c->source_file, yaml_path);
     assert_int_equal(c->warnings.count, 0);
 
@@ -279,6 +288,10 @@ static void test_defaults_env_only(void **state)
     assert_false(c->auth.dev_sign_in);
     assert_int_equal(c->shutdown.timeout_ms, 10000);
     assert_int_equal(c->snapshots.load_timeout_ms, 30000);
+    assert_int_equal(c->xds.ack_timeout_ms, 0);
+    assert_int_equal(c->xds.send_timeout_ms, 30000);
+    assert_string_equal(c->xds.default_group, "default");
+    assert_int_equal(c->xds.cq_threads, 2);
     config_free(c);
     sx_fielderrs_free(&errs);
 }
@@ -352,6 +365,42 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bad_cases[] = {
+    /* xds */
+    {"xds threads zero",
+     "xds:\n  cq_threads: 0\n",
+     {0},
+     false,
+     "xds.cq_threads",
+     "must be between 1 and 64, got 0",
+     0},
+    {"xds ack timeout too long",
+     "xds:\n  ack_timeout: 2h\n",
+     {0},
+     false,
+     "xds.ack_timeout",
+     "must be between",
+     0},
+    {"xds send timeout unit",
+     "xds:\n  send_timeout: \"30\"\n",
+     {0},
+     false,
+     "xds.send_timeout",
+     "missing a unit",
+     0},
+    {"xds empty default group",
+     "xds:\n  default_group: \"\"\n",
+     {0},
+     false,
+     "xds.default_group",
+     "must not be empty",
+     0},
+    {"xds default group with space",
+     NULL,
+     {"SEXTANT_XDS_DEFAULT_GROUP=a b", NULL},
+     false,
+     "SEXTANT_XDS_DEFAULT_GROUP (xds.default_group)",
+     "without spaces",
+     0},
     /* values, one key at a time */
     {"bad port",
      "http:\n  listen: 127.0.0.1:80x\n",

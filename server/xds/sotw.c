@@ -1,0 +1,290 @@
+/*
+ * sotw.c — state-of-the-world ADS protocol of one stream (see sotw.h).
+ *
+ * Per type, the state answers one question: does the client need a response, and
+ * with what? "dirty" says something may have changed (a request, a snapshot);
+ * next() evaluates dirty types in push order, compares what the client should hold
+ * (the subscribed resources of the current snapshot) with what it holds (held_res and
+ * held_bits), and produces a response when they differ or an answer is owed
+ * (must_respond). After every evaluation the client is taken to hold exactly the
+ * subscribed resources of the current snapshot, so held_res always moves forward and
+ * old snapshots are released as soon as each type has been evaluated against a newer
+ * one. A type awaiting an ACK is not evaluated: its changes wait, coalesced, until
+ * the client answers.
+ */
+#include "server/xds/sotw.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+
+#define WORDS(n) (((n) + 63) / 64)
+
+static bool full_state(xds_type t)
+{
+    return t == XDS_LDS || t == XDS_CDS;
+}
+
+static bool bit_get(const uint64_t *b, size_t i)
+{
+    return b != NULL && ((b[i >> 6] >> (i & 63)) & 1) != 0;
+}
+
+static void bit_set(uint64_t *b, size_t i)
+{
+    b[i >> 6] |= UINT64_C(1) << (i & 63);
+}
+
+static void bit_clear(uint64_t *b, size_t i)
+{
+    b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+}
+
+/* Index of name among r's resources of type t, or -1. */
+static ptrdiff_t find_index(const xds_resources *r, xds_type t, const char *name)
+{
+    const xds_resource *x = xds_resources_find(r, t, name);
+    return x ? x - r->items[t] : -1;
+}
+
+static void mark_dirty(xds_sotw_type *st, int64_t when_ms)
+{
+    if (st->dirty_ms == 0 || when_ms < st->dirty_ms)
+        st->dirty_ms = when_ms;
+    st->dirty = true;
+}
+
+/* The client holds nothing of this type any more (a reconnect or a restart). */
+static void forget_all(xds_sotw_type *st)
+{
+    sx_free(st->held_bits);
+    st->held_bits = NULL;
+    xds_resources_unref(st->held_res);
+    st->held_res = NULL;
+}
+
+/* Drops what the client held of names it no longer subscribes to, so that they are
+ * sent again if it subscribes to them again. */
+static void forget_unwanted(xds_sotw_type *st, xds_type t)
+{
+    if (st->held_res == NULL || st->held_bits == NULL)
+        return;
+    size_t n = st->held_res->count[t];
+    for (size_t j = 0; j < n; j++)
+        if (bit_get(st->held_bits, j) && !xds_subs_wants(&st->subs, st->held_res->items[t][j].name))
+            bit_clear(st->held_bits, j);
+}
+
+/* Whether the client holds resource i of cur (same name, same version). */
+static bool holds(const xds_sotw_type *st, xds_type t, const xds_resources *cur, size_t i)
+{
+    if (st->held_res == NULL || st->held_bits == NULL)
+        return false;
+    if (st->held_res == cur)
+        return bit_get(st->held_bits, i);
+    ptrdiff_t j = find_index(st->held_res, t, cur->items[t][i].name);
+    return j >= 0 && bit_get(st->held_bits, (size_t)j) &&
+           strcmp(st->held_res->items[t][j].version, cur->items[t][i].version) == 0;
+}
+
+/* Whether a resource the client holds is gone from cur (a deletion to announce). */
+static bool holds_deleted(const xds_sotw_type *st, xds_type t, const xds_resources *cur)
+{
+    if (st->held_res == NULL || st->held_bits == NULL || st->held_res == cur)
+        return false;
+    size_t n = st->held_res->count[t];
+    for (size_t j = 0; j < n; j++)
+        if (bit_get(st->held_bits, j) && find_index(cur, t, st->held_res->items[t][j].name) < 0)
+            return true;
+    return false;
+}
+
+/* Clusters that changed are followed by their endpoints, even unchanged ones: Envoy
+ * finishes warming an updated cluster only when a ClusterLoadAssignment arrives. */
+static void refresh_endpoints(xds_sotw *s, const xds_resources *cur, const uint32_t *clusters,
+                              size_t n, int64_t now_ms)
+{
+    xds_sotw_type *e = &s->t[XDS_EDS];
+    if (e->held_res == NULL || e->held_bits == NULL)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        ptrdiff_t j = find_index(e->held_res, XDS_EDS, cur->items[XDS_CDS][clusters[k]].name);
+        if (j >= 0 && bit_get(e->held_bits, (size_t)j)) {
+            bit_clear(e->held_bits, (size_t)j);
+            mark_dirty(e, now_ms);
+        }
+    }
+}
+
+/* Compares what the client should hold of type t with what it holds; fills out when a
+ * response is due and returns true. Either way the client is then taken to hold the
+ * subscribed resources of the current snapshot. */
+static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response *out)
+{
+    xds_sotw_type *st = &s->t[t];
+    xds_resources *cur = s->current;
+    size_t n = cur->count[t];
+    uint64_t *bits = n ? sx_calloc(WORDS(n), sizeof(uint64_t)) : NULL;
+    uint32_t *wanted = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
+    uint32_t *fresh = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
+    size_t nwanted = 0, nfresh = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!xds_subs_wants(&st->subs, cur->items[t][i].name))
+            continue;
+        bit_set(bits, i);
+        wanted[nwanted++] = (uint32_t)i;
+        if (!holds(st, t, cur, i))
+            fresh[nfresh++] = (uint32_t)i;
+    }
+    bool changed = nfresh > 0 || (full_state(t) && holds_deleted(st, t, cur));
+    bool respond = changed || st->must_respond;
+    if (t == XDS_CDS && nfresh > 0)
+        refresh_endpoints(s, cur, fresh, nfresh, now_ms);
+    if (respond) {
+        bool all = full_state(t);
+        out->type = t;
+        out->res = cur;
+        out->idx = all ? wanted : fresh;
+        out->n = all ? nwanted : nfresh;
+        sx_free(all ? fresh : wanted);
+    } else {
+        sx_free(wanted);
+        sx_free(fresh);
+    }
+    sx_free(st->held_bits);
+    st->held_bits = bits;
+    if (st->held_res != cur) {
+        xds_resources_unref(st->held_res);
+        st->held_res = xds_resources_ref(cur);
+    }
+    return respond;
+}
+
+void xds_sotw_init(xds_sotw *s, uint64_t nonce_seed)
+{
+    memset(s, 0, sizeof(*s));
+    xds_nonce_init(&s->nonce, nonce_seed);
+}
+
+void xds_sotw_free(xds_sotw *s)
+{
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        xds_subs_clear(&s->t[t].subs);
+        forget_all(&s->t[t]);
+    }
+    xds_resources_unref(s->current);
+    s->current = NULL;
+}
+
+void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_ms,
+                         xds_req_outcome *out)
+{
+    xds_sotw_type *st = &s->t[req->type];
+    *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
+    /* A nonce that names no response of this stream (empty, or from another stream
+     * or server) starts the type afresh; one that names an older response is stale. */
+    bool restart = req->nonce[0] == '\0' || !st->has_sent;
+    if (!restart && !xds_nonce_equals(st->sent_nonce, req->nonce)) {
+        out->kind = XDS_REQ_STALE;
+        return;
+    }
+    if (restart) {
+        forget_all(st);
+        st->awaiting = false;
+        st->must_respond = true;
+        mark_dirty(st, now_ms);
+    } else if (st->awaiting) {
+        st->awaiting = false;
+        st->nacked = req->is_nack;
+        out->kind = req->is_nack ? XDS_REQ_NACK : XDS_REQ_ACK;
+        out->version = st->sent_version;
+        out->latency_ms = now_ms - st->trigger_ms;
+    }
+    if (xds_subs_set_sotw(&st->subs, full_state(req->type), req->names, req->name_count)) {
+        forget_unwanted(st, req->type);
+        mark_dirty(st, now_ms);
+        if (full_state(req->type))
+            st->must_respond = true;
+    }
+}
+
+xds_adopt xds_sotw_on_resources(xds_sotw *s, xds_resources *res, int64_t published_ms)
+{
+    if (s->current != NULL && res->version <= s->current->version)
+        return XDS_ADOPT_IGNORED;
+    bool coalesced = false;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        xds_sotw_type *st = &s->t[t];
+        if (!st->subs.requested)
+            continue;
+        coalesced |= st->push_pending;
+        st->push_pending = true;
+        mark_dirty(st, published_ms);
+    }
+    xds_resources_unref(s->current);
+    s->current = xds_resources_ref(res);
+    return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
+}
+
+bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s->current == NULL)
+        return false;
+    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
+        xds_type t = (xds_type)i;
+        xds_sotw_type *st = &s->t[t];
+        if (!st->subs.requested || !st->dirty || st->awaiting)
+            continue;
+        bool respond = evaluate(s, t, now_ms, out);
+        int64_t since = st->dirty_ms ? st->dirty_ms : now_ms;
+        st->dirty = false;
+        st->dirty_ms = 0;
+        st->push_pending = false;
+        st->must_respond = false;
+        if (!respond)
+            continue;
+        st->has_sent = true;
+        st->awaiting = true;
+        st->sent_nonce = xds_nonce_next(&s->nonce);
+        st->sent_version = s->current->version;
+        st->sent_ms = now_ms;
+        st->trigger_ms = since;
+        out->version = s->current->version;
+        xds_nonce_format(st->sent_nonce, out->nonce);
+        return true;
+    }
+    return false;
+}
+
+void xds_sotw_response_clear(xds_sotw_response *r)
+{
+    sx_free(r->idx);
+    memset(r, 0, sizeof(*r));
+}
+
+int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s)
+{
+    int64_t oldest = 0;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        if (s->t[t].awaiting && (oldest == 0 || s->t[t].sent_ms < oldest))
+            oldest = s->t[t].sent_ms;
+    return oldest;
+}
+
+long long xds_sotw_synced_version(const xds_sotw *s)
+{
+    if (s->current == NULL)
+        return 0;
+    bool any = false;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        const xds_sotw_type *st = &s->t[t];
+        if (!st->subs.requested)
+            continue;
+        if (st->dirty || st->awaiting || st->nacked || st->held_res != s->current)
+            return 0;
+        any = true;
+    }
+    return any ? s->current->version : 0;
+}

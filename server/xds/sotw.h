@@ -1,0 +1,138 @@
+/*
+ * sotw.h — the state-of-the-world ADS protocol of one stream, without any I/O.
+ *
+ * The stream's gRPC code feeds it decoded requests (xds_sotw_on_request) and the
+ * group's newest resources (xds_sotw_on_resources), and asks it for the next response
+ * to send whenever the stream has no send in flight (xds_sotw_next). Everything Envoy's
+ * protocol asks of a server lives here, so it is tested without gRPC:
+ *
+ *   - every response gets a fresh nonce; version_info is the snapshot version;
+ *   - a request whose nonce is not the latest one sent for its type is stale and is
+ *     ignored entirely; a request with an empty nonce (a new stream, or a client that
+ *     reconnects carrying a version from another server) is always answered, and
+ *     makes the server forget what the client held of that type;
+ *   - ACK (no error_detail) and NACK (error_detail) are matched by nonce; after a NACK
+ *     nothing is re-sent: the client keeps its last good configuration and the next
+ *     change is sent as usual;
+ *   - a type has at most one response awaiting its ACK; changes that arrive meanwhile
+ *     are coalesced into the next response (only the newest snapshot is sent);
+ *   - subscriptions follow subs.h (named, "*", legacy wildcard for LDS/CDS, [] after
+ *     named = nothing); names subscribed before they exist are sent when they appear;
+ *   - LDS and CDS responses carry every subscribed resource (absence deletes); other
+ *     types carry only the subscribed resources that changed or that the client does
+ *     not hold yet; nothing is sent when nothing changed, so an ACK never triggers a
+ *     resend; a changed subscription to LDS/CDS is always answered so that the client
+ *     learns at once which names do not exist;
+ *   - types are pushed in make-before-break order SDS, CDS, EDS, LDS, RDS (the order of
+ *     xds_type), and a cluster that changed has its endpoints re-sent right after it
+ *     (Envoy finishes warming an updated cluster only on a new ClusterLoadAssignment).
+ *
+ * What the client holds is tracked per type as a reference to the resources it was
+ * last evaluated against and one bit per resource, so a stream costs a few hundred
+ * bytes plus its subscribed names, whatever the snapshot size.
+ *
+ * Not thread-safe: the owner serialises calls (the stream's lock).
+ */
+#ifndef SX_XDS_SOTW_H
+#define SX_XDS_SOTW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/xds/nonce.h"
+#include "server/xds/resources.h"
+#include "server/xds/subs.h"
+
+/* What a request turned out to be. */
+typedef enum xds_req_kind {
+    XDS_REQ_STALE,     /* nonce of an older response: ignored */
+    XDS_REQ_SUBSCRIBE, /* a first request, a reconnect, or a subscription change */
+    XDS_REQ_ACK,       /* accepted the response awaiting an answer */
+    XDS_REQ_NACK,      /* rejected it (error_detail) */
+} xds_req_kind;
+
+typedef struct xds_req_outcome {
+    xds_req_kind kind;
+    long long version;  /* ACK/NACK: snapshot version of the answered response */
+    int64_t latency_ms; /* ACK/NACK: from the change becoming known to the answer */
+} xds_req_outcome;
+
+/* What adopting a snapshot did. */
+typedef enum xds_adopt {
+    XDS_ADOPT_IGNORED,   /* not newer than the one held */
+    XDS_ADOPT_NEW,       /* adopted */
+    XDS_ADOPT_COALESCED, /* adopted, replacing a snapshot not yet fully sent */
+} xds_adopt;
+
+/* Per-type state; see sotw.c for how the fields move. */
+typedef struct xds_sotw_type {
+    xds_subs subs;
+    xds_resources *held_res; /* resources held_bits refers to (one reference), or NULL */
+    uint64_t *held_bits;     /* bit i: the client holds held_res->items[type][i] */
+    long long sent_version;  /* snapshot version of the last response, 0 before */
+    uint64_t sent_nonce;     /* its nonce (valid when has_sent) */
+    int64_t sent_ms;         /* when it was produced */
+    int64_t trigger_ms;      /* when the change it carries became known */
+    int64_t dirty_ms;        /* when the type first became dirty since the last send */
+    bool has_sent;           /* a response of this type went out on this stream */
+    bool awaiting;           /* that response awaits its ACK or NACK */
+    bool dirty;              /* something may have to be sent: evaluate on next() */
+    bool must_respond;       /* answer even if nothing changed */
+    bool push_pending;       /* dirty because of a snapshot not evaluated yet */
+    bool nacked;             /* the last answered response was NACKed */
+} xds_sotw_type;
+
+typedef struct xds_sotw {
+    xds_sotw_type t[XDS_TYPE_COUNT];
+    xds_resources *current; /* newest resources of the stream's group (a reference) */
+    xds_nonce nonce;
+} xds_sotw;
+
+/* A decoded DiscoveryRequest; everything borrowed for the call. */
+typedef struct xds_sotw_request {
+    xds_type type;
+    const char *nonce;  /* response_nonce; "" when absent */
+    char *const *names; /* resource_names */
+    size_t name_count;
+    bool is_nack; /* error_detail is present */
+} xds_sotw_request;
+
+/* One response to send. idx is owned (release with xds_sotw_response_clear); res is
+ * the stream's current resources, valid until the next call into the state. */
+typedef struct xds_sotw_response {
+    xds_type type;
+    xds_resources *res;
+    uint32_t *idx; /* indices into res->items[type], ascending (name order) */
+    size_t n;
+    long long version; /* snapshot version: version_info is its decimal text */
+    char nonce[XDS_NONCE_LEN];
+} xds_sotw_response;
+
+/* Initialises s for a new stream; seed makes its nonces unique (random). */
+void xds_sotw_init(xds_sotw *s, uint64_t nonce_seed);
+/* Releases every reference and name s holds; s may then be freed. */
+void xds_sotw_free(xds_sotw *s);
+
+/* Applies a request at time now_ms and says what it was (see the rules above). */
+void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_ms,
+                         xds_req_outcome *out);
+
+/* Offers the group's resources, published at published_ms; s takes its own reference
+ * when it adopts them (a higher version than the current one). */
+xds_adopt xds_sotw_on_resources(xds_sotw *s, xds_resources *res, int64_t published_ms);
+
+/* Produces the next response to send, if any, and records it as sent (awaiting its
+ * ACK). Returns false when nothing is to be sent now. */
+bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out);
+void xds_sotw_response_clear(xds_sotw_response *r);
+
+/* When the oldest response still awaiting an ACK was sent, or 0 when none waits. */
+int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s);
+
+/* The snapshot version the client has fully applied: every type it requested was
+ * ACKed (or did not change) at the current version, with no NACK outstanding. 0 when
+ * the stream is not in step, or has requested nothing. */
+long long xds_sotw_synced_version(const xds_sotw *s);
+
+#endif

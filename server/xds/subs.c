@@ -1,0 +1,154 @@
+/*
+ * subs.c — one stream's subscription to one xDS resource type (see subs.h).
+ *
+ * Names are kept in a sorted array: a stream names a handful to a few thousand
+ * resources, lookups are binary searches, and a state-of-the-world request replaces
+ * the whole array at once, so a hash table would buy nothing but memory per stream.
+ */
+#include "server/xds/subs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+
+static bool is_star(const char *name)
+{
+    return name[0] == '*' && name[1] == '\0';
+}
+
+/* Index of name, or of where it would go (*found false). */
+static size_t search(const xds_subs *s, const char *name, bool *found)
+{
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->names[mid], name);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+void xds_subs_clear(xds_subs *s)
+{
+    for (size_t i = 0; i < s->count; i++)
+        sx_free(s->names[i]);
+    sx_free(s->names);
+    *s = (xds_subs){0};
+}
+
+bool xds_subs_has(const xds_subs *s, const char *name)
+{
+    bool found;
+    (void)search(s, name, &found);
+    return found;
+}
+
+bool xds_subs_wants(const xds_subs *s, const char *name)
+{
+    return s->wildcard || xds_subs_has(s, name);
+}
+
+bool xds_subs_add(xds_subs *s, const char *name)
+{
+    if (is_star(name)) {
+        bool changed = !s->wildcard;
+        s->wildcard = true;
+        return changed;
+    }
+    bool found;
+    size_t at = search(s, name, &found);
+    if (found)
+        return false;
+    if (s->count == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4;
+        s->names = sx_realloc(s->names, s->cap * sizeof(*s->names));
+    }
+    memmove(s->names + at + 1, s->names + at, (s->count - at) * sizeof(*s->names));
+    s->names[at] = sx_strdup(name);
+    s->count++;
+    return true;
+}
+
+bool xds_subs_remove(xds_subs *s, const char *name)
+{
+    if (is_star(name)) {
+        bool changed = s->wildcard;
+        s->wildcard = false;
+        return changed;
+    }
+    bool found;
+    size_t at = search(s, name, &found);
+    if (!found)
+        return false;
+    sx_free(s->names[at]);
+    memmove(s->names + at, s->names + at + 1, (s->count - at - 1) * sizeof(*s->names));
+    s->count--;
+    return true;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool xds_subs_set_sotw(xds_subs *s, bool legacy_wildcard, char *const *names, size_t n)
+{
+    bool first = !s->requested;
+    s->requested = true;
+
+    bool wildcard = false;
+    char **sorted = n ? sx_malloc(n * sizeof(*sorted)) : NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (is_star(names[i]))
+            wildcard = true;
+        else
+            sorted[m++] = names[i];
+    }
+    if (n == 0)
+        wildcard = legacy_wildcard && !s->explicit_ever;
+    else
+        s->explicit_ever = true;
+    if (m > 1)
+        qsort(sorted, m, sizeof(*sorted), cmp_names);
+
+    /* Compare with the current names, skipping duplicates in the request. */
+    size_t uniq = 0;
+    bool same = wildcard == s->wildcard;
+    for (size_t i = 0; i < m; i++) {
+        if (i > 0 && strcmp(sorted[i], sorted[i - 1]) == 0)
+            continue;
+        if (same && (uniq >= s->count || strcmp(s->names[uniq], sorted[i]) != 0))
+            same = false;
+        uniq++;
+    }
+    if (uniq != s->count)
+        same = false;
+
+    if (!same) {
+        for (size_t i = 0; i < s->count; i++)
+            sx_free(s->names[i]);
+        if (uniq > s->cap) {
+            s->cap = uniq;
+            s->names = sx_realloc(s->names, s->cap * sizeof(*s->names));
+        }
+        s->count = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (i > 0 && strcmp(sorted[i], sorted[i - 1]) == 0)
+                continue;
+            s->names[s->count++] = sx_strdup(sorted[i]);
+        }
+        s->wildcard = wildcard;
+    }
+    sx_free(sorted);
+    return first || !same;
+}

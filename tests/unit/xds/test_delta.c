@@ -1,0 +1,362 @@
+/*
+ * test_delta.c — the incremental ADS protocol: per-resource versions, removals,
+ * initial_resource_versions, subscribe/unsubscribe whatever the nonce, wildcards,
+ * ACK/NACK and push order (server/xds/delta.c).
+ */
+#include "tests/lib/testlib.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "server/xds/delta.h"
+#include "tests/unit/xds/xds_fixture.h"
+
+typedef struct fx {
+    xds_delta d;
+    int64_t now;
+    xds_delta_response last;
+    char sent[512];    /* "name@version8,..." of the last response */
+    char removed[512]; /* "name,..." */
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = sx_calloc(1, sizeof(*f));
+    xds_delta_init(&f->d, 7);
+    f->now = 1000;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    xds_delta_response_clear(&f->last);
+    xds_delta_free(&f->d);
+    sx_free(f);
+    return 0;
+}
+
+static xds_resources *publish(fx *f, long long version, const char *spec)
+{
+    xds_resources *r = fx_res(version, spec);
+    xds_delta_on_resources(&f->d, r, f->now);
+    xds_resources_unref(r);
+    return f->d.current;
+}
+
+static size_t count(char **v)
+{
+    size_t n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+typedef struct dreq {
+    xds_type type;
+    const char *nonce;
+    bool nack;
+    char **sub;
+    char **unsub;
+    char **inames;
+    char **ivers;
+} dreq;
+
+static xds_req_kind request(fx *f, dreq q)
+{
+    xds_delta_request r = {
+        .type = q.type,
+        .nonce = q.nonce ? q.nonce : "",
+        .is_nack = q.nack,
+        .subscribe = q.sub,
+        .nsubscribe = count(q.sub),
+        .unsubscribe = q.unsub,
+        .nunsubscribe = count(q.unsub),
+        .initial_names = q.inames,
+        .initial_versions = q.ivers,
+        .ninitial = count(q.inames),
+    };
+    xds_req_outcome oc;
+    f->now += 5;
+    xds_delta_on_request(&f->d, &r, f->now, &oc);
+    return oc.kind;
+}
+
+static bool next(fx *f)
+{
+    xds_delta_response r;
+    f->now += 1;
+    if (!xds_delta_next(&f->d, f->now, &r))
+        return false;
+    xds_delta_response_clear(&f->last);
+    f->last = r;
+    f->sent[0] = f->removed[0] = '\0';
+    for (size_t i = 0; i < r.n; i++) {
+        const xds_resource *x = &r.res->items[r.type][r.idx[i]];
+        size_t len = strlen(f->sent);
+        snprintf(f->sent + len, sizeof(f->sent) - len, "%s%s", i ? "," : "", x->name);
+    }
+    for (size_t i = 0; i < r.nremoved; i++) {
+        size_t len = strlen(f->removed);
+        snprintf(f->removed + len, sizeof(f->removed) - len, "%s%s", i ? "," : "", r.removed[i]);
+    }
+    return true;
+}
+
+static void ack(fx *f)
+{
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    assert_int_equal(request(f, (dreq){.type = f->last.type, .nonce = nonce}), XDS_REQ_ACK);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_legacy_wildcard_and_versions(void **state)
+{
+    fx *f = *state;
+    xds_resources *r = publish(f, 1, "cds:a=1,b=1;eds:a=1");
+    assert_int_equal(request(f, (dreq){.type = XDS_CDS}), XDS_REQ_SUBSCRIBE);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_string_equal(f->sent, "a,b");
+    assert_string_equal(f->removed, "");
+    assert_int_equal(f->last.version, 1);
+    assert_int_equal(strlen(f->last.nonce), 16);
+    /* Per-resource versions are the resources' content hashes. */
+    assert_string_equal(f->d.t[XDS_CDS].known[0].version, fx_version(r, XDS_CDS, "a"));
+    ack(f);
+    assert_false(next(f));
+    assert_int_equal(xds_delta_synced_version(&f->d), 1);
+    /* EDS: an empty first request is not a wildcard; it is answered, empty. */
+    request(f, (dreq){.type = XDS_EDS});
+    assert_true(next(f));
+    assert_int_equal(f->last.n + f->last.nremoved, 0);
+}
+
+static void test_only_changes_and_removals(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "cds:a=1,b=1,c=1");
+    request(f, (dreq){.type = XDS_CDS, .sub = (char *[]){"*", NULL}});
+    assert_true(next(f));
+    ack(f);
+    publish(f, 2, "cds:a=1,b=2,d=1"); /* b changed, c removed, d added */
+    assert_true(next(f));
+    assert_string_equal(f->sent, "b,d");
+    assert_string_equal(f->removed, "c");
+    assert_int_equal(f->last.version, 2);
+    ack(f);
+    publish(f, 3, "cds:a=1,b=2,d=1;eds:a=5"); /* nothing of CDS changed */
+    assert_false(next(f));
+    assert_int_equal(xds_delta_synced_version(&f->d), 3);
+}
+
+static void test_initial_resource_versions_honoured(void **state)
+{
+    fx *f = *state;
+    xds_resources *r = publish(f, 4, "lds:a=1,b=2");
+    /* A reconnecting client holds a at the current version, b at an old one, and c,
+     * which no longer exists. */
+    char *names[] = {"a", "b", "c", NULL};
+    char *vers[] = {(char *)fx_version(r, XDS_LDS, "a"), "0000000000000000", "1111111111111111",
+                    NULL};
+    request(f, (dreq){.type = XDS_LDS, .inames = names, .ivers = vers});
+    assert_true(next(f));
+    assert_string_equal(f->sent, "b");
+    assert_string_equal(f->removed, "c");
+}
+
+static void test_first_request_answered_even_when_up_to_date(void **state)
+{
+    fx *f = *state;
+    xds_resources *r = publish(f, 4, "lds:a=1");
+    char *names[] = {"a", NULL};
+    char *vers[] = {(char *)fx_version(r, XDS_LDS, "a"), NULL};
+    request(f, (dreq){.type = XDS_LDS, .inames = names, .ivers = vers});
+    assert_true(next(f));
+    assert_int_equal(f->last.n + f->last.nremoved, 0);
+    ack(f);
+    assert_int_equal(xds_delta_synced_version(&f->d), 4);
+}
+
+static void test_named_missing_then_appearing(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "eds:a=1");
+    request(f, (dreq){.type = XDS_EDS, .sub = (char *[]){"a", "x", NULL}});
+    assert_true(next(f));
+    assert_string_equal(f->sent, "a");
+    assert_string_equal(f->removed, "x"); /* x does not exist: said at once */
+    ack(f);
+    publish(f, 2, "eds:a=1,y=1");
+    assert_false(next(f)); /* x is not announced again; y is not subscribed */
+    publish(f, 3, "eds:a=1,x=1");
+    assert_true(next(f));
+    assert_string_equal(f->sent, "x");
+    ack(f);
+    publish(f, 4, "eds:a=1");
+    assert_true(next(f));
+    assert_string_equal(f->removed, "x");
+}
+
+static void test_subscriptions_apply_with_stale_nonce(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "rds:a=1,b=1,c=1");
+    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"a", NULL}});
+    assert_true(next(f));
+    char n1[XDS_NONCE_LEN];
+    memcpy(n1, f->last.nonce, sizeof(n1));
+    /* While the response awaits its ACK, a request with a stale nonce subscribes to
+     * b: the ACK part is stale, the subscription counts. */
+    assert_int_equal(
+        request(f,
+                (dreq){.type = XDS_RDS, .nonce = "00000000deadbeef", .sub = (char *[]){"b", NULL}}),
+        XDS_REQ_STALE);
+    assert_false(next(f)); /* one response awaits its ACK */
+    assert_int_equal(request(f, (dreq){.type = XDS_RDS, .nonce = n1}), XDS_REQ_ACK);
+    assert_true(next(f));
+    assert_string_equal(f->sent, "b");
+}
+
+static void test_unsubscribe_and_resubscribe(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "rds:a=1,b=1");
+    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"a", "b", NULL}});
+    assert_true(next(f));
+    ack(f);
+    /* Unsubscribing needs no answer. */
+    request(f, (dreq){.type = XDS_RDS, .unsub = (char *[]){"b", NULL}});
+    assert_false(next(f));
+    publish(f, 2, "rds:a=1,b=2");
+    assert_false(next(f)); /* b is no longer of interest */
+    /* Subscribing again sends it again, and so does naming a held one again. */
+    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"b", "a", NULL}});
+    assert_true(next(f));
+    assert_string_equal(f->sent, "a,b");
+}
+
+static void test_star_and_unsubscribe_under_wildcard(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "cds:a=1,b=1");
+    request(f, (dreq){.type = XDS_CDS, .sub = (char *[]){"*", "a", "zz", NULL}});
+    assert_true(next(f));
+    assert_string_equal(f->sent, "a,b");
+    assert_string_equal(f->removed, "zz");
+    ack(f);
+    /* Unsubscribing a name while on the wildcard is answered: with the resource
+     * when the wildcard covers it, with its removal when it does not exist. */
+    request(f, (dreq){.type = XDS_CDS, .unsub = (char *[]){"a", "zz", NULL}});
+    assert_true(next(f));
+    assert_string_equal(f->sent, "a");
+    assert_string_equal(f->removed, "zz");
+    ack(f);
+    /* Leaving the wildcard: nothing more is sent. */
+    request(f, (dreq){.type = XDS_CDS, .unsub = (char *[]){"*", NULL}});
+    publish(f, 2, "cds:a=2,b=2,c=1");
+    assert_false(next(f));
+}
+
+static void test_legacy_wildcard_survives_named_subscribe(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "lds:a=1,b=1");
+    request(f, (dreq){.type = XDS_LDS});
+    assert_true(next(f));
+    ack(f);
+    request(f, (dreq){.type = XDS_LDS, .sub = (char *[]){"a", NULL}});
+    assert_true(next(f)); /* named again: sent again */
+    assert_string_equal(f->sent, "a");
+    ack(f);
+    publish(f, 2, "lds:a=1,b=2,c=1");
+    assert_true(next(f));
+    assert_string_equal(f->sent, "b,c"); /* still on the wildcard */
+}
+
+static void test_nack_no_resend(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "cds:a=1");
+    request(f, (dreq){.type = XDS_CDS});
+    assert_true(next(f));
+    char n1[XDS_NONCE_LEN];
+    memcpy(n1, f->last.nonce, sizeof(n1));
+    assert_int_equal(request(f, (dreq){.type = XDS_CDS, .nonce = n1, .nack = true}), XDS_REQ_NACK);
+    assert_false(next(f));
+    assert_int_equal(xds_delta_synced_version(&f->d), 0);
+    publish(f, 2, "cds:a=1;eds:a=1"); /* a unchanged: not re-sent */
+    assert_false(next(f));
+    publish(f, 3, "cds:a=2");
+    assert_true(next(f));
+    ack(f);
+    assert_int_equal(xds_delta_synced_version(&f->d), 3);
+}
+
+static void test_push_order_and_endpoint_refresh(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "sds:s=1;cds:a=1;eds:a=1;lds:l=1;rds:r=1");
+    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"r", NULL}});
+    request(f, (dreq){.type = XDS_LDS});
+    request(f, (dreq){.type = XDS_EDS, .sub = (char *[]){"a", NULL}});
+    request(f, (dreq){.type = XDS_CDS});
+    request(f, (dreq){.type = XDS_SDS, .sub = (char *[]){"s", NULL}});
+    xds_type want[] = {XDS_SDS, XDS_CDS, XDS_EDS, XDS_LDS, XDS_RDS};
+    for (int i = 0; i < 5; i++) {
+        assert_true(next(f));
+        assert_int_equal(f->last.type, want[i]);
+        ack(f);
+    }
+    /* Cluster a changes, its endpoints do not: they follow it anyway. */
+    publish(f, 2, "sds:s=1;cds:a=2;eds:a=1;lds:l=1;rds:r=1");
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_EDS);
+    assert_string_equal(f->sent, "a");
+    assert_false(next(f));
+}
+
+static void test_coalescing(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "cds:a=1");
+    request(f, (dreq){.type = XDS_CDS});
+    assert_true(next(f));
+    xds_resources *r2 = fx_res(2, "cds:a=2");
+    xds_resources *r3 = fx_res(3, "cds:a=3");
+    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
+    assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_COALESCED);
+    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_IGNORED);
+    xds_resources_unref(r2);
+    xds_resources_unref(r3);
+    assert_int_equal(xds_delta_oldest_unacked_ms(&f->d), f->now);
+    ack(f);
+    assert_true(next(f));
+    assert_int_equal(f->last.version, 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_legacy_wildcard_and_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_only_changes_and_removals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_initial_resource_versions_honoured, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_request_answered_even_when_up_to_date, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_named_missing_then_appearing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_subscriptions_apply_with_stale_nonce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsubscribe_and_resubscribe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_star_and_unsubscribe_under_wildcard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_legacy_wildcard_survives_named_subscribe, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_nack_no_resend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_push_order_and_endpoint_refresh, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,493 @@
+/*
+ * test_sotw.c — the state-of-the-world ADS protocol, request by request: nonces,
+ * versions, ACK/NACK, stale requests, subscriptions and wildcards, full state for
+ * LDS/CDS, push order and coalescing (server/xds/sotw.c).
+ */
+#include "tests/lib/testlib.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "server/xds/sotw.h"
+#include "tests/unit/xds/xds_fixture.h"
+
+#define SPEC_V1 "sds:s=1;cds:a=1,b=1;eds:a=1,b=1;lds:l=1,m=1;rds:r=1"
+
+typedef struct fx {
+    xds_sotw s;
+    int64_t now;
+    char names[512]; /* names of the last response, comma-separated */
+    xds_sotw_response last;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = sx_calloc(1, sizeof(*f));
+    xds_sotw_init(&f->s, 42);
+    f->now = 1000;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    xds_sotw_response_clear(&f->last);
+    xds_sotw_free(&f->s);
+    sx_free(f);
+    return 0;
+}
+
+static void publish(fx *f, long long version, const char *spec, xds_adopt want)
+{
+    xds_resources *r = fx_res(version, spec);
+    assert_int_equal(xds_sotw_on_resources(&f->s, r, f->now), want);
+    xds_resources_unref(r);
+}
+
+/* Sends a request; names is a NULL-terminated list (NULL for none). */
+static xds_req_kind request(fx *f, xds_type t, const char *nonce, bool nack, char **names)
+{
+    size_t n = 0;
+    while (names && names[n])
+        n++;
+    xds_sotw_request r = {
+        .type = t, .nonce = nonce, .names = names, .name_count = n, .is_nack = nack};
+    xds_req_outcome oc;
+    f->now += 5;
+    xds_sotw_on_request(&f->s, &r, f->now, &oc);
+    return oc.kind;
+}
+
+/* The next response, or false (f->last then keeps the previous one); its resource
+ * names go into f->names. */
+static bool next(fx *f)
+{
+    xds_sotw_response r;
+    f->now += 1;
+    if (!xds_sotw_next(&f->s, f->now, &r))
+        return false;
+    xds_sotw_response_clear(&f->last);
+    f->last = r;
+    f->names[0] = '\0';
+    for (size_t i = 0; i < f->last.n; i++) {
+        size_t len = strlen(f->names);
+        snprintf(f->names + len, sizeof(f->names) - len, "%s%s", i ? "," : "",
+                 f->last.res->items[f->last.type][f->last.idx[i]].name);
+    }
+    return true;
+}
+
+/* ACKs the last response. */
+static void ack(fx *f)
+{
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    assert_int_equal(request(f, f->last.type, nonce, false, NULL), XDS_REQ_ACK);
+}
+
+static void ack_names(fx *f, char **names)
+{
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    assert_int_equal(request(f, f->last.type, nonce, false, names), XDS_REQ_ACK);
+}
+
+/* ------------------------------------------------------------------ nonces, versions */
+
+static void test_fresh_nonce_and_version_per_response(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    assert_int_equal(request(f, XDS_CDS, "", false, NULL), XDS_REQ_SUBSCRIBE);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.version, 1);
+    assert_string_equal(f->names, "a,b");
+    char first[XDS_NONCE_LEN];
+    memcpy(first, f->last.nonce, sizeof(first));
+    assert_int_equal(strlen(first), 16);
+    ack(f);
+
+    publish(f, 2, "cds:a=2,b=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_int_equal(f->last.version, 2);
+    assert_string_not_equal(f->last.nonce, first);
+    /* Another stream starts from another seed: its nonces differ too. */
+    xds_sotw other;
+    xds_sotw_init(&other, 43);
+    xds_resources *r = fx_res(2, "cds:a=2,b=1");
+    xds_sotw_on_resources(&other, r, 0);
+    xds_resources_unref(r);
+    xds_sotw_request q = {.type = XDS_CDS, .nonce = ""};
+    xds_req_outcome oc;
+    xds_sotw_on_request(&other, &q, 0, &oc);
+    xds_sotw_response o;
+    assert_true(xds_sotw_next(&other, 0, &o));
+    assert_string_not_equal(o.nonce, first);
+    xds_sotw_response_clear(&o);
+    xds_sotw_free(&other);
+}
+
+static void test_ack_never_resends(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    request(f, XDS_LDS, "", false, NULL);
+    assert_true(next(f));
+    ack(f);
+    assert_false(next(f));
+    /* A repeated ACK (same nonce, same names) changes nothing either. */
+    assert_int_equal(request(f, XDS_LDS, f->last.nonce, false, NULL), XDS_REQ_SUBSCRIBE);
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 1);
+}
+
+static void test_nack_keeps_last_good(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    request(f, XDS_CDS, "", false, NULL);
+    assert_true(next(f));
+    ack(f);
+    publish(f, 2, "cds:a=bad,b=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    xds_sotw_request r = {.type = XDS_CDS, .nonce = nonce, .is_nack = true};
+    xds_req_outcome oc;
+    xds_sotw_on_request(&f->s, &r, f->now, &oc);
+    assert_int_equal(oc.kind, XDS_REQ_NACK);
+    assert_int_equal(oc.version, 2);
+    /* Nothing is re-sent: the client keeps version 1. */
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 0);
+    /* A version that does not touch clusters does not re-send the rejected ones. */
+    publish(f, 3, "cds:a=bad,b=1;eds:a=1", XDS_ADOPT_NEW);
+    assert_false(next(f));
+    /* A fix is sent as usual and its ACK brings the stream in step. */
+    publish(f, 4, "cds:a=3,b=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_int_equal(f->last.version, 4);
+    ack(f);
+    assert_int_equal(xds_sotw_synced_version(&f->s), 4);
+}
+
+static void test_stale_nonce_ignored(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *a[] = {"a", NULL};
+    request(f, XDS_EDS, "", false, a);
+    assert_true(next(f));
+    char old[XDS_NONCE_LEN];
+    memcpy(old, f->last.nonce, sizeof(old));
+    ack_names(f, a);
+    publish(f, 2, "eds:a=2,b=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    /* A request carrying the older nonce is stale: its names are not applied and it
+     * is not answered. */
+    char *ab[] = {"a", "b", NULL};
+    assert_int_equal(request(f, XDS_EDS, old, false, ab), XDS_REQ_STALE);
+    assert_false(next(f));
+    /* So is one with a nonce this stream never sent... once the type has a response. */
+    assert_int_equal(request(f, XDS_EDS, "0123456789abcdef", false, ab), XDS_REQ_STALE);
+    /* The ACK of the latest response is processed, with its names. */
+    ack_names(f, ab);
+    assert_true(next(f));
+    assert_string_equal(f->names, "b");
+}
+
+static void test_empty_nonce_always_answered(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *l[] = {"l", NULL};
+    request(f, XDS_LDS, "", false, l);
+    assert_true(next(f));
+    ack_names(f, l);
+    assert_false(next(f));
+    /* The client starts the type over (it reconnected carrying version "1" from
+     * another replica): answered although nothing changed. */
+    assert_int_equal(request(f, XDS_LDS, "", false, l), XDS_REQ_SUBSCRIBE);
+    assert_true(next(f));
+    assert_string_equal(f->names, "l");
+    /* A nonce this stream never sent for the type also starts it over. */
+    request(f, XDS_RDS, "feedfacefeedface", false, (char *[]){"r", NULL});
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_RDS);
+    assert_string_equal(f->names, "r");
+}
+
+/* ------------------------------------------------------------------ subscriptions */
+
+static void test_legacy_wildcard_lds_cds_only(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    request(f, XDS_LDS, "", false, NULL);
+    assert_true(next(f));
+    assert_string_equal(f->names, "l,m");
+    /* For EDS an empty list is nothing, but the first request is still answered. */
+    request(f, XDS_EDS, "", false, NULL);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_EDS);
+    assert_int_equal(f->last.n, 0);
+}
+
+static void test_empty_after_names_unsubscribes(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *a[] = {"a", NULL};
+    request(f, XDS_CDS, "", false, a);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a");
+    /* [] after a list: unsubscribe from everything (not a wildcard). CDS is full
+     * state, so the answer is an empty response, which deletes "a". */
+    ack_names(f, NULL);
+    assert_true(next(f));
+    assert_int_equal(f->last.n, 0);
+    ack(f);
+    publish(f, 2, "cds:a=2,b=2", XDS_ADOPT_NEW);
+    assert_false(next(f));
+}
+
+static void test_star_wildcard_and_back_to_names(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *star[] = {"*", NULL};
+    request(f, XDS_CDS, "", false, star);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a,b");
+    char *star_a[] = {"*", "a", NULL};
+    ack_names(f, star_a);
+    assert_true(next(f)); /* the subscription changed: full state again */
+    assert_string_equal(f->names, "a,b");
+    char *only_a[] = {"a", NULL};
+    ack_names(f, only_a);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a");
+    /* A wildcard subscription to a type with no wildcard semantics also works: "*". */
+    request(f, XDS_EDS, "", false, star);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a,b");
+}
+
+static void test_names_sent_when_they_appear(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *r2[] = {"r2", NULL};
+    request(f, XDS_RDS, "", false, r2);
+    assert_true(next(f)); /* answered (first request), without the missing name */
+    assert_int_equal(f->last.n, 0);
+    ack_names(f, r2);
+    assert_false(next(f));
+    publish(f, 2, "rds:r=1,r2=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_string_equal(f->names, "r2");
+    assert_int_equal(f->last.version, 2);
+}
+
+static void test_newly_requested_names_resent(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *ab[] = {"a", "b", NULL}, *a[] = {"a", NULL};
+    request(f, XDS_EDS, "", false, ab);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a,b");
+    ack_names(f, a); /* drops b: nothing to send */
+    assert_false(next(f));
+    request(f, XDS_EDS, f->last.nonce, false, ab); /* b again: sent again */
+    assert_true(next(f));
+    assert_string_equal(f->names, "b");
+}
+
+/* ------------------------------------------------------------------ content */
+
+static void test_lds_cds_full_state_absence_deletes(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    request(f, XDS_CDS, "", false, NULL);
+    assert_true(next(f));
+    ack(f);
+    publish(f, 2, "cds:a=1,b=2", XDS_ADOPT_NEW); /* only b changed */
+    assert_true(next(f));
+    assert_string_equal(f->names, "a,b"); /* every cluster, not just b */
+    ack(f);
+    publish(f, 3, "cds:b=2", XDS_ADOPT_NEW); /* a deleted, b unchanged */
+    assert_true(next(f));
+    assert_string_equal(f->names, "b"); /* a's absence deletes it */
+    assert_int_equal(f->last.version, 3);
+}
+
+static void test_eds_rds_only_requested_existing_changed(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "eds:a=1,b=1,c=1", XDS_ADOPT_NEW);
+    char *names[] = {"a", "b", "zz", NULL};
+    request(f, XDS_EDS, "", false, names);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a,b"); /* requested and existing; not c, not zz */
+    ack_names(f, names);
+    publish(f, 2, "eds:a=2,b=1,c=2", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a"); /* only what changed */
+    ack_names(f, names);
+    publish(f, 3, "eds:a=2,c=3", XDS_ADOPT_NEW); /* b deleted: EDS has no deletion */
+    assert_false(next(f));
+}
+
+static void test_push_order_make_before_break(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    /* Subscribed in the "wrong" order on purpose. */
+    char *r[] = {"r", NULL}, *ab[] = {"a", "b", NULL}, *s[] = {"s", NULL};
+    request(f, XDS_RDS, "", false, r);
+    request(f, XDS_LDS, "", false, NULL);
+    request(f, XDS_EDS, "", false, ab);
+    request(f, XDS_CDS, "", false, NULL);
+    request(f, XDS_SDS, "", false, s);
+    xds_type want[] = {XDS_SDS, XDS_CDS, XDS_EDS, XDS_LDS, XDS_RDS};
+    for (int i = 0; i < 5; i++) {
+        assert_true(next(f));
+        assert_int_equal(f->last.type, want[i]);
+    }
+    assert_false(next(f));
+    /* ACK each (in any order), then a change to every type goes out in order again. */
+    xds_sotw_type *st = f->s.t;
+    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        char nonce[XDS_NONCE_LEN];
+        xds_nonce_format(st[t].sent_nonce, nonce);
+        char **names = t == XDS_RDS ? r : t == XDS_EDS ? ab : t == XDS_SDS ? s : NULL;
+        assert_int_equal(request(f, (xds_type)t, nonce, false, names), XDS_REQ_ACK);
+    }
+    publish(f, 2, "sds:s=2;cds:a=2,b=1;eds:a=2,b=1;lds:l=2,m=1;rds:r=2", XDS_ADOPT_NEW);
+    for (int i = 0; i < 5; i++) {
+        assert_true(next(f));
+        assert_int_equal(f->last.type, want[i]);
+        assert_int_equal(f->last.version, 2);
+    }
+}
+
+static void test_changed_cluster_resends_its_endpoints(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *ab[] = {"a", "b", NULL};
+    request(f, XDS_CDS, "", false, NULL);
+    assert_true(next(f));
+    ack(f);
+    request(f, XDS_EDS, "", false, ab);
+    assert_true(next(f));
+    ack_names(f, ab);
+    /* Cluster a changes, its endpoints do not: Envoy still needs them to finish
+     * warming the updated cluster. */
+    publish(f, 2, "sds:s=1;cds:a=2,b=1;eds:a=1,b=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_EDS);
+    assert_string_equal(f->names, "a");
+}
+
+static void test_unchanged_types_not_sent_and_synced(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    char *ab[] = {"a", "b", NULL};
+    request(f, XDS_CDS, "", false, NULL);
+    assert_true(next(f));
+    ack(f);
+    request(f, XDS_EDS, "", false, ab);
+    assert_true(next(f));
+    ack_names(f, ab);
+    assert_int_equal(xds_sotw_synced_version(&f->s), 1);
+    publish(f, 2, "sds:s=1;cds:a=1,b=1;eds:a=1,b=9;lds:l=1,m=1;rds:r=1", XDS_ADOPT_NEW);
+    assert_int_equal(xds_sotw_synced_version(&f->s), 0);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_EDS); /* CDS did not change: not sent */
+    assert_string_equal(f->names, "b");
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* EDS awaits its ACK */
+    ack_names(f, ab);
+    assert_int_equal(xds_sotw_synced_version(&f->s), 2);
+    /* A snapshot changing nothing this stream watches brings it in step at once. */
+    publish(f, 3, "sds:s=1;cds:a=1,b=1;eds:a=1,b=9;lds:l=5", XDS_ADOPT_NEW);
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 3);
+}
+
+/* ------------------------------------------------------------------ flow */
+
+static void test_one_unacked_per_type_and_coalescing(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    request(f, XDS_CDS, "", false, NULL);
+    assert_true(next(f));
+    char n1[XDS_NONCE_LEN];
+    memcpy(n1, f->last.nonce, sizeof(n1));
+    assert_int_equal(xds_sotw_oldest_unacked_ms(&f->s), f->now);
+    /* While v1 awaits its ACK, v2 and v3 arrive: v3 replaces the unsent v2. */
+    publish(f, 2, "cds:a=2,b=1", XDS_ADOPT_NEW);
+    assert_false(next(f));
+    publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_COALESCED);
+    assert_false(next(f));
+    publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_IGNORED); /* not newer */
+    publish(f, 2, "cds:a=2,b=1", XDS_ADOPT_IGNORED);
+    assert_int_equal(request(f, XDS_CDS, n1, false, NULL), XDS_REQ_ACK);
+    assert_int_equal(xds_sotw_oldest_unacked_ms(&f->s), 0);
+    assert_true(next(f));
+    assert_int_equal(f->last.version, 3);
+    /* The ACK of v3 reports the latency from its publication. */
+    char n3[XDS_NONCE_LEN];
+    memcpy(n3, f->last.nonce, sizeof(n3));
+    xds_sotw_request r = {.type = XDS_CDS, .nonce = n3};
+    xds_req_outcome oc;
+    xds_sotw_on_request(&f->s, &r, f->now + 100, &oc);
+    assert_int_equal(oc.kind, XDS_REQ_ACK);
+    assert_int_equal(oc.version, 3);
+    assert_true(oc.latency_ms >= 100);
+}
+
+static void test_nothing_before_a_snapshot(void **state)
+{
+    fx *f = *state;
+    request(f, XDS_LDS, "", false, NULL);
+    assert_false(next(f)); /* no snapshot for the group yet: wait */
+    publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_string_equal(f->names, "l,m");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fresh_nonce_and_version_per_response, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ack_never_resends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nack_keeps_last_good, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_nonce_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_nonce_always_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_legacy_wildcard_lds_cds_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_after_names_unsubscribes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_star_wildcard_and_back_to_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_names_sent_when_they_appear, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newly_requested_names_resent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lds_cds_full_state_absence_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eds_rds_only_requested_existing_changed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_push_order_make_before_break, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unchanged_types_not_sent_and_synced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_unacked_per_type_and_coalescing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_before_a_snapshot, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,155 @@
+/*
+ * test_streams.c — the active-stream registry: one stream per node (the newer one
+ * supersedes), per-group lists for fan-out, the per-protocol gauge
+ * (server/xds/streams.c).
+ */
+#include "tests/lib/testlib.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+#include "server/xds/streams.h"
+
+typedef struct owner {
+    int refs;
+    xds_stream_link link;
+    char node[32];
+    char group[32];
+} owner;
+
+static void ref(void *o)
+{
+    ((owner *)o)->refs++;
+}
+
+static const xds_streams_ops ops = {ref};
+
+static owner *make(const char *node, const char *group, xds_protocol p)
+{
+    owner *o = sx_calloc(1, sizeof(*o));
+    snprintf(o->node, sizeof(o->node), "%s", node);
+    snprintf(o->group, sizeof(o->group), "%s", group);
+    o->link.node_id = o->node;
+    o->link.group = o->group;
+    o->link.protocol = p;
+    o->link.owner = o;
+    return o;
+}
+
+static void test_supersede_and_groups(void **state)
+{
+    (void)state;
+    sx_metrics *reg = sx_metrics_create();
+    xds_metrics m;
+    xds_metrics_init(&m, reg);
+    xds_streams *r = xds_streams_create(&ops, &m);
+    owner *a1 = make("node-a", "edge", XDS_PROTO_SOTW);
+    owner *b = make("node-b", "edge", XDS_PROTO_DELTA);
+    owner *c = make("node-c", "core", XDS_PROTO_CONTROL);
+    assert_null(xds_streams_add(r, &a1->link));
+    assert_null(xds_streams_add(r, &b->link));
+    assert_null(xds_streams_add(r, &c->link));
+    assert_int_equal(xds_streams_count(r), 3);
+    assert_true(xds_streams_has_node(r, "node-a"));
+    assert_false(xds_streams_has_node(r, "node-z"));
+    assert_int_equal(sx_metric_value(m.streams, (const char *[]){"ads-sotw"}), 1);
+
+    void **list = NULL;
+    assert_int_equal(xds_streams_list(r, "edge", &list), 2);
+    assert_int_equal(a1->refs + b->refs, 2);
+    sx_free(list);
+    assert_int_equal(xds_streams_list(r, "nobody", &list), 0);
+    assert_null(list);
+    assert_int_equal(xds_streams_list(r, NULL, &list), 3);
+    sx_free(list);
+
+    /* A second stream of node-a (now over Delta, in another group) supersedes the
+     * first, which is handed back with a reference for its owner to cancel. */
+    owner *a2 = make("node-a", "core", XDS_PROTO_DELTA);
+    int before = a1->refs;
+    assert_ptr_equal(xds_streams_add(r, &a2->link), a1);
+    assert_int_equal(a1->refs, before + 1);
+    assert_false(a1->link.registered);
+    assert_false(xds_streams_remove(r, &a1->link)); /* already out */
+    assert_int_equal(xds_streams_count(r), 3);
+    assert_int_equal(xds_streams_list(r, "core", &list), 2);
+    sx_free(list);
+    assert_int_equal(xds_streams_list(r, "edge", &list), 1);
+    assert_ptr_equal(list[0], b);
+    sx_free(list);
+    assert_int_equal(sx_metric_value(m.streams, (const char *[]){"ads-sotw"}), 0);
+    assert_int_equal(sx_metric_value(m.streams, (const char *[]){"ads-delta"}), 2);
+
+    assert_true(xds_streams_remove(r, &a2->link));
+    assert_true(xds_streams_remove(r, &b->link));
+    assert_true(xds_streams_remove(r, &c->link));
+    assert_int_equal(xds_streams_count(r), 0);
+    assert_int_equal(xds_streams_list(r, "edge", &list), 0);
+    xds_streams_destroy(r);
+    sx_free(a1);
+    sx_free(a2);
+    sx_free(b);
+    sx_free(c);
+    sx_metrics_destroy(reg);
+}
+
+static void test_many_nodes(void **state)
+{
+    (void)state;
+    xds_streams *r = xds_streams_create(&ops, NULL);
+    enum { N = 3000 };
+    owner **o = sx_calloc(N, sizeof(*o));
+    for (int i = 0; i < N; i++) {
+        char node[32], group[32];
+        snprintf(node, sizeof(node), "n%d", i);
+        snprintf(group, sizeof(group), "g%d", i % 7);
+        o[i] = make(node, group, XDS_PROTO_SOTW);
+        assert_null(xds_streams_add(r, &o[i]->link));
+    }
+    assert_int_equal(xds_streams_count(r), N);
+    for (int i = 0; i < N; i += 2)
+        assert_true(xds_streams_remove(r, &o[i]->link));
+    for (int i = 0; i < N; i++) {
+        char node[32];
+        snprintf(node, sizeof(node), "n%d", i);
+        assert_int_equal(xds_streams_has_node(r, node), i % 2 == 1);
+    }
+    void **list = NULL;
+    size_t total = 0;
+    for (int g = 0; g < 7; g++) {
+        char group[32];
+        snprintf(group, sizeof(group), "g%d", g);
+        total += xds_streams_list(r, group, &list);
+        sx_free(list);
+    }
+    assert_int_equal(total, N / 2);
+    for (int i = 1; i < N; i += 2)
+        assert_true(xds_streams_remove(r, &o[i]->link));
+    for (int i = 0; i < N; i++)
+        sx_free(o[i]);
+    sx_free(o);
+    xds_streams_destroy(r);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    const char *want[] = {"shutdown",    "client_disconnect", "stream_error",    "send_timeout",
+                          "ack_timeout", "superseded",        "invalid_request", "other"};
+    for (int i = 0; i < XDS_TERM_COUNT; i++)
+        assert_string_equal(xds_term_name((xds_term)i), want[i]);
+    assert_string_equal(xds_protocol_name(XDS_PROTO_SOTW), "ads-sotw");
+    assert_string_equal(xds_protocol_name(XDS_PROTO_DELTA), "ads-delta");
+    assert_string_equal(xds_protocol_name(XDS_PROTO_CONTROL), "control-v1");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_supersede_and_groups),
+        cmocka_unit_test(test_many_nodes),
+        cmocka_unit_test(test_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,227 @@
+/*
+ * test_wire.c — responses assembled from shared slices decode as the Envoy and
+ * gateway.control.v1 messages they claim to be (server/xds/wire.c). The real clients
+ * of the conformance tests check the same bytes against upstream's own decoders.
+ */
+#include "tests/lib/testlib.h"
+
+#include <grpc/grpc.h>
+#include <string.h>
+
+#include "envoy/service/discovery/v3/discovery.pb-c.h"
+#include "gateway/control/v1/control.pb-c.h"
+#include "server/xds/control.h"
+#include "server/xds/wire.h"
+#include "tests/unit/xds/xds_fixture.h"
+
+#define CDS_URL "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
+static int setup(void **state)
+{
+    (void)state;
+    grpc_init();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    grpc_shutdown_blocking();
+    return 0;
+}
+
+/* Reads bb into a new buffer (caller frees) and destroys bb. */
+static uint8_t *take(grpc_byte_buffer *bb, size_t *len)
+{
+    grpc_slice s;
+    assert_true(xds_wire_read(bb, &s));
+    *len = GRPC_SLICE_LENGTH(s);
+    uint8_t *out = sx_malloc(*len ? *len : 1);
+    memcpy(out, GRPC_SLICE_START_PTR(s), *len);
+    grpc_slice_unref(s);
+    grpc_byte_buffer_destroy(bb);
+    return out;
+}
+
+static void assert_any(const Google__Protobuf__Any *a, const xds_resource *x)
+{
+    assert_string_equal(a->type_url, CDS_URL);
+    assert_int_equal(a->value.len, x->len);
+    assert_memory_equal(a->value.data, x->bytes, x->len);
+}
+
+static void test_sotw_response(void **state)
+{
+    (void)state;
+    xds_resources *r = fx_res(7, "cds:a=1,b=2,c=3");
+    xds_wire_res *w = xds_wire_res_create(r);
+    xds_resources_unref(r); /* w holds its own reference */
+
+    uint32_t idx[] = {0, 2};
+    size_t len;
+    uint8_t *buf =
+        take(xds_wire_sotw_response(w, XDS_CDS, 7, "00000000000000ab", idx, 2, "sextant/r1"), &len);
+    Envoy__Service__Discovery__V3__DiscoveryResponse *m =
+        envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
+    assert_non_null(m);
+    assert_string_equal(m->version_info, "7");
+    assert_string_equal(m->type_url, CDS_URL);
+    assert_string_equal(m->nonce, "00000000000000ab");
+    assert_non_null(m->control_plane);
+    assert_string_equal(m->control_plane->identifier, "sextant/r1");
+    assert_int_equal(m->n_resources, 2);
+    assert_any(m->resources[0], &w->res->items[XDS_CDS][0]);
+    assert_any(m->resources[1], &w->res->items[XDS_CDS][2]);
+    envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+
+    /* A full response (one contiguous run) and an empty one. */
+    uint32_t all[] = {0, 1, 2};
+    buf = take(xds_wire_sotw_response(w, XDS_CDS, 7, "n", all, 3, NULL), &len);
+    m = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
+    assert_int_equal(m->n_resources, 3);
+    assert_null(m->control_plane);
+    for (int i = 0; i < 3; i++)
+        assert_any(m->resources[i], &w->res->items[XDS_CDS][i]);
+    envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+    buf = take(xds_wire_sotw_response(w, XDS_LDS, 7, "n", NULL, 0, NULL), &len);
+    m = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
+    assert_int_equal(m->n_resources, 0);
+    assert_string_equal(m->type_url, "type.googleapis.com/envoy.config.listener.v3.Listener");
+    envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+    xds_wire_res_unref(w);
+}
+
+static void test_delta_response(void **state)
+{
+    (void)state;
+    xds_resources *r = fx_res(9, "cds:a=1,b=2,c=3");
+    xds_wire_res *w = xds_wire_res_create(r);
+    xds_resources_unref(r);
+    uint32_t idx[] = {1, 2};
+    char *removed[] = {"x", "y"};
+    size_t len;
+    uint8_t *buf = take(
+        xds_wire_delta_response(w, XDS_CDS, 9, "00000000000000cd", idx, 2, removed, 2, "cp"), &len);
+    Envoy__Service__Discovery__V3__DeltaDiscoveryResponse *m =
+        envoy__service__discovery__v3__delta_discovery_response__unpack(NULL, len, buf);
+    assert_non_null(m);
+    assert_string_equal(m->system_version_info, "9");
+    assert_string_equal(m->type_url, CDS_URL);
+    assert_string_equal(m->nonce, "00000000000000cd");
+    assert_string_equal(m->control_plane->identifier, "cp");
+    assert_int_equal(m->n_resources, 2);
+    for (int i = 0; i < 2; i++) {
+        const xds_resource *x = &w->res->items[XDS_CDS][idx[i]];
+        assert_string_equal(m->resources[i]->name, x->name);
+        assert_string_equal(m->resources[i]->version, x->version);
+        assert_any(m->resources[i]->resource, x);
+    }
+    assert_int_equal(m->n_removed_resources, 2);
+    assert_string_equal(m->removed_resources[0], "x");
+    assert_string_equal(m->removed_resources[1], "y");
+    envoy__service__discovery__v3__delta_discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+
+    /* Removals only. */
+    buf = take(xds_wire_delta_response(w, XDS_CDS, 9, "n", NULL, 0, removed, 1, NULL), &len);
+    m = envoy__service__discovery__v3__delta_discovery_response__unpack(NULL, len, buf);
+    assert_int_equal(m->n_resources, 0);
+    assert_int_equal(m->n_removed_resources, 1);
+    envoy__service__discovery__v3__delta_discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+    xds_wire_res_unref(w);
+}
+
+static snap_entry *entry_with(long long version)
+{
+    Gateway__Control__V1__Listener l = GATEWAY__CONTROL__V1__LISTENER__INIT;
+    l.name = "web";
+    l.port = 8080;
+    Gateway__Control__V1__Listener *ls[] = {&l};
+    Gateway__Control__V1__BackendCluster b = GATEWAY__CONTROL__V1__BACKEND_CLUSTER__INIT;
+    b.name = "api";
+    Gateway__Control__V1__BackendCluster *bs[] = {&b};
+    Gateway__Control__V1__ConfigSnapshot s = GATEWAY__CONTROL__V1__CONFIG_SNAPSHOT__INIT;
+    s.id = "g:5";
+    s.n_listeners = 1;
+    s.listeners = ls;
+    s.n_backends = 1;
+    s.backends = bs;
+    snap_entry *e = sx_calloc(1, sizeof(*e));
+    atomic_init(&e->refs, 1);
+    e->group = sx_strdup("g");
+    e->version = version;
+    e->checksum = sx_strdup("x");
+    e->encoded_len = gateway__control__v1__config_snapshot__get_packed_size(&s);
+    e->encoded = sx_malloc(e->encoded_len);
+    gateway__control__v1__config_snapshot__pack(&s, e->encoded);
+    return e;
+}
+
+static void test_control_response_parts(void **state)
+{
+    (void)state;
+    snap_entry *e = entry_with(5);
+    xds_wire_snap *s = xds_wire_snap_create(e, NULL, 0);
+    snap_entry_unref(e); /* s holds its own */
+
+    size_t len;
+    uint8_t *buf = take(xds_wire_control_response(s, "00000000000000ef", XDS_CTL_ALL), &len);
+    Gateway__Control__V1__DiscoveryResponse *m =
+        gateway__control__v1__discovery_response__unpack(NULL, len, buf);
+    assert_non_null(m);
+    assert_string_equal(m->version, "5");
+    assert_string_equal(m->nonce, "00000000000000ef");
+    assert_string_equal(m->snapshot->id, "g:5");
+    assert_int_equal(m->snapshot->n_listeners, 1);
+    assert_string_equal(m->snapshot->listeners[0]->name, "web");
+    assert_int_equal(m->snapshot->n_backends, 1);
+    gateway__control__v1__discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+
+    /* Listeners only: the id stays, backends go. */
+    buf = take(xds_wire_control_response(s, "n", 1u << 0), &len);
+    m = gateway__control__v1__discovery_response__unpack(NULL, len, buf);
+    assert_string_equal(m->snapshot->id, "g:5");
+    assert_int_equal(m->snapshot->n_listeners, 1);
+    assert_int_equal(m->snapshot->listeners[0]->port, 8080);
+    assert_int_equal(m->snapshot->n_backends, 0);
+    gateway__control__v1__discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+
+    /* Backends only. */
+    buf = take(xds_wire_control_response(s, "n", 1u << 4), &len);
+    m = gateway__control__v1__discovery_response__unpack(NULL, len, buf);
+    assert_int_equal(m->snapshot->n_listeners, 0);
+    assert_string_equal(m->snapshot->backends[0]->name, "api");
+    gateway__control__v1__discovery_response__free_unpacked(m, NULL);
+    sx_free(buf);
+    xds_wire_snap_unref(s);
+}
+
+static void test_pack(void **state)
+{
+    (void)state;
+    Gateway__Control__V1__StatusAck ack = GATEWAY__CONTROL__V1__STATUS_ACK__INIT;
+    ack.accepted = true;
+    size_t len;
+    uint8_t *buf = take(xds_wire_pack(&ack.base), &len);
+    Gateway__Control__V1__StatusAck *m = gateway__control__v1__status_ack__unpack(NULL, len, buf);
+    assert_true(m->accepted);
+    gateway__control__v1__status_ack__free_unpacked(m, NULL);
+    sx_free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sotw_response),
+        cmocka_unit_test(test_delta_response),
+        cmocka_unit_test(test_control_response_parts),
+        cmocka_unit_test(test_pack),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
