@@ -20,18 +20,18 @@
 #define NACK_ERROR_MAX  8192
 
 /* Columns read_node expects, in its order. */
-#define NODE_COLS                                                                                  \
-    "n.node_id, n.group_name, n.namespace, n.labels, n.metadata, n.client, n.replica_id,"          \
-    " n.connected, " REPO_TS("n.first_seen") ", " REPO_TS(                                         \
-        "n.last_seen") ","                                                                         \
-                       " s.desired_snapshot_version, s.deployment_id, s.acked_snapshot_version,"   \
-                       " " REPO_TS("s.acked_at") ", s.last_nack_version, s.last_nack_error,"       \
-                                                 " " REPO_TS(                                      \
-                                                     "s.last_nack_at") ", s.nack_count,"           \
-                                                                       " n.locality, n.protocol, " \
-                                                                       "n.disconnect_reason, "     \
-                                                                       "s.sent_snapshot_version,"  \
-                                                                       " " REPO_TS("s.sent_at")
+// clang-format off
+#define NODE_COLS                                                                    \
+    "n.node_id, n.group_name, n.namespace, n.labels, n.metadata, n.client,"         \
+    " n.replica_id, n.connected, " REPO_TS("n.first_seen") ","                       \
+    " " REPO_TS("n.last_seen") ","                                                    \
+    " s.desired_snapshot_version, s.deployment_id, s.acked_snapshot_version,"        \
+    " " REPO_TS("s.acked_at") ", s.last_nack_version, s.last_nack_error,"            \
+    " " REPO_TS("s.last_nack_at") ", s.nack_count,"                                   \
+    " n.locality, n.protocol, n.disconnect_reason, s.sent_snapshot_version,"         \
+    " " REPO_TS("s.sent_at") ", s.report_ready, s.report_version, s.report_message," \
+    " " REPO_TS("s.reported_at")
+// clang-format on
 
 static int check_str(const char *field, const char *v, size_t max, sx_err *err)
 {
@@ -176,6 +176,21 @@ static int update_status(pg_conn *c, const char *sql, int n, const char *const *
     return rc;
 }
 
+int node_repo_record_report(pg_conn *c, const char *node_id, const node_report *r, sx_err *err)
+{
+    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    if (rc)
+        return rc;
+    const char *p[] = {node_id, r->ready ? "true" : "false", r->version ? r->version : "",
+                       r->message ? r->message : "", r->observed_at};
+    return update_status(c,
+                         "UPDATE node_status SET report_ready = $2::boolean, report_version = $3,"
+                         "   report_message = $4,"
+                         "   reported_at = COALESCE($5::timestamptz, now()), updated_at = now()"
+                         " WHERE node_id = $1",
+                         5, p, node_id, err);
+}
+
 int node_repo_record_sent(pg_conn *c, const char *node_id, long long version, sx_err *err)
 {
     int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
@@ -285,6 +300,11 @@ static int read_node(sx_arena *a, const PGresult *r, int row, node_record *o, sx
     o->protocol = repo_str(a, r, row, 19);
     o->disconnect_reason = repo_str(a, r, row, 20);
     o->sent_at = repo_str(a, r, row, 22);
+    o->reported = !PQgetisnull(r, row, 23);
+    o->report_ready = repo_bool(r, row, 23);
+    o->report_version = repo_str(a, r, row, 24);
+    o->report_message = repo_str(a, r, row, 25);
+    o->reported_at = repo_str(a, r, row, 26);
     return 0;
 }
 

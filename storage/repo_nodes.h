@@ -43,6 +43,11 @@ typedef struct node_record {
     char *deployment_id;       /* deployment that assigned it; NULL when none */
     long long sent_version;    /* last sent snapshot version; 0 when none */
     char *sent_at;
+    bool reported; /* a status report was received (the fields below are set) */
+    bool report_ready;
+    char *report_version;
+    char *report_message;
+    char *reported_at;
     long long acked_version;
     char *acked_at;
     long long last_nack_version;
@@ -86,6 +91,17 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
  * tells whether it did. Not an error when the node is unknown or elsewhere. */
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
                                 const char *reason, bool *changed, sx_err *err) SX_MUSTCHECK;
+
+/* A data plane's health report (gateway.control.v1). observed_at is RFC 3339 (NULL =
+ * now). SX_ENOTFOUND for an unknown node. */
+typedef struct node_report {
+    bool ready;
+    const char *version;     /* configuration version it runs; NULL = "" */
+    const char *message;     /* NULL = "" */
+    const char *observed_at; /* RFC 3339; NULL = now */
+} node_report;
+int node_repo_record_report(pg_conn *c, const char *node_id, const node_report *r,
+                            sx_err *err) SX_MUSTCHECK;
 
 /* Records that snapshot version was sent to the node. SX_ENOTFOUND for an unknown node. */
 int node_repo_record_sent(pg_conn *c, const char *node_id, long long version,

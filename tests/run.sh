@@ -8,7 +8,7 @@
 #
 #   tests/run.sh                 everything
 #   tests/run.sh --no-asan       skip the sanitizer build
-#   tests/run.sh -L unit         one label (unit, integration)
+#   tests/run.sh -L unit         one label (unit, integration, conformance)
 #   tests/run.sh -R regex        tests whose name matches
 set -euo pipefail
 
@@ -30,9 +30,18 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#CTEST_ARGS[@]} -gt 0 ] || CTEST_ARGS=(-L 'unit|integration')
+[ ${#CTEST_ARGS[@]} -gt 0 ] || CTEST_ARGS=(-L 'unit|integration|conformance')
 
 deps_install
+
+# The conformance tests' real xDS clients and helpers (tests/conformance/package.json):
+# `npm ci` when node_modules is missing or was built from another package-lock.json.
+# The stamp is the lock it was built from; tests/conformance/lib/harness.sh reads it too.
+echo "== node modules"
+if ! cmp -s tests/conformance/package-lock.json tests/conformance/node_modules/.sextant-lock-stamp 2>/dev/null; then
+    (cd tests/conformance && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
+        cp package-lock.json node_modules/.sextant-lock-stamp)
+fi
 
 echo "== format"
 mapfile -t CFILES < <(git ls-files '*.c' '*.h' 2>/dev/null || find server storage api tests -name '*.[ch]')

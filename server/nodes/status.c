@@ -30,6 +30,7 @@ enum {
     EV_NACK = 1u << 3,       /* nack_version + nack_error */
     EV_SENT = 1u << 4,       /* sent_version */
     EV_DISCONNECT = 1u << 5, /* disconnect_reason */
+    EV_REPORT = 1u << 6,     /* report_* */
 };
 
 typedef struct pending {
@@ -44,6 +45,8 @@ typedef struct pending {
     char *nack_error;
     long long sent_version;
     char *disconnect_reason;
+    bool report_ready;
+    char *report_version, *report_message, *report_observed_at;
 } pending;
 
 #define BUCKETS 4096
@@ -86,6 +89,9 @@ static void pending_free(pending *p)
     json_decref(p->locality);
     sx_free(p->nack_error);
     sx_free(p->disconnect_reason);
+    sx_free(p->report_version);
+    sx_free(p->report_message);
+    sx_free(p->report_observed_at);
     sx_free(p);
 }
 
@@ -220,6 +226,20 @@ void node_status_desired(node_status_queue *q, const char *node_id, long long ve
     end_event(q, false);
 }
 
+void node_status_report(node_status_queue *q, const char *node_id, bool ready, const char *version,
+                        const char *message, const char *observed_at)
+{
+    pending *p = begin_event(q, node_id, false);
+    if (p == NULL)
+        return;
+    p->events |= EV_REPORT | EV_SEEN;
+    p->report_ready = ready;
+    replace_str(&p->report_version, version ? version : "");
+    replace_str(&p->report_message, message ? message : "");
+    replace_str(&p->report_observed_at, observed_at);
+    end_event(q, false);
+}
+
 /* ------------------------------------------------------------------ flushing */
 
 typedef struct batch {
@@ -269,6 +289,12 @@ static int write_batch(pg_conn *c, void *arg, sx_err *err)
             (rc = node_repo_record_nack(c, p->node_id, p->nack_version,
                                         p->nack_error ? p->nack_error : "", err)) == SX_ENOTFOUND)
             rc = 0;
+        if (rc == 0 && (p->events & EV_REPORT)) {
+            node_report r = {p->report_ready, p->report_version, p->report_message,
+                             p->report_observed_at};
+            if ((rc = node_repo_record_report(c, p->node_id, &r, err)) == SX_ENOTFOUND)
+                rc = 0;
+        }
         if (rc == 0 && (p->events & EV_SEEN) && !(p->events & (EV_CONNECT | EV_DISCONNECT)))
             seen[nseen++] = p->node_id;
     }
@@ -312,6 +338,12 @@ static void requeue_locked(node_status_queue *q, pending *p)
         }
         if (older & EV_DISCONNECT)
             cur->disconnect_reason = p->disconnect_reason, p->disconnect_reason = NULL;
+        if (older & EV_REPORT) {
+            cur->report_ready = p->report_ready;
+            cur->report_version = p->report_version, p->report_version = NULL;
+            cur->report_message = p->report_message, p->report_message = NULL;
+            cur->report_observed_at = p->report_observed_at, p->report_observed_at = NULL;
+        }
         pending_free(p);
         return;
     }

@@ -62,6 +62,11 @@ void node_status_nack(node_status_queue *q, const char *node_id, long long versi
  * the ACKed one, so "sent but not yet ACKed" is visible. */
 void node_status_desired(node_status_queue *q, const char *node_id, long long version);
 
+/* A data plane's health report (debounced; the newest wins). observed_at is RFC 3339
+ * or NULL for "now"; all strings are copied. */
+void node_status_report(node_status_queue *q, const char *node_id, bool ready, const char *version,
+                        const char *message, const char *observed_at);
+
 /* Forces a flush now and waits for it; for tests and shutdown. */
 int node_status_flush(node_status_queue *q, sx_err *err) SX_MUSTCHECK;
 

@@ -35,6 +35,7 @@
 
 #include "envoy/service/discovery/v3/discovery.pb-c.h"
 #include "gateway/control/v1/control.pb-c.h"
+#include "server/base/arena.h"
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
@@ -47,6 +48,8 @@
 #include "server/xds/sotw.h"
 #include "server/xds/streams.h"
 #include "server/xds/wire.h"
+#include "storage/pg_pool.h"
+#include "storage/repo_nodes.h"
 
 #define COMPONENT          "xds"
 #define SWEEP_INTERVAL_MS  1000
@@ -782,6 +785,9 @@ out:
     return old;
 }
 
+static int take_report(xds_server *s, const Gateway__Control__V1__DataplaneStatusReport *rep,
+                       const char *stream_node);
+
 static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len)
 {
     xds_call *old = NULL;
@@ -803,7 +809,8 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
         call_end(c, XDS_TERM_INVALID_REQUEST, GRPC_STATUS_INVALID_ARGUMENT, err.message);
         goto out;
     }
-    if (c->state == XDS_CALL_WAITING) {
+    bool first_request = c->state == XDS_CALL_WAITING;
+    if (first_request) {
         const char *group = xds_group_for_node(c->srv, req->node_id, req->cluster);
         if (!check_node(c, req->node_id, group))
             goto out;
@@ -820,6 +827,13 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
     }
     if (c->srv->o.nodes)
         node_status_seen(c->srv->o.nodes, c->node_id);
+    if (req->status_report) {
+        bool report_only = !first_request && req->nonce[0] == '\0' && req->n_subscriptions == 0 &&
+                           req->result_status == 0 && req->error_detail[0] == '\0';
+        take_report(c->srv, req->status_report, c->node_id);
+        if (report_only)
+            goto out; /* carries no ACK/NACK: the protocol state is untouched */
+    }
     bool nack = req->result_status ==
                     GATEWAY__CONTROL__V1__DISCOVERY_RESULT_STATUS__DISCOVERY_RESULT_STATUS_NACK ||
                 (req->error_detail && req->error_detail[0]);
@@ -994,6 +1008,64 @@ static bool node_known(xds_server *s, const char *node_id)
     return s->o.known_node && s->o.known_node(s->o.known_node_ctx, node_id);
 }
 
+/* observed_at as RFC 3339 into out (n bytes); NULL when the report has none. */
+static const char *report_time(const Gateway__Control__V1__DataplaneStatusReport *rep, char *out,
+                               size_t n)
+{
+    if (rep->observed_at == NULL)
+        return NULL;
+    time_t secs = (time_t)rep->observed_at->seconds;
+    struct tm tm;
+    if (gmtime_r(&secs, &tm) == NULL)
+        return NULL;
+    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + k, n - k, ".%09dZ", (int)rep->observed_at->nanos);
+    return out;
+}
+
+/*
+ * Checks a status report and records it. stream_node is the node of the stream that
+ * carried it (NULL for the unary ReportStatus): a stream may only report for its own
+ * node. Returns -1 when accepted, else the xds_reject reason (counted and logged here).
+ */
+static int take_report(xds_server *s, const Gateway__Control__V1__DataplaneStatusReport *rep,
+                       const char *stream_node)
+{
+    int reject = -1;
+    sx_err err;
+    sx_err_clear(&err);
+    if (atomic_load(&s->stopping)) {
+        reject = XDS_REJECT_SHUTDOWN;
+        sx_err_set(&err, SX_EUNAVAILABLE, "the server is shutting down");
+    } else if (xds_ctl_check_report(rep, unix_ms(), &err) != 0) {
+        reject = XDS_REJECT_INVALID_REQUEST;
+    } else if (stream_node && strcmp(rep->node_id, stream_node) != 0) {
+        reject = XDS_REJECT_INVALID_REQUEST;
+        sx_err_set(&err, SX_EINVAL, "a stream of node \"%.64s\" reported for node \"%.64s\"",
+                   stream_node, rep->node_id);
+    } else if (stream_node == NULL && !node_known(s, rep->node_id)) {
+        reject = XDS_REJECT_UNKNOWN_NODE;
+        sx_err_set(&err, SX_ENOTFOUND, "node \"%.64s\" is not known", rep->node_id);
+    }
+    if (reject >= 0) {
+        xds_metrics_inc(s->metrics.report_rejections, xds_reject_name((xds_reject)reject));
+        sx_log_fields(SX_LOG_INFO, COMPONENT,
+                      json_pack("{s:s,s:s,s:s}", "node", rep->node_id ? rep->node_id : "", "reason",
+                                xds_reject_name((xds_reject)reject), "error", err.message),
+                      "status report refused: %s", err.message);
+        return reject;
+    }
+    char when[64];
+    if (s->o.nodes)
+        node_status_report(s->o.nodes, rep->node_id, rep->ready, rep->version, rep->message,
+                           report_time(rep, when, sizeof(when)));
+    sx_log_fields(SX_LOG_DEBUG, COMPONENT,
+                  json_pack("{s:s,s:s,s:b,s:s}", "node", rep->node_id, "version", rep->version,
+                            "ready", (int)rep->ready, "message", rep->message),
+                  "status report");
+    return -1;
+}
+
 static void report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload)
 {
     int reject = -1;
@@ -1018,31 +1090,20 @@ static void report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payl
             if (rep == NULL) {
                 reject = XDS_REJECT_INVALID_REQUEST;
                 sx_err_set(&err, SX_EINVAL, "could not decode the DataplaneStatusReport");
-            } else if (xds_ctl_check_report(rep, unix_ms(), &err) != 0) {
-                reject = XDS_REJECT_INVALID_REQUEST;
-            } else if (!node_known(s, rep->node_id)) {
-                reject = XDS_REJECT_UNKNOWN_NODE;
-                sx_err_set(&err, SX_ENOTFOUND, "node \"%.64s\" has no stream here", rep->node_id);
             }
         }
     }
     if (payload)
         grpc_byte_buffer_destroy(payload);
 
-    const char *node = rep ? rep->node_id : "";
     if (reject >= 0) {
         xds_metrics_inc(s->metrics.report_rejections, xds_reject_name((xds_reject)reject));
         sx_log_fields(SX_LOG_INFO, COMPONENT,
-                      json_pack("{s:s,s:s,s:s}", "node", node, "reason",
-                                xds_reject_name((xds_reject)reject), "error", err.message),
+                      json_pack("{s:s,s:s}", "reason", xds_reject_name((xds_reject)reject), "error",
+                                err.message),
                       "status report refused: %s", err.message);
     } else {
-        if (s->o.nodes)
-            node_status_seen(s->o.nodes, rep->node_id);
-        sx_log_fields(SX_LOG_DEBUG, COMPONENT,
-                      json_pack("{s:s,s:s,s:b,s:s}", "node", rep->node_id, "version", rep->version,
-                                "ready", (int)rep->ready, "message", rep->message),
-                      "status report");
+        reject = take_report(s, rep, NULL);
     }
     if (rep)
         gateway__control__v1__dataplane_status_report__free_unpacked(rep, NULL);
@@ -1500,6 +1561,24 @@ void xds_server_destroy(xds_server *s)
     sx_free(s);
 }
 
+/* A ReportStatus from a node whose stream is on another replica: the database knows
+ * every node any replica has seen. One indexed read on a completion-queue thread;
+ * unary reports are rare next to stream traffic. */
+static bool known_in_database(void *ctx, const char *node_id)
+{
+    struct sx_server *srv = ctx;
+    pg_conn *c = NULL;
+    sx_err err;
+    if (srv->db == NULL || pg_acquire(srv->db, &c, &err) != 0)
+        return false;
+    sx_arena *a = sx_arena_create();
+    node_record *n = NULL;
+    bool known = node_repo_get(c, node_id, a, &n, &err) == 0;
+    pg_release(srv->db, c);
+    sx_arena_destroy(a);
+    return known;
+}
+
 int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
 {
     *out = NULL;
@@ -1508,6 +1587,8 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
         .store = srv->snapshots,
         .metrics = srv->metrics,
         .nodes = srv->nodes,
+        .known_node = known_in_database,
+        .known_node_ctx = srv,
     };
     xds_server *s = NULL;
     int rc = xds_server_create(&o, &s, err);

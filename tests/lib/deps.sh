@@ -6,6 +6,7 @@ SEXTANT_DEBS=(
     libpq-dev libhiredis-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
     libcmocka-dev postgresql redis-server
+    nodejs npm python3-grpcio
 )
 
 # deps_install PKG...: installs the packages that are not installed yet (all of
@@ -15,7 +16,7 @@ deps_install() {
     [ ${#pkgs[@]} -gt 0 ] || pkgs=("${SEXTANT_DEBS[@]}")
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-            missing+=("$p")
+            deps_provided "$p" || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "installing Debian packages: ${missing[*]}" >&2
@@ -24,4 +25,15 @@ deps_install() {
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update -qq >/dev/null || true
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# deps_provided PKG: an installed package provides PKG (NodeSource's nodejs provides
+# npm and conflicts with Debian's npm package, so npm must not be installed then).
+deps_provided() {
+    dpkg-query -W -f='${db:Status-Abbrev}|${Provides}\n' 2>/dev/null | awk -F'|' -v p="$1" '
+        $1 ~ /^ii/ {
+            n = split($2, a, /, */)
+            for (i = 1; i <= n; i++) { sub(/ .*/, "", a[i]); if (a[i] == p) found = 1 }
+        }
+        END { exit !found }'
 }

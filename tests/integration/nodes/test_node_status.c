@@ -111,6 +111,16 @@ static void test_events_reach_the_database(void **state)
     assert_int_equal(n->acked_version, 7);
     assert_int_equal(n->sent_version, 7);
 
+    /* A health report is kept with its time of observation. */
+    node_status_report(q, "envoy-1", false, "7", "draining listeners", "2026-11-21T01:02:03Z");
+    assert_int_equal(node_status_flush(q, &err), 0);
+    assert_true(get_node(f, "envoy-1", a, &n));
+    assert_true(n->reported);
+    assert_false(n->report_ready);
+    assert_string_equal(n->report_version, "7");
+    assert_string_equal(n->report_message, "draining listeners");
+    assert_string_equal(n->reported_at, "2026-11-21T01:02:03.000000Z");
+
     /* A NACK is critical: written without a flush, error kept, counted. */
     node_status_nack(q, "envoy-1", 8, "cluster edge/api: unknown lb policy");
     deadline = tl_now_ms() + 5000;

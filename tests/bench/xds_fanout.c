@@ -1,0 +1,786 @@
+/*
+ * xds_fanout.c — ADS fan-out benchmark client: many Envoy-like SotW streams in one
+ * process, timing how long a newly published snapshot takes to reach every one.
+ *
+ * Each stream has its own channel and therefore its own HTTP/2 connection
+ * (GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL), as every Envoy has its own. A stream sends a
+ * wildcard CDS request and, given --eds-names, an EDS request for those clusters, and
+ * ACKs every response with its version_info and nonce, like a real client (Sextant
+ * holds back a type until its previous response is ACKed). Responses are not decoded:
+ * a small wire walker over the received slices picks out version_info (field 1),
+ * type_url (4) and nonce (5) and skips the resources without copying them, so that
+ * 10,000 streams receiving megabytes of endpoints measure the server, not this client.
+ * Two threads run the completion queue; every time stamp is CLOCK_MONOTONIC.
+ *
+ * The driver (xds_fanout.sh) talks to it over stdin/stdout:
+ *   stdout  "ready N SECONDS RX_MB"  once every stream holds a first version of every type
+ *   stdin   "go NS"    NS is the CLOCK_MONOTONIC time just before `sextant publish`
+ *                      started (`bench_xds_fanout --now` prints one); the client then
+ *                      waits until every stream received a version different from its
+ *                      first one, for every type, and prints one "result" line per type
+ *                      ("all" = the stream held the whole new config), then "done"
+ *   stdin   "quit" or end of file: cancels the streams and exits
+ * Errors and progress go to stderr.
+ */
+#include <errno.h>
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "envoy/config/core/v3/base.pb-c.h"
+#include "envoy/service/discovery/v3/discovery.pb-c.h"
+
+#define ADS_METHOD                                                                                 \
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+#define CDS_URL      "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+#define EDS_URL      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+#define STR_MAX      96 /* versions, nonces and type URLs are short; longer ones are cut */
+#define CQ_THREADS   2
+#define MAX_RESTARTS 3 /* calls started again per stream after the server ended one */
+
+enum { T_CDS, T_EDS, T_COUNT };
+static const char *const type_url[T_COUNT] = {CDS_URL, EDS_URL};
+static const char *const type_name[T_COUNT] = {"cds", "eds"};
+
+typedef enum { OP_SEND, OP_RECV, OP_STATUS } op_kind;
+
+typedef struct stream stream;
+typedef struct bench bench;
+
+/* The completion-queue tag of one kind of batch of one stream. */
+typedef struct {
+    stream *s;
+    op_kind kind;
+} op_tag;
+
+/* What one stream knows about one resource type. */
+typedef struct {
+    bool want_send;            /* a request (first one or ACK) waits for the send slot */
+    char ack_version[STR_MAX]; /* version_info of the request to send / last sent */
+    char ack_nonce[STR_MAX];   /* response_nonce of the request to send */
+    bool got_first;            /* a first response arrived */
+    char first_version[STR_MAX];
+    int64_t new_at_ns; /* arrival of the first response with another version; 0 before */
+} type_state;
+
+/* One ADS stream and its channel. Fields below mu are guarded by it: the two
+ * completion-queue threads may handle a send and a receive of one call at once. */
+struct stream {
+    bench *b;
+    unsigned idx;
+    grpc_channel *ch;
+    op_tag t_send, t_recv, t_status;
+    pthread_mutex_t mu;
+    grpc_call *call;      /* NULL between calls and after the end */
+    int ops_out;          /* batches of this call not yet completed */
+    bool call_over;       /* RECV_STATUS_ON_CLIENT completed */
+    bool sending;         /* a SEND_MESSAGE batch is in flight */
+    bool sent_first;      /* initial metadata and node went out on this call */
+    bool first_recv;      /* the next RECV_MESSAGE also takes the initial metadata */
+    bool counted_initial; /* counted in bench.initial */
+    bool counted_updated; /* counted in bench.updated */
+    int restarts;         /* calls started again after one ended */
+    grpc_byte_buffer *send_buf, *recv_buf;
+    grpc_metadata_array md_init, md_trail;
+    grpc_status_code status;
+    grpc_slice details;
+    type_state ty[T_COUNT];
+};
+
+/* The whole benchmark: options, the completion queue and the counters the main
+ * thread waits on. */
+struct bench {
+    const char *target;      /* host:port of `sextant serve`'s gRPC listener */
+    const char *group;       /* node.cluster: the proxy group */
+    const char *node_prefix; /* node.id is "<prefix>-<index>" */
+    unsigned n_streams;
+    unsigned ramp;    /* at most this many streams waiting for their first versions */
+    int timeout_s;    /* longest wait for "ready" and for "done" */
+    char **eds_names; /* EDS resource names; NULL: no EDS subscription */
+    size_t n_eds;
+    int n_types; /* T_CDS only, or T_CDS and T_EDS */
+    grpc_completion_queue *cq;
+    stream *streams;
+    atomic_uint initial;           /* streams holding a first version of every type */
+    atomic_uint updated;           /* streams holding a new version of every type */
+    atomic_uint live;              /* calls started and not yet finished */
+    atomic_uint restarts;          /* calls that ended and were started again */
+    atomic_uint errors;            /* status lines printed (the first few only) */
+    atomic_uint_fast64_t rx_bytes; /* response bytes received */
+    atomic_uint_fast64_t rx_msgs;  /* responses received */
+    atomic_bool stopping;
+    long max_rss_mb; /* the client exits rather than push the machine into swap/OOM */
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) {
+        fprintf(stderr, "bench_xds_fanout: out of memory\n");
+        abort();
+    }
+    return p;
+}
+
+static void copy_str(char *dst, const char *src)
+{
+    snprintf(dst, STR_MAX, "%s", src);
+}
+
+/* ---------------------------------------------------------------- wire walker */
+
+/* A read cursor over a received byte buffer's slices (no copy). */
+typedef struct {
+    grpc_byte_buffer_reader r;
+    const uint8_t *p, *end;
+} wire;
+
+static bool wire_fill(wire *w)
+{
+    while (w->p == w->end) {
+        grpc_slice *s;
+        if (!grpc_byte_buffer_reader_peek(&w->r, &s))
+            return false;
+        w->p = GRPC_SLICE_START_PTR(*s);
+        w->end = w->p + GRPC_SLICE_LENGTH(*s);
+    }
+    return true;
+}
+
+static bool wire_varint(wire *w, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (!wire_fill(w))
+            return false;
+        uint8_t c = *w->p++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if ((c & 0x80) == 0) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Skips n bytes; when dst is not NULL, keeps the first STR_MAX - 1 of them there. */
+static bool wire_take(wire *w, uint64_t n, char *dst)
+{
+    size_t kept = 0;
+    while (n > 0) {
+        if (!wire_fill(w))
+            return false;
+        size_t k = (size_t)(w->end - w->p);
+        if (k > n)
+            k = (size_t)n;
+        if (dst != NULL && kept < STR_MAX - 1) {
+            size_t c = k < STR_MAX - 1 - kept ? k : STR_MAX - 1 - kept;
+            memcpy(dst + kept, w->p, c);
+            kept += c;
+        }
+        w->p += k;
+        n -= k;
+    }
+    if (dst != NULL)
+        dst[kept] = '\0';
+    return true;
+}
+
+/* Picks version_info, type_url and nonce out of a serialized DiscoveryResponse.
+ * Returns false on a malformed message. */
+static bool parse_response(grpc_byte_buffer *buf, char *version, char *url, char *nonce)
+{
+    wire w = {.p = NULL, .end = NULL};
+    version[0] = url[0] = nonce[0] = '\0';
+    if (!grpc_byte_buffer_reader_init(&w.r, buf))
+        return false;
+    bool ok = true;
+    uint64_t key, len;
+    while (ok && wire_fill(&w)) {
+        if (!wire_varint(&w, &key)) {
+            ok = false;
+            break;
+        }
+        switch (key & 7) {
+        case 0:
+            ok = wire_varint(&w, &len);
+            break;
+        case 1:
+            ok = wire_take(&w, 8, NULL);
+            break;
+        case 5:
+            ok = wire_take(&w, 4, NULL);
+            break;
+        case 2: {
+            char *dst = NULL;
+            if (key >> 3 == 1)
+                dst = version;
+            else if (key >> 3 == 4)
+                dst = url;
+            else if (key >> 3 == 5)
+                dst = nonce;
+            ok = wire_varint(&w, &len) && wire_take(&w, len, dst);
+            break;
+        }
+        default:
+            ok = false;
+        }
+    }
+    grpc_byte_buffer_reader_destroy(&w.r);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- one stream */
+
+static void batch_locked(stream *s, const grpc_op *ops, size_t n, op_tag *tag)
+{
+    grpc_call_error e = grpc_call_start_batch(s->call, ops, n, tag, NULL);
+    if (e != GRPC_CALL_OK) {
+        fprintf(stderr, "bench_xds_fanout: stream %u: grpc_call_start_batch: error %d\n", s->idx,
+                (int)e);
+        abort();
+    }
+    s->ops_out++;
+}
+
+/* Sends the next waiting request, CDS before EDS, when no send is in flight. */
+static void pump_locked(stream *s)
+{
+    bench *b = s->b;
+    if (s->sending || s->call == NULL || s->call_over)
+        return;
+    for (int t = 0; t < b->n_types; t++) {
+        type_state *ts = &s->ty[t];
+        if (!ts->want_send)
+            continue;
+        ts->want_send = false;
+
+        char node_id[64];
+        snprintf(node_id, sizeof node_id, "%s-%u", b->node_prefix, s->idx);
+        Envoy__Config__Core__V3__Node node = ENVOY__CONFIG__CORE__V3__NODE__INIT;
+        node.id = node_id;
+        node.cluster = (char *)b->group;
+        node.user_agent_name = "sextant-bench";
+        Envoy__Service__Discovery__V3__DiscoveryRequest req =
+            ENVOY__SERVICE__DISCOVERY__V3__DISCOVERY_REQUEST__INIT;
+        req.version_info = ts->ack_version;
+        req.response_nonce = ts->ack_nonce;
+        req.type_url = (char *)type_url[t];
+        if (!s->sent_first)
+            req.node = &node; /* like Envoy: the node goes in the first request only */
+        if (t == T_EDS) {
+            req.n_resource_names = b->n_eds;
+            req.resource_names = b->eds_names;
+        }
+        size_t len = envoy__service__discovery__v3__discovery_request__get_packed_size(&req);
+        grpc_slice slice = grpc_slice_malloc(len);
+        envoy__service__discovery__v3__discovery_request__pack(&req, GRPC_SLICE_START_PTR(slice));
+        s->send_buf = grpc_raw_byte_buffer_create(&slice, 1);
+        grpc_slice_unref(slice);
+
+        grpc_op ops[2];
+        size_t n = 0;
+        memset(ops, 0, sizeof ops);
+        if (!s->sent_first) {
+            /* Wait for the connection rather than fail while 10,000 connect at once. */
+            ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+            ops[n].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY |
+                           GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
+            n++;
+            s->sent_first = true;
+        }
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = s->send_buf;
+        n++;
+        s->sending = true;
+        batch_locked(s, ops, n, &s->t_send);
+        return;
+    }
+}
+
+static void arm_recv_locked(stream *s)
+{
+    grpc_op ops[2];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    if (s->first_recv) {
+        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[n].data.recv_initial_metadata.recv_initial_metadata = &s->md_init;
+        n++;
+        s->first_recv = false;
+    }
+    ops[n].op = GRPC_OP_RECV_MESSAGE;
+    ops[n].data.recv_message.recv_message = &s->recv_buf;
+    n++;
+    batch_locked(s, ops, n, &s->t_recv);
+}
+
+/* Starts a call on the stream's channel: every subscribed type gets a request
+ * carrying the version it last ACKed (empty the first time), as on a reconnect. */
+static void start_call_locked(stream *s)
+{
+    bench *b = s->b;
+    s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, b->cq,
+                                       grpc_slice_from_static_string(ADS_METHOD), NULL,
+                                       gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    s->ops_out = 0;
+    s->call_over = false;
+    s->sending = false;
+    s->sent_first = false;
+    s->first_recv = true;
+    grpc_metadata_array_init(&s->md_init);
+    grpc_metadata_array_init(&s->md_trail);
+    for (int t = 0; t < b->n_types; t++) {
+        s->ty[t].want_send = true;
+        s->ty[t].ack_nonce[0] = '\0';
+    }
+    atomic_fetch_add(&b->live, 1);
+    pump_locked(s);
+    arm_recv_locked(s);
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    op.data.recv_status_on_client.trailing_metadata = &s->md_trail;
+    op.data.recv_status_on_client.status = &s->status;
+    op.data.recv_status_on_client.status_details = &s->details;
+    batch_locked(s, &op, 1, &s->t_status);
+}
+
+/* The call has ended and no batch of it is outstanding: release it, and start
+ * another one unless the benchmark is stopping. */
+static void finish_call_locked(stream *s)
+{
+    bench *b = s->b;
+    grpc_call_unref(s->call);
+    s->call = NULL;
+    grpc_metadata_array_destroy(&s->md_init);
+    grpc_metadata_array_destroy(&s->md_trail);
+    grpc_slice_unref(s->details);
+    atomic_fetch_sub(&b->live, 1);
+    /* Reconnect like a proxy would, but give up on a stream the server keeps ending. */
+    if (!atomic_load(&b->stopping) && s->restarts < MAX_RESTARTS) {
+        s->restarts++;
+        atomic_fetch_add(&b->restarts, 1);
+        start_call_locked(s);
+    }
+}
+
+static void on_recv_locked(stream *s, int64_t at)
+{
+    bench *b = s->b;
+    char version[STR_MAX], url[STR_MAX], nonce[STR_MAX];
+    atomic_fetch_add(&b->rx_bytes, grpc_byte_buffer_length(s->recv_buf));
+    atomic_fetch_add(&b->rx_msgs, 1);
+    bool ok = parse_response(s->recv_buf, version, url, nonce);
+    grpc_byte_buffer_destroy(s->recv_buf);
+    s->recv_buf = NULL;
+    int t = -1;
+    for (int i = 0; i < b->n_types; i++)
+        if (strcmp(url, type_url[i]) == 0)
+            t = i;
+    if (!ok || t < 0) {
+        if (atomic_fetch_add(&b->errors, 1) < 5)
+            fprintf(stderr, "bench_xds_fanout: stream %u: unexpected response (type_url \"%s\")\n",
+                    s->idx, url);
+        return;
+    }
+    type_state *ts = &s->ty[t];
+    if (!ts->got_first) {
+        ts->got_first = true;
+        copy_str(ts->first_version, version);
+    } else if (ts->new_at_ns == 0 && strcmp(version, ts->first_version) != 0) {
+        ts->new_at_ns = at;
+    }
+    copy_str(ts->ack_version, version);
+    copy_str(ts->ack_nonce, nonce);
+    ts->want_send = true;
+
+    bool all_first = true, all_new = true;
+    for (int i = 0; i < b->n_types; i++) {
+        all_first = all_first && s->ty[i].got_first;
+        all_new = all_new && s->ty[i].new_at_ns != 0;
+    }
+    if (all_first && !s->counted_initial) {
+        s->counted_initial = true;
+        atomic_fetch_add(&b->initial, 1);
+    }
+    if (all_new && !s->counted_updated) {
+        s->counted_updated = true;
+        atomic_fetch_add(&b->updated, 1);
+    }
+    pump_locked(s);
+}
+
+static void handle(op_tag *tag, bool success)
+{
+    int64_t at = now_ns(); /* before any work: the arrival time of a response */
+    stream *s = tag->s;
+    bench *b = s->b;
+    pthread_mutex_lock(&s->mu);
+    s->ops_out--;
+    switch (tag->kind) {
+    case OP_SEND:
+        grpc_byte_buffer_destroy(s->send_buf);
+        s->send_buf = NULL;
+        s->sending = false;
+        if (success)
+            pump_locked(s);
+        break;
+    case OP_RECV:
+        if (success && s->recv_buf != NULL) {
+            on_recv_locked(s, at);
+            if (!s->call_over)
+                arm_recv_locked(s);
+        }
+        /* Otherwise the call is over; RECV_STATUS_ON_CLIENT says why. */
+        break;
+    case OP_STATUS:
+        s->call_over = true;
+        if (!atomic_load(&b->stopping) && atomic_fetch_add(&b->errors, 1) < 5) {
+            char *d = grpc_slice_to_c_string(s->details);
+            fprintf(stderr, "bench_xds_fanout: stream %u ended: status %d: %s\n", s->idx,
+                    (int)s->status, d);
+            gpr_free(d);
+        }
+        break;
+    }
+    if (s->call_over && s->ops_out == 0)
+        finish_call_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *cq_thread(void *arg)
+{
+    bench *b = arg;
+    for (;;) {
+        grpc_event ev =
+            grpc_completion_queue_next(b->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            return NULL;
+        if (ev.type == GRPC_OP_COMPLETE)
+            handle(ev.tag, ev.success != 0);
+    }
+}
+
+/* ---------------------------------------------------------------- main thread */
+
+static void open_stream(bench *b, unsigned i)
+{
+    stream *s = &b->streams[i];
+    memset(s, 0, sizeof *s);
+    s->b = b;
+    s->idx = i;
+    s->t_send = (op_tag){s, OP_SEND};
+    s->t_recv = (op_tag){s, OP_RECV};
+    s->t_status = (op_tag){s, OP_STATUS};
+    pthread_mutex_init(&s->mu, NULL);
+    grpc_arg args[2] = {
+        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1},
+        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = -1},
+    };
+    grpc_channel_args ca = {.num_args = 2, .args = args};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    s->ch = grpc_channel_create(b->target, creds, &ca);
+    grpc_channel_credentials_release(creds);
+    pthread_mutex_lock(&s->mu);
+    start_call_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Exits the process when its RSS passes b->max_rss_mb: the machine is shared, and
+ * 10,000 streams each assembling a multi-megabyte response can take more memory
+ * than it has (gRPC hands over a message only once it is complete). */
+static void *rss_guard(void *arg)
+{
+    bench *b = arg;
+    long page_kb = sysconf(_SC_PAGESIZE) / 1024;
+    for (;;) {
+        FILE *f = fopen("/proc/self/statm", "r");
+        long size = 0, rss = 0;
+        if (f != NULL) {
+            if (fscanf(f, "%ld %ld", &size, &rss) != 2)
+                rss = 0;
+            fclose(f);
+        }
+        if (rss * page_kb / 1024 > b->max_rss_mb) {
+            printf("error client rss %ld MB above --max-rss-mb %ld (streams %u, updated %u)\n",
+                   rss * page_kb / 1024, b->max_rss_mb, atomic_load(&b->initial),
+                   atomic_load(&b->updated));
+            fflush(stdout);
+            _exit(3);
+        }
+        usleep(20000);
+    }
+    return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double pct_s(const int64_t *v, size_t n, double p)
+{
+    size_t rank = (size_t)(p * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return (double)v[rank - 1] / 1e9;
+}
+
+/* Prints "result type=T received=M p50=..s p99=..s max=..s" for one type, or for
+ * all types (t < 0: per stream, the latest of its types). */
+static void report(bench *b, int t, int64_t t0, int64_t *v)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < b->n_streams; i++) {
+        stream *s = &b->streams[i];
+        pthread_mutex_lock(&s->mu);
+        int64_t at = 0;
+        bool have = true;
+        for (int k = 0; k < b->n_types; k++) {
+            if (t >= 0 && k != t)
+                continue;
+            if (s->ty[k].new_at_ns == 0)
+                have = false;
+            else if (s->ty[k].new_at_ns > at)
+                at = s->ty[k].new_at_ns;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (have)
+            v[n++] = at > t0 ? at - t0 : 0;
+    }
+    qsort(v, n, sizeof *v, cmp_i64);
+    if (n == 0) {
+        printf("result type=%s received=0\n", t >= 0 ? type_name[t] : "all");
+        return;
+    }
+    printf("result type=%s received=%zu p50=%.3fs p99=%.3fs max=%.3fs\n",
+           t >= 0 ? type_name[t] : "all", n, pct_s(v, n, 0.50), pct_s(v, n, 0.99),
+           pct_s(v, n, 1.0));
+}
+
+/* Waits until *counter reaches target or the timeout passes; false on timeout. */
+static bool wait_count(bench *b, atomic_uint *counter, unsigned target)
+{
+    int64_t deadline = now_ns() + (int64_t)b->timeout_s * 1000000000;
+    while (atomic_load(counter) < target) {
+        if (now_ns() > deadline)
+            return false;
+        usleep(2000);
+    }
+    return true;
+}
+
+static char **read_names(const char *path, size_t *n_out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "bench_xds_fanout: could not open %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    size_t n = 0, cap = 16;
+    char **v = xmalloc(cap * sizeof *v);
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0')
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            char **nv = realloc(v, cap * sizeof *v);
+            if (nv == NULL)
+                abort();
+            v = nv;
+        }
+        v[n++] = strdup(line);
+    }
+    fclose(f);
+    *n_out = n;
+    return v;
+}
+
+static long parse_num(const char *opt, const char *s, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "bench_xds_fanout: %s wants a number from %ld to %ld, not \"%s\"\n", opt,
+                min, max, s);
+        exit(2);
+    }
+    return v;
+}
+
+static void usage(void)
+{
+    fputs("usage: bench_xds_fanout --target HOST:PORT [--streams N] [--group G]\n"
+          "           [--node-prefix P] [--eds-names FILE] [--ramp N] [--timeout S]\n"
+          "           [--max-rss-mb M]\n"
+          "       bench_xds_fanout --now   (prints CLOCK_MONOTONIC in ns)\n",
+          stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    static bench b; /* large and zeroed; lives for the whole process */
+    b.group = "bench";
+    b.node_prefix = "bench-node";
+    b.n_streams = 100;
+    b.ramp = 1000;
+    b.timeout_s = 300;
+    b.n_types = 1;
+    b.max_rss_mb = 12000;
+    const char *names_file = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--now") == 0) {
+            printf("%" PRId64 "\n", now_ns());
+            return 0;
+        }
+        if (i + 1 >= argc)
+            usage();
+        const char *v = argv[++i];
+        if (strcmp(a, "--target") == 0)
+            b.target = v;
+        else if (strcmp(a, "--streams") == 0)
+            b.n_streams = (unsigned)parse_num(a, v, 1, 19000);
+        else if (strcmp(a, "--group") == 0)
+            b.group = v;
+        else if (strcmp(a, "--node-prefix") == 0)
+            b.node_prefix = v;
+        else if (strcmp(a, "--eds-names") == 0)
+            names_file = v;
+        else if (strcmp(a, "--ramp") == 0)
+            b.ramp = (unsigned)parse_num(a, v, 1, 100000);
+        else if (strcmp(a, "--max-rss-mb") == 0)
+            b.max_rss_mb = parse_num(a, v, 64, 1L << 30);
+        else if (strcmp(a, "--timeout") == 0)
+            b.timeout_s = (int)parse_num(a, v, 1, 86400);
+        else
+            usage();
+    }
+    if (b.target == NULL)
+        usage();
+    if (names_file != NULL) {
+        b.eds_names = read_names(names_file, &b.n_eds);
+        b.n_types = b.n_eds > 0 ? 2 : 1;
+    }
+
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    pthread_t guard;
+    pthread_create(&guard, NULL, rss_guard, &b);
+    pthread_detach(guard);
+    grpc_init();
+    b.cq = grpc_completion_queue_create_for_next(NULL);
+    pthread_t th[CQ_THREADS];
+    for (int i = 0; i < CQ_THREADS; i++)
+        pthread_create(&th[i], NULL, cq_thread, &b);
+
+    b.streams = xmalloc(b.n_streams * sizeof *b.streams);
+    int64_t t_start = now_ns();
+    for (unsigned i = 0; i < b.n_streams; i++) {
+        /* Connect in waves so the listen backlog is not flooded. */
+        while (i - atomic_load(&b.initial) >= b.ramp &&
+               now_ns() - t_start < (int64_t)b.timeout_s * 1000000000)
+            usleep(1000);
+        open_stream(&b, i);
+    }
+    int rc = 0;
+    uint64_t rx_ready = 0; /* response bytes received before "ready" */
+    if (!wait_count(&b, &b.initial, b.n_streams)) {
+        printf("error only %u of %u streams received a first version within %ds\n",
+               atomic_load(&b.initial), b.n_streams, b.timeout_s);
+        rc = 1;
+    } else {
+        rx_ready = atomic_load(&b.rx_bytes);
+        printf("ready %u %.2f %.1f\n", b.n_streams, (double)(now_ns() - t_start) / 1e9,
+               (double)rx_ready / 1e6);
+    }
+    fflush(stdout);
+
+    char line[256];
+    while (rc == 0 && fgets(line, sizeof line, stdin) != NULL) {
+        long long t0;
+        if (sscanf(line, "go %lld", &t0) == 1) {
+            bool all = wait_count(&b, &b.updated, b.n_streams);
+            int64_t *v = xmalloc(b.n_streams * sizeof *v);
+            for (int t = 0; t < b.n_types; t++)
+                report(&b, t, t0, v);
+            if (b.n_types > 1)
+                report(&b, -1, t0, v);
+            free(v);
+            printf("stats updated=%u/%u restarts=%u rx_mb=%.1f%s\n", atomic_load(&b.updated),
+                   b.n_streams, atomic_load(&b.restarts),
+                   (double)(atomic_load(&b.rx_bytes) - rx_ready) / 1e6, all ? "" : " timeout=1");
+            printf("done\n");
+            fflush(stdout);
+        } else if (strncmp(line, "quit", 4) == 0) {
+            break;
+        }
+    }
+
+    /* Cancel every call, wait (bounded) for them to finish, then tear down. */
+    atomic_store(&b.stopping, true);
+    for (unsigned i = 0; i < b.n_streams; i++) {
+        stream *s = &b.streams[i];
+        pthread_mutex_lock(&s->mu);
+        if (s->call != NULL)
+            grpc_call_cancel(s->call, NULL);
+        pthread_mutex_unlock(&s->mu);
+    }
+    int64_t deadline = now_ns() + 20 * (int64_t)1000000000;
+    while (atomic_load(&b.live) > 0 && now_ns() < deadline)
+        usleep(5000);
+    if (atomic_load(&b.live) > 0) {
+        fprintf(stderr, "bench_xds_fanout: %u calls did not finish; exiting without teardown\n",
+                atomic_load(&b.live));
+        fflush(stdout);
+        _exit(rc);
+    }
+    for (unsigned i = 0; i < b.n_streams; i++) {
+        grpc_channel_destroy(b.streams[i].ch);
+        pthread_mutex_destroy(&b.streams[i].mu);
+    }
+    grpc_completion_queue_shutdown(b.cq);
+    for (int i = 0; i < CQ_THREADS; i++)
+        pthread_join(th[i], NULL);
+    grpc_completion_queue_destroy(b.cq);
+    grpc_shutdown();
+    free(b.streams);
+    for (size_t i = 0; i < b.n_eds; i++)
+        free(b.eds_names[i]);
+    free(b.eds_names);
+    return rc;
+}

@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# xds_fanout.sh — ADS fan-out benchmark: memory per idle stream and publish-to-all
+# latency of one `sextant serve` replica with N Envoy-like streams (issue 3, "Benchmark").
+#
+# Starts its own PostgreSQL and Redis (tests/lib/services.sh) in a scratch folder,
+# migrates, and for every (endpoints, streams) pair: publishes the initial snapshot of
+# group "bench" (xds_fanout_snapshot.py: 100 clusters sharing ENDPOINTS endpoints, one
+# listener and route), starts a fresh `sextant serve`, reads its VmRSS, connects N
+# streams from bench_xds_fanout (its own process, one HTTP/2 connection per stream,
+# CDS wildcard + EDS for the 100 clusters, every response ACKed), waits until all hold
+# the initial version and the server is idle, reads VmRSS again, then takes a
+# CLOCK_MONOTONIC time stamp, runs `sextant publish` with the changed snapshot (every
+# endpoint's port and every cluster's connect timeout differ) and hands the time stamp
+# to the client, which reports per type when each stream received the new version.
+# Prints plain lines; everything it started is stopped on exit.
+#
+#   tests/bench/xds_fanout.sh                                   # 1,000 and 10,000 streams × 1,000 and 100,000 endpoints
+#   tests/bench/xds_fanout.sh --streams 100 --endpoints 1000    # smoke test
+#
+# SEXTANT_BIN and BENCH_BIN name the binaries (default build-release/sextant and
+# build-release/bench_xds_fanout, built with cmake when missing).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+GRPC_FLOOR_KB=30 # gRPC's own cost per idle stream, ../shared/notes/grpc-c-core.md
+STREAMS="1000,10000"
+ENDPOINTS="1000,100000"
+TIMEOUT=300
+IDLE_S=5
+EDS=1
+
+usage() {
+    cat <<'TXT'
+usage: tests/bench/xds_fanout.sh [--streams N[,N...]] [--endpoints N[,N...]]
+                                 [--no-eds] [--timeout S] [--idle S]
+  --streams     concurrent ADS streams per run (default 1000,10000; at most 19000)
+  --endpoints   endpoints in total over the 100 clusters (default 1000,100000)
+  --no-eds      subscribe to CDS only
+  --timeout     longest wait for the streams to connect and for the new version (default 300)
+  --idle        seconds to let the server settle before reading its idle RSS (default 5)
+Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-release/bench_xds_fanout);
+CLIENT_MAX_RSS_MB (default 12000): the client stops rather than exhaust the machine's memory.
+TXT
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --streams) STREAMS=${2:?}; shift 2 ;;
+    --endpoints) ENDPOINTS=${2:?}; shift 2 ;;
+    --no-eds) EDS=0; shift ;;
+    --timeout) TIMEOUT=${2:?}; shift 2 ;;
+    --idle) IDLE_S=${2:?}; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+for n in ${STREAMS//,/ } ${ENDPOINTS//,/ } $TIMEOUT $IDLE_S; do
+    [[ $n =~ ^[0-9]+$ ]] || { echo "xds_fanout: not a number: $n" >&2; exit 2; }
+done
+
+# ---------------------------------------------------------------- binaries
+if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
+    SEXTANT_BIN=${SEXTANT_BIN:-$ROOT/build-release/sextant}
+    BENCH_BIN=${BENCH_BIN:-$ROOT/build-release/bench_xds_fanout}
+    if [ ! -x "$SEXTANT_BIN" ] || [ ! -x "$BENCH_BIN" ]; then
+        echo "xds_fanout: building build-release" >&2
+        cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+        cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant bench_xds_fanout >/dev/null
+    fi
+fi
+for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
+    [ -x "$b" ] || { echo "xds_fanout: $b is missing" >&2; exit 1; }
+done
+"$SEXTANT_BIN" publish --help >/dev/null 2>&1 ||
+    { echo "xds_fanout: $SEXTANT_BIN has no 'publish' command; rebuild it" >&2; exit 1; }
+
+# ---------------------------------------------------------------- cleanup
+# shellcheck source=tests/lib/services.sh
+source "$ROOT/tests/lib/services.sh"
+WORK=$(mktemp -d /tmp/sextant-bench-fanout-XXXXXX)
+chmod 755 "$WORK"
+SERVE_PID=
+CLIENT_PID=
+
+stop_pid() { # stop_pid PID SECONDS: TERM, then KILL after SECONDS
+    local pid=$1 i
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < $2 * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "xds_fanout: pid $pid did not stop within $2 s; killing it" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+    local rc=$?
+    exec 7>&- 2>/dev/null || true
+    stop_pid "$CLIENT_PID" 10
+    stop_pid "$SERVE_PID" 30
+    svc_redis_stop "$WORK/redis" || true
+    svc_pg_stop "$WORK/pg" || true
+    if [ "$rc" -ne 0 ]; then
+        for f in "$WORK"/*.log "$WORK"/client.err; do
+            [ -s "$f" ] && { echo "--- $(basename "$f") (tail)" >&2; tail -n 15 "$f" >&2; }
+        done
+    fi
+    rm -rf "$WORK"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap '' PIPE # a dead client makes writes fail (and the script stop) rather than kill it
+
+# Each process may hold 20,000 files here: the server needs one per stream.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# ---------------------------------------------------------------- services
+PG_PORT=$(svc_free_port)
+REDIS_PORT=$(svc_free_port)
+svc_pg_start "$WORK/pg" "$PG_PORT"
+psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" >/dev/null
+svc_redis_start "$WORK/redis" "$REDIS_PORT"
+export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
+export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+"$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
+
+python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" --eds-names >"$WORK/eds.txt"
+EDS_ARGS=()
+[ "$EDS" = 1 ] && EDS_ARGS=(--eds-names "$WORK/eds.txt")
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICKS=$(getconf CLK_TCK)
+
+publish() { # publish FILE: prints the new version
+    "$SEXTANT_BIN" publish --group bench --author bench "$1" >"$WORK/publish.out" 2>&1 ||
+        { cat "$WORK/publish.out" >&2; return 1; }
+    tr -d ' \n' <"$WORK/publish.out" | sed -n 's/.*"version":\([0-9]*\).*/\1/p'
+}
+
+# wait_line FILE REGEX SECONDS PID: true once a line of FILE matches REGEX; false
+# when PID exits or the time is up.
+wait_line() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -Eq "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$4" 2>/dev/null || { grep -Eq "$2" "$1" 2>/dev/null; return; }
+        sleep 0.1
+    done
+    return 1
+}
+
+echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); $("$SEXTANT_BIN" version 2>/dev/null | head -n 1)"
+echo "# clients in their own process, one HTTP/2 connection per stream; types: cds$([ "$EDS" = 1 ] && echo ",eds (100 names)")"
+
+run_one() { # run_one STREAMS ENDPOINTS
+    local n=$1 e=$2 tag="streams=$1 endpoints=$2"
+    local http grpc v0 v1 before idle line t0 t1 per share ready_s rx_mb
+
+    python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" "$e" 0 >"$WORK/snap0.json" || return 1
+    python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" "$e" 1 >"$WORK/snap1.json" || return 1
+    v0=$(publish "$WORK/snap0.json") || return 1
+
+    http=$(svc_free_port)
+    grpc=$(svc_free_port)
+    SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
+        SEXTANT_REPLICA_ID=bench "$SEXTANT_BIN" serve >"$WORK/serve.log" 2>&1 &
+    SERVE_PID=$!
+    local i
+    for ((i = 0; i < 300; i++)); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$http/readyz" || true)" = 200 ] &&
+            (exec 3<>"/dev/tcp/127.0.0.1/$grpc") 2>/dev/null && break
+        kill -0 "$SERVE_PID" 2>/dev/null || { echo "xds_fanout: sextant serve exited" >&2; return 1; }
+        sleep 0.2
+    done
+    [ "$i" -lt 300 ] || { echo "xds_fanout: sextant serve did not become ready" >&2; return 1; }
+    sleep 1
+    before=$(rss_kb "$SERVE_PID") || return 1
+
+    rm -f "$WORK/ctl" "$WORK/client.out"
+    mkfifo "$WORK/ctl"
+    "$BENCH_BIN" --target "127.0.0.1:$grpc" --streams "$n" --group bench \
+        --node-prefix "bench-$n-$e" --timeout "$TIMEOUT" --max-rss-mb "${CLIENT_MAX_RSS_MB:-12000}" "${EDS_ARGS[@]}" \
+        <"$WORK/ctl" >"$WORK/client.out" 2>"$WORK/client.err" &
+    CLIENT_PID=$!
+    exec 7>"$WORK/ctl" || return 1
+    if ! wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
+        ! grep -q '^ready' "$WORK/client.out"; then
+        echo "$tag FAILED: streams did not all receive the initial version (sextant rss $(rss_kb "$SERVE_PID" 2>/dev/null || echo gone) kB)"
+        cat "$WORK/client.out" "$WORK/client.err" >&2
+        return 1
+    fi
+    line=$(grep '^ready' "$WORK/client.out")
+    ready_s=$(cut -d' ' -f3 <<<"$line")
+    rx_mb=$(cut -d' ' -f4 <<<"$line")
+    sleep "$IDLE_S"
+    idle=$(rss_kb "$SERVE_PID") || { echo "$tag FAILED: sextant serve exited"; return 1; }
+    per=$(awk -v a="$idle" -v b="$before" -v n="$n" 'BEGIN { printf "%.1f", (a - b) / n }')
+    share=$(awk -v p="$per" -v f="$GRPC_FLOOR_KB" 'BEGIN { printf "%.1f", p - f }')
+    echo "$tag connect_all=${ready_s}s initial_rx=${rx_mb}MB rss_before=$((before / 1024))MB rss_idle=$((idle / 1024))MB rss_per_stream_kb=$per sextant_share_kb=$share"
+
+    local s_cpu c_cpu
+    s_cpu=$(cpu_ticks "$SERVE_PID")
+    c_cpu=$(cpu_ticks "$CLIENT_PID")
+    t0=$("$BENCH_BIN" --now)
+    v1=$(publish "$WORK/snap1.json") || return 1
+    t1=$("$BENCH_BIN" --now)
+    echo "go $t0" >&7 || return 1
+    if ! wait_line "$WORK/client.out" '^(done|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
+        ! grep -q '^done' "$WORK/client.out"; then
+        echo "$tag FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer") (sextant rss $(rss_kb "$SERVE_PID" 2>/dev/null || echo gone) kB)"
+        return 1
+    fi
+    local peak cpeak
+    s_cpu=$(awk -v a="$s_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
+    c_cpu=$(awk -v a="$c_cpu" -v b="$(cpu_ticks "$CLIENT_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
+    peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$SERVE_PID/status")
+    cpeak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$CLIENT_PID/status")
+    echo "$tag publish v$v0->v$v1 cli=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')s server_rss_peak=${peak}MB client_rss_peak=${cpeak}MB cpu_during_push server=${s_cpu}s client=${c_cpu}s $(grep '^stats' "$WORK/client.out" | cut -d' ' -f2-)"
+    grep '^result' "$WORK/client.out" | while read -r _ type rest; do
+        echo "$tag publish_to_all ${type#type=} $rest"
+    done
+    # The summary: per stream, until it held the new version of every type.
+    line=$(grep -E '^result type=(all|cds) ' "$WORK/client.out" | tail -n 1)
+    echo "streams=$n endpoints=$e rss_per_stream_kb=$per sextant_share_kb=$share publish_to_all $(cut -d' ' -f4- <<<"$line")"
+}
+
+# end_run: stops this run's client and server (also after a failed run).
+end_run() {
+    echo quit >&7 2>/dev/null || true
+    exec 7>&- 2>/dev/null || true
+    stop_pid "$CLIENT_PID" 30
+    CLIENT_PID=
+    if [ -n "$SERVE_PID" ] && ! kill -0 "$SERVE_PID" 2>/dev/null; then
+        local st=0
+        wait "$SERVE_PID" 2>/dev/null || st=$?
+        echo "xds_fanout: sextant serve had exited (status $st); its log ends:" >&2
+        tail -n 15 "$WORK/serve.log" >&2
+    fi
+    stop_pid "$SERVE_PID" 30
+    SERVE_PID=
+}
+
+# A failed run (for example the client passing its memory cap) is reported and the
+# next one runs; the exit status says whether any failed.
+FAILED=0
+for e in ${ENDPOINTS//,/ }; do
+    for n in ${STREAMS//,/ }; do
+        run_one "$n" "$e" || FAILED=1
+        end_run
+    done
+done
+exit "$FAILED"

@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+// echo_server.js — a test gRPC backend: answers sextant.test.Echo/Hello with its name.
+//
+//   node echo_server.js --name A [--port 0] [--port-file FILE]
+//
+// Listens on 127.0.0.1 (port 0 picks a free one); writes the bound port to
+// --port-file once it accepts calls, so the test never races a port. Exits on
+// SIGTERM/SIGINT.
+'use strict';
+const path = require('path');
+const fs = require('fs');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+
+function arg(name, dflt) {
+  const i = process.argv.indexOf('--' + name);
+  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
+}
+const name = arg('name', 'echo');
+const port = Number(arg('port', '0'));
+const portFile = arg('port-file', '');
+
+const def = protoLoader.loadSync(path.join(__dirname, '..', 'proto', 'echo.proto'), {keepCase: true});
+const echo = grpc.loadPackageDefinition(def).sextant.test;
+
+const server = new grpc.Server();
+server.addService(echo.Echo.service, {
+  Hello(call, cb) {
+    cb(null, {backend: name, message: call.request.message});
+  },
+});
+server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+  if (err) {
+    console.error(`echo_server ${name}: ${err.message}`);
+    process.exit(1);
+  }
+  console.log(`echo_server ${name} listening on 127.0.0.1:${bound}`);
+  if (portFile) {
+    fs.writeFileSync(portFile + '.tmp', String(bound));
+    fs.renameSync(portFile + '.tmp', portFile);
+  }
+});
+for (const sig of ['SIGTERM', 'SIGINT']) {
+  process.on(sig, () => {
+    server.forceShutdown();
+    process.exit(0);
+  });
+}

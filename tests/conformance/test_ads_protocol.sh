@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# test_ads_protocol.sh — Envoy ADS v3, state of the world and Delta, at the protocol
+# level: lib/ads_protocol.js talks to one `sextant serve` replica, publishes its own
+# snapshots with `sextant publish`, decodes every response with Envoy's upstream
+# protos and checks every point of the protocol semantics (issue 3, item 4): nonces,
+# versions, ACK/NACK (NACKs checked in node_status), stale nonces, named and wildcard
+# subscriptions, full state, push order, Delta resource versions and removals, and
+# the stream's node.
+source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/conformance/lib/harness.sh"
+
+conf_init ads-protocol
+conf_services || exit 1
+conf_serve r1 || exit 1
+
+XDS_SERVER="127.0.0.1:$R1_GRPC" HTTP_PORT=$R1_HTTP node "$CONF/lib/ads_protocol.js" | tee "$WORK/ads_protocol.out"
+check "every ADS protocol check passed (lib/ads_protocol.js)" [ "${PIPESTATUS[0]}" = 0 ]
+conf_stop_serve r1
+finish
