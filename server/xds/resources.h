@@ -54,18 +54,18 @@ const char *xds_type_name(xds_type t);
 int xds_type_from_url(const char *type_url, xds_type *out);
 
 typedef struct xds_resource {
-    char *name;      /* resource name, unique within its type */
+    char *name;       /* resource name, unique within its type */
     char version[17]; /* 16 hex digits of the sha256 of bytes */
-    uint8_t *bytes;  /* the serialized resource message */
+    uint8_t *bytes;   /* the serialized resource message */
     size_t len;
 } xds_resource;
 
 typedef struct xds_resources {
     atomic_int refs;
-    char *group;                          /* proxy group */
-    long long version;                    /* snapshot version (per group, from the database) */
-    char version_info[24];                /* version as decimal text: the SotW version_info */
-    xds_resource *items[XDS_TYPE_COUNT];  /* per type, sorted by name (strcmp) */
+    char *group;                         /* proxy group */
+    long long version;                   /* snapshot version (per group, from the database) */
+    char version_info[24];               /* version as decimal text: the SotW version_info */
+    xds_resource *items[XDS_TYPE_COUNT]; /* per type, sorted by name (strcmp) */
     size_t count[XDS_TYPE_COUNT];
 } xds_resources;
 
