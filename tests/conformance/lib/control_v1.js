@@ -4,8 +4,9 @@
 // StreamConfiguration subscribe → snapshot with the published content → ACK (no
 // re-send, recorded) → new publish → NACK with error_detail (recorded in node_status,
 // the ACKed version stays) → the next publish still arrives; subscriptions honoured
-// (only "backends"); ReportStatus accepted for a known node and rejected
-// (accepted=false) for bad reports.
+// (only "backends"); ReportStatus accepted for a known node (and stored) and rejected
+// (accepted=false) for bad reports; a report carried on the stream is stored, and a
+// stream cannot report for another node.
 //
 //   XDS_SERVER=127.0.0.1:PORT HTTP_PORT=... SEXTANT_BIN=... SEXTANT_DATABASE_URL=... node control_v1.js
 'use strict';
@@ -197,8 +198,28 @@ x.main(async () => {
   out = await report({node_id: 'control-never-connected', version: String(v3), ready: true, message: 'who am I', observed_at: now});
   check('control.v1: ReportStatus from a node Sextant never saw is rejected (accepted=false)', !out.err && out.res && !out.res.accepted,
     out.err ? out.err.message : out.res);
+  const stored = await x.waitFor(5000, () => {
+    const s = row('control-a');
+    return s && s.report_message === 'serving' ? s : null;
+  });
+  check('control.v1: an accepted report is stored in node_status', stored && stored.report_ready === true &&
+    stored.report_version === String(v3), row('control-a'));
+
+  // ---- a report carried on the stream (DiscoveryRequest.status_report)
+  A.stream.send({node_id: 'control-a', cluster: G, status_report:
+    {node_id: 'control-a', version: String(v3), ready: false, message: 'draining', observed_at: now}});
+  const inStream = await x.waitFor(5000, () => {
+    const s = row('control-a');
+    return s && s.report_message === 'draining' ? s : null;
+  });
+  check('control.v1: a report on the stream is stored in node_status', inStream && inStream.report_ready === false, row('control-a'));
+  check('control.v1: a report-only request is not answered like an ACK/NACK', await A.stream.quiet(700));
+  A.stream.send({node_id: 'control-a', cluster: G, status_report:
+    {node_id: 'someone-else', version: String(v3), ready: true, message: 'spoofed', observed_at: now}});
+  await A.stream.quiet(500);
+  check('control.v1: a stream cannot report for another node', row('control-a').report_message === 'draining', row('control-a'));
   const rejections1 = await metricSum('sextant_xds_status_report_rejections_total');
-  check('control.v1: the rejections are counted in sextant_xds_status_report_rejections_total', rejections1 - rejections0 >= 2,
+  check('control.v1: the rejections are counted in sextant_xds_status_report_rejections_total', rejections1 - rejections0 >= 3,
     {before: rejections0, after: rejections1});
   A.stream.close();
   B.stream.close();
