@@ -137,6 +137,19 @@ typedef struct sextant_config {
         int64_t cq_threads;      /* threads polling the gRPC completion queue */
     } xds;
     struct {
+        int64_t read_rate, read_burst;   /* API reads per second per user, bucket size */
+        int64_t write_rate, write_burst; /* API writes per second per user, bucket size */
+    } ratelimit;
+    struct {
+        struct {
+            int64_t max_listeners, max_routes, max_backends, max_endpoints;
+        } config, group; /* quotas per config and per proxy group */
+    } limits;
+    struct {
+        bool tls_on_privileged_ports;  /* HTTP listeners below 1024 (but 80) need TLS */
+        bool refuse_private_endpoints; /* private/loopback/link-local endpoints refused */
+    } validation;
+    struct {
         int64_t flush_interval_ms; /* debounce window for node status writes */
         int64_t max_pending;       /* bound on nodes with unwritten updates */
     } nodes;
