@@ -1,0 +1,86 @@
+/*
+ * validate.h — the validation pipeline a config passes before it is saved.
+ *
+ * Stages, in order, each reporting every problem it finds with a path into the spec:
+ *   schema      types, required fields, ranges, enums, hostnames, durations, regexes
+ *               that compile (the JSON codec plus the checks it cannot do)
+ *   semantic    every backend_ref names a backend; ports unique per address; no
+ *               duplicate names
+ *   dependency  referenced secrets exist, in this config or another of the same group
+ *   security    certificates parse, are not expired, the key matches the certificate;
+ *               policies from config (TLS on privileged ports, private endpoint IPs)
+ *   quota       listeners/routes/backends/endpoints per config and per group
+ *   conflict    another config of the same group claims the same listener address:port
+ *               or the same hostname + path match (the problem names that config)
+ *   traps       what real xDS clients accept and then fail on: localities without
+ *               weight, backends with no endpoints in a route's path, virtual hosts that
+ *               cannot match their listener, routes without an action
+ * Later stages run even when earlier ones failed, as far as their input allows, so one
+ * round trip returns every problem.
+ */
+#ifndef SX_VALIDATE_VALIDATE_H
+#define SX_VALIDATE_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "server/base/err.h"
+
+typedef enum val_stage {
+    VAL_SCHEMA,
+    VAL_SEMANTIC,
+    VAL_DEPENDENCY,
+    VAL_SECURITY,
+    VAL_QUOTA,
+    VAL_CONFLICT,
+    VAL_TRAPS,
+    VAL_STAGE_COUNT,
+} val_stage;
+
+/* "schema", "semantic", ... */
+const char *val_stage_name(val_stage s);
+
+typedef struct val_problem {
+    val_stage stage;
+    char *path;          /* "spec.backends[2].endpoints[0].port" */
+    char *message;       /* lowercase, no trailing period */
+    char *conflict_with; /* conflict stage: "namespace/name (id)" of the other config; else NULL */
+} val_problem;
+
+typedef struct val_result {
+    val_problem *items; /* owned */
+    size_t count;
+    size_t cap;
+} val_result;
+
+/* Another live config of one of the same groups, as the pipeline sees it. */
+typedef struct val_peer {
+    const char *id;
+    const char *ns;
+    const char *name;
+    const json_t *spec;
+} val_peer;
+
+typedef struct val_limits {
+    long long config_listeners, config_routes, config_backends, config_endpoints;
+    long long group_listeners, group_routes, group_backends, group_endpoints;
+    bool tls_on_privileged_ports;
+    bool refuse_private_endpoints;
+} val_limits;
+
+/*
+ * Runs every stage on spec (a config's IR JSON; paths start at "spec"). peers are the
+ * other live configs sharing a group with it (the config itself excluded). now_unix is
+ * the time certificates are checked against. Fills out (free with val_result_free).
+ * Returns 0 when nothing was found, SX_ECONFLICT when the only problems are conflicts,
+ * SX_EVALIDATION otherwise.
+ */
+int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
+            long long now_unix, val_result *out);
+
+/* JSON array of {"stage","path","message"[,"conflict_with"]}; new reference. */
+json_t *val_result_to_json(const val_result *r);
+void val_result_free(val_result *r);
+
+#endif
