@@ -68,6 +68,8 @@ if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
         cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant bench_xds_fanout >/dev/null
     fi
 fi
+# Sextant warns about SEXTANT_* variables it does not know: keep ours to ourselves.
+export -n SEXTANT_BIN BENCH_BIN
 for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
     [ -x "$b" ] || { echo "xds_fanout: $b is missing" >&2; exit 1; }
 done
@@ -217,12 +219,13 @@ run_one() { # run_one STREAMS ENDPOINTS
         echo "$tag FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer") (sextant rss $(rss_kb "$SERVE_PID" 2>/dev/null || echo gone) kB)"
         return 1
     fi
-    local peak cpeak
+    local peak cpeak logw
+    logw=$(grep -cE '"level": ?"(warn|error)"' "$WORK/serve.log" || true)
     s_cpu=$(awk -v a="$s_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
     c_cpu=$(awk -v a="$c_cpu" -v b="$(cpu_ticks "$CLIENT_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
     peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$SERVE_PID/status")
     cpeak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$CLIENT_PID/status")
-    echo "$tag publish v$v0->v$v1 cli=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')s server_rss_peak=${peak}MB client_rss_peak=${cpeak}MB cpu_during_push server=${s_cpu}s client=${c_cpu}s $(grep '^stats' "$WORK/client.out" | cut -d' ' -f2-)"
+    echo "$tag publish v$v0->v$v1 cli=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')s server_rss_peak=${peak}MB client_rss_peak=${cpeak}MB cpu_during_push server=${s_cpu}s client=${c_cpu}s server_log_warn_error=$logw $(grep '^stats' "$WORK/client.out" | cut -d' ' -f2-)"
     grep '^result' "$WORK/client.out" | while read -r _ type rest; do
         echo "$tag publish_to_all ${type#type=} $rest"
     done
