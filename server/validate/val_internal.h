@@ -1,0 +1,158 @@
+/*
+ * val_internal.h — what the stages of the validation pipeline share (validate.c runs
+ * them; each val_*.c file is one stage or one helper). Not used outside server/validate.
+ *
+ * A run works on documents: docs[0] is the config being validated, docs[1..] its peers
+ * (the other live configs of its groups), each decoded into the IR. The config's IR may
+ * be partial (schema errors): repeated elements that did not decode are NULL and must
+ * be skipped, strings may be NULL. Names are resolved exactly the way the Envoy
+ * translator (server/xds/translate.c) resolves them in the merged snapshot of a group,
+ * so that a config that validates also translates:
+ *   - backends, secrets and routes are known by their qualified name "<namespace>/<name>"
+ *     ("<name>" when the namespace is empty); listeners by their name;
+ *   - a BackendRef names (ref.namespace, or the route's namespace when empty; ref.name);
+ *   - listener-side references (attached_routes, tls.secret_refs,
+ *     backend_tls.client_certificate_ref) are a qualified name, or a bare name that
+ *     exactly one qualified name has.
+ */
+#ifndef SX_VALIDATE_VAL_INTERNAL_H
+#define SX_VALIDATE_VAL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/base/err.h"
+#include "server/ir/ir.h"
+#include "server/validate/validate.h"
+
+typedef Gateway__Control__V1__Listener val_listener;
+typedef Gateway__Control__V1__HttpRoute val_http_route;
+typedef Gateway__Control__V1__HttpRule val_http_rule;
+typedef Gateway__Control__V1__HttpMatch val_http_match;
+typedef Gateway__Control__V1__GrpcRoute val_grpc_route;
+typedef Gateway__Control__V1__GrpcRule val_grpc_rule;
+typedef Gateway__Control__V1__GrpcMatch val_grpc_match;
+typedef Gateway__Control__V1__HeaderMatch val_header_match;
+typedef Gateway__Control__V1__QueryMatch val_query_match;
+typedef Gateway__Control__V1__StreamRoute val_stream_route;
+typedef Gateway__Control__V1__StreamRule val_stream_rule;
+typedef Gateway__Control__V1__BackendCluster val_backend;
+typedef Gateway__Control__V1__BackendEndpoint val_endpoint;
+typedef Gateway__Control__V1__BackendRef val_backend_ref;
+typedef Gateway__Control__V1__Filter val_filter;
+typedef Gateway__Control__V1__SecretMaterial val_secret;
+
+#define VAL_P_HTTP  GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_HTTP
+#define VAL_P_HTTPS GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_HTTPS
+#define VAL_P_GRPC  GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_GRPC
+
+/* Longest path a stage writes; paths hold list indexes and field names only. */
+#define VAL_PATH_MAX 256
+
+/* A string of the IR, "" for NULL (partial decodes leave NULL strings). */
+#define VAL_S(s) ((s) ? (s) : "")
+
+/* The kinds of route, in the translator's order. */
+typedef enum val_route_kind {
+    VAL_ROUTE_HTTP = 0,
+    VAL_ROUTE_GRPC,
+    VAL_ROUTE_STREAM,
+} val_route_kind;
+
+/* One named object of one document, in a name table. */
+typedef struct val_name {
+    char *qname;      /* owned: qualified name (listeners: the name) */
+    const char *name; /* bare name */
+    size_t doc;       /* index in ctx->docs */
+    int kind;         /* route tables: val_route_kind; else 0 */
+    size_t idx;       /* index in the document's list */
+} val_name;
+
+/* Names sorted by (qname, doc, kind, idx). */
+typedef struct val_table {
+    val_name *v;
+    size_t n;
+} val_table;
+
+typedef struct val_doc {
+    ir_snapshot *ir;      /* never NULL; partial when !clean */
+    bool clean;           /* decoded without any error */
+    const val_peer *peer; /* NULL for the config itself */
+    char *ref;            /* peers: "namespace/name (id)"; the config: NULL */
+} val_doc;
+
+typedef struct val_ctx {
+    val_doc *docs; /* docs[0] is the config */
+    size_t ndocs;
+    val_limits limits;
+    long long now;
+    val_result *out;
+    val_stage stage; /* the stage problems are being added to */
+    val_table backends, secrets, routes, listeners;
+} val_ctx;
+
+/* ---------------------------------------------------------------- problems (validate.c) */
+
+/* Adds a problem of the current stage. */
+void val_add(val_ctx *c, const char *path, const char *fmt, ...) SX_PRINTF(3, 4);
+/* Adds a conflict-stage problem naming the other config (with: "namespace/name (id)"). */
+void val_add_conflict(val_ctx *c, const char *path, const char *with, const char *fmt, ...)
+    SX_PRINTF(4, 5);
+/* Whether a problem with exactly this path and message was already added. */
+bool val_has(const val_ctx *c, const char *path, const char *message);
+
+/* "this config" for docs[0], else "config <ns>/<name> (<id>)"; into buf. */
+const char *val_doc_label(const val_ctx *c, size_t doc, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- names (val_names.c) */
+
+/* Builds the four tables over every document; val_names_free releases them. */
+void val_names_build(val_ctx *c);
+void val_names_free(val_ctx *c);
+/* "<ns>/<name>", or name when ns is empty, into buf. */
+const char *val_qname(const char *ns, const char *name, char *buf, size_t n);
+/* The first entry of t whose qname is qname and how many share it (*count), or NULL. */
+const val_name *val_find(const val_table *t, const char *qname, size_t *count);
+/* The backend a BackendRef names (namespace defaulting to default_ns), or NULL with the
+ * reason in why (a lowercase message). */
+const val_name *val_resolve_backend(const val_ctx *c, const val_backend_ref *ref,
+                                    const char *default_ns, char *why, size_t n);
+/* Resolves a listener-side reference (qualified, or a bare name one qualified name has)
+ * in t; what is "route" or "secret". Returns the first entry and *count entries sharing
+ * its qualified name, or NULL with the reason in why. */
+const val_name *val_resolve(const val_table *t, const char *ref, const char *what, size_t *count,
+                            char *why, size_t n);
+/* Whether l is for proxyless gRPC clients (protocol GRPC, port 0): the translator then
+ * emits one Listener per hostname, named by it, instead of a socket listener. */
+bool val_listener_proxyless(const val_listener *l);
+
+/* ---------------------------------------------------------------- regexes (val_regex.c) */
+
+/* Checks a regular expression for Envoy's RE2 engine. Returns true when it
+ * is acceptable; else false with the reason in why. */
+bool val_regex_check(const char *re, char *why, size_t n);
+
+/* ---------------------------------------------------------------- addresses (val_addr.c) */
+
+/* Whether two listener addresses (IP literals, "" for any) can take the same socket: the
+ * same address, or either is a wildcard ("", 0.0.0.0, ::). */
+bool val_addrs_overlap(const char *a, const char *b);
+/* "0.0.0.0:80", "[::1]:80" for a listener address ("" is 0.0.0.0). */
+const char *val_addr_port(const char *addr, unsigned port, char *buf, size_t n);
+/* The k-th address a listener binds (0: address, then addresses[k-1]) with its field
+ * name ("address", "addresses[0]") in field; NULL past the last. */
+const char *val_listener_addr(const val_listener *l, size_t k, char *field, size_t n);
+
+/* ---------------------------------------------------------------- stages */
+
+void val_schema(val_ctx *c);
+void val_semantic(val_ctx *c);
+void val_dependency(val_ctx *c);
+void val_security(val_ctx *c);
+void val_quota(val_ctx *c);
+void val_conflict(val_ctx *c);
+void val_traps(val_ctx *c);
+/* The translator over the merged IR of the config and its peers (val_translate.c). */
+void val_translate_check(val_ctx *c);
+
+#endif

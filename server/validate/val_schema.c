@@ -1,0 +1,532 @@
+/*
+ * val_schema.c — the schema stage's own checks, after the JSON codec and the IR's
+ * value-range rules (ir_snapshot_from_json, run by validate.c): required fields,
+ * hostnames, durations, regular expressions, IP literals and sane rule matches.
+ *
+ * Each rule reports every occurrence with its path. Hostnames are RFC 1123 names
+ * (labels of letters, digits and hyphens, 1 to 63 characters, not starting or ending
+ * with a hyphen; 253 characters in all), optionally with a wildcard first label
+ * ("*.example.com") where Gateway API allows one; an IP address is not a hostname.
+ * Endpoints must be IP literals because proxyless gRPC clients take EDS addresses as
+ * they are and never resolve names.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/validate/val_internal.h"
+
+typedef Google__Protobuf__Duration val_duration;
+
+static bool empty(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
+
+static bool is_ip(const char *s)
+{
+    unsigned char raw[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, s, raw) == 1 || inet_pton(AF_INET6, s, raw) == 1;
+}
+
+/* ---------------------------------------------------------------- hostnames */
+
+/* Why h is not a hostname (NULL when it is one). wildcard: "*.suffix" is allowed. */
+static const char *hostname_problem(const char *h, bool wildcard, char *buf, size_t n)
+{
+    size_t len = strlen(h);
+    if (len > 253)
+        return "it is longer than 253 characters";
+    if (is_ip(h))
+        return "it is an ip address";
+    const char *rest = h;
+    if (h[0] == '*') {
+        if (!wildcard)
+            return "a wildcard is not allowed here";
+        if (h[1] != '.' || h[2] == '\0')
+            return "a wildcard must be the whole first label, as in \"*.example.com\"";
+        rest = h + 2;
+    }
+    for (const char *label = rest;;) {
+        const char *end = strchr(label, '.');
+        size_t ll = end ? (size_t)(end - label) : strlen(label);
+        if (ll == 0)
+            return "empty label";
+        if (ll > 63) {
+            snprintf(buf, n, "label \"%.*s\" is longer than 63 characters", (int)ll, label);
+            return buf;
+        }
+        for (size_t i = 0; i < ll; i++) {
+            unsigned char ch = (unsigned char)label[i];
+            if (ch == '*')
+                return "a wildcard must be the whole first label, as in \"*.example.com\"";
+            if (!isalnum(ch) && ch != '-') {
+                if (ch >= 0x20 && ch < 0x7f)
+                    snprintf(buf, n, "'%c' is not allowed (letters, digits, hyphens and dots only)",
+                             ch);
+                else
+                    snprintf(buf, n,
+                             "byte 0x%02x is not allowed (letters, digits, hyphens and dots only)",
+                             ch);
+                return buf;
+            }
+        }
+        if (label[0] == '-' || label[ll - 1] == '-') {
+            snprintf(buf, n, "label \"%.*s\" starts or ends with a hyphen", (int)ll, label);
+            return buf;
+        }
+        if (end == NULL)
+            break;
+        label = end + 1;
+    }
+    return NULL;
+}
+
+static void check_hostname(val_ctx *c, const char *path, const char *h, bool wildcard)
+{
+    if (empty(h)) {
+        val_add(c, path, "must not be empty");
+        return;
+    }
+    char buf[128];
+    const char *why = hostname_problem(h, wildcard, buf, sizeof buf);
+    if (why)
+        val_add(c, path, "\"%s\" is not a valid hostname: %s", h, why);
+}
+
+static void check_hostnames(val_ctx *c, const char *base, char **hosts, size_t n)
+{
+    char p[VAL_PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s[%zu]", base, i);
+        check_hostname(c, p, hosts[i], true);
+    }
+}
+
+/* ---------------------------------------------------------------- small rules */
+
+static void required(val_ctx *c, const char *path, const char *s)
+{
+    if (empty(s))
+        val_add(c, path, "must not be empty");
+}
+
+static bool negative(const val_duration *d)
+{
+    return d->seconds < 0 || d->nanos < 0;
+}
+
+static bool zero(const val_duration *d)
+{
+    return d->seconds == 0 && d->nanos == 0;
+}
+
+/* A duration that, when set, must be above zero. */
+static void positive(val_ctx *c, const char *path, const val_duration *d)
+{
+    if (d && (negative(d) || zero(d)))
+        val_add(c, path, "must be positive");
+}
+
+/* A duration that, when set, must not be below zero (0 turns the timeout off). */
+static void not_negative(val_ctx *c, const char *path, const val_duration *d)
+{
+    if (d && negative(d))
+        val_add(c, path, "must not be negative");
+}
+
+static void regex(val_ctx *c, const char *path, const char *re)
+{
+    char why[160];
+    if (empty(re))
+        val_add(c, path, "a RegularExpression match needs a pattern");
+    else if (!val_regex_check(re, why, sizeof why))
+        val_add(c, path, "invalid regular expression: %s", why);
+}
+
+static bool is_regex_type(const char *t)
+{
+    return t && strcmp(t, "RegularExpression") == 0;
+}
+
+/* RFC 9110 token characters, which a header name is made of. */
+static bool header_name_ok(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (!isalnum(*p) && !strchr("!#$%&'*+-.^_`|~", *p))
+            return false;
+    return true;
+}
+
+static void header_matches(val_ctx *c, const char *base, val_header_match **h, size_t n)
+{
+    char p[VAL_PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        if (h[i] == NULL)
+            continue;
+        snprintf(p, sizeof p, "%s.headers[%zu].name", base, i);
+        if (empty(h[i]->name))
+            val_add(c, p, "must not be empty");
+        else if (!header_name_ok(h[i]->name))
+            val_add(c, p, "\"%s\" is not a valid header name", h[i]->name);
+        if (is_regex_type(h[i]->type)) {
+            snprintf(p, sizeof p, "%s.headers[%zu].value", base, i);
+            regex(c, p, h[i]->value);
+        }
+    }
+}
+
+static void backend_ref(val_ctx *c, const char *path, const val_backend_ref *r)
+{
+    char p[VAL_PATH_MAX];
+    snprintf(p, sizeof p, "%s.name", path);
+    required(c, p, r->name);
+}
+
+static void backend_refs(val_ctx *c, const char *base, val_backend_ref **refs, size_t n)
+{
+    char p[VAL_PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        if (refs[i] == NULL)
+            continue;
+        snprintf(p, sizeof p, "%s.backend_refs[%zu]", base, i);
+        backend_ref(c, p, refs[i]);
+    }
+}
+
+/* The filter type each configuration member goes with. */
+static const char *filter_type_of(const val_filter *f)
+{
+    switch (f->config_case) {
+    case GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_HEADER_MODIFIER:
+        return "RequestHeaderModifier";
+    case GATEWAY__CONTROL__V1__FILTER__CONFIG_RESPONSE_HEADER_MODIFIER:
+        return "ResponseHeaderModifier";
+    case GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_REDIRECT:
+        return "RequestRedirect";
+    case GATEWAY__CONTROL__V1__FILTER__CONFIG_URL_REWRITE:
+        return "URLRewrite";
+    case GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_MIRROR:
+        return "RequestMirror";
+    case GATEWAY__CONTROL__V1__FILTER__CONFIG_EXTENSION_REF:
+        return "ExtensionRef";
+    default:
+        return NULL;
+    }
+}
+
+static void filters(val_ctx *c, const char *base, val_filter **f, size_t n)
+{
+    char p[VAL_PATH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        if (f[i] == NULL)
+            continue;
+        snprintf(p, sizeof p, "%s.filters[%zu]", base, i);
+        const char *t = filter_type_of(f[i]);
+        if (t == NULL) {
+            val_add(c, p, "filter has no configuration");
+            continue;
+        }
+        if (!empty(f[i]->type) && strcmp(f[i]->type, t) != 0)
+            val_add(c, p, "type \"%s\" does not match its configuration (a %s filter)", f[i]->type,
+                    t);
+        char q[VAL_PATH_MAX];
+        if (f[i]->config_case == GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_MIRROR) {
+            snprintf(q, sizeof q, "%s.request_mirror.backend_ref", p);
+            if (f[i]->request_mirror->backend_ref == NULL)
+                val_add(c, q, "must be set");
+            else
+                backend_ref(c, q, f[i]->request_mirror->backend_ref);
+        } else if (f[i]->config_case == GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_REDIRECT &&
+                   !empty(f[i]->request_redirect->hostname)) {
+            snprintf(q, sizeof q, "%s.request_redirect.hostname", p);
+            check_hostname(c, q, f[i]->request_redirect->hostname, false);
+        } else if (f[i]->config_case == GATEWAY__CONTROL__V1__FILTER__CONFIG_URL_REWRITE &&
+                   !empty(f[i]->url_rewrite->hostname)) {
+            snprintf(q, sizeof q, "%s.url_rewrite.hostname", p);
+            check_hostname(c, q, f[i]->url_rewrite->hostname, false);
+        }
+    }
+}
+
+static void session_persistence(val_ctx *c, const char *base,
+                                const Gateway__Control__V1__SessionPersistence *s)
+{
+    if (s == NULL)
+        return;
+    char p[VAL_PATH_MAX];
+    snprintf(p, sizeof p, "%s.session_persistence.absolute_timeout", base);
+    positive(c, p, s->absolute_timeout);
+    snprintf(p, sizeof p, "%s.session_persistence.idle_timeout", base);
+    positive(c, p, s->idle_timeout);
+}
+
+/* ---------------------------------------------------------------- objects */
+
+static const char *const METHODS[] = {"GET",     "HEAD",    "POST",  "PUT",   "DELETE",
+                                      "CONNECT", "OPTIONS", "TRACE", "PATCH", NULL};
+
+static void http_match(val_ctx *c, const char *base, const val_http_match *m)
+{
+    char p[VAL_PATH_MAX];
+    snprintf(p, sizeof p, "%s.path", base);
+    if (is_regex_type(m->path_type)) {
+        regex(c, p, m->path);
+    } else if (!empty(m->path)) {
+        if (m->path[0] != '/')
+            val_add(c, p, "must start with \"/\"");
+        else if (strpbrk(m->path, "?#"))
+            val_add(c, p, "must not contain \"?\" or \"#\": a path match does not see the query");
+    }
+    if (!empty(m->method)) {
+        bool ok = false;
+        for (size_t i = 0; METHODS[i] && !ok; i++)
+            ok = strcmp(m->method, METHODS[i]) == 0;
+        if (!ok) {
+            snprintf(p, sizeof p, "%s.method", base);
+            val_add(c, p,
+                    "must be one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, "
+                    "PATCH");
+        }
+    }
+    header_matches(c, base, m->headers, m->n_headers);
+    for (size_t i = 0; i < m->n_query_params; i++) {
+        const val_query_match *q = m->query_params[i];
+        if (q == NULL)
+            continue;
+        snprintf(p, sizeof p, "%s.query_params[%zu].name", base, i);
+        required(c, p, q->name);
+        if (is_regex_type(q->type)) {
+            snprintf(p, sizeof p, "%s.query_params[%zu].value", base, i);
+            regex(c, p, q->value);
+        }
+    }
+}
+
+static void grpc_match(val_ctx *c, const char *base, const val_grpc_match *m)
+{
+    char p[VAL_PATH_MAX];
+    const char *parts[2][2] = {{"service", VAL_S(m->service)}, {"method", VAL_S(m->method)}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s.%s", base, parts[i][0]);
+        if (is_regex_type(m->match_type)) {
+            if (!empty(parts[i][1])) {
+                char why[160];
+                if (strchr(parts[i][1], '/'))
+                    val_add(c, p, "must not contain \"/\"");
+                else if (!val_regex_check(parts[i][1], why, sizeof why))
+                    val_add(c, p, "invalid regular expression: %s", why);
+            }
+        } else if (strchr(parts[i][1], '/')) {
+            val_add(c, p, "must not contain \"/\"");
+        }
+    }
+    header_matches(c, base, m->headers, m->n_headers);
+}
+
+static void listeners(val_ctx *c, const ir_snapshot *ir)
+{
+    char p[VAL_PATH_MAX], q[VAL_PATH_MAX];
+    for (size_t i = 0; i < ir->n_listeners; i++) {
+        const val_listener *l = ir->listeners[i];
+        if (l == NULL)
+            continue;
+        snprintf(p, sizeof p, "spec.listeners[%zu]", i);
+        snprintf(q, sizeof q, "%s.name", p);
+        required(c, q, l->name);
+        if (l->protocol == GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UNSPECIFIED) {
+            snprintf(q, sizeof q, "%s.protocol", p);
+            val_add(c, q, "must be set");
+        }
+        for (size_t k = 0;; k++) {
+            char field[32];
+            const char *a = val_listener_addr(l, k, field, sizeof field);
+            if (a == NULL)
+                break;
+            snprintf(q, sizeof q, "%s.%s", p, field);
+            if (k > 0 && empty(a))
+                val_add(c, q, "must not be empty");
+            else if (!empty(a) && !is_ip(a))
+                val_add(c, q, "\"%s\" is not an ip address", a);
+        }
+        snprintf(q, sizeof q, "%s.hostnames", p);
+        check_hostnames(c, q, l->hostnames, l->n_hostnames);
+        if (l->tls) {
+            snprintf(q, sizeof q, "%s.tls.sni_hosts", p);
+            check_hostnames(c, q, l->tls->sni_hosts, l->tls->n_sni_hosts);
+        }
+    }
+}
+
+static void http_routes(val_ctx *c, const ir_snapshot *ir)
+{
+    char p[VAL_PATH_MAX], q[VAL_PATH_MAX], r[VAL_PATH_MAX];
+    for (size_t i = 0; i < ir->n_http_routes; i++) {
+        const val_http_route *hr = ir->http_routes[i];
+        if (hr == NULL)
+            continue;
+        snprintf(p, sizeof p, "spec.http_routes[%zu]", i);
+        snprintf(q, sizeof q, "%s.name", p);
+        required(c, q, hr->name);
+        snprintf(q, sizeof q, "%s.hostnames", p);
+        check_hostnames(c, q, hr->hostnames, hr->n_hostnames);
+        for (size_t k = 0; k < hr->n_rules; k++) {
+            const val_http_rule *rule = hr->rules[k];
+            if (rule == NULL)
+                continue;
+            snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
+            for (size_t j = 0; j < rule->n_matches; j++) {
+                if (rule->matches[j] == NULL)
+                    continue;
+                snprintf(r, sizeof r, "%s.matches[%zu]", q, j);
+                http_match(c, r, rule->matches[j]);
+            }
+            filters(c, q, rule->filters, rule->n_filters);
+            backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
+            const Gateway__Control__V1__HttpRouteTimeouts *t = rule->timeouts;
+            if (t) {
+                snprintf(r, sizeof r, "%s.timeouts.request", q);
+                not_negative(c, r, t->request);
+                snprintf(r, sizeof r, "%s.timeouts.backend_request", q);
+                not_negative(c, r, t->backend_request);
+                if (t->request && t->backend_request && !negative(t->request) &&
+                    !negative(t->backend_request) && !zero(t->request) &&
+                    (t->backend_request->seconds > t->request->seconds ||
+                     (t->backend_request->seconds == t->request->seconds &&
+                      t->backend_request->nanos > t->request->nanos)))
+                    val_add(c, r, "must not be longer than timeouts.request");
+            }
+            if (rule->retry) {
+                snprintf(r, sizeof r, "%s.retry.backoff", q);
+                positive(c, r, rule->retry->backoff);
+            }
+            session_persistence(c, q, rule->session_persistence);
+        }
+    }
+}
+
+static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
+{
+    char p[VAL_PATH_MAX], q[VAL_PATH_MAX], r[VAL_PATH_MAX];
+    for (size_t i = 0; i < ir->n_grpc_routes; i++) {
+        const val_grpc_route *gr = ir->grpc_routes[i];
+        if (gr == NULL)
+            continue;
+        snprintf(p, sizeof p, "spec.grpc_routes[%zu]", i);
+        snprintf(q, sizeof q, "%s.name", p);
+        required(c, q, gr->name);
+        snprintf(q, sizeof q, "%s.hostnames", p);
+        check_hostnames(c, q, gr->hostnames, gr->n_hostnames);
+        for (size_t k = 0; k < gr->n_rules; k++) {
+            const val_grpc_rule *rule = gr->rules[k];
+            if (rule == NULL)
+                continue;
+            snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
+            for (size_t j = 0; j < rule->n_matches; j++) {
+                if (rule->matches[j] == NULL)
+                    continue;
+                snprintf(r, sizeof r, "%s.matches[%zu]", q, j);
+                grpc_match(c, r, rule->matches[j]);
+            }
+            filters(c, q, rule->filters, rule->n_filters);
+            backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
+            session_persistence(c, q, rule->session_persistence);
+        }
+    }
+}
+
+static void stream_routes(val_ctx *c, const ir_snapshot *ir)
+{
+    char p[VAL_PATH_MAX], q[VAL_PATH_MAX];
+    for (size_t i = 0; i < ir->n_stream_routes; i++) {
+        const val_stream_route *sr = ir->stream_routes[i];
+        if (sr == NULL)
+            continue;
+        snprintf(p, sizeof p, "spec.stream_routes[%zu]", i);
+        snprintf(q, sizeof q, "%s.name", p);
+        required(c, q, sr->name);
+        if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UNSPECIFIED) {
+            snprintf(q, sizeof q, "%s.kind", p);
+            val_add(c, q, "must be set");
+        }
+        for (size_t k = 0; k < sr->n_rules; k++) {
+            const val_stream_rule *rule = sr->rules[k];
+            if (rule == NULL)
+                continue;
+            snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
+            if (!empty(rule->sni_hostname)) {
+                char r[VAL_PATH_MAX];
+                snprintf(r, sizeof r, "%s.sni_hostname", q);
+                check_hostname(c, r, rule->sni_hostname, true);
+            }
+            backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
+        }
+    }
+}
+
+static void backends(val_ctx *c, const ir_snapshot *ir)
+{
+    char p[VAL_PATH_MAX], q[VAL_PATH_MAX];
+    for (size_t i = 0; i < ir->n_backends; i++) {
+        const val_backend *b = ir->backends[i];
+        if (b == NULL)
+            continue;
+        snprintf(p, sizeof p, "spec.backends[%zu]", i);
+        snprintf(q, sizeof q, "%s.name", p);
+        required(c, q, b->name);
+        snprintf(q, sizeof q, "%s.connect_timeout", p);
+        positive(c, q, b->connect_timeout);
+        snprintf(q, sizeof q, "%s.request_timeout", p);
+        positive(c, q, b->request_timeout);
+        session_persistence(c, p, b->session_persistence);
+        if (b->ai_service) {
+            snprintf(q, sizeof q, "%s.ai_service.timeout", p);
+            positive(c, q, b->ai_service->timeout);
+        }
+        if (b->tls_validation && !empty(b->tls_validation->hostname)) {
+            snprintf(q, sizeof q, "%s.tls_validation.hostname", p);
+            check_hostname(c, q, b->tls_validation->hostname, false);
+        }
+        for (size_t k = 0; k < b->n_endpoints; k++) {
+            const val_endpoint *e = b->endpoints[k];
+            if (e == NULL)
+                continue;
+            snprintf(q, sizeof q, "%s.endpoints[%zu].address", p, k);
+            if (empty(e->address))
+                val_add(c, q, "must not be empty");
+            else if (!is_ip(e->address))
+                val_add(c, q,
+                        "\"%s\" is not an ip address: xDS clients take endpoint addresses as "
+                        "they are and do not resolve names",
+                        e->address);
+        }
+    }
+}
+
+static void secrets(val_ctx *c, const ir_snapshot *ir)
+{
+    char p[VAL_PATH_MAX];
+    for (size_t i = 0; i < ir->n_secrets; i++) {
+        const val_secret *s = ir->secrets[i];
+        if (s == NULL)
+            continue;
+        snprintf(p, sizeof p, "spec.secrets[%zu].name", i);
+        required(c, p, s->name);
+        snprintf(p, sizeof p, "spec.secrets[%zu].cert_pem", i);
+        required(c, p, s->cert_pem);
+        snprintf(p, sizeof p, "spec.secrets[%zu].key_pem", i);
+        required(c, p, s->key_pem);
+    }
+}
+
+void val_schema(val_ctx *c)
+{
+    const ir_snapshot *ir = c->docs[0].ir;
+    listeners(c, ir);
+    http_routes(c, ir);
+    grpc_routes(c, ir);
+    stream_routes(c, ir);
+    backends(c, ir);
+    secrets(c, ir);
+}

@@ -1,0 +1,260 @@
+/*
+ * validate.c — the validation pipeline: decodes the config and its peers, runs every
+ * stage in order, and hands back every problem found.
+ *
+ * Each stage lives in its own val_*.c file and adds problems through val_add; a stage
+ * never stops at the first problem and later stages run even when earlier ones failed,
+ * on whatever part of the document decoded (see val_internal.h), so one round trip
+ * returns everything. The translator check (val_translate.c) runs last, because it
+ * must know what the other stages already said to avoid repeating it, but it belongs
+ * to the semantic stage; the result is therefore put back in stage order at the end,
+ * keeping the order of problems within a stage.
+ */
+#include "server/validate/validate.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/base/fielderr.h"
+#include "server/base/mem.h"
+#include "server/ir/pbjson.h"
+#include "server/validate/val_internal.h"
+
+static const char *const STAGE_NAMES[VAL_STAGE_COUNT] = {
+    [VAL_SCHEMA] = "schema",     [VAL_SEMANTIC] = "semantic", [VAL_DEPENDENCY] = "dependency",
+    [VAL_SECURITY] = "security", [VAL_QUOTA] = "quota",       [VAL_CONFLICT] = "conflict",
+    [VAL_TRAPS] = "traps",
+};
+
+const char *val_stage_name(val_stage s)
+{
+    return (unsigned)s < VAL_STAGE_COUNT ? STAGE_NAMES[s] : "unknown";
+}
+
+/* ---------------------------------------------------------------- problems */
+
+static void add(val_ctx *c, val_stage stage, const char *path, const char *with, const char *fmt,
+                va_list ap)
+{
+    char msg[SX_ERR_MESSAGE_MAX];
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    if (n >= (int)sizeof msg) {
+        /* Cut at a character boundary: the message goes into JSON, which needs UTF-8. */
+        size_t len = strlen(msg);
+        while (len > 0 && ((unsigned char)msg[len - 1] & 0xC0) == 0x80)
+            len--;
+        if (len > 0 && ((unsigned char)msg[len - 1] & 0x80))
+            len--;
+        msg[len] = '\0';
+    }
+    /* The same problem found twice (two routes to one broken backend ref, say) is
+     * listed once; a value the codec could not decode is not judged again. */
+    if (val_has(c, path, msg))
+        return;
+    for (size_t i = 0; stage == VAL_SCHEMA && i < c->out->count; i++)
+        if (c->out->items[i].stage == VAL_SCHEMA && strcmp(c->out->items[i].path, path) == 0)
+            return;
+    val_result *r = c->out;
+    if (r->count == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 16;
+        r->items = sx_realloc(r->items, r->cap * sizeof *r->items);
+    }
+    r->items[r->count++] = (val_problem){
+        .stage = stage,
+        .path = sx_strdup(path),
+        .message = sx_strdup(msg),
+        .conflict_with = with ? sx_strdup(with) : NULL,
+    };
+}
+
+void val_add(val_ctx *c, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(c, c->stage, path, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void val_add_conflict(val_ctx *c, const char *path, const char *with, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(c, VAL_CONFLICT, path, with, fmt, ap);
+    va_end(ap);
+}
+
+bool val_has(const val_ctx *c, const char *path, const char *message)
+{
+    for (size_t i = 0; i < c->out->count; i++)
+        if (strcmp(c->out->items[i].path, path) == 0 &&
+            strcmp(c->out->items[i].message, message) == 0)
+            return true;
+    return false;
+}
+
+const char *val_doc_label(const val_ctx *c, size_t doc, char *buf, size_t n)
+{
+    if (doc == 0)
+        snprintf(buf, n, "this config");
+    else
+        snprintf(buf, n, "config %s", c->docs[doc].ref);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- documents */
+
+/* Decodes a peer's spec as far as it goes; its own problems are not this config's. */
+static void decode_peer(val_doc *d)
+{
+    sx_fielderrs errs = {0};
+    ProtobufCMessage *m = NULL;
+    int rc = pbjson_decode_partial(&gateway__control__v1__config_snapshot__descriptor,
+                                   d->peer->spec, NULL, &m, &errs);
+    d->clean = rc == 0 && errs.count == 0;
+    if (d->clean) {
+        /* The range rules too: a peer the translator check merges must be whole. */
+        d->clean = ir_snapshot_check((const ir_snapshot *)m, NULL, &errs) == 0;
+    }
+    sx_fielderrs_free(&errs);
+    d->ir = (ir_snapshot *)m;
+    d->ref =
+        sx_asprintf("%s/%s (%s)", VAL_S(d->peer->ns), VAL_S(d->peer->name), VAL_S(d->peer->id));
+}
+
+/* Decodes the config: the schema stage's base. Its errors are schema problems. */
+static void decode_config(val_ctx *c, const json_t *spec)
+{
+    val_doc *d = &c->docs[0];
+    sx_fielderrs errs = {0};
+    ir_snapshot *ir = NULL;
+    if (ir_snapshot_from_json(spec, "spec", &ir, &errs) == 0) {
+        d->ir = ir;
+        d->clean = true;
+        return;
+    }
+    for (size_t i = 0; i < errs.count; i++)
+        val_add(c, errs.items[i].path[0] ? errs.items[i].path : "spec", "%s",
+                errs.items[i].message);
+    sx_fielderrs_free(&errs);
+    /* Again, keeping what decoded, so that the later stages see as much as they can. */
+    ProtobufCMessage *m = NULL;
+    int rc = pbjson_decode_partial(&gateway__control__v1__config_snapshot__descriptor, spec, "spec",
+                                   &m, &errs);
+    (void)rc;
+    sx_fielderrs_free(&errs);
+    d->ir = (ir_snapshot *)m;
+    d->clean = false;
+}
+
+static void ensure_ir(val_doc *d)
+{
+    if (d->ir == NULL) {
+        d->ir = sx_malloc(sizeof *d->ir);
+        gateway__control__v1__config_snapshot__init(d->ir);
+        d->clean = false;
+    }
+}
+
+static void free_docs(val_ctx *c)
+{
+    for (size_t i = 0; i < c->ndocs; i++) {
+        ir_snapshot_free(c->docs[i].ir);
+        sx_free(c->docs[i].ref);
+    }
+    sx_free(c->docs);
+}
+
+/* Puts the problems in stage order, keeping their order within a stage. */
+static void order_by_stage(val_result *r)
+{
+    if (r->count < 2)
+        return;
+    val_problem *v = sx_malloc(r->count * sizeof *v);
+    size_t k = 0;
+    for (int s = 0; s < VAL_STAGE_COUNT; s++)
+        for (size_t i = 0; i < r->count; i++)
+            if ((int)r->items[i].stage == s)
+                v[k++] = r->items[i];
+    sx_free(r->items);
+    r->items = v;
+    r->cap = r->count;
+}
+
+/* ---------------------------------------------------------------- the pipeline */
+
+int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
+            long long now_unix, val_result *out)
+{
+    memset(out, 0, sizeof *out);
+    val_ctx c = {.ndocs = npeers + 1, .now = now_unix, .out = out};
+    if (limits)
+        c.limits = *limits;
+    c.docs = sx_calloc(c.ndocs, sizeof *c.docs);
+
+    c.stage = VAL_SCHEMA;
+    decode_config(&c, spec);
+    ensure_ir(&c.docs[0]);
+    for (size_t i = 0; i < npeers; i++) {
+        c.docs[i + 1].peer = &peers[i];
+        decode_peer(&c.docs[i + 1]);
+        ensure_ir(&c.docs[i + 1]);
+    }
+    val_names_build(&c);
+
+    val_schema(&c);
+    c.stage = VAL_SEMANTIC;
+    val_semantic(&c);
+    c.stage = VAL_DEPENDENCY;
+    val_dependency(&c);
+    c.stage = VAL_SECURITY;
+    val_security(&c);
+    c.stage = VAL_QUOTA;
+    val_quota(&c);
+    c.stage = VAL_CONFLICT;
+    val_conflict(&c);
+    c.stage = VAL_TRAPS;
+    val_traps(&c);
+    c.stage = VAL_SEMANTIC;
+    val_translate_check(&c);
+    order_by_stage(out);
+
+    val_names_free(&c);
+    free_docs(&c);
+
+    if (out->count == 0)
+        return 0;
+    for (size_t i = 0; i < out->count; i++)
+        if (out->items[i].stage != VAL_CONFLICT)
+            return SX_EVALIDATION;
+    return SX_ECONFLICT;
+}
+
+json_t *val_result_to_json(const val_result *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->count; i++) {
+        const val_problem *p = &r->items[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "stage", json_string(val_stage_name(p->stage)));
+        json_object_set_new(o, "path", json_string(p->path));
+        json_object_set_new(o, "message", json_string(p->message));
+        if (p->conflict_with)
+            json_object_set_new(o, "conflict_with", json_string(p->conflict_with));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+void val_result_free(val_result *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < r->count; i++) {
+        sx_free(r->items[i].path);
+        sx_free(r->items[i].message);
+        sx_free(r->items[i].conflict_with);
+    }
+    sx_free(r->items);
+    memset(r, 0, sizeof *r);
+}
