@@ -157,7 +157,7 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
     xds_resources *cur = d->current;
     const xds_resource *items = cur->items[t];
     size_t n = cur->count[t], nk = dt->nknown, ns = dt->subs.count;
-    char **names = dt->subs.names;
+    const char **names = dt->subs.names;
 
     size_t cap = n + nk + ns;
     xds_known *next = cap ? sx_malloc(cap * sizeof(xds_known)) : NULL;

@@ -41,13 +41,6 @@ static void bit_clear(uint64_t *b, size_t i)
     b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
 }
 
-/* Index of name among r's resources of type t, or -1. */
-static ptrdiff_t find_index(const xds_resources *r, xds_type t, const char *name)
-{
-    const xds_resource *x = xds_resources_find(r, t, name);
-    return x ? x - r->items[t] : -1;
-}
-
 static void mark_dirty(xds_sotw_type *st, int64_t when_ms)
 {
     if (st->dirty_ms == 0 || when_ms < st->dirty_ms)
@@ -76,42 +69,25 @@ static void forget_unwanted(xds_sotw_type *st, xds_type t)
             bit_clear(st->held_bits, j);
 }
 
-/* Whether the client holds resource i of cur (same name, same version). */
-static bool holds(const xds_sotw_type *st, xds_type t, const xds_resources *cur, size_t i)
-{
-    if (st->held_res == NULL || st->held_bits == NULL)
-        return false;
-    if (st->held_res == cur)
-        return bit_get(st->held_bits, i);
-    ptrdiff_t j = find_index(st->held_res, t, cur->items[t][i].name);
-    return j >= 0 && bit_get(st->held_bits, (size_t)j) &&
-           strcmp(st->held_res->items[t][j].version, cur->items[t][i].version) == 0;
-}
-
-/* Whether a resource the client holds is gone from cur (a deletion to announce). */
-static bool holds_deleted(const xds_sotw_type *st, xds_type t, const xds_resources *cur)
-{
-    if (st->held_res == NULL || st->held_bits == NULL || st->held_res == cur)
-        return false;
-    size_t n = st->held_res->count[t];
-    for (size_t j = 0; j < n; j++)
-        if (bit_get(st->held_bits, j) && find_index(cur, t, st->held_res->items[t][j].name) < 0)
-            return true;
-    return false;
-}
-
 /* Clusters that changed are followed by their endpoints, even unchanged ones: Envoy
- * finishes warming an updated cluster only when a ClusterLoadAssignment arrives. */
+ * finishes warming an updated cluster only when a ClusterLoadAssignment arrives.
+ * clusters are ascending indices, so their names and the held endpoints (both in
+ * name order) are walked together. */
 static void refresh_endpoints(xds_sotw *s, const xds_resources *cur, const uint32_t *clusters,
                               size_t n, int64_t now_ms)
 {
     xds_sotw_type *e = &s->t[XDS_EDS];
     if (e->held_res == NULL || e->held_bits == NULL)
         return;
-    for (size_t k = 0; k < n; k++) {
-        ptrdiff_t j = find_index(e->held_res, XDS_EDS, cur->items[XDS_CDS][clusters[k]].name);
-        if (j >= 0 && bit_get(e->held_bits, (size_t)j)) {
-            bit_clear(e->held_bits, (size_t)j);
+    const xds_resource *held = e->held_res->items[XDS_EDS];
+    size_t nheld = e->held_res->count[XDS_EDS], j = 0;
+    for (size_t k = 0; k < n && j < nheld; k++) {
+        const char *name = cur->items[XDS_CDS][clusters[k]].name;
+        int c = 1;
+        while (j < nheld && (c = strcmp(held[j].name, name)) < 0)
+            j++;
+        if (j < nheld && c == 0 && bit_get(e->held_bits, j)) {
+            bit_clear(e->held_bits, j);
             mark_dirty(e, now_ms);
         }
     }
@@ -119,25 +95,60 @@ static void refresh_endpoints(xds_sotw *s, const xds_resources *cur, const uint3
 
 /* Compares what the client should hold of type t with what it holds; fills out when a
  * response is due and returns true. Either way the client is then taken to hold the
- * subscribed resources of the current snapshot. */
+ * subscribed resources of the current snapshot.
+ *
+ * The current resources, the subscribed names and the held resources are all sorted
+ * by name, so one merge walk answers for every resource whether it is wanted, whether
+ * the client holds it at the same version, and whether a held one is gone: about
+ * n + names + held string comparisons per stream and push, instead of binary
+ * searches per resource. */
 static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response *out)
 {
     xds_sotw_type *st = &s->t[t];
     xds_resources *cur = s->current;
+    const xds_resource *items = cur->items[t];
     size_t n = cur->count[t];
+    const xds_subs *sub = &st->subs;
+    const xds_resources *hr = st->held_bits ? st->held_res : NULL;
+    const xds_resource *held = hr ? hr->items[t] : NULL;
+    size_t nheld = hr && hr != cur ? hr->count[t] : 0;
     uint64_t *bits = n ? sx_calloc(WORDS(n), sizeof(uint64_t)) : NULL;
     uint32_t *wanted = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
     uint32_t *fresh = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
-    size_t nwanted = 0, nfresh = 0;
+    size_t nwanted = 0, nfresh = 0, m = 0, j = 0;
+    bool deleted = false;
     for (size_t i = 0; i < n; i++) {
-        if (!xds_subs_wants(&st->subs, cur->items[t][i].name))
+        const char *name = items[i].name;
+        /* Held resources before this name are not in cur any more. */
+        int hc = 1;
+        while (j < nheld && (hc = strcmp(held[j].name, name)) < 0)
+            deleted |= bit_get(st->held_bits, j++);
+        size_t hj = nheld; /* the held resource of this name, if any */
+        if (j < nheld && hc == 0)
+            hj = j++;
+        bool want = sub->wildcard;
+        if (!want) {
+            int c = 1;
+            while (m < sub->count && (c = strcmp(sub->names[m], name)) < 0)
+                m++;
+            want = m < sub->count && c == 0;
+        }
+        if (!want)
             continue;
         bit_set(bits, i);
         wanted[nwanted++] = (uint32_t)i;
-        if (!holds(st, t, cur, i))
+        bool holds;
+        if (hr == cur)
+            holds = bit_get(st->held_bits, i);
+        else
+            holds = hj < nheld && bit_get(st->held_bits, hj) &&
+                    strcmp(held[hj].version, items[i].version) == 0;
+        if (!holds)
             fresh[nfresh++] = (uint32_t)i;
     }
-    bool changed = nfresh > 0 || (full_state(t) && holds_deleted(st, t, cur));
+    while (j < nheld)
+        deleted |= bit_get(st->held_bits, j++);
+    bool changed = nfresh > 0 || (full_state(t) && deleted);
     bool respond = changed || st->must_respond;
     if (t == XDS_CDS && nfresh > 0)
         refresh_endpoints(s, cur, fresh, nfresh, now_ms);

@@ -29,7 +29,8 @@
  *
  * What the client holds is tracked per type as a reference to the resources it was
  * last evaluated against and one bit per resource, so a stream costs a few hundred
- * bytes plus its subscribed names, whatever the snapshot size.
+ * bytes plus its subscribed names (a pointer each when the server interns them, see
+ * subs.h), whatever the snapshot size.
  *
  * Not thread-safe: the owner serialises calls (the stream's lock).
  */

@@ -4,6 +4,10 @@
  * Names are kept in a sorted array: a stream names a handful to a few thousand
  * resources, lookups are binary searches, and a state-of-the-world request replaces
  * the whole array at once, so a hash table would buy nothing but memory per stream.
+ * With a pool the array holds interned pointers, so a stream's subscription costs a
+ * pointer per name; a changed state-of-the-world list interns the new names before it
+ * releases the old ones, so names kept across the change are never freed and
+ * re-created.
  */
 #include "server/xds/subs.h"
 
@@ -15,6 +19,21 @@
 static bool is_star(const char *name)
 {
     return name[0] == '*' && name[1] == '\0';
+}
+
+static const char *name_copy(xds_subs *s, const char *name)
+{
+    return s->pool ? xds_names_intern(s->pool, name) : sx_strdup(name);
+}
+
+static void names_drop(xds_subs *s, const char **names, size_t n)
+{
+    if (s->pool) {
+        xds_names_release_many(s->pool, names, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        sx_free((void *)names[i]);
 }
 
 /* Index of name, or of where it would go (*found false). */
@@ -39,10 +58,9 @@ static size_t search(const xds_subs *s, const char *name, bool *found)
 
 void xds_subs_clear(xds_subs *s)
 {
-    for (size_t i = 0; i < s->count; i++)
-        sx_free(s->names[i]);
+    names_drop(s, s->names, s->count);
     sx_free(s->names);
-    *s = (xds_subs){0};
+    *s = (xds_subs){.pool = s->pool};
 }
 
 bool xds_subs_has(const xds_subs *s, const char *name)
@@ -73,7 +91,7 @@ bool xds_subs_add(xds_subs *s, const char *name)
         s->names = sx_realloc(s->names, s->cap * sizeof(*s->names));
     }
     memmove(s->names + at + 1, s->names + at, (s->count - at) * sizeof(*s->names));
-    s->names[at] = sx_strdup(name);
+    s->names[at] = name_copy(s, name);
     s->count++;
     return true;
 }
@@ -89,7 +107,7 @@ bool xds_subs_remove(xds_subs *s, const char *name)
     size_t at = search(s, name, &found);
     if (!found)
         return false;
-    sx_free(s->names[at]);
+    names_drop(s, &s->names[at], 1);
     memmove(s->names + at, s->names + at + 1, (s->count - at - 1) * sizeof(*s->names));
     s->count--;
     return true;
@@ -105,8 +123,20 @@ bool xds_subs_set_sotw(xds_subs *s, bool legacy_wildcard, char *const *names, si
     bool first = !s->requested;
     s->requested = true;
 
+    /* Every ACK repeats the list: when it is the current names in the same order (a
+     * client that keeps them sorted), nothing changes and nothing needs sorting. */
+    if (n > 0 && n == s->count && !s->wildcard) {
+        size_t i = 0;
+        while (i < n && strcmp(names[i], s->names[i]) == 0)
+            i++;
+        if (i == n) {
+            s->explicit_ever = true;
+            return first;
+        }
+    }
+
     bool wildcard = false;
-    char **sorted = n ? sx_malloc(n * sizeof(*sorted)) : NULL;
+    const char **sorted = n ? sx_malloc(n * sizeof(*sorted)) : NULL;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (is_star(names[i]))
@@ -135,18 +165,25 @@ bool xds_subs_set_sotw(xds_subs *s, bool legacy_wildcard, char *const *names, si
         same = false;
 
     if (!same) {
-        for (size_t i = 0; i < s->count; i++)
-            sx_free(s->names[i]);
+        /* Keep one of each name, then copy or intern them before dropping the old. */
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++)
+            if (k == 0 || strcmp(sorted[i], sorted[k - 1]) != 0)
+                sorted[k++] = sorted[i];
+        if (s->pool) {
+            xds_names_intern_many(s->pool, sorted, k, sorted);
+        } else {
+            for (size_t i = 0; i < k; i++)
+                sorted[i] = sx_strdup(sorted[i]);
+        }
+        names_drop(s, s->names, s->count);
         if (uniq > s->cap) {
             s->cap = uniq;
             s->names = sx_realloc(s->names, s->cap * sizeof(*s->names));
         }
-        s->count = 0;
-        for (size_t i = 0; i < m; i++) {
-            if (i > 0 && strcmp(sorted[i], sorted[i - 1]) == 0)
-                continue;
-            s->names[s->count++] = sx_strdup(sorted[i]);
-        }
+        if (k > 0)
+            memcpy(s->names, sorted, k * sizeof(*sorted));
+        s->count = k;
         s->wildcard = wildcard;
     }
     sx_free(sorted);

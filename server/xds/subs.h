@@ -10,7 +10,9 @@
  *
  * The set is plain data owned by the stream state that embeds it; nothing here is
  * thread-safe (the stream's lock covers it). A zero-initialised xds_subs is an empty,
- * never-requested subscription.
+ * never-requested subscription that keeps its own copy of each name; setting pool
+ * (before the first name is added) makes it share the names of that table instead,
+ * which is what a server with thousands of streams on the same names does.
  */
 #ifndef SX_XDS_SUBS_H
 #define SX_XDS_SUBS_H
@@ -18,8 +20,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/xds/names.h"
+
 typedef struct xds_subs {
-    char **names;       /* sorted (strcmp), unique, never "*"; owned */
+    const char **names; /* sorted (strcmp), unique, never "*"; owned, or references
+                           into pool */
+    xds_names *pool;    /* interns the names, or NULL (private copies); kept by clear */
     size_t count;       /* names in use */
     size_t cap;         /* slots allocated */
     bool wildcard;      /* subscribed to every resource of the type */
@@ -27,7 +33,7 @@ typedef struct xds_subs {
     bool requested;     /* at least one request for the type was seen */
 } xds_subs;
 
-/* Frees the names and resets s to the zero state. */
+/* Frees (or releases) the names and resets s to the zero state, keeping its pool. */
 void xds_subs_clear(xds_subs *s);
 
 /* Whether name is one of the explicit names (not considering the wildcard). */
@@ -36,7 +42,7 @@ bool xds_subs_has(const xds_subs *s, const char *name);
 /* Whether a resource called name is of interest: the wildcard, or an explicit name. */
 bool xds_subs_wants(const xds_subs *s, const char *name);
 
-/* Adds an explicit name (copied); "*" turns the wildcard on instead. Returns true
+/* Adds an explicit name (copied or interned); "*" turns the wildcard on instead. Returns true
  * when something changed. */
 bool xds_subs_add(xds_subs *s, const char *name);
 

@@ -15,6 +15,7 @@
 
 typedef struct fx {
     xds_sotw s;
+    xds_names *pool; /* NULL: the stream keeps private copies of its names */
     int64_t now;
     char names[512]; /* names of the last response, comma-separated */
     xds_sotw_response last;
@@ -34,7 +35,23 @@ static int teardown(void **state)
     fx *f = *state;
     xds_sotw_response_clear(&f->last);
     xds_sotw_free(&f->s);
+    if (f->pool) {
+        /* Every name the stream interned was released with it. */
+        assert_int_equal(xds_names_count(f->pool), 0);
+        xds_names_destroy(f->pool);
+    }
     sx_free(f);
+    return 0;
+}
+
+/* The same tests with the names interned in a shared table, as the server does. */
+static int setup_pooled(void **state)
+{
+    setup(state);
+    fx *f = *state;
+    f->pool = xds_names_create();
+    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        f->s.t[t].subs.pool = f->pool;
     return 0;
 }
 
@@ -466,28 +483,30 @@ static void test_nothing_before_a_snapshot(void **state)
     assert_string_equal(f->names, "l,m");
 }
 
+#define SOTW_TESTS(S, T)                                                                           \
+    cmocka_unit_test_setup_teardown(test_fresh_nonce_and_version_per_response, S, T),              \
+        cmocka_unit_test_setup_teardown(test_ack_never_resends, S, T),                             \
+        cmocka_unit_test_setup_teardown(test_nack_keeps_last_good, S, T),                          \
+        cmocka_unit_test_setup_teardown(test_stale_nonce_ignored, S, T),                           \
+        cmocka_unit_test_setup_teardown(test_empty_nonce_always_answered, S, T),                   \
+        cmocka_unit_test_setup_teardown(test_legacy_wildcard_lds_cds_only, S, T),                  \
+        cmocka_unit_test_setup_teardown(test_empty_after_names_unsubscribes, S, T),                \
+        cmocka_unit_test_setup_teardown(test_star_wildcard_and_back_to_names, S, T),               \
+        cmocka_unit_test_setup_teardown(test_names_sent_when_they_appear, S, T),                   \
+        cmocka_unit_test_setup_teardown(test_newly_requested_names_resent, S, T),                  \
+        cmocka_unit_test_setup_teardown(test_lds_cds_full_state_absence_deletes, S, T),            \
+        cmocka_unit_test_setup_teardown(test_eds_rds_only_requested_existing_changed, S, T),       \
+        cmocka_unit_test_setup_teardown(test_push_order_make_before_break, S, T),                  \
+        cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, S, T),         \
+        cmocka_unit_test_setup_teardown(test_unchanged_types_not_sent_and_synced, S, T),           \
+        cmocka_unit_test_setup_teardown(test_one_unacked_per_type_and_coalescing, S, T),           \
+        cmocka_unit_test_setup_teardown(test_nothing_before_a_snapshot, S, T),
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fresh_nonce_and_version_per_response, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ack_never_resends, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nack_keeps_last_good, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stale_nonce_ignored, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty_nonce_always_answered, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_legacy_wildcard_lds_cds_only, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty_after_names_unsubscribes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_star_wildcard_and_back_to_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_names_sent_when_they_appear, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_newly_requested_names_resent, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lds_cds_full_state_absence_deletes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eds_rds_only_requested_existing_changed, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_push_order_make_before_break, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_unchanged_types_not_sent_and_synced, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_one_unacked_per_type_and_coalescing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nothing_before_a_snapshot, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest private_names[] = {SOTW_TESTS(setup, teardown)};
+    const struct CMUnitTest interned_names[] = {SOTW_TESTS(setup_pooled, teardown)};
+    int failed = cmocka_run_group_tests_name("private names", private_names, NULL, NULL);
+    failed += cmocka_run_group_tests_name("interned names", interned_names, NULL, NULL);
+    return failed;
 }
