@@ -94,6 +94,8 @@ struct http_request {
     const char *param_values[MAX_PARAMS];
     size_t nheaders;
     resp_header headers[MAX_RESP_HEADERS];
+    char remote_ip[INET6_ADDRSTRLEN]; /* filled on first http_req_remote_ip; "" before */
+    void *app_data;                   /* http_req_set_app_data; not owned */
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -282,6 +284,45 @@ const char *http_req_body(const http_request *r, size_t *len)
 sx_arena *http_req_arena(http_request *r)
 {
     return r->arena;
+}
+
+/* The peer address of conn as text into out ("" when unknown). */
+static void peer_address(struct MHD_Connection *conn, char out[INET6_ADDRSTRLEN])
+{
+    out[0] = '\0';
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci == NULL || ci->client_addr == NULL)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  INET6_ADDRSTRLEN);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        /* A v4 client on a dual-stack socket is shown as the v4 address it is. */
+        if (IN6_IS_ADDR_V4MAPPED(a6))
+            inet_ntop(AF_INET, &a6->s6_addr[12], out, INET6_ADDRSTRLEN);
+        else
+            inet_ntop(AF_INET6, a6, out, INET6_ADDRSTRLEN);
+    }
+}
+
+const char *http_req_remote_ip(http_request *r)
+{
+    if (r->remote_ip[0] == '\0')
+        peer_address(r->conn, r->remote_ip);
+    return r->remote_ip;
+}
+
+void http_req_set_app_data(http_request *r, void *data)
+{
+    r->app_data = data;
+}
+
+void *http_req_app_data(const http_request *r)
+{
+    return r->app_data;
 }
 
 /* ------------------------------------------------------------------ routing */
@@ -584,20 +625,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                           "route", r->route, "status", r->status, "duration_ms",
                           (double)(long long)(secs * 1e6) / 1e3, "request_id", r->id, "bytes_in",
                           (json_int_t)r->body_seen, "bytes_out", (json_int_t)r->bytes_out);
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci && ci->client_addr) {
-        char addr[INET6_ADDRSTRLEN] = "";
-        const struct sockaddr *sa = ci->client_addr;
-        if (sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, addr,
-                      sizeof(addr));
-        else if (sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, addr,
-                      sizeof(addr));
-        if (addr[0])
-            json_object_set_new(f, "remote", json_string(addr));
-    }
+    const char *remote = http_req_remote_ip(r);
+    if (remote[0])
+        json_object_set_new(f, "remote", json_string(remote));
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         json_object_set_new(f, "terminated",
                             json_string(toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ? "client_abort"

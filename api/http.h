@@ -83,6 +83,14 @@ const char *http_req_query(http_request *r, const char *name);
 const char *http_req_body(const http_request *r, size_t *len);
 /* Memory that lives until the response is done. */
 sx_arena *http_req_arena(http_request *r);
+/* The client's IP address as text ("192.0.2.7", "2001:db8::1"; a v4-mapped v6 peer is
+ * shown as v4): the TCP peer, never a forwarded-for header. "" when unknown. */
+const char *http_req_remote_ip(http_request *r);
+/* One pointer a request pipeline attaches to the request for its handler (api/rest.c
+ * stores the authenticated principal there). Not owned: whoever sets it keeps it alive
+ * until the response is done, typically in the request's arena. NULL until set. */
+void http_req_set_app_data(http_request *r, void *data);
+void *http_req_app_data(const http_request *r);
 /* Adds a response header (copied) to the answer sent next. */
 void http_req_set_header(http_request *r, const char *name, const char *value);
 

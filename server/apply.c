@@ -6,12 +6,19 @@
  * from the caller's arena. Snapshot versions come from snap_repo_reserve_version,
  * which locks the group's row for the rest of the transaction, so the version a
  * snapshot's id names is the version it is stored under.
+ *
+ * Order inside one change: lock the config row, lock every affected group row (sorted
+ * by name, so two changes never wait on each other in a cycle), read the other live
+ * configs of the groups, validate, write the version, recompose each group, append the
+ * audit row. NOTIFYs are queued by PostgreSQL and delivered at commit, so a replica
+ * never hears of a snapshot that is not there.
  */
 #include "server/apply.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/base/clock.h"
 #include "server/base/hash.h"
@@ -31,6 +38,14 @@ typedef struct tx_ctx {
     apply_result *out;
     sx_fielderrs *verrs;
     snap_record **written; /* records to put in the cache after the commit */
+    /* What validation read, reused by recomposition: the other live configs of the
+     * config's groups (peers == NULL when nothing was read), and the config itself as it
+     * is live after the write (self.spec == NULL when it is not live). */
+    const cfg_live *peers;
+    size_t npeers;
+    const char *const *groups; /* the config's groups after the change */
+    size_t ngroups;
+    cfg_live self;
 } tx_ctx;
 
 static void decref_json(void *p)
@@ -44,38 +59,57 @@ static json_t *own_json(sx_arena *a, json_t *j)
     return sx_arena_defer(a, decref_json, j);
 }
 
-static bool same_groups(const cfg_record *rec, const apply_request *req)
+static bool has_group(const char *const *groups, size_t n, const char *g)
 {
-    if (rec->group_count != req->group_count)
-        return false;
-    for (size_t i = 0; i < req->group_count; i++) {
-        bool found = false;
-        for (size_t j = 0; j < rec->group_count && !found; j++)
-            found = strcmp(req->groups[i], rec->groups[j]) == 0;
-        if (!found)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(groups[i], g) == 0)
+            return true;
+    return false;
+}
+
+static bool same_group_sets(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+    for (size_t i = 0; i < na; i++)
+        if (!has_group(b, nb, a[i]))
             return false;
-    }
+    for (size_t i = 0; i < nb; i++)
+        if (!has_group(a, na, b[i]))
+            return false;
     return true;
 }
 
-/* The groups to recompose: the new ones, plus old ones the config leaves. */
-static size_t affected_groups(const cfg_record *old, const apply_request *req, sx_arena *a,
-                              const char ***out)
+static int cmp_str(const void *x, const void *y)
 {
-    size_t cap = req->group_count + (old ? old->group_count : 0);
-    const char **g = sx_arena_alloc(a, (cap ? cap : 1) * sizeof(*g));
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* The union of two group lists, sorted by name, each once (in a). */
+static size_t group_union(sx_arena *a, const char *const *g1, size_t n1, const char *const *g2,
+                          size_t n2, const char ***out)
+{
+    const char **g = sx_arena_alloc(a, (n1 + n2 ? n1 + n2 : 1) * sizeof(*g));
     size_t n = 0;
-    for (size_t i = 0; i < req->group_count; i++)
-        g[n++] = req->groups[i];
-    for (size_t i = 0; old && i < old->group_count; i++) {
-        bool dup = false;
-        for (size_t j = 0; j < n && !dup; j++)
-            dup = strcmp(g[j], old->groups[i]) == 0;
-        if (!dup)
-            g[n++] = old->groups[i];
-    }
+    for (size_t i = 0; i < n1; i++)
+        if (!has_group(g, n, g1[i]))
+            g[n++] = g1[i];
+    for (size_t i = 0; i < n2; i++)
+        if (!has_group(g, n, g2[i]))
+            g[n++] = g2[i];
+    qsort(g, n, sizeof(*g), cmp_str);
     *out = g;
     return n;
+}
+
+/* Locks the rows of groups (sorted) for the rest of c's transaction. */
+static int lock_groups(pg_conn *c, const char *const *groups, size_t n, sx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        long long next;
+        int rc = snap_repo_reserve_version(c, groups[i], &next, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 /* sha256 of the composed content, ignoring the id and generation time, so that
@@ -92,13 +126,14 @@ static void content_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN 
 }
 
 /*
- * Writes group's next snapshot from the given sources on c: reserves the version,
- * names the snapshot "<group>:<version>", validates and encodes it, inserts it and
- * NOTIFYs. When the content equals the group's current snapshot nothing is written
- * and *written is NULL (the reserved number goes back when the transaction ends).
+ * Writes group's next snapshot from the given inputs on c: reserves the version,
+ * names the snapshot "<group>:<version>", validates and encodes it, inserts it with
+ * sources[0..nsources) and NOTIFYs. When the content equals the group's current
+ * snapshot nothing is written and *written is NULL (the reserved number goes back when
+ * the transaction ends).
  */
 static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap_compose_input *in,
-                          size_t n, const snap_source *sources, const char *reason,
+                          size_t n, const snap_source *sources, size_t nsources, const char *reason,
                           const char *author, sx_fielderrs *verrs, snap_record **written,
                           sx_err *err)
 {
@@ -141,7 +176,7 @@ static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap
         .encoded_len = len,
         .checksum = sum,
         .sources = sources,
-        .source_count = sources ? n : 0,
+        .source_count = sources ? nsources : 0,
         .reason = reason ? reason : "",
         .created_by = author,
     };
@@ -153,28 +188,40 @@ static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap
     return rc;
 }
 
-/* Recomposes group on c from its configs; appends to ctx->out when a new snapshot was
- * written. */
-static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, sx_err *err)
+/* Recomposes group on c from its live configs; appends to ctx->out when a new snapshot
+ * was written. */
+static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, const char *reason, sx_err *err)
 {
     sx_arena *a = ctx->a;
-    cfg_version *live = NULL;
+    const cfg_live *live = NULL;
     size_t n = 0;
-    int rc = cfg_repo_live_for_group(c, group, a, &live, &n, err);
-    if (rc)
-        return rc;
+    int rc;
+    if (ctx->peers && has_group(ctx->groups, ctx->ngroups, group)) {
+        /* The group's rows are locked since validation read them: they are still what a
+         * query would return, plus the config's own new live version. */
+        cfg_live *v = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*v));
+        for (size_t i = 0; i < ctx->npeers; i++)
+            if (has_group((const char *const *)ctx->peers[i].groups, ctx->peers[i].group_count,
+                          group))
+                v[n++] = ctx->peers[i];
+        if (ctx->self.spec)
+            v[n++] = ctx->self;
+        live = v;
+    } else {
+        cfg_live *v = NULL;
+        if ((rc = cfg_repo_live_in_groups(c, &group, 1, NULL, a, &v, &n, err)) != 0)
+            return rc;
+        live = v;
+    }
     snap_compose_input *in = sx_arena_alloc(a, (n ? n : 1) * sizeof(*in));
     snap_source *sources = sx_arena_alloc(a, (n ? n : 1) * sizeof(*sources));
     for (size_t i = 0; i < n; i++) {
-        cfg_record *rec = NULL;
-        if ((rc = cfg_repo_get(c, live[i].config_id, false, a, &rec, err)) != 0)
-            return rc;
-        in[i] = (snap_compose_input){rec->ns, rec->name, live[i].spec};
-        sources[i] = (snap_source){live[i].config_id, live[i].version};
+        in[i] = (snap_compose_input){live[i].ns, live[i].name, live[i].spec};
+        sources[i] = (snap_source){live[i].id, live[i].version};
     }
     snap_record *rec = NULL;
-    rc = write_snapshot(c, a, group, in, n, sources, ctx->req->message, ctx->req->author,
-                        ctx->verrs, &rec, err);
+    rc = write_snapshot(c, a, group, in, n, sources, n, reason, ctx->req->author, ctx->verrs, &rec,
+                        err);
     if (rc || rec == NULL)
         return rc;
     apply_result *out = ctx->out;
@@ -182,6 +229,87 @@ static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, sx_err *err)
     ctx->written[out->snapshot_count] = rec;
     out->snapshot_count++;
     return 0;
+}
+
+static long long now_or(long long t)
+{
+    return t > 0 ? t : (long long)time(NULL);
+}
+
+/* The pipeline's verdict on problems: sets err from it and returns the code. */
+static int refuse(const val_result *res, int rc, sx_err *err)
+{
+    if (rc == SX_ECONFLICT) {
+        const char *other = NULL;
+        for (size_t i = 0; i < res->count && other == NULL; i++)
+            other = res->items[i].conflict_with;
+        sx_err_set(err, SX_ECONFLICT, "configuration conflicts with config %s",
+                   other ? other : "of the same group");
+        sx_err_detail(err, "Another live config of one of the groups claims the same listener "
+                           "address and port or the same hostname and path.");
+        return SX_ECONFLICT;
+    }
+    return sx_err_set(err, SX_EVALIDATION, "configuration is invalid: %zu problem%s", res->count,
+                      res->count == 1 ? "" : "s");
+}
+
+/* Checks spec before it is stored: the whole pipeline against peers when the request
+ * carries limits, else the codec alone. */
+static int check_spec(const apply_request *req, const json_t *spec, const cfg_live *peers,
+                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, sx_err *err)
+{
+    if (req->limits == NULL) {
+        ir_snapshot *ir = NULL;
+        if (ir_snapshot_from_json(spec, "spec", &ir, verrs) != 0) {
+            char *joined = sx_fielderrs_join(verrs);
+            sx_err_set(err, SX_EVALIDATION, "configuration is invalid: %zu problem%s", verrs->count,
+                       verrs->count == 1 ? "" : "s");
+            sx_err_detail(err, "%s", joined);
+            sx_free(joined);
+            return SX_EVALIDATION;
+        }
+        ir_snapshot_free(ir);
+        return 0;
+    }
+    val_peer *vp = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*vp));
+    for (size_t i = 0; i < npeers; i++)
+        vp[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec};
+    val_result local = {0};
+    val_result *res = req->problems ? req->problems : &local;
+    val_result_free(res);
+    int rc = val_run(spec, vp, npeers, req->limits, now_or(req->now_unix), res);
+    if (rc != 0)
+        rc = refuse(res, rc, err);
+    val_result_free(&local);
+    return rc;
+}
+
+static json_t *snapshots_json(const apply_result *out)
+{
+    json_t *snaps = json_array();
+    for (size_t i = 0; i < out->snapshot_count; i++)
+        json_array_append_new(snaps, json_pack("{s:s,s:I}", "group", out->snapshots[i].group,
+                                               "version", (json_int_t)out->snapshots[i].version));
+    return snaps;
+}
+
+static const char *op_verb(apply_op op)
+{
+    switch (op) {
+    case APPLY_CREATE:
+        return "created";
+    case APPLY_DELETE:
+        return "deleted";
+    case APPLY_ROLLBACK:
+        return "rolled back";
+    default:
+        return "changed";
+    }
+}
+
+static bool empty(const char *s)
+{
+    return s == NULL || s[0] == '\0';
 }
 
 static int apply_tx(pg_conn *c, void *arg, sx_err *err)
@@ -192,66 +320,202 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     apply_result *out = ctx->out;
     memset(out, 0, sizeof(*out));
     sx_fielderrs_free(ctx->verrs);
+    if (req->problems)
+        val_result_free(req->problems);
+    ctx->peers = NULL;
+    ctx->npeers = 0;
+    memset(&ctx->self, 0, sizeof(ctx->self));
 
+    /* The config as it is now, locked. */
+    apply_op op = req->op;
     cfg_record *old = NULL;
-    int rc = cfg_repo_get_by_name(c, req->ns, req->name, a, &old, err);
-    if (rc && rc != SX_ENOTFOUND)
+    int rc;
+    if (op == APPLY_UPSERT) {
+        rc = cfg_repo_get_by_name(c, req->ns, req->name, a, &old, err);
+        if (rc && rc != SX_ENOTFOUND)
+            return rc;
+        if (rc == SX_ENOTFOUND) {
+            old = NULL;
+            op = APPLY_CREATE;
+        } else {
+            op = APPLY_UPDATE;
+        }
+    }
+    if (op != APPLY_CREATE) {
+        const char *id = old ? old->id : req->config_id;
+        if ((rc = cfg_repo_lock(c, id, a, &old, err)) != 0)
+            return rc;
+        if (req->if_match > 0 && old->latest_version != req->if_match) {
+            sx_err_set(err, SX_EPRECONDITION,
+                       "config %s has changed: its latest version is %d, not %d", old->id,
+                       old->latest_version, req->if_match);
+            sx_err_detail(err, "Another change was saved first.");
+            sx_err_hint(err, "Read the config again and reapply the change on top of version %d.",
+                        old->latest_version);
+            return SX_EPRECONDITION;
+        }
+        if (req->op == APPLY_UPDATE && !empty(req->ns) && strcmp(req->ns, old->ns) != 0) {
+            sx_err_set(err, SX_EINVAL, "the namespace of config %s cannot change from %s to %s",
+                       old->id, old->ns, req->ns);
+            sx_err_hint(err, "Create a config in the other namespace and delete this one.");
+            return SX_EINVAL;
+        }
+        out->config_id = old->id;
+        out->before_version = old->latest_version;
+        out->version = old->live_version;
+        out->latest_version = old->latest_version;
+    }
+
+    if (op == APPLY_CREATE) {
+        /* A taken name is the answer even when the spec would also clash with it. */
+        cfg_record *same = NULL;
+        rc = cfg_repo_get_by_name(c, req->ns, req->name, a, &same, err);
+        if (rc == 0) {
+            sx_err_set(err, SX_ECONFLICT, "config %s/%s already exists", req->ns, req->name);
+            sx_err_detail(err,
+                          "Its id is %s. Names are unique within a namespace among configs "
+                          "that are not deleted.",
+                          same->id);
+            return SX_ECONFLICT;
+        }
+        if (rc != SX_ENOTFOUND)
+            return rc;
+    }
+
+    /* What it becomes. */
+    const json_t *spec = req->spec;
+    cfg_version *src = NULL;
+    if (op == APPLY_ROLLBACK) {
+        if ((rc = cfg_repo_get_version(c, old->id, req->rollback_to, a, &src, err)) != 0)
+            return rc;
+        spec = src->spec;
+    }
+    const char *const *groups = req->groups;
+    size_t ngroups = req->group_count;
+    bool set_groups = ngroups > 0;
+    if (op == APPLY_DELETE) {
+        groups = NULL;
+        ngroups = 0;
+    } else if (!set_groups && old) {
+        groups = (const char *const *)old->groups;
+        ngroups = old->group_count;
+    }
+    const char *ns = old ? old->ns : req->ns;
+    const char *name = req->name && op != APPLY_DELETE ? req->name : old ? old->name : NULL;
+
+    const char **affected = NULL;
+    size_t naffected =
+        group_union(a, groups, ngroups, old ? (const char *const *)old->groups : NULL,
+                    old ? old->group_count : 0, &affected);
+    if ((rc = lock_groups(c, affected, naffected, err)) != 0)
         return rc;
-    if (rc == SX_ENOTFOUND) {
-        old = NULL;
-        cfg_new cn = {req->ns,   req->name,   req->groups,  req->group_count,
-                      req->spec, req->author, req->message, false};
+
+    if (op != APPLY_DELETE) {
+        cfg_live *peers = NULL;
+        size_t npeers = 0;
+        if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, old ? old->id : NULL, a, &peers,
+                                          &npeers, err)) != 0 ||
+            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, err)) != 0)
+            return rc;
+        ctx->peers = peers ? peers : sx_arena_alloc(a, sizeof(*peers));
+        ctx->npeers = npeers;
+        ctx->groups = groups;
+        ctx->ngroups = ngroups;
+    }
+
+    /* Write. */
+    switch (op) {
+    case APPLY_CREATE: {
+        cfg_new cn = {ns, name, groups, ngroups, spec, req->author, req->message, req->draft};
         cfg_record *rec = NULL;
         if ((rc = cfg_repo_create(c, &cn, a, &rec, err)) != 0)
             return rc;
         out->config_id = rec->id;
-        out->version = 1;
+        out->version = rec->live_version;
+        out->latest_version = 1;
         out->created = out->changed = true;
-    } else {
-        out->config_id = old->id;
-        out->version = old->live_version;
-        char sum[SX_SHA256_HEX_LEN + 1];
-        cfg_repo_checksum(req->spec, sum);
-        cfg_version *live = NULL;
-        bool same = old->live_version > 0 && same_groups(old, req) &&
-                    cfg_repo_get_version(c, old->id, old->live_version, a, &live, err) == 0 &&
-                    strcmp(live->checksum, sum) == 0;
-        if (!same) {
-            cfg_change ch = {
-                .spec = req->spec,
-                .author = req->author,
-                .message = req->message,
-                .set_groups = true,
-                .groups = req->groups,
-                .group_count = req->group_count,
-            };
-            cfg_version *v = NULL;
-            if ((rc = cfg_repo_add_version(c, old->id, old->latest_version, &ch, a, &v, err)) != 0)
+        break;
+    }
+    case APPLY_DELETE:
+        if ((rc = cfg_repo_delete(c, old->id, old->latest_version, err)) != 0)
+            return rc;
+        out->changed = true;
+        break;
+    default: {
+        bool renamed = strcmp(name, old->name) != 0;
+        if (op == APPLY_UPDATE && !renamed &&
+            same_group_sets(groups, ngroups, (const char *const *)old->groups, old->group_count)) {
+            /* The same content again is not a change. */
+            char sum[SX_SHA256_HEX_LEN + 1];
+            cfg_repo_checksum(spec, sum);
+            cfg_version *latest = NULL;
+            if ((rc = cfg_repo_get_version(c, old->id, old->latest_version, a, &latest, err)) != 0)
                 return rc;
+            if (strcmp(latest->checksum, sum) == 0 && latest->draft == req->draft)
+                break;
+        }
+        cfg_change ch = {
+            .spec = spec,
+            .author = req->author,
+            .message = req->message,
+            .draft = req->draft,
+            .source_version = src ? src->version : 0,
+            .name = renamed ? name : NULL,
+            .set_groups = set_groups,
+            .groups = groups,
+            .group_count = ngroups,
+        };
+        cfg_version *v = NULL;
+        if ((rc = cfg_repo_add_version(c, old->id, old->latest_version, &ch, a, &v, err)) != 0)
+            return rc;
+        out->latest_version = v->version;
+        if (!req->draft)
             out->version = v->version;
-            out->changed = true;
+        out->changed = true;
+        break;
+    }
+    }
+
+    /* The config as composition sees it now: its live version (a draft leaves the
+     * previous live version in force, which is not at hand here: read it again). */
+    if (ctx->peers && out->changed && op != APPLY_DELETE) {
+        if (!req->draft) {
+            ctx->self = (cfg_live){out->config_id, (char *)ns,    (char *)name, NULL, 0,
+                                   out->version,   (json_t *)spec};
+        } else {
+            ctx->peers = NULL;
         }
     }
 
+    /* Recompose every group the change touched (a draft that moves the config to other
+     * groups moves its live version too). Unchanged content writes nothing. */
+    out->snapshots = sx_arena_alloc(a, (naffected ? naffected : 1) * sizeof(*out->snapshots));
+    ctx->written = sx_arena_alloc(a, (naffected ? naffected : 1) * sizeof(*ctx->written));
     if (out->changed) {
-        const char **groups = NULL;
-        size_t ng = affected_groups(old, req, a, &groups);
-        out->snapshots = sx_arena_alloc(a, (ng ? ng : 1) * sizeof(*out->snapshots));
-        ctx->written = sx_arena_alloc(a, (ng ? ng : 1) * sizeof(*ctx->written));
-        for (size_t i = 0; i < ng; i++)
-            if ((rc = recompose(c, ctx, groups[i], err)) != 0)
+        char *reason = sx_arena_printf(a, "config %s/%s %s%s%s", ns, name, op_verb(op),
+                                       req->message && req->message[0] ? ": " : "",
+                                       req->message ? req->message : "");
+        if (op != APPLY_DELETE)
+            reason = sx_arena_printf(a, "config %s/%s v%d %s%s%s", ns, name, out->latest_version,
+                                     op_verb(op), req->message && req->message[0] ? ": " : "",
+                                     req->message ? req->message : "");
+        for (size_t i = 0; i < naffected; i++)
+            if ((rc = recompose(c, ctx, affected[i], reason, err)) != 0)
                 return rc;
     }
 
     json_t *details =
-        json_pack("{s:s,s:s,s:i,s:b,s:b}", "namespace", req->ns, "name", req->name, "version",
-                  out->version, "created", out->created, "changed", out->changed);
-    json_t *snaps = json_array();
-    for (size_t i = 0; i < out->snapshot_count; i++)
-        json_array_append_new(snaps, json_pack("{s:s,s:I}", "group", out->snapshots[i].group,
-                                               "version", (json_int_t)out->snapshots[i].version));
-    json_object_set_new(details, "snapshots", snaps);
-    own_json(a, details);
+        own_json(a, json_pack("{s:s,s:s,s:i,s:i,s:i,s:b,s:b,s:b}", "namespace", ns, "name", name,
+                              "before_version", out->before_version, "after_version",
+                              out->latest_version, "live_version", out->version, "created",
+                              out->created, "changed", out->changed, "draft", req->draft));
+    if (op == APPLY_DELETE)
+        json_object_set_new(details, "deleted", json_true());
+    if (src)
+        json_object_set_new(details, "source_version", json_integer(src->version));
+    if (req->message && req->message[0])
+        json_object_set_new(details, "message", json_string(req->message));
+    json_object_set_new(details, "snapshots", snapshots_json(out));
     audit_new an = {
         .actor = req->author,
         .actor_role = req->actor_role,
@@ -259,6 +523,7 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
         .resource_type = "config",
         .resource_id = out->config_id,
         .result = AUDIT_SUCCESS,
+        .status_code = op == APPLY_CREATE ? 201 : 200,
         .request_id = req->request_id,
         .source_ip = req->source_ip,
         .details = details,
@@ -271,27 +536,33 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
                  apply_result *out, sx_fielderrs *verrs, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    if (req->ns == NULL || req->ns[0] == '\0' || req->name == NULL || req->name[0] == '\0')
-        return sx_err_set(err, SX_EINVAL, "a config needs a namespace and a name");
-    if (req->group_count == 0)
-        return sx_err_set(err, SX_EINVAL, "a config needs at least one proxy group");
-    if (req->author == NULL || req->author[0] == '\0' || req->action == NULL)
+    if (req->problems)
+        val_result_free(req->problems);
+    switch (req->op) {
+    case APPLY_UPSERT:
+    case APPLY_CREATE:
+        if (empty(req->ns) || empty(req->name))
+            return sx_err_set(err, SX_EINVAL, "a config needs a namespace and a name");
+        if (req->group_count == 0)
+            return sx_err_set(err, SX_EINVAL, "a config needs at least one proxy group");
+        break;
+    case APPLY_UPDATE:
+    case APPLY_DELETE:
+    case APPLY_ROLLBACK:
+        if (empty(req->config_id))
+            return sx_err_set(err, SX_EINVAL, "a change of a config needs its id");
+        if (req->op == APPLY_ROLLBACK && req->rollback_to < 1)
+            return sx_err_set(err, SX_EINVAL, "a rollback needs a version to return to");
+        break;
+    default:
+        return sx_err_set(err, SX_EINVAL, "unknown change %d", (int)req->op);
+    }
+    if (empty(req->author) || req->action == NULL)
         return sx_err_set(err, SX_EINVAL, "a change needs an author and an action");
-    if (!json_is_object(req->spec))
+    if (req->op != APPLY_DELETE && req->op != APPLY_ROLLBACK && !json_is_object(req->spec))
         return sx_err_set(err, SX_EINVAL, "spec must be a JSON object");
 
-    ir_snapshot *ir = NULL;
-    if (ir_snapshot_from_json(req->spec, "spec", &ir, verrs) != 0) {
-        char *joined = sx_fielderrs_join(verrs);
-        sx_err_set(err, SX_EVALIDATION, "configuration is invalid: %zu problem%s", verrs->count,
-                   verrs->count == 1 ? "" : "s");
-        sx_err_detail(err, "%s", joined);
-        sx_free(joined);
-        return SX_EVALIDATION;
-    }
-    ir_snapshot_free(ir);
-
-    tx_ctx ctx = {req, snaps, a, out, verrs, NULL};
+    tx_ctx ctx = {.req = req, .snaps = snaps, .a = a, .out = out, .verrs = verrs};
     int rc = pg_tx(pool, apply_tx, &ctx, err);
     if (rc) {
         memset(out, 0, sizeof(*out));
@@ -299,6 +570,178 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
     }
     for (size_t i = 0; i < out->snapshot_count; i++)
         snap_repo_cache_put(snaps, ctx.written[i]);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ dry run */
+
+typedef struct validate_ctx {
+    const apply_request *req;
+    sx_arena *a;
+    sx_fielderrs *verrs;
+} validate_ctx;
+
+static int validate_tx(pg_conn *c, void *arg, sx_err *err)
+{
+    validate_ctx *ctx = arg;
+    const apply_request *req = ctx->req;
+    sx_arena *a = ctx->a;
+    sx_fielderrs_free(ctx->verrs);
+    val_result_free(req->problems);
+
+    cfg_record *self = NULL;
+    int rc = 0;
+    if (!empty(req->config_id))
+        rc = cfg_repo_get(c, req->config_id, false, a, &self, err);
+    else if (!empty(req->ns) && !empty(req->name)) {
+        rc = cfg_repo_get_by_name(c, req->ns, req->name, a, &self, err);
+        if (rc == SX_ENOTFOUND)
+            rc = 0;
+    }
+    if (rc)
+        return rc;
+    const char *const *groups = req->groups;
+    size_t ngroups = req->group_count;
+    if (ngroups == 0 && self) {
+        groups = (const char *const *)self->groups;
+        ngroups = self->group_count;
+    }
+    if (ngroups == 0)
+        return sx_err_set(err, SX_EINVAL, "a config needs at least one proxy group");
+    const char *ns = self ? self->ns : empty(req->ns) ? "default" : req->ns;
+    const char *name = !empty(req->name) ? req->name : self ? self->name : "(new)";
+
+    cfg_live *peers = NULL;
+    size_t npeers = 0;
+    if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, self ? self->id : NULL, a, &peers,
+                                      &npeers, err)) != 0)
+        return rc;
+    val_peer *vp = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*vp));
+    for (size_t i = 0; i < npeers; i++)
+        vp[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec};
+    int vrc = val_run(req->spec, vp, npeers, req->limits, now_or(req->now_unix), req->problems);
+
+    /* What each group's snapshot would be, checked by the codec like the write path; a
+     * spec the pipeline refused would only repeat its problems there. */
+    snap_compose_input *in = sx_arena_alloc(a, (npeers + 1) * sizeof(*in));
+    for (size_t g = 0; vrc == 0 && g < ngroups; g++) {
+        size_t n = 0;
+        for (size_t i = 0; i < npeers; i++)
+            if (has_group((const char *const *)peers[i].groups, peers[i].group_count, groups[g]))
+                in[n++] = (snap_compose_input){peers[i].ns, peers[i].name, peers[i].spec};
+        in[n++] = (snap_compose_input){ns, name, req->spec};
+        char id[300], prefix[300];
+        snprintf(id, sizeof(id), "%s:dry-run", groups[g]);
+        snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", groups[g]);
+        json_t *composed = own_json(a, snap_compose_json(in, n, id, NULL));
+        ir_snapshot *ir = NULL;
+        if (ir_snapshot_from_json(composed, prefix, &ir, ctx->verrs) == 0)
+            ir_snapshot_free(ir);
+    }
+    if (vrc == 0 && ctx->verrs->count == 0)
+        return 0;
+    if (vrc == SX_ECONFLICT && ctx->verrs->count == 0)
+        return refuse(req->problems, SX_ECONFLICT, err);
+    return sx_err_set(err, SX_EVALIDATION, "configuration is invalid: %zu problem%s",
+                      req->problems->count + ctx->verrs->count,
+                      req->problems->count + ctx->verrs->count == 1 ? "" : "s");
+}
+
+int apply_validate(pg_pool *pool, const apply_request *req, sx_arena *a, sx_fielderrs *verrs,
+                   sx_err *err)
+{
+    if (req->limits == NULL || req->problems == NULL)
+        return sx_err_set(err, SX_EINVAL, "a dry run needs limits and a problem list");
+    val_result_free(req->problems);
+    if (!json_is_object(req->spec))
+        return sx_err_set(err, SX_EINVAL, "spec must be a JSON object");
+    validate_ctx ctx = {req, a, verrs};
+    return pg_tx(pool, validate_tx, &ctx, err);
+}
+
+/* ------------------------------------------------------------------ group rollback */
+
+typedef struct group_rb_ctx {
+    const apply_group_rollback_request *req;
+    const snap_record *target;
+    sx_arena *a;
+    apply_group_rollback_result *out;
+    sx_fielderrs *verrs;
+    snap_record *written;
+} group_rb_ctx;
+
+static int group_rollback_tx(pg_conn *c, void *arg, sx_err *err)
+{
+    group_rb_ctx *ctx = arg;
+    const apply_group_rollback_request *req = ctx->req;
+    sx_arena *a = ctx->a;
+    memset(ctx->out, 0, sizeof(*ctx->out));
+    ctx->written = NULL;
+    sx_fielderrs_free(ctx->verrs);
+
+    long long next = 0;
+    int rc = snap_repo_reserve_version(c, req->group, &next, err);
+    if (rc)
+        return rc;
+    ctx->out->before_version = next - 1;
+    snap_compose_input in = {"", req->group, ctx->target->ir};
+    char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
+                                   req->message && req->message[0] ? ": " : "",
+                                   req->message ? req->message : "");
+    rc = write_snapshot(c, a, req->group, &in, 1, ctx->target->sources, ctx->target->source_count,
+                        reason, req->author, ctx->verrs, &ctx->written, err);
+    if (rc)
+        return rc;
+    ctx->out->changed = ctx->written != NULL;
+    ctx->out->version = ctx->written ? ctx->written->version : ctx->out->before_version;
+
+    json_t *details =
+        own_json(a, json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", req->group, "snapshot_version",
+                              (json_int_t)req->snapshot_version, "before_version",
+                              (json_int_t)ctx->out->before_version, "after_version",
+                              (json_int_t)ctx->out->version, "changed", ctx->out->changed));
+    if (req->message && req->message[0])
+        json_object_set_new(details, "message", json_string(req->message));
+    audit_new an = {
+        .actor = req->author,
+        .actor_role = req->actor_role,
+        .action = "group.rollback",
+        .resource_type = "group",
+        .resource_id = req->group,
+        .result = AUDIT_SUCCESS,
+        .status_code = 200,
+        .request_id = req->request_id,
+        .source_ip = req->source_ip,
+        .details = details,
+    };
+    long long audit_id;
+    return audit_repo_append(c, &an, &audit_id, err);
+}
+
+int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_rollback_request *req,
+                         sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
+                         sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (empty(req->group))
+        return sx_err_set(err, SX_EINVAL, "a rollback needs a proxy group");
+    if (empty(req->author))
+        return sx_err_set(err, SX_EINVAL, "a rollback needs an author");
+    if (req->snapshot_version < 1)
+        return sx_err_set(err, SX_EINVAL, "snapshot_version must be a positive integer");
+    /* Snapshots are immutable: reading the target before the transaction is safe. */
+    snap_record *target = NULL;
+    int rc =
+        snap_repo_get(snaps, req->group, req->snapshot_version, SNAP_REPO_WITH_IR, a, &target, err);
+    if (rc)
+        return rc;
+    group_rb_ctx ctx = {req, target, a, out, verrs, NULL};
+    if ((rc = pg_tx(pool, group_rollback_tx, &ctx, err)) != 0) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    if (ctx.written)
+        snap_repo_cache_put(snaps, ctx.written);
     return 0;
 }
 
@@ -318,7 +761,7 @@ static int publish_tx(pg_conn *c, void *arg, sx_err *err)
     const apply_publish_request *req = ctx->req;
     sx_fielderrs_free(ctx->verrs);
     snap_compose_input in = {"", req->group, req->spec};
-    int rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, req->message, req->author,
+    int rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, 0, req->message, req->author,
                             ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;

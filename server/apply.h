@@ -8,6 +8,13 @@
  * same way. A change whose spec and groups equal the live version writes nothing new
  * (no version, no snapshot) but is still audited, which makes re-running an import
  * safe. A group's snapshot is rewritten only when its composed content changed.
+ *
+ * Concurrency: a change of an existing config first locks the config's row, then the
+ * rows of every affected proxy group in name order (snap_repo_reserve_version), and
+ * only then reads the other configs of those groups and validates against them. Two
+ * changes of one config therefore queue (the second sees the first's version: a stale
+ * If-Match fails with SX_EPRECONDITION), and two changes of different configs sharing a
+ * group cannot both pass the conflict check against each other's old content.
  */
 #ifndef SX_SERVER_APPLY_H
 #define SX_SERVER_APPLY_H
@@ -19,22 +26,50 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
+#include "server/validate/validate.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_snapshots.h"
 
-/* A change to one config; pointers are borrowed for the call. */
+/* What a change does. */
+typedef enum apply_op {
+    APPLY_UPSERT = 0, /* by namespace and name: create, or add a version (sextant import) */
+    APPLY_CREATE,     /* a new config; SX_ECONFLICT when a live one has that name */
+    APPLY_UPDATE,     /* a new version of config_id (name NULL and no groups keep them) */
+    APPLY_DELETE,     /* soft-delete config_id and recompose its groups */
+    APPLY_ROLLBACK,   /* a new version of config_id whose spec is version rollback_to's */
+} apply_op;
+
+/* A change to one config; pointers are borrowed for the call. A zero-initialised
+ * request plus ns, name, groups, spec, author and action is an UPSERT. */
 typedef struct apply_request {
-    const char *ns;            /* config namespace; required */
-    const char *name;          /* config name; required */
-    const char *const *groups; /* proxy groups it applies to; at least one */
+    const char *ns;            /* config namespace; required for UPSERT and CREATE */
+    const char *name;          /* config name; required for UPSERT and CREATE; UPDATE:
+                                  NULL keeps the name, else renames */
+    const char *const *groups; /* proxy groups it applies to; at least one (UPDATE: none
+                                  keeps the config's groups) */
     size_t group_count;
-    const json_t *spec;     /* the config's IR (a ConfigSnapshot in JSON); required */
+    const json_t *spec;     /* the config's IR (a ConfigSnapshot in JSON); required but
+                               for DELETE and ROLLBACK */
     const char *author;     /* who makes the change; required */
     const char *actor_role; /* for the audit log; NULL = "" */
     const char *message;    /* change description; NULL = "" */
     const char *action;     /* audit action, e.g. "config.import"; required */
     const char *request_id; /* NULL = none */
     const char *source_ip;  /* NULL = none */
+
+    apply_op op;           /* APPLY_UPSERT when zero */
+    const char *config_id; /* UPDATE, DELETE, ROLLBACK: the config (a UUID) */
+    int if_match;          /* > 0: the config's latest version must still be this one, else
+                              SX_EPRECONDITION; 0: no check */
+    bool draft;            /* store the version without making it live (no recompose) */
+    int rollback_to;       /* ROLLBACK: the version whose spec is copied */
+    /* Non-NULL: run the whole validation pipeline (val_run) inside the transaction
+     * against the other live configs of the groups; NULL: only the IR codec's checks. */
+    const val_limits *limits;
+    long long now_unix; /* with limits: the time certificates are checked at; 0 = now */
+    /* With limits: receives every problem of a refused change (SX_EVALIDATION or
+     * SX_ECONFLICT); the caller frees it with val_result_free. NULL allowed. */
+    val_result *problems;
 } apply_request;
 
 /* One snapshot written by a change. */
@@ -45,21 +80,72 @@ typedef struct apply_snapshot {
 
 typedef struct apply_result {
     char *config_id;           /* UUID of the config */
-    int version;               /* its live version after the change */
+    int version;               /* its live version after the change (0: only drafts) */
+    int before_version;        /* its latest version before the change; 0 when created */
+    int latest_version;        /* its latest version after (drafts included): the ETag */
     bool created;              /* the config did not exist before */
-    bool changed;              /* a new version was written */
+    bool changed;              /* a new version was written (or the config deleted) */
     apply_snapshot *snapshots; /* snapshots written (none when nothing changed) */
     size_t snapshot_count;
 } apply_result;
 
 /*
  * Applies req. On success returns 0 and fills *out (allocated in a). Failures:
- * SX_EVALIDATION when the spec or a composed group snapshot is invalid (every
- * problem in verrs, paths starting at "spec"); SX_EINVAL for missing fields;
- * database errors as storage reports them. Nothing is written on failure.
+ * SX_EVALIDATION when the spec or a composed group snapshot is invalid (the codec's
+ * problems in verrs, paths starting at "spec"; with req->limits the pipeline's in
+ * req->problems); SX_ECONFLICT when the pipeline found only conflicts with other
+ * configs (req->problems names them) or a live config already has the name;
+ * SX_ENOTFOUND for a missing or deleted config_id or rollback version;
+ * SX_EPRECONDITION for a stale if_match; SX_EINVAL for missing fields; database errors
+ * as storage reports them. Nothing is written on failure.
  */
 int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_arena *a,
                  apply_result *out, sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
+
+/*
+ * The dry run of a create or update: runs what apply_config would run before writing —
+ * the pipeline with req->limits (required) against the other live configs of the groups,
+ * then the composition of each group with this spec in place and the codec's check of
+ * it — and writes nothing. The config the spec would replace (left out of the peers) is
+ * req->config_id, or else the live config named req->ns/req->name if there is one; with
+ * no groups in req, that config's groups are used. Returns 0 when it would pass,
+ * SX_EVALIDATION or SX_ECONFLICT with every problem in req->problems (pipeline) and
+ * verrs (composition, paths starting at groups["name"]), SX_EINVAL for missing fields,
+ * SX_ENOTFOUND for an unknown config_id, database errors otherwise.
+ */
+int apply_validate(pg_pool *pool, const apply_request *req, sx_arena *a, sx_fielderrs *verrs,
+                   sx_err *err) SX_MUSTCHECK;
+
+/* A group's rollback to one of its snapshots; pointers borrowed for the call. */
+typedef struct apply_group_rollback_request {
+    const char *group;          /* required */
+    long long snapshot_version; /* the snapshot whose content becomes the newest again */
+    const char *author;         /* required */
+    const char *actor_role;     /* NULL = "" */
+    const char *message;        /* NULL = "" */
+    const char *request_id;     /* NULL = none */
+    const char *source_ip;      /* NULL = none */
+} apply_group_rollback_request;
+
+typedef struct apply_group_rollback_result {
+    long long before_version; /* the group's newest version before */
+    long long version;        /* its newest version after: the new snapshot, or before_version
+                                 when snapshot_version's content is already the newest */
+    bool changed;             /* a new snapshot was written */
+} apply_group_rollback_result;
+
+/*
+ * Republishes the content of snapshot req->snapshot_version of req->group (its IR and
+ * the config versions it was built from) as the group's next version, audited
+ * ("group.rollback", with before and after versions) and NOTIFYd in one transaction,
+ * then cached. SX_ENOTFOUND when the group has no such snapshot; SX_EVALIDATION (verrs)
+ * when the old content no longer passes the codec; database errors otherwise. The
+ * configs themselves are not changed: the next config change recomposes the group
+ * from its configs again.
+ */
+int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_rollback_request *req,
+                         sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
+                         sx_err *err) SX_MUSTCHECK;
 
 /* A whole snapshot for one group, bypassing configs (`sextant publish`). */
 typedef struct apply_publish_request {

@@ -105,16 +105,28 @@ static const key_def keys[] = {
      "This replica's name in logs, node status and leases."},
     {"log.level", K_LEVEL, "info", 0, 0, OFF(log.level), NULL,
      "Least severe level logged: debug, info, warn or error."},
-    {"auth.jwt.hs256_secret", K_SECRET, NULL, 0, 0, OFF(auth.jwt.hs256_secret), "none",
-     "HS256 signing key, at least 32 bytes; prefer the _file form. Never logged."},
-    {"auth.jwt.hs256_secret_file", K_FILE, NULL, 0, 0, OFF(auth.jwt.hs256_secret_file), "none",
-     "File holding the HS256 signing key (one trailing newline is ignored)."},
-    {"auth.jwt.rs256_public_key_file", K_FILE, NULL, 0, 0, OFF(auth.jwt.rs256_public_key_file),
-     "none", "PEM public key that verifies RS256 tokens."},
-    {"auth.jwt.issuer", K_TEXT, NULL, 0, 0, OFF(auth.jwt.issuer), "none, not checked",
-     "Required \"iss\" claim of every token."},
-    {"auth.jwt.audience", K_TEXT, NULL, 0, 0, OFF(auth.jwt.audience), "none, not checked",
-     "Required \"aud\" claim of every token."},
+    {"auth.enabled", K_BOOL, "true", 0, 0, OFF(auth.enabled), NULL,
+     "Require a JWT bearer token on /api/v1; false serves the API to anyone (a warning is "
+     "logged at start)."},
+    {"auth.hs256_secret", K_SECRET, NULL, 0, 0, OFF(auth.hs256_secret), "none",
+     "HS256 key that signs and verifies tokens, at least 32 bytes; prefer the _file form. "
+     "Never logged."},
+    {"auth.hs256_secret_file", K_FILE, NULL, 0, 0, OFF(auth.hs256_secret_file), "none",
+     "File holding the HS256 key (one trailing newline is ignored)."},
+    {"auth.rs256_public_key_file", K_FILE, NULL, 0, 0, OFF(auth.rs256_public_key_file), "none",
+     "PEM RSA public key that verifies RS256 tokens."},
+    {"auth.rs256_private_key_file", K_FILE, NULL, 0, 0, OFF(auth.rs256_private_key_file), "none",
+     "PEM RSA private key with which `sextant token` signs RS256 tokens; must match "
+     "auth.rs256_public_key_file when both are set."},
+    {"auth.issuer", K_TEXT, NULL, 0, 0, OFF(auth.issuer), "none, not checked",
+     "Required \"iss\" claim of every token; also written into minted tokens."},
+    {"auth.audience", K_TEXT, NULL, 0, 0, OFF(auth.audience), "none, not checked",
+     "Required \"aud\" claim (a string or one entry of an array); also written into minted "
+     "tokens."},
+    {"auth.clock_skew", K_DURATION, "60s", 0, MS_HOUR, OFF(auth.clock_skew_ms), NULL,
+     "Leeway when checking a token's exp and nbf against this server's clock."},
+    {"auth.policy_file", K_FILE, NULL, 0, 0, OFF(auth.policy_file), "none, built-in policy",
+     "YAML RBAC policy mapping roles to resources and actions (see README, Authentication)."},
     {"auth.dev_sign_in", K_BOOL, "false", 0, 0, OFF(auth.dev_sign_in), NULL,
      "Local development only: allow signing in without a token."},
     {"shutdown.timeout", K_DURATION, "10s", 1, MS_HOUR, OFF(shutdown.timeout_ms), NULL,
@@ -1096,20 +1108,61 @@ static void check_tls(loader *L, const char *prefix, bool has_ca)
             cert, key);
 }
 
-static void check_jwt(loader *L)
+/* Reads a PEM key file of key i and parses it with parse (PEM_read_bio_PUBKEY or
+ * PEM_read_bio_PrivateKey); reports and returns NULL unless it holds an RSA key. On
+ * success *pem_out is the file's text (owned by the caller). */
+static EVP_PKEY *load_rsa_pem(loader *L, size_t i, const char *path, bool private_key,
+                              char **pem_out)
+{
+    char why[512], q[200];
+    size_t len;
+    *pem_out = NULL;
+    char *pem = read_small_file(path, SMALL_FILE_MAX, &len, why, sizeof(why));
+    if (pem == NULL) {
+        bad(L, i, "%s", why);
+        return NULL;
+    }
+    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    EVP_PKEY *pk = NULL;
+    if (bio)
+        pk = private_key ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL)
+                         : PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    ERR_clear_error();
+    if (pk == NULL) {
+        bad(L, i, "%s does not hold a PEM %s (\"-----BEGIN %s-----\")", quote(path, q, sizeof(q)),
+            private_key ? "private key" : "public key", private_key ? "PRIVATE KEY" : "PUBLIC KEY");
+    } else if (EVP_PKEY_base_id(pk) != EVP_PKEY_RSA) {
+        bad(L, i, "%s holds a %s key that is not RSA", quote(path, q, sizeof(q)),
+            private_key ? "private" : "public");
+        EVP_PKEY_free(pk);
+        pk = NULL;
+    }
+    if (pk == NULL) {
+        explicit_bzero(pem, len);
+        sx_free(pem);
+        return NULL;
+    }
+    *pem_out = pem;
+    return pk;
+}
+
+/* The JWT keys: one HS256 secret at most (inline or from a file, long enough), RSA
+ * keys that parse, and a private key that belongs to the public key when both are set. */
+static void check_auth(loader *L)
 {
     sextant_config *cfg = L->cfg;
-    size_t i_secret = (size_t)find_key("auth.jwt.hs256_secret");
-    size_t i_file = (size_t)find_key("auth.jwt.hs256_secret_file");
-    size_t i_rs = (size_t)find_key("auth.jwt.rs256_public_key_file");
-    char why[512], q[200];
+    size_t i_secret = (size_t)find_key("auth.hs256_secret");
+    size_t i_file = (size_t)find_key("auth.hs256_secret_file");
+    size_t i_pub = (size_t)find_key("auth.rs256_public_key_file");
+    size_t i_priv = (size_t)find_key("auth.rs256_private_key_file");
+    char why[512];
 
-    if (cfg->auth.jwt.hs256_secret && cfg->auth.jwt.hs256_secret_file) {
-        bad(L, i_file, "cannot be combined with auth.jwt.hs256_secret: set only one");
-    } else if (cfg->auth.jwt.hs256_secret_file) {
+    if (cfg->auth.hs256_secret && cfg->auth.hs256_secret_file) {
+        bad(L, i_file, "cannot be combined with auth.hs256_secret: set only one");
+    } else if (cfg->auth.hs256_secret_file) {
         size_t len;
-        char *s =
-            read_small_file(cfg->auth.jwt.hs256_secret_file, 64 * 1024, &len, why, sizeof(why));
+        char *s = read_small_file(cfg->auth.hs256_secret_file, 64 * 1024, &len, why, sizeof(why));
         if (s == NULL) {
             bad(L, i_file, "%s", why);
         } else {
@@ -1123,42 +1176,33 @@ static void check_jwt(loader *L)
             } else if (len < HS256_MIN_BYTES) {
                 bad(L, i_file, "the secret must be at least %d bytes long, got %zu",
                     HS256_MIN_BYTES, len);
+                explicit_bzero(s, len);
                 sx_free(s);
             } else {
-                cfg->auth.jwt.hs256_secret = s;
+                cfg->auth.hs256_secret = s;
             }
         }
-    } else if (cfg->auth.jwt.hs256_secret && strlen(cfg->auth.jwt.hs256_secret) < HS256_MIN_BYTES) {
+    } else if (cfg->auth.hs256_secret && strlen(cfg->auth.hs256_secret) < HS256_MIN_BYTES) {
         bad(L, i_secret, "must be at least %d bytes long, got %zu", HS256_MIN_BYTES,
-            strlen(cfg->auth.jwt.hs256_secret));
-        sx_free(cfg->auth.jwt.hs256_secret);
-        cfg->auth.jwt.hs256_secret = NULL;
+            strlen(cfg->auth.hs256_secret));
+        sx_free(cfg->auth.hs256_secret);
+        cfg->auth.hs256_secret = NULL;
     }
 
-    if (cfg->auth.jwt.rs256_public_key_file) {
-        const char *path = cfg->auth.jwt.rs256_public_key_file;
-        size_t len;
-        char *pem = read_small_file(path, SMALL_FILE_MAX, &len, why, sizeof(why));
-        if (pem == NULL) {
-            bad(L, i_rs, "%s", why);
-            return;
-        }
-        BIO *bio = BIO_new_mem_buf(pem, (int)len);
-        EVP_PKEY *pk = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
-        if (pk == NULL) {
-            bad(L, i_rs, "%s does not hold a PEM public key (\"-----BEGIN PUBLIC KEY-----\")",
-                quote(path, q, sizeof(q)));
-            sx_free(pem);
-        } else if (EVP_PKEY_base_id(pk) != EVP_PKEY_RSA) {
-            bad(L, i_rs, "%s holds a public key that is not RSA", quote(path, q, sizeof(q)));
-            sx_free(pem);
-        } else {
-            cfg->auth.jwt.rs256_public_key_pem = pem;
-        }
-        EVP_PKEY_free(pk);
-        BIO_free(bio);
-        ERR_clear_error();
-    }
+    EVP_PKEY *pub = NULL, *priv = NULL;
+    if (cfg->auth.rs256_public_key_file)
+        pub = load_rsa_pem(L, i_pub, cfg->auth.rs256_public_key_file, false,
+                           &cfg->auth.rs256_public_key_pem);
+    if (cfg->auth.rs256_private_key_file)
+        priv = load_rsa_pem(L, i_priv, cfg->auth.rs256_private_key_file, true,
+                            &cfg->auth.rs256_private_key_pem);
+    if (pub && priv && EVP_PKEY_eq(pub, priv) != 1)
+        bad(L, i_priv,
+            "does not belong to the public key in auth.rs256_public_key_file: tokens it signs "
+            "would be refused");
+    EVP_PKEY_free(pub);
+    EVP_PKEY_free(priv);
+    ERR_clear_error();
 }
 
 static bool wildcard_host(const char *h)
@@ -1239,7 +1283,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     }
     check_tls(&L, "http.tls", false);
     check_tls(&L, "grpc.tls", true);
-    check_jwt(&L);
+    check_auth(&L);
     check_listeners(&L);
     check_xds(&L);
 
@@ -1282,7 +1326,11 @@ void config_free(sextant_config *cfg)
     sx_free(cfg->redis.host);
     sx_free(cfg->redis.username);
     sx_free(cfg->redis.password);
-    sx_free(cfg->auth.jwt.rs256_public_key_pem);
+    sx_free(cfg->auth.rs256_public_key_pem);
+    if (cfg->auth.rs256_private_key_pem) {
+        explicit_bzero(cfg->auth.rs256_private_key_pem, strlen(cfg->auth.rs256_private_key_pem));
+        sx_free(cfg->auth.rs256_private_key_pem);
+    }
     sx_free(cfg->source_file);
     sx_fielderrs_free(&cfg->warnings);
     sx_free(cfg);

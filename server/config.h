@@ -30,11 +30,15 @@
  *   grpc.tls.client_ca_file        file      (none)             PEM; turns on mTLS (needs cert/key)
  *   replica.id                     string    <hostname>-<pid>   1..128 of [A-Za-z0-9._:-]
  *   log.level                      enum      info               debug, info, warn, error
- *   auth.jwt.hs256_secret          secret    (none)             at least 32 bytes; never logged
- *   auth.jwt.hs256_secret_file     file      (none)             file holding the secret instead
- *   auth.jwt.rs256_public_key_file file      (none)             PEM public key
- * (SubjectPublicKeyInfo) auth.jwt.issuer                string    (none)             required "iss"
- * when set auth.jwt.audience              string    (none)             required "aud" when set
+ *   auth.enabled                   boolean   true               false: no token needed (warned)
+ *   auth.hs256_secret              secret    (none)             at least 32 bytes; never logged
+ *   auth.hs256_secret_file         file      (none)             file holding the secret instead
+ *   auth.rs256_public_key_file     file      (none)             PEM RSA public key (verifies)
+ *   auth.rs256_private_key_file    file      (none)             PEM RSA private key (mints)
+ *   auth.issuer                    string    (none)             required "iss" when set
+ *   auth.audience                  string    (none)             required "aud" when set
+ *   auth.clock_skew                duration  60s                0..1h leeway on exp and nbf
+ *   auth.policy_file               file      (none)             YAML RBAC policy; none: built-in
  *   auth.dev_sign_in               boolean   false              true/false, yes/no, on/off, 1/0
  *   shutdown.timeout               duration  10s                1ms..1h
  *   snapshots.load_timeout         duration  30s                1ms..1h
@@ -112,17 +116,20 @@ typedef struct sextant_config {
         sx_log_level level;
     } log;
     struct {
-        struct {
-            /* The HS256 key: auth.jwt.hs256_secret, or the contents of hs256_secret_file
-             * (one trailing newline removed). NULL when HS256 is off. Never log. */
-            char *hs256_secret;
-            char *hs256_secret_file;     /* NULL unless the secret came from a file */
-            char *rs256_public_key_file; /* NULL when RS256 is off */
-            char *rs256_public_key_pem;  /* the file's contents, checked to hold a public key */
-            char *issuer;                /* NULL: "iss" not checked */
-            char *audience;              /* NULL: "aud" not checked */
-        } jwt;
-        bool dev_sign_in; /* local development only: sign in without a token */
+        bool enabled; /* false: /api/v1 answers without a token (and the daemon warns) */
+        /* The HS256 key: auth.hs256_secret, or the contents of hs256_secret_file (one
+         * trailing newline removed). NULL when HS256 is off. Never log. */
+        char *hs256_secret;
+        char *hs256_secret_file;      /* NULL unless the secret came from a file */
+        char *rs256_public_key_file;  /* NULL when RS256 verification is off */
+        char *rs256_public_key_pem;   /* the file's contents, checked to hold an RSA public key */
+        char *rs256_private_key_file; /* NULL when RS256 minting is off */
+        char *rs256_private_key_pem;  /* the file's contents (an RSA private key); never log */
+        char *issuer;                 /* NULL: "iss" not checked */
+        char *audience;               /* NULL: "aud" not checked */
+        int64_t clock_skew_ms;        /* leeway on exp and nbf */
+        char *policy_file;            /* NULL: the built-in RBAC policy (api/policy.h) */
+        bool dev_sign_in;             /* local development only: sign in without a token */
     } auth;
     struct {
         int64_t timeout_ms; /* budget for stopping every component */

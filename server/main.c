@@ -1,5 +1,5 @@
 /*
- * main.c — the sextant command line: serve, migrate, import, publish, version, help.
+ * main.c — the sextant command line: serve, migrate, import, publish, token, version, help.
  *
  * Exit status: 0 on success (serve: after a clean shutdown), 1 when the configuration
  * is bad, a component fails to start, migrations fail or a component does not stop
@@ -19,16 +19,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/auth.h"
 #include "api/http.h"
+#include "api/policy.h"
+#include "api/rest.h"
 #include "server/apply.h"
 #include "server/base/arena.h"
 #include "server/base/buf.h"
 #include "server/base/fielderr.h"
 #include "server/base/log.h"
+#include "server/base/mem.h"
 #include "server/config.h"
 #include "server/datastore.h"
 #include "server/server.h"
 #include "server/supervisor.h"
+#include "server/validate/validate.h"
 #include "server/xds/server.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
@@ -55,6 +60,10 @@ typedef struct cli_opts {
     const char *message;                   /* --message TEXT */
     const char *groups[MAX_IMPORT_GROUPS]; /* --group G, repeatable */
     size_t group_count;
+    /* token */
+    const char *user; /* --user U */
+    const char *role; /* --role R */
+    const char *ttl;  /* --ttl DURATION */
 } cli_opts;
 
 /* ------------------------------------------------------------------ help texts */
@@ -71,6 +80,7 @@ static void usage_main(FILE *out)
                  "  migrate   Apply pending database migrations, then exit.\n"
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
+                 "  token     Mint a JWT for the REST API with the configured signing key.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
                  "\n"
@@ -177,6 +187,30 @@ static void usage_publish(FILE *out)
                  "database error; 2 on a usage error.\n");
 }
 
+static void usage_token(FILE *out)
+{
+    fprintf(out, "Usage: sextant token --user USER --role ROLE [--ttl DURATION] [--config FILE]\n"
+                 "\n"
+                 "Mints a JWT bearer token for the REST API and prints it on standard output,\n"
+                 "for bootstrap and automation: send it as \"Authorization: Bearer TOKEN\".\n"
+                 "It is signed with RS256 when auth.rs256_private_key_file is set, else with\n"
+                 "HS256 and auth.hs256_secret (or auth.hs256_secret_file), and carries\n"
+                 "auth.issuer and auth.audience when they are set. The database is not used.\n"
+                 "\n"
+                 "Options:\n"
+                 "  -u, --user USER       The token's subject (\"sub\"), recorded in the audit\n"
+                 "                        log. Required.\n"
+                 "  -r, --role ROLE       admin, operator or viewer, or any role defined by\n"
+                 "                        auth.policy_file. Required.\n"
+                 "  -t, --ttl DURATION    Lifetime, such as 15m, 1h or 720h (default 1h, at\n"
+                 "                        most 366 days).\n"
+                 "  -c, --config FILE     YAML configuration file; the auth.* keys are used.\n"
+                 "  -h, --help            Print this help.\n"
+                 "\n"
+                 "Exit status: 0 when a token was printed; 1 on a bad configuration, an unknown\n"
+                 "role or no signing key; 2 on a usage error.\n");
+}
+
 static void usage_version(FILE *out)
 {
     fprintf(out, "Usage: sextant version\n\nPrints the version and exits.\n\n"
@@ -216,6 +250,33 @@ static bool import_slot(cli_opts *o, const char *a, const char ***slot, const ch
     return false;
 }
 
+/* Matches the token options ("--user X" or "--user=X"). */
+static bool token_slot(cli_opts *o, const char *a, const char ***slot, const char **value)
+{
+    static const struct {
+        const char *shrt, *lng;
+        size_t off;
+    } opts[] = {
+        {"-u", "--user", offsetof(cli_opts, user)},
+        {"-r", "--role", offsetof(cli_opts, role)},
+        {"-t", "--ttl", offsetof(cli_opts, ttl)},
+    };
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        size_t n = strlen(opts[i].lng);
+        const char **target = (const char **)((char *)o + opts[i].off);
+        if (strcmp(a, opts[i].shrt) == 0 || strcmp(a, opts[i].lng) == 0) {
+            *slot = target;
+            return true;
+        }
+        if (strncmp(a, opts[i].lng, n) == 0 && a[n] == '=') {
+            *slot = target;
+            *value = a + n + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Parses argv[first..argc) for a command. Returns 0, or EXIT_USAGE after printing why. */
 static int parse_opts(const char *cmd, int argc, char **argv, int first, bool takes_config,
                       bool takes_dir, cli_opts *o)
@@ -241,6 +302,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, bool ta
         } else if ((strcmp(cmd, "import") == 0 || strcmp(cmd, "publish") == 0) &&
                    import_slot(o, a, &slot, &value)) {
             /* slot (and value, for --opt=value) set by import_slot */
+        } else if (strcmp(cmd, "token") == 0 && token_slot(o, a, &slot, &value)) {
+            /* slot (and value, for --opt=value) set by token_slot */
         } else if (strcmp(cmd, "publish") == 0 && a[0] != '-' && o->file == NULL) {
             o->file = a;
             continue;
@@ -427,6 +490,11 @@ static int cmd_import(const cli_opts *o)
         .message = o->message,
         .action = "config.import",
     };
+    /* The same pipeline as the REST API: a config import cannot sneak past it. */
+    val_limits limits = val_limits_from_config(cfg);
+    val_result problems = {0};
+    req.limits = &limits;
+    req.problems = &problems;
     sx_arena *a = sx_arena_create();
     apply_result res;
     sx_fielderrs verrs = {0};
@@ -447,7 +515,14 @@ static int cmd_import(const cli_opts *o)
         json_decref(out);
     } else {
         report_write_error("import", &err, &verrs);
+        for (size_t i = 0; i < problems.count; i++) {
+            const val_problem *p = &problems.items[i];
+            fprintf(stderr, "  %s: %s [%s]%s%s\n", p->path, p->message, val_stage_name(p->stage),
+                    p->conflict_with ? " conflicts with " : "",
+                    p->conflict_with ? p->conflict_with : "");
+        }
     }
+    val_result_free(&problems);
     sx_fielderrs_free(&verrs);
     sx_arena_destroy(a);
     close_storage(pool, cache, snaps);
@@ -507,6 +582,94 @@ static int cmd_publish(const cli_opts *o)
     json_decref(spec);
     config_free(cfg);
     return rc == 0 ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ token */
+
+/* `token` never connects to the database, so database.url is not required for it: when
+ * the environment does not set SEXTANT_DATABASE_URL, a placeholder is added to the
+ * environment handed to the loader (a database.url in the file is then overridden,
+ * which changes nothing here). The returned array is freed with sx_free. */
+static char **token_environment(void)
+{
+    size_t n = 0;
+    bool has_db = false;
+    for (; environ[n]; n++)
+        has_db = has_db || strncmp(environ[n], "SEXTANT_DATABASE_URL=", 21) == 0;
+    char **envp = sx_calloc(n + 2, sizeof(char *));
+    memcpy(envp, environ, n * sizeof(char *));
+    if (!has_db)
+        envp[n] = "SEXTANT_DATABASE_URL=postgresql:///unused-by-sextant-token";
+    return envp;
+}
+
+static int cmd_token(const cli_opts *o)
+{
+    if (o->user == NULL || o->role == NULL) {
+        fprintf(stderr, "sextant: token: --user and --role are required\n");
+        return EXIT_USAGE;
+    }
+    int64_t ttl_ms = 3600 * 1000;
+    char why[256];
+    if (o->ttl && config_parse_duration(o->ttl, &ttl_ms, why, sizeof(why)) != 0) {
+        fprintf(stderr, "sextant: token: invalid --ttl \"%s\": %s\n", o->ttl, why);
+        return EXIT_USAGE;
+    }
+    if (ttl_ms < 1000 || ttl_ms % 1000 != 0) {
+        fprintf(stderr, "sextant: token: --ttl must be a whole number of seconds, at least 1s\n");
+        return EXIT_USAGE;
+    }
+
+    sextant_config *cfg = NULL;
+    sx_fielderrs errs = {0};
+    char **envp = token_environment();
+    int rc = config_load(o->config, envp, &cfg, &errs);
+    sx_free(envp);
+    if (rc != 0) {
+        for (size_t i = 0; i < errs.count; i++)
+            fprintf(stderr, "sextant: config: %s: %s\n", errs.items[i].path, errs.items[i].message);
+        sx_fielderrs_free(&errs);
+        return 1;
+    }
+    sx_fielderrs_free(&errs);
+    sx_log_configure(cfg->log.level, cfg->replica.id);
+
+    /* A role the policy does not know would only ever get 403s: refuse it now. */
+    sx_err err;
+    sx_err_clear(&err);
+    policy *pol = NULL;
+    if (cfg->auth.policy_file) {
+        if (policy_load_file(cfg->auth.policy_file, &pol, NULL, &err) != 0) {
+            fprintf(stderr, "sextant: token: auth.policy_file: %s\n", err.message);
+            if (err.detail[0])
+                fprintf(stderr, "DETAIL: %s\n", err.detail);
+            config_free(cfg);
+            return 1;
+        }
+    } else {
+        pol = policy_builtin();
+    }
+    int status = 0;
+    if (!policy_has_role(pol, o->role)) {
+        char roles[256];
+        fprintf(stderr, "sextant: token: role \"%s\" is not defined by the RBAC policy (%s)\n",
+                o->role, policy_role_names(pol, roles, sizeof(roles)));
+        status = 1;
+    } else {
+        char *token = NULL;
+        if (auth_mint(cfg, o->user, o->role, ttl_ms / 1000, &token, &err) != 0) {
+            fprintf(stderr, "sextant: token: %s\n", err.message);
+            if (err.hint[0])
+                fprintf(stderr, "HINT: %s\n", err.hint);
+            status = 1;
+        } else {
+            printf("%s\n", token);
+            sx_free(token);
+        }
+    }
+    policy_free(pol);
+    config_free(cfg);
+    return status;
 }
 
 /* ------------------------------------------------------------------ serve */
@@ -573,6 +736,20 @@ static int cmd_serve(const cli_opts *o)
         sx_server_destroy(srv);
         return 1;
     }
+    /* The REST API needs the storage components (audit rows of refusals, handlers), and
+     * its routes must be in the router before the HTTP server starts. */
+    rest_api *api = NULL;
+    if (rest_create(srv, &api, &err) != 0 || rest_register_all(api, &err) != 0) {
+        sx_log_err(SX_LOG_ERROR, "main", &err);
+        fprintf(stderr, "sextant: %s\n", err.message);
+        if (err.detail[0])
+            fprintf(stderr, "DETAIL: %s\n", err.detail);
+        rest_destroy(api);
+        xds_server_destroy(xds);
+        datastore_release(srv);
+        sx_server_destroy(srv);
+        return 1;
+    }
 
     int status = 0;
     if (sup_start_all(srv->sup, &err) != 0) {
@@ -596,6 +773,7 @@ static int cmd_serve(const cli_opts *o)
         _exit(1);
     }
     sx_log_fields(SX_LOG_INFO, "main", json_pack("{s:i}", "exit_code", status), "sextant stopped");
+    rest_destroy(api);
     xds_server_destroy(xds);
     datastore_release(srv);
     sx_server_destroy(srv);
@@ -633,6 +811,8 @@ int main(int argc, char **argv)
             usage_import(stdout);
         else if (strcmp(topic, "publish") == 0)
             usage_publish(stdout);
+        else if (strcmp(topic, "token") == 0)
+            usage_token(stdout);
         else if (strcmp(topic, "version") == 0)
             usage_version(stdout);
         else {
@@ -689,6 +869,18 @@ int main(int argc, char **argv)
             return 0;
         }
         return cmd_publish(&o);
+    }
+    if (strcmp(cmd, "token") == 0) {
+        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
+            fputc('\n', stderr);
+            usage_token(stderr);
+            return EXIT_USAGE;
+        }
+        if (o.help) {
+            usage_token(stdout);
+            return 0;
+        }
+        return cmd_token(&o);
     }
     if (strcmp(cmd, "version") == 0) {
         if (parse_opts(cmd, argc, argv, 2, false, false, &o) != 0) {

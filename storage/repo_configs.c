@@ -509,3 +509,61 @@ int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err
     PQclear(r);
     return rows ? 0 : explain_miss(c, id, expected_latest, err);
 }
+
+int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, const char *exclude_id,
+                            sx_arena *a, cfg_live **out, size_t *count, sx_err *err)
+{
+    *out = NULL;
+    *count = 0;
+    int rc = check_groups(groups, n, err);
+    if (rc)
+        return rc;
+    if (n == 0)
+        return 0;
+    if (exclude_id && (rc = check_id(exclude_id, err)))
+        return rc;
+    const char *p[] = {repo_strv_param(a, groups, n), exclude_id};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
+                 " FROM configs c JOIN config_versions v"
+                 "   ON v.config_id = c.id AND v.version = c.live_version"
+                 " WHERE c.deleted_at IS NULL"
+                 "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
+                 "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
+                 " ORDER BY c.namespace, c.name",
+                 2, p, &r, err);
+    if (rc)
+        return rc;
+    size_t rows = (size_t)PQntuples(r);
+    cfg_live *v = rows ? sx_arena_alloc(a, rows * sizeof(*v)) : NULL;
+    for (size_t i = 0; rc == 0 && i < rows; i++) {
+        long long version = 0;
+        v[i].id = repo_str(a, r, (int)i, 0);
+        v[i].ns = repo_str(a, r, (int)i, 1);
+        v[i].name = repo_str(a, r, (int)i, 2);
+        if ((rc = repo_strv(a, r, (int)i, 3, &v[i].groups, &v[i].group_count, err)) == 0 &&
+            (rc = repo_i64(r, (int)i, 4, 0, &version, err)) == 0)
+            rc = repo_json(a, r, (int)i, 5, &v[i].spec, err);
+        v[i].version = (int)version;
+    }
+    PQclear(r);
+    if (rc)
+        return rc;
+    *out = v;
+    *count = rows;
+    return 0;
+}
+
+int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out, sx_err *err)
+{
+    *out = NULL;
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    const char *p[] = {id};
+    return get_one(c,
+                   "SELECT " CFG_COLS " FROM configs WHERE id = $1::uuid AND deleted_at IS NULL"
+                   " FOR UPDATE",
+                   1, p, a, out, id, err);
+}

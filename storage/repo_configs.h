@@ -146,6 +146,31 @@ int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cu
 int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_version **out,
                             size_t *count, sx_err *err) SX_MUSTCHECK;
 
+/* A live config with its live version, as validation and composition read it. */
+typedef struct cfg_live {
+    char *id;
+    char *ns;
+    char *name;
+    char **groups;
+    size_t group_count;
+    int version;  /* its live_version */
+    json_t *spec; /* that version's spec */
+} cfg_live;
+
+/* The live configs (with their live, non-draft version and spec) that apply to any of
+ * the n groups, except exclude_id (NULL = none), ordered by namespace then name — the
+ * merge order of composition. *out is NULL and *count 0 when there are none. One
+ * statement; inside a transaction that locked the groups' rows (snap_repo_reserve_version)
+ * the answer cannot change before it ends. */
+int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, const char *exclude_id,
+                            sx_arena *a, cfg_live **out, size_t *count, sx_err *err) SX_MUSTCHECK;
+
+/* Reads the live config with that id and locks its row (SELECT ... FOR UPDATE) until the
+ * caller's transaction ends, so that concurrent changes of one config queue here.
+ * SX_EINVAL for a malformed id, SX_ENOTFOUND for a missing or deleted config. */
+int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out,
+                  sx_err *err) SX_MUSTCHECK;
+
 /* Soft-deletes a config (its versions stay). expected_latest < 0 skips the version
  * check. SX_ENOTFOUND when missing or already deleted, SX_EPRECONDITION when stale. */
 int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err) SX_MUSTCHECK;

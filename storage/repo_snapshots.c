@@ -606,6 +606,49 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
     return 0;
 }
 
+int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
+                       sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    limit = repo_limit(limit);
+    const char *before = NULL;
+    int rc;
+    if (cursor) {
+        json_t *key;
+        if ((rc = repo_cursor_decode(a, cursor, 1, &key, err)))
+            return rc;
+        if (!json_is_integer(json_array_get(key, 0)))
+            return repo_bad_cursor(err);
+        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
+    }
+    const char *p[] = {before, repo_i64_param(a, limit + 1)};
+    PGresult *res;
+    rc = query(r,
+               "SELECT " SNAP_LIST_COLS " FROM snapshots s"
+               " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
+               " ORDER BY s.id DESC LIMIT $2::int",
+               2, p, &res, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(res);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(snap_record)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_snap(a, res, (int)i, true, false, &out->items[i], err);
+    PQclear(res);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].id);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}
+
 int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, size_t *count,
                               sx_err *err)
 {

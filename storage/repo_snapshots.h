@@ -140,6 +140,11 @@ int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena 
 int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const char *cursor,
                             sx_arena *a, snap_list *out, sx_err *err) SX_MUSTCHECK;
 
+/* One page of every group's snapshots, newest first (by id), metadata only
+ * (PostgreSQL). */
+int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
+                       sx_err *err) SX_MUSTCHECK;
+
 /* The newest snapshot of every group (without IR), ordered by group name, for
  * start-up: the versions come from PostgreSQL, the bytes from the cache when it has
  * them. *items is NULL and *count 0 when there are none. */

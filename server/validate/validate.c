@@ -258,3 +258,20 @@ void val_result_free(val_result *r)
     sx_free(r->items);
     memset(r, 0, sizeof *r);
 }
+
+val_limits val_limits_from_config(const sextant_config *c)
+{
+    val_limits l = {
+        .config_listeners = c->limits.config.max_listeners,
+        .config_routes = c->limits.config.max_routes,
+        .config_backends = c->limits.config.max_backends,
+        .config_endpoints = c->limits.config.max_endpoints,
+        .group_listeners = c->limits.group.max_listeners,
+        .group_routes = c->limits.group.max_routes,
+        .group_backends = c->limits.group.max_backends,
+        .group_endpoints = c->limits.group.max_endpoints,
+        .tls_on_privileged_ports = c->validation.tls_on_privileged_ports,
+        .refuse_private_endpoints = c->validation.refuse_private_endpoints,
+    };
+    return l;
+}

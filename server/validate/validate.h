@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "server/base/err.h"
+#include "server/config.h"
 
 typedef enum val_stage {
     VAL_SCHEMA,
@@ -78,6 +79,9 @@ typedef struct val_limits {
  */
 int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
             long long now_unix, val_result *out);
+
+/* The limits and policies of a configuration (limits.*, validation.*). */
+val_limits val_limits_from_config(const sextant_config *cfg);
 
 /* JSON array of {"stage","path","message"[,"conflict_with"]}; new reference. */
 json_t *val_result_to_json(const val_result *r);

@@ -38,7 +38,7 @@ check "sextant --help lists the commands" bash -c "grep -q serve '$WORK/out' && 
 check "sextant serve --help exits 0" [ $? -eq 0 ]
 for word in --config SEXTANT_DATABASE_URL SEXTANT_HTTP_LISTEN SEXTANT_GRPC_LISTEN \
     SEXTANT_REDIS_URL SEXTANT_REPLICA_ID SEXTANT_SHUTDOWN_TIMEOUT database.pool_size \
-    http.max_body_bytes auth.jwt.hs256_secret_file "default 127.0.0.1:8080"; do
+    http.max_body_bytes auth.hs256_secret_file "default 127.0.0.1:8080"; do
     check "serve --help mentions $word" contains "$WORK/out" "$word"
 done
 

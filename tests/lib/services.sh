@@ -21,14 +21,23 @@ svc_as_pg() {
     fi
 }
 
-# Prints a loopback TCP port that nothing listens on now.
+# Prints a loopback TCP port that nothing listens on now and no other test has taken.
+# Ports come from 10000-32767, below the kernel's ephemeral range (32768-60999), so an
+# outgoing connection's local port can never take a port a test is about to bind; and
+# each pick is reserved with an atomic mkdir under /tmp/sextant-ports (reservations
+# older than an hour are recycled), so tests running in parallel never pick the same
+# one. tests/lib/testlib.c (tl_free_port) follows the same rules.
 svc_free_port() {
-    local port tries=0
-    while [ $tries -lt 200 ]; do
-        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-            echo "$port"
-            return 0
+    local dir=/tmp/sextant-ports port tries=0
+    mkdir -p "$dir" 2>/dev/null
+    find "$dir" -mindepth 1 -maxdepth 1 -mmin +60 -exec rmdir {} + 2>/dev/null
+    while [ $tries -lt 500 ]; do
+        port=$(( 10000 + (RANDOM * 32768 + RANDOM) % 22768 ))
+        if mkdir "$dir/$port" 2>/dev/null; then
+            if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+                echo "$port"
+                return 0
+            fi
         fi
         tries=$((tries + 1))
     done

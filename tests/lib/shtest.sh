@@ -31,19 +31,12 @@ finish() {
     exit 0
 }
 
-# A loopback port nobody listens on now.
+# shellcheck source=tests/lib/services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/services.sh"
+
+# A loopback port nobody listens on and no parallel test has taken (see services.sh).
 free_port() {
-    local port tries=0
-    while [ $tries -lt 200 ]; do
-        port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-            echo "$port"
-            return 0
-        fi
-        tries=$((tries + 1))
-    done
-    echo "no free port found" >&2
-    return 1
+    svc_free_port
 }
 listening() { # listening PORT
     (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,21 +99,33 @@ void tl_db_drop(char *url)
     free(url);
 }
 
+/* Same rules as svc_free_port in tests/lib/services.sh: a port below the ephemeral
+ * range, reserved with an atomic mkdir so parallel tests never share one. */
 int tl_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        fprintf(stderr, "no free port: %s\n", strerror(errno));
-        fail();
+    const char *dir = "/tmp/sextant-ports";
+    mkdir(dir, 0777);
+    unsigned seed = (unsigned)getpid() ^ (unsigned)tl_now_ms();
+    for (int tries = 0; tries < 500; tries++) {
+        int port = 10000 + (int)(rand_r(&seed) % 22768);
+        char path[64];
+        snprintf(path, sizeof(path), "%s/%d", dir, port);
+        if (mkdir(path, 0777) != 0)
+            continue;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((uint16_t)port);
+        bool free = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (free)
+            return port;
     }
-    close(fd);
-    return ntohs(a.sin_port);
+    fprintf(stderr, "no free port found\n");
+    fail();
+    return 0;
 }
 
 void tl_redis_start(tl_redis *r)

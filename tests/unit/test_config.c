@@ -25,7 +25,7 @@
 
 static char dir[64];
 static char cert[128], key[128], ca[128], junk[128], secret_file[128], short_secret_file[128],
-    rsa_pub[128], yaml_path[128];
+    rsa_pub[128], rsa_priv[128], rsa_other[128], policy[128], yaml_path[128];
 
 static void write_file(const char *path, const char *text)
 {
@@ -48,6 +48,9 @@ static int setup(void **state)
     snprintf(secret_file, sizeof(secret_file), "%s/secret.txt", dir);
     snprintf(short_secret_file, sizeof(short_secret_file), "%s/short.txt", dir);
     snprintf(rsa_pub, sizeof(rsa_pub), "%s/rsa.pub.pem", dir);
+    snprintf(rsa_priv, sizeof(rsa_priv), "%s/rsa.key.pem", dir);
+    snprintf(rsa_other, sizeof(rsa_other), "%s/other.key.pem", dir);
+    snprintf(policy, sizeof(policy), "%s/rbac.yaml", dir);
     snprintf(yaml_path, sizeof(yaml_path), "%s/sextant.yaml", dir);
     write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
     write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
@@ -55,6 +58,7 @@ static int setup(void **state)
     write_file(junk, "not a key\n");
     write_file(secret_file, "0123456789abcdef0123456789abcdef-from-file\n");
     write_file(short_secret_file, "short\n");
+    write_file(policy, "roles: []\n");
 
     EVP_PKEY *pk = EVP_RSA_gen(1024);
     if (pk == NULL)
@@ -64,6 +68,18 @@ static int setup(void **state)
         return -1;
     PEM_write_PUBKEY(f, pk);
     fclose(f);
+    f = fopen(rsa_priv, "w");
+    if (f == NULL)
+        return -1;
+    PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
+    fclose(f);
+    EVP_PKEY_free(pk);
+    pk = EVP_RSA_gen(1024);
+    f = pk ? fopen(rsa_other, "w") : NULL;
+    if (f == NULL)
+        return -1;
+    PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
+    fclose(f);
     EVP_PKEY_free(pk);
     return 0;
 }
@@ -71,14 +87,16 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    const char *files[] = {cert, key, ca, junk, secret_file, short_secret_file, rsa_pub, yaml_path};
+    const char *files[] = {cert,    key,      ca,        junk,   secret_file, short_secret_file,
+                           rsa_pub, rsa_priv, rsa_other, policy, yaml_path};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
         unlink(files[i]);
     rmdir(dir);
     return 0;
 }
 
-/* Substitutes @CERT@, @KEY@, @CA@, @JUNK@, @SECRET@, @SHORT@, @RSA@, @DIR@ in text. */
+/* Substitutes @CERT@, @KEY@, @CA@, @JUNK@, @SECRET@, @SHORT@, @RSA@, @RSAPRIV@, @RSAOTHER@,
+ * @POLICY@, @DIR@ in text. */
 static char *expand(const char *text)
 {
     struct {
@@ -89,7 +107,10 @@ static char *expand(const char *text)
                 {"@JUNK@", junk},
                 {"@SECRET@", secret_file},
                 {"@SHORT@", short_secret_file},
+                {"@RSAPRIV@", rsa_priv},
+                {"@RSAOTHER@", rsa_other},
                 {"@RSA@", rsa_pub},
+                {"@POLICY@", policy},
                 {"@DIR@", dir}};
     char *out = sx_strdup(text);
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
@@ -167,11 +188,14 @@ static const char *full_yaml = "database:\n"
                                "log:\n"
                                "  level: debug\n"
                                "auth:\n"
-                               "  jwt:\n"
-                               "    hs256_secret: 0123456789abcdef0123456789abcdef\n"
-                               "    rs256_public_key_file: @RSA@\n"
-                               "    issuer: https://issuer.example\n"
-                               "    audience: sextant\n"
+                               "  enabled: false\n"
+                               "  hs256_secret: 0123456789abcdef0123456789abcdef\n"
+                               "  rs256_public_key_file: @RSA@\n"
+                               "  rs256_private_key_file: @RSAPRIV@\n"
+                               "  issuer: https://issuer.example\n"
+                               "  audience: sextant\n"
+                               "  clock_skew: 5s\n"
+                               "  policy_file: @POLICY@\n"
                                "  dev_sign_in: yes\n"
                                "shutdown:\n"
                                "  timeout: 3s\n"
@@ -218,12 +242,17 @@ static void test_full_file(void **state)
     assert_string_equal(c->grpc.tls.client_ca_file, ca);
     assert_string_equal(c->replica.id, "replica-a");
     assert_int_equal(c->log.level, SX_LOG_DEBUG);
-    assert_string_equal(c->auth.jwt.hs256_secret, "0123456789abcdef0123456789abcdef");
-    assert_null(c->auth.jwt.hs256_secret_file);
-    assert_string_equal(c->auth.jwt.rs256_public_key_file, rsa_pub);
-    assert_non_null(strstr(c->auth.jwt.rs256_public_key_pem, "BEGIN PUBLIC KEY"));
-    assert_string_equal(c->auth.jwt.issuer, "https://issuer.example");
-    assert_string_equal(c->auth.jwt.audience, "sextant");
+    assert_false(c->auth.enabled);
+    assert_string_equal(c->auth.hs256_secret, "0123456789abcdef0123456789abcdef");
+    assert_null(c->auth.hs256_secret_file);
+    assert_string_equal(c->auth.rs256_public_key_file, rsa_pub);
+    assert_non_null(strstr(c->auth.rs256_public_key_pem, "BEGIN PUBLIC KEY"));
+    assert_string_equal(c->auth.rs256_private_key_file, rsa_priv);
+    assert_non_null(strstr(c->auth.rs256_private_key_pem, "PRIVATE KEY"));
+    assert_string_equal(c->auth.issuer, "https://issuer.example");
+    assert_string_equal(c->auth.audience, "sextant");
+    assert_int_equal(c->auth.clock_skew_ms, 5000);
+    assert_string_equal(c->auth.policy_file, policy);
     assert_true(c->auth.dev_sign_in);
     assert_int_equal(c->shutdown.timeout_ms, 3000);
     assert_int_equal(c->snapshots.load_timeout_ms, 3600000);
@@ -241,9 +270,11 @@ static void test_full_file(void **state)
     assert_null(strstr(text, ":pw@"));
     assert_null(strstr(text, "s3cret"));
     assert_null(strstr(text, "0123456789abcdef"));
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_object_get(d, "auth"), "jwt"), "hs256_secret")),
-                        "***");
+    assert_null(strstr(text, "PRIVATE KEY"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d, "auth"), "hs256_secret")), "***");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(d, "auth"), "clock_skew")), "5s");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(d, "database"), "statement_timeout")),
         "1m30s");
@@ -283,8 +314,14 @@ static void test_defaults_env_only(void **state)
     snprintf(want, sizeof(want), "-%ld", (long)getpid());
     assert_non_null(strstr(c->replica.id, want));
     assert_int_equal(c->log.level, SX_LOG_INFO);
-    assert_null(c->auth.jwt.hs256_secret);
-    assert_null(c->auth.jwt.rs256_public_key_file);
+    assert_true(c->auth.enabled);
+    assert_null(c->auth.hs256_secret);
+    assert_null(c->auth.rs256_public_key_file);
+    assert_null(c->auth.rs256_private_key_file);
+    assert_null(c->auth.issuer);
+    assert_null(c->auth.audience);
+    assert_int_equal(c->auth.clock_skew_ms, 60000);
+    assert_null(c->auth.policy_file);
     assert_false(c->auth.dev_sign_in);
     assert_int_equal(c->shutdown.timeout_ms, 10000);
     assert_int_equal(c->snapshots.load_timeout_ms, 30000);
@@ -302,13 +339,15 @@ static void test_env_overrides_file(void **state)
     const char *yaml = "database:\n  url: postgres://file/db\n  pool_size: 3\n"
                        "http:\n  listen: 127.0.0.1:1111\n"
                        "redis:\n  url: redis://file:6379\n"
-                       "auth:\n  jwt:\n    hs256_secret_file: @SECRET@\n";
+                       "auth:\n  hs256_secret_file: @SECRET@\n";
     const char *env[] = {"SEXTANT_DATABASE_POOL_SIZE=12",
                          "SEXTANT_HTTP_LISTEN=127.0.0.1:2222",
                          "SEXTANT_REDIS_URL=",
                          "SEXTANT_LOG_LEVEL=warn",
                          "SEXTANT_SHUTDOWN_TIMEOUT=1m",
                          "SEXTANT_AUTH_DEV_SIGN_IN=on",
+                         "SEXTANT_AUTH_ENABLED=no",
+                         "SEXTANT_AUTH_CLOCK_SKEW=0",
                          "SEXTANT_DATABSE_URL=typo",
                          NULL};
     sextant_config *c = NULL;
@@ -325,8 +364,10 @@ static void test_env_overrides_file(void **state)
     assert_int_equal(c->log.level, SX_LOG_WARN);
     assert_int_equal(c->shutdown.timeout_ms, 60000);
     assert_true(c->auth.dev_sign_in);
+    assert_false(c->auth.enabled);
+    assert_int_equal(c->auth.clock_skew_ms, 0);
     /* The secret file's content, without its trailing newline. */
-    assert_string_equal(c->auth.jwt.hs256_secret, "0123456789abcdef0123456789abcdef-from-file");
+    assert_string_equal(c->auth.hs256_secret, "0123456789abcdef0123456789abcdef-from-file");
     /* An unknown SEXTANT_ variable is a warning with a suggestion, not an error. */
     assert_int_equal(c->warnings.count, 1);
     assert_string_equal(c->warnings.items[0].path, "SEXTANT_DATABSE_URL");
@@ -562,40 +603,83 @@ static const bad_case bad_cases[] = {
      "expected true or false, got \"maybe\"",
      0},
     {"short secret",
-     "auth:\n  jwt:\n    hs256_secret: tooshort\n",
+     "auth:\n  hs256_secret: tooshort\n",
      {0},
      false,
-     "auth.jwt.hs256_secret",
+     "auth.hs256_secret",
      "at least 32 bytes",
      0},
     {"short secret file",
-     "auth:\n  jwt:\n    hs256_secret_file: @SHORT@\n",
+     "auth:\n  hs256_secret_file: @SHORT@\n",
      {0},
      false,
-     "auth.jwt.hs256_secret_file",
+     "auth.hs256_secret_file",
      "at least 32 bytes",
      0},
     {"secret and file",
-     "auth:\n  jwt:\n    hs256_secret: 0123456789abcdef0123456789abcdef\n"
-     "    hs256_secret_file: @SECRET@\n",
+     "auth:\n  hs256_secret: 0123456789abcdef0123456789abcdef\n"
+     "  hs256_secret_file: @SECRET@\n",
      {0},
      false,
-     "auth.jwt.hs256_secret_file",
+     "auth.hs256_secret_file",
      "cannot be combined",
      0},
     {"missing secret file",
-     "auth:\n  jwt:\n    hs256_secret_file: @DIR@/nope\n",
+     "auth:\n  hs256_secret_file: @DIR@/nope\n",
      {0},
      false,
-     "auth.jwt.hs256_secret_file",
+     "auth.hs256_secret_file",
      "No such file or directory",
      0},
     {"rsa key junk",
-     "auth:\n  jwt:\n    rs256_public_key_file: @JUNK@\n",
+     "auth:\n  rs256_public_key_file: @JUNK@\n",
      {0},
      false,
-     "auth.jwt.rs256_public_key_file",
+     "auth.rs256_public_key_file",
      "does not hold a PEM public key",
+     0},
+    {"rsa private key junk",
+     "auth:\n  rs256_private_key_file: @JUNK@\n",
+     {0},
+     false,
+     "auth.rs256_private_key_file",
+     "does not hold a PEM private key",
+     0},
+    {"public key given as private key",
+     "auth:\n  rs256_private_key_file: @RSA@\n",
+     {0},
+     false,
+     "auth.rs256_private_key_file",
+     "does not hold a PEM private key",
+     0},
+    {"rsa key pair mismatch",
+     "auth:\n  rs256_public_key_file: @RSA@\n  rs256_private_key_file: @RSAOTHER@\n",
+     {0},
+     false,
+     "auth.rs256_private_key_file",
+     "does not belong to the public key",
+     0},
+    {"old jwt section",
+     "auth:\n  jwt:\n    hs256_secret: 0123456789abcdef0123456789abcdef\n",
+     {0},
+     false,
+     "auth.jwt",
+     "unknown",
+     0},
+    {"clock skew too large", "auth:\n  clock_skew: 2h\n", {0}, false, "auth.clock_skew", "", 0},
+    {"missing policy file",
+     "auth:\n  policy_file: @DIR@/nope.yaml\n",
+     {0},
+     false,
+     "auth.policy_file",
+     "No such file or directory",
+     0},
+    {"env bad auth.enabled",
+     NULL,
+     {"SEXTANT_AUTH_ENABLED=sometimes", NULL},
+     false,
+     "SEXTANT_AUTH_ENABLED (auth.enabled)",
+     "expected true or false",
      0},
     {"cert without key",
      "http:\n  tls:\n    cert_file: @CERT@\n",
@@ -792,7 +876,7 @@ static void test_all_errors_at_once(void **state)
                        "  tls:\n    cert_file: @CERT@\n"    /* 8 missing key_file */
                        "log: loud\n"                        /* 9 type */
                        "auth:\n  dev_sign_in: perhaps\n"    /* 10 */
-                       "  jwt:\n    hs256_secret: short\n"  /* 11 */
+                       "  hs256_secret: short\n"            /* 11 */
                        "shutdown:\n  timeout: 10d\n";       /* 12 */
     const char *env[] = {"SEXTANT_GRPC_LISTEN=nope", NULL}; /* 13, and 14: no database.url */
     sextant_config *c = NULL;
@@ -810,7 +894,7 @@ static void test_all_errors_at_once(void **state)
     assert_true(has_err(&errs, "http.tls.key_file", "required"));
     assert_true(has_err(&errs, "log", "mapping"));
     assert_true(has_err(&errs, "auth.dev_sign_in", "perhaps"));
-    assert_true(has_err(&errs, "auth.jwt.hs256_secret", "32 bytes"));
+    assert_true(has_err(&errs, "auth.hs256_secret", "32 bytes"));
     assert_true(has_err(&errs, "shutdown.timeout", "10d"));
     assert_true(has_err(&errs, "SEXTANT_GRPC_LISTEN (grpc.listen)", "missing port"));
     assert_true(has_err(&errs, "database.url", "required"));
@@ -894,11 +978,16 @@ static void test_help_lists_every_key(void **state)
                             "SEXTANT_GRPC_TLS_CLIENT_CA_FILE",
                             "SEXTANT_REPLICA_ID",
                             "SEXTANT_LOG_LEVEL",
-                            "SEXTANT_AUTH_JWT_HS256_SECRET",
-                            "SEXTANT_AUTH_JWT_HS256_SECRET_FILE",
-                            "SEXTANT_AUTH_JWT_RS256_PUBLIC_KEY_FILE",
-                            "SEXTANT_AUTH_JWT_ISSUER",
-                            "SEXTANT_AUTH_JWT_AUDIENCE",
+                            "SEXTANT_AUTH_ENABLED",
+                            "SEXTANT_AUTH_HS256_SECRET",
+                            "SEXTANT_AUTH_HS256_SECRET_FILE",
+                            "SEXTANT_AUTH_RS256_PUBLIC_KEY_FILE",
+                            "SEXTANT_AUTH_RS256_PRIVATE_KEY_FILE",
+                            "SEXTANT_AUTH_ISSUER",
+                            "SEXTANT_AUTH_AUDIENCE",
+                            "SEXTANT_AUTH_CLOCK_SKEW",
+                            "SEXTANT_AUTH_POLICY_FILE",
+                            "default 60s",
                             "SEXTANT_AUTH_DEV_SIGN_IN",
                             "SEXTANT_SHUTDOWN_TIMEOUT",
                             "SEXTANT_SNAPSHOTS_LOAD_TIMEOUT",

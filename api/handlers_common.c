@@ -1,0 +1,575 @@
+/*
+ * handlers_common.c — shared pieces of the REST handlers (see handlers_common.h).
+ *
+ * Request bodies are strict: a change request that carries a field the API does not
+ * know is refused rather than half-understood, and every problem of the body is
+ * reported at once with its field as the path. Refused changes are audited on a
+ * connection of their own, before the answer goes out, so a client that reads the
+ * audit log right after its refusal finds the row.
+ */
+#include "api/handlers_common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/base/log.h"
+#include "server/server.h"
+#include "storage/repo_common.h"
+
+#define COMPONENT "api"
+/* Longest string field of a request body (a change message, a name). */
+#define API_STRING_MAX 4096
+
+/* ------------------------------------------------------------------ answering */
+
+void api_detail(json_t *details, const char *path, const char *message)
+{
+    json_array_append_new(details, json_pack("{s:s,s:s}", "path", path ? path : "", "message",
+                                             message ? message : ""));
+}
+
+void api_respond_err(http_request *req, const sx_err *err)
+{
+    int code = err->code == SX_OK ? SX_EINTERNAL : err->code;
+    json_t *details = json_array();
+    if (err->detail[0])
+        api_detail(details, "", err->detail);
+    if (err->hint[0])
+        api_detail(details, "", err->hint);
+    if (code == SX_EUNAVAILABLE)
+        http_req_set_header(req, "Retry-After", "1");
+    int status = sx_code_http_status(code);
+    if (status >= 500)
+        sx_log_fields(SX_LOG_ERROR, COMPONENT,
+                      json_pack("{s:s,s:s,s:i}", "request_id", http_req_id(req), "route",
+                                http_req_route(req), "status", status),
+                      "%s %s failed: %s", http_req_method(req), http_req_path(req),
+                      err->message[0] ? err->message : sx_code_name(code));
+    http_respond_error(req, code, err->message[0] ? err->message : sx_code_name(code), details);
+}
+
+/* ------------------------------------------------------------------ bodies */
+
+static void decref_json(void *p)
+{
+    json_decref(p);
+}
+
+/* application/json, any case, optionally followed by parameters. */
+static bool is_json_media_type(const char *ct)
+{
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    static const char want[] = "application/json";
+    if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
+        return false;
+    char next = ct[sizeof(want) - 1];
+    return next == '\0' || next == ';' || next == ' ' || next == '\t';
+}
+
+static const char *type_phrase(api_type t)
+{
+    switch (t) {
+    case API_STRING:
+        return "must be a string";
+    case API_OBJECT:
+        return "must be a JSON object";
+    case API_BOOL:
+        return "must be true or false";
+    case API_INT:
+        return "must be an integer";
+    case API_STRINGS:
+        return "must be an array of strings";
+    }
+    return "has the wrong type";
+}
+
+/* Appends to details what is wrong with value v of field f. */
+static void check_field(json_t *details, const api_field *f, const json_t *v)
+{
+    char path[128];
+    switch (f->type) {
+    case API_STRING:
+        if (!json_is_string(v))
+            api_detail(details, f->name, type_phrase(f->type));
+        else if (f->required && json_string_length(v) == 0)
+            api_detail(details, f->name, "must not be empty");
+        else if (json_string_length(v) > API_STRING_MAX)
+            api_detail(details, f->name, "must be at most 4096 bytes");
+        return;
+    case API_OBJECT:
+        if (!json_is_object(v))
+            api_detail(details, f->name, type_phrase(f->type));
+        return;
+    case API_BOOL:
+        if (!json_is_boolean(v))
+            api_detail(details, f->name, type_phrase(f->type));
+        return;
+    case API_INT:
+        if (!json_is_integer(v))
+            api_detail(details, f->name, type_phrase(f->type));
+        return;
+    case API_STRINGS: {
+        if (!json_is_array(v)) {
+            api_detail(details, f->name, type_phrase(f->type));
+            return;
+        }
+        if (f->required && json_array_size(v) == 0)
+            api_detail(details, f->name, "must name at least one");
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e)
+        {
+            if (!json_is_string(e) || json_string_length(e) == 0) {
+                snprintf(path, sizeof(path), "%s[%zu]", f->name, i);
+                api_detail(details, path, "must be a non-empty string");
+            }
+        }
+        return;
+    }
+    }
+}
+
+bool api_body_or_respond(http_request *req, const api_change *ch, const api_field *fields, size_t n,
+                         json_t **out)
+{
+    *out = NULL;
+    const char *ct = http_req_header(req, "Content-Type");
+    if (ct == NULL || !is_json_media_type(ct)) {
+        api_fail(req, ch, SX_EUNSUPPORTED,
+                 ct ? "unsupported Content-Type: the body must be application/json"
+                    : "missing Content-Type: the body must be application/json",
+                 NULL);
+        return false;
+    }
+    size_t len = 0;
+    const char *text = http_req_body(req, &len);
+    if (len == 0) {
+        api_fail(req, ch, SX_EINVAL, "a JSON request body is required", NULL);
+        return false;
+    }
+    json_error_t jerr;
+    json_t *body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (body == NULL) {
+        char msg[256], where[64];
+        snprintf(msg, sizeof(msg), "malformed JSON: %s", jerr.text);
+        snprintf(where, sizeof(where), "line %d, column %d", jerr.line, jerr.column);
+        json_t *details = json_array();
+        api_detail(details, "", where);
+        api_fail(req, ch, SX_EINVAL, msg, details);
+        return false;
+    }
+    sx_arena_defer(http_req_arena(req), decref_json, body);
+    if (!json_is_object(body)) {
+        api_fail(req, ch, SX_EINVAL, "the request body must be a JSON object", NULL);
+        return false;
+    }
+    json_t *details = json_array();
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++)
+            known = strcmp(fields[i].name, key) == 0;
+        if (!known)
+            api_detail(details, key, "unknown field");
+    }
+    for (size_t i = 0; i < n; i++) {
+        v = json_object_get(body, fields[i].name);
+        if (v == NULL) {
+            if (fields[i].required)
+                api_detail(details, fields[i].name, "is required");
+            continue;
+        }
+        check_field(details, &fields[i], v);
+    }
+    if (json_array_size(details) > 0) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "the request body has %zu problem%s", json_array_size(details),
+                 json_array_size(details) == 1 ? "" : "s");
+        api_fail(req, ch, SX_EINVAL, msg, details);
+        return false;
+    }
+    json_decref(details);
+    *out = body;
+    return true;
+}
+
+const char *api_str(const json_t *body, const char *name)
+{
+    return json_string_value(json_object_get(body, name));
+}
+
+size_t api_strv(http_request *req, const json_t *body, const char *name, const char ***out)
+{
+    const json_t *arr = json_object_get(body, name);
+    size_t n = json_array_size(arr);
+    *out = NULL;
+    if (n == 0)
+        return 0;
+    const char **v = sx_arena_alloc(http_req_arena(req), n * sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_string_value(json_array_get(arr, i));
+    *out = v;
+    return n;
+}
+
+/* ------------------------------------------------------------------ query parameters */
+
+bool api_parse_positive(const char *s, long long *out)
+{
+    if (s == NULL || !isdigit((unsigned char)s[0]))
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < 1)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool api_page_or_respond(http_request *req, int *limit, const char **cursor)
+{
+    *limit = 0;
+    *cursor = NULL;
+    const char *l = http_req_query(req, "limit");
+    if (l) {
+        long long v;
+        if (!api_parse_positive(l, &v) || v > REPO_LIMIT_MAX) {
+            json_t *d = json_array();
+            api_detail(d, "limit", "must be an integer between 1 and 1000");
+            http_respond_error(req, SX_EINVAL, "invalid limit", d);
+            return false;
+        }
+        *limit = (int)v;
+    }
+    const char *c = http_req_query(req, "cursor");
+    if (c && c[0])
+        *cursor = c;
+    return true;
+}
+
+bool api_query_bool_or_respond(http_request *req, const char *name, int *out)
+{
+    *out = -1;
+    const char *v = http_req_query(req, name);
+    if (v == NULL)
+        return true;
+    if (strcmp(v, "true") == 0) {
+        *out = 1;
+        return true;
+    }
+    if (strcmp(v, "false") == 0) {
+        *out = 0;
+        return true;
+    }
+    json_t *d = json_array();
+    api_detail(d, name, "must be true or false");
+    char msg[128];
+    snprintf(msg, sizeof(msg), "invalid %s", name);
+    http_respond_error(req, SX_EINVAL, msg, d);
+    return false;
+}
+
+/* ------------------------------------------------------------------ entity tags */
+
+void api_set_etag(http_request *req, int version)
+{
+    char tag[32];
+    snprintf(tag, sizeof(tag), "\"%d\"", version);
+    http_req_set_header(req, "ETag", tag);
+}
+
+bool api_if_match_or_respond(http_request *req, const api_change *ch, int *version)
+{
+    *version = 0;
+    const char *h = http_req_header(req, "If-Match");
+    if (h == NULL)
+        return true;
+    while (*h == ' ' || *h == '\t')
+        h++;
+    size_t n = strlen(h);
+    while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    if (n == 1 && h[0] == '*')
+        return true;
+    bool ok = n >= 3 && h[0] == '"' && h[n - 1] == '"' && n - 2 <= 9;
+    long long v = 0;
+    for (size_t i = 1; ok && i < n - 1; i++) {
+        ok = isdigit((unsigned char)h[i]) != 0;
+        v = v * 10 + (h[i] - '0');
+    }
+    if (!ok || v < 1) {
+        json_t *d = json_array();
+        api_detail(d, "If-Match",
+                   "must be \"*\" or one entity tag as returned in ETag, "
+                   "such as \"3\"");
+        api_fail(req, ch, SX_EINVAL, "invalid If-Match header", d);
+        return false;
+    }
+    *version = (int)v;
+    return true;
+}
+
+/* ------------------------------------------------------------------ database */
+
+pg_conn *api_conn_or_respond(http_request *req, rest_api *api)
+{
+    struct sx_server *srv = rest_server(api);
+    sx_err err;
+    sx_err_clear(&err);
+    if (srv == NULL || srv->db == NULL) {
+        sx_err_set(&err, SX_EUNAVAILABLE, "the database is not available");
+        api_respond_err(req, &err);
+        return NULL;
+    }
+    pg_conn *c = NULL;
+    if (pg_acquire(srv->db, &c, &err) != 0) {
+        api_respond_err(req, &err);
+        return NULL;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------------ caller and audit */
+
+const char *api_user(http_request *req)
+{
+    const rest_principal *p = rest_principal_of(req);
+    return p && p->user && p->user[0] ? p->user : "anonymous";
+}
+
+const char *api_role(http_request *req)
+{
+    const rest_principal *p = rest_principal_of(req);
+    return p && p->role ? p->role : "";
+}
+
+void api_change_fail(const api_change *ch, int status, const char *code_name, const char *message,
+                     json_t *details)
+{
+    if (details == NULL)
+        details = json_array();
+    struct sx_server *srv = rest_server(ch->api);
+    if (srv && srv->db && status != 503) {
+        json_t *meta =
+            json_pack("{s:s,s:s,s:O}", "code", code_name, "message", message, "problems", details);
+        audit_new an = {
+            .actor = api_user(ch->req),
+            .actor_role = api_role(ch->req),
+            .action = ch->action,
+            .resource_type = ch->resource_type,
+            .resource_id = ch->resource_id ? ch->resource_id : "",
+            .result = AUDIT_FAILED,
+            .status_code = status,
+            .request_id = http_req_id(ch->req),
+            .source_ip = rest_source_ip(ch->req),
+            .details = meta,
+        };
+        sx_err err;
+        sx_err_clear(&err);
+        pg_conn *c = NULL;
+        long long id;
+        if (pg_acquire(srv->db, &c, &err) != 0 || audit_repo_append(c, &an, &id, &err) != 0)
+            sx_log_fields(
+                SX_LOG_WARN, COMPONENT,
+                json_pack("{s:s,s:s}", "request_id", http_req_id(ch->req), "action", ch->action),
+                "could not audit a refused change: %s", err.message);
+        pg_release(srv->db, c);
+        json_decref(meta);
+    }
+    if (status == 503)
+        http_req_set_header(ch->req, "Retry-After", "1");
+    http_respond_problem(ch->req, status, code_name, message, details);
+}
+
+void api_change_fail_err(const api_change *ch, const sx_err *err)
+{
+    int code = err->code == SX_OK ? SX_EINTERNAL : err->code;
+    json_t *details = json_array();
+    if (err->detail[0])
+        api_detail(details, "", err->detail);
+    if (err->hint[0])
+        api_detail(details, "", err->hint);
+    int status = sx_code_http_status(code);
+    if (status >= 500)
+        sx_log_fields(
+            SX_LOG_ERROR, COMPONENT,
+            json_pack("{s:s,s:s}", "request_id", http_req_id(ch->req), "action", ch->action),
+            "%s failed: %s", ch->action, err->message);
+    api_change_fail(ch, status, sx_code_name(code),
+                    err->message[0] ? err->message : sx_code_name(code), details);
+}
+
+void api_fail(http_request *req, const api_change *ch, int code, const char *message,
+              json_t *details)
+{
+    if (ch)
+        api_change_fail(ch, sx_code_http_status(code), sx_code_name(code), message, details);
+    else
+        http_respond_error(req, code, message, details);
+}
+
+/* ------------------------------------------------------------------ validation */
+
+val_limits api_limits(const struct sx_server *srv)
+{
+    return val_limits_from_config(srv->config);
+}
+
+json_t *api_problem_details(const val_result *problems, const sx_fielderrs *verrs,
+                            const char *stage)
+{
+    json_t *d = json_array();
+    for (size_t i = 0; problems && i < problems->count; i++) {
+        const val_problem *p = &problems->items[i];
+        json_t *e = json_pack("{s:s,s:s,s:s}", "stage", val_stage_name(p->stage), "path",
+                              p->path ? p->path : "", "message", p->message ? p->message : "");
+        if (p->conflict_with)
+            json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
+        json_array_append_new(d, e);
+    }
+    for (size_t i = 0; verrs && i < verrs->count; i++)
+        json_array_append_new(d,
+                              json_pack("{s:s,s:s,s:s}", "stage", stage, "path",
+                                        verrs->items[i].path, "message", verrs->items[i].message));
+    return d;
+}
+
+/* ------------------------------------------------------------------ JSON forms */
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *strv_json(char **v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+json_t *api_config_json(const cfg_record *c, const cfg_version *latest)
+{
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:o,s:i,s:o,s:s,s:s,s:s}", "id", c->id, "namespace", c->ns, "name", c->name,
+        "groups", strv_json(c->groups, c->group_count), "version", c->latest_version,
+        "live_version", c->live_version ? json_integer(c->live_version) : json_null(), "created_by",
+        c->created_by, "created_at", c->created_at, "updated_at", c->updated_at);
+    if (c->deleted_at)
+        json_object_set_new(o, "deleted_at", json_string(c->deleted_at));
+    if (latest) {
+        json_object_set_new(o, "checksum", json_string(latest->checksum));
+        json_object_set_new(o, "author", json_string(latest->author));
+        json_object_set_new(o, "message", json_string(latest->message ? latest->message : ""));
+        json_object_set_new(o, "draft", json_boolean(latest->draft));
+        json_object_set_new(o, "source_version",
+                            latest->source_version ? json_integer(latest->source_version)
+                                                   : json_null());
+        if (latest->spec)
+            json_object_set(o, "spec", latest->spec);
+    }
+    return o;
+}
+
+json_t *api_version_json(const cfg_version *v)
+{
+    json_t *o = json_pack("{s:s,s:i,s:s,s:s,s:s,s:b,s:o,s:s}", "config_id", v->config_id, "version",
+                          v->version, "checksum", v->checksum, "author", v->author, "message",
+                          v->message ? v->message : "", "draft", v->draft, "source_version",
+                          v->source_version ? json_integer(v->source_version) : json_null(),
+                          "created_at", v->created_at);
+    if (v->spec)
+        json_object_set(o, "spec", v->spec);
+    return o;
+}
+
+json_t *api_snapshot_json(const snap_record *s)
+{
+    json_t *sources = json_array();
+    for (size_t i = 0; i < s->source_count; i++)
+        json_array_append_new(sources, json_pack("{s:s,s:i}", "config_id", s->sources[i].config_id,
+                                                 "version", s->sources[i].version));
+    json_t *o = json_pack("{s:I,s:s,s:I,s:s,s:I,s:o,s:s,s:s,s:s}", "id", (json_int_t)s->id, "group",
+                          s->group, "version", (json_int_t)s->version, "checksum", s->checksum,
+                          "size_bytes", (json_int_t)s->encoded_len, "sources", sources, "reason",
+                          s->reason ? s->reason : "", "created_by", s->created_by, "created_at",
+                          s->created_at);
+    if (s->ir)
+        json_object_set(o, "ir", s->ir);
+    return o;
+}
+
+static json_t *json_or_empty(const json_t *j)
+{
+    return j ? json_deep_copy(j) : json_object();
+}
+
+json_t *api_node_json(const node_record *n)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "node_id", json_string(n->node_id));
+    json_object_set_new(o, "group", json_string(n->group));
+    json_object_set_new(o, "namespace", json_string(n->ns ? n->ns : ""));
+    json_object_set_new(o, "client", json_string(n->client ? n->client : ""));
+    json_object_set_new(o, "protocol", json_string(n->protocol ? n->protocol : ""));
+    json_object_set_new(o, "labels", json_or_empty(n->labels));
+    json_object_set_new(o, "metadata", json_or_empty(n->metadata));
+    json_object_set_new(o, "locality", json_or_empty(n->locality));
+    json_object_set_new(o, "connected", json_boolean(n->connected));
+    json_object_set_new(o, "replica_id", str_or_null(n->replica_id));
+    json_object_set_new(o, "disconnect_reason", str_or_null(n->disconnect_reason));
+    json_object_set_new(o, "first_seen", str_or_null(n->first_seen));
+    json_object_set_new(o, "last_seen", str_or_null(n->last_seen));
+    json_object_set_new(o, "desired_version",
+                        n->desired_version ? json_integer(n->desired_version) : json_null());
+    json_object_set_new(o, "deployment_id", str_or_null(n->deployment_id));
+    json_object_set_new(o, "sent_version",
+                        n->sent_version ? json_integer(n->sent_version) : json_null());
+    json_object_set_new(o, "sent_at", str_or_null(n->sent_at));
+    json_object_set_new(o, "acked_version",
+                        n->acked_version ? json_integer(n->acked_version) : json_null());
+    json_object_set_new(o, "acked_at", str_or_null(n->acked_at));
+    json_t *nack = json_null();
+    if (n->last_nack_at || n->last_nack_error)
+        nack =
+            json_pack("{s:o,s:o,s:o}", "version",
+                      n->last_nack_version ? json_integer(n->last_nack_version) : json_null(),
+                      "error", str_or_null(n->last_nack_error), "at", str_or_null(n->last_nack_at));
+    json_object_set_new(o, "last_nack", nack);
+    json_object_set_new(o, "nack_count", json_integer(n->nack_count));
+    json_t *report = json_null();
+    if (n->reported)
+        report = json_pack("{s:b,s:o,s:o,s:o}", "ready", n->report_ready, "version",
+                           str_or_null(n->report_version), "message",
+                           str_or_null(n->report_message), "at", str_or_null(n->reported_at));
+    json_object_set_new(o, "status_report", report);
+    return o;
+}
+
+json_t *api_audit_json(const audit_entry *e)
+{
+    json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", (json_int_t)e->id, "at", e->at,
+                          "user", e->actor, "role", e->actor_role ? e->actor_role : "", "action",
+                          e->action, "resource_type", e->resource_type, "resource_id",
+                          e->resource_id ? e->resource_id : "", "result", e->result);
+    json_object_set_new(o, "status_code",
+                        e->status_code ? json_integer(e->status_code) : json_null());
+    json_object_set_new(o, "request_id", str_or_null(e->request_id));
+    json_object_set_new(o, "source_ip", str_or_null(e->source_ip));
+    json_object_set_new(o, "details", json_or_empty(e->details));
+    return o;
+}
+
+json_t *api_page(json_t *items, const char *next_cursor)
+{
+    return json_pack("{s:o,s:o}", "items", items, "next_cursor", str_or_null(next_cursor));
+}

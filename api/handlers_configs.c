@@ -1,0 +1,503 @@
+/*
+ * handlers_configs.c — /api/v1/configs: create, list, read, replace, delete, versions,
+ * diffs between versions, the dry-run validation and the rollback of one config.
+ *
+ * Every change goes through apply_config (server/apply.h) with the validation limits
+ * of the daemon, so one transaction validates against the other configs of the groups,
+ * stores the new version, recomposes the groups' snapshots, audits and NOTIFYs. The
+ * handlers only translate HTTP into an apply_request and the outcome back: 201/200 with
+ * the config and its ETag (the latest version, "N"), or the error shape with every
+ * problem of a refused config in details ({"stage","path","message"}). Refusals are
+ * audited here (result "failed"), successes by apply_config inside its transaction.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/handlers_routes.h"
+#include "api/handlers_common.h"
+#include "server/apply.h"
+#include "server/diff.h"
+#include "server/server.h"
+#include "storage/repo_common.h"
+
+static const api_field create_fields[] = {
+    {"namespace", API_STRING, false}, {"name", API_STRING, true},     {"groups", API_STRINGS, true},
+    {"spec", API_OBJECT, true},       {"message", API_STRING, false}, {"draft", API_BOOL, false},
+};
+
+static const api_field put_fields[] = {
+    {"namespace", API_STRING, false}, {"name", API_STRING, false},
+    {"groups", API_STRINGS, false},   {"spec", API_OBJECT, true},
+    {"message", API_STRING, false},   {"draft", API_BOOL, false},
+};
+
+static const api_field validate_fields[] = {
+    {"id", API_STRING, false},   {"namespace", API_STRING, false},
+    {"name", API_STRING, false}, {"groups", API_STRINGS, false},
+    {"spec", API_OBJECT, true},  {"message", API_STRING, false},
+    {"draft", API_BOOL, false},
+};
+
+static const api_field rollback_fields[] = {
+    {"version", API_INT, true},
+    {"message", API_STRING, false},
+};
+
+#define NFIELDS(f) (sizeof(f) / sizeof((f)[0]))
+
+/* The {id} of the route when it can name a config; else 404 (audited when ch). */
+static const char *config_id_or_respond(http_request *req, const api_change *ch)
+{
+    const char *id = http_req_param(req, "id");
+    if (repo_is_uuid(id))
+        return id;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "config %.64s does not exist", id ? id : "");
+    json_t *d = json_array();
+    api_detail(d, "id", "a config id is a UUID such as 9b2f6c1e-0d4e-4c3f-9a7b-1f2e3d4c5b6a");
+    api_fail(req, ch, SX_ENOTFOUND, msg, d);
+    return NULL;
+}
+
+/* A write needs the database wired; 503 (audit impossible) otherwise. */
+static bool db_or_respond(http_request *req, rest_api *api)
+{
+    if (rest_server(api)->db && rest_server(api)->snap_repo)
+        return true;
+    http_req_set_header(req, "Retry-After", "1");
+    http_respond_error(req, SX_EUNAVAILABLE, "the database is not available", NULL);
+    return false;
+}
+
+/* Answers a refused change: a refused config with every problem, anything else as its
+ * error says. */
+static void respond_refusal(const api_change *ch, int rc, const sx_err *err,
+                            const val_result *problems, const sx_fielderrs *verrs)
+{
+    bool config_refused = rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems->count > 0);
+    if (!config_refused) {
+        api_change_fail_err(ch, err);
+        return;
+    }
+    json_t *details = api_problem_details(problems, verrs, "compose");
+    api_change_fail(ch, sx_code_http_status(rc), sx_code_name(rc), err->message, details);
+}
+
+static json_t *snapshots_json(const apply_result *res)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < res->snapshot_count; i++)
+        json_array_append_new(a, json_pack("{s:s,s:I}", "group", res->snapshots[i].group, "version",
+                                           (json_int_t)res->snapshots[i].version));
+    return a;
+}
+
+/* Answers a successful change with the config as it now is (read back), its ETag, and
+ * what the change did. extra (taken, NULL allowed) is merged into the answer. */
+static void respond_change(http_request *req, rest_api *api, int status, const apply_result *res,
+                           json_t *extra)
+{
+    struct sx_server *srv = rest_server(api);
+    sx_arena *a = http_req_arena(req);
+    json_t *body = NULL;
+    pg_conn *c = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    if (pg_acquire(srv->db, &c, &err) == 0) {
+        cfg_record *cfg = NULL;
+        cfg_version *latest = NULL;
+        if (cfg_repo_get(c, res->config_id, true, a, &cfg, &err) == 0 &&
+            cfg_repo_get_version(c, cfg->id, cfg->latest_version, a, &latest, &err) == 0)
+            body = api_config_json(cfg, latest);
+        pg_release(srv->db, c);
+    }
+    if (body == NULL) /* committed, but the read-back failed: say what is known */
+        body = json_pack("{s:s,s:i}", "id", res->config_id, "version", res->latest_version);
+    json_object_set_new(body, "changed", json_boolean(res->changed));
+    json_object_set_new(body, "snapshots", snapshots_json(res));
+    if (extra) {
+        json_object_update(body, extra);
+        json_decref(extra);
+    }
+    api_set_etag(req, res->latest_version);
+    if (status == 201) {
+        char loc[128];
+        snprintf(loc, sizeof(loc), "/api/v1/configs/%s", res->config_id);
+        http_req_set_header(req, "Location", loc);
+    }
+    http_respond_json(req, status, body);
+}
+
+/* Runs req through apply_config and answers. */
+static void run_change(const api_change *ch, apply_request *ar, int ok_status,
+                       json_t *(*extra)(const apply_result *, const apply_request *))
+{
+    struct sx_server *srv = rest_server(ch->api);
+    val_limits limits = api_limits(srv);
+    val_result problems = {0};
+    sx_fielderrs verrs = {0};
+    sx_err err;
+    sx_err_clear(&err);
+    ar->author = api_user(ch->req);
+    ar->actor_role = api_role(ch->req);
+    ar->action = ch->action;
+    ar->request_id = http_req_id(ch->req);
+    ar->source_ip = rest_source_ip(ch->req);
+    ar->limits = &limits;
+    ar->problems = &problems;
+    apply_result res;
+    int rc = apply_config(srv->db, srv->snap_repo, ar, http_req_arena(ch->req), &res, &verrs, &err);
+    if (rc)
+        respond_refusal(ch, rc, &err, &problems, &verrs);
+    else
+        respond_change(ch->req, ch->api, ok_status, &res, extra ? extra(&res, ar) : NULL);
+    val_result_free(&problems);
+    sx_fielderrs_free(&verrs);
+}
+
+/* ------------------------------------------------------------------ collection */
+
+void api_configs_list(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    int limit;
+    const char *cursor;
+    if (!api_page_or_respond(req, &limit, &cursor))
+        return;
+    pg_conn *c = api_conn_or_respond(req, api);
+    if (c == NULL)
+        return;
+    cfg_filter f = {
+        .ns = http_req_query(req, "namespace"),
+        .group = http_req_query(req, "group"),
+        .limit = limit,
+        .cursor = cursor,
+    };
+    cfg_list list;
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = cfg_repo_list(c, &f, http_req_arena(req), &list, &err);
+    pg_release(rest_server(api)->db, c);
+    if (rc) {
+        api_respond_err(req, &err);
+        return;
+    }
+    json_t *items = json_array();
+    for (size_t i = 0; i < list.count; i++)
+        json_array_append_new(items, api_config_json(&list.items[i], NULL));
+    http_respond_json(req, 200, api_page(items, list.next_cursor));
+}
+
+void api_configs_create(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    api_change ch = {req, api, "config.create", "config", ""};
+    json_t *body;
+    if (!db_or_respond(req, api) ||
+        !api_body_or_respond(req, &ch, create_fields, NFIELDS(create_fields), &body))
+        return;
+    const char **groups;
+    size_t ngroups = api_strv(req, body, "groups", &groups);
+    const char *ns = api_str(body, "namespace");
+    apply_request ar = {
+        .op = APPLY_CREATE,
+        .ns = ns && ns[0] ? ns : "default",
+        .name = api_str(body, "name"),
+        .groups = groups,
+        .group_count = ngroups,
+        .spec = json_object_get(body, "spec"),
+        .message = api_str(body, "message"),
+        .draft = json_is_true(json_object_get(body, "draft")),
+    };
+    run_change(&ch, &ar, 201, NULL);
+}
+
+void api_configs_validate(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    json_t *body;
+    if (!db_or_respond(req, api) ||
+        !api_body_or_respond(req, NULL, validate_fields, NFIELDS(validate_fields), &body))
+        return;
+    const char *id = api_str(body, "id");
+    if (id && !repo_is_uuid(id)) {
+        json_t *d = json_array();
+        api_detail(d, "id", "must be a config id (a UUID)");
+        http_respond_error(req, SX_EINVAL, "the request body has 1 problem", d);
+        return;
+    }
+    struct sx_server *srv = rest_server(api);
+    val_limits limits = api_limits(srv);
+    val_result problems = {0};
+    sx_fielderrs verrs = {0};
+    sx_err err;
+    sx_err_clear(&err);
+    const char **groups;
+    size_t ngroups = api_strv(req, body, "groups", &groups);
+    apply_request ar = {
+        .config_id = id,
+        .ns = api_str(body, "namespace"),
+        .name = api_str(body, "name"),
+        .groups = groups,
+        .group_count = ngroups,
+        .spec = json_object_get(body, "spec"),
+        .limits = &limits,
+        .problems = &problems,
+    };
+    int rc = apply_validate(srv->db, &ar, http_req_arena(req), &verrs, &err);
+    if (rc == 0) {
+        json_t *g = json_array();
+        for (size_t i = 0; i < ngroups; i++)
+            json_array_append_new(g, json_string(groups[i]));
+        http_respond_json(req, 200, json_pack("{s:b,s:o}", "valid", 1, "groups", g));
+    } else if (rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems.count > 0)) {
+        http_respond_error(req, rc, err.message, api_problem_details(&problems, &verrs, "compose"));
+    } else {
+        api_respond_err(req, &err);
+    }
+    val_result_free(&problems);
+    sx_fielderrs_free(&verrs);
+}
+
+/* ------------------------------------------------------------------ one config */
+
+void api_config_get(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    const char *id = config_id_or_respond(req, NULL);
+    if (id == NULL)
+        return;
+    pg_conn *c = api_conn_or_respond(req, api);
+    if (c == NULL)
+        return;
+    sx_arena *a = http_req_arena(req);
+    cfg_record *cfg = NULL;
+    cfg_version *latest = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = cfg_repo_get(c, id, false, a, &cfg, &err);
+    if (rc == 0)
+        rc = cfg_repo_get_version(c, id, cfg->latest_version, a, &latest, &err);
+    pg_release(rest_server(api)->db, c);
+    if (rc) {
+        api_respond_err(req, &err);
+        return;
+    }
+    api_set_etag(req, cfg->latest_version);
+    http_respond_json(req, 200, api_config_json(cfg, latest));
+}
+
+void api_config_put(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    api_change ch = {req, api, "config.update", "config", http_req_param(req, "id")};
+    const char *id = config_id_or_respond(req, &ch);
+    json_t *body;
+    int if_match;
+    if (id == NULL || !db_or_respond(req, api) || !api_if_match_or_respond(req, &ch, &if_match) ||
+        !api_body_or_respond(req, &ch, put_fields, NFIELDS(put_fields), &body))
+        return;
+    const char **groups;
+    size_t ngroups = api_strv(req, body, "groups", &groups);
+    if (json_object_get(body, "groups") && ngroups == 0) {
+        json_t *d = json_array();
+        api_detail(d, "groups", "must name at least one");
+        api_fail(req, &ch, SX_EINVAL, "the request body has 1 problem", d);
+        return;
+    }
+    const char *name = api_str(body, "name");
+    apply_request ar = {
+        .op = APPLY_UPDATE,
+        .config_id = id,
+        .if_match = if_match,
+        .ns = api_str(body, "namespace"),
+        .name = name && name[0] ? name : NULL,
+        .groups = groups,
+        .group_count = ngroups,
+        .spec = json_object_get(body, "spec"),
+        .message = api_str(body, "message"),
+        .draft = json_is_true(json_object_get(body, "draft")),
+    };
+    run_change(&ch, &ar, 200, NULL);
+}
+
+void api_config_delete(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    api_change ch = {req, api, "config.delete", "config", http_req_param(req, "id")};
+    const char *id = config_id_or_respond(req, &ch);
+    int if_match;
+    if (id == NULL || !db_or_respond(req, api) || !api_if_match_or_respond(req, &ch, &if_match))
+        return;
+    apply_request ar = {
+        .op = APPLY_DELETE,
+        .config_id = id,
+        .if_match = if_match,
+        .message = http_req_query(req, "message"),
+    };
+    run_change(&ch, &ar, 200, NULL);
+}
+
+/* ------------------------------------------------------------------ versions */
+
+void api_config_versions(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    int limit;
+    const char *cursor;
+    const char *id = config_id_or_respond(req, NULL);
+    if (id == NULL || !api_page_or_respond(req, &limit, &cursor))
+        return;
+    pg_conn *c = api_conn_or_respond(req, api);
+    if (c == NULL)
+        return;
+    cfg_version_list list;
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = cfg_repo_list_versions(c, id, limit, cursor, http_req_arena(req), &list, &err);
+    pg_release(rest_server(api)->db, c);
+    if (rc) {
+        api_respond_err(req, &err);
+        return;
+    }
+    json_t *items = json_array();
+    for (size_t i = 0; i < list.count; i++)
+        json_array_append_new(items, api_version_json(&list.items[i]));
+    http_respond_json(req, 200, api_page(items, list.next_cursor));
+}
+
+static bool version_param_or_respond(http_request *req, const char *id, int *out)
+{
+    const char *v = http_req_param(req, "v");
+    long long n;
+    if (api_parse_positive(v, &n) && n <= 0x7fffffff) {
+        *out = (int)n;
+        return true;
+    }
+    char msg[200];
+    snprintf(msg, sizeof(msg), "version %.32s of config %s does not exist", v ? v : "", id);
+    json_t *d = json_array();
+    api_detail(d, "v", "a version is a positive integer");
+    http_respond_error(req, SX_ENOTFOUND, msg, d);
+    return false;
+}
+
+void api_config_version(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    int v;
+    const char *id = config_id_or_respond(req, NULL);
+    if (id == NULL || !version_param_or_respond(req, id, &v))
+        return;
+    pg_conn *c = api_conn_or_respond(req, api);
+    if (c == NULL)
+        return;
+    cfg_version *ver = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = cfg_repo_get_version(c, id, v, http_req_arena(req), &ver, &err);
+    pg_release(rest_server(api)->db, c);
+    if (rc) {
+        api_respond_err(req, &err);
+        return;
+    }
+    http_respond_json(req, 200, api_version_json(ver));
+}
+
+/* A from/to query parameter: absent gives 0; else a positive integer, or 400. */
+static bool diff_param_or_respond(http_request *req, const char *name, int *out)
+{
+    *out = 0;
+    const char *s = http_req_query(req, name);
+    long long n;
+    if (s == NULL)
+        return true;
+    if (api_parse_positive(s, &n) && n <= 0x7fffffff) {
+        *out = (int)n;
+        return true;
+    }
+    json_t *d = json_array();
+    api_detail(d, name, "must be a positive integer (a version number)");
+    char msg[64];
+    snprintf(msg, sizeof(msg), "invalid %s", name);
+    http_respond_error(req, SX_EINVAL, msg, d);
+    return false;
+}
+
+void api_config_diff(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    int from, to;
+    const char *id = config_id_or_respond(req, NULL);
+    if (id == NULL || !diff_param_or_respond(req, "from", &from) ||
+        !diff_param_or_respond(req, "to", &to))
+        return;
+    pg_conn *c = api_conn_or_respond(req, api);
+    if (c == NULL)
+        return;
+    sx_arena *a = http_req_arena(req);
+    cfg_record *cfg = NULL;
+    cfg_version *vf = NULL, *vt = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = cfg_repo_get(c, id, true, a, &cfg, &err);
+    if (rc == 0) {
+        /* Defaults: the latest version against the one before it. */
+        if (to == 0)
+            to = cfg->latest_version;
+        if (from == 0)
+            from = to > 1 ? to - 1 : 1;
+        rc = cfg_repo_get_version(c, id, from, a, &vf, &err);
+        if (rc == 0)
+            rc = cfg_repo_get_version(c, id, to, a, &vt, &err);
+    }
+    pg_release(rest_server(api)->db, c);
+    if (rc) {
+        api_respond_err(req, &err);
+        return;
+    }
+    json_t *d = diff_json(vf->spec, vt->spec, "spec");
+    json_t *body = json_pack("{s:s,s:i,s:i,s:s,s:s}", "config_id", id, "from", from, "to", to,
+                             "from_checksum", vf->checksum, "to_checksum", vt->checksum);
+    json_object_update(body, d);
+    json_decref(d);
+    http_respond_json(req, 200, body);
+}
+
+/* ------------------------------------------------------------------ rollback */
+
+static json_t *rollback_extra(const apply_result *res, const apply_request *ar)
+{
+    return json_pack("{s:{s:i,s:i,s:i}}", "rollback", "source_version", ar->rollback_to,
+                     "before_version", res->before_version, "after_version", res->latest_version);
+}
+
+void api_config_rollback(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    api_change ch = {req, api, "config.rollback", "config", http_req_param(req, "id")};
+    const char *id = config_id_or_respond(req, &ch);
+    json_t *body;
+    int if_match;
+    if (id == NULL || !db_or_respond(req, api) || !api_if_match_or_respond(req, &ch, &if_match) ||
+        !api_body_or_respond(req, &ch, rollback_fields, NFIELDS(rollback_fields), &body))
+        return;
+    json_int_t v = json_integer_value(json_object_get(body, "version"));
+    if (v < 1 || v > 0x7fffffff) {
+        json_t *d = json_array();
+        api_detail(d, "version", "must be a positive integer (a version of this config)");
+        api_fail(req, &ch, SX_EINVAL, "the request body has 1 problem", d);
+        return;
+    }
+    const char *msg = api_str(body, "message");
+    char dflt[64];
+    snprintf(dflt, sizeof(dflt), "rollback to version %lld", (long long)v);
+    apply_request ar = {
+        .op = APPLY_ROLLBACK,
+        .config_id = id,
+        .if_match = if_match,
+        .rollback_to = (int)v,
+        .message = msg && msg[0] ? msg : dflt,
+    };
+    run_change(&ch, &ar, 200, rollback_extra);
+}

@@ -1,0 +1,61 @@
+/*
+ * handlers_routes.h — the REST API's handlers, its route table and its OpenAPI document.
+ *
+ * api/routes.c owns the table of every /api/v1 route (method, pattern, the RBAC
+ * resource type and action, handler) and registers it with the pipeline of api/rest.h;
+ * the handlers live in api/handlers_<resource>.c; api/openapi.c describes the same
+ * routes as an OpenAPI 3 document, and a test checks that the two agree.
+ */
+#ifndef SX_API_HANDLERS_H
+#define SX_API_HANDLERS_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "api/rest.h"
+
+/* One route of the REST API. */
+typedef struct api_route {
+    const char *method;        /* "GET", "POST", "PUT", "DELETE" */
+    const char *pattern;       /* "/api/v1/configs/{id}" */
+    const char *resource_type; /* what the RBAC policy is asked about: "configs", ... */
+    const char *action;        /* "read", "create", "update", "delete", "rollback" */
+    rest_handler_fn fn;
+} api_route;
+
+/* The route table (static, never NULL); *n gets its length. */
+const api_route *api_routes(size_t *n);
+
+/* The OpenAPI 3.0 document of the REST API. New reference owned by the caller. */
+json_t *openapi_document(void);
+
+/* configs (api/handlers_configs.c) */
+void api_configs_list(http_request *req, rest_api *api, void *ud);
+void api_configs_create(http_request *req, rest_api *api, void *ud);
+void api_configs_validate(http_request *req, rest_api *api, void *ud);
+void api_config_get(http_request *req, rest_api *api, void *ud);
+void api_config_put(http_request *req, rest_api *api, void *ud);
+void api_config_delete(http_request *req, rest_api *api, void *ud);
+void api_config_versions(http_request *req, rest_api *api, void *ud);
+void api_config_version(http_request *req, rest_api *api, void *ud);
+void api_config_diff(http_request *req, rest_api *api, void *ud);
+void api_config_rollback(http_request *req, rest_api *api, void *ud);
+
+/* snapshots and groups (api/handlers_snapshots.c) */
+void api_snapshots_list(http_request *req, rest_api *api, void *ud);
+void api_snapshot_get(http_request *req, rest_api *api, void *ud);
+void api_groups_list(http_request *req, rest_api *api, void *ud);
+void api_group_rollback(http_request *req, rest_api *api, void *ud);
+
+/* proxies (api/handlers_proxies.c) */
+void api_proxies_list(http_request *req, rest_api *api, void *ud);
+void api_proxy_get(http_request *req, rest_api *api, void *ud);
+void api_proxy_config(http_request *req, rest_api *api, void *ud);
+
+/* audit log (api/handlers_audit.c) */
+void api_audit_list(http_request *req, rest_api *api, void *ud);
+
+/* the OpenAPI document itself (api/openapi.c) */
+void api_openapi(http_request *req, rest_api *api, void *ud);
+
+#endif

@@ -1,0 +1,558 @@
+/*
+ * policy.c — the RBAC policy: loading the YAML file (libyaml) and answering
+ * "may role do action on resource".
+ *
+ * The file is loaded with libyaml's document API into a node tree and walked once;
+ * every problem is collected with the line of the node it is about, so an operator
+ * fixes a policy in one round trip, and a policy with any problem is refused as a whole
+ * (a half-loaded policy would grant or deny by accident). The loaded form is a list of
+ * roles, each a list of rules (a type pattern, an optional id pattern, the actions), and
+ * a check is a linear scan: policies are a handful of rules, and a scan over them costs
+ * less than the request's database round trip by orders of magnitude.
+ */
+#include "api/policy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "server/base/buf.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+
+#define MAX_POLICY_BYTES (1024 * 1024)
+#define MAX_NAME_LEN     64
+#define MAX_PATTERN_LEN  256
+
+/* The built-in policy. Kept in the file format so that it documents itself and goes
+ * through the same loader as any file. */
+static const char builtin_yaml[] = "# The built-in RBAC policy of Sextant.\n"
+                                   "roles:\n"
+                                   "  - name: admin\n"
+                                   "    description: everything\n"
+                                   "    permissions:\n"
+                                   "      - resource: \"*\"\n"
+                                   "        actions: [\"*\"]\n"
+                                   "  - name: operator\n"
+                                   "    description: reads everything, changes configuration\n"
+                                   "    permissions:\n"
+                                   "      - resource: \"*\"\n"
+                                   "        actions: [read]\n"
+                                   "      - resource: configs\n"
+                                   "        actions: [create, update, delete, rollback, apply,\n"
+                                   "                  validate]\n"
+                                   "      - resource: groups\n"
+                                   "        actions: [rollback]\n"
+                                   "      - resource: deployments\n"
+                                   "        actions: [\"*\"]\n"
+                                   "  - name: viewer\n"
+                                   "    description: reads everything\n"
+                                   "    permissions:\n"
+                                   "      - resource: \"*\"\n"
+                                   "        actions: [read]\n";
+
+typedef struct rule {
+    char *type_pat; /* pattern for the resource type */
+    char *id_pat;   /* pattern for the id; NULL: any id or none */
+    char **actions; /* action patterns */
+    size_t nactions;
+} rule;
+
+typedef struct role {
+    char *name;
+    rule *rules;
+    size_t nrules;
+} role;
+
+struct policy {
+    role *roles;
+    size_t nroles;
+};
+
+/* ------------------------------------------------------------------ matching */
+
+/* Glob match where '*' matches any run of characters (including none). */
+static bool glob_match(const char *pat, const char *s)
+{
+    const char *star = NULL, *resume = NULL;
+    while (*s) {
+        if (*pat == '*') {
+            star = pat++;
+            resume = s;
+        } else if (*pat == *s) {
+            pat++;
+            s++;
+        } else if (star) {
+            pat = star + 1;
+            s = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (*pat == '*')
+        pat++;
+    return *pat == '\0';
+}
+
+static const role *find_role(const policy *p, const char *name)
+{
+    for (size_t i = 0; i < p->nroles; i++)
+        if (strcmp(p->roles[i].name, name) == 0)
+            return &p->roles[i];
+    return NULL;
+}
+
+bool policy_has_role(const policy *p, const char *role_name)
+{
+    return role_name && find_role(p, role_name) != NULL;
+}
+
+const char *policy_role_names(const policy *p, char *out, size_t outlen)
+{
+    size_t j = 0;
+    if (outlen == 0)
+        return out;
+    out[0] = '\0';
+    for (size_t i = 0; i < p->nroles && j < outlen; i++)
+        j += (size_t)snprintf(out + j, outlen - j, "%s%s", i ? ", " : "", p->roles[i].name);
+    return out;
+}
+
+bool policy_allows(const policy *p, const char *role_name, const char *resource_type,
+                   const char *resource_id, const char *action)
+{
+    if (role_name == NULL || resource_type == NULL || action == NULL)
+        return false;
+    const role *r = find_role(p, role_name);
+    if (r == NULL)
+        return false;
+    bool has_id = resource_id && *resource_id;
+    for (size_t i = 0; i < r->nrules; i++) {
+        const rule *ru = &r->rules[i];
+        if (!glob_match(ru->type_pat, resource_type))
+            continue;
+        if (ru->id_pat &&
+            !(has_id ? glob_match(ru->id_pat, resource_id) : strcmp(ru->id_pat, "*") == 0))
+            continue;
+        for (size_t k = 0; k < ru->nactions; k++)
+            if (glob_match(ru->actions[k], action))
+                return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------ freeing */
+
+/* Frees what r holds and zeroes it. */
+static void role_clear(role *r)
+{
+    for (size_t k = 0; k < r->nrules; k++) {
+        rule *ru = &r->rules[k];
+        sx_free(ru->type_pat);
+        sx_free(ru->id_pat);
+        for (size_t a = 0; a < ru->nactions; a++)
+            sx_free(ru->actions[a]);
+        sx_free(ru->actions);
+    }
+    sx_free(r->rules);
+    sx_free(r->name);
+    memset(r, 0, sizeof(*r));
+}
+
+void policy_free(policy *p)
+{
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < p->nroles; i++)
+        role_clear(&p->roles[i]);
+    sx_free(p->roles);
+    sx_free(p);
+}
+
+/* ------------------------------------------------------------------ loading */
+
+typedef struct loader {
+    const char *name; /* file name for messages */
+    yaml_document_t *doc;
+    sx_fielderrs errs; /* every problem, path "NAME:LINE" */
+    policy *p;
+} loader;
+
+static void problem(loader *L, size_t line, const char *path, const char *fmt, ...) SX_PRINTF(4, 5);
+static void problem(loader *L, size_t line, const char *path, const char *fmt, ...)
+{
+    char msg[512], where[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(where, sizeof(where), "%s:%zu", L->name, line);
+    if (path && *path)
+        sx_fielderrs_add(&L->errs, where, "%s: %s", path, msg);
+    else
+        sx_fielderrs_add(&L->errs, where, "%s", msg);
+}
+
+static size_t line_of(const yaml_node_t *n)
+{
+    return n->start_mark.line + 1;
+}
+
+static yaml_node_t *node_at(loader *L, int index)
+{
+    return yaml_document_get_node(L->doc, index);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static const char *kind_name(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "empty";
+    }
+}
+
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_NAME_LEN)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+            return false;
+    return true;
+}
+
+/* Resource types and ids: letters, digits and "_.:-", plus "*". */
+static bool pattern_part_ok(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  strchr("_.:-*", c) != NULL;
+        if (!ok || c == '\0')
+            return false;
+    }
+    return true;
+}
+
+static bool action_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_NAME_LEN)
+        return false;
+    for (const char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' ||
+              *c == '*'))
+            return false;
+    return true;
+}
+
+/* Looks through a mapping's keys: each must be one of allowed (NULL-terminated), and
+ * appear once. Reports the others. */
+static void check_keys(loader *L, yaml_node_t *map, const char *path, const char *const *allowed)
+{
+    char expected[128] = "";
+    for (size_t i = 0, j = 0; allowed[i] && j < sizeof(expected); i++)
+        j +=
+            (size_t)snprintf(expected + j, sizeof(expected) - j, "%s%s", i ? ", " : "", allowed[i]);
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = node_at(L, pr->key);
+        const char *key = scalar(k);
+        if (key == NULL) {
+            problem(L, line_of(k), path, "keys must be plain names");
+            continue;
+        }
+        bool known = false;
+        for (size_t i = 0; allowed[i]; i++)
+            known = known || strcmp(allowed[i], key) == 0;
+        char sub[300];
+        snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", key);
+        if (!known) {
+            if (*path == '\0' && strcmp(key, "users") == 0)
+                problem(L, line_of(k), sub,
+                        "not supported: a user's role comes from the role claim of the token");
+            else
+                problem(L, line_of(k), sub, "unknown key (expected %s)", expected);
+            continue;
+        }
+        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < pr; q++) {
+            const char *other = scalar(node_at(L, q->key));
+            if (other && strcmp(other, key) == 0) {
+                problem(L, line_of(k), sub, "duplicate key");
+                break;
+            }
+        }
+    }
+}
+
+/* The value of key in map, or NULL. */
+static yaml_node_t *map_get(loader *L, yaml_node_t *map, const char *key)
+{
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        const char *k = scalar(node_at(L, pr->key));
+        if (k && strcmp(k, key) == 0)
+            return node_at(L, pr->value);
+    }
+    return NULL;
+}
+
+static void load_actions(loader *L, yaml_node_t *n, const char *path, rule *ru)
+{
+    if (n->type != YAML_SEQUENCE_NODE) {
+        problem(L, line_of(n), path, "must be a list of action names, got %s", kind_name(n));
+        return;
+    }
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (count == 0)
+        problem(L, line_of(n), path, "must name at least one action");
+    ru->actions = sx_calloc(count ? count : 1, sizeof(char *));
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *a = node_at(L, n->data.sequence.items.start[i]);
+        const char *s = scalar(a);
+        char sub[300];
+        snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+        if (s == NULL) {
+            problem(L, line_of(a), sub, "must be an action name, got %s", kind_name(a));
+        } else if (!action_ok(s)) {
+            problem(L, line_of(a), sub,
+                    "invalid action \"%.80s\": use 1-64 of a-z, 0-9, _ and -, or \"*\"", s);
+        } else {
+            ru->actions[ru->nactions++] = sx_strdup(s);
+        }
+    }
+}
+
+static void load_resource(loader *L, yaml_node_t *n, const char *path, rule *ru)
+{
+    const char *s = scalar(n);
+    if (s == NULL) {
+        problem(L, line_of(n), path, "must be a resource pattern, got %s", kind_name(n));
+        return;
+    }
+    const char *slash = strchr(s, '/');
+    size_t tlen = slash ? (size_t)(slash - s) : strlen(s);
+    if (strlen(s) > MAX_PATTERN_LEN || !pattern_part_ok(s, tlen) ||
+        (slash && (strchr(slash + 1, '/') || !pattern_part_ok(slash + 1, strlen(slash + 1))))) {
+        problem(L, line_of(n), path,
+                "invalid resource pattern \"%.80s\": expected TYPE or TYPE/ID, such as "
+                "configs, \"*\" or \"groups/edge-*\"",
+                s);
+        return;
+    }
+    ru->type_pat = sx_strndup(s, tlen);
+    ru->id_pat = slash ? sx_strdup(slash + 1) : NULL;
+}
+
+static void load_permissions(loader *L, yaml_node_t *n, const char *path, role *r)
+{
+    static const char *const keys[] = {"resource", "actions", "description", NULL};
+    if (n->type != YAML_SEQUENCE_NODE) {
+        problem(L, line_of(n), path, "must be a list of rules, got %s", kind_name(n));
+        return;
+    }
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    r->rules = sx_calloc(count ? count : 1, sizeof(rule));
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *pn = node_at(L, n->data.sequence.items.start[i]);
+        char sub[256], field[300];
+        snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+        if (pn->type != YAML_MAPPING_NODE) {
+            problem(L, line_of(pn), sub, "must be a mapping with resource and actions, got %s",
+                    kind_name(pn));
+            continue;
+        }
+        check_keys(L, pn, sub, keys);
+        rule *ru = &r->rules[r->nrules++];
+        yaml_node_t *res = map_get(L, pn, "resource");
+        yaml_node_t *act = map_get(L, pn, "actions");
+        snprintf(field, sizeof(field), "%s.resource", sub);
+        if (res == NULL)
+            problem(L, line_of(pn), field, "required");
+        else
+            load_resource(L, res, field, ru);
+        snprintf(field, sizeof(field), "%s.actions", sub);
+        if (act == NULL)
+            problem(L, line_of(pn), field, "required");
+        else
+            load_actions(L, act, field, ru);
+    }
+}
+
+static void load_roles(loader *L, yaml_node_t *n)
+{
+    static const char *const keys[] = {"name", "permissions", "description", NULL};
+    if (n->type != YAML_SEQUENCE_NODE) {
+        problem(L, line_of(n), "roles", "must be a list of roles, got %s", kind_name(n));
+        return;
+    }
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    L->p->roles = sx_calloc(count ? count : 1, sizeof(role));
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *rn = node_at(L, n->data.sequence.items.start[i]);
+        char path[64], field[96];
+        snprintf(path, sizeof(path), "roles[%zu]", i);
+        if (rn->type != YAML_MAPPING_NODE) {
+            problem(L, line_of(rn), path, "must be a mapping with name and permissions, got %s",
+                    kind_name(rn));
+            continue;
+        }
+        check_keys(L, rn, path, keys);
+        role *r = &L->p->roles[L->p->nroles];
+        yaml_node_t *name = map_get(L, rn, "name");
+        snprintf(field, sizeof(field), "%s.name", path);
+        const char *s = name ? scalar(name) : NULL;
+        if (name == NULL) {
+            problem(L, line_of(rn), field, "required");
+        } else if (s == NULL || !name_ok(s)) {
+            problem(L, line_of(name), field,
+                    "invalid role name%s%.64s%s: use 1-64 of a-z, 0-9, _ and -", s ? " \"" : "",
+                    s ? s : "", s ? "\"" : "");
+        } else if (find_role(L->p, s)) {
+            problem(L, line_of(name), field, "role \"%s\" is defined twice", s);
+        } else {
+            r->name = sx_strdup(s);
+        }
+        yaml_node_t *perms = map_get(L, rn, "permissions");
+        snprintf(field, sizeof(field), "%s.permissions", path);
+        if (perms == NULL)
+            problem(L, line_of(rn), field, "required (an empty list grants nothing)");
+        else
+            load_permissions(L, perms, field, r);
+        if (r->name)
+            L->p->nroles++;
+        else
+            role_clear(r); /* not kept (the load fails anyway); its rules are freed */
+    }
+}
+
+int policy_parse(const char *text, size_t len, const char *name, policy **out, sx_fielderrs *errs,
+                 sx_err *err)
+{
+    *out = NULL;
+    loader L = {.name = name ? name : "policy"};
+    L.p = sx_calloc(1, sizeof(policy));
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    bool have_doc = false;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        problem(&L, parser.problem_mark.line + 1, NULL, "invalid YAML: %s%s%s",
+                parser.problem ? parser.problem : "syntax error", parser.context ? " " : "",
+                parser.context ? parser.context : "");
+    } else {
+        have_doc = true;
+        L.doc = &doc;
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        static const char *const top_keys[] = {"roles", NULL};
+        if (root == NULL) {
+            problem(&L, 1, NULL, "the policy is empty: it needs a roles list");
+        } else if (root->type != YAML_MAPPING_NODE) {
+            problem(&L, line_of(root), NULL,
+                    "the policy must be a mapping with a roles list, "
+                    "got %s",
+                    kind_name(root));
+        } else {
+            check_keys(&L, root, "", top_keys);
+            yaml_node_t *roles = map_get(&L, root, "roles");
+            if (roles == NULL)
+                problem(&L, line_of(root), "roles", "required");
+            else
+                load_roles(&L, roles);
+        }
+        if (root != NULL) {
+            yaml_document_t next;
+            if (yaml_parser_load(&parser, &next)) {
+                yaml_node_t *r2 = yaml_document_get_root_node(&next);
+                if (r2)
+                    problem(&L, line_of(r2), NULL, "only one YAML document is allowed");
+                yaml_document_delete(&next);
+            } else {
+                problem(&L, parser.problem_mark.line + 1, NULL, "invalid YAML: %s",
+                        parser.problem ? parser.problem : "syntax error");
+            }
+        }
+    }
+    if (have_doc)
+        yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+
+    if (L.errs.count > 0) {
+        const sx_fielderr *first = &L.errs.items[0];
+        sx_err_set(err, SX_EINVAL, "%s: %s%s", first->path, first->message,
+                   L.errs.count > 1 ? " (and more)" : "");
+        if (L.errs.count > 1) {
+            char *all = sx_fielderrs_join(&L.errs);
+            sx_err_detail(err, "%zu problems: %s.", L.errs.count, all);
+            sx_free(all);
+        }
+        for (size_t i = 0; errs && i < L.errs.count; i++)
+            sx_fielderrs_add(errs, L.errs.items[i].path, "%s", L.errs.items[i].message);
+        sx_fielderrs_free(&L.errs);
+        policy_free(L.p);
+        return SX_EINVAL;
+    }
+    *out = L.p;
+    return 0;
+}
+
+int policy_load_file(const char *path, policy **out, sx_fielderrs *errs, sx_err *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return sx_err_set(err, SX_EIO, "could not read RBAC policy %s: %s", path, strerror(errno));
+    sx_buf b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len <= MAX_POLICY_BYTES)
+        sx_buf_append(&b, chunk, n);
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    int rc;
+    if (failed)
+        rc = sx_err_set(err, SX_EIO, "could not read RBAC policy %s: read error", path);
+    else if (b.len > MAX_POLICY_BYTES)
+        rc = sx_err_set(err, SX_EINVAL, "RBAC policy %s is larger than %d bytes", path,
+                        MAX_POLICY_BYTES);
+    else
+        rc = policy_parse(sx_buf_cstr(&b), b.len, path, out, errs, err);
+    sx_buf_free(&b);
+    return rc;
+}
+
+const char *policy_builtin_yaml(void)
+{
+    return builtin_yaml;
+}
+
+policy *policy_builtin(void)
+{
+    policy *p = NULL;
+    sx_err err;
+    if (policy_parse(builtin_yaml, sizeof(builtin_yaml) - 1, "built-in policy", &p, NULL, &err) !=
+        0) {
+        SX_ERROR("policy", "bug: the built-in policy does not load: %s", err.message);
+        abort();
+    }
+    return p;
+}

@@ -1,0 +1,76 @@
+/*
+ * policy.h — the RBAC policy: which role may do which action on which resource.
+ *
+ * The file format (auth.policy_file; the built-in default is policy_builtin_yaml()),
+ * shaped like the design's rbac-policies.yaml:
+ *
+ *   roles:
+ *     - name: operator                 # a role, as named by the token's "role" claim
+ *       permissions:                   # rules; a request is allowed when any rule matches
+ *         - resource: configs          # a TYPE or TYPE/ID pattern
+ *           actions: [read, create]    # action names, or "*" for every action
+ *         - resource: "groups/edge-*"  # only the groups whose name starts with edge-
+ *           actions: [rollback]
+ *
+ * A request asks about (role, resource type, resource id or none, action); the REST
+ * routes name the type ("configs", "snapshots", "proxies", "groups", "deployments",
+ * "audit", "auth") and the action ("read", "create", "update", "delete", "rollback",
+ * "apply", ...), and the id is the route's {id}, {node_id} or {group}. In patterns and
+ * actions "*" matches any run of characters. A pattern without a slash is matched
+ * against the type alone, so it covers the type's collection and every id ("*" covers
+ * everything). A pattern TYPE/ID needs a request with an id that ID matches, except
+ * that an ID of exactly "*" also covers requests without an id, so the design's
+ * "configs/" + "*" style means the same as "configs". There are only grants, no
+ * denials: what no rule grants is refused. Role names are 1-64 of [a-z0-9_-], unique.
+ * Unknown keys are errors (a misspelt key must not silently change what is granted),
+ * and every error is reported with its line.
+ */
+#ifndef SX_API_POLICY_H
+#define SX_API_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/base/err.h"
+#include "server/base/fielderr.h"
+
+/* A loaded policy. Read-only once loaded, so any thread may consult it. */
+typedef struct policy policy;
+
+/* The YAML text of the built-in policy (viewer reads everything; operator also
+ * changes configs, rolls back configs and groups, and does everything with
+ * deployments; admin does everything). Static storage. */
+const char *policy_builtin_yaml(void);
+
+/* The built-in policy, parsed; never NULL (a parse failure is a bug and aborts). Free
+ * with policy_free. */
+policy *policy_builtin(void);
+
+/*
+ * Parses a policy from text[0..len), naming it name ("rbac.yaml") in errors. Returns 0
+ * and *out (free with policy_free), or SX_EINVAL with *out NULL: err->message is the
+ * first problem as "NAME:LINE: PATH: what" with a count of the others, and errs (NULL
+ * allowed) receives every problem, its path "NAME:LINE" and its message "PATH: what".
+ */
+int policy_parse(const char *text, size_t len, const char *name, policy **out, sx_fielderrs *errs,
+                 sx_err *err) SX_MUSTCHECK;
+
+/* Reads and parses the file at path; as policy_parse, plus SX_EIO when it cannot be
+ * read. */
+int policy_load_file(const char *path, policy **out, sx_fielderrs *errs, sx_err *err) SX_MUSTCHECK;
+
+/* NULL allowed. */
+void policy_free(policy *p);
+
+/* True when role is defined by the policy. */
+bool policy_has_role(const policy *p, const char *role);
+
+/* The role names, comma-separated, in file order, into out; returns out. */
+const char *policy_role_names(const policy *p, char *out, size_t outlen);
+
+/* True when role may do action on the resource type (and id; NULL or "" when the
+ * request names none). Unknown roles may do nothing. */
+bool policy_allows(const policy *p, const char *role, const char *resource_type,
+                   const char *resource_id, const char *action);
+
+#endif

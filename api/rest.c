@@ -1,0 +1,336 @@
+/*
+ * rest.c — the REST API's request pipeline: authentication, authorization, rate limit
+ * and the audit of every refusal, in front of every /api/v1 handler.
+ *
+ * rest_route registers a small wrapper with the HTTP router for each route; the wrapper
+ * runs, in order: the JWT check (api/auth.h; 401 when it fails), the RBAC check of the
+ * token's role against the route's resource type and action (api/policy.h; 403), then
+ * the user's read or write token bucket (api/ratelimit.h; 429 with Retry-After). Only
+ * then does the handler run, with the principal attached to the request. Each refusal
+ * is answered in the common error shape, counted in
+ * sextant_api_requests_denied_total{status} and written as one audit_log row on a
+ * pooled connection before the answer goes out, so an auditor who sees the answer can
+ * find the row. A refusal whose row cannot be written (database down) is still
+ * refused: the failure is logged, never turned into an allow.
+ *
+ * Authentication comes first so that nothing about the policy or the rate limits is
+ * revealed to a caller without a valid token; the rate limit comes last because it is
+ * per user, and the user is known only once the token is.
+ */
+#include "api/rest.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/auth.h"
+#include "api/policy.h"
+#include "api/ratelimit.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+#include "server/server.h"
+#include "storage/pg_pool.h"
+#include "storage/repo_audit.h"
+
+#define ANONYMOUS "anonymous"
+
+/* One registered route: what the wrapper needs to check and call. */
+typedef struct rest_route_ctx {
+    rest_api *api;
+    char *resource_type;
+    char *action;
+    bool write; /* draws from the write bucket */
+    rest_handler_fn fn;
+    void *ud;
+} rest_route_ctx;
+
+struct rest_api {
+    struct sx_server *srv;   /* borrowed */
+    bool auth_enabled;       /* auth.enabled */
+    auth_verifier *auth;     /* owned */
+    policy *policy;          /* owned; the file's or the built-in */
+    ratelimit *limits;       /* owned */
+    rest_route_ctx **routes; /* owned; kept until rest_destroy */
+    size_t nroutes;
+    sx_metric *m_denied; /* sextant_api_requests_denied_total{status} */
+};
+
+int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
+{
+    *out = NULL;
+    const sextant_config *cfg = srv->config;
+    policy *pol = NULL;
+    if (cfg->auth.policy_file) {
+        int rc = policy_load_file(cfg->auth.policy_file, &pol, NULL, err);
+        if (rc != 0) {
+            sx_err_prefix(err, "auth.policy_file");
+            if (err)
+                err->code = SX_EINVAL;
+            return SX_EINVAL;
+        }
+    } else {
+        pol = policy_builtin();
+    }
+    rest_api *api = sx_calloc(1, sizeof(*api));
+    api->srv = srv;
+    api->auth_enabled = cfg->auth.enabled;
+    api->auth = auth_verifier_create(cfg);
+    api->policy = pol;
+    ratelimit_options ro = {.read_rate = cfg->ratelimit.read_rate,
+                            .read_burst = cfg->ratelimit.read_burst,
+                            .write_rate = cfg->ratelimit.write_rate,
+                            .write_burst = cfg->ratelimit.write_burst};
+    api->limits = ratelimit_create(&ro, srv->metrics);
+    api->m_denied = sx_metrics_counter(srv->metrics, "sextant_api_requests_denied_total",
+                                       "API requests refused by authentication (401), "
+                                       "authorization (403) or the rate limit (429)",
+                                       "status");
+
+    char roles[256];
+    if (!api->auth_enabled) {
+        sx_log_fields(SX_LOG_WARN, "auth", json_pack("{s:b}", "auth_enabled", 0),
+                      "authentication is disabled (auth.enabled=false): anyone who can reach "
+                      "the API acts as an admin; never run like this outside development");
+    } else if (!auth_has_keys(api->auth)) {
+        SX_WARN("auth", "no token verification key is configured (auth.hs256_secret, "
+                        "auth.hs256_secret_file or auth.rs256_public_key_file): every /api/v1 "
+                        "request will be refused with 401");
+    } else {
+        sx_log_fields(SX_LOG_INFO, "auth",
+                      json_pack("{s:b,s:b,s:s?,s:s?,s:s,s:s}", "hs256",
+                                cfg->auth.hs256_secret != NULL, "rs256",
+                                cfg->auth.rs256_public_key_pem != NULL, "issuer", cfg->auth.issuer,
+                                "audience", cfg->auth.audience, "policy",
+                                cfg->auth.policy_file ? cfg->auth.policy_file : "built-in", "roles",
+                                policy_role_names(pol, roles, sizeof(roles))),
+                      "API authentication enabled");
+    }
+    *out = api;
+    return 0;
+}
+
+void rest_destroy(rest_api *api)
+{
+    if (api == NULL)
+        return;
+    for (size_t i = 0; i < api->nroutes; i++) {
+        sx_free(api->routes[i]->resource_type);
+        sx_free(api->routes[i]->action);
+        sx_free(api->routes[i]);
+    }
+    sx_free(api->routes);
+    ratelimit_destroy(api->limits);
+    policy_free(api->policy);
+    auth_verifier_destroy(api->auth);
+    sx_free(api);
+}
+
+struct sx_server *rest_server(rest_api *api)
+{
+    return api->srv;
+}
+
+const rest_principal *rest_principal_of(http_request *req)
+{
+    return http_req_app_data(req);
+}
+
+const char *rest_source_ip(http_request *req)
+{
+    return http_req_remote_ip(req);
+}
+
+/* ------------------------------------------------------------------ refusals */
+
+/* The id the route names, for the audit row: {id}, {node_id} or {group}; NULL if none. */
+static const char *route_resource_id(const http_request *req)
+{
+    static const char *const names[] = {"id", "node_id", "group"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = http_req_param(req, names[i]);
+        if (v && *v)
+            return v;
+    }
+    return NULL;
+}
+
+/* The audit log names resource types in the singular ("config", as the write path
+ * does); routes name the collection ("configs"). */
+static const char *audit_type(const char *resource_type)
+{
+    static const struct {
+        const char *route, *audit;
+    } names[] = {{"configs", "config"},
+                 {"snapshots", "snapshot"},
+                 {"proxies", "proxy"},
+                 {"groups", "group"},
+                 {"deployments", "deployment"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(resource_type, names[i].route) == 0)
+            return names[i].audit;
+    return resource_type;
+}
+
+/* Writes the audit row of a refusal; failures are logged, never answered. */
+static void audit_denial(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
+                         int status, const char *reason)
+{
+    pg_pool *db = rc->api->srv->db;
+    sx_arena *a = http_req_arena(req);
+    const char *type = audit_type(rc->resource_type);
+    const char *action = sx_arena_printf(a, "%s.%s", type, rc->action);
+    if (db == NULL) {
+        SX_WARN("auth", "no database: the %d refusal of %s by %s was not audited", status, action,
+                user);
+        return;
+    }
+    const char *ip = rest_source_ip(req);
+    json_t *details =
+        json_pack("{s:s,s:s,s:s,s:s}", "reason", reason, "method", http_req_method(req), "path",
+                  http_req_path(req), "route", http_req_route(req));
+    audit_new in = {.actor = user,
+                    .actor_role = role,
+                    .action = action,
+                    .resource_type = type,
+                    .resource_id = route_resource_id(req),
+                    .result = AUDIT_DENIED,
+                    .status_code = status,
+                    .request_id = http_req_id(req),
+                    .source_ip = ip[0] ? ip : NULL,
+                    .details = details};
+    sx_err err;
+    sx_err_clear(&err);
+    pg_conn *c = NULL;
+    int rc_db = pg_acquire(db, &c, &err);
+    if (rc_db == 0)
+        rc_db = audit_repo_append(c, &in, NULL, &err);
+    pg_release(db, c);
+    json_decref(details);
+    if (rc_db != 0) {
+        sx_err_prefix(&err, "could not audit the %d refusal of %s by %s (request %s)", status,
+                      action, user, http_req_id(req));
+        sx_log_err(SX_LOG_ERROR, "auth", &err);
+    }
+}
+
+/* Answers a refusal: audit row, metric, log line, error body. code is SX_EUNAUTH,
+ * SX_EFORBIDDEN or SX_ERATELIMIT. */
+static void deny(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
+                 int code, const char *message)
+{
+    int status = sx_code_http_status(code);
+    audit_denial(rc, req, user, role, status, message);
+    char st[8];
+    snprintf(st, sizeof(st), "%d", status);
+    const char *label[] = {st};
+    sx_metric_inc(rc->api->m_denied, label);
+    sx_log_fields(SX_LOG_INFO, "auth",
+                  json_pack("{s:s,s:s,s:s,s:i,s:s,s:s}", "user", user, "role", role, "action",
+                            rc->action, "status", status, "request_id", http_req_id(req), "remote",
+                            rest_source_ip(req)),
+                  "refused %s %s: %s", http_req_method(req), http_req_path(req), message);
+    if (code == SX_EUNAUTH) {
+        /* RFC 6750: a request without credentials gets the bare challenge. */
+        char challenge[256];
+        if (strcmp(message, "missing bearer token") == 0)
+            snprintf(challenge, sizeof(challenge), "Bearer realm=\"sextant\"");
+        else
+            snprintf(challenge, sizeof(challenge),
+                     "Bearer realm=\"sextant\", error=\"invalid_token\", "
+                     "error_description=\"%s\"",
+                     message);
+        http_req_set_header(req, "WWW-Authenticate", challenge);
+    }
+    http_respond_error(req, code, message, NULL);
+}
+
+/* ------------------------------------------------------------------ the pipeline */
+
+static void pipeline(http_request *req, void *ud)
+{
+    rest_route_ctx *rc = ud;
+    rest_api *api = rc->api;
+    sx_arena *a = http_req_arena(req);
+    rest_principal *who = sx_arena_alloc(a, sizeof(*who));
+    const char *bucket_key;
+
+    if (!api->auth_enabled) {
+        who->user = ANONYMOUS;
+        who->role = "admin";
+        /* Without identities, callers are told apart by address. */
+        bucket_key = sx_arena_printf(a, "%s@%s", ANONYMOUS, rest_source_ip(req));
+    } else {
+        auth_identity id;
+        sx_err err;
+        sx_err_clear(&err);
+        if (auth_verify(api->auth, http_req_header(req, "Authorization"), (int64_t)time(NULL), a,
+                        &id, &err) != 0) {
+            deny(rc, req, ANONYMOUS, "", SX_EUNAUTH, err.message);
+            return;
+        }
+        who->user = id.user;
+        who->role = id.role;
+        if (!policy_has_role(api->policy, id.role)) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "role \"%s\" is not defined by the RBAC policy", id.role);
+            deny(rc, req, id.user, id.role, SX_EFORBIDDEN, msg);
+            return;
+        }
+        if (!policy_allows(api->policy, id.role, rc->resource_type, route_resource_id(req),
+                           rc->action)) {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "role %s may not %s %s", id.role, rc->action,
+                     rc->resource_type);
+            deny(rc, req, id.user, id.role, SX_EFORBIDDEN, msg);
+            return;
+        }
+        bucket_key = id.user;
+    }
+
+    int retry = 0;
+    if (!ratelimit_take(api->limits, bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ,
+                        &retry)) {
+        char secs[16], msg[160];
+        snprintf(secs, sizeof(secs), "%d", retry);
+        snprintf(msg, sizeof(msg), "too many %s requests: retry in %d second%s",
+                 rc->write ? "write" : "read", retry, retry == 1 ? "" : "s");
+        http_req_set_header(req, "Retry-After", secs);
+        deny(rc, req, who->user, who->role, SX_ERATELIMIT, msg);
+        return;
+    }
+    http_req_set_app_data(req, who);
+    rc->fn(req, api, rc->ud);
+}
+
+static bool is_read_method(const char *m)
+{
+    return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0;
+}
+
+int rest_route(rest_api *api, const char *method, const char *pattern, const char *resource_type,
+               const char *action, rest_handler_fn fn, void *ud, sx_err *err)
+{
+    if (resource_type == NULL || *resource_type == '\0' || action == NULL || *action == '\0' ||
+        fn == NULL || method == NULL)
+        return sx_err_set(err, SX_EINVAL,
+                          "route %s %s needs a resource type, an action and a "
+                          "handler",
+                          method ? method : "(null)", pattern ? pattern : "(null)");
+    rest_route_ctx *rc = sx_calloc(1, sizeof(*rc));
+    rc->api = api;
+    rc->resource_type = sx_strdup(resource_type);
+    rc->action = sx_strdup(action);
+    rc->write = !is_read_method(method);
+    rc->fn = fn;
+    rc->ud = ud;
+    int rc_route = http_route(api->srv->http, method, pattern, pipeline, rc, err);
+    if (rc_route != 0) {
+        sx_free(rc->resource_type);
+        sx_free(rc->action);
+        sx_free(rc);
+        return rc_route;
+    }
+    api->routes = sx_realloc(api->routes, (api->nroutes + 1) * sizeof(*api->routes));
+    api->routes[api->nroutes++] = rc;
+    return 0;
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# api.sh — REST API benchmark (issue 4, "Benchmark"): sustained requests per second and
+# p50/p90/p99 latency of GET /api/v1/configs/{id} and of PUT /api/v1/configs/{id} (each
+# PUT a new version: validation against the group's other configs, the version, the
+# group's snapshot recomposed and encoded, the audit row and the NOTIFY in one
+# transaction, then the cache), with 1 and 8 concurrent clients.
+#
+# Starts its own PostgreSQL and Redis (tests/lib/services.sh) in a scratch folder,
+# migrates, starts one `sextant serve` with JWT auth on and rate limits out of the way,
+# mints a token with `sextant token`, and runs bench_api_load (tests/bench/api_load.c)
+# for each (operation, clients) pair. The PUT clients each own one config of the same
+# proxy group, so concurrent PUTs queue on the group's row lock as real writers do.
+# Prints one line per run; everything it started is stopped on exit.
+#
+#   tests/bench/api.sh                       # GET and PUT, 1 and 8 clients, 10 s each
+#   tests/bench/api.sh --seconds 3 --clients 1,4
+#
+# SEXTANT_BIN and BENCH_BIN name the binaries (default build-release/sextant and
+# build-release/bench_api_load, built with cmake when missing).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SECONDS_PER_RUN=10
+CLIENTS="1,8"
+CONFIGS=20 # other configs in the group, so composing is not trivially small
+
+usage() {
+    cat <<'TXT'
+usage: tests/bench/api.sh [--seconds S] [--clients N[,N...]] [--configs N]
+  --seconds   length of each run (default 10)
+  --clients   concurrent clients per run (default 1,8)
+  --configs   other configs in the PUT clients' group (default 20)
+Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-release/bench_api_load).
+TXT
+}
+while [ $# -gt 0 ]; do
+    case $1 in
+    --seconds) SECONDS_PER_RUN=${2:?}; shift 2 ;;
+    --clients) CLIENTS=${2:?}; shift 2 ;;
+    --configs) CONFIGS=${2:?}; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+for n in $SECONDS_PER_RUN ${CLIENTS//,/ } $CONFIGS; do
+    [[ $n =~ ^[0-9]+$ ]] || { echo "api bench: not a number: $n" >&2; exit 2; }
+done
+
+# ---------------------------------------------------------------- binaries
+if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
+    SEXTANT_BIN=${SEXTANT_BIN:-$ROOT/build-release/sextant}
+    BENCH_BIN=${BENCH_BIN:-$ROOT/build-release/bench_api_load}
+    if [ ! -x "$SEXTANT_BIN" ] || [ ! -x "$BENCH_BIN" ]; then
+        echo "api bench: building build-release" >&2
+        cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+        cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant bench_api_load >/dev/null
+    fi
+fi
+export -n SEXTANT_BIN BENCH_BIN
+for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
+    [ -x "$b" ] || { echo "api bench: $b is missing" >&2; exit 1; }
+done
+
+# ---------------------------------------------------------------- services
+# shellcheck source=tests/lib/services.sh
+source "$ROOT/tests/lib/services.sh"
+WORK=$(mktemp -d /tmp/sextant-bench-api-XXXXXX)
+chmod 755 "$WORK"
+SERVE_PID=
+cleanup() {
+    local rc=$?
+    if [ -n "$SERVE_PID" ]; then
+        kill -TERM "$SERVE_PID" 2>/dev/null || true
+        wait "$SERVE_PID" 2>/dev/null || true
+    fi
+    svc_redis_stop "$WORK/redis" || true
+    svc_pg_stop "$WORK/pg" || true
+    [ "$rc" -ne 0 ] && [ -f "$WORK/serve.log" ] && tail -n 20 "$WORK/serve.log" >&2
+    rm -rf "$WORK"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+PG_PORT=$(svc_free_port)
+REDIS_PORT=$(svc_free_port)
+HTTP_PORT=$(svc_free_port)
+GRPC_PORT=$(svc_free_port)
+svc_pg_start "$WORK/pg" "$PG_PORT"
+psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" >/dev/null
+svc_redis_start "$WORK/redis" "$REDIS_PORT"
+export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
+export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
+export SEXTANT_AUTH_ENABLED=true SEXTANT_AUTH_HS256_SECRET="bench-secret-0123456789abcdef-0123456789"
+export SEXTANT_RATELIMIT_READ_RATE=1000000 SEXTANT_RATELIMIT_READ_BURST=1000000
+export SEXTANT_RATELIMIT_WRITE_RATE=1000000 SEXTANT_RATELIMIT_WRITE_BURST=1000000
+export SEXTANT_LOG_LEVEL=warn
+"$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
+"$SEXTANT_BIN" serve >"$WORK/serve.log" 2>&1 &
+SERVE_PID=$!
+for _ in $(seq 1 100); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HTTP_PORT/readyz")" = 200 ] && break
+    sleep 0.1
+done
+TOKEN=$("$SEXTANT_BIN" token --user bench --role admin --ttl 2h)
+
+# The group's other configs, and the config the GET runs read.
+spec() { # spec I: a config of its own listener, host, route and backend
+    printf '{"listeners":[{"name":"o%s","address":"0.0.0.0","port":%s,"protocol":"LISTENER_PROTOCOL_HTTP","hostnames":["o%s.example"],"attached_routes":["o%s"]}],"http_routes":[{"name":"o%s","namespace":"bench","hostnames":["o%s.example"],"rules":[{"matches":[{"path":"/","path_type":"PathPrefix"}],"backend_refs":[{"name":"o%s","namespace":"bench","port":8080}]}]}],"backends":[{"name":"o%s","namespace":"bench","protocol":"http","connect_timeout":"1s","endpoints":[{"address":"10.0.0.1","port":8080},{"address":"10.0.0.2","port":8080}]}]}' \
+        "$1" $((32000 + $1)) "$1" "$1" "$1" "$1" "$1" "$1"
+}
+GET_ID=
+for i in $(seq 1 "$CONFIGS"); do
+    id=$(curl -s -X POST -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+        --data-binary "{\"namespace\":\"bench\",\"name\":\"other-$i\",\"groups\":[\"bench\"],\"spec\":$(spec "$i")}" \
+        "http://127.0.0.1:$HTTP_PORT/api/v1/configs" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
+    [ -n "$id" ] || { echo "api bench: could not create config other-$i" >&2; exit 1; }
+    GET_ID=${GET_ID:-$id}
+done
+
+echo "# sextant REST API benchmark: $(nproc) CPUs, ${SECONDS_PER_RUN}s per run, group of $CONFIGS configs + the PUT clients'"
+for c in ${CLIENTS//,/ }; do
+    printf 'GET /api/v1/configs/{id}  '
+    "$BENCH_BIN" --port "$HTTP_PORT" --token "$TOKEN" --mode get --config "$GET_ID" \
+        --clients "$c" --seconds "$SECONDS_PER_RUN"
+done
+base=0
+for c in ${CLIENTS//,/ }; do
+    printf 'PUT /api/v1/configs/{id}  '
+    "$BENCH_BIN" --port "$HTTP_PORT" --token "$TOKEN" --mode put --group bench --tag "c$c" \
+        --base "$base" --clients "$c" --seconds "$SECONDS_PER_RUN"
+    base=$((base + c))
+done
+echo "# versions written: $(psql "$SEXTANT_DATABASE_URL" -qtAXc 'SELECT count(*) FROM config_versions'), snapshots of group bench: $(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT latest_snapshot_version FROM proxy_groups WHERE name = 'bench'")"

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# test_auth.sh — authentication, authorization, rate limits and the audit of refusals,
+# through the real daemon against a real PostgreSQL and Redis.
+#
+# `sextant token` mints an HS256 token that GET /api/v1/whoami accepts; missing,
+# expired, badly signed and unsigned tokens (made here with openssl) get 401 with the
+# reason in the error shape; a role the RBAC policy file does not grant gets 403; a user
+# past the read burst gets 429 with Retry-After; every refusal is one audit_log row
+# (checked by request id with psql) and is counted in /metrics; /healthz, /readyz and
+# /metrics need no token. Then the daemon restarts with auth.enabled=false (answers
+# without a token and warns) and with no key at all (warns, refuses everything).
+set -u
+
+BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
+SRC=${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}
+source "$SRC/tests/lib/shtest.sh"
+source "$SRC/tests/lib/services.sh"
+
+WORK=$(mktemp -d /tmp/sextant-auth-XXXXXX)
+chmod 755 "$WORK"
+PID=
+cleanup() {
+    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+        kill -KILL "$PID" 2>/dev/null
+        wait "$PID" 2>/dev/null
+    fi
+    svc_redis_stop "$WORK/redis"
+    svc_pg_stop "$WORK/pg"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+PG_PORT=$(free_port) || exit 1
+REDIS_PORT=$(free_port) || exit 1
+HTTP_PORT=$(free_port) || exit 1
+GRPC_PORT=$(free_port) || exit 1
+SECRET="integration-test-secret-0123456789abcdef"
+export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
+export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT"
+export SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
+export SEXTANT_REPLICA_ID="auth-test"
+export SEXTANT_AUTH_HS256_SECRET="$SECRET"
+export SEXTANT_AUTH_ISSUER="https://sextant.test"
+export SEXTANT_AUTH_AUDIENCE="sextant-api"
+export SEXTANT_RATELIMIT_READ_BURST=5
+export SEXTANT_RATELIMIT_READ_RATE=1
+# viewer may read configs only, so whoami (auth.read) is refused to it; operator reads
+# everything; admin does everything.
+cat >"$WORK/rbac.yaml" <<'YAML'
+roles:
+  - name: admin
+    permissions:
+      - resource: "*"
+        actions: ["*"]
+  - name: operator
+    permissions:
+      - resource: "*"
+        actions: [read]
+  - name: viewer
+    permissions:
+      - resource: configs
+        actions: [read]
+YAML
+export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
+
+start_serve() {
+    "$BIN" serve >>"$WORK/serve.log" 2>&1 &
+    PID=$!
+    wait_for 10 listening "$HTTP_PORT"
+}
+stop_serve() { # SIGTERM, expect exit 0 within 10 s (under ASan that also means no leak)
+    kill -TERM "$PID"
+    local i
+    for i in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$PID" 2>/dev/null; then
+        fail "sextant did not exit within 10 s of SIGTERM"
+        return
+    fi
+    wait "$PID"
+    local rc=$?
+    PID=
+    check "SIGTERM exits 0 (got $rc)" [ $rc -eq 0 ]
+}
+ready() { [ "$(http GET /readyz)" = 200 ]; }
+metric() { # metric NAME_WITH_LABELS: prints the value, or nothing
+    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
+        awk -v m="$1" '$1 == m { print $2 }'
+}
+sql() { psql "$SEXTANT_DATABASE_URL" -tAc "$1"; }
+json_field() { # json_field FILE JQ-LIKE-PATH (python-free: grep the compact JSON)
+    grep -o "\"$2\":\"[^\"]*\"" "$1" | head -n 1 | sed 's/.*:"\(.*\)"/\1/'
+}
+
+# ------------------------------------------------------------------ tokens made by hand
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+# hs256_token KEY PAYLOAD-JSON [HEADER-JSON]
+hs256_token() {
+    local header=${3:-'{"alg":"HS256","typ":"JWT"}'} h p s
+    h=$(printf '%s' "$header" | b64url)
+    p=$(printf '%s' "$2" | b64url)
+    s=$(printf '%s' "$h.$p" | openssl dgst -sha256 -hmac "$1" -binary | b64url)
+    printf '%s.%s.%s' "$h" "$p" "$s"
+}
+NOW=$(date +%s)
+claims() { # claims SUB ROLE EXP
+    printf '{"sub":"%s","role":"%s","iss":"https://sextant.test","aud":"sextant-api","exp":%s}' \
+        "$1" "$2" "$3"
+}
+
+# denied ID STATUS REASON ACTOR ROLE: the request with X-Request-Id ID got STATUS with
+# the reason in the error shape, and wrote exactly one matching audit_log row.
+denied() {
+    local id=$1 status=$2 reason=$3 actor=$4 role=$5 code
+    case $status in
+    401) code=unauthenticated ;;
+    403) code=permission_denied ;;
+    429) code=rate_limited ;;
+    esac
+    check "$id: error code $code" contains "$WORK/body" "\"code\":\"$code\""
+    check "$id: message \"$reason\"" contains "$WORK/body" "\"message\":\"$reason"
+    check "$id: details array" contains "$WORK/body" '"details":[]'
+    check "$id: one audit_log row" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = '$id'")" = 1 ]
+    check "$id: audit row says who, what, denied, $status" [ "$(sql "SELECT actor || '|' || actor_role || '|' || action || '|' || resource_type || '|' || result || '|' || status_code || '|' || host(source_ip) FROM audit_log WHERE request_id = '$id'")" = "$actor|$role|auth.read|auth|denied|$status|127.0.0.1" ]
+}
+
+# ------------------------------------------------------------------ services and daemon
+svc_pg_start "$WORK/pg" "$PG_PORT" || exit 1
+psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" || exit 1
+svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
+"$BIN" migrate >"$WORK/migrate.out" 2>&1 || { cat "$WORK/migrate.out" >&2; exit 1; }
+start_serve
+check "the daemon becomes ready" wait_for 15 ready
+
+# ------------------------------------------------------------------ open endpoints
+check "/healthz needs no token" [ "$(http GET /healthz)" = 200 ]
+check "/readyz needs no token" [ "$(http GET /readyz)" = 200 ]
+check "/metrics needs no token" [ "$(http GET /metrics)" = 200 ]
+
+# ------------------------------------------------------------------ sextant token
+"$BIN" token --help >"$WORK/out" 2>&1
+check "sextant token --help exits 0" [ $? -eq 0 ]
+check "token --help names its options" bash -c "grep -q -- --user '$WORK/out' && grep -q -- --role '$WORK/out' && grep -q -- --ttl '$WORK/out'"
+"$BIN" token --user alice@example.com --role operator --ttl 1h >"$WORK/token" 2>"$WORK/token.err"
+check "sextant token exits 0" [ $? -eq 0 ]
+OPERATOR=$(cat "$WORK/token")
+check "sextant token prints a JWT" bash -c "[[ '$OPERATOR' =~ ^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$ ]]"
+"$BIN" token --user bob --role root >/dev/null 2>"$WORK/token.err"
+check "a role the policy does not define is refused" [ $? -eq 1 ]
+check "the refusal names the roles" contains "$WORK/token.err" "admin, operator, viewer"
+"$BIN" token --user bob --role viewer --ttl soon >/dev/null 2>&1
+check "a bad --ttl is a usage error" [ $? -eq 2 ]
+"$BIN" token --role viewer >/dev/null 2>&1
+check "a missing --user is a usage error" [ $? -eq 2 ]
+
+status=$(http GET /api/v1/whoami -H "Authorization: Bearer $OPERATOR")
+check "a minted token is accepted (got $status)" [ "$status" = 200 ]
+check "whoami says who" contains "$WORK/body" '"user":"alice@example.com"'
+check "whoami says the role" contains "$WORK/body" '"role":"operator"'
+
+# ------------------------------------------------------------------ 401
+status=$(http GET /api/v1/whoami -H "X-Request-Id: auth-missing")
+check "no token: 401 (got $status)" [ "$status" = 401 ]
+check "no token: bare Bearer challenge" grep -qi '^WWW-Authenticate: Bearer realm="sextant"' "$WORK/headers"
+denied auth-missing 401 "missing bearer token" anonymous ""
+
+T=$(hs256_token "$SECRET" "$(claims alice operator $((NOW - 3600)))")
+status=$(http GET /api/v1/whoami -H "X-Request-Id: auth-expired" -H "Authorization: Bearer $T")
+check "expired token: 401 (got $status)" [ "$status" = 401 ]
+check "expired token: invalid_token challenge" grep -qi 'error="invalid_token"' "$WORK/headers"
+denied auth-expired 401 "token expired" anonymous ""
+
+T=$(hs256_token "not-the-secret-not-the-secret-000000" "$(claims alice admin $((NOW + 3600)))")
+status=$(http GET /api/v1/whoami -H "X-Request-Id: auth-badsig" -H "Authorization: Bearer $T")
+check "bad signature: 401 (got $status)" [ "$status" = 401 ]
+denied auth-badsig 401 "bad signature" anonymous ""
+
+H=$(printf '%s' '{"alg":"none","typ":"JWT"}' | b64url)
+P=$(claims alice admin $((NOW + 3600)) | b64url)
+status=$(http GET /api/v1/whoami -H "X-Request-Id: auth-none" -H "Authorization: Bearer $H.$P.")
+check "alg none: 401 (got $status)" [ "$status" = 401 ]
+denied auth-none 401 "unsigned tokens are not accepted" anonymous ""
+
+T=$(hs256_token "$SECRET" '{"sub":"alice","role":"admin","iss":"https://evil.test","aud":"sextant-api","exp":'$((NOW + 3600))'}')
+status=$(http GET /api/v1/whoami -H "X-Request-Id: auth-issuer" -H "Authorization: Bearer $T")
+check "wrong issuer: 401 (got $status)" [ "$status" = 401 ]
+denied auth-issuer 401 "wrong issuer" anonymous ""
+
+status=$(http GET /api/v1/whoami -H "X-Request-Id: auth-garbled" -H "Authorization: Basic YWxpY2U6cHc=")
+check "garbled header: 401 (got $status)" [ "$status" = 401 ]
+denied auth-garbled 401 "malformed authorization header" anonymous ""
+
+# A hand-made token with the right secret is as good as a minted one.
+T=$(hs256_token "$SECRET" "$(claims carol admin $((NOW + 3600)))")
+check "a hand-made HS256 token is accepted" [ "$(http GET /api/v1/whoami -H "Authorization: Bearer $T")" = 200 ]
+
+# ------------------------------------------------------------------ 403
+VIEWER=$("$BIN" token --user vera --role viewer --ttl 10m)
+status=$(http GET /api/v1/whoami -H "X-Request-Id: authz-viewer" -H "Authorization: Bearer $VIEWER")
+check "viewer without auth.read in the policy: 403 (got $status)" [ "$status" = 403 ]
+denied authz-viewer 403 "role viewer may not read auth" vera viewer
+
+T=$(hs256_token "$SECRET" "$(claims mallory superuser $((NOW + 3600)))")
+status=$(http GET /api/v1/whoami -H "X-Request-Id: authz-role" -H "Authorization: Bearer $T")
+check "a role the policy does not define: 403 (got $status)" [ "$status" = 403 ]
+denied authz-role 403 'role \"superuser\" is not defined by the RBAC policy' mallory superuser
+
+# A write route: viewers may not create configs.
+status=$(http POST /api/v1/configs -H "X-Request-Id: authz-write" -H "Authorization: Bearer $VIEWER" \
+    -H 'Content-Type: application/json' -d '{}')
+check "viewer POST /api/v1/configs: 403 (got $status)" [ "$status" = 403 ]
+check "authz-write: one audit_log row naming config.create" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = 'authz-write' AND result = 'denied' AND status_code = 403 AND actor = 'vera' AND action = 'config.create' AND resource_type = 'config'")" = 1 ]
+
+# ------------------------------------------------------------------ 429
+BURST=$("$BIN" token --user burst@example.com --role operator --ttl 10m)
+codes=
+for i in $(seq 1 9); do
+    codes="$codes $(http GET /api/v1/whoami -H "X-Request-Id: rate-$i" -H "Authorization: Bearer $BURST")"
+    [ "$i" = 9 ] && cp "$WORK/headers" "$WORK/headers.429" && cp "$WORK/body" "$WORK/body.429"
+done
+ok=$(echo "$codes" | tr ' ' '\n' | grep -c '^200$')
+limited=$(echo "$codes" | tr ' ' '\n' | grep -c '^429$')
+check "the read burst (5) is allowed, then 429 (got$codes)" bash -c "[ $ok -ge 5 ] && [ $ok -le 6 ] && [ $limited -ge 3 ] && [ $((ok + limited)) -eq 9 ]"
+check "the first five are 200" bash -c "[[ '$codes' == ' 200 200 200 200 200'* ]]"
+check "429 carries Retry-After" grep -qi '^Retry-After: [1-9]' "$WORK/headers.429"
+cp "$WORK/body.429" "$WORK/body"
+denied rate-9 429 "too many read requests" burst@example.com operator
+check "each 429 wrote one audit row" [ "$(sql "SELECT count(*) FROM audit_log WHERE actor = 'burst@example.com' AND status_code = 429 AND result = 'denied'")" = "$limited" ]
+check "another user is not limited by it" [ "$(http GET /api/v1/whoami -H "Authorization: Bearer $OPERATOR")" = 200 ]
+
+# ------------------------------------------------------------------ metrics and totals
+check "401s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="401"}')" = 6 ]
+check "403s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="403"}')" = "$(sql "SELECT count(*) FROM audit_log WHERE status_code = 403")" ]
+check "429s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="429"}')" = "$limited" ]
+check "rate-limited reads are counted" [ "$(metric 'sextant_api_rate_limited_total{kind="read"}')" = "$limited" ]
+check "every refusal wrote exactly one row" [ "$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied'")" = "$((6 + $(metric 'sextant_api_requests_denied_total{status="403"}') + limited))" ]
+check "successful reads wrote no denial rows" [ "$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied' AND actor = 'alice@example.com'")" = 0 ]
+check "the log names the auth settings" grep -q '"msg":"API authentication enabled"' "$WORK/serve.log"
+check "no secret in the log" bash -c "! grep -q '$SECRET' '$WORK/serve.log'"
+stop_serve
+
+# ------------------------------------------------------------------ auth.enabled=false
+SEXTANT_AUTH_ENABLED=false start_serve
+check "auth disabled: the daemon becomes ready" wait_for 15 ready
+status=$(http GET /api/v1/whoami)
+check "auth disabled: /api/v1 answers without a token (got $status)" [ "$status" = 200 ]
+check "auth disabled: the caller is anonymous" contains "$WORK/body" '"user":"anonymous"'
+check "auth disabled: a warning at start" \
+    bash -c "grep '\"level\":\"warn\"' '$WORK/serve.log' | grep -q 'authentication is disabled'"
+stop_serve
+
+# ------------------------------------------------------------------ no key: fail closed
+: >"$WORK/serve.log"
+SEXTANT_AUTH_HS256_SECRET= start_serve
+check "no key: the daemon still starts" wait_for 15 ready
+check "no key: a warning at start" grep -q 'no token verification key is configured' "$WORK/serve.log"
+status=$(http GET /api/v1/whoami -H "Authorization: Bearer $OPERATOR")
+check "no key: every token is refused (got $status)" [ "$status" = 401 ]
+check "no key: the reason says so" contains "$WORK/body" "no token verification key is configured"
+stop_serve
+
+# ------------------------------------------------------------------ bad policy: no start
+printf 'roles:\n  - name: viewer\n    permisions: []\n' >"$WORK/bad.yaml"
+SEXTANT_AUTH_POLICY_FILE="$WORK/bad.yaml" "$BIN" serve >"$WORK/bad.log" 2>&1
+check "a bad policy file stops the start (exit 1)" [ $? -eq 1 ]
+check "the error names the file and line" contains "$WORK/bad.log" "bad.yaml:3"
+
+if [ "$FAILS" -ne 0 ]; then
+    echo "--- serve log (tail)" >&2
+    tail -n 40 "$WORK/serve.log" >&2
+fi
+finish
