@@ -782,6 +782,50 @@ static int cmd_serve(const cli_opts *o)
 
 /* ------------------------------------------------------------------ main */
 
+/* serve's usage with or without the key table, as the other commands' signature. */
+static void usage_serve_short(FILE *out)
+{
+    usage_serve(out, false);
+}
+
+static void usage_serve_full(FILE *out)
+{
+    usage_serve(out, true);
+}
+
+static int cmd_version(const cli_opts *o)
+{
+    (void)o;
+    printf("sextant %s\n", SEXTANT_VERSION);
+    return 0;
+}
+
+/* Every subcommand: its name, the options it takes, its help (short form after a
+ * usage error, full form for --help) and what it runs. */
+static const struct command {
+    const char *name;
+    bool takes_config;
+    bool takes_dir;
+    void (*usage)(FILE *out);
+    void (*help)(FILE *out);
+    int (*run)(const cli_opts *o);
+} commands[] = {
+    {"serve", true, false, usage_serve_short, usage_serve_full, cmd_serve},
+    {"migrate", true, true, usage_migrate, usage_migrate, cmd_migrate},
+    {"import", true, false, usage_import, usage_import, cmd_import},
+    {"publish", true, false, usage_publish, usage_publish, cmd_publish},
+    {"token", true, false, usage_token, usage_token, cmd_token},
+    {"version", false, false, usage_version, usage_version, cmd_version},
+};
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -789,112 +833,41 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    cli_opts o = {0};
-
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
         usage_main(stdout);
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0) {
-        printf("sextant %s\n", SEXTANT_VERSION);
-        return 0;
-    }
+    if (strcmp(cmd, "--version") == 0)
+        return cmd_version(NULL);
     if (strcmp(cmd, "help") == 0) {
         const char *topic = argc > 2 ? argv[2] : NULL;
-        if (topic == NULL)
+        const struct command *c = topic ? find_command(topic) : NULL;
+        if (topic == NULL) {
             usage_main(stdout);
-        else if (strcmp(topic, "serve") == 0)
-            usage_serve(stdout, true);
-        else if (strcmp(topic, "migrate") == 0)
-            usage_migrate(stdout);
-        else if (strcmp(topic, "import") == 0)
-            usage_import(stdout);
-        else if (strcmp(topic, "publish") == 0)
-            usage_publish(stdout);
-        else if (strcmp(topic, "token") == 0)
-            usage_token(stdout);
-        else if (strcmp(topic, "version") == 0)
-            usage_version(stdout);
-        else {
+        } else if (c) {
+            c->help(stdout);
+        } else {
             fprintf(stderr, "sextant: help: unknown command '%s'\n\n", topic);
             usage_main(stderr);
             return EXIT_USAGE;
         }
         return 0;
     }
-    if (strcmp(cmd, "serve") == 0) {
-        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
-            fputc('\n', stderr);
-            usage_serve(stderr, false);
-            return EXIT_USAGE;
-        }
-        if (o.help) {
-            usage_serve(stdout, true);
-            return 0;
-        }
-        return cmd_serve(&o);
+    const struct command *c = find_command(cmd);
+    if (c == NULL) {
+        fprintf(stderr, "sextant: unknown %s '%s'\n\n", cmd[0] == '-' ? "option" : "command", cmd);
+        usage_main(stderr);
+        return EXIT_USAGE;
     }
-    if (strcmp(cmd, "migrate") == 0) {
-        if (parse_opts(cmd, argc, argv, 2, true, true, &o) != 0) {
-            fputc('\n', stderr);
-            usage_migrate(stderr);
-            return EXIT_USAGE;
-        }
-        if (o.help) {
-            usage_migrate(stdout);
-            return 0;
-        }
-        return cmd_migrate(&o);
+    cli_opts o = {0};
+    if (parse_opts(cmd, argc, argv, 2, c->takes_config, c->takes_dir, &o) != 0) {
+        fputc('\n', stderr);
+        c->usage(stderr);
+        return EXIT_USAGE;
     }
-    if (strcmp(cmd, "import") == 0) {
-        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
-            fputc('\n', stderr);
-            usage_import(stderr);
-            return EXIT_USAGE;
-        }
-        if (o.help) {
-            usage_import(stdout);
-            return 0;
-        }
-        return cmd_import(&o);
-    }
-    if (strcmp(cmd, "publish") == 0) {
-        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
-            fputc('\n', stderr);
-            usage_publish(stderr);
-            return EXIT_USAGE;
-        }
-        if (o.help) {
-            usage_publish(stdout);
-            return 0;
-        }
-        return cmd_publish(&o);
-    }
-    if (strcmp(cmd, "token") == 0) {
-        if (parse_opts(cmd, argc, argv, 2, true, false, &o) != 0) {
-            fputc('\n', stderr);
-            usage_token(stderr);
-            return EXIT_USAGE;
-        }
-        if (o.help) {
-            usage_token(stdout);
-            return 0;
-        }
-        return cmd_token(&o);
-    }
-    if (strcmp(cmd, "version") == 0) {
-        if (parse_opts(cmd, argc, argv, 2, false, false, &o) != 0) {
-            fputc('\n', stderr);
-            usage_version(stderr);
-            return EXIT_USAGE;
-        }
-        if (o.help)
-            usage_version(stdout);
-        else
-            printf("sextant %s\n", SEXTANT_VERSION);
+    if (o.help) {
+        c->help(stdout);
         return 0;
     }
-    fprintf(stderr, "sextant: unknown %s '%s'\n\n", cmd[0] == '-' ? "option" : "command", cmd);
-    usage_main(stderr);
-    return EXIT_USAGE;
+    return c->run(&o);
 }
