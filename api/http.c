@@ -66,7 +66,9 @@ struct http_server {
     sx_metric *m_requests; /* sextant_http_requests_total{method,route,status} */
     sx_metric *m_duration; /* sextant_http_request_duration_seconds{route} */
     pthread_mutex_t err_mu;
-    char last_mhd_error[256]; /* the latest libmicrohttpd complaint, for start errors */
+    char last_mhd_error[256];   /* the latest libmicrohttpd complaint, for start errors */
+    http_refusal_fn on_refusal; /* see http_set_refusal_hook; NULL when none */
+    void *on_refusal_ud;
 };
 
 typedef struct resp_header {
@@ -551,11 +553,19 @@ static http_request *request_new(http_server *s, struct MHD_Connection *conn, co
     return r;
 }
 
+void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud)
+{
+    s->on_refusal = fn;
+    s->on_refusal_ud = ud;
+}
+
 static void respond_too_large(http_request *r)
 {
     char msg[160];
     snprintf(msg, sizeof(msg), "request body is larger than %lld bytes",
              (long long)r->srv->cfg->http.max_body_bytes);
+    if (r->srv->on_refusal)
+        r->srv->on_refusal(r, 413, msg, r->srv->on_refusal_ud);
     http_req_set_header(r, "Connection", "close");
     http_respond_error(r, SX_ETOOLARGE, msg, NULL);
 }

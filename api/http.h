@@ -50,6 +50,12 @@ void http_destroy(http_server *s);
 int http_route(http_server *s, const char *method, const char *pattern, http_handler_fn fn,
                void *ud, sx_err *err) SX_MUSTCHECK;
 
+/* Called for a request the server refuses before any route sees it (today: a body over
+ * http.max_body_bytes, status 413), just before the refusal is sent, so the REST layer
+ * can audit it. Set before http_start; NULL clears it. */
+typedef void (*http_refusal_fn)(http_request *req, int status, const char *reason, void *ud);
+void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud);
+
 /* Binds cfg->http.listen and starts the worker threads. Returns 0, or SX_EIO (address
  * in use, TLS material rejected) with the reason in err. */
 int http_start(http_server *s, sx_err *err) SX_MUSTCHECK;

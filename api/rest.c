@@ -55,6 +55,56 @@ struct rest_api {
     sx_metric *m_denied; /* sextant_api_requests_denied_total{status} */
 };
 
+/*
+ * A request the HTTP layer refused before routing (a body over the limit). Writes on
+ * /api/v1 are mutating requests, so the refusal is audited like any other: the caller
+ * as its token says (when it verifies), the resource type from the path, action
+ * "<type>.request_too_large", result "denied".
+ */
+static const char *audit_type(const char *resource_type);
+
+static void audit_refused_request(http_request *req, int status, const char *reason, void *ud)
+{
+    rest_api *api = ud;
+    const char *path = http_req_path(req);
+    const char *method = http_req_method(req);
+    static const char prefix[] = "/api/v1/";
+    if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || strcmp(method, "GET") == 0 ||
+        strcmp(method, "HEAD") == 0 || api->srv->db == NULL)
+        return;
+    sx_arena *a = http_req_arena(req);
+    const char *seg = path + sizeof(prefix) - 1;
+    const char *slash = strchr(seg, '/');
+    char *collection = sx_arena_strndup(a, seg, slash ? (size_t)(slash - seg) : strlen(seg));
+    const char *type = audit_type(collection);
+    const char *user = ANONYMOUS, *role = "";
+    auth_identity id;
+    sx_err err;
+    sx_err_clear(&err);
+    if (api->auth_enabled && auth_verify(api->auth, http_req_header(req, "Authorization"),
+                                         (int64_t)time(NULL), a, &id, &err) == 0) {
+        user = id.user;
+        role = id.role;
+    }
+    const char *ip = rest_source_ip(req);
+    json_t *details = json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path);
+    audit_new in = {.actor = user,
+                    .actor_role = role,
+                    .action = sx_arena_printf(a, "%s.request_too_large", type),
+                    .resource_type = type,
+                    .result = AUDIT_DENIED,
+                    .status_code = status,
+                    .request_id = http_req_id(req),
+                    .source_ip = ip[0] ? ip : NULL,
+                    .details = details};
+    pg_conn *c = NULL;
+    long long audit_id;
+    if (pg_acquire(api->srv->db, &c, &err) != 0 || audit_repo_append(c, &in, &audit_id, &err) != 0)
+        sx_log_err(SX_LOG_WARN, "auth", &err);
+    pg_release(api->srv->db, c);
+    json_decref(details);
+}
+
 int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
 {
     *out = NULL;
@@ -105,6 +155,7 @@ int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
                                 policy_role_names(pol, roles, sizeof(roles))),
                       "API authentication enabled");
     }
+    http_set_refusal_hook(srv->http, audit_refused_request, api);
     *out = api;
     return 0;
 }

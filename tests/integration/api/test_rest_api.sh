@@ -80,6 +80,8 @@ check "missing fields are named" \
 head -c 70000 /dev/zero | tr '\0' 'x' >"$WORK/big"
 st=$(api_call "$OPER" POST /api/v1/configs -H 'Content-Type: application/json' --data-binary @"$WORK/big")
 expect_error "POST /configs with a body over http.max_body_bytes" 413 payload_too_large "$st"
+check "audit: the oversized write is a denied row with 413 and its caller" \
+    [ "$(audit_count "action = 'config.request_too_large' AND result = 'denied' AND status_code = 413 AND actor <> 'anonymous'")" = 1 ]
 BAD_SPEC='{"listeners":[{"name":"web","address":"0.0.0.0","port":70000,"protocol":"LISTENER_PROTOCOL_HTTP"}]}'
 st=$(api_json "$OPER" POST /api/v1/configs "$(api_config_body bad edge "$BAD_SPEC")")
 expect_error "POST /configs with an invalid spec" 422 validation_failed "$st"
