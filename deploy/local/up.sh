@@ -62,6 +62,11 @@ export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export SEXTANT_HTTP_LISTEN="${SEXTANT_HTTP_LISTEN:-127.0.0.1:$HTTP_PORT}"
 export SEXTANT_GRPC_LISTEN="${SEXTANT_GRPC_LISTEN:-127.0.0.1:$GRPC_PORT}"
 export SEXTANT_REPLICA_ID="${SEXTANT_REPLICA_ID:-local-1}"
+# The REST API needs a JWT signing key: a random one for this machine, kept in .local/.
+if [ ! -s "$LOCAL/hs256.secret" ]; then
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOCAL/hs256.secret")
+fi
+export SEXTANT_AUTH_HS256_SECRET_FILE="$LOCAL/hs256.secret"
 
 "$BIN" migrate
 "$BIN" import --file deploy/local/demo.json --namespace demo --name echo --group demo \
@@ -95,5 +100,10 @@ Sextant is running (pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID
   database       psql $SEXTANT_DATABASE_URL
   redis          redis-cli -p $REDIS_PORT
   log            $LOCAL/sextant.log
+
+The REST API takes JWTs signed with the key in $LOCAL/hs256.secret. Mint one (roles
+admin, operator, viewer) and call the API:
+  export TOKEN=\$(SEXTANT_AUTH_HS256_SECRET_FILE=$LOCAL/hs256.secret $BIN token --user you --role admin --ttl 12h)
+  curl -H "Authorization: Bearer \$TOKEN" $URL/api/v1/configs
 Stop everything with deploy/local/down.sh
 TXT
