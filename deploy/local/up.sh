@@ -93,7 +93,7 @@ done
 cat <<TXT
 
 Sextant is running (pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID).
-  REST API, UI   $URL/
+  REST API       $URL/api/v1   (OpenAPI document: $URL/api/v1/openapi.json)
   health         $URL/healthz   $URL/readyz
   metrics        $URL/metrics
   xDS (gRPC)     $SEXTANT_GRPC_LISTEN
