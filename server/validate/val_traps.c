@@ -1,6 +1,6 @@
 /*
  * val_traps.c — the traps stage: configurations real xDS clients ACK and then fail
- * traffic on (../shared/notes/xds-clients.md, "Traps"), refused before they ship.
+ * traffic on (measured with gRPC's own xDS clients), refused before they ship.
  *
  *   - A backend with no endpoints that a route sends traffic to (a backend_ref with a
  *     weight above 0): clients accept the empty endpoint list and fail every call.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# api.sh — REST API benchmark (issue 4, "Benchmark"): sustained requests per second and
+# api.sh — REST API benchmark: sustained requests per second and
 # p50/p90/p99 latency of GET /api/v1/configs/{id} and of PUT /api/v1/configs/{id} (each
 # PUT a new version: validation against the group's other configs, the version, the
 # group's snapshot recomposed and encoded, the audit row and the NOTIFY in one

@@ -2,7 +2,7 @@
 # test_ads_protocol.sh — Envoy ADS v3, state of the world and Delta, at the protocol
 # level: lib/ads_protocol.js talks to one `sextant serve` replica, publishes its own
 # snapshots with `sextant publish`, decodes every response with Envoy's upstream
-# protos and checks every point of the protocol semantics (issue 3, item 4): nonces,
+# protos and checks every point of the xDS protocol semantics Sextant promises: nonces,
 # versions, ACK/NACK (NACKs checked in node_status), stale nonces, named and wildcard
 # subscriptions, full state, push order, Delta resource versions and removals, and
 # the stream's node.
