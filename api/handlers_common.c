@@ -525,6 +525,8 @@ json_t *api_node_json(const node_record *n)
     json_object_set_new(o, "metadata", json_or_empty(n->metadata));
     json_object_set_new(o, "locality", json_or_empty(n->locality));
     json_object_set_new(o, "connected", json_boolean(n->connected));
+    json_object_set_new(o, "state", json_string(n->state ? n->state : "disconnected"));
+    json_object_set_new(o, "nacking", json_boolean(n->nacking));
     json_object_set_new(o, "replica_id", str_or_null(n->replica_id));
     json_object_set_new(o, "disconnect_reason", str_or_null(n->disconnect_reason));
     json_object_set_new(o, "first_seen", str_or_null(n->first_seen));
@@ -572,4 +574,14 @@ json_t *api_audit_json(const audit_entry *e)
 json_t *api_page(json_t *items, const char *next_cursor)
 {
     return json_pack("{s:o,s:o}", "items", items, "next_cursor", str_or_null(next_cursor));
+}
+
+node_thresholds api_fleet_thresholds(const struct sx_server *srv)
+{
+    node_thresholds t = {0, 0};
+    if (srv && srv->config) {
+        t.stale_after_ms = srv->config->fleet.stale_after_ms;
+        t.disconnected_after_ms = srv->config->fleet.disconnected_after_ms;
+    }
+    return t;
 }

@@ -143,6 +143,11 @@ json_t *api_config_json(const cfg_record *c, const cfg_version *latest);
 json_t *api_version_json(const cfg_version *v);
 json_t *api_snapshot_json(const snap_record *s);
 json_t *api_node_json(const node_record *n);
+
+struct sx_server;
+/* The fleet.stale_after / fleet.disconnected_after thresholds of the server's
+ * configuration (zeros, meaning the defaults, when there is none). */
+node_thresholds api_fleet_thresholds(const struct sx_server *srv);
 json_t *api_audit_json(const audit_entry *e);
 /* {"items": items, "next_cursor": cursor or null}; takes items. */
 json_t *api_page(json_t *items, const char *next_cursor);

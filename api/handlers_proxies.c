@@ -26,9 +26,21 @@ void api_proxies_list(http_request *req, rest_api *api, void *ud)
     if (c == NULL)
         return;
     const char *group = http_req_query(req, "group");
+    const char *state = http_req_query(req, "state");
+    if (state && state[0] == '\0')
+        state = NULL;
+    if (state && !node_repo_state_valid(state)) {
+        pg_release(rest_server(api)->db, c);
+        json_t *d = json_array();
+        api_detail(d, "state", "must be connected, stale or disconnected");
+        http_respond_error(req, SX_EINVAL, "invalid query parameter state", d);
+        return;
+    }
     node_filter f = {
         .group = group && group[0] ? group : NULL,
         .connected = connected,
+        .state = state,
+        .thresholds = api_fleet_thresholds(rest_server(api)),
         .limit = limit,
         .cursor = cursor,
     };
@@ -56,7 +68,9 @@ static node_record *node_or_respond(http_request *req, rest_api *api)
     node_record *n = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = node_repo_get(c, http_req_param(req, "node_id"), http_req_arena(req), &n, &err);
+    node_thresholds t = api_fleet_thresholds(rest_server(api));
+    int rc =
+        node_repo_get_with(c, http_req_param(req, "node_id"), &t, http_req_arena(req), &n, &err);
     pg_release(rest_server(api)->db, c);
     if (rc) {
         api_respond_err(req, &err);

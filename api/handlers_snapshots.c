@@ -113,12 +113,37 @@ void api_groups_list(http_request *req, rest_api *api, void *ud)
         api_respond_err(req, &err);
         return;
     }
+    /* Fleet health of the page's groups, one query for all of them. */
+    sx_arena *a = http_req_arena(req);
+    node_state_counts *counts = NULL;
+    if (list.count) {
+        const char **names = sx_arena_alloc(a, list.count * sizeof(*names));
+        for (size_t i = 0; i < list.count; i++)
+            names[i] = list.items[i].name;
+        counts = sx_arena_alloc(a, list.count * sizeof(*counts));
+        pg_conn *c = api_conn_or_respond(req, api);
+        if (c == NULL)
+            return;
+        node_thresholds t = api_fleet_thresholds(srv);
+        int rc = node_repo_count_groups(c, &t, names, list.count, counts, &err);
+        pg_release(srv->db, c);
+        if (rc) {
+            api_respond_err(req, &err);
+            return;
+        }
+    }
     json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items,
-                              json_pack("{s:s,s:I,s:s}", "name", list.items[i].name,
-                                        "latest_version", (json_int_t)list.items[i].latest_version,
-                                        "updated_at", list.items[i].updated_at));
+    for (size_t i = 0; i < list.count; i++) {
+        const node_state_counts *k = &counts[i];
+        json_array_append_new(
+            items,
+            json_pack("{s:s,s:I,s:s,s:{s:I,s:I,s:I,s:I},s:f}", "name", list.items[i].name,
+                      "latest_version", (json_int_t)list.items[i].latest_version, "updated_at",
+                      list.items[i].updated_at, "proxies", "connected", (json_int_t)k->connected,
+                      "stale", (json_int_t)k->stale, "disconnected", (json_int_t)k->disconnected,
+                      "nacking", (json_int_t)k->nacking, "nack_rate",
+                      k->responded ? (double)k->nacking / (double)k->responded : 0.0));
+    }
     http_respond_json(req, 200, api_page(items, list.next_cursor));
 }
 

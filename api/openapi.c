@@ -260,13 +260,19 @@ static json_t *schemas(void)
                       schema("Spec"))));
     json_object_set_new(
         s, "Group",
-        obj("name,latest_version", json_pack("{s:o,s:o,s:o}", "name", t("string"), "latest_version",
-                                             t("integer"), "updated_at", t("string"))));
+        obj("name,latest_version,proxies,nack_rate",
+            json_pack(
+                "{s:o,s:o,s:o,s:o,s:o}", "name", t("string"), "latest_version", t("integer"),
+                "updated_at", t("string"), "proxies",
+                obj("connected,stale,disconnected,nacking",
+                    json_pack("{s:o,s:o,s:o,s:o}", "connected", t("integer"), "stale", t("integer"),
+                              "disconnected", t("integer"), "nacking", t("integer"))),
+                "nack_rate", t("number"))));
     json_object_set_new(
         s, "Proxy",
-        obj("node_id,group,connected",
+        obj("node_id,group,connected,state,nacking",
             json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-                      "s:o,s:o,s:o}",
+                      "s:o,s:o,s:o,s:{s:s,s:[s,s,s]},s:o}",
                       "node_id", t("string"), "group", t("string"), "namespace", t("string"),
                       "client", t("string"), "protocol", t("string"), "labels", t("object"),
                       "metadata", t("object"), "locality", t("object"), "connected", t("boolean"),
@@ -278,7 +284,8 @@ static json_t *schemas(void)
                                 "properties", "version", tn("integer"), "error", tn("string"), "at",
                                 tn("string")),
                       "nack_count", t("integer"), "status_report", tn("object"), "deployment_id",
-                      tn("string"))));
+                      tn("string"), "state", "type", "string", "enum", "connected", "stale",
+                      "disconnected", "nacking", t("boolean"))));
     json_object_set_new(
         s, "ProxyConfig",
         obj("node_id,group,desired,acked,in_sync",
@@ -524,6 +531,9 @@ static json_t *paths(void)
     json_array_append_new(proxy_params, query("group", "string", "only this proxy group"));
     json_array_append_new(proxy_params,
                           query("connected", "boolean", "only connected (true) or not (false)"));
+    json_array_append_new(
+        proxy_params,
+        query("state", "string", "only nodes in this state: connected, stale or disconnected"));
     json_object_set_new(
         p, "/api/v1/proxies",
         json_pack("{s:o}", "get",

@@ -174,6 +174,12 @@ static const key_def keys[] = {
     {"nodes.flush_interval", K_DURATION, "1s", 10, MS_HOUR, OFF(nodes.flush_interval_ms), NULL,
      "Debounce window for writing node status (ACKs, last seen); NACKs and connects are "
      "written at once."},
+    {"fleet.stale_after", K_DURATION, "120s", 1000, 24 * MS_HOUR, OFF(fleet.stale_after_ms), NULL,
+     "A connected node with no stream activity for this long is stale."},
+    {"fleet.disconnected_after", K_DURATION, "300s", 1000, 24 * MS_HOUR,
+     OFF(fleet.disconnected_after_ms), NULL,
+     "A node with no activity for this long counts as disconnected even if its stream is "
+     "still marked up; must be greater than fleet.stale_after."},
     {"nodes.max_pending", K_INT, "10000", 1, 10000000, OFF(nodes.max_pending), NULL,
      "Bound on nodes with unwritten status updates; routine updates beyond it are dropped "
      "and counted."},
@@ -1228,6 +1234,23 @@ static void check_xds(loader *L)
         bad(L, (size_t)find_key("xds.default_group"), "must not be empty");
 }
 
+/* Stale must come before disconnected, or no node could ever be stale. */
+static void check_fleet(loader *L)
+{
+    if (key_failed(L, "fleet.stale_after") || key_failed(L, "fleet.disconnected_after"))
+        return;
+    const sextant_config *c = L->cfg;
+    if (c->fleet.disconnected_after_ms > c->fleet.stale_after_ms)
+        return;
+    char s[32], d[32];
+    config_format_duration(c->fleet.stale_after_ms, s, sizeof(s));
+    config_format_duration(c->fleet.disconnected_after_ms, d, sizeof(d));
+    bad(L, (size_t)find_key("fleet.stale_after"),
+        "must be less than fleet.disconnected_after (%s), got %s", d, s);
+    bad(L, (size_t)find_key("fleet.disconnected_after"),
+        "must be greater than fleet.stale_after (%s), got %s", s, d);
+}
+
 /* ------------------------------------------------------------------ load / free */
 
 static void default_replica_id(char *out, size_t n)
@@ -1286,6 +1309,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_auth(&L);
     check_listeners(&L);
     check_xds(&L);
+    check_fleet(&L);
 
     for (size_t i = 0; i < NKEYS; i++)
         sx_free(L.raw[i].text);

@@ -48,6 +48,9 @@
  *                                                               ends the stream (send_timeout)
  *   xds.default_group              string    default            group of nodes naming no cluster
  *   xds.cq_threads                 integer   2                  1..64 gRPC completion queue threads
+ *   fleet.stale_after              duration  120s               1s..24h; idle connected node is
+ * stale fleet.disconnected_after       duration  300s               1s..24h; > stale_after; idle
+ * node counts as disconnected
  *
  * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",
  * "5s", "1m30s"), or "0". Files are checked to exist and be readable at load time.
@@ -160,6 +163,10 @@ typedef struct sextant_config {
         int64_t flush_interval_ms; /* debounce window for node status writes */
         int64_t max_pending;       /* bound on nodes with unwritten updates */
     } nodes;
+    struct {
+        int64_t stale_after_ms;        /* no activity this long: a connected node is stale */
+        int64_t disconnected_after_ms; /* no activity this long: disconnected; > stale_after */
+    } fleet;
     char *source_file;     /* the YAML file read, NULL when none */
     sx_fielderrs warnings; /* non-fatal notes, such as unknown SEXTANT_* variables */
 } sextant_config;

@@ -16,6 +16,7 @@
 
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/fleet.h"
 #include "server/nodes/status.h"
 #include "server/server.h"
 #include "server/snapshot/store.h"
@@ -36,6 +37,7 @@ typedef struct datastore {
     bool db_started;
     bool snap_started;
     atomic_bool db_ready; /* the database watcher's verdict */
+    fleet_monitor *fleet; /* the sextant_proxies gauge (server/fleet.h) */
 } datastore;
 
 /* ------------------------------------------------------------------ database */
@@ -214,10 +216,12 @@ int datastore_register(struct sx_server *srv, sx_err *err)
 
     datastore *d = sx_calloc(1, sizeof(*d));
     d->srv = srv;
+    d->fleet = fleet_create(srv);
     srv->datastore = d;
     if ((rc = sup_register(srv->sup, "database", &db_ops, d, err)) != 0 ||
         (rc = sup_register(srv->sup, "listener", &listener_ops, d, err)) != 0 ||
-        (rc = sup_register(srv->sup, "snapshots", &snap_ops, d, err)) != 0)
+        (rc = sup_register(srv->sup, "snapshots", &snap_ops, d, err)) != 0 ||
+        (rc = fleet_register(d->fleet, err)) != 0)
         goto fail;
     return 0;
 fail:
@@ -240,6 +244,8 @@ void datastore_release(struct sx_server *srv)
     srv->cache = NULL;
     pg_pool_destroy(srv->db);
     srv->db = NULL;
+    if (srv->datastore)
+        fleet_destroy(srv->datastore->fleet);
     sx_free(srv->datastore);
     srv->datastore = NULL;
 }

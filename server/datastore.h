@@ -8,7 +8,8 @@
  *              so a database that goes away closes the gate again);
  *   listener   the LISTEN connection is up and listening on every channel;
  *   snapshots  every group's latest snapshot has been loaded once.
- * The Redis cache is not a readiness dependency: without it reads go to PostgreSQL.
+ * The Redis cache is not a readiness dependency: without it reads go to PostgreSQL;
+ * neither is "fleet", the sextant_proxies{state} gauge (server/fleet.h).
  */
 #ifndef SX_SERVER_DATASTORE_H
 #define SX_SERVER_DATASTORE_H
@@ -18,8 +19,8 @@
 struct sx_server;
 
 /* Creates the pool, cache, listener, snapshot repository and store, stores them in
- * srv's storage fields, and registers the components "database", "listener" and
- * "snapshots" with srv->sup. Fails only for configuration the objects refuse
+ * srv's storage fields, and registers the components "database", "listener",
+ * "snapshots" and "fleet" with srv->sup. Fails only for configuration the objects refuse
  * (SX_EINVAL), leaving srv's storage fields NULL. */
 int datastore_register(struct sx_server *srv, sx_err *err) SX_MUSTCHECK;
 

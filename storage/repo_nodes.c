@@ -31,7 +31,47 @@
     " n.locality, n.protocol, n.disconnect_reason, s.sent_snapshot_version,"         \
     " " REPO_TS("s.sent_at") ", s.report_ready, s.report_version, s.report_message," \
     " " REPO_TS("s.reported_at")
+
+/* A node's state from connected, last_seen and the thresholds in milliseconds (S and
+ * D name their parameters, such as "$2"); the one definition every query uses. */
+#define STATE_EXPR(S, D)                                                             \
+    "(CASE WHEN NOT n.connected"                                                     \
+    "   OR n.last_seen < now() - " D "::bigint * interval '1 millisecond'"           \
+    "   THEN 'disconnected'"                                                         \
+    " WHEN n.last_seen < now() - " S "::bigint * interval '1 millisecond'"           \
+    "   THEN 'stale' ELSE 'connected' END)"
+/* The node's last response was a NACK. */
+#define NACKING_EXPR                                                                 \
+    "(s.last_nack_at IS NOT NULL AND (s.acked_at IS NULL OR s.last_nack_at > s.acked_at))"
+/* The node ever answered a response. */
+#define RESPONDED_EXPR "(s.last_nack_at IS NOT NULL OR s.acked_at IS NOT NULL)"
+/* Columns 27 and 28 of read_node. */
+#define HEALTH_COLS(S, D) ", " STATE_EXPR(S, D) ", " NACKING_EXPR
 // clang-format on
+
+#define DEFAULT_STALE_MS        120000LL
+#define DEFAULT_DISCONNECTED_MS 300000LL
+
+static const char *const states[] = {"connected", "stale", "disconnected"};
+
+bool node_repo_state_valid(const char *state)
+{
+    for (size_t i = 0; state && i < sizeof(states) / sizeof(states[0]); i++)
+        if (strcmp(state, states[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The thresholds as two text parameters in the arena (zero fields: defaults). */
+static void threshold_params(sx_arena *a, const node_thresholds *t, const char **stale,
+                             const char **disc)
+{
+    long long s = t && t->stale_after_ms > 0 ? t->stale_after_ms : DEFAULT_STALE_MS;
+    long long d =
+        t && t->disconnected_after_ms > 0 ? t->disconnected_after_ms : DEFAULT_DISCONNECTED_MS;
+    *stale = repo_i64_param(a, s);
+    *disc = repo_i64_param(a, d);
+}
 
 static int check_str(const char *field, const char *v, size_t max, sx_err *err)
 {
@@ -305,21 +345,35 @@ static int read_node(sx_arena *a, const PGresult *r, int row, node_record *o, sx
     o->report_version = repo_str(a, r, row, 24);
     o->report_message = repo_str(a, r, row, 25);
     o->reported_at = repo_str(a, r, row, 26);
+    const char *st = PQgetvalue(r, row, 27);
+    o->state = states[2];
+    for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+        if (strcmp(st, states[i]) == 0)
+            o->state = states[i];
+    o->nacking = repo_bool(r, row, 28);
     return 0;
 }
 
 int node_repo_get(pg_conn *c, const char *node_id, sx_arena *a, node_record **out, sx_err *err)
 {
+    return node_repo_get_with(c, node_id, NULL, a, out, err);
+}
+
+int node_repo_get_with(pg_conn *c, const char *node_id, const node_thresholds *t, sx_arena *a,
+                       node_record **out, sx_err *err)
+{
     *out = NULL;
     int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
     if (rc)
         return rc;
-    const char *p[] = {node_id};
+    const char *p[] = {node_id, NULL, NULL};
+    threshold_params(a, t, &p[1], &p[2]);
     PGresult *r;
     rc = pg_exec(c,
-                 "SELECT " NODE_COLS " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                 " WHERE n.node_id = $1",
-                 1, p, &r, err);
+                 "SELECT " NODE_COLS HEALTH_COLS(
+                     "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                                 " WHERE n.node_id = $1",
+                 3, p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) == 0) {
@@ -350,21 +404,27 @@ int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out
         if ((after = json_string_value(json_array_get(key, 0))) == NULL)
             return repo_bad_cursor(err);
     }
+    if (f->state && !node_repo_state_valid(f->state))
+        return sx_err_set(err, SX_EINVAL,
+                          "state must be connected, stale or disconnected, got \"%s\"", f->state);
     const char *p[] = {
-        f->group,
-        f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
-        after,
-        repo_i64_param(a, limit + 1),
+        f->group, f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
+        after,    repo_i64_param(a, limit + 1),
+        NULL,     NULL,
+        f->state,
     };
+    threshold_params(a, &f->thresholds, &p[4], &p[5]);
     PGresult *r;
-    int rc =
-        pg_exec(c,
-                "SELECT " NODE_COLS " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                " WHERE ($1::text IS NULL OR n.group_name = $1)"
-                "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
-                "   AND ($3::text IS NULL OR n.node_id > $3)"
-                " ORDER BY n.node_id LIMIT $4::int",
-                4, p, &r, err);
+    int rc = pg_exec(c,
+                     "SELECT " NODE_COLS HEALTH_COLS(
+                         "$5", "$6") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                                     " WHERE ($1::text IS NULL OR n.group_name = $1)"
+                                     "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
+                                     "   AND ($3::text IS NULL OR n.node_id > $3)"
+                                     "   AND ($7::text IS NULL OR " STATE_EXPR(
+                                         "$5", "$6") " = $7)"
+                                                     " ORDER BY n.node_id LIMIT $4::int",
+                     7, p, &r, err);
     if (rc)
         return rc;
     int rows = PQntuples(r);
@@ -384,4 +444,86 @@ int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out
         json_decref(key);
     }
     return 0;
+}
+
+/* Per-group counts of the groups in groups_json (a JSON array; NULL = every group),
+ * one row per group that has nodes: group_name then the five counts. */
+static int count_by_group(pg_conn *c, const node_thresholds *t, const char *groups_json,
+                          sx_arena *a, PGresult **out, sx_err *err)
+{
+    const char *p[] = {groups_json, NULL, NULL};
+    threshold_params(a, t, &p[1], &p[2]);
+    return pg_exec(
+        c,
+        "SELECT group_name,"
+        "   count(*) FILTER (WHERE st = 'connected'),"
+        "   count(*) FILTER (WHERE st = 'stale'),"
+        "   count(*) FILTER (WHERE st = 'disconnected'),"
+        "   count(*) FILTER (WHERE nk), count(*) FILTER (WHERE rs)"
+        " FROM (SELECT n.group_name, " STATE_EXPR(
+            "$2", "$3") " AS st,"
+                        "   " NACKING_EXPR " AS nk, " RESPONDED_EXPR " AS rs"
+                        "   FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                        "   WHERE $1::jsonb IS NULL"
+                        "     OR n.group_name IN (SELECT jsonb_array_elements_text($1::jsonb))) x"
+                        " GROUP BY group_name",
+        3, p, out, err);
+}
+
+static int read_counts(const PGresult *r, int row, node_state_counts *o, sx_err *err)
+{
+    long long v[5];
+    for (int i = 0; i < 5; i++) {
+        int rc = repo_i64(r, row, i + 1, 0, &v[i], err);
+        if (rc)
+            return rc;
+    }
+    o->connected += v[0];
+    o->stale += v[1];
+    o->disconnected += v[2];
+    o->nacking += v[3];
+    o->responded += v[4];
+    return 0;
+}
+
+int node_repo_count_states(pg_conn *c, const node_thresholds *t, node_state_counts *out,
+                           sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    sx_arena *a = sx_arena_create();
+    PGresult *r;
+    int rc = count_by_group(c, t, NULL, a, &r, err);
+    sx_arena_destroy(a);
+    if (rc)
+        return rc;
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++)
+        rc = read_counts(r, i, out, err);
+    PQclear(r);
+    if (rc)
+        memset(out, 0, sizeof(*out));
+    return rc;
+}
+
+int node_repo_count_groups(pg_conn *c, const node_thresholds *t, const char *const *groups,
+                           size_t n, node_state_counts *out, sx_err *err)
+{
+    if (n == 0)
+        return 0;
+    memset(out, 0, n * sizeof(*out));
+    sx_arena *a = sx_arena_create();
+    PGresult *r;
+    int rc = count_by_group(c, t, repo_strv_param(a, groups, n), a, &r, err);
+    sx_arena_destroy(a);
+    if (rc)
+        return rc;
+    for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
+        const char *g = PQgetvalue(r, row, 0);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (strcmp(groups[i], g) == 0)
+                rc = read_counts(r, row, &out[i], err);
+    }
+    PQclear(r);
+    if (rc)
+        memset(out, 0, n * sizeof(*out));
+    return rc;
 }

@@ -54,7 +54,21 @@ typedef struct node_record {
     char *last_nack_error;
     char *last_nack_at;
     int nack_count;
+    /* Fleet health, computed in SQL from connected, last_seen and the thresholds. */
+    const char *state; /* "connected", "stale" or "disconnected" (static string) */
+    bool nacking;      /* its last NACK is newer than its last ACK */
 } node_record;
+
+/* How long without activity a node turns stale and disconnected (fleet.stale_after,
+ * fleet.disconnected_after). Zero fields mean the defaults, 120 s and 300 s.
+ *
+ * state is "disconnected" when the stream ended (connected = false) or last_seen is
+ * older than disconnected_after; else "stale" when last_seen is older than stale_after;
+ * else "connected". Every query below computes it with the same SQL expression. */
+typedef struct node_thresholds {
+    long long stale_after_ms;
+    long long disconnected_after_ms;
+} node_thresholds;
 
 /* What a node says about itself when its stream opens; pointers borrowed. */
 typedef struct node_hello {
@@ -72,7 +86,9 @@ typedef struct node_hello {
 typedef struct node_filter {
     const char *group; /* NULL = every group */
     int connected;     /* -1 = any, 0 = disconnected only, 1 = connected only */
-    int limit;         /* page size, see repo_limit */
+    const char *state; /* NULL = any; "connected", "stale" or "disconnected" */
+    node_thresholds thresholds;
+    int limit; /* page size, see repo_limit */
     const char *cursor;
 } node_filter;
 
@@ -131,9 +147,33 @@ int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, co
 int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,
                      const char *deployment_id, int *updated, sx_err *err) SX_MUSTCHECK;
 
-/* One node with its status. SX_ENOTFOUND when unknown. */
+/* One node with its status, its state judged with the default thresholds.
+ * SX_ENOTFOUND when unknown. */
 int node_repo_get(pg_conn *c, const char *node_id, sx_arena *a, node_record **out,
                   sx_err *err) SX_MUSTCHECK;
+
+/* node_repo_get with the given thresholds (NULL = defaults). */
+int node_repo_get_with(pg_conn *c, const char *node_id, const node_thresholds *t, sx_arena *a,
+                       node_record **out, sx_err *err) SX_MUSTCHECK;
+
+/* True for "connected", "stale" and "disconnected". */
+bool node_repo_state_valid(const char *state);
+
+/* How many nodes are in each state; the same expression as the lists. */
+typedef struct node_state_counts {
+    long long connected, stale, disconnected;
+    long long nacking;   /* nodes whose last NACK is newer than their last ACK */
+    long long responded; /* nodes that ever ACKed or NACKed */
+} node_state_counts;
+
+/* Counts over the whole fleet (t NULL = defaults), one statement. */
+int node_repo_count_states(pg_conn *c, const node_thresholds *t, node_state_counts *out,
+                           sx_err *err) SX_MUSTCHECK;
+
+/* Per-group counts for the n groups named (one statement); out[i] is for groups[i],
+ * zeros for a group without nodes. nack_rate of a group is nacking / responded. */
+int node_repo_count_groups(pg_conn *c, const node_thresholds *t, const char *const *groups,
+                           size_t n, node_state_counts *out, sx_err *err) SX_MUSTCHECK;
 
 /* One page of nodes matching f (NULL = all). */
 int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out,

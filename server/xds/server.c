@@ -198,6 +198,7 @@ struct xds_server {
     bool shutdown_seen; /* the shutdown tag came back */
     bool sweeper_running;
     pthread_t sweeper;
+    int64_t last_touch_ms; /* sweeper thread only: when live streams' nodes were last touched */
     xtag t_shutdown;
 };
 
@@ -1254,18 +1255,27 @@ static void *cq_thread(void *arg)
 
 /* ------------------------------------------------------------------ timeouts */
 
+/* Checks send and ACK timeouts, and every fleet.stale_after / 4 marks the node of every
+ * live stream as seen, so an idle but healthy proxy (nothing to ask for, nothing sent)
+ * does not turn stale; node_status debounces the writes into one batch. */
 static void sweep(xds_server *s)
 {
     int64_t send_to = s->cfg->xds.send_timeout_ms, ack_to = s->cfg->xds.ack_timeout_ms;
-    if (send_to <= 0 && ack_to <= 0)
+    int64_t now = sx_monotonic_ms();
+    int64_t touch_every = s->cfg->fleet.stale_after_ms / 4;
+    bool touch = s->o.nodes != NULL && touch_every > 0 && now - s->last_touch_ms >= touch_every;
+    if (touch)
+        s->last_touch_ms = now;
+    if (send_to <= 0 && ack_to <= 0 && !touch)
         return;
     void **calls = NULL;
     size_t n = xds_streams_list(s->streams, NULL, &calls);
-    int64_t now = sx_monotonic_ms();
     for (size_t i = 0; i < n; i++) {
         xds_call *c = calls[i];
         pthread_mutex_lock(&c->mu);
-        if (c->state == XDS_CALL_ACTIVE) {
+        if (touch && c->state == XDS_CALL_ACTIVE && c->node_id)
+            node_status_seen(s->o.nodes, c->node_id);
+        if (c->state == XDS_CALL_ACTIVE && (send_to > 0 || ack_to > 0)) {
             int64_t oldest = 0;
             switch (c->protocol) {
             case XDS_PROTO_SOTW:

@@ -329,6 +329,22 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->xds.send_timeout_ms, 30000);
     assert_string_equal(c->xds.default_group, "default");
     assert_int_equal(c->xds.cq_threads, 2);
+    assert_int_equal(c->fleet.stale_after_ms, 120000);
+    assert_int_equal(c->fleet.disconnected_after_ms, 300000);
+    config_free(c);
+    sx_fielderrs_free(&errs);
+}
+
+static void test_fleet_thresholds(void **state)
+{
+    (void)state;
+    const char *env[] = {DBURL, "SEXTANT_FLEET_DISCONNECTED_AFTER=10m", NULL};
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(load("fleet:\n  stale_after: 90s\n", env, &c, &errs), 0);
+    assert_int_equal(errs.count, 0);
+    assert_int_equal(c->fleet.stale_after_ms, 90000);
+    assert_int_equal(c->fleet.disconnected_after_ms, 600000);
     config_free(c);
     sx_fielderrs_free(&errs);
 }
@@ -406,6 +422,28 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bad_cases[] = {
+    /* fleet */
+    {"fleet disconnected before stale",
+     "fleet:\n  stale_after: 5m\n  disconnected_after: 2m\n",
+     {0},
+     false,
+     "fleet.disconnected_after",
+     "must be greater than fleet.stale_after (5m), got 2m",
+     2},
+    {"fleet disconnected equal to stale (both reported)",
+     "fleet:\n  stale_after: 2m\n  disconnected_after: 120s\n",
+     {0},
+     false,
+     "fleet.stale_after",
+     "must be less than fleet.disconnected_after",
+     2},
+    {"fleet stale after zero",
+     "fleet:\n  stale_after: 0\n",
+     {0},
+     false,
+     "fleet.stale_after",
+     "must be between",
+     0},
     /* xds */
     {"xds threads zero",
      "xds:\n  cq_threads: 0\n",
@@ -1010,6 +1048,7 @@ int main(void)
         cmocka_unit_test(test_bad_values),         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_all_errors_at_once), cmocka_unit_test(test_durations),
         cmocka_unit_test(test_listen_parse),       cmocka_unit_test(test_help_lists_every_key),
+        cmocka_unit_test(test_fleet_thresholds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,118 @@
+/*
+ * fleet.c — the sextant_proxies{state} gauge, refreshed every 10 s (see fleet.h).
+ *
+ * Design: one thread, one statement per refresh. The counts come from
+ * node_repo_count_states, so the gauge, GET /api/v1/proxies?state= and the per-group
+ * counts of GET /api/v1/groups all judge a node's state with the same SQL expression.
+ * The thread sleeps with sup_sleep, so shutdown wakes it at once.
+ */
+#include "server/fleet.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "server/base/log.h"
+#include "server/base/mem.h"
+#include "server/base/metrics.h"
+#include "server/server.h"
+#include "server/supervisor.h"
+#include "storage/pg_pool.h"
+#include "storage/repo_nodes.h"
+
+#define FLEET_REFRESH_MS 10000
+
+struct fleet_monitor {
+    struct sx_server *srv; /* borrowed */
+    sx_metric *m_proxies;  /* sextant_proxies{state} */
+    pthread_t thread;
+    bool started;
+    bool failing; /* the last refresh failed (logged once until it works again) */
+};
+
+fleet_monitor *fleet_create(struct sx_server *srv)
+{
+    fleet_monitor *f = sx_calloc(1, sizeof(*f));
+    f->srv = srv;
+    if (srv->metrics)
+        f->m_proxies = sx_metrics_gauge(srv->metrics, "sextant_proxies",
+                                        "Proxies by state: connected, stale (no activity for "
+                                        "fleet.stale_after) or disconnected.",
+                                        "state");
+    return f;
+}
+
+/* One refresh; errors are logged when they start, not on every retry. */
+static void refresh(fleet_monitor *f)
+{
+    struct sx_server *srv = f->srv;
+    node_thresholds t = {srv->config->fleet.stale_after_ms,
+                         srv->config->fleet.disconnected_after_ms};
+    node_state_counts n;
+    sx_err err;
+    sx_err_clear(&err);
+    pg_conn *c = NULL;
+    int rc = pg_acquire(srv->db, &c, &err);
+    if (rc == 0) {
+        rc = node_repo_count_states(c, &t, &n, &err);
+        pg_release(srv->db, c);
+    }
+    if (rc) {
+        if (!f->failing)
+            sx_log_err(SX_LOG_WARN, "fleet", &err);
+        f->failing = true;
+        return;
+    }
+    f->failing = false;
+    if (f->m_proxies == NULL)
+        return;
+    const char *connected[] = {"connected"}, *stale[] = {"stale"},
+               *disconnected[] = {"disconnected"};
+    sx_metric_set(f->m_proxies, connected, (double)n.connected);
+    sx_metric_set(f->m_proxies, stale, (double)n.stale);
+    sx_metric_set(f->m_proxies, disconnected, (double)n.disconnected);
+}
+
+static void *fleet_thread(void *arg)
+{
+    fleet_monitor *f = arg;
+    do {
+        refresh(f);
+    } while (sup_sleep(f->srv->sup, FLEET_REFRESH_MS));
+    return NULL;
+}
+
+static int fleet_start(void *ctx, sx_err *err)
+{
+    fleet_monitor *f = ctx;
+    if (pthread_create(&f->thread, NULL, fleet_thread, f) != 0)
+        return sx_err_set(err, SX_EINTERNAL, "could not start the fleet health thread");
+    f->started = true;
+    return 0;
+}
+
+static void fleet_stop(void *ctx)
+{
+    fleet_monitor *f = ctx;
+    if (f->started)
+        pthread_join(f->thread, NULL);
+    f->started = false;
+}
+
+/* Fleet metrics never hold up readiness. */
+static bool fleet_ready(void *ctx)
+{
+    (void)ctx;
+    return true;
+}
+
+static const sup_ops fleet_ops = {fleet_start, fleet_stop, fleet_ready};
+
+int fleet_register(fleet_monitor *f, sx_err *err)
+{
+    return sup_register(f->srv->sup, "fleet", &fleet_ops, f, err);
+}
+
+void fleet_destroy(fleet_monitor *f)
+{
+    sx_free(f);
+}

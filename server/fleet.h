@@ -1,0 +1,28 @@
+/*
+ * fleet.h — fleet health metrics: the sextant_proxies{state} gauge.
+ *
+ * A small supervised component: a thread that every 10 s counts the fleet's nodes by
+ * state (connected, stale, disconnected) with node_repo_count_states, the same SQL the
+ * REST API lists and counts with, and sets the gauge. It is not a readiness
+ * dependency; while the database is away the gauge keeps its last values.
+ */
+#ifndef SX_SERVER_FLEET_H
+#define SX_SERVER_FLEET_H
+
+#include "server/base/err.h"
+
+struct sx_server;
+typedef struct fleet_monitor fleet_monitor;
+
+/* Creates the monitor for srv (borrowed: its config, pool, metrics and supervisor) and
+ * registers the gauge. Never fails; free with fleet_destroy. */
+fleet_monitor *fleet_create(struct sx_server *srv);
+
+/* Registers the component "fleet" with srv->sup. SX_ECONFLICT / SX_EINVAL as
+ * sup_register. */
+int fleet_register(fleet_monitor *f, sx_err *err) SX_MUSTCHECK;
+
+/* Frees the monitor; its thread must have stopped (sup_stop_all). NULL allowed. */
+void fleet_destroy(fleet_monitor *f);
+
+#endif
