@@ -690,6 +690,34 @@ static bool check_node(xds_call *c, const char *node_id, const char *group)
 
 /* ------------------------------------------------------------------ requests */
 
+/*
+ * What every ADS request (SotW or Delta) does first: the first request activates the
+ * stream for its node (a superseded older stream comes back in *old), every request
+ * counts as activity, and a type Sextant does not serve is ignored. Returns false when
+ * the request needs nothing more.
+ */
+static bool ads_request_prologue(xds_call *c, const Envoy__Config__Core__V3__Node *n,
+                                 const char *type_url, xds_type *t, xds_call **old)
+{
+    if (c->state == XDS_CALL_WAITING) {
+        const char *id = n ? n->id : NULL;
+        const char *group = xds_group_for_node(c->srv, id, n ? n->cluster : NULL);
+        if (!check_node(c, id, group))
+            return false;
+        *old = call_activate(c, id, group);
+        report_connected_ads(c, n);
+    }
+    if (c->srv->o.nodes)
+        node_status_seen(c->srv->o.nodes, c->node_id);
+    if (xds_type_from_url(type_url, t) != 0) {
+        DEBUG_FIELDS(c->srv, COMPONENT,
+                     json_pack("{s:s,s:s}", "node", call_node(c), "type_url", type_url),
+                     "ignoring a request for a type Sextant does not serve");
+        return false;
+    }
+    return true;
+}
+
 static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
 {
     xds_call *old = NULL;
@@ -701,24 +729,9 @@ static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
                  GRPC_STATUS_INVALID_ARGUMENT, "could not decode the DiscoveryRequest");
         return NULL;
     }
-    if (c->state == XDS_CALL_WAITING) {
-        const Envoy__Config__Core__V3__Node *n = req->node;
-        const char *id = n ? n->id : NULL;
-        const char *group = xds_group_for_node(c->srv, id, n ? n->cluster : NULL);
-        if (!check_node(c, id, group))
-            goto out;
-        old = call_activate(c, id, group);
-        report_connected_ads(c, n);
-    }
-    if (c->srv->o.nodes)
-        node_status_seen(c->srv->o.nodes, c->node_id);
     xds_type t;
-    if (xds_type_from_url(req->type_url, &t) != 0) {
-        DEBUG_FIELDS(c->srv, COMPONENT,
-                     json_pack("{s:s,s:s}", "node", call_node(c), "type_url", req->type_url),
-                     "ignoring a request for a type Sextant does not serve");
+    if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
         goto out;
-    }
     xds_sotw_request r = {
         .type = t,
         .nonce = req->response_nonce,
@@ -749,24 +762,9 @@ static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
                  GRPC_STATUS_INVALID_ARGUMENT, "could not decode the DeltaDiscoveryRequest");
         return NULL;
     }
-    if (c->state == XDS_CALL_WAITING) {
-        const Envoy__Config__Core__V3__Node *n = req->node;
-        const char *id = n ? n->id : NULL;
-        const char *group = xds_group_for_node(c->srv, id, n ? n->cluster : NULL);
-        if (!check_node(c, id, group))
-            goto out;
-        old = call_activate(c, id, group);
-        report_connected_ads(c, n);
-    }
-    if (c->srv->o.nodes)
-        node_status_seen(c->srv->o.nodes, c->node_id);
     xds_type t;
-    if (xds_type_from_url(req->type_url, &t) != 0) {
-        DEBUG_FIELDS(c->srv, COMPONENT,
-                     json_pack("{s:s,s:s}", "node", call_node(c), "type_url", req->type_url),
-                     "ignoring a request for a type Sextant does not serve");
+    if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
         goto out;
-    }
     size_t ni = req->n_initial_resource_versions;
     char **inames = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
     char **ivers = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
