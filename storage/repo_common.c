@@ -208,3 +208,18 @@ bool repo_is_uuid(const char *s)
     }
     return true;
 }
+
+int repo_cursor_i64_param(sx_arena *a, const char *cursor, const char **param, sx_err *err)
+{
+    *param = NULL;
+    if (cursor == NULL)
+        return 0;
+    json_t *key;
+    int rc = repo_cursor_decode(a, cursor, 1, &key, err);
+    if (rc)
+        return rc;
+    if (!json_is_integer(json_array_get(key, 0)))
+        return repo_bad_cursor(err);
+    *param = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
+    return 0;
+}

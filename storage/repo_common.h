@@ -65,6 +65,13 @@ char *repo_cursor_encode(sx_arena *a, const json_t *key);
 int repo_cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key,
                        sx_err *err) SX_MUSTCHECK;
 
+/* For lists keyed by one integer (versions, ids): *param is NULL without a cursor, else
+ * the decimal text of the key a cursor made by repo_cursor_encode holds, in a, ready
+ * for a "$n::bigint IS NULL OR key < $n" condition. SX_EINVAL "invalid cursor" for
+ * anything else. */
+int repo_cursor_i64_param(sx_arena *a, const char *cursor, const char **param,
+                          sx_err *err) SX_MUSTCHECK;
+
 /* Sets err to SX_EINVAL "invalid cursor" and returns SX_EINVAL; for a cursor that
  * decodes but holds the wrong kind of key. */
 int repo_bad_cursor(sx_err *err);

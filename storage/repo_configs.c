@@ -422,14 +422,8 @@ int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cu
         return rc;
     limit = repo_limit(limit);
     const char *before = NULL;
-    if (cursor) {
-        json_t *key;
-        if ((rc = repo_cursor_decode(a, cursor, 1, &key, err)))
-            return rc;
-        if (!json_is_integer(json_array_get(key, 0)))
-            return repo_bad_cursor(err);
-        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
-    }
+    if ((rc = repo_cursor_i64_param(a, cursor, &before, err)) != 0)
+        return rc;
     const char *p[] = {id, before, repo_i64_param(a, limit + 1)};
     PGresult *r;
     rc = pg_exec(c,

@@ -570,14 +570,8 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
         return rc;
     limit = repo_limit(limit);
     const char *before = NULL;
-    if (cursor) {
-        json_t *key;
-        if ((rc = repo_cursor_decode(a, cursor, 1, &key, err)))
-            return rc;
-        if (!json_is_integer(json_array_get(key, 0)))
-            return repo_bad_cursor(err);
-        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
-    }
+    if ((rc = repo_cursor_i64_param(a, cursor, &before, err)) != 0)
+        return rc;
     const char *p[] = {group, before, repo_i64_param(a, limit + 1)};
     PGresult *res;
     rc = query(r,
@@ -612,15 +606,9 @@ int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a,
     memset(out, 0, sizeof(*out));
     limit = repo_limit(limit);
     const char *before = NULL;
-    int rc;
-    if (cursor) {
-        json_t *key;
-        if ((rc = repo_cursor_decode(a, cursor, 1, &key, err)))
-            return rc;
-        if (!json_is_integer(json_array_get(key, 0)))
-            return repo_bad_cursor(err);
-        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
-    }
+    int rc = repo_cursor_i64_param(a, cursor, &before, err);
+    if (rc)
+        return rc;
     const char *p[] = {before, repo_i64_param(a, limit + 1)};
     PGresult *res;
     rc = query(r,
