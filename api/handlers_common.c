@@ -82,6 +82,8 @@ static const char *type_phrase(api_type t)
         return "must be true or false";
     case API_INT:
         return "must be an integer";
+    case API_NUMBER:
+        return "must be a number";
     case API_STRINGS:
         return "must be an array of strings";
     }
@@ -111,6 +113,10 @@ static void check_field(json_t *details, const api_field *f, const json_t *v)
         return;
     case API_INT:
         if (!json_is_integer(v))
+            api_detail(details, f->name, type_phrase(f->type));
+        return;
+    case API_NUMBER:
+        if (!json_is_number(v))
             api_detail(details, f->name, type_phrase(f->type));
         return;
     case API_STRINGS: {
@@ -503,6 +509,9 @@ json_t *api_snapshot_json(const snap_record *s)
                           "size_bytes", (json_int_t)s->encoded_len, "sources", sources, "reason",
                           s->reason ? s->reason : "", "created_by", s->created_by, "created_at",
                           s->created_at);
+    /* A deployment's staged snapshot: served only to the nodes it pins. */
+    json_object_set_new(o, "deployment_id",
+                        s->deployment_id ? json_string(s->deployment_id) : json_null());
     if (s->ir)
         json_object_set(o, "ir", s->ir);
     return o;

@@ -42,6 +42,7 @@ typedef enum api_type {
     API_OBJECT,
     API_BOOL,
     API_INT,     /* a JSON integer */
+    API_NUMBER,  /* a JSON number */
     API_STRINGS, /* an array of non-empty strings */
 } api_type;
 

@@ -55,6 +55,18 @@ void api_proxy_config(http_request *req, rest_api *api, void *ud);
 /* audit log (api/handlers_audit.c) */
 void api_audit_list(http_request *req, rest_api *api, void *ud);
 
+/* live events as server-sent events (api/handlers_events.c) */
+void api_events_stream(http_request *req, rest_api *api, void *ud);
+
+/* handlers_deployments.c */
+void api_config_apply(http_request *req, rest_api *api, void *ud);
+void api_deployments_list(http_request *req, rest_api *api, void *ud);
+void api_deployment_get(http_request *req, rest_api *api, void *ud);
+void api_deployment_pause(http_request *req, rest_api *api, void *ud);
+void api_deployment_resume(http_request *req, rest_api *api, void *ud);
+void api_deployment_cancel(http_request *req, rest_api *api, void *ud);
+void api_deployment_rollback(http_request *req, rest_api *api, void *ud);
+
 /* the OpenAPI document itself (api/openapi.c) */
 void api_openapi(http_request *req, rest_api *api, void *ud);
 

@@ -69,6 +69,12 @@ struct http_server {
     char last_mhd_error[256];   /* the latest libmicrohttpd complaint, for start errors */
     http_refusal_fn on_refusal; /* see http_set_refusal_hook; NULL when none */
     void *on_refusal_ud;
+    http_handler_fn fallback; /* see http_set_fallback; NULL: the JSON 404 */
+    void *fallback_ud;
+    const char *fallback_route;  /* static label of fallback requests in logs and metrics */
+    pthread_mutex_t streams_mu;  /* guards streams and streams_ended */
+    struct http_stream *streams; /* open streamed responses (http_respond_stream) */
+    bool streams_ended;          /* http_stop ended them: new ones end at once */
 };
 
 typedef struct resp_header {
@@ -98,6 +104,7 @@ struct http_request {
     resp_header headers[MAX_RESP_HEADERS];
     char remote_ip[INET6_ADDRSTRLEN]; /* filled on first http_req_remote_ip; "" before */
     void *app_data;                   /* http_req_set_app_data; not owned */
+    struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -234,6 +241,176 @@ void http_respond_err(http_request *r, const sx_err *err)
 void http_respond_fielderrs(http_request *r, const char *message, const sx_fielderrs *errs)
 {
     http_respond_error(r, SX_EVALIDATION, message, sx_fielderrs_to_json(errs));
+}
+
+/* ------------------------------------------------------------------ streamed responses */
+
+/*
+ * A streamed body is a libmicrohttpd callback response. When the producer has nothing,
+ * the reader suspends the connection (no thread is held, nothing polls) and
+ * http_stream_wake resumes it. libmicrohttpd drops a resume that arrives before the
+ * suspend, so both happen under the stream's mutex: the reader parks only when no wake
+ * came since it last asked the producer, and a wake resumes only a parked stream. It is
+ * an API violation to stop the daemon with a suspended connection, so http_stop first
+ * ends every open stream (end_streams). The state has two references, the response's
+ * (dropped when libmicrohttpd frees it, after done ran) and the request's (dropped by
+ * on_completed, which reads the byte count), because the two go in either order.
+ */
+struct http_stream {
+    pthread_mutex_t mu;
+    http_server *srv;
+    struct MHD_Connection *conn;
+    http_stream_read_fn read;
+    http_stream_done_fn done;
+    void *ctx;
+    bool parked; /* the connection is suspended until a wake */
+    bool woken;  /* a wake came while read was running: ask again instead of parking */
+    bool ending; /* http_stop: the body ends at the next read */
+    int refs;
+    atomic_size_t bytes;             /* body bytes handed to libmicrohttpd */
+    struct http_stream *prev, *next; /* srv->streams */
+};
+
+static void stream_unref(http_stream *st)
+{
+    pthread_mutex_lock(&st->mu);
+    bool last = --st->refs == 0;
+    pthread_mutex_unlock(&st->mu);
+    if (last) {
+        pthread_mutex_destroy(&st->mu);
+        sx_free(st);
+    }
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    http_stream *st = cls;
+    for (;;) {
+        pthread_mutex_lock(&st->mu);
+        bool ending = st->ending;
+        st->woken = false;
+        pthread_mutex_unlock(&st->mu);
+        if (ending)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        long n = st->read(st->ctx, buf, max);
+        if (n < 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (n > 0) {
+            atomic_fetch_add(&st->bytes, (size_t)n);
+            return (ssize_t)n;
+        }
+        pthread_mutex_lock(&st->mu);
+        if (!st->woken && !st->ending) {
+            st->parked = true;
+            MHD_suspend_connection(st->conn);
+            pthread_mutex_unlock(&st->mu);
+            return 0;
+        }
+        pthread_mutex_unlock(&st->mu);
+    }
+}
+
+/* libmicrohttpd frees the response: the stream is over. */
+static void stream_free(void *cls)
+{
+    http_stream *st = cls;
+    http_server *s = st->srv;
+    pthread_mutex_lock(&s->streams_mu);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        s->streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    pthread_mutex_unlock(&s->streams_mu);
+    st->done(st->ctx);
+    stream_unref(st);
+}
+
+/* Resumes a parked stream; call with st->mu held. */
+static void stream_resume_locked(http_stream *st)
+{
+    if (st->parked) {
+        st->parked = false;
+        MHD_resume_connection(st->conn);
+    } else {
+        st->woken = true;
+    }
+}
+
+void http_stream_wake(http_stream *st)
+{
+    pthread_mutex_lock(&st->mu);
+    stream_resume_locked(st);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Ends every open stream and makes new ones end at once (http_stop). */
+static void end_streams(http_server *s)
+{
+    pthread_mutex_lock(&s->streams_mu);
+    s->streams_ended = true;
+    for (http_stream *st = s->streams; st; st = st->next) {
+        pthread_mutex_lock(&st->mu);
+        st->ending = true;
+        stream_resume_locked(st);
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_mutex_unlock(&s->streams_mu);
+}
+
+http_stream *http_respond_stream(http_request *r, int status, const char *content_type,
+                                 http_stream_read_fn read, http_stream_done_fn done, void *ctx)
+{
+    if (r->responded) {
+        SX_ERROR("http", "bug: second response to %s %s (request %s) dropped", r->method, r->path,
+                 r->id);
+        done(ctx);
+        return NULL;
+    }
+    r->responded = true;
+    r->status = status;
+    http_stream *st = sx_calloc(1, sizeof(*st));
+    pthread_mutex_init(&st->mu, NULL);
+    st->srv = r->srv;
+    st->conn = r->conn;
+    st->read = read;
+    st->done = done;
+    st->ctx = ctx;
+    st->refs = 2;
+    atomic_init(&st->bytes, 0);
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, stream_reader, st, stream_free);
+    if (resp == NULL) {
+        SX_ERROR("http", "could not create a streamed response for request %s", r->id);
+        r->status = 500;
+        pthread_mutex_destroy(&st->mu);
+        sx_free(st);
+        done(ctx);
+        return NULL;
+    }
+    r->stream = st;
+    pthread_mutex_lock(&r->srv->streams_mu);
+    st->ending = r->srv->streams_ended;
+    st->next = r->srv->streams;
+    if (st->next)
+        st->next->prev = st;
+    r->srv->streams = st;
+    pthread_mutex_unlock(&r->srv->streams_mu);
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Request-Id", r->id);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    for (size_t i = 0; i < r->nheaders; i++)
+        MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
+    bool queued = MHD_queue_response(r->conn, (unsigned int)status, resp) == MHD_YES;
+    if (!queued) {
+        SX_ERROR("http", "could not queue the streamed response to request %s", r->id);
+        r->status = 500;
+    }
+    MHD_destroy_response(resp); /* not queued: this frees it, and done runs */
+    return queued ? st : NULL;
 }
 
 /* ------------------------------------------------------------------ request accessors */
@@ -419,6 +596,21 @@ static bool method_accepts(const route *rt, const char *m)
     return strcmp(rt->method, m) == 0 || (strcmp(m, "HEAD") == 0 && strcmp(rt->method, "GET") == 0);
 }
 
+void http_respond_no_route(http_request *r)
+{
+    r->route = "unmatched";
+    char msg[512];
+    snprintf(msg, sizeof(msg), "no route for %s %.300s", r->method, r->path);
+    http_respond_error(r, SX_ENOTFOUND, msg, NULL);
+}
+
+void http_set_fallback(http_server *s, const char *route, http_handler_fn fn, void *ud)
+{
+    s->fallback = fn;
+    s->fallback_ud = ud;
+    s->fallback_route = route ? route : "fallback";
+}
+
 static void dispatch(http_request *r)
 {
     http_server *s = r->srv;
@@ -480,11 +672,13 @@ static void dispatch(http_request *r)
         char msg[512];
         snprintf(msg, sizeof(msg), "method %s is not allowed on %s", r->method, r->path);
         http_respond_problem(r, 405, "method_not_allowed", msg, NULL);
+    } else if (s->fallback) {
+        r->route = s->fallback_route;
+        s->fallback(r, s->fallback_ud);
+        if (!r->responded)
+            http_respond_error(r, SX_EINTERNAL, "the fallback handler did not answer", NULL);
     } else {
-        r->route = "unmatched";
-        char msg[512];
-        snprintf(msg, sizeof(msg), "no route for %s %.300s", r->method, r->path);
-        http_respond_error(r, SX_ENOTFOUND, msg, NULL);
+        http_respond_no_route(r);
     }
     sx_buf_free(&allow);
 }
@@ -623,6 +817,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r == NULL)
         return;
     *con_cls = NULL;
+    if (r->stream) {
+        r->bytes_out = atomic_load(&r->stream->bytes);
+        stream_unref(r->stream);
+    }
     double secs = elapsed_s(&r->start);
     char status[16];
     snprintf(status, sizeof(status), "%d", r->status);
@@ -675,6 +873,7 @@ http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_sup
     s->metrics = metrics;
     s->sup = sup;
     pthread_mutex_init(&s->err_mu, NULL);
+    pthread_mutex_init(&s->streams_mu, NULL);
     s->m_requests = sx_metrics_counter(metrics, "sextant_http_requests_total",
                                        "HTTP requests answered, by method, route and status",
                                        "method,route,status");
@@ -770,6 +969,9 @@ int http_start(http_server *s, sx_err *err)
     pthread_mutex_lock(&s->err_mu);
     s->last_mhd_error[0] = '\0';
     pthread_mutex_unlock(&s->err_mu);
+    pthread_mutex_lock(&s->streams_mu);
+    s->streams_ended = false;
+    pthread_mutex_unlock(&s->streams_mu);
     /* The logger must come first, or libmicrohttpd prints what precedes it itself. */
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)l->port, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
@@ -804,6 +1006,7 @@ void http_stop(http_server *s)
         return;
     atomic_store(&s->running, false);
     MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    end_streams(s); /* libmicrohttpd must not be stopped with a suspended connection */
     MHD_stop_daemon(s->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd); /* quiesce hands the listening socket to us */
@@ -837,6 +1040,7 @@ void http_destroy(http_server *s)
     }
     sx_free(s->routes);
     pthread_mutex_destroy(&s->err_mu);
+    pthread_mutex_destroy(&s->streams_mu);
     sx_free(s);
 }
 

@@ -10,7 +10,8 @@
  * request's arena, freed when the response is done.
  *
  * Built-in routes: GET /healthz, GET /readyz (from the supervisor's gate), GET /metrics.
- * Unknown paths get a JSON 404, a known path with another method a JSON 405 with Allow.
+ * Unknown paths get a JSON 404 (or go to the fallback handler, the web UI's files, when
+ * one is set), a known path with another method a JSON 405 with Allow.
  * Errors always have the shape {"error":{"code":..., "message":..., "details":[...]}}.
  */
 #ifndef SX_API_HTTP_H
@@ -55,6 +56,13 @@ int http_route(http_server *s, const char *method, const char *pattern, http_han
  * can audit it. Set before http_start; NULL clears it. */
 typedef void (*http_refusal_fn)(http_request *req, int status, const char *reason, void *ud);
 void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud);
+
+/* Sets the handler of requests whose path no route has (any method), instead of the JSON
+ * 404: the web UI's files (api/static.h). route is a static string that stands for the
+ * route of such requests in the access log and the metrics ("ui"). The handler answers
+ * exactly once, like a route's; http_respond_no_route gives it the usual 404. Set before
+ * http_start; fn NULL restores the JSON 404. */
+void http_set_fallback(http_server *s, const char *route, http_handler_fn fn, void *ud);
 
 /* Binds cfg->http.listen and starts the worker threads. Returns 0, or SX_EIO (address
  * in use, TLS material rejected) with the reason in err. */
@@ -114,8 +122,39 @@ void http_respond_error(http_request *r, int code, const char *message, json_t *
 void http_respond_err(http_request *r, const sx_err *err);
 /* Sends a 422 whose details are the field errors. */
 void http_respond_fielderrs(http_request *r, const char *message, const sx_fielderrs *errs);
+/* The JSON 404 of a path no route has ("no route for GET /x"). */
+void http_respond_no_route(http_request *r);
 /* The error shape with an explicit status and code name, for statuses no sx_code has. */
 void http_respond_problem(http_request *r, int status, const char *code_name, const char *message,
                           json_t *details);
+
+/* ---- streamed answers (server-sent events): a body of unknown length, produced piece
+ * by piece, that holds no thread while it waits */
+
+typedef struct http_stream http_stream;
+
+/* Copies at most max bytes of the body into buf and returns how many. 0 means nothing
+ * is ready: the connection is parked (no thread held, nothing polled) until
+ * http_stream_wake. HTTP_STREAM_END (any negative value) ends the body. Runs on a
+ * worker thread, one call at a time per stream, and must not block. */
+#define HTTP_STREAM_END (-1L)
+typedef long (*http_stream_read_fn)(void *ctx, char *buf, size_t max);
+/* The stream is over (body ended, client gone, or the server stopping): called exactly
+ * once, on any thread, after the last read; ctx may be freed. The http_stream handle is
+ * invalid once it returns. */
+typedef void (*http_stream_done_fn)(void *ctx);
+
+/* Answers with status, content_type (copied) and the headers set so far, and a body
+ * read from read (chunked on HTTP/1.1). Returns the handle for http_stream_wake, or NULL
+ * when the answer could not be queued, in which case done(ctx) has already run. When
+ * http_stop begins, every open stream's body ends (read is not called again), and a
+ * stream answered after that ends at once, so shutdown never waits on a client. */
+http_stream *http_respond_stream(http_request *r, int status, const char *content_type,
+                                 http_stream_read_fn read, http_stream_done_fn done, void *ctx);
+
+/* read may have something now: resumes the parked stream, or makes a read that is
+ * running ask again instead of parking. Any thread, any number of times, until done
+ * has returned. */
+void http_stream_wake(http_stream *s);
 
 #endif

@@ -305,13 +305,76 @@ static json_t *schemas(void)
                       "source_ip", tn("string"), "details", t("object"))));
     json_object_set_new(
         s, "Whoami",
-        obj("user,role", json_pack("{s:o,s:o}", "user", t("string"), "role", t("string"))));
+        obj("user,role,permissions",
+            json_pack("{s:o,s:o,s:{s:s,s:s,s:{s:s,s:{s:s}}}}", "user", t("string"), "role",
+                      t("string"), "permissions", "description",
+                      "What the caller's role may do: each resource type of the API mapped to "
+                      "the actions allowed on it, {\"configs\": [\"read\", \"update\"]}",
+                      "type", "object", "additionalProperties", "type", "array", "items", "type",
+                      "string")));
     json_object_set_new(s, "ConfigPage", page_of("Config"));
     json_object_set_new(s, "VersionPage", page_of("ConfigVersion"));
     json_object_set_new(s, "SnapshotPage", page_of("Snapshot"));
     json_object_set_new(s, "GroupPage", page_of("Group"));
     json_object_set_new(s, "ProxyPage", page_of("Proxy"));
     json_object_set_new(s, "AuditPage", page_of("AuditEntry"));
+    json_object_set_new(
+        s, "Event",
+        obj("id,type,at",
+            json_pack("{s:o,s:{s:s,s:[s,s,s,s,s,s,s,s,s,s,s]},s:{s:s,s:s},s:o,s:o,s:o,s:o,s:o,s:o,"
+                      "s:o,s:o}",
+                      "id", t("integer"), "type", "type", "string", "enum", "config_applied",
+                      "config_rejected", "wave_started", "wave_completed", "rollout_completed",
+                      "rollout_failed", "rollback_started", "rollback_completed", "proxy_connected",
+                      "proxy_disconnected", "proxy_stale", "at", "type", "string", "format",
+                      "date-time", "deployment_id", tn("string"), "node_id", tn("string"), "group",
+                      tn("string"), "version", t("integer"), "error", t("string"), "reason",
+                      t("string"), "protocol", t("string"), "client", t("string"))));
+    json_object_set_new(
+        s, "ApplyInput",
+        obj("version",
+            json_pack("{s:{s:s,s:i},s:{s:s,s:s,s:{s:o,s:o,s:{s:s,s:{s:s}},s:o}},s:{s:s,s:s,s:{s:{s:"
+                      "s,s:[s,"
+                      "s,s]},s:o,s:o,s:o,s:o,s:o,s:o}},s:o,s:o,s:{s:s,s:i,s:i},s:o,s:o,s:o,s:o}",
+                      "version", "type", "integer", "minimum", 1, "selector", "type", "object",
+                      "description", "which nodes of the config's groups; empty = all of them",
+                      "properties", "node_ids", strings(), "groups", strings(), "labels", "type",
+                      "object", "additionalProperties", "type", "string", "namespaces", strings(),
+                      "strategy", "type", "object", "description",
+                      "all_at_once | rolling (wave_size or wave_percent, pause) | canary "
+                      "(initial_percent, increment_percent, interval)",
+                      "properties", "type", "type", "string", "enum", "all_at_once", "rolling",
+                      "canary", "wave_size", t("integer"), "wave_percent", t("number"), "pause",
+                      t("string"), "initial_percent", t("number"), "increment_percent", t("number"),
+                      "interval", t("string"), "dry_run", t("boolean"), "reason", t("string"),
+                      "nack_threshold", "type", "number", "minimum", 0, "maximum", 1,
+                      "nack_min_sample", t("integer"), "wave_timeout", t("string"),
+                      "health_failures", t("integer"), "promote", t("boolean"))));
+    json_object_set_new(
+        s, "Plan",
+        obj("plan,validation",
+            json_pack("{s:{s:s,s:s},s:{s:s,s:{s:o,s:{s:s,s:o}}}}", "plan", "type", "object",
+                      "description",
+                      "waves (index, node_ids), groups (group, from_version, to_version, changed, "
+                      "diff), skipped nodes, strategy and policy",
+                      "validation", "type", "object", "properties", "valid", t("boolean"),
+                      "problems", "type", "array", "items", schema("ErrorDetail"))));
+    json_object_set_new(
+        s, "Deployment",
+        obj("id,config_id,config_version,state,waves",
+            json_pack("{s:o,s:o,s:o,s:{s:s,s:[s,s,s,s,s,s,s,s,s]},s:o,s:o,s:o,s:o,s:o,s:o,s:{s:s,"
+                      "s:{s:s,s:s}}}",
+                      "id", t("string"), "config_id", t("string"), "config_version", t("integer"),
+                      "state", "type", "string", "enum", "pending", "in_progress", "paused",
+                      "completed", "failed", "canceling", "rolling_back", "rolled_back",
+                      "rollback_failed", "state_reason", t("string"), "current_wave", t("integer"),
+                      "target_snapshots", t("object"), "baseline_snapshots", t("object"),
+                      "strategy", t("object"), "selector", t("object"), "waves", "type", "array",
+                      "items", "type", "object", "description",
+                      "index, state, node_ids, acks, nacks, errors (node_id, version, error, "
+                      "at), started_at, completed_at, duration_seconds")));
+    json_object_set_new(s, "DeploymentPage", page_of("Deployment"));
+    json_object_set_new(s, "ActionInput", obj("", json_pack("{s:o}", "reason", t("string"))));
     return s;
 }
 
@@ -526,6 +589,58 @@ static json_t *paths(void)
                          resp("The group after the rollback", schema("GroupRollbackResult"), NULL)),
                "400 404 413 415 422 503")));
 
+    /* rollouts */
+    json_object_set_new(
+        p, "/api/v1/configs/{id}/apply",
+        json_pack("{s:o}", "post",
+                  op("applyConfig", "deployments",
+                     "Roll a config version out to the selected nodes in waves gated on their ACKs "
+                     "(dry_run: the plan, nothing written)",
+                     json_pack("[o]", param("configId")), schema("ApplyInput"),
+                     json_pack("{s:o,s:o}", "200", resp("The plan (dry run)", schema("Plan"), NULL),
+                               "201", resp("The deployment, pending", schema("Deployment"), NULL)),
+                     "400 404 409 413 415 422 503")));
+    json_t *dep_params = paging();
+    json_array_append_new(dep_params,
+                          query("state", "string", "comma-separated states, e.g. in_progress"));
+    json_array_append_new(dep_params, query("config_id", "string", "only this config"));
+    json_object_set_new(
+        p, "/api/v1/deployments",
+        json_pack("{s:o}", "get",
+                  op("listDeployments", "deployments", "Deployments, newest first", dep_params,
+                     NULL,
+                     json_pack("{s:o}", "200", resp("One page", schema("DeploymentPage"), NULL)),
+                     "400 503")));
+    json_object_set_new(
+        p, "/api/v1/deployments/{id}",
+        json_pack("{s:o}", "get",
+                  op("getDeployment", "deployments",
+                     "One deployment with its waves: ACKs, NACKs, errors and timings",
+                     json_pack("[o]", path_param("id", "string", "deployment id")), NULL,
+                     json_pack("{s:o}", "200", resp("The deployment", schema("Deployment"), NULL)),
+                     "404 503")));
+    static const char *const actions[][3] = {
+        {"pause", "pauseDeployment", "Hold an in-progress deployment before its next wave"},
+        {"resume", "resumeDeployment", "Continue a paused deployment"},
+        {"cancel", "cancelDeployment",
+         "Stop a pending, in-progress or paused deployment and return its nodes"},
+        {"rollback", "rollbackDeployment",
+         "Return every node the deployment moved to what it had (undoing a promotion)"},
+    };
+    for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/api/v1/deployments/{id}/%s", actions[i][0]);
+        json_object_set_new(
+            p, path,
+            json_pack("{s:o}", "post",
+                      op(actions[i][1], "deployments", actions[i][2],
+                         json_pack("[o]", path_param("id", "string", "deployment id")),
+                         schema("ActionInput"),
+                         json_pack("{s:o}", "200",
+                                   resp("The deployment after it", schema("Deployment"), NULL)),
+                         "400 404 409 415 503")));
+    }
+
     /* proxies */
     json_t *proxy_params = paging();
     json_array_append_new(proxy_params, query("group", "string", "only this proxy group"));
@@ -570,6 +685,37 @@ static json_t *paths(void)
         json_pack("{s:o}", "get",
                   op("listAudit", "audit", "The audit log, newest first", audit_params, NULL,
                      json_pack("{s:o}", "200", resp("One page", schema("AuditPage"), NULL)),
+                     "400 503")));
+
+    /* live events */
+    json_t *event_params = json_array();
+    json_array_append_new(
+        event_params, query("types", "string",
+                            "comma-separated event types; default: every type the caller's role "
+                            "may read (deployment events need deployments read, the others "
+                            "proxies read)"));
+    json_array_append_new(event_params,
+                          query("since", "integer",
+                                "resume strictly after this event id, for clients that cannot "
+                                "send Last-Event-ID (the header wins)"));
+    json_array_append_new(
+        event_params,
+        json_pack("{s:s,s:s,s:b,s:s,s:{s:s}}", "name", "Last-Event-ID", "in", "header", "required",
+                  0, "description",
+                  "resume strictly after this event id; without it (and since) the stream "
+                  "starts at the newest event and replays nothing older",
+                  "schema", "type", "integer"));
+    json_object_set_new(
+        p, "/api/v1/events",
+        json_pack("{s:o}", "get",
+                  op("streamEvents", "events",
+                     "Live events of every replica as server-sent events (text/event-stream): "
+                     "\"id: N\", \"event: TYPE\", \"data: {...}\" per event, a \": keep-alive\" "
+                     "comment every events.keepalive",
+                     event_params, NULL,
+                     json_pack("{s:{s:s,s:{s:{s:o}}}}", "200", "description",
+                               "The stream; each data line is one Event", "content",
+                               "text/event-stream", "schema", schema("Event")),
                      "400 503")));
     return p;
 }

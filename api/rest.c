@@ -191,6 +191,22 @@ const char *rest_source_ip(http_request *req)
     return http_req_remote_ip(req);
 }
 
+bool rest_allows(const rest_api *api, const char *role, const char *resource_type,
+                 const char *action)
+{
+    return !api->auth_enabled || policy_allows(api->policy, role, resource_type, NULL, action);
+}
+
+bool rest_has_role(const rest_api *api, const char *role)
+{
+    return policy_has_role(api->policy, role);
+}
+
+const char *rest_role_names(const rest_api *api, char *out, size_t outlen)
+{
+    return policy_role_names(api->policy, out, outlen);
+}
+
 /* ------------------------------------------------------------------ refusals */
 
 /* The id the route names, for the audit row: {id}, {node_id} or {group}; NULL if none. */

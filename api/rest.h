@@ -50,6 +50,15 @@ struct sx_server *rest_server(rest_api *api);
 /* The caller's source IP as text. */
 const char *rest_source_ip(http_request *req);
 
+/* True when role may do action on resource_type (collection-wide: no id) under the
+ * policy in force; always true when auth.enabled is false (everyone is admin then). */
+bool rest_allows(const rest_api *api, const char *role, const char *resource_type,
+                 const char *action);
+/* True when the policy in force defines role. */
+bool rest_has_role(const rest_api *api, const char *role);
+/* The policy's role names, comma-separated, in file order, into out; returns out. */
+const char *rest_role_names(const rest_api *api, char *out, size_t outlen);
+
 /* Registers every /api/v1 route of the product (configs, snapshots, proxies, groups,
  * audit, openapi) on api. */
 int rest_register_all(rest_api *api, sx_err *err) SX_MUSTCHECK;

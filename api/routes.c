@@ -7,18 +7,26 @@
  * document (api/openapi.c) is checked against: a test walks both and fails when a route
  * is missing from either, so the document cannot drift from the router.
  */
+#include <string.h>
 #include <jansson.h>
 
+#include "api/dev_sign_in.h"
 #include "api/handlers_routes.h"
 #include "api/rest.h"
 
-/* GET /api/v1/whoami: {"user": ..., "role": ...} of the caller. */
+static json_t *permissions_of(const rest_api *api, const char *role);
+
+/* GET /api/v1/whoami: {"user", "role", "permissions"} of the caller; permissions maps
+ * each resource type of the route table to the actions the caller's role may do on it
+ * ({"configs": ["read", "create", ...]}), so a client (the web UI) offers only what the
+ * policy in force allows. */
 static void handle_whoami(http_request *req, rest_api *api, void *ud)
 {
-    (void)api;
     (void)ud;
     const rest_principal *who = rest_principal_of(req);
-    http_respond_json(req, 200, json_pack("{s:s,s:s}", "user", who->user, "role", who->role));
+    http_respond_json(req, 200,
+                      json_pack("{s:s,s:s,s:o}", "user", who->user, "role", who->role,
+                                "permissions", permissions_of(api, who->role)));
 }
 
 static const api_route routes[] = {
@@ -35,6 +43,15 @@ static const api_route routes[] = {
     {"GET", "/api/v1/configs/{id}/versions/{v}", "configs", "read", api_config_version},
     {"GET", "/api/v1/configs/{id}/diff", "configs", "read", api_config_diff},
     {"POST", "/api/v1/configs/{id}/rollback", "configs", "rollback", api_config_rollback},
+    {"POST", "/api/v1/configs/{id}/apply", "configs", "apply", api_config_apply},
+
+    {"GET", "/api/v1/deployments", "deployments", "read", api_deployments_list},
+    {"GET", "/api/v1/deployments/{id}", "deployments", "read", api_deployment_get},
+    {"POST", "/api/v1/deployments/{id}/pause", "deployments", "pause", api_deployment_pause},
+    {"POST", "/api/v1/deployments/{id}/resume", "deployments", "resume", api_deployment_resume},
+    {"POST", "/api/v1/deployments/{id}/cancel", "deployments", "cancel", api_deployment_cancel},
+    {"POST", "/api/v1/deployments/{id}/rollback", "deployments", "rollback",
+     api_deployment_rollback},
 
     {"GET", "/api/v1/snapshots", "snapshots", "read", api_snapshots_list},
     {"GET", "/api/v1/snapshots/{id}", "snapshots", "read", api_snapshot_get},
@@ -47,7 +64,30 @@ static const api_route routes[] = {
     {"GET", "/api/v1/proxies/{node_id}/config", "proxies", "read", api_proxy_config},
 
     {"GET", "/api/v1/audit", "audit", "read", api_audit_list},
+
+    {"GET", "/api/v1/events", "events", "read", api_events_stream},
 };
+
+static json_t *permissions_of(const rest_api *api, const char *role)
+{
+    json_t *perms = json_object();
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const api_route *r = &routes[i];
+        json_t *actions = json_object_get(perms, r->resource_type);
+        if (actions == NULL) {
+            actions = json_array();
+            json_object_set_new(perms, r->resource_type, actions);
+        }
+        bool listed = false;
+        size_t k;
+        json_t *v;
+        json_array_foreach(actions, k, v) listed =
+            listed || strcmp(json_string_value(v), r->action) == 0;
+        if (!listed && rest_allows(api, role, r->resource_type, r->action))
+            json_array_append_new(actions, json_string(r->action));
+    }
+    return perms;
+}
 
 const api_route *api_routes(size_t *n)
 {
@@ -64,5 +104,6 @@ int rest_register_all(rest_api *api, sx_err *err)
         if (rc)
             return rc;
     }
-    return 0;
+    /* Outside the table: unauthenticated, and only on a development server. */
+    return dev_sign_in_register(api, err);
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "server/base/clock.h"
+#include "server/diff.h"
 #include "server/base/hash.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
@@ -30,6 +31,8 @@
 #include "storage/pg_listener.h"
 #include "storage/repo_audit.h"
 #include "storage/repo_configs.h"
+#include "storage/repo_deployments.h"
+#include "storage/repo_pins.h"
 
 typedef struct tx_ctx {
     const apply_request *req;
@@ -46,6 +49,7 @@ typedef struct tx_ctx {
     const char *const *groups; /* the config's groups after the change */
     size_t ngroups;
     cfg_live self;
+    const struct write_opts *wopts; /* how recompose writes; NULL = directly */
 } tx_ctx;
 
 static void decref_json(void *p)
@@ -127,20 +131,35 @@ static void content_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN 
 
 /*
  * Writes group's next snapshot from the given inputs on c: reserves the version,
- * names the snapshot "<group>:<version>", validates and encodes it, inserts it with
- * sources[0..nsources) and NOTIFYs. When the content equals the group's current
- * snapshot nothing is written and *written is NULL (the reserved number goes back when
- * the transaction ends).
+ * names the snapshot "<group>:<version>", validates and encodes it, and inserts it with
+ * sources[0..nsources). When the content equals the group's current snapshot nothing
+ * is written and *written is NULL (the reserved number goes back when the transaction
+ * ends).
+ *
+ * w->staged: the snapshot is staged for deployment w->deployment (it does not become
+ * current; nothing is announced). Otherwise it becomes the group's current snapshot,
+ * which a deployment in progress on the group forbids (SX_ECONFLICT) unless it is that
+ * deployment's own (w->deployment); pins left by finished deployments on the group's
+ * nodes are released so that the change reaches them; the new version and the
+ * released pins are NOTIFYd.
  */
+typedef struct write_opts {
+    const char *deployment; /* NULL = none */
+    bool staged;
+} write_opts;
+
 static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap_compose_input *in,
                           size_t n, const snap_source *sources, size_t nsources, const char *reason,
-                          const char *author, sx_fielderrs *verrs, snap_record **written,
-                          sx_err *err)
+                          const char *author, const write_opts *w, sx_fielderrs *verrs,
+                          snap_record **written, sx_err *err)
 {
+    static const write_opts direct = {NULL, false};
+    if (w == NULL)
+        w = &direct;
     *written = NULL;
-    long long version = 0;
+    long long version = 0, current = 0;
     int rc = snap_repo_reserve_version(c, group, &version, err);
-    if (rc)
+    if (rc || (rc = snap_repo_current_version(c, group, &current, err)) != 0)
         return rc;
 
     char id[300], when[SX_RFC3339_LEN], sum[SX_SHA256_HEX_LEN + 1];
@@ -151,12 +170,26 @@ static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap
 
     /* Read on c: the pool may have no other connection to give while c is held. */
     char *cur = NULL;
-    if (version > 1) {
-        rc = snap_repo_checksum(c, group, version - 1, a, &cur, err);
+    if (current > 0) {
+        rc = snap_repo_checksum(c, group, current, a, &cur, err);
         if (rc && rc != SX_ENOTFOUND)
             return rc;
         if (cur && strcmp(cur, sum) == 0)
             return 0;
+    }
+    if (!w->staged) {
+        char *busy = NULL;
+        if ((rc = deploy_repo_active_in_groups(c, &group, 1, w->deployment, a, &busy, NULL, err)) !=
+            0)
+            return rc;
+        if (busy) {
+            sx_err_set(err, SX_ECONFLICT, "group %s is being rolled out by deployment %s", group,
+                       busy);
+            sx_err_detail(err, "A group changes through one deployment at a time; a direct change "
+                               "would move nodes the deployment holds.");
+            sx_err_hint(err, "Wait for deployment %s to finish, or cancel it, then retry.", busy);
+            return SX_ECONFLICT;
+        }
     }
 
     ir_snapshot *ir = NULL;
@@ -179,12 +212,19 @@ static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap
         .source_count = sources ? nsources : 0,
         .reason = reason ? reason : "",
         .created_by = author,
+        .deployment_id = w->staged ? w->deployment : NULL,
     };
     if ((rc = snap_repo_insert(c, &sn, a, written, err)) != 0)
         return rc;
+    if (w->staged)
+        return 0;
     char *payload = snap_store_notify_payload(group, (*written)->version);
     rc = pg_notify(c, SNAP_NOTIFY_CHANNEL, payload, err);
     sx_free(payload);
+    int released = 0;
+    if (rc == 0 && (rc = pin_repo_release_finished(c, &group, 1, &released, err)) == 0 &&
+        released > 0)
+        rc = pg_notify(c, PINS_NOTIFY_CHANNEL, "", err);
     return rc;
 }
 
@@ -220,8 +260,8 @@ static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, const char *rea
         sources[i] = (snap_source){live[i].id, live[i].version};
     }
     snap_record *rec = NULL;
-    rc = write_snapshot(c, a, group, in, n, sources, n, reason, ctx->req->author, ctx->verrs, &rec,
-                        err);
+    rc = write_snapshot(c, a, group, in, n, sources, n, reason, ctx->req->author, ctx->wopts,
+                        ctx->verrs, &rec, err);
     if (rc || rec == NULL)
         return rc;
     apply_result *out = ctx->out;
@@ -409,7 +449,6 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
                     old ? old->group_count : 0, &affected);
     if ((rc = lock_groups(c, affected, naffected, err)) != 0)
         return rc;
-
     if (op != APPLY_DELETE) {
         cfg_live *peers = NULL;
         size_t npeers = 0;
@@ -484,6 +523,23 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
                                    out->version,   (json_t *)spec};
         } else {
             ctx->peers = NULL;
+        }
+    }
+
+    /* A deployment in progress holds its groups: a live change of a config of them would
+     * move nodes it pins, or be overwritten when it completes. Drafts are fine. */
+    if (out->changed && (!req->draft || op == APPLY_DELETE)) {
+        char *busy = NULL, *busy_group = NULL;
+        if ((rc = deploy_repo_active_in_groups(c, affected, naffected, NULL, a, &busy, &busy_group,
+                                               err)) != 0)
+            return rc;
+        if (busy) {
+            sx_err_set(err, SX_ECONFLICT, "group %s is being rolled out by deployment %s",
+                       busy_group, busy);
+            sx_err_detail(err, "A group changes through one deployment at a time. Save the change "
+                               "as a draft (\"draft\": true) to apply it later.");
+            sx_err_hint(err, "Wait for deployment %s to finish, or cancel it, then retry.", busy);
+            return SX_ECONFLICT;
         }
     }
 
@@ -681,15 +737,14 @@ static int group_rollback_tx(pg_conn *c, void *arg, sx_err *err)
 
     long long next = 0;
     int rc = snap_repo_reserve_version(c, req->group, &next, err);
-    if (rc)
+    if (rc || (rc = snap_repo_current_version(c, req->group, &ctx->out->before_version, err)))
         return rc;
-    ctx->out->before_version = next - 1;
     snap_compose_input in = {"", req->group, ctx->target->ir};
     char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
                                    req->message && req->message[0] ? ": " : "",
                                    req->message ? req->message : "");
     rc = write_snapshot(c, a, req->group, &in, 1, ctx->target->sources, ctx->target->source_count,
-                        reason, req->author, ctx->verrs, &ctx->written, err);
+                        reason, req->author, NULL, ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
     ctx->out->changed = ctx->written != NULL;
@@ -761,7 +816,7 @@ static int publish_tx(pg_conn *c, void *arg, sx_err *err)
     const apply_publish_request *req = ctx->req;
     sx_fielderrs_free(ctx->verrs);
     snap_compose_input in = {"", req->group, req->spec};
-    int rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, 0, req->message, req->author,
+    int rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, 0, req->message, req->author, NULL,
                             ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
@@ -805,5 +860,178 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
         snap_repo_cache_put(snaps, ctx.written);
         *version = ctx.written->version;
     }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ rollouts */
+
+static json_t *content_only(sx_arena *a, const json_t *ir)
+{
+    if (ir == NULL)
+        return own_json(a, json_object());
+    json_t *copy = own_json(a, json_deep_copy(ir));
+    json_object_del(copy, "id");
+    json_object_del(copy, "generated_at");
+    return copy;
+}
+
+int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_stage_result *out,
+                sx_fielderrs *verrs, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    sx_fielderrs_free(verrs);
+    if (req->problems)
+        val_result_free(req->problems);
+    if (empty(req->config_id) || req->version < 1 || empty(req->author))
+        return sx_err_set(err, SX_EINVAL, "staging needs a config, a version and an author");
+    cfg_record *cfg = NULL;
+    cfg_version *ver = NULL;
+    int rc = cfg_repo_lock(c, req->config_id, a, &cfg, err);
+    if (rc || (rc = cfg_repo_get_version(c, cfg->id, req->version, a, &ver, err)) != 0)
+        return rc;
+    out->config = cfg;
+    out->version = ver;
+    const char *const *groups = req->group_count ? req->groups : (const char *const *)cfg->groups;
+    size_t ngroups = req->group_count ? req->group_count : cfg->group_count;
+    for (size_t i = 0; i < ngroups; i++)
+        if (!has_group((const char *const *)cfg->groups, cfg->group_count, groups[i]))
+            return sx_err_set(err, SX_ENOTFOUND, "config %s/%s does not apply to group %s", cfg->ns,
+                              cfg->name, groups[i]);
+    const char **sorted = NULL;
+    ngroups = group_union(a, groups, ngroups, NULL, 0, &sorted);
+    if ((rc = lock_groups(c, sorted, ngroups, err)) != 0)
+        return rc;
+    char *busy = NULL, *busy_group = NULL;
+    if ((rc = deploy_repo_active_in_groups(c, sorted, ngroups, NULL, a, &busy, &busy_group, err)))
+        return rc;
+    if (busy) {
+        sx_err_set(err, SX_ECONFLICT, "group %s is already being rolled out by deployment %s",
+                   busy_group, busy);
+        sx_err_hint(err, "Wait for it to finish or cancel it first.");
+        return SX_ECONFLICT;
+    }
+
+    /* The whole pipeline, against the other live configs of every group of the config
+     * (the version becomes live in all of them once promoted). */
+    cfg_live *peers = NULL;
+    size_t npeers = 0;
+    apply_request vreq = {
+        .limits = req->limits, .now_unix = req->now_unix, .problems = req->problems};
+    if ((rc = cfg_repo_live_in_groups(c, (const char *const *)cfg->groups, cfg->group_count,
+                                      cfg->id, a, &peers, &npeers, err)) != 0 ||
+        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, err)) != 0)
+        return rc;
+
+    out->groups = sx_arena_alloc(a, (ngroups ? ngroups : 1) * sizeof(*out->groups));
+    out->written = sx_arena_alloc(a, (ngroups ? ngroups : 1) * sizeof(*out->written));
+    snap_compose_input *in = sx_arena_alloc(a, (npeers + 1) * sizeof(*in));
+    snap_source *sources = sx_arena_alloc(a, (npeers + 1) * sizeof(*sources));
+    for (size_t g = 0; g < ngroups; g++) {
+        const char *group = sorted[g];
+        apply_stage_group *sg = &out->groups[out->group_count++];
+        memset(sg, 0, sizeof(*sg));
+        sg->group = sx_arena_strdup(a, group);
+        if ((rc = snap_repo_current_version(c, group, &sg->from_version, err)) != 0)
+            return rc;
+        if (sg->from_version > 0 &&
+            (rc = snap_repo_ir_on(c, group, sg->from_version, a, &sg->from_ir, err)) != 0)
+            return rc;
+        size_t n = 0;
+        for (size_t i = 0; i < npeers; i++)
+            if (has_group((const char *const *)peers[i].groups, peers[i].group_count, group)) {
+                in[n] = (snap_compose_input){peers[i].ns, peers[i].name, peers[i].spec};
+                sources[n++] = (snap_source){peers[i].id, peers[i].version};
+            }
+        in[n] = (snap_compose_input){cfg->ns, cfg->name, ver->spec};
+        sources[n++] = (snap_source){cfg->id, ver->version};
+        if (req->deployment_id == NULL) {
+            char id[300], prefix[300];
+            snprintf(id, sizeof(id), "%s:dry-run", group);
+            snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", group);
+            json_t *composed = own_json(a, snap_compose_json(in, n, id, NULL));
+            ir_snapshot *ir = NULL;
+            if (ir_snapshot_from_json(composed, prefix, &ir, verrs) == 0)
+                ir_snapshot_free(ir);
+            sg->to_ir = composed;
+            char sum[SX_SHA256_HEX_LEN + 1], *cur = NULL;
+            content_checksum(composed, sum);
+            if (sg->from_version > 0 &&
+                (rc = snap_repo_checksum(c, group, sg->from_version, a, &cur, err)) != 0)
+                return rc;
+            sg->changed = cur == NULL || strcmp(cur, sum) != 0;
+            sg->to_version = sg->changed ? 0 : sg->from_version;
+        } else {
+            write_opts w = {req->deployment_id, true};
+            char *reason = sx_arena_printf(a, "config %s/%s v%d staged by deployment %s", cfg->ns,
+                                           cfg->name, ver->version, req->deployment_id);
+            snap_record *rec = NULL;
+            if ((rc = write_snapshot(c, a, group, in, n, sources, n, reason, req->author, &w, verrs,
+                                     &rec, err)) != 0)
+                return rc;
+            sg->changed = rec != NULL;
+            sg->to_version = rec ? rec->version : sg->from_version;
+            sg->to_ir = rec ? rec->ir : sg->from_ir;
+            if (rec)
+                out->written[out->nwritten++] = rec;
+        }
+        sg->diff =
+            own_json(a, diff_json(content_only(a, sg->from_ir), content_only(a, sg->to_ir), NULL));
+    }
+    if (verrs->count > 0)
+        return sx_err_set(err, SX_EVALIDATION,
+                          "the snapshot of a group would be invalid: %zu "
+                          "problem%s",
+                          verrs->count, verrs->count == 1 ? "" : "s");
+    return 0;
+}
+
+int apply_promote(pg_conn *c, const deploy_record *d, sx_arena *a, sx_err *err)
+{
+    const char *group;
+    json_t *v;
+    int rc;
+    json_object_foreach((json_t *)d->target_snapshots, group, v)
+    {
+        long long target = (long long)json_integer_value(v), current = 0;
+        if ((rc = snap_repo_reserve_version(c, group, &current, err)) != 0 ||
+            (rc = snap_repo_current_version(c, group, &current, err)) != 0)
+            return rc;
+        if (target <= 0 || target == current)
+            continue;
+        if ((rc = snap_repo_set_current(c, group, target, a, err)) != 0)
+            return rc;
+        char *payload = snap_store_notify_payload(group, target);
+        rc = pg_notify(c, SNAP_NOTIFY_CHANNEL, payload, err);
+        sx_free(payload);
+        if (rc)
+            return rc;
+    }
+    return cfg_repo_set_live(c, d->config_id, d->config_version, err);
+}
+
+int apply_unpromote(pg_conn *c, const deploy_record *d, const char *author, sx_arena *a,
+                    snap_record ***written, size_t *nwritten, sx_fielderrs *verrs, sx_err *err)
+{
+    *written = NULL;
+    *nwritten = 0;
+    int rc = cfg_repo_set_live(c, d->config_id, d->previous_live_version, err);
+    if (rc)
+        return rc;
+    const char **groups = NULL;
+    size_t n = group_union(a, (const char *const *)d->groups, d->group_count, NULL, 0, &groups);
+    if ((rc = lock_groups(c, groups, n, err)) != 0)
+        return rc;
+    apply_request req = {.author = author};
+    apply_result res = {0};
+    write_opts w = {d->id, false};
+    tx_ctx ctx = {.req = &req, .a = a, .out = &res, .verrs = verrs, .wopts = &w};
+    res.snapshots = sx_arena_alloc(a, (n ? n : 1) * sizeof(*res.snapshots));
+    ctx.written = sx_arena_alloc(a, (n ? n : 1) * sizeof(*ctx.written));
+    char *reason = sx_arena_printf(a, "rollback of deployment %s", d->id);
+    for (size_t i = 0; i < n; i++)
+        if ((rc = recompose(c, &ctx, groups[i], reason, err)) != 0)
+            return rc;
+    *written = ctx.written;
+    *nwritten = res.snapshot_count;
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "server/base/fielderr.h"
 #include "server/validate/validate.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_configs.h"
 #include "storage/repo_snapshots.h"
 
 /* What a change does. */
@@ -165,5 +166,63 @@ typedef struct apply_publish_request {
  */
 int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *req, sx_arena *a,
                   long long *version, sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
+
+/* ------------------------------------------------------------------ rollouts */
+
+/* Staging a config version for a deployment; pointers borrowed for the call. */
+typedef struct apply_stage_request {
+    const char *config_id;     /* required */
+    int version;               /* required: the version to roll out (often a draft) */
+    const char *const *groups; /* groups of the config to stage; NULL/0 = all of them */
+    size_t group_count;
+    const char *deployment_id; /* NULL: dry run (compose and check, write nothing) */
+    const char *author;        /* required */
+    const val_limits *limits;  /* the pipeline's limits (required) */
+    long long now_unix;        /* 0 = now */
+    val_result *problems;      /* receives the pipeline's problems; NULL allowed */
+} apply_stage_request;
+
+typedef struct apply_stage_group {
+    char *group;
+    long long from_version; /* the group's current snapshot (0 = none) */
+    long long to_version;   /* the staged snapshot; from_version when the content does not
+                               change; 0 in a dry run that would write one */
+    json_t *from_ir;        /* NULL when the group has no snapshot */
+    json_t *to_ir;
+    json_t *diff; /* diff_json of the two contents (id and generation time left out) */
+    bool changed;
+} apply_stage_group;
+
+typedef struct apply_stage_result {
+    cfg_record *config;        /* locked for the rest of the transaction */
+    cfg_version *version;      /* the staged version */
+    apply_stage_group *groups; /* sorted by name */
+    size_t group_count;
+    snap_record **written; /* staged snapshots, for snap_repo_cache_put after the commit */
+    size_t nwritten;
+} apply_stage_result;
+
+/*
+ * Inside the caller's transaction on c: locks the config and the groups, refuses
+ * (SX_ECONFLICT) when a deployment in progress already changes one of them, runs the
+ * validation pipeline on the version against the other live configs of the config's
+ * groups, composes each group with the version in place and, unless dry run, writes a
+ * staged snapshot for req->deployment_id where the content changes. Errors as
+ * apply_config; SX_ENOTFOUND for an unknown config, version, or a group the config does
+ * not apply to.
+ */
+int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_stage_result *out,
+                sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
+
+struct deploy_record;
+/* Completion of deployment d inside the caller's transaction: every staged snapshot
+ * becomes its group's current one (NOTIFYd) and the version the config's live one. */
+int apply_promote(pg_conn *c, const struct deploy_record *d, sx_arena *a, sx_err *err) SX_MUSTCHECK;
+/* Undoing a promoted deployment d inside the caller's transaction: the config's live
+ * version goes back to the one d replaced and its groups are recomposed from their live
+ * configs (new current snapshots, NOTIFYd; *written for the cache after the commit). */
+int apply_unpromote(pg_conn *c, const struct deploy_record *d, const char *author, sx_arena *a,
+                    snap_record ***written, size_t *nwritten, sx_fielderrs *verrs,
+                    sx_err *err) SX_MUSTCHECK;
 
 #endif

@@ -40,6 +40,10 @@
 #define MAX_DURATION_MS (365 * MS_DAY)
 #define HS256_MIN_BYTES 32
 #define SMALL_FILE_MAX  (1024 * 1024)
+/* The web UI's default folder: the source tree's ui/dist (CMakeLists.txt sets it). */
+#ifndef SEXTANT_UI_DIR
+#define SEXTANT_UI_DIR "ui/dist"
+#endif
 
 /* How a key's text becomes a value. The field at key_def.off has the type in brackets. */
 typedef enum key_kind {
@@ -93,6 +97,8 @@ static const key_def keys[] = {
      "PEM certificate chain for HTTPS; needs http.tls.key_file."},
     {"http.tls.key_file", K_FILE, NULL, 0, 0, OFF(http.tls.key_file), "none",
      "PEM private key for HTTPS; needs http.tls.cert_file."},
+    {"http.ui_dir", K_TEXT, SEXTANT_UI_DIR, 0, 0, OFF(http.ui_dir), "<source tree>/ui/dist",
+     "Folder of the built web UI (npm run build in ui/), served at /; \"\" serves no UI."},
     {"grpc.listen", K_LISTEN, "127.0.0.1:18000", 0, 0, OFF(grpc.listen), NULL,
      "xDS gRPC server: host:port or [v6]:port."},
     {"grpc.tls.cert_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.cert_file), "none, plaintext",
@@ -180,9 +186,29 @@ static const key_def keys[] = {
      OFF(fleet.disconnected_after_ms), NULL,
      "A node with no activity for this long counts as disconnected even if its stream is "
      "still marked up; must be greater than fleet.stale_after."},
+    {"rollouts.tick", K_DURATION, "1s", 10, MS_HOUR, OFF(rollouts.tick_ms), NULL,
+     "How often each replica looks at the deployments it drives."},
+    {"rollouts.lease", K_DURATION, "10s", 100, MS_HOUR, OFF(rollouts.lease_ms), NULL,
+     "How long a replica holds a deployment without renewing; another replica takes it over "
+     "after that."},
+    {"rollouts.nack_threshold_percent", K_INT, "5", 0, 100, OFF(rollouts.nack_threshold_percent),
+     NULL, "Default NACK rate (percent of responses) above which a rollout halts and rolls back."},
+    {"rollouts.nack_min_sample", K_INT, "10", 0, 1000000, OFF(rollouts.nack_min_sample), NULL,
+     "Default number of responses before the NACK rate is judged."},
+    {"rollouts.wave_timeout", K_DURATION, "10m", 1000, 24 * MS_HOUR, OFF(rollouts.wave_timeout_ms),
+     NULL, "Default time a wave may take to be ACKed before the rollout fails."},
+    {"rollouts.health_failures", K_INT, "3", 1, 1000000, OFF(rollouts.health_failures), NULL,
+     "Default number of wave nodes reporting not ready that halts a rollout."},
     {"nodes.max_pending", K_INT, "10000", 1, 10000000, OFF(nodes.max_pending), NULL,
      "Bound on nodes with unwritten status updates; routine updates beyond it are dropped "
      "and counted."},
+    {"events.retention", K_DURATION, "24h", MS_MINUTE, 30 * MS_DAY, OFF(events.retention_ms), NULL,
+     "How long live events (GET /api/v1/events) are kept for clients resuming with "
+     "Last-Event-ID."},
+    {"events.keepalive", K_DURATION, "15s", 100, MS_MINUTE, OFF(events.keepalive_ms), NULL,
+     "Interval of the keep-alive comment on an idle event stream."},
+    {"events.max_streams", K_INT, "1000", 1, 100000, OFF(events.max_streams), NULL,
+     "Event streams one replica serves at once; more get 503."},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -24,6 +24,7 @@
  *   http.max_body_bytes            integer   1048576            1..1073741824
  *   http.tls.cert_file             file      (none)             PEM; together with key_file
  *   http.tls.key_file              file      (none)             PEM; together with cert_file
+ *   http.ui_dir                    string    <source>/ui/dist   the built web UI; "" serves none
  *   grpc.listen                    address   127.0.0.1:18000    host:port or [v6]:port
  *   grpc.tls.cert_file             file      (none)             PEM; together with key_file
  *   grpc.tls.key_file              file      (none)             PEM; together with cert_file
@@ -51,6 +52,15 @@
  *   fleet.stale_after              duration  120s               1s..24h; idle connected node is
  * stale fleet.disconnected_after       duration  300s               1s..24h; > stale_after; idle
  * node counts as disconnected
+ *   rollouts.tick                  duration  1s                 10ms..1h driver period
+ *   rollouts.lease                 duration  10s                100ms..1h; take-over after it
+ *   rollouts.nack_threshold_percent integer  5                  0..100 default NACK rate limit
+ *   rollouts.nack_min_sample       integer   10                 0.. responses before it counts
+ *   rollouts.wave_timeout          duration  10m                1s..24h default wave timeout
+ *   rollouts.health_failures       integer   3                  1.. not-ready reports that halt
+ *   events.retention               duration  24h                1m..30d; older events are pruned
+ *   events.keepalive               duration  15s                100ms..1m; idle stream comment
+ *   events.max_streams             integer   1000               1..100000 streams per replica
  *
  * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",
  * "5s", "1m30s"), or "0". Files are checked to exist and be readable at load time.
@@ -107,6 +117,7 @@ typedef struct sextant_config {
         int64_t threads;        /* MHD thread pool size */
         int64_t max_body_bytes; /* larger request bodies get 413 */
         config_tls tls;         /* client_ca_file unused */
+        char *ui_dir;           /* the built web UI served at / (api/static.h); NULL: none */
     } http;
     struct {
         config_listen listen;
@@ -167,6 +178,19 @@ typedef struct sextant_config {
         int64_t stale_after_ms;        /* no activity this long: a connected node is stale */
         int64_t disconnected_after_ms; /* no activity this long: disconnected; > stale_after */
     } fleet;
+    struct {
+        int64_t tick_ms;                /* driver period */
+        int64_t lease_ms;               /* deployment lease; take-over after it lapses */
+        int64_t nack_threshold_percent; /* default NACK rate that halts a rollout */
+        int64_t nack_min_sample;        /* default responses before the rate counts */
+        int64_t wave_timeout_ms;        /* default wave timeout */
+        int64_t health_failures;        /* default not-ready reports that halt a rollout */
+    } rollouts;
+    struct {
+        int64_t retention_ms; /* live events older than this are deleted */
+        int64_t keepalive_ms; /* keep-alive comment interval on an idle event stream */
+        int64_t max_streams;  /* open event streams per replica; more get 503 */
+    } events;
     char *source_file;     /* the YAML file read, NULL when none */
     sx_fielderrs warnings; /* non-fatal notes, such as unknown SEXTANT_* variables */
 } sextant_config;

@@ -16,7 +16,10 @@
 
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/events.h"
+#include "server/events_feed.h"
 #include "server/fleet.h"
+#include "server/rollout/driver.h"
 #include "server/nodes/status.h"
 #include "server/server.h"
 #include "server/snapshot/store.h"
@@ -36,8 +39,9 @@ typedef struct datastore {
     pthread_t snap_thread; /* snapshot loader */
     bool db_started;
     bool snap_started;
-    atomic_bool db_ready; /* the database watcher's verdict */
-    fleet_monitor *fleet; /* the sextant_proxies gauge (server/fleet.h) */
+    atomic_bool db_ready;     /* the database watcher's verdict */
+    fleet_monitor *fleet;     /* the sextant_proxies gauge (server/fleet.h) */
+    rollout_driver *rollouts; /* moves deployments forward (server/rollout/driver.h) */
 } datastore;
 
 /* ------------------------------------------------------------------ database */
@@ -214,14 +218,28 @@ int datastore_register(struct sx_server *srv, sx_err *err)
     if ((rc = node_status_create(&no, &srv->nodes, err)) != 0)
         goto fail;
 
+    events_feed_options eo = {
+        .pool = srv->db,
+        .keepalive_ms = (int)cfg->events.keepalive_ms,
+        .max_streams = (int)cfg->events.max_streams,
+        .metrics = srv->metrics,
+    };
+    if ((rc = events_feed_create(&eo, &srv->events, err)) != 0 ||
+        (rc = pg_listener_subscribe(srv->listener, EVENTS_NOTIFY_CHANNEL, events_feed_on_notify,
+                                    events_feed_on_resync, srv->events, err)) != 0)
+        goto fail;
+
     datastore *d = sx_calloc(1, sizeof(*d));
     d->srv = srv;
     d->fleet = fleet_create(srv);
+    d->rollouts = rollout_driver_create(srv);
     srv->datastore = d;
     if ((rc = sup_register(srv->sup, "database", &db_ops, d, err)) != 0 ||
         (rc = sup_register(srv->sup, "listener", &listener_ops, d, err)) != 0 ||
         (rc = sup_register(srv->sup, "snapshots", &snap_ops, d, err)) != 0 ||
-        (rc = fleet_register(d->fleet, err)) != 0)
+        (rc = sup_register(srv->sup, "events", &events_feed_sup_ops, srv->events, err)) != 0 ||
+        (rc = fleet_register(d->fleet, err)) != 0 ||
+        (rc = rollout_driver_register(d->rollouts, err)) != 0)
         goto fail;
     return 0;
 fail:
@@ -236,6 +254,10 @@ void datastore_release(struct sx_server *srv)
     srv->nodes = NULL;
     pg_listener_destroy(srv->listener);
     srv->listener = NULL;
+    /* After the listener (its callbacks use the feed) and the HTTP server (its streams
+     * hold subscriptions). */
+    events_feed_destroy(srv->events);
+    srv->events = NULL;
     snap_store_destroy(srv->snapshots);
     srv->snapshots = NULL;
     snap_repo_destroy(srv->snap_repo);
@@ -244,8 +266,10 @@ void datastore_release(struct sx_server *srv)
     srv->cache = NULL;
     pg_pool_destroy(srv->db);
     srv->db = NULL;
-    if (srv->datastore)
+    if (srv->datastore) {
         fleet_destroy(srv->datastore->fleet);
+        rollout_driver_destroy(srv->datastore->rollouts);
+    }
     sx_free(srv->datastore);
     srv->datastore = NULL;
 }

@@ -1,10 +1,14 @@
 /*
- * fleet.c — the sextant_proxies{state} gauge, refreshed every 10 s (see fleet.h).
+ * fleet.c — the sextant_proxies{state} gauge, refreshed every 10 s, and the periodic
+ * sweep that reports stale proxies and prunes old live events (see fleet.h).
  *
- * Design: one thread, one statement per refresh. The counts come from
- * node_repo_count_states, so the gauge, GET /api/v1/proxies?state= and the per-group
- * counts of GET /api/v1/groups all judge a node's state with the same SQL expression.
- * The thread sleeps with sup_sleep, so shutdown wakes it at once.
+ * Design: one thread. The counts come from node_repo_count_states, so the gauge,
+ * GET /api/v1/proxies?state= and the per-group counts of GET /api/v1/groups all judge
+ * a node's state with the same SQL expression. The sweep marks newly stale nodes
+ * (node_repo_mark_stale) and writes their proxy_stale events in one transaction, so a
+ * node is reported once however many replicas sweep, and deletes the events older
+ * than events.retention. The thread sleeps with sup_sleep, so shutdown wakes it at
+ * once.
  */
 #include "server/fleet.h"
 
@@ -14,19 +18,24 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
+#include "server/events.h"
 #include "server/server.h"
 #include "server/supervisor.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
 
 #define FLEET_REFRESH_MS 10000
+/* Nodes marked stale per transaction; a larger backlog takes several. */
+#define STALE_BATCH 500
 
 struct fleet_monitor {
     struct sx_server *srv; /* borrowed */
     sx_metric *m_proxies;  /* sextant_proxies{state} */
     pthread_t thread;
     bool started;
-    bool failing; /* the last refresh failed (logged once until it works again) */
+    bool failing;       /* the last refresh failed (logged once until it works again) */
+    bool sweep_failing; /* the same for the sweep */
 };
 
 fleet_monitor *fleet_create(struct sx_server *srv)
@@ -72,11 +81,72 @@ static void refresh(fleet_monitor *f)
     sx_metric_set(f->m_proxies, disconnected, (double)n.disconnected);
 }
 
+typedef struct stale_batch {
+    fleet_monitor *f;
+    size_t count; /* nodes marked by the last run */
+} stale_batch;
+
+/* One transaction: up to STALE_BATCH nodes marked stale and their proxy_stale events. */
+static int mark_stale(pg_conn *c, void *arg, sx_err *err)
+{
+    stale_batch *b = arg;
+    const sextant_config *cfg = b->f->srv->config;
+    b->count = 0;
+    sx_arena *a = sx_arena_create();
+    node_stale_list list;
+    int rc = node_repo_mark_stale(c, cfg->fleet.stale_after_ms, STALE_BATCH, a, &list, err);
+    for (size_t i = 0; rc == 0 && i < list.count; i++) {
+        const node_stale *n = &list.items[i];
+        json_t *data = json_pack("{s:s?}", "last_seen", n->last_seen);
+        sx_event e = {
+            .type = EVENT_PROXY_STALE, .node_id = n->node_id, .group = n->group, .data = data};
+        rc = events_emit(c, cfg->replica.id, &e, err);
+        json_decref(data);
+    }
+    if (rc == 0)
+        b->count = list.count;
+    sx_arena_destroy(a);
+    return rc;
+}
+
+/* The sweep: stale nodes reported, old events pruned; errors logged when they start. */
+static void sweep(fleet_monitor *f)
+{
+    struct sx_server *srv = f->srv;
+    sx_err err;
+    sx_err_clear(&err);
+    stale_batch b = {f, 0};
+    int rc;
+    do {
+        rc = pg_tx(srv->db, mark_stale, &b, &err);
+    } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
+    if (rc == 0) {
+        pg_conn *c = NULL;
+        long long deleted = 0;
+        if ((rc = pg_acquire(srv->db, &c, &err)) == 0) {
+            rc = event_repo_prune(c, srv->config->events.retention_ms, &deleted, &err);
+            pg_release(srv->db, c);
+        }
+        if (rc == 0 && deleted > 0)
+            sx_log_fields(SX_LOG_DEBUG, "fleet", json_pack("{s:I}", "deleted", (json_int_t)deleted),
+                          "pruned old events");
+    }
+    if (rc) {
+        if (!f->sweep_failing)
+            sx_log_err(SX_LOG_WARN, "fleet", &err);
+        f->sweep_failing = true;
+        return;
+    }
+    f->sweep_failing = false;
+}
+
 static void *fleet_thread(void *arg)
 {
     fleet_monitor *f = arg;
     do {
         refresh(f);
+        if (!f->failing) /* a database that is away is logged once, by refresh */
+            sweep(f);
     } while (sup_sleep(f->srv->sup, FLEET_REFRESH_MS));
     return NULL;
 }

@@ -1,9 +1,13 @@
 /*
- * fleet.h — fleet health metrics: the sextant_proxies{state} gauge.
+ * fleet.h — fleet health metrics: the sextant_proxies{state} gauge, and the sweep that
+ * reports stale proxies and prunes old live events.
  *
  * A small supervised component: a thread that every 10 s counts the fleet's nodes by
  * state (connected, stale, disconnected) with node_repo_count_states, the same SQL the
- * REST API lists and counts with, and sets the gauge. It is not a readiness
+ * REST API lists and counts with, and sets the gauge; then writes one proxy_stale event
+ * (server/events.h) per connected node that has newly gone without activity for
+ * fleet.stale_after (once per node until it is seen again, whichever replica sweeps),
+ * and deletes the events older than events.retention. It is not a readiness
  * dependency; while the database is away the gauge keeps its last values.
  */
 #ifndef SX_SERVER_FLEET_H

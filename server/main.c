@@ -23,6 +23,7 @@
 #include "api/http.h"
 #include "api/policy.h"
 #include "api/rest.h"
+#include "api/static.h"
 #include "server/apply.h"
 #include "server/base/arena.h"
 #include "server/base/buf.h"
@@ -739,11 +740,15 @@ static int cmd_serve(const cli_opts *o)
     /* The REST API needs the storage components (audit rows of refusals, handlers), and
      * its routes must be in the router before the HTTP server starts. */
     rest_api *api = NULL;
-    if (rest_create(srv, &api, &err) != 0 || rest_register_all(api, &err) != 0) {
+    static_ui *ui = NULL;
+    if (rest_create(srv, &api, &err) != 0 || rest_register_all(api, &err) != 0 ||
+        static_ui_create(cfg, srv->http, &ui, &err) != 0) {
         sx_log_err(SX_LOG_ERROR, "main", &err);
         fprintf(stderr, "sextant: %s\n", err.message);
         if (err.detail[0])
             fprintf(stderr, "DETAIL: %s\n", err.detail);
+        if (err.hint[0])
+            fprintf(stderr, "HINT: %s\n", err.hint);
         rest_destroy(api);
         xds_server_destroy(xds);
         datastore_release(srv);
@@ -773,6 +778,7 @@ static int cmd_serve(const cli_opts *o)
         _exit(1);
     }
     sx_log_fields(SX_LOG_INFO, "main", json_pack("{s:i}", "exit_code", status), "sextant stopped");
+    static_ui_destroy(ui);
     rest_destroy(api);
     xds_server_destroy(xds);
     datastore_release(srv);

@@ -24,6 +24,7 @@ struct snap_store;
 struct snap_repo;
 struct datastore;
 struct node_status_queue;
+struct events_feed;
 
 struct sx_server {
     /* The loaded configuration; owned. Read-only once loaded, so any thread reads it. */
@@ -56,6 +57,9 @@ struct sx_server {
     struct node_status_queue *nodes;
     /* set by the storage wiring: its worker threads' state (server/datastore.c). */
     struct datastore *datastore;
+    /* set by the storage wiring: this replica's reader of the live events, which
+     * GET /api/v1/events subscribes to (server/events_feed.h); the component "events". */
+    struct events_feed *events;
 };
 
 /* Creates the server around cfg (ownership passes to the server, also on failure):

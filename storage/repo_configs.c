@@ -561,3 +561,26 @@ int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out, sx_
                    " FOR UPDATE",
                    1, p, a, out, id, err);
 }
+
+int cfg_repo_set_live(pg_conn *c, const char *id, int version, sx_err *err)
+{
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    char v[16];
+    snprintf(v, sizeof(v), "%d", version);
+    const char *p[] = {id, version > 0 ? v : NULL};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "UPDATE configs SET live_version = $2::int, updated_at = now()"
+                 " WHERE id = $1::uuid AND deleted_at IS NULL"
+                 "   AND ($2::int IS NULL OR EXISTS (SELECT 1 FROM config_versions v"
+                 "     WHERE v.config_id = $1::uuid AND v.version = $2::int))",
+                 2, p, &r, err);
+    if (rc)
+        return rc;
+    if (strcmp(PQcmdTuples(r), "1") != 0)
+        rc = sx_err_set(err, SX_ENOTFOUND, "config %s has no version %d", id, version);
+    PQclear(r);
+    return rc;
+}

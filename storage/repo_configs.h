@@ -171,6 +171,11 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
 int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out,
                   sx_err *err) SX_MUSTCHECK;
 
+/* Makes version (0 = none) the config's live version, without writing a version: a
+ * rollout promotes a draft, or restores the live version it replaced. SX_ENOTFOUND for
+ * a missing or deleted config or version. */
+int cfg_repo_set_live(pg_conn *c, const char *id, int version, sx_err *err) SX_MUSTCHECK;
+
 /* Soft-deletes a config (its versions stay). expected_latest < 0 skips the version
  * check. SX_ENOTFOUND when missing or already deleted, SX_EPRECONDITION when stale. */
 int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err) SX_MUSTCHECK;

@@ -70,11 +70,23 @@ bool deploy_state_final(deploy_state s)
     " created_by, reason, owner_replica, " REPO_TS("lease_until") ", " REPO_TS(                    \
         "created_at") ","                                                                          \
                       " " REPO_TS("started_at") ", " REPO_TS("finished_at") ", " REPO_TS(          \
-                          "updated_at")
+                          "updated_at") ", to_jsonb(groups), target_snapshots, "                   \
+                                        "baseline_snapshots,"                                      \
+                                        " previous_live_version, promote, promoted,"               \
+                                        " health_failure_limit, skipped_nodes, " REPO_TS(          \
+                                            "resumed_at") ","                                      \
+                                                          " extract(epoch FROM now() - "           \
+                                                          "state_changed_at),"                     \
+                                                          " COALESCE(extract(epoch FROM now() - "  \
+                                                          "resumed_at), 1e12)"
 
 #define WAVE_COLS                                                                                  \
     "wave_index, state, to_jsonb(node_ids), target_snapshots, baseline_snapshots, acks, nacks,"    \
-    " errors, " REPO_TS("started_at") ", " REPO_TS("completed_at")
+    " errors, " REPO_TS("started_at") ", " REPO_TS("completed_at") ","                             \
+                                                                   " COALESCE(extract(epoch FROM " \
+                                                                   "now() - started_at), 0),"      \
+                                                                   " COALESCE(extract(epoch FROM " \
+                                                                   "now() - completed_at), 0)"
 
 /* SQL list of the final states, for CASE expressions. */
 #define FINAL_STATES "('completed', 'failed', 'rolled_back', 'rollback_failed')"
@@ -116,6 +128,20 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, deploy_record *o, s
     o->started_at = repo_str(a, r, row, 16);
     o->finished_at = repo_str(a, r, row, 17);
     o->updated_at = repo_str(a, r, row, 18);
+    long long prev, limit;
+    if ((rc = repo_strv(a, r, row, 19, &o->groups, &o->group_count, err)) ||
+        (rc = repo_json(a, r, row, 20, &o->target_snapshots, err)) ||
+        (rc = repo_json(a, r, row, 21, &o->baseline_snapshots, err)) ||
+        (rc = repo_i64(r, row, 22, 0, &prev, err)) || (rc = repo_i64(r, row, 25, 3, &limit, err)) ||
+        (rc = repo_json(a, r, row, 26, &o->skipped_nodes, err)))
+        return rc;
+    o->previous_live_version = (int)prev;
+    o->promote = repo_bool(r, row, 23);
+    o->promoted = repo_bool(r, row, 24);
+    o->health_failure_limit = (int)limit;
+    o->resumed_at = repo_str(a, r, row, 27);
+    o->state_age_s = strtod(PQgetvalue(r, row, 28), NULL);
+    o->resumed_age_s = strtod(PQgetvalue(r, row, 29), NULL);
     return 0;
 }
 
@@ -138,6 +164,8 @@ static int read_wave(sx_arena *a, const PGresult *r, int row, deploy_wave *o, sx
     o->nacks = (int)nacks;
     o->started_at = repo_str(a, r, row, 8);
     o->completed_at = repo_str(a, r, row, 9);
+    o->started_age_s = strtod(PQgetvalue(r, row, 10), NULL);
+    o->completed_age_s = strtod(PQgetvalue(r, row, 11), NULL);
     return 0;
 }
 
@@ -148,6 +176,8 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
         *out = NULL;
     int rc = check_id("config", in->config_id, err);
     if (rc)
+        return rc;
+    if (in->id && (rc = check_id("deployment", in->id, err)))
         return rc;
     if (in->config_version < 1)
         return sx_err_set(err, SX_EINVAL, "config_version must be at least 1");
@@ -193,13 +223,26 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
         in->created_by,
         in->reason ? in->reason : "",
         repo_json_param(a, waves),
+        repo_strv_param(a, in->groups, in->group_count),
+        in->target_snapshots ? repo_json_param(a, in->target_snapshots) : "{}",
+        in->baseline_snapshots ? repo_json_param(a, in->baseline_snapshots) : "{}",
+        in->previous_live_version > 0 ? repo_i64_param(a, in->previous_live_version) : NULL,
+        in->no_promote ? "false" : "true",
+        repo_i64_param(a, in->health_failure_limit > 0 ? in->health_failure_limit : 3),
+        in->skipped_nodes ? repo_json_param(a, in->skipped_nodes) : "[]",
+        in->id,
     };
     static const char sql[] =
         "WITH d AS ("
-        " INSERT INTO deployments (config_id, config_version, selector, strategy,"
-        "   nack_threshold, nack_min_sample, wave_timeout, created_by, reason)"
-        " VALUES ($1::uuid, $2::int, $3::jsonb, $4::jsonb, $5::float8, $6::int,"
-        "   make_interval(secs => $7::float8 / 1000), $8, $9)"
+        " INSERT INTO deployments (id, config_id, config_version, selector, strategy,"
+        "   nack_threshold, nack_min_sample, wave_timeout, created_by, reason, groups,"
+        "   target_snapshots, baseline_snapshots, previous_live_version, promote,"
+        "   health_failure_limit, skipped_nodes)"
+        " VALUES (COALESCE($18::uuid, gen_random_uuid()), $1::uuid, $2::int, $3::jsonb,"
+        "   $4::jsonb, $5::float8, $6::int,"
+        "   make_interval(secs => $7::float8 / 1000), $8, $9,"
+        "   ARRAY(SELECT jsonb_array_elements_text($11::jsonb)), $12::jsonb, $13::jsonb,"
+        "   $14::int, $15::boolean, $16::int, $17::jsonb)"
         " RETURNING id),"
         " w AS ("
         " INSERT INTO deployment_waves"
@@ -211,7 +254,7 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
         " FROM d, jsonb_array_elements($10::jsonb) WITH ORDINALITY AS e(value, ord))"
         " SELECT id FROM d";
     PGresult *r;
-    rc = pg_exec(c, sql, 10, p, &r, err);
+    rc = pg_exec(c, sql, 18, p, &r, err);
     if (rc == SX_EINVAL && err && strcmp(err->sqlstate, "23503") == 0) {
         sx_err_set(err, SX_ENOTFOUND, "version %d of config %s does not exist", in->config_version,
                    in->config_id);
@@ -226,7 +269,8 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
     return deploy_repo_get(c, id, a, out, err);
 }
 
-int deploy_repo_get(pg_conn *c, const char *id, sx_arena *a, deploy_record **out, sx_err *err)
+static int get_dep(pg_conn *c, const char *id, bool lock, sx_arena *a, deploy_record **out,
+                   sx_err *err)
 {
     *out = NULL;
     int rc = check_id("deployment", id, err);
@@ -234,7 +278,10 @@ int deploy_repo_get(pg_conn *c, const char *id, sx_arena *a, deploy_record **out
         return rc;
     const char *p[] = {id};
     PGresult *r;
-    rc = pg_exec(c, "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid", 1, p, &r, err);
+    rc = pg_exec(c,
+                 lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
+                      : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
+                 1, p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) == 0) {
@@ -262,6 +309,73 @@ int deploy_repo_get(pg_conn *c, const char *id, sx_arena *a, deploy_record **out
     o->wave_count = n;
     *out = o;
     return 0;
+}
+
+int deploy_repo_get(pg_conn *c, const char *id, sx_arena *a, deploy_record **out, sx_err *err)
+{
+    return get_dep(c, id, false, a, out, err);
+}
+
+int deploy_repo_lock(pg_conn *c, const char *id, sx_arena *a, deploy_record **out, sx_err *err)
+{
+    return get_dep(c, id, true, a, out, err);
+}
+
+int deploy_repo_active_in_groups(pg_conn *c, const char *const *groups, size_t n,
+                                 const char *except_id, sx_arena *a, char **id, char **group,
+                                 sx_err *err)
+{
+    *id = NULL;
+    if (group)
+        *group = NULL;
+    if (n == 0)
+        return 0;
+    const char *p[] = {repo_strv_param(a, groups, n),
+                       except_id && repo_is_uuid(except_id) ? except_id : NULL};
+    PGresult *r;
+    int rc = pg_exec(c,
+                     "SELECT d.id, g FROM deployments d, unnest(d.groups) AS g"
+                     " WHERE d.state NOT IN " FINAL_STATES
+                     "   AND g IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                     "   AND ($2::uuid IS NULL OR d.id <> $2::uuid)"
+                     " ORDER BY d.created_at LIMIT 1",
+                     2, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) > 0) {
+        *id = repo_str(a, r, 0, 0);
+        if (group)
+            *group = repo_str(a, r, 0, 1);
+    }
+    PQclear(r);
+    return 0;
+}
+
+int deploy_repo_new_id(pg_conn *c, sx_arena *a, char **id, sx_err *err)
+{
+    *id = NULL;
+    PGresult *r;
+    int rc = pg_exec(c, "SELECT gen_random_uuid()::text", 0, NULL, &r, err);
+    if (rc)
+        return rc;
+    *id = repo_str(a, r, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+int deploy_repo_mark(pg_conn *c, const char *id, deploy_mark m, sx_err *err)
+{
+    int rc = check_id("deployment", id, err);
+    if (rc)
+        return rc;
+    const char *p[] = {id};
+    return pg_exec(c,
+                   m == DEPLOY_MARK_PROMOTED
+                       ? "UPDATE deployments SET promoted = true, updated_at = now()"
+                         " WHERE id = $1::uuid"
+                       : "UPDATE deployments SET resumed_at = now(), updated_at = now()"
+                         " WHERE id = $1::uuid",
+                   1, p, NULL, err);
 }
 
 int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_list *out, sx_err *err)
@@ -369,7 +483,7 @@ int deploy_repo_set_state(pg_conn *c, const char *id, deploy_state expected, dep
                     "   started_at = CASE WHEN $3 = 'in_progress' THEN COALESCE(started_at, now())"
                     "                ELSE started_at END,"
                     "   finished_at = CASE WHEN $3 IN " FINAL_STATES " THEN now() ELSE NULL END,"
-                    "   updated_at = now()"
+                    "   state_changed_at = now(), updated_at = now()"
                     " WHERE id = $1::uuid AND state = $2 RETURNING id",
                     4, p, id, expected, err);
 }
@@ -489,4 +603,22 @@ int deploy_repo_claim(pg_conn *c, const char *id, const char *replica, long long
     *claimed = PQntuples(r) > 0;
     PQclear(r);
     return 0;
+}
+
+int deploy_repo_count_states(pg_conn *c, long long counts[DEPLOY_STATE_COUNT], sx_err *err)
+{
+    memset(counts, 0, DEPLOY_STATE_COUNT * sizeof(counts[0]));
+    PGresult *r;
+    int rc = pg_exec(c, "SELECT state, count(*) FROM deployments GROUP BY state", 0, NULL, &r, err);
+    if (rc)
+        return rc;
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+        deploy_state s;
+        long long n;
+        if (deploy_state_parse(PQgetvalue(r, i, 0), &s) == 0 &&
+            (rc = repo_i64(r, i, 1, 0, &n, err)) == 0)
+            counts[s] = n;
+    }
+    PQclear(r);
+    return rc;
 }

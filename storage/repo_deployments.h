@@ -73,6 +73,8 @@ typedef struct deploy_wave {
     json_t *errors;   /* [{"node_id", "version", "error", "at"}, ...], at most 100 kept */
     char *started_at; /* RFC 3339 UTC; NULL until started */
     char *completed_at;
+    double started_age_s;   /* seconds since started_at by the database clock; 0 if none */
+    double completed_age_s; /* seconds since completed_at; 0 if none */
 } deploy_wave;
 
 typedef struct deploy_record {
@@ -95,7 +97,19 @@ typedef struct deploy_record {
     char *started_at;
     char *finished_at; /* when it last reached a final state */
     char *updated_at;
-    deploy_wave *waves; /* by index; NULL in list results */
+    char **groups; /* proxy groups it changes */
+    size_t group_count;
+    json_t *target_snapshots;   /* {"group": staged version} */
+    json_t *baseline_snapshots; /* {"group": current version when created} */
+    int previous_live_version;  /* the config's live version before; 0 = none */
+    bool promote;               /* completion makes the version live group-wide */
+    bool promoted;              /* ... and it did */
+    int health_failure_limit;   /* not-ready reports from wave nodes that halt it */
+    json_t *skipped_nodes;      /* [{"node_id", "reason"}] the plan left out */
+    char *resumed_at;           /* last resume, or NULL */
+    double state_age_s;         /* seconds in its state, by the database clock */
+    double resumed_age_s;       /* seconds since resumed_at (huge when never) */
+    deploy_wave *waves;         /* by index; NULL in list results */
     size_t wave_count;
 } deploy_record;
 
@@ -109,6 +123,7 @@ typedef struct deploy_wave_new {
 
 /* Input of deploy_repo_create; pointers borrowed. */
 typedef struct deploy_new {
+    const char *id;            /* NULL = a new random id */
     const char *config_id;     /* required */
     int config_version;        /* required, must exist */
     const json_t *selector;    /* object; NULL = {} */
@@ -120,6 +135,14 @@ typedef struct deploy_new {
     const char *reason;
     const deploy_wave_new *waves;
     size_t wave_count;
+    const char *const *groups; /* the proxy groups it changes */
+    size_t group_count;
+    const json_t *target_snapshots;   /* {"group": version}; NULL = {} */
+    const json_t *baseline_snapshots; /* {"group": version}; NULL = {} */
+    int previous_live_version;        /* 0 = none */
+    bool no_promote;                  /* completion leaves the group's current alone */
+    int health_failure_limit;         /* <= 0 = default 3 */
+    const json_t *skipped_nodes;      /* array; NULL = [] */
 } deploy_new;
 
 typedef struct deploy_filter {
@@ -161,6 +184,31 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
 /* A deployment with its waves; SX_EINVAL for a malformed id, SX_ENOTFOUND. */
 int deploy_repo_get(pg_conn *c, const char *id, sx_arena *a, deploy_record **out,
                     sx_err *err) SX_MUSTCHECK;
+
+/* deploy_repo_get with the deployment's row locked for the rest of c's transaction:
+ * the driver and the REST actions change a deployment only under this lock. */
+int deploy_repo_lock(pg_conn *c, const char *id, sx_arena *a, deploy_record **out,
+                     sx_err *err) SX_MUSTCHECK;
+
+/* The oldest deployment that is not final and changes one of groups (other than
+ * except_id, NULL allowed): *id and *group (NULL allowed) in a, or *id NULL. */
+int deploy_repo_active_in_groups(pg_conn *c, const char *const *groups, size_t n,
+                                 const char *except_id, sx_arena *a, char **id, char **group,
+                                 sx_err *err) SX_MUSTCHECK;
+
+typedef enum deploy_mark {
+    DEPLOY_MARK_PROMOTED, /* promoted = true */
+    DEPLOY_MARK_RESUMED,  /* resumed_at = now() */
+} deploy_mark;
+int deploy_repo_mark(pg_conn *c, const char *id, deploy_mark m, sx_err *err) SX_MUSTCHECK;
+
+/* How many deployments are in each state. */
+int deploy_repo_count_states(pg_conn *c, long long counts[DEPLOY_STATE_COUNT],
+                             sx_err *err) SX_MUSTCHECK;
+
+/* A new random UUID from the database, into a (a deployment's id is known before its
+ * row is written, so that the snapshots it stages can name it). */
+int deploy_repo_new_id(pg_conn *c, sx_arena *a, char **id, sx_err *err) SX_MUSTCHECK;
 
 /* One page of deployments matching f (NULL = all), newest first, without waves. */
 int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_list *out,

@@ -130,7 +130,7 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
                  "   metadata = EXCLUDED.metadata, client = EXCLUDED.client,"
                  "   replica_id = EXCLUDED.replica_id, locality = EXCLUDED.locality,"
                  "   protocol = EXCLUDED.protocol, connected = true, connected_at = now(),"
-                 "   last_seen = now(), disconnect_reason = NULL"
+                 "   last_seen = now(), disconnect_reason = NULL, stale_since = NULL"
                  " RETURNING node_id)"
                  " INSERT INTO node_status (node_id) SELECT node_id FROM n"
                  " ON CONFLICT (node_id) DO NOTHING",
@@ -156,21 +156,39 @@ static int exec_count(pg_conn *c, const char *sql, int n, const char *const *p, 
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
                                 const char *reason, bool *changed, sx_err *err)
 {
+    return node_repo_mark_disconnected_ex(c, node_id, replica_id, reason, NULL, changed, NULL, err);
+}
+
+int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *replica_id,
+                                   const char *reason, sx_arena *a, bool *changed, char **group,
+                                   sx_err *err)
+{
     if (changed)
         *changed = false;
-    int rc, rows = 0;
+    if (group)
+        *group = NULL;
+    int rc;
     if ((rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err)))
         return rc;
     const char *p[] = {node_id, replica_id, reason};
-    rc = exec_count(c,
-                    "UPDATE proxy_nodes SET connected = false, disconnected_at = now(),"
-                    "   last_seen = now(), disconnect_reason = $3"
-                    " WHERE node_id = $1 AND replica_id = $2 AND connected",
-                    3, p, &rows, err);
-    if (rc == 0 && changed)
-        *changed = rows > 0;
-    return rc;
+    PGresult *r;
+    rc = pg_exec(c,
+                 "UPDATE proxy_nodes SET connected = false, disconnected_at = now(),"
+                 "   last_seen = now(), disconnect_reason = $3, stale_since = NULL"
+                 " WHERE node_id = $1 AND replica_id = $2 AND connected"
+                 " RETURNING group_name",
+                 3, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) > 0) {
+        if (changed)
+            *changed = true;
+        if (group && a)
+            *group = repo_str(a, r, 0, 0);
+    }
+    PQclear(r);
+    return 0;
 }
 
 int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count, sx_err *err)
@@ -199,7 +217,7 @@ int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *upda
     sx_arena *a = sx_arena_create();
     const char *p[] = {repo_strv_param(a, node_ids, n)};
     rc = exec_count(c,
-                    "UPDATE proxy_nodes SET last_seen = now()"
+                    "UPDATE proxy_nodes SET last_seen = now(), stale_since = NULL"
                     " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
                     1, p, updated, err);
     sx_arena_destroy(a);
@@ -248,22 +266,60 @@ int node_repo_record_sent(pg_conn *c, const char *node_id, long long version, sx
 
 int node_repo_record_ack(pg_conn *c, const char *node_id, long long version, sx_err *err)
 {
+    return node_repo_record_ack_ex(c, node_id, version, NULL, NULL, NULL, err);
+}
+
+int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, sx_arena *a,
+                            long long *previous, char **group, sx_err *err)
+{
+    if (previous)
+        *previous = 0;
+    if (group)
+        *group = NULL;
     int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
     if (rc)
         return rc;
     char v[24];
     snprintf(v, sizeof(v), "%lld", version);
     const char *p[] = {node_id, v};
-    return update_status(c,
-                         "UPDATE node_status SET acked_snapshot_version = $2::bigint,"
-                         "   acked_at = now(), updated_at = now()"
-                         " WHERE node_id = $1",
-                         2, p, node_id, err);
+    PGresult *r;
+    /* The old value comes from a locked read of the same row, since RETURNING sees only
+     * the new one. */
+    rc = pg_exec(c,
+                 "WITH o AS (SELECT node_id, acked_snapshot_version AS old FROM node_status"
+                 "   WHERE node_id = $1 FOR UPDATE)"
+                 " UPDATE node_status s SET acked_snapshot_version = $2::bigint,"
+                 "   acked_at = now(), updated_at = now()"
+                 " FROM o WHERE s.node_id = o.node_id"
+                 " RETURNING o.old, (SELECT group_name FROM proxy_nodes WHERE node_id = $1)",
+                 2, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
+    }
+    long long old = 0;
+    rc = repo_i64(r, 0, 0, 0, &old, err);
+    if (rc == 0 && previous)
+        *previous = old;
+    if (rc == 0 && group && a)
+        *group = repo_str(a, r, 0, 1);
+    PQclear(r);
+    return rc;
 }
 
 int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, const char *error,
                           sx_err *err)
 {
+    return node_repo_record_nack_ex(c, node_id, version, error, NULL, NULL, err);
+}
+
+int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version, const char *error,
+                             sx_arena *a, char **group, sx_err *err)
+{
+    if (group)
+        *group = NULL;
     int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
     if (rc)
         return rc;
@@ -271,12 +327,59 @@ int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, co
     snprintf(v, sizeof(v), "%lld", version);
     snprintf(max, sizeof(max), "%d", NACK_ERROR_MAX);
     const char *p[] = {node_id, v, error ? error : "", max};
-    return update_status(c,
-                         "UPDATE node_status SET last_nack_version = $2::bigint,"
-                         "   last_nack_error = left($3, $4::int), last_nack_at = now(),"
-                         "   nack_count = nack_count + 1, updated_at = now()"
-                         " WHERE node_id = $1",
-                         4, p, node_id, err);
+    PGresult *r;
+    rc = pg_exec(c,
+                 "UPDATE node_status SET last_nack_version = $2::bigint,"
+                 "   last_nack_error = left($3, $4::int), last_nack_at = now(),"
+                 "   nack_count = nack_count + 1, updated_at = now()"
+                 " WHERE node_id = $1"
+                 " RETURNING (SELECT group_name FROM proxy_nodes WHERE node_id = $1)",
+                 4, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
+    }
+    if (group && a)
+        *group = repo_str(a, r, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_arena *a,
+                         node_stale_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (stale_after_ms <= 0)
+        stale_after_ms = DEFAULT_STALE_MS;
+    const char *p[] = {repo_i64_param(a, stale_after_ms), repo_i64_param(a, repo_limit(limit))};
+    PGresult *r;
+    /* SKIP LOCKED: a node another replica is marking (or a flush is touching) right now
+     * is left to that transaction; the outer conditions are checked again on the locked
+     * row, so a node is marked, and reported, once. */
+    int rc = pg_exec(c,
+                     "UPDATE proxy_nodes n SET stale_since = now()"
+                     " WHERE n.node_id IN (SELECT node_id FROM proxy_nodes"
+                     "     WHERE connected AND stale_since IS NULL"
+                     "       AND last_seen < now() - $1::bigint * interval '1 millisecond'"
+                     "     ORDER BY node_id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
+                     "   AND n.connected AND n.stale_since IS NULL"
+                     "   AND n.last_seen < now() - $1::bigint * interval '1 millisecond'"
+                     " RETURNING n.node_id, n.group_name, " REPO_TS("n.last_seen"),
+                     2, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    out->items = rows ? sx_arena_alloc(a, (size_t)rows * sizeof(node_stale)) : NULL;
+    for (int i = 0; i < rows; i++) {
+        out->items[i].node_id = repo_str(a, r, i, 0);
+        out->items[i].group = repo_str(a, r, i, 1);
+        out->items[i].last_seen = repo_str(a, r, i, 2);
+    }
+    out->count = (size_t)rows;
+    PQclear(r);
+    return 0;
 }
 
 int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,

@@ -100,13 +100,17 @@ typedef struct node_list {
 
 /* Records a node's stream opening: creates or updates identity, group, labels,
  * metadata, client and replica, sets connected and last_seen, and makes sure it has
- * a node_status row (an existing status is kept). */
+ * a node_status row (an existing status is kept). Clears stale_since. */
 int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
 
 /* Marks the node disconnected if replica_id still holds it; *changed (NULL allowed)
  * tells whether it did. Not an error when the node is unknown or elsewhere. */
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
                                 const char *reason, bool *changed, sx_err *err) SX_MUSTCHECK;
+/* The same, and when it did, *group (NULL allowed; in a) gets the node's group. */
+int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *replica_id,
+                                   const char *reason, sx_arena *a, bool *changed, char **group,
+                                   sx_err *err) SX_MUSTCHECK;
 
 /* A data plane's health report (gateway.control.v1). observed_at is RFC 3339 (NULL =
  * now). SX_ENOTFOUND for an unknown node. */
@@ -128,19 +132,45 @@ int node_repo_record_sent(pg_conn *c, const char *node_id, long long version,
 int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count,
                                  sx_err *err) SX_MUSTCHECK;
 
-/* Sets last_seen = now() for the n nodes in one statement; *updated (NULL allowed)
- * gets how many exist. n == 0 does nothing. */
+/* Sets last_seen = now() (and clears stale_since) for the n nodes in one statement;
+ * *updated (NULL allowed) gets how many exist. n == 0 does nothing. */
 int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *updated,
                     sx_err *err) SX_MUSTCHECK;
 
 /* Records an ACK of snapshot version by the node. SX_ENOTFOUND for an unknown node. */
 int node_repo_record_ack(pg_conn *c, const char *node_id, long long version,
                          sx_err *err) SX_MUSTCHECK;
+/* The same, and says what it replaced: *previous (NULL allowed) the version acked before
+ * (0 when none), *group (NULL allowed; in a) the node's group. */
+int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, sx_arena *a,
+                            long long *previous, char **group, sx_err *err) SX_MUSTCHECK;
 
 /* Records a NACK of version with the client's error (kept up to 8192 characters) and
  * increments nack_count. SX_ENOTFOUND for an unknown node. */
 int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, const char *error,
                           sx_err *err) SX_MUSTCHECK;
+/* The same, and *group (NULL allowed; in a) gets the node's group. */
+int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version, const char *error,
+                             sx_arena *a, char **group, sx_err *err) SX_MUSTCHECK;
+
+/* A node node_repo_mark_stale found stale; strings in the caller's arena. */
+typedef struct node_stale {
+    char *node_id;
+    char *group;
+    char *last_seen; /* RFC 3339 UTC */
+} node_stale;
+
+typedef struct node_stale_list {
+    node_stale *items;
+    size_t count;
+} node_stale_list;
+
+/* Sets stale_since on up to limit (see repo_limit) connected nodes without activity for
+ * stale_after_ms (0 = the default) whose stale_since is not set yet, and returns them.
+ * A node is returned once until it is seen again (upsert and touch clear stale_since),
+ * also when several replicas sweep at once. */
+int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_arena *a,
+                         node_stale_list *out, sx_err *err) SX_MUSTCHECK;
 
 /* Assigns snapshot version (0 = follow the group again) to the n nodes, on behalf of
  * deployment_id (NULL when none); *updated (NULL allowed) gets how many exist. */

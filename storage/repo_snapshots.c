@@ -35,14 +35,14 @@ struct snap_repo {
     redis_cache *cache; /* borrowed; NULL = no cache */
 };
 
-/* Columns of a full read; the IR, when wanted, is appended as column 9. */
+/* Columns of a full read; the IR, when wanted, is appended as column 10. */
 #define SNAP_COLS                                                                                  \
     "s.id, s.group_name, s.version, s.encoded, s.checksum, s.source_versions, s.reason,"           \
-    " s.created_by, " REPO_TS("s.created_at")
+    " s.created_by, " REPO_TS("s.created_at") ", s.deployment_id"
 /* Same shape for lists, with the byte length instead of the bytes. */
 #define SNAP_LIST_COLS                                                                             \
     "s.id, s.group_name, s.version, octet_length(s.encoded), s.checksum, s.source_versions,"       \
-    " s.reason, s.created_by, " REPO_TS("s.created_at")
+    " s.reason, s.created_by, " REPO_TS("s.created_at") ", s.deployment_id"
 
 snap_repo *snap_repo_create(pg_pool *pool, redis_cache *cache)
 {
@@ -140,8 +140,9 @@ static int read_snap(sx_arena *a, const PGresult *r, int row, bool list, bool wi
     o->reason = repo_str(a, r, row, 6);
     o->created_by = repo_str(a, r, row, 7);
     o->created_at = repo_str(a, r, row, 8);
+    o->deployment_id = PQgetisnull(r, row, 9) ? NULL : repo_str(a, r, row, 9);
     if (with_ir)
-        return repo_json(a, r, row, 9, &o->ir, err);
+        return repo_json(a, r, row, 10, &o->ir, err);
     return 0;
 }
 
@@ -161,6 +162,57 @@ int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next, sx
     if ((rc = pg_exec(c, sql, 1, p, &r, err)) != 0)
         return rc;
     rc = repo_i64(r, 0, 0, 0, next, err);
+    PQclear(r);
+    return rc;
+}
+
+int snap_repo_current_version(pg_conn *c, const char *group, long long *version, sx_err *err)
+{
+    *version = 0;
+    const char *p[] = {group};
+    PGresult *r;
+    int rc = pg_exec(c, "SELECT current_snapshot_version FROM proxy_groups WHERE name = $1", 1, p,
+                     &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) > 0)
+        rc = repo_i64(r, 0, 0, 0, version, err);
+    PQclear(r);
+    return rc;
+}
+
+int snap_repo_ir_on(pg_conn *c, const char *group, long long version, sx_arena *a, json_t **ir,
+                    sx_err *err)
+{
+    *ir = NULL;
+    const char *p[] = {group, repo_i64_param(a, version)};
+    PGresult *r;
+    int rc = pg_exec(c, "SELECT ir FROM snapshots WHERE group_name = $1 AND version = $2::bigint",
+                     2, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0)
+        rc = sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
+    else
+        rc = repo_json(a, r, 0, 0, ir, err);
+    PQclear(r);
+    return rc;
+}
+
+int snap_repo_set_current(pg_conn *c, const char *group, long long version, sx_arena *a,
+                          sx_err *err)
+{
+    const char *p[] = {group, repo_i64_param(a, version)};
+    PGresult *r;
+    int rc = pg_exec(c,
+                     "UPDATE proxy_groups SET current_snapshot_version = $2::bigint,"
+                     " updated_at = now() WHERE name = $1 AND EXISTS (SELECT 1 FROM snapshots s"
+                     "   WHERE s.group_name = $1 AND s.version = $2::bigint)",
+                     2, p, &r, err);
+    if (rc)
+        return rc;
+    if (strcmp(PQcmdTuples(r), "1") != 0)
+        rc = sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
     PQclear(r);
     return rc;
 }
@@ -198,6 +250,8 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         return sx_err_set(err, SX_EINVAL, "snapshot bytes are missing");
     if (in->checksum && !is_sha256_hex(in->checksum))
         return sx_err_set(err, SX_EINVAL, "snapshot checksum must be 64 lowercase hex digits");
+    if (in->deployment_id && !repo_is_uuid(in->deployment_id))
+        return sx_err_set(err, SX_EINVAL, "deployment id is not a UUID");
     if (in->encoded_len > 0x3fffffff)
         return sx_err_set(err, SX_ETOOLARGE, "snapshot of %zu bytes is over the 1 GiB limit",
                           in->encoded_len);
@@ -224,22 +278,29 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         repo_json_param(a, src),
         in->reason ? in->reason : "",
         in->created_by,
+        in->deployment_id,
     };
     json_decref(src);
-    int lengths[7] = {0, 0, (int)in->encoded_len, 0, 0, 0, 0};
-    int formats[7] = {0, 0, 1, 0, 0, 0, 0};
+    int lengths[8] = {0, 0, (int)in->encoded_len, 0, 0, 0, 0, 0};
+    int formats[8] = {0, 0, 1, 0, 0, 0, 0, 0};
+    /* A staged snapshot ($8 set) takes the next version without becoming current. */
     static const char sql[] =
         "WITH g AS ("
-        " INSERT INTO proxy_groups AS pg (name, latest_snapshot_version) VALUES ($1, 1)"
+        " INSERT INTO proxy_groups AS pg"
+        "   (name, latest_snapshot_version, current_snapshot_version)"
+        "   VALUES ($1, 1, CASE WHEN $8::uuid IS NULL THEN 1 ELSE 0 END)"
         " ON CONFLICT (name) DO UPDATE"
-        "   SET latest_snapshot_version = pg.latest_snapshot_version + 1, updated_at = now()"
+        "   SET latest_snapshot_version = pg.latest_snapshot_version + 1,"
+        "       current_snapshot_version = CASE WHEN $8::uuid IS NULL"
+        "           THEN pg.latest_snapshot_version + 1 ELSE pg.current_snapshot_version END,"
+        "       updated_at = now()"
         " RETURNING latest_snapshot_version)"
-        " INSERT INTO snapshots"
-        "   (group_name, version, ir, encoded, checksum, source_versions, reason, created_by)"
-        " SELECT $1, latest_snapshot_version, $2::jsonb, $3::bytea, $4, $5::jsonb, $6, $7 FROM g"
-        " RETURNING id, version, " REPO_TS("created_at");
+        " INSERT INTO snapshots (group_name, version, ir, encoded, checksum, source_versions,"
+        "   reason, created_by, deployment_id)"
+        " SELECT $1, latest_snapshot_version, $2::jsonb, $3::bytea, $4, $5::jsonb, $6, $7, $8::uuid"
+        " FROM g RETURNING id, version, " REPO_TS("created_at");
     PGresult *r;
-    rc = pg_exec_ex(c, sql, 7, p, lengths, formats, 0, &r, err);
+    rc = pg_exec_ex(c, sql, 8, p, lengths, formats, 0, &r, err);
     if (rc)
         return rc;
     snap_record *o = sx_arena_alloc(a, sizeof(*o));
@@ -266,6 +327,7 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
     }
     o->reason = sx_arena_strdup(a, in->reason ? in->reason : "");
     o->created_by = sx_arena_strdup(a, in->created_by);
+    o->deployment_id = in->deployment_id ? sx_arena_strdup(a, in->deployment_id) : NULL;
     if (out)
         *out = o;
     return 0;
@@ -332,7 +394,17 @@ void snap_repo_cache_put(snap_repo *r, const snap_record *s)
         return;
     sx_arena *a = sx_arena_create();
     cache_store(r, a, s);
-    cache_bump_latest(r, a, s->group, s->version);
+    if (s->deployment_id == NULL)
+        cache_bump_latest(r, a, s->group, s->version);
+    sx_arena_destroy(a);
+}
+
+void snap_repo_cache_current(snap_repo *r, const char *group, long long version)
+{
+    if (r->cache == NULL)
+        return;
+    sx_arena *a = sx_arena_create();
+    cache_bump_latest(r, a, group, version);
     sx_arena_destroy(a);
 }
 
@@ -471,10 +543,10 @@ int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_are
     PGresult *res;
     rc = query(r,
                with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
-                         "   ON s.group_name = g.name AND s.version = g.latest_snapshot_version"
+                         "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
                          " WHERE g.name = $1"
                        : "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
-                         "   ON s.group_name = g.name AND s.version = g.latest_snapshot_version"
+                         "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
                          " WHERE g.name = $1",
                1, p, &res, err);
     if (rc)
@@ -533,8 +605,8 @@ int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena 
     PGresult *res;
     int rc = query(
         r,
-        "SELECT name, latest_snapshot_version, " REPO_TS(
-            "updated_at") " FROM proxy_groups WHERE latest_snapshot_version > 0"
+        "SELECT name, current_snapshot_version, " REPO_TS(
+            "updated_at") " FROM proxy_groups WHERE current_snapshot_version > 0"
                           "   AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2::int",
         2, p, &res, err);
     if (rc)
@@ -644,8 +716,8 @@ int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, si
     *count = 0;
     PGresult *res;
     int rc = query(r,
-                   "SELECT name, latest_snapshot_version FROM proxy_groups"
-                   " WHERE latest_snapshot_version > 0 ORDER BY name",
+                   "SELECT name, current_snapshot_version FROM proxy_groups"
+                   " WHERE current_snapshot_version > 0 ORDER BY name",
                    0, NULL, &res, err);
     if (rc)
         return rc;
@@ -671,7 +743,7 @@ int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, si
         const char *p[] = {repo_json_param(a, missing)};
         rc = query(r,
                    "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
-                   "   ON s.group_name = g.name AND s.version = g.latest_snapshot_version"
+                   "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
                    " WHERE g.name IN (SELECT jsonb_array_elements_text($1::jsonb))",
                    1, p, &res, err);
         if (rc)

@@ -7,6 +7,12 @@
  * caller's transaction ends, so concurrent inserts for one group serialise and a
  * rolled-back insert gives its number back.
  *
+ * Current and staged: the snapshot a group's nodes receive is its current one
+ * (proxy_groups.current_snapshot_version), which an insert moves to the new version —
+ * unless the insert is staged by a deployment: then the version is taken but only the
+ * nodes the deployment pins to it receive it, until snap_repo_set_current promotes it.
+ * "Latest" in the names below means current.
+ *
  * Cache: Redis keys (under the cache's prefix) "snapshot:<group>:<version>" hold the
  * metadata and the encoded bytes (not the IR) for a day, and "snapshot:<group>:latest"
  * holds the newest version for a minute. Write path: insert inside the transaction,
@@ -51,9 +57,10 @@ typedef struct snap_record {
     char *checksum;         /* sha256 hex */
     snap_source *sources;   /* config versions it was built from; NULL when none */
     size_t source_count;
-    char *reason;     /* why it was built */
-    char *created_by; /* user or component */
-    char *created_at; /* RFC 3339 UTC */
+    char *reason;        /* why it was built */
+    char *created_by;    /* user or component */
+    char *created_at;    /* RFC 3339 UTC */
+    char *deployment_id; /* the deployment that staged it; NULL when published directly */
 } snap_record;
 
 /* Input of snap_repo_insert; the pointers are borrowed for the call. */
@@ -67,6 +74,9 @@ typedef struct snap_new {
     size_t source_count;
     const char *reason;     /* NULL = "" */
     const char *created_by; /* required */
+    /* NULL: the snapshot becomes the group's current one. Else staged for that
+     * deployment: it takes the next version, and only nodes pinned to it receive it. */
+    const char *deployment_id;
 } snap_new;
 
 typedef struct snap_group {
@@ -114,8 +124,20 @@ int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next,
  * the cache), into a; SX_ENOTFOUND when there is no such snapshot. */
 int snap_repo_checksum(pg_conn *c, const char *group, long long version, sx_arena *a,
                        char **checksum, sx_err *err) SX_MUSTCHECK;
+/* The current version of group read on c (0 when the group has none). */
+int snap_repo_current_version(pg_conn *c, const char *group, long long *version,
+                              sx_err *err) SX_MUSTCHECK;
+/* The IR of (group, version) read on c; SX_ENOTFOUND. */
+int snap_repo_ir_on(pg_conn *c, const char *group, long long version, sx_arena *a, json_t **ir,
+                    sx_err *err) SX_MUSTCHECK;
+/* Makes (group, version) the group's current snapshot on c; SX_ENOTFOUND when there is
+ * no such snapshot. Call snap_repo_cache_current after the commit. */
+int snap_repo_set_current(pg_conn *c, const char *group, long long version, sx_arena *a,
+                          sx_err *err) SX_MUSTCHECK;
+/* Points the cache's latest key of group at version after a commit that made it current. */
+void snap_repo_cache_current(snap_repo *r, const char *group, long long version);
 /* Writes a committed snapshot to the cache (version key, and the latest key when it
- * is newer than what the cache holds). Never fails: skipped when Redis is down. */
+ * is newer than what the cache holds and not staged). Never fails: skipped when Redis is down. */
 void snap_repo_cache_put(snap_repo *r, const snap_record *s);
 
 /* The snapshot (group, version): from the cache, else PostgreSQL (then cached).

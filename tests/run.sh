@@ -8,7 +8,7 @@
 #
 #   tests/run.sh                 everything
 #   tests/run.sh --no-asan       skip the sanitizer build
-#   tests/run.sh -L unit         one label (unit, integration, conformance)
+#   tests/run.sh -L unit         one label (unit, integration, conformance, e2e)
 #   tests/run.sh -R regex        tests whose name matches
 set -euo pipefail
 
@@ -18,6 +18,8 @@ cd "$ROOT"
 source tests/lib/deps.sh
 # shellcheck source=tests/lib/services.sh
 source tests/lib/services.sh
+# shellcheck source=tests/lib/ui.sh
+source tests/lib/ui.sh
 
 ASAN=1
 CTEST_ARGS=()
@@ -30,18 +32,25 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ ${#CTEST_ARGS[@]} -gt 0 ] || CTEST_ARGS=(-L 'unit|integration|conformance')
+[ ${#CTEST_ARGS[@]} -gt 0 ] || CTEST_ARGS=(-L 'unit|integration|conformance|e2e')
 
 deps_install
 
-# The conformance tests' real xDS clients and helpers (tests/conformance/package.json):
-# `npm ci` when node_modules is missing or was built from another package-lock.json.
-# The stamp is the lock it was built from; tests/conformance/lib/harness.sh reads it too.
+# The conformance tests' real xDS clients and helpers (tests/conformance/package.json)
+# and the browser tests' playwright-core (tests/e2e/package.json): `npm ci` when
+# node_modules is missing or was built from another package-lock.json. The stamp is
+# the lock it was built from; the tests' harnesses read it too.
 echo "== node modules"
-if ! cmp -s tests/conformance/package-lock.json tests/conformance/node_modules/.sextant-lock-stamp 2>/dev/null; then
-    (cd tests/conformance && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
-        cp package-lock.json node_modules/.sextant-lock-stamp)
-fi
+for d in tests/conformance tests/e2e; do
+    if ! cmp -s "$d/package-lock.json" "$d/node_modules/.sextant-lock-stamp" 2>/dev/null; then
+        (cd "$d" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
+            cp package-lock.json node_modules/.sextant-lock-stamp)
+    fi
+done
+
+# The web UI (ui/ -> ui/dist, served by `sextant serve` at /; the browser tests use it).
+echo "== web UI"
+ui_build "$ROOT"
 
 echo "== format"
 mapfile -t CFILES < <(git ls-files '*.c' '*.h' 2>/dev/null || find server storage api tests -name '*.[ch]')

@@ -3,8 +3,9 @@
 #
 # Installs the missing Debian packages, builds, creates a private PostgreSQL cluster
 # and a Redis under .local/ (loopback only; no system service is touched), migrates,
-# loads the demo configuration in deploy/local/demo.json, starts `sextant serve` and
-# prints the URLs. Running it again is safe: what runs keeps running (Sextant itself
+# loads the demo configuration in deploy/local/demo.json, builds the web UI (ui/dist,
+# served at /, with the one-click dev sign-in on), starts `sextant serve` and prints
+# the URLs. Running it again is safe: what runs keeps running (Sextant itself
 # is restarted so a new build takes effect). deploy/local/down.sh stops it all.
 #
 # Ports are chosen on the first run (the usual ones when free) and kept in
@@ -15,6 +16,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 source tests/lib/deps.sh
 source tests/lib/services.sh
+source tests/lib/ui.sh
 LOCAL=$ROOT/.local
 
 deps_install
@@ -25,6 +27,8 @@ cmake --build build-release -j"$(nproc 2>/dev/null || echo 2)" --target sextant 
     grep -Ev '^\[ *[0-9]+%\]' || true
 BIN=$ROOT/build-release/sextant
 [ -x "$BIN" ] || { echo "up.sh: build failed" >&2; exit 1; }
+echo "building the web UI..."
+ui_build "$ROOT" || { echo "up.sh: the web UI did not build" >&2; exit 1; }
 
 mkdir -p "$LOCAL"
 chmod 755 "$LOCAL"
@@ -67,6 +71,10 @@ if [ ! -s "$LOCAL/hs256.secret" ]; then
     (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOCAL/hs256.secret")
 fi
 export SEXTANT_AUTH_HS256_SECRET_FILE="$LOCAL/hs256.secret"
+# The web UI from this tree, and its one-click sign-in (local demo only: anyone who
+# reaches the port may sign in as any role).
+export SEXTANT_HTTP_UI_DIR="$ROOT/ui/dist"
+export SEXTANT_AUTH_DEV_SIGN_IN="${SEXTANT_AUTH_DEV_SIGN_IN:-true}"
 
 "$BIN" migrate
 "$BIN" import --file deploy/local/demo.json --namespace demo --name echo --group demo \
@@ -93,6 +101,7 @@ done
 cat <<TXT
 
 Sextant is running (pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID).
+  web UI         $URL/   (sign in with one click as admin, operator or viewer)
   REST API       $URL/api/v1   (OpenAPI document: $URL/api/v1/openapi.json)
   health         $URL/healthz   $URL/readyz
   metrics        $URL/metrics

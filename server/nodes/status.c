@@ -8,6 +8,11 @@
  * then versions, then disconnects, and one batched last_seen update. A failed flush
  * puts the batch back (newer events win when the node was updated meanwhile) so a
  * database blip loses nothing but what the bound forces out.
+ *
+ * The same transaction writes the live events of what it records (server/events.h):
+ * proxy_connected per connect, config_applied when an ACK changes the node's acked
+ * version, config_rejected per NACK, proxy_disconnected when this replica still held
+ * the node; so an event is streamed exactly when its row change commits.
  */
 #include "server/nodes/status.h"
 
@@ -21,7 +26,13 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/events.h"
 #include "storage/repo_nodes.h"
+
+/* Longest NACK error an event carries (node_status keeps more). */
+#define EVENT_ERROR_MAX 2048
+/* Longest text taken from a client (NACK error, report message) for node_status. */
+#define CLIENT_TEXT_MAX 8192
 
 enum {
     EV_CONNECT = 1u << 0,    /* identity present: upsert */
@@ -198,9 +209,9 @@ void node_status_ack(node_status_queue *q, const char *node_id, long long versio
     pending *p = begin_event(q, node_id, false);
     if (p == NULL)
         return;
+    /* The newest ACK wins, not the highest version: a rollback moves a node back. */
     p->events |= EV_ACK | EV_SEEN;
-    if (version > p->ack_version || !(p->events & EV_ACK))
-        p->ack_version = version;
+    p->ack_version = version;
     end_event(q, false);
 }
 
@@ -248,16 +259,109 @@ typedef struct batch {
     const char *replica_id;
 } batch;
 
-static int write_batch(pg_conn *c, void *arg, sx_err *err)
+/* A copy of s in a of at most max bytes that is valid UTF-8 (bad bytes become '?'). What
+ * clients send (NACK errors, user agents, reports) is not checked before it gets here,
+ * and PostgreSQL refuses text and JSON that is not UTF-8: one bad string would fail the
+ * whole batch, again at every retry. */
+static char *utf8_prefix(sx_arena *a, const char *s, size_t max)
 {
-    batch *b = arg;
+    size_t n = strlen(s);
+    if (n > max)
+        n = max;
+    char *out = sx_arena_alloc(a, n + 1);
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t len = ch < 0x80             ? 1
+                     : (ch & 0xE0) == 0xC0 ? 2
+                     : (ch & 0xF0) == 0xE0 ? 3
+                     : (ch & 0xF8) == 0xF0 ? 4
+                                           : 0;
+        bool ok = len > 0 && i + len <= n && !(len == 2 && ch < 0xC2) && !(ch > 0xF4);
+        for (size_t k = 1; ok && k < len; k++)
+            ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3) {
+            unsigned char c1 = (unsigned char)s[i + 1];
+            ok =
+                !(ch == 0xE0 && c1 < 0xA0) && !(ch == 0xED && c1 >= 0xA0); /* overlong, surrogate */
+        } else if (ok && len == 4) {
+            unsigned char c1 = (unsigned char)s[i + 1];
+            ok = !(ch == 0xF0 && c1 < 0x90) && !(ch == 0xF4 && c1 >= 0x90);
+        }
+        if (!ok) {
+            out[o++] = '?';
+            i++;
+            continue;
+        }
+        memcpy(out + o, s + i, len);
+        o += len;
+        i += len;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Writes one event; data is taken (NULL = {}). */
+static int emit(pg_conn *c, const char *replica_id, const char *type, const char *node_id,
+                const char *group, json_t *data, sx_err *err)
+{
+    sx_event e = {.type = type, .node_id = node_id, .group = group, .data = data};
+    int rc = events_emit(c, replica_id, &e, err);
+    json_decref(data);
+    return rc;
+}
+
+/* ACK, NACK and disconnect of one node, each with its event. */
+static int write_ack(pg_conn *c, const batch *b, const pending *p, sx_arena *a, sx_err *err)
+{
+    long long before = 0;
+    char *group = NULL;
+    int rc = node_repo_record_ack_ex(c, p->node_id, p->ack_version, a, &before, &group, err);
+    if (rc == SX_ENOTFOUND)
+        return 0; /* see write_batch_in */
+    if (rc || before == p->ack_version)
+        return rc;
+    return emit(c, b->replica_id, EVENT_CONFIG_APPLIED, p->node_id, group,
+                json_pack("{s:I,s:s?}", "version", (json_int_t)p->ack_version, "group", group),
+                err);
+}
+
+static int write_nack(pg_conn *c, const batch *b, const pending *p, sx_arena *a, sx_err *err)
+{
+    char *group = NULL;
+    const char *error = utf8_prefix(a, p->nack_error ? p->nack_error : "", CLIENT_TEXT_MAX);
+    int rc = node_repo_record_nack_ex(c, p->node_id, p->nack_version, error, a, &group, err);
+    if (rc == SX_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    return emit(c, b->replica_id, EVENT_CONFIG_REJECTED, p->node_id, group,
+                json_pack("{s:I,s:s}", "version", (json_int_t)p->nack_version, "error",
+                          utf8_prefix(a, error, EVENT_ERROR_MAX)),
+                err);
+}
+
+static int write_disconnect(pg_conn *c, const batch *b, const pending *p, sx_arena *a, sx_err *err)
+{
+    bool changed = false;
+    char *group = NULL;
+    int rc = node_repo_mark_disconnected_ex(c, p->node_id, b->replica_id, p->disconnect_reason, a,
+                                            &changed, &group, err);
+    if (rc || !changed)
+        return rc;
+    const char *reason = p->disconnect_reason ? p->disconnect_reason : "other";
+    return emit(c, b->replica_id, EVENT_PROXY_DISCONNECTED, p->node_id, group,
+                json_pack("{s:s}", "reason", utf8_prefix(a, reason, 256)), err);
+}
+
+static int write_batch_in(pg_conn *c, batch *b, sx_arena *a, sx_err *err)
+{
     int rc;
     for (size_t i = 0; i < b->count; i++) {
         pending *p = b->items[i];
         if (!(p->events & EV_CONNECT))
             continue;
-        char client[256];
-        snprintf(client, sizeof(client), "%s", p->user_agent ? p->user_agent : "");
+        const char *client = utf8_prefix(a, p->user_agent ? p->user_agent : "", 255);
         json_t *labels = p->labels;
         node_hello h = {
             .node_id = p->node_id,
@@ -269,7 +373,12 @@ static int write_batch(pg_conn *c, void *arg, sx_err *err)
             .locality = json_is_object(p->locality) ? p->locality : NULL,
             .protocol = p->protocol,
         };
-        if ((rc = node_repo_upsert(c, &h, err)) != 0)
+        if ((rc = node_repo_upsert(c, &h, err)) != 0 ||
+            (rc = emit(c, b->replica_id, EVENT_PROXY_CONNECTED, p->node_id, h.group,
+                       json_pack("{s:s,s:s,s:s}", "protocol",
+                                 utf8_prefix(a, p->protocol ? p->protocol : "", 64), "client",
+                                 client, "replica", b->replica_id),
+                       err)) != 0)
             return rc;
     }
     const char **seen = sx_calloc(b->count ? b->count : 1, sizeof(*seen));
@@ -282,16 +391,16 @@ static int write_batch(pg_conn *c, void *arg, sx_err *err)
         if ((p->events & EV_SENT) &&
             (rc = node_repo_record_sent(c, p->node_id, p->sent_version, err)) == SX_ENOTFOUND)
             rc = 0;
-        if (rc == 0 && (p->events & EV_ACK) &&
-            (rc = node_repo_record_ack(c, p->node_id, p->ack_version, err)) == SX_ENOTFOUND)
-            rc = 0;
-        if (rc == 0 && (p->events & EV_NACK) &&
-            (rc = node_repo_record_nack(c, p->node_id, p->nack_version,
-                                        p->nack_error ? p->nack_error : "", err)) == SX_ENOTFOUND)
-            rc = 0;
+        if (rc == 0 && (p->events & EV_ACK))
+            rc = write_ack(c, b, p, a, err);
+        if (rc == 0 && (p->events & EV_NACK))
+            rc = write_nack(c, b, p, a, err);
         if (rc == 0 && (p->events & EV_REPORT)) {
-            node_report r = {p->report_ready, p->report_version, p->report_message,
-                             p->report_observed_at};
+            node_report r = {
+                p->report_ready,
+                p->report_version ? utf8_prefix(a, p->report_version, CLIENT_TEXT_MAX) : NULL,
+                p->report_message ? utf8_prefix(a, p->report_message, CLIENT_TEXT_MAX) : NULL,
+                p->report_observed_at};
             if ((rc = node_repo_record_report(c, p->node_id, &r, err)) == SX_ENOTFOUND)
                 rc = 0;
         }
@@ -304,9 +413,16 @@ static int write_batch(pg_conn *c, void *arg, sx_err *err)
     for (size_t i = 0; i < b->count && rc == 0; i++) {
         pending *p = b->items[i];
         if (p->events & EV_DISCONNECT)
-            rc = node_repo_mark_disconnected(c, p->node_id, b->replica_id, p->disconnect_reason,
-                                             NULL, err);
+            rc = write_disconnect(c, b, p, a, err);
     }
+    return rc;
+}
+
+static int write_batch(pg_conn *c, void *arg, sx_err *err)
+{
+    sx_arena *a = sx_arena_create();
+    int rc = write_batch_in(c, arg, a, err);
+    sx_arena_destroy(a);
     return rc;
 }
 

@@ -7,7 +7,9 @@
  * flush interval, in batches. The queue is bounded (max pending nodes); when full,
  * non-critical updates are dropped and counted. Critical events (a node's first
  * connection, a NACK, a disconnect) wake the flusher at once instead of waiting for
- * the interval.
+ * the interval. Each flush also writes, in its transaction, the live events of what it
+ * records (server/events.h): proxy_connected, config_applied (the acked version
+ * changed), config_rejected and proxy_disconnected.
  */
 #ifndef SX_NODES_STATUS_H
 #define SX_NODES_STATUS_H

@@ -193,6 +193,21 @@ int snap_store_refresh(snap_store *s, const char *group, long long version, sx_e
     return rc;
 }
 
+snap_entry *snap_store_fetch(snap_store *s, const char *group, long long version, sx_err *err)
+{
+    snap_entry *have = snap_store_get(s, group);
+    if (have && have->version == version)
+        return have;
+    snap_entry_unref(have);
+    sx_arena *a = sx_arena_create();
+    snap_record *r = NULL;
+    snap_entry *e = NULL;
+    if (snap_repo_get(s->repo, group, version, 0, a, &r, err) == 0)
+        e = entry_from_record(r);
+    sx_arena_destroy(a);
+    return e;
+}
+
 snap_entry *snap_store_get(snap_store *s, const char *group)
 {
     snap_entry *e = NULL;

@@ -70,6 +70,11 @@ int snap_store_refresh(snap_store *s, const char *group, long long version,
 /* The current entry of group with a reference taken (release with snap_entry_unref),
  * or NULL when the group has no snapshot. */
 snap_entry *snap_store_get(snap_store *s, const char *group);
+/* Snapshot (group, version) with a reference, whether or not it is the group's current
+ * one (a rollout's staged or baseline snapshot): the held entry when it is that version,
+ * else read through the repository (Redis, then PostgreSQL) without publishing it. NULL
+ * with err set when it cannot be read. Blocks on the database: not for gRPC threads. */
+snap_entry *snap_store_fetch(snap_store *s, const char *group, long long version, sx_err *err);
 /* Number of groups held. */
 size_t snap_store_group_count(snap_store *s);
 

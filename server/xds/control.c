@@ -87,7 +87,7 @@ void xds_ctl_on_request(xds_ctl *c, const xds_ctl_request *req, int64_t now_ms,
 
 xds_adopt xds_ctl_on_snapshot(xds_ctl *c, long long version, int64_t published_ms)
 {
-    if (version <= c->current)
+    if (version == c->current)
         return XDS_ADOPT_IGNORED;
     c->current = version;
     if (!c->requested)

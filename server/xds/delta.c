@@ -151,8 +151,32 @@ static void refresh_endpoints(xds_delta *d, const xds_resources *cur, const uint
     }
 }
 
+/* Whether the client runs the listeners and routes of the current snapshot: every
+ * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
+static bool routes_settled(const xds_delta *d)
+{
+    static const xds_type route_types[] = {XDS_LDS, XDS_RDS};
+    for (size_t i = 0; i < 2; i++) {
+        const xds_delta_type *dt = &d->t[route_types[i]];
+        if (dt->subs.requested && (dt->dirty || dt->awaiting || dt->nacked || !dt->evaluated))
+            return false;
+    }
+    return true;
+}
+
+/* Once the routes are settled, the removal of the clusters held back is owed. */
+static void release_deferred(xds_delta *d, int64_t now_ms)
+{
+    if (d->cds_deferred && routes_settled(d))
+        mark_dirty(&d->t[XDS_CDS], now_ms);
+}
+
 static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_response *out)
 {
+    /* Make before break: a cluster gone from the snapshot is removed only once the
+     * client has accepted the routes that may have used it. */
+    bool defer = t == XDS_CDS && !routes_settled(d);
+    size_t ndeferred = 0;
     xds_delta_type *dt = &d->t[t];
     xds_resources *cur = d->current;
     const xds_resource *items = cur->items[t];
@@ -189,6 +213,13 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
             set_version(nx, r->version);
             continue;
         }
+        if (r == NULL && interested && defer && kn && real_version(kn->version)) {
+            xds_known *nx = &next[nnext++];
+            nx->name = kn->name;
+            set_version(nx, kn->version);
+            ndeferred++;
+            continue;
+        }
         if (r == NULL && interested) {
             if (kn == NULL || kn->version[0] != '\0')
                 removed[nremoved++] = sx_strdup(name);
@@ -221,6 +252,8 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
     dt->nknown = nnext;
     dt->capknown = cap;
 
+    if (t == XDS_CDS)
+        d->cds_deferred = ndeferred > 0;
     bool respond = nfresh > 0 || nremoved > 0 || dt->must_respond;
     if (t == XDS_CDS && nfresh > 0)
         refresh_endpoints(d, cur, fresh, nfresh, now_ms);
@@ -314,11 +347,12 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
     }
     if (changed)
         mark_dirty(dt, now_ms);
+    release_deferred(d, now_ms);
 }
 
 xds_adopt xds_delta_on_resources(xds_delta *d, xds_resources *res, int64_t published_ms)
 {
-    if (d->current != NULL && res->version <= d->current->version)
+    if (d->current != NULL && res->version == d->current->version)
         return XDS_ADOPT_IGNORED;
     bool coalesced = false;
     for (int t = 0; t < XDS_TYPE_COUNT; t++) {
@@ -351,8 +385,10 @@ bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
         dt->dirty_ms = 0;
         dt->push_pending = false;
         dt->must_respond = false;
-        if (!respond)
+        if (!respond) {
+            release_deferred(d, now_ms);
             continue;
+        }
         dt->has_sent = true;
         dt->awaiting = true;
         dt->sent_nonce = xds_nonce_next(&d->nonce);
@@ -397,5 +433,7 @@ long long xds_delta_synced_version(const xds_delta *d)
             return 0;
         any = true;
     }
+    if (d->cds_deferred) /* the removal of old clusters is still owed */
+        return 0;
     return any ? d->current->version : 0;
 }

@@ -69,6 +69,9 @@ typedef struct xds_delta {
     xds_delta_type t[XDS_TYPE_COUNT];
     xds_resources *current; /* one reference */
     xds_nonce nonce;
+    /* Clusters gone from the snapshot whose removal waits until the client has ACKed
+     * the listeners and routes of the current snapshot. */
+    bool cds_deferred;
 } xds_delta;
 
 /* A decoded DeltaDiscoveryRequest; everything borrowed for the call. */

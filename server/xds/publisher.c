@@ -42,6 +42,9 @@ struct xds_pub {
     pthread_t thread;
     bool started;
     bool stopping;
+    xds_wire_snap **other; /* built versions that are not their group's latest (pins) */
+    size_t nother;
+    size_t capother;
 };
 
 static double now_seconds(void)
@@ -233,6 +236,9 @@ void xds_pub_destroy(xds_pub *p)
         xds_wire_snap_unref(p->latest[i].snap);
     }
     sx_free(p->latest);
+    for (size_t i = 0; i < p->nother; i++)
+        xds_wire_snap_unref(p->other[i]);
+    sx_free(p->other);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     sx_free(p);
@@ -256,4 +262,67 @@ xds_wire_snap *xds_pub_get(xds_pub *p, const char *group)
         snap_entry_unref(e);
     }
     return NULL;
+}
+
+static xds_wire_snap *find_version_locked(xds_pub *p, const char *group, long long version)
+{
+    latest *l = find_latest_locked(p, group);
+    if (l && l->snap->entry->version == version)
+        return xds_wire_snap_ref(l->snap);
+    for (size_t i = 0; i < p->nother; i++)
+        if (p->other[i]->entry->version == version && strcmp(p->other[i]->entry->group, group) == 0)
+            return xds_wire_snap_ref(p->other[i]);
+    return NULL;
+}
+
+xds_wire_snap *xds_pub_get_version(xds_pub *p, const char *group, long long version, sx_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    xds_wire_snap *s = find_version_locked(p, group, version);
+    latest *l = s ? NULL : find_latest_locked(p, group);
+    xds_wire_snap *prev = l ? xds_wire_snap_ref(l->snap) : NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (s)
+        return s;
+    snap_entry *e = p->o.store ? snap_store_fetch(p->o.store, group, version, err) : NULL;
+    if (e == NULL) {
+        xds_wire_snap_unref(prev);
+        if (p->o.store == NULL)
+            sx_err_set(err, SX_ENOTFOUND, "no snapshot store");
+        return NULL;
+    }
+    int rc = xds_pub_build(e, prev, sx_monotonic_ms(), p->o.metrics, &s, err);
+    snap_entry_unref(e);
+    xds_wire_snap_unref(prev);
+    if (rc != 0)
+        return NULL;
+    pthread_mutex_lock(&p->mu);
+    xds_wire_snap *raced = find_version_locked(p, group, version);
+    if (raced) {
+        xds_wire_snap_unref(s);
+        s = raced;
+    } else {
+        if (p->nother == p->capother) {
+            p->capother = p->capother ? p->capother * 2 : 8;
+            p->other = sx_realloc(p->other, p->capother * sizeof(*p->other));
+        }
+        p->other[p->nother++] = xds_wire_snap_ref(s);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+void xds_pub_prune_versions(xds_pub *p, bool (*keep)(void *ctx, const char *group, long long v),
+                            void *ctx)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t n = 0;
+    for (size_t i = 0; i < p->nother; i++) {
+        if (keep(ctx, p->other[i]->entry->group, p->other[i]->entry->version))
+            p->other[n++] = p->other[i];
+        else
+            xds_wire_snap_unref(p->other[i]);
+    }
+    p->nother = n;
+    pthread_mutex_unlock(&p->mu);
 }

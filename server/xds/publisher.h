@@ -52,6 +52,16 @@ void xds_pub_destroy(xds_pub *p);
  * not built yet, a build is queued and its fan-out will follow. */
 xds_wire_snap *xds_pub_get(xds_pub *p, const char *group);
 
+/* Built snapshot (group, version) with a reference, whether or not it is the group's
+ * latest (a rollout pins nodes to staged and baseline versions): the latest when it is
+ * that version, else a version built earlier, else fetched from the store and built
+ * synchronously now (blocking on the database: not for gRPC threads) and kept until
+ * xds_pub_prune_versions drops it. NULL with err set when it cannot be read or built. */
+xds_wire_snap *xds_pub_get_version(xds_pub *p, const char *group, long long version, sx_err *err);
+/* Drops the kept non-latest versions for which keep(ctx, group, version) is false. */
+void xds_pub_prune_versions(xds_pub *p, bool (*keep)(void *ctx, const char *group, long long v),
+                            void *ctx);
+
 /* Builds one snapshot entry synchronously (no publishing): decode, translate, encode.
  * prev (NULL allowed) supplies the ADS resources to keep when the translation fails;
  * published_ms is the monotonic time the version became known. Returns 0 and *out,

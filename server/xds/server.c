@@ -48,12 +48,15 @@
 #include "server/xds/delta.h"
 #include "server/xds/metrics.h"
 #include "server/xds/names.h"
+#include "server/xds/pins.h"
 #include "server/xds/publisher.h"
 #include "server/xds/sotw.h"
 #include "server/xds/streams.h"
 #include "server/xds/wire.h"
+#include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_nodes.h"
+#include "storage/repo_pins.h"
 
 #define COMPONENT          "xds"
 #define SWEEP_INTERVAL_MS  1000
@@ -177,8 +180,10 @@ struct xds_server {
     xds_streams *streams;
     xds_names *names; /* subscribed resource names, shared by every stream */
     xds_pub *pub;
-    char *control_plane_id; /* ControlPlane.identifier in responses */
-    char *listen;           /* grpc.listen as configured */
+    xds_pins *pins;          /* rollout pins: nodes served a version other than the current */
+    pthread_mutex_t pins_mu; /* serialises pin reloads */
+    char *control_plane_id;  /* ControlPlane.identifier in responses */
+    char *listen;            /* grpc.listen as configured */
 
     grpc_server *server;
     grpc_completion_queue **cqs; /* ncqs queues; calls are spread over them */
@@ -204,6 +209,8 @@ struct xds_server {
 
 static void call_kick(xds_call *c);
 static void call_unref(xds_call *c);
+static xds_wire_snap *wanted_snapshot(xds_server *s, const char *node_id, const char *group,
+                                      bool exact);
 
 /* Per-message debug lines (every send, ACK and request): their fields are built only
  * when debug lines are written at all, as json_pack costs more than the rest of an
@@ -408,7 +415,7 @@ static void report_synced(xds_call *c)
         v = xds_ctl_synced_version(&c->p.ctl);
         break;
     }
-    if (v > c->reported_synced) {
+    if (v > 0 && v != c->reported_synced) {
         c->reported_synced = v;
         if (c->srv->o.nodes)
             node_status_ack(c->srv->o.nodes, c->node_id, v);
@@ -417,7 +424,7 @@ static void report_synced(xds_call *c)
 
 static void report_desired(xds_call *c, long long version)
 {
-    if (version > c->reported_desired) {
+    if (version > 0 && version != c->reported_desired) {
         c->reported_desired = version;
         if (c->srv->o.nodes)
             node_status_desired(c->srv->o.nodes, c->node_id, version);
@@ -485,11 +492,11 @@ static void call_kick(xds_call *c)
         xds_sotw_response r;
         while (bb == NULL && xds_sotw_next(&c->p.sotw, now, &r)) {
             if (w && w->res == r.res) {
-                bb = xds_wire_sotw_response(w, r.type, r.version, r.nonce, r.idx, r.n,
-                                            s->control_plane_id);
+                bb = xds_wire_sotw_response_kept(w, r.type, r.version, r.nonce, r.idx, r.n, r.kept,
+                                                 r.nkept, s->control_plane_id);
                 type = xds_type_name(r.type);
                 version = r.version;
-                count = r.n;
+                count = r.n + r.nkept;
                 memcpy(nonce, r.nonce, sizeof(nonce));
             }
             xds_sotw_response_clear(&r);
@@ -550,9 +557,13 @@ static void call_kick(xds_call *c)
 }
 
 /* Adopts a snapshot of the stream's group (locked); returns whether it was new. */
-static void call_adopt(xds_call *c, xds_wire_snap *snap, bool count_coalesced)
+/* Makes snap the stream's snapshot (locked). A fan-out only moves a stream forward
+ * (exact == false: a late older version is ignored); an assignment (exact == true)
+ * moves it to exactly that version, older or newer. */
+static void call_adopt(xds_call *c, xds_wire_snap *snap, bool count_coalesced, bool exact)
 {
-    if (c->snap && snap->entry->version <= c->snap->entry->version)
+    if (c->snap && (exact ? snap->entry->version == c->snap->entry->version
+                          : snap->entry->version <= c->snap->entry->version))
         return;
     xds_wire_snap_unref(c->snap);
     c->snap = xds_wire_snap_ref(snap);
@@ -585,8 +596,10 @@ static void fanout(void *ctx, xds_wire_snap *snap)
     for (size_t i = 0; i < n; i++) {
         xds_call *c = calls[i];
         pthread_mutex_lock(&c->mu);
-        if (c->state == XDS_CALL_ACTIVE) {
-            call_adopt(c, snap, true);
+        /* A pinned node keeps its pin; it follows the group again once released. */
+        long long pinned = xds_pins_get(s->pins, c->node_id, snap->entry->group);
+        if (c->state == XDS_CALL_ACTIVE && (pinned == 0 || pinned == snap->entry->version)) {
+            call_adopt(c, snap, true, false);
             call_kick(c);
         }
         pthread_mutex_unlock(&c->mu);
@@ -599,6 +612,97 @@ static void fanout(void *ctx, xds_wire_snap *snap)
                             snap->wire != NULL && snap->wire->res->version == snap->entry->version),
                   "snapshot %s v%lld pushed to %zu stream%s", snap->entry->group,
                   snap->entry->version, n, n == 1 ? "" : "s");
+}
+
+/* ------------------------------------------------------------------ pins */
+
+/* Re-serves node_id's stream on this replica, if any, what its assignment now says. */
+static void retarget(xds_server *s, const char *node_id)
+{
+    xds_call *c = xds_streams_find(s->streams, node_id);
+    if (c == NULL)
+        return;
+    /* group is fixed while the stream is registered; the lookup may block (not locked). */
+    xds_wire_snap *snap = wanted_snapshot(s, node_id, c->group, true);
+    if (snap) {
+        pthread_mutex_lock(&c->mu);
+        if (c->state == XDS_CALL_ACTIVE) {
+            call_adopt(c, snap, false, true);
+            call_kick(c);
+        }
+        pthread_mutex_unlock(&c->mu);
+        xds_wire_snap_unref(snap);
+    }
+    call_unref(c);
+}
+
+static bool pin_in_use(void *ctx, const char *group, long long version)
+{
+    return xds_pins_uses(ctx, group, version);
+}
+
+/* Reloads every pin from the database and re-serves the nodes whose pin changed. Runs
+ * on the listener's thread (NOTIFY and resync). */
+static void reload_pins(xds_server *s)
+{
+    if (s->o.pool == NULL)
+        return;
+    pthread_mutex_lock(&s->pins_mu);
+    sx_err err;
+    sx_err_clear(&err);
+    pg_conn *conn = NULL;
+    sx_arena *a = sx_arena_create();
+    pin_record *v = NULL;
+    size_t n = 0;
+    int rc = pg_acquire(s->o.pool, &conn, &err);
+    if (rc == 0) {
+        rc = pin_repo_load(conn, a, &v, &n, &err);
+        pg_release(s->o.pool, conn);
+    }
+    if (rc != 0) {
+        /* The next notification or resync repairs it. */
+        sx_log_err(SX_LOG_ERROR, COMPONENT, &err);
+    } else {
+        /* Build the pinned versions before anyone is moved to them. */
+        for (size_t i = 0; i < n; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = v[j].version == v[i].version && strcmp(v[j].group, v[i].group) == 0;
+            if (seen)
+                continue;
+            sx_err e2;
+            sx_err_clear(&e2);
+            xds_wire_snap *w = xds_pub_get_version(s->pub, v[i].group, v[i].version, &e2);
+            if (w == NULL)
+                sx_log_err(SX_LOG_ERROR, COMPONENT, &e2);
+            xds_wire_snap_unref(w);
+        }
+        char **changed = NULL;
+        size_t nchanged = xds_pins_replace(s->pins, v, n, &changed);
+        for (size_t i = 0; i < nchanged; i++)
+            retarget(s, changed[i]);
+        if (nchanged > 0)
+            sx_log_fields(
+                SX_LOG_INFO, COMPONENT,
+                json_pack("{s:I,s:I}", "pins", (json_int_t)n, "changed", (json_int_t)nchanged),
+                "rollout assignments changed for %zu node%s", nchanged, nchanged == 1 ? "" : "s");
+        xds_pins_free_ids(changed, nchanged);
+        xds_pub_prune_versions(s->pub, pin_in_use, s->pins);
+    }
+    sx_arena_destroy(a);
+    pthread_mutex_unlock(&s->pins_mu);
+}
+
+static void on_pins_notify(void *ctx, const char *channel, const char *payload)
+{
+    (void)channel;
+    (void)payload;
+    reload_pins(ctx);
+}
+
+static void on_pins_resync(void *ctx)
+{
+    reload_pins(ctx);
 }
 
 /* ------------------------------------------------------------------ first request */
@@ -640,6 +744,34 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
     json_decref(locality);
 }
 
+/* What node_id in group should be served: its pinned version, else the group's current
+ * one; a reference, or NULL when there is none yet. For an unpinned node, exact asks
+ * for the version the store holds as current even when the publisher has not built it
+ * yet (built here, blocking: the listener thread re-serving released pins must not move
+ * a node back to the previous build); otherwise the publisher's latest build. */
+static xds_wire_snap *wanted_snapshot(xds_server *s, const char *node_id, const char *group,
+                                      bool exact)
+{
+    long long pinned = xds_pins_get(s->pins, node_id, group);
+    if (pinned == 0 && exact && s->o.store) {
+        snap_entry *e = snap_store_get(s->o.store, group);
+        pinned = e ? e->version : 0;
+        snap_entry_unref(e);
+    }
+    if (pinned == 0)
+        return xds_pub_get(s->pub, group);
+    sx_err err;
+    sx_err_clear(&err);
+    xds_wire_snap *snap = xds_pub_get_version(s->pub, group, pinned, &err);
+    if (snap == NULL)
+        sx_log_fields(SX_LOG_ERROR, COMPONENT,
+                      json_pack("{s:s,s:s,s:I,s:s}", "node", node_id, "group", group, "version",
+                                (json_int_t)pinned, "error", err.message),
+                      "could not load snapshot %s v%lld that node %s is assigned", group, pinned,
+                      node_id);
+    return snap;
+}
+
 /* Moves a stream from WAITING to ACTIVE under node_id in group (locked). Returns the
  * stream it superseded, with a reference, for the caller to end after unlocking. */
 static xds_call *call_activate(xds_call *c, const char *node_id, const char *group)
@@ -659,15 +791,43 @@ static xds_call *call_activate(xds_call *c, const char *node_id, const char *gro
                             "protocol", xds_protocol_name(c->protocol), "user_agent", c->user_agent,
                             "superseded", old != NULL),
                   "xds stream opened");
-    xds_wire_snap *snap = xds_pub_get(c->srv->pub, group);
+    xds_wire_snap *snap = wanted_snapshot(c->srv, node_id, group, false);
     if (snap) {
-        call_adopt(c, snap, false);
+        call_adopt(c, snap, false, true);
         xds_wire_snap_unref(snap);
     }
     return old;
 }
 
 /* Validates the node of a first request; ends the stream when it is unusable. */
+/* Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF):
+ * node ids and groups are stored as PostgreSQL text, which refuses anything else. */
+static bool valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        size_t n = c < 0x80             ? 0
+                   : (c & 0xE0) == 0xC0 ? 1
+                   : (c & 0xF0) == 0xE0 ? 2
+                   : (c & 0xF8) == 0xF0 ? 3
+                                        : 9;
+        if (n == 9 || (n == 1 && c < 0xC2) || (n == 3 && c > 0xF4))
+            return false;
+        unsigned cp = n ? c & (0x3F >> n) : c;
+        for (size_t i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
 static bool check_node(xds_call *c, const char *node_id, const char *group)
 {
     const char *why = NULL;
@@ -678,6 +838,8 @@ static bool check_node(xds_call *c, const char *node_id, const char *group)
         why = "the node id is longer than 256 bytes";
     else if (strlen(group) > GROUP_MAX)
         why = "the node's cluster (its proxy group) is longer than 128 bytes";
+    else if (!valid_utf8(node_id) || !valid_utf8(group))
+        why = "the node id and cluster must be valid UTF-8";
     if (why == NULL)
         return true;
     sx_log_fields(SX_LOG_WARN, COMPONENT,
@@ -1368,6 +1530,8 @@ int xds_server_create(const xds_server_options *opt, xds_server **out, sx_err *e
         .ctx = s,
     };
     s->pub = xds_pub_create(&po);
+    s->pins = xds_pins_create();
+    pthread_mutex_init(&s->pins_mu, NULL);
     *out = s;
     return 0;
 }
@@ -1625,6 +1789,8 @@ void xds_server_destroy(xds_server *s)
     if (atomic_load(&s->running))
         xds_stop(s);
     xds_pub_destroy(s->pub);
+    xds_pins_destroy(s->pins);
+    pthread_mutex_destroy(&s->pins_mu);
     xds_streams_destroy(s->streams);
     xds_names_destroy(s->names);
     sx_free(s->control_plane_id);
@@ -1662,11 +1828,18 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
         .nodes = srv->nodes,
         .known_node = known_in_database,
         .known_node_ctx = srv,
+        .pool = srv->db,
     };
     xds_server *s = NULL;
     int rc = xds_server_create(&o, &s, err);
     if (rc != 0)
         return rc;
+    if (srv->listener &&
+        (rc = pg_listener_subscribe(srv->listener, PINS_NOTIFY_CHANNEL, on_pins_notify,
+                                    on_pins_resync, s, err)) != 0) {
+        xds_server_destroy(s);
+        return rc;
+    }
     if ((rc = sup_register(srv->sup, "xds", &xds_sup_ops, s, err)) != 0) {
         xds_server_destroy(s);
         return rc;

@@ -46,6 +46,8 @@ typedef struct xds_server_options {
      * nodes with a stream here are known. Called from a gRPC thread; must not block. */
     bool (*known_node)(void *ctx, const char *node_id);
     void *known_node_ctx;
+    /* borrowed; NULL: rollout pins are not loaded (every node follows its group) */
+    pg_pool *pool;
 } xds_server_options;
 
 /* Creates the server (nothing is bound or started; the publisher already watches the

@@ -93,6 +93,94 @@ static void refresh_endpoints(xds_sotw *s, const xds_resources *cur, const uint3
     }
 }
 
+/* Whether the client runs the listeners and routes of the current snapshot: every
+ * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
+static bool routes_settled(const xds_sotw *s)
+{
+    static const xds_type route_types[] = {XDS_LDS, XDS_RDS};
+    for (size_t i = 0; i < 2; i++) {
+        const xds_sotw_type *st = &s->t[route_types[i]];
+        if (!st->subs.requested)
+            continue;
+        if (st->dirty || st->awaiting || st->nacked || st->held_res != s->current)
+            return false;
+    }
+    return true;
+}
+
+static void kept_free(xds_resource *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sx_free(v[i].name);
+        sx_free(v[i].bytes);
+    }
+    sx_free(v);
+}
+
+static int cmp_resource(const void *a, const void *b)
+{
+    return strcmp(((const xds_resource *)a)->name, ((const xds_resource *)b)->name);
+}
+
+/* Once the routes are settled, a CDS response without the kept clusters is owed. */
+static void release_kept(xds_sotw *s, int64_t now_ms)
+{
+    if (s->nkept == 0 || !routes_settled(s))
+        return;
+    xds_sotw_type *st = &s->t[XDS_CDS];
+    st->must_respond = true;
+    mark_dirty(st, now_ms);
+}
+
+/* The clusters a CDS response keeps: those the client held that are gone from cur
+ * (gone[0..ngone) of held) and those kept before that are still gone — none once the
+ * routes are settled. Replaces s->kept; returns whether the kept names changed. */
+static bool update_kept(xds_sotw *s, const xds_resources *cur, const xds_resource *held,
+                        const uint32_t *gone, size_t ngone)
+{
+    bool settled = routes_settled(s);
+    size_t cap = settled ? 0 : ngone + s->nkept;
+    xds_resource *v = cap ? sx_calloc(cap, sizeof(*v)) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; !settled && i < ngone; i++) {
+        const xds_resource *r = &held[gone[i]];
+        xds_resource *k = &v[n++];
+        k->name = sx_strdup(r->name);
+        memcpy(k->version, r->version, sizeof(k->version));
+        k->bytes = sx_malloc(r->len ? r->len : 1);
+        memcpy(k->bytes, r->bytes, r->len);
+        k->len = r->len;
+    }
+    for (size_t i = 0; !settled && i < s->nkept; i++) {
+        const xds_resource *r = &s->kept[i];
+        bool skip = false;
+        for (size_t j = 0; j < cur->count[XDS_CDS] && !skip; j++)
+            skip = strcmp(cur->items[XDS_CDS][j].name, r->name) == 0;
+        for (size_t j = 0; j < n && !skip; j++)
+            skip = strcmp(v[j].name, r->name) == 0;
+        if (skip)
+            continue;
+        xds_resource *k = &v[n++];
+        *k = *r;
+        k->name = sx_strdup(r->name);
+        k->bytes = sx_malloc(r->len ? r->len : 1);
+        memcpy(k->bytes, r->bytes, r->len);
+    }
+    if (n > 1)
+        qsort(v, n, sizeof(*v), cmp_resource);
+    bool changed = n != s->nkept;
+    for (size_t i = 0; !changed && i < n; i++)
+        changed = strcmp(v[i].name, s->kept[i].name) != 0;
+    kept_free(s->kept, s->nkept);
+    if (n == 0) {
+        sx_free(v);
+        v = NULL;
+    }
+    s->kept = v;
+    s->nkept = n;
+    return changed;
+}
+
 /* Compares what the client should hold of type t with what it holds; fills out when a
  * response is due and returns true. Either way the client is then taken to hold the
  * subscribed resources of the current snapshot.
@@ -115,14 +203,18 @@ static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response 
     uint64_t *bits = n ? sx_calloc(WORDS(n), sizeof(uint64_t)) : NULL;
     uint32_t *wanted = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
     uint32_t *fresh = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
-    size_t nwanted = 0, nfresh = 0, m = 0, j = 0;
+    uint32_t *gone = t == XDS_CDS && nheld ? sx_malloc(nheld * sizeof(uint32_t)) : NULL;
+    size_t nwanted = 0, nfresh = 0, m = 0, j = 0, ngone = 0;
     bool deleted = false;
     for (size_t i = 0; i < n; i++) {
         const char *name = items[i].name;
         /* Held resources before this name are not in cur any more. */
         int hc = 1;
-        while (j < nheld && (hc = strcmp(held[j].name, name)) < 0)
+        while (j < nheld && (hc = strcmp(held[j].name, name)) < 0) {
+            if (bit_get(st->held_bits, j) && gone)
+                gone[ngone++] = (uint32_t)j;
             deleted |= bit_get(st->held_bits, j++);
+        }
         size_t hj = nheld; /* the held resource of this name, if any */
         if (j < nheld && hc == 0)
             hj = j++;
@@ -146,8 +238,19 @@ static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response 
         if (!holds)
             fresh[nfresh++] = (uint32_t)i;
     }
-    while (j < nheld)
+    while (j < nheld) {
+        if (bit_get(st->held_bits, j) && gone)
+            gone[ngone++] = (uint32_t)j;
         deleted |= bit_get(st->held_bits, j++);
+    }
+    if (t == XDS_CDS) {
+        /* Make before break: gone clusters stay until the routes are settled — those
+         * the client accepted: not those of a response it NACKed. */
+        if (st->nacked)
+            ngone = 0;
+        deleted = update_kept(s, cur, held, gone, ngone) || (deleted && s->nkept == 0);
+        sx_free(gone);
+    }
     bool changed = nfresh > 0 || (full_state(t) && deleted);
     bool respond = changed || st->must_respond;
     if (t == XDS_CDS && nfresh > 0)
@@ -158,6 +261,10 @@ static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response 
         out->res = cur;
         out->idx = all ? wanted : fresh;
         out->n = all ? nwanted : nfresh;
+        if (t == XDS_CDS) {
+            out->kept = s->kept;
+            out->nkept = s->nkept;
+        }
         sx_free(all ? fresh : wanted);
     } else {
         sx_free(wanted);
@@ -186,6 +293,9 @@ void xds_sotw_free(xds_sotw *s)
     }
     xds_resources_unref(s->current);
     s->current = NULL;
+    kept_free(s->kept, s->nkept);
+    s->kept = NULL;
+    s->nkept = 0;
 }
 
 void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_ms,
@@ -218,11 +328,18 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
         if (full_state(req->type))
             st->must_respond = true;
     }
+    if (req->type == XDS_CDS && restart) {
+        /* The client holds nothing: nothing is kept for it. */
+        kept_free(s->kept, s->nkept);
+        s->kept = NULL;
+        s->nkept = 0;
+    }
+    release_kept(s, now_ms);
 }
 
 xds_adopt xds_sotw_on_resources(xds_sotw *s, xds_resources *res, int64_t published_ms)
 {
-    if (s->current != NULL && res->version <= s->current->version)
+    if (s->current != NULL && res->version == s->current->version)
         return XDS_ADOPT_IGNORED;
     bool coalesced = false;
     for (int t = 0; t < XDS_TYPE_COUNT; t++) {
@@ -254,8 +371,10 @@ bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
         st->dirty_ms = 0;
         st->push_pending = false;
         st->must_respond = false;
-        if (!respond)
+        if (!respond) {
+            release_kept(s, now_ms);
             continue;
+        }
         st->has_sent = true;
         st->awaiting = true;
         st->sent_nonce = xds_nonce_next(&s->nonce);
@@ -297,5 +416,7 @@ long long xds_sotw_synced_version(const xds_sotw *s)
             return 0;
         any = true;
     }
+    if (s->nkept > 0) /* the last CDS response is still owed */
+        return 0;
     return any ? s->current->version : 0;
 }

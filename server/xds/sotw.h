@@ -25,7 +25,10 @@
  *     learns at once which names do not exist;
  *   - types are pushed in make-before-break order SDS, CDS, EDS, LDS, RDS (the order of
  *     xds_type), and a cluster that changed has its endpoints re-sent right after it
- *     (Envoy finishes warming an updated cluster only on a new ClusterLoadAssignment).
+ *     (Envoy finishes warming an updated cluster only on a new ClusterLoadAssignment);
+ *     a cluster that is gone stays in the CDS responses until the client has ACKed the
+ *     listeners and routes of the new snapshot (which may still have referred to it),
+ *     then a last CDS response drops it — never when it NACKed them.
  *
  * What the client holds is tracked per type as a reference to the resources it was
  * last evaluated against and one bit per resource, so a stream costs a few hundred
@@ -88,6 +91,11 @@ typedef struct xds_sotw {
     xds_sotw_type t[XDS_TYPE_COUNT];
     xds_resources *current; /* newest resources of the stream's group (a reference) */
     xds_nonce nonce;
+    /* Clusters gone from the current snapshot that CDS responses still carry until the
+     * client has accepted the listeners and routes of the current snapshot (owned
+     * copies, sorted by name): a route must never point at a deleted cluster. */
+    xds_resource *kept;
+    size_t nkept;
 } xds_sotw;
 
 /* A decoded DiscoveryRequest; everything borrowed for the call. */
@@ -106,6 +114,8 @@ typedef struct xds_sotw_response {
     xds_resources *res;
     uint32_t *idx; /* indices into res->items[type], ascending (name order) */
     size_t n;
+    const xds_resource *kept; /* CDS: removed clusters sent as well (borrowed), or NULL */
+    size_t nkept;
     long long version; /* snapshot version: version_info is its decimal text */
     char nonce[XDS_NONCE_LEN];
 } xds_sotw_response;

@@ -251,6 +251,17 @@ bool xds_streams_has_node(xds_streams *r, const char *node_id)
     return has;
 }
 
+void *xds_streams_find(xds_streams *r, const char *node_id)
+{
+    pthread_mutex_lock(&r->mu);
+    xds_stream_link *l = *node_slot_locked(r, node_id);
+    void *owner = l ? l->owner : NULL;
+    if (owner)
+        r->ops.ref(owner);
+    pthread_mutex_unlock(&r->mu);
+    return owner;
+}
+
 size_t xds_streams_count(xds_streams *r)
 {
     pthread_mutex_lock(&r->mu);

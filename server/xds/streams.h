@@ -92,6 +92,9 @@ size_t xds_streams_list(xds_streams *r, const char *group, void ***out);
 /* Whether a stream of node_id is registered. */
 bool xds_streams_has_node(xds_streams *r, const char *node_id);
 
+/* The owner of node_id's stream with a reference taken, or NULL. */
+void *xds_streams_find(xds_streams *r, const char *node_id);
+
 /* Number of registered streams. */
 size_t xds_streams_count(xds_streams *r);
 

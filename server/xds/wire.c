@@ -339,12 +339,20 @@ grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, xds_type t, long
                                          const char *nonce, const uint32_t *idx, size_t n,
                                          const char *control_plane)
 {
+    return xds_wire_sotw_response_kept(w, t, version, nonce, idx, n, NULL, 0, control_plane);
+}
+
+grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, xds_type t, long long version,
+                                              const char *nonce, const uint32_t *idx, size_t n,
+                                              const xds_resource *kept, size_t nkept,
+                                              const char *control_plane)
+{
     char ver[24];
     snprintf(ver, sizeof(ver), "%lld", version);
     const char *url = xds_type_url(t);
     size_t vlen = strlen(ver), ulen = strlen(url), nlen = strlen(nonce);
     size_t hlen = field_len(vlen) + field_len(ulen) + field_len(nlen) + cp_len(control_plane);
-    grpc_slice *slices = sx_malloc((n + 1) * sizeof(grpc_slice));
+    grpc_slice *slices = sx_malloc((n + 2) * sizeof(grpc_slice));
     slices[0] = grpc_slice_malloc(hlen);
     uint8_t *p = GRPC_SLICE_START_PTR(slices[0]);
     p = put_field(p, TAG_RESP_VERSION, ver, vlen);
@@ -352,7 +360,23 @@ grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, xds_type t, long
     p = put_field(p, TAG_RESP_NONCE, nonce, nlen);
     put_cp(p, TAG_RESP_CP, control_plane);
     size_t k = add_runs(slices, 1, &w->sotw[t], idx, n);
+    /* Resources no longer in the snapshot that the response still carries (rare and
+     * few: encoded here rather than kept encoded). */
+    size_t klen = 0;
+    for (size_t i = 0; i < nkept; i++)
+        klen += field_len(any_len(ulen, kept[i].len));
+    grpc_slice ks = grpc_empty_slice();
+    if (klen > 0) {
+        ks = grpc_slice_malloc(klen);
+        uint8_t *q = GRPC_SLICE_START_PTR(ks);
+        for (size_t i = 0; i < nkept; i++) {
+            q = put_field_header(q, TAG_RESP_RESOURCES, any_len(ulen, kept[i].len));
+            q = put_any(q, url, ulen, &kept[i]);
+        }
+        slices[k++] = ks;
+    }
     grpc_byte_buffer *bb = finish(slices, k);
+    grpc_slice_unref(ks); /* the buffer holds its own reference */
     sx_free(slices);
     return bb;
 }

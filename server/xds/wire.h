@@ -87,6 +87,12 @@ void xds_wire_snap_unref(xds_wire_snap *s); /* NULL allowed */
 grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, xds_type t, long long version,
                                          const char *nonce, const uint32_t *idx, size_t n,
                                          const char *control_plane);
+/* The same with kept[0..nkept) appended: resources no longer in w that the response
+ * still carries (clusters kept until the routes that used them are gone). */
+grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, xds_type t, long long version,
+                                              const char *nonce, const uint32_t *idx, size_t n,
+                                              const xds_resource *kept, size_t nkept,
+                                              const char *control_plane);
 
 /* An envoy.service.discovery.v3.DeltaDiscoveryResponse: resources idx and removed
  * names. Builds w's Delta entries on first use. */

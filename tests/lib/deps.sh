@@ -2,11 +2,12 @@
 # missing. Sourced by tests/run.sh and deploy/local/up.sh (one list, two users).
 
 SEXTANT_DEBS=(
-    build-essential cmake pkg-config clang-format curl ca-certificates
+    build-essential cmake pkg-config clang-format curl ca-certificates jq
     libpq-dev libhiredis-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
     libcmocka-dev postgresql redis-server
     nodejs npm python3-grpcio
+    chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
 )
 
 # deps_install PKG...: installs the packages that are not installed yet (all of

@@ -410,7 +410,22 @@ async function sotw(client) {
   r = got.find((m) => m.type_url === TYPE.CDS);
   if (check('SotW: CDS pushed for the removal', r)) {
     d = decodeSotw(r);
-    check('SotW CDS is full state: the removed cluster is absent', d.byName.size === 3 && !d.byName.has(otherCluster), names(d.byName));
+    // Make before break: the listener the client runs still routes to the removed
+    // cluster until it ACKs the new listeners, so the first CDS keeps it.
+    check('SotW CDS keeps the removed cluster while the routes may still use it', d.byName.has(otherCluster), names(d.byName));
+  }
+  // Once the listeners (and routes) of v4 are ACKed, a last CDS response deletes it.
+  let last = null;
+  for (let i = 0; i < 5 && !last; i++) {
+    const m = await A.next(TYPE.CDS, 1500);
+    if (!m) break;
+    A.ack(m);
+    if (!decodeSotw(m).byName.has(otherCluster)) last = m;
+  }
+  if (check('SotW: a last CDS response follows the ACK of the routes', last)) {
+    d = decodeSotw(last);
+    check('SotW CDS is full state: the removed cluster is then absent', d.byName.size === 3 && !d.byName.has(otherCluster), names(d.byName));
+    check(`SotW CDS: the last response is still version ${v4}`, last.version_info === String(v4), last.version_info);
   }
   await x.sleep(300);
   A.stream.drain().forEach((m) => A.ack(m));
@@ -597,7 +612,9 @@ async function delta(client) {
     if (thirdCluster) thirdEds = ec.edsName(d.byName.get(thirdCluster).msg);
     check('Delta CDS: the changed cluster and the new one are sent', d.byName.size === 2 && d.byName.has(echoCluster), names(d.byName));
     check('Delta CDS: the changed cluster has a new version', d.byName.has(echoCluster) && d.byName.get(echoCluster).version !== echoClusterV);
-    check('Delta CDS: removed_resources names the removed cluster', sameSet(r.removed_resources || [], [otherCluster]), r.removed_resources);
+    // Make before break: this client NACKs the new listeners, so it keeps running the
+    // old ones, which route to the removed cluster: its removal waits.
+    check('Delta CDS: the removed cluster is not removed while the client runs routes that use it', (r.removed_resources || []).length === 0, r.removed_resources);
   }
   r = got.find((m) => m.type_url === TYPE.EDS);
   if (r) {
@@ -641,6 +658,16 @@ async function delta(client) {
     remember(r);
     E.ack(r);
   }
+  // Listeners and routes accepted: the cluster held back at v3 is removed now.
+  let removal = null;
+  for (let i = 0; i < 6 && !removal; i++) {
+    const m = await E.stream.next(1500);
+    if (!m) break;
+    remember(m);
+    E.ack(m);
+    if (m.type_url === TYPE.CDS && (m.removed_resources || []).includes(otherCluster)) removal = m;
+  }
+  check('Delta CDS: removed_resources names the removed cluster once the routes are accepted', removal, removal && removal.removed_resources);
   await x.sleep(400);
   E.stream.drain().forEach((m) => {
     remember(m);

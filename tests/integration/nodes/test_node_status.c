@@ -1,7 +1,8 @@
 /*
  * test_node_status.c — node events reach proxy_nodes / node_status through the
  * debounced queue: identities on connect, ACK after the debounce window, NACK and
- * disconnect at once, bounded memory with counted drops, nothing lost at shutdown.
+ * disconnect at once, bounded memory with counted drops, nothing lost at shutdown; the
+ * live events of what a flush writes, in its transaction (server/events.h).
  */
 #include "tests/lib/testlib.h"
 
@@ -12,6 +13,7 @@
 #include "server/nodes/status.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
 
 typedef struct fixture {
@@ -157,6 +159,79 @@ static void test_events_reach_the_database(void **state)
     sx_arena_destroy(a);
 }
 
+/* The events table as "type:node:version/error/reason|..." in stream order. */
+static char *events_of(fixture *f, sx_arena *a)
+{
+    pg_conn *c;
+    sx_err err;
+    assert_int_equal(pg_acquire(f->pool, &c, &err), 0);
+    event_list l;
+    event_pos zero = {0, 0};
+    assert_int_equal(event_repo_list_after(c, &zero, 0, NULL, 100, a, &l, &err), 0);
+    pg_release(f->pool, c);
+    char *out = sx_arena_strdup(a, "");
+    for (size_t i = 0; i < l.count; i++) {
+        const event_record *e = &l.items[i];
+        json_t *v = json_object_get(e->data, "version");
+        const char *why = json_string_value(json_object_get(e->data, "error"));
+        if (why == NULL)
+            why = json_string_value(json_object_get(e->data, "reason"));
+        out = sx_arena_printf(a, "%s%s%s:%s:%s%s", out, i ? "|" : "", e->type, e->node_id,
+                              v ? sx_arena_printf(a, "%lld", (long long)json_integer_value(v)) : "",
+                              why ? why : "");
+        assert_string_equal(e->replica_id, "replica-e");
+        assert_string_equal(e->group, "edge");
+    }
+    return out;
+}
+
+static void test_flush_writes_events(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q;
+    sx_err err;
+    node_status_options o = {
+        .pool = f->pool, .replica_id = "replica-e", .flush_interval_ms = 60000};
+    assert_int_equal(node_status_create(&o, &q, &err), 0);
+    node_identity id = {.node_id = "n1",
+                        .group = "edge",
+                        .protocol = "ads-delta",
+                        .user_agent = "grpc-node-js 1.14.0"};
+    node_status_connected(q, &id);
+    node_status_ack(q, "n1", 3);
+    assert_int_equal(node_status_flush(q, &err), 0);
+    node_status_ack(q, "n1", 3); /* the same version again: no second event */
+    node_status_seen(q, "n1");
+    assert_int_equal(node_status_flush(q, &err), 0);
+    node_status_nack(q, "n1", 4, "route r1: unknown cluster \xff");
+    assert_int_equal(node_status_flush(q, &err), 0);
+    node_status_ack(q, "n1", 2); /* a rollback moves it back: a change */
+    node_status_disconnected(q, "n1", "client_disconnect");
+    node_status_ack(q, "ghost", 1); /* never connected: neither status nor event */
+    assert_int_equal(node_status_flush(q, &err), 0);
+    /* A disconnect this replica no longer holds writes no event. */
+    node_status_disconnected(q, "n1", "client_disconnect");
+    assert_int_equal(node_status_flush(q, &err), 0);
+
+    sx_arena *a = sx_arena_create();
+    assert_string_equal(events_of(f, a),
+                        "proxy_connected:n1:|config_applied:n1:3|"
+                        "config_rejected:n1:4route r1: unknown cluster ?|config_applied:n1:2|"
+                        "proxy_disconnected:n1:client_disconnect");
+    pg_conn *c;
+    assert_int_equal(pg_acquire(f->pool, &c, &err), 0);
+    event_list l;
+    event_pos zero = {0, 0};
+    assert_int_equal(event_repo_list_after(c, &zero, 0, NULL, 1, a, &l, &err), 0);
+    pg_release(f->pool, c);
+    json_t *d = l.items[0].data;
+    assert_string_equal(json_string_value(json_object_get(d, "protocol")), "ads-delta");
+    assert_string_equal(json_string_value(json_object_get(d, "client")), "grpc-node-js 1.14.0");
+    assert_string_equal(json_string_value(json_object_get(d, "replica")), "replica-e");
+    sx_arena_destroy(a);
+    node_status_destroy(q);
+}
+
 static void test_bounded_queue_counts_drops(void **state)
 {
     fixture *f = *state;
@@ -188,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_events_reach_the_database, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_queue_counts_drops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush_writes_events, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -331,13 +331,63 @@ static void test_coalescing(void **state)
     xds_resources *r3 = fx_res(3, "cds:a=3");
     assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
     assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_COALESCED);
-    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_IGNORED);
-    xds_resources_unref(r2);
-    xds_resources_unref(r3);
+    assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_IGNORED);
     assert_int_equal(xds_delta_oldest_unacked_ms(&f->d), f->now);
     ack(f);
     assert_true(next(f));
     assert_int_equal(f->last.version, 3);
+    /* A rollout may move a stream back: an older version is served when assigned. */
+    ack(f);
+    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_int_equal(f->last.version, 2);
+    xds_resources_unref(r2);
+    xds_resources_unref(r3);
+}
+
+/* A cluster gone from the snapshot is removed only after the client ACKed the routes
+ * of the new snapshot (which may have used it), and never while it NACKs them. */
+static void test_removed_cluster_outlives_its_routes(void **state)
+{
+    fx *f = *state;
+    char *star[] = {"*", NULL};
+    char *r[] = {"r", NULL};
+    publish(f, 1, "cds:old=1;lds:l=1;rds:r=1");
+    request(f, (dreq){.type = XDS_CDS, .sub = star});
+    request(f, (dreq){.type = XDS_LDS, .sub = star});
+    request(f, (dreq){.type = XDS_RDS, .sub = r});
+    for (int i = 0; i < 3; i++) {
+        assert_true(next(f));
+        ack(f);
+    }
+    assert_int_equal(xds_delta_synced_version(&f->d), 1);
+    publish(f, 2, "cds:new=1;lds:l=2;rds:r=2");
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_string_equal(f->sent, "new");
+    assert_string_equal(f->removed, ""); /* "old" is still routed to */
+    ack(f);
+    assert_true(next(f)); /* LDS */
+    ack(f);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_RDS);
+    /* NACKed routes: the client runs the old ones, so "old" stays. */
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    assert_int_equal(request(f, (dreq){.type = XDS_RDS, .nonce = nonce, .nack = true}),
+                     XDS_REQ_NACK);
+    assert_false(next(f));
+    assert_int_equal(xds_delta_synced_version(&f->d), 0);
+    publish(f, 3, "cds:new=1;lds:l=2;rds:r=3");
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_RDS);
+    ack(f);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_string_equal(f->sent, "");
+    assert_string_equal(f->removed, "old");
+    ack(f);
+    assert_int_equal(xds_delta_synced_version(&f->d), 3);
 }
 
 int main(void)
@@ -357,6 +407,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nack_no_resend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_push_order_and_endpoint_refresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_cluster_outlives_its_routes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

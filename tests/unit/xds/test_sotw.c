@@ -342,6 +342,91 @@ static void test_lds_cds_full_state_absence_deletes(void **state)
     assert_int_equal(f->last.version, 3);
 }
 
+/* ACKs the last response, repeating the RDS subscription to "r" for RDS. */
+static void ack_r(fx *f)
+{
+    char *rds[] = {"r", NULL};
+    if (f->last.type == XDS_RDS)
+        ack_names(f, rds);
+    else
+        ack(f);
+}
+
+/* Subscribes CDS, LDS and RDS ("r") at v1 and ACKs each response. */
+static void routes_at_v1(fx *f, const char *spec)
+{
+    char *rds[] = {"r", NULL};
+    publish(f, 1, spec, XDS_ADOPT_NEW);
+    request(f, XDS_CDS, "", false, NULL);
+    request(f, XDS_LDS, "", false, NULL);
+    request(f, XDS_RDS, "", false, rds);
+    for (int i = 0; i < 3; i++) {
+        assert_true(next(f));
+        ack_r(f);
+    }
+    assert_int_equal(xds_sotw_synced_version(&f->s), 1);
+}
+
+/* A cluster the new routes no longer use is deleted only after the client ACKed them:
+ * until then the CDS response still carries it, so no route points at a missing one. */
+static void test_removed_cluster_outlives_its_routes(void **state)
+{
+    fx *f = *state;
+    routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
+    publish(f, 2, "cds:new=1;lds:l=2;rds:r=2", XDS_ADOPT_NEW); /* r moves from old to new */
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_string_equal(f->names, "new");
+    assert_int_equal(f->last.nkept, 1);
+    assert_string_equal(f->last.kept[0].name, "old");
+    ack_r(f);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_LDS);
+    ack_r(f);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* not in step yet */
+    ack_r(f);
+    /* Routes accepted: the last CDS response drops the old cluster. */
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_string_equal(f->names, "new");
+    assert_int_equal(f->last.nkept, 0);
+    assert_int_equal(f->last.version, 2);
+    ack_r(f);
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 2);
+}
+
+/* A client that NACKs the new routes keeps running the old ones: their cluster stays. */
+static void test_nacked_routes_keep_their_cluster(void **state)
+{
+    fx *f = *state;
+    routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
+    publish(f, 2, "cds:new=1;lds:l=2;rds:r=2", XDS_ADOPT_NEW);
+    for (int i = 0; i < 2; i++) { /* CDS (old kept), LDS */
+        assert_true(next(f));
+        ack_r(f);
+    }
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_RDS);
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    char *rds[] = {"r", NULL};
+    assert_int_equal(request(f, XDS_RDS, nonce, true, rds), XDS_REQ_NACK);
+    assert_false(next(f)); /* no CDS response deleting "old" */
+    assert_int_equal(f->s.nkept, 1);
+    /* The next snapshot is accepted; then "old" goes. */
+    publish(f, 3, "cds:new=1;lds:l=2;rds:r=3", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_RDS);
+    ack_r(f);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.nkept, 0);
+    assert_string_equal(f->names, "new");
+}
+
 static void test_eds_rds_only_requested_existing_changed(void **state)
 {
     fx *f = *state;
@@ -456,8 +541,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
     assert_false(next(f));
     publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_COALESCED);
     assert_false(next(f));
-    publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_IGNORED); /* not newer */
-    publish(f, 2, "cds:a=2,b=1", XDS_ADOPT_IGNORED);
+    publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_IGNORED); /* the same version again */
     assert_int_equal(request(f, XDS_CDS, n1, false, NULL), XDS_REQ_ACK);
     assert_int_equal(xds_sotw_oldest_unacked_ms(&f->s), 0);
     assert_true(next(f));
@@ -495,6 +579,8 @@ static void test_nothing_before_a_snapshot(void **state)
         cmocka_unit_test_setup_teardown(test_names_sent_when_they_appear, S, T),                   \
         cmocka_unit_test_setup_teardown(test_newly_requested_names_resent, S, T),                  \
         cmocka_unit_test_setup_teardown(test_lds_cds_full_state_absence_deletes, S, T),            \
+        cmocka_unit_test_setup_teardown(test_removed_cluster_outlives_its_routes, S, T),           \
+        cmocka_unit_test_setup_teardown(test_nacked_routes_keep_their_cluster, S, T),              \
         cmocka_unit_test_setup_teardown(test_eds_rds_only_requested_existing_changed, S, T),       \
         cmocka_unit_test_setup_teardown(test_push_order_make_before_break, S, T),                  \
         cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, S, T),         \

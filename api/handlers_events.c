@@ -1,0 +1,167 @@
+/*
+ * handlers_events.c — GET /api/v1/events: the live events (server/events.h) as
+ * server-sent events.
+ *
+ * The handler checks the query, opens a subscription on this replica's feed
+ * (server/events_feed.h) and answers with a streamed body (api/http.h) that reads it:
+ * when the subscription has nothing queued the connection is parked, holding no
+ * worker thread, and the feed wakes it when an event or a keep-alive is queued. The
+ * caller sees the event types its role may read: the deployment events need read on
+ * "deployments", the others read on "proxies" (collection-wide rules of the RBAC
+ * policy); ?types= narrows that further. Last-Event-ID (or ?since= for clients that
+ * cannot set headers) resumes strictly after that event; without it the stream starts
+ * at the newest event and replays nothing older.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handlers_common.h"
+#include "api/handlers_routes.h"
+#include "server/events.h"
+#include "server/events_feed.h"
+#include "server/server.h"
+
+#define EVENT_STREAM_TYPE "text/event-stream; charset=utf-8"
+
+static long stream_read(void *ctx, char *buf, size_t max)
+{
+    return events_sub_read(ctx, buf, max);
+}
+
+static void stream_done(void *ctx)
+{
+    events_sub_close(ctx);
+}
+
+static void stream_wake(void *ctx)
+{
+    http_stream_wake(ctx);
+}
+
+static void bad_query(http_request *req, const char *name, const char *message)
+{
+    json_t *d = json_array();
+    api_detail(d, name, message);
+    char msg[96];
+    snprintf(msg, sizeof(msg), "invalid query parameter %s", name);
+    http_respond_error(req, SX_EINVAL, msg, d);
+}
+
+/* ?types=a,b as a mask of events_type_index bits (0: every type); 400 for a name that
+ * is not an event type. */
+static bool types_or_respond(http_request *req, unsigned *mask)
+{
+    *mask = 0;
+    const char *q = http_req_query(req, "types");
+    if (q == NULL || q[0] == '\0')
+        return true;
+    for (const char *p = q; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && *p == ' ')
+            p++, n--;
+        while (n && p[n - 1] == ' ')
+            n--;
+        char name[64];
+        int i = -1;
+        if (n > 0 && n < sizeof(name)) {
+            memcpy(name, p, n);
+            name[n] = '\0';
+            i = events_type_index(name);
+        }
+        if (i < 0) {
+            char msg[512];
+            int len = snprintf(msg, sizeof(msg), "\"%.*s\" is not an event type; the types are",
+                               (int)(n < 64 ? n : 64), p);
+            for (int k = 0; k < EVENTS_NTYPES && len > 0 && (size_t)len < sizeof(msg); k++)
+                len += snprintf(msg + len, sizeof(msg) - (size_t)len, "%s %s", k ? "," : "",
+                                events_type_name(k));
+            bad_query(req, "types", msg);
+            return false;
+        }
+        *mask |= 1u << i;
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    return true;
+}
+
+/* A non-negative event id. */
+static bool parse_id(const char *s, long long *out)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Last-Event-ID, else ?since=; neither: start at the newest event. 400 for a value that
+ * is not an event id. */
+static bool resume_or_respond(http_request *req, bool *resume, long long *id)
+{
+    *resume = false;
+    *id = 0;
+    const char *h = http_req_header(req, "Last-Event-ID");
+    if (h && h[0]) {
+        if (!parse_id(h, id)) {
+            json_t *d = json_array();
+            api_detail(d, "Last-Event-ID", "must be the id of an event (a non-negative integer)");
+            http_respond_error(req, SX_EINVAL, "invalid Last-Event-ID header", d);
+            return false;
+        }
+        *resume = true;
+        return true;
+    }
+    const char *q = http_req_query(req, "since");
+    if (q && q[0]) {
+        if (!parse_id(q, id)) {
+            bad_query(req, "since", "must be the id of an event (a non-negative integer)");
+            return false;
+        }
+        *resume = true;
+    }
+    return true;
+}
+
+void api_events_stream(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    struct sx_server *srv = rest_server(api);
+    events_sub_options o = {0};
+    if (!types_or_respond(req, &o.types) || !resume_or_respond(req, &o.resume, &o.last_id))
+        return;
+    const rest_principal *who = rest_principal_of(req);
+    o.proxies = rest_allows(api, who->role, "proxies", "read");
+    o.deployments = rest_allows(api, who->role, "deployments", "read");
+    http_req_set_header(req, "Cache-Control", "no-store");
+    if (strcmp(http_req_method(req), "HEAD") == 0) {
+        http_respond(req, 200, EVENT_STREAM_TYPE, "", 0);
+        return;
+    }
+    events_sub *sub = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    if (srv->events == NULL) {
+        sx_err_set(&err, SX_EUNAVAILABLE, "live events are not available on this server");
+        api_respond_err(req, &err);
+        return;
+    }
+    if (events_sub_open(srv->events, &o, &sub, &err) != 0) {
+        api_respond_err(req, &err);
+        return;
+    }
+    /* Proxies in front must not buffer the stream. */
+    http_req_set_header(req, "X-Accel-Buffering", "no");
+    http_stream *hs =
+        http_respond_stream(req, 200, EVENT_STREAM_TYPE, stream_read, stream_done, sub);
+    if (hs) /* else the subscription is already closed */
+        events_sub_set_wake(sub, stream_wake, hs);
+}

@@ -1,0 +1,27 @@
+/*
+ * driver.h — the component that moves deployments forward on every replica.
+ *
+ * Every rollouts.tick it lists the deployments that need driving (pending,
+ * in_progress, canceling, rolling_back), takes or renews the lease on each
+ * (deploy_repo_claim: rollouts.lease, database clock) and takes one step of each it
+ * holds (rollout_step). A replica that dies stops renewing; once its leases lapse
+ * another replica's next tick takes its deployments over and continues from the
+ * stored state. It also keeps the sextant_deployments{state} gauge and observes
+ * sextant_rollout_wave_duration_seconds. Not a readiness dependency.
+ */
+#ifndef SX_ROLLOUT_DRIVER_H
+#define SX_ROLLOUT_DRIVER_H
+
+#include "server/base/err.h"
+
+struct sx_server;
+typedef struct rollout_driver rollout_driver;
+
+/* Creates the driver for srv (borrowed) and registers its metrics. Never NULL. */
+rollout_driver *rollout_driver_create(struct sx_server *srv);
+/* Registers the component "rollouts" with srv->sup. */
+int rollout_driver_register(rollout_driver *d, sx_err *err) SX_MUSTCHECK;
+/* Frees the driver; its thread must have stopped. NULL allowed. */
+void rollout_driver_destroy(rollout_driver *d);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * repo_events.c — appends to and reads the live events table (see repo_events.h).
+ *
+ * Design: the stream order is (txid, id), indexed by events_stream_order, and "settled"
+ * is txid < pg_snapshot_xmin(pg_current_snapshot()) evaluated in the reading statement
+ * itself, so the horizon and the rows come from one snapshot. A list reads the rows
+ * after its start whatever their state and stops at the first unsettled one: rows
+ * behind it sort later (their txid is at least as high), so they are unsettled too,
+ * and the caller is told to come back (pending) rather than given a gap. The insert
+ * and its NOTIFY are one statement, one round trip for writers that emit many events
+ * in one transaction.
+ */
+#include "storage/repo_events.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+#include "storage/repo_common.h"
+
+#define EVENT_TYPE_MAX_LEN 64
+#define EVENT_LIST_MAX     1000
+
+// clang-format off
+/* Columns read_event expects, in its order; the last says whether the row is unsettled. */
+#define EVENT_COLS                                                                         \
+    "e.id, e.txid::text, " REPO_TS("e.at") ", e.type, e.replica_id, e.deployment_id::text," \
+    " e.node_id, e.group_name, e.data,"                                                     \
+    " e.txid >= pg_snapshot_xmin(pg_current_snapshot())"
+#define INSERT_SQL                                                                         \
+    "INSERT INTO events (type, replica_id, deployment_id, node_id, group_name, data)"      \
+    " VALUES ($1, $2, $3::uuid, $4, $5, $6::jsonb) RETURNING id"
+// clang-format on
+
+static int parse_txid(const PGresult *r, int row, int col, unsigned long long *out, sx_err *err)
+{
+    const char *s = PQgetvalue(r, row, col);
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return sx_err_set(err, SX_EINTERNAL, "column %s is not a transaction id: \"%s\"",
+                          PQfname(r, col), s);
+    *out = v;
+    return 0;
+}
+
+static char *txid_param(sx_arena *a, unsigned long long v)
+{
+    return sx_arena_printf(a, "%llu", v);
+}
+
+int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *err)
+{
+    if (id)
+        *id = 0;
+    if (in->type == NULL || in->type[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "type is required");
+    if (strlen(in->type) > EVENT_TYPE_MAX_LEN)
+        return sx_err_set(err, SX_EINVAL, "type is longer than %d bytes", EVENT_TYPE_MAX_LEN);
+    if (in->deployment_id && !repo_is_uuid(in->deployment_id))
+        return sx_err_set(err, SX_EINVAL, "invalid deployment id \"%s\"", in->deployment_id);
+    if (in->data && !json_is_object(in->data))
+        return sx_err_set(err, SX_EINVAL, "data must be a json object");
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {
+        in->type,  in->replica_id ? in->replica_id : "",           in->deployment_id,  in->node_id,
+        in->group, in->data ? repo_json_param(a, in->data) : "{}", in->notify_channel,
+    };
+    PGresult *r;
+    int rc;
+    if (in->notify_channel)
+        rc = pg_exec(c,
+                     "WITH e AS (" INSERT_SQL ")"
+                     " SELECT e.id, pg_notify($7, e.id::text) FROM e",
+                     7, p, &r, err);
+    else
+        rc = pg_exec(c, INSERT_SQL, 6, p, &r, err);
+    if (rc == 0) {
+        long long v;
+        rc = repo_i64(r, 0, 0, 0, &v, err);
+        if (rc == 0 && id)
+            *id = v;
+        PQclear(r);
+    }
+    sx_arena_destroy(a);
+    return rc;
+}
+
+static int read_event(sx_arena *a, const PGresult *r, int row, event_record *o, sx_err *err)
+{
+    memset(o, 0, sizeof(*o));
+    int rc;
+    if ((rc = repo_i64(r, row, 0, 0, &o->id, err)) ||
+        (rc = parse_txid(r, row, 1, &o->pos.txid, err)) ||
+        (rc = repo_json(a, r, row, 8, &o->data, err)))
+        return rc;
+    o->pos.id = o->id;
+    o->at = repo_str(a, r, row, 2);
+    o->type = repo_str(a, r, row, 3);
+    o->replica_id = repo_str(a, r, row, 4);
+    o->deployment_id = repo_str(a, r, row, 5);
+    o->node_id = repo_str(a, r, row, 6);
+    o->group = repo_str(a, r, row, 7);
+    if (!json_is_object(o->data))
+        return sx_err_set(err, SX_EINTERNAL, "event %lld has data that is not an object", o->id);
+    return 0;
+}
+
+int event_repo_list_after(pg_conn *c, const event_pos *after, long long min_id,
+                          const event_pos *upto, int limit, sx_arena *a, event_list *out,
+                          sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (limit < 1 || limit > EVENT_LIST_MAX)
+        return sx_err_set(err, SX_EINVAL, "limit must be between 1 and %d", EVENT_LIST_MAX);
+    const char *p[] = {
+        txid_param(a, after->txid),
+        repo_i64_param(a, after->id),
+        min_id > 0 ? repo_i64_param(a, min_id) : NULL,
+        upto ? txid_param(a, upto->txid) : NULL,
+        upto ? repo_i64_param(a, upto->id) : NULL,
+        repo_i64_param(a, limit),
+    };
+    PGresult *r;
+    int rc = pg_exec(c,
+                     "SELECT " EVENT_COLS " FROM events e"
+                     " WHERE (e.txid, e.id) > ($1::xid8, $2::bigint)"
+                     "   AND ($3::bigint IS NULL OR e.id > $3::bigint)"
+                     "   AND ($4::xid8 IS NULL OR (e.txid, e.id) <= ($4::xid8, $5::bigint))"
+                     " ORDER BY e.txid, e.id LIMIT $6::int",
+                     6, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    size_t n = 0;
+    out->items = rows ? sx_arena_alloc(a, (size_t)rows * sizeof(event_record)) : NULL;
+    for (int i = 0; rc == 0 && i < rows; i++) {
+        if (upto == NULL && repo_bool(r, i, 9)) {
+            out->pending = true;
+            break;
+        }
+        rc = read_event(a, r, i, &out->items[n], err);
+        n++;
+    }
+    PQclear(r);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    out->more = !out->pending && rows == limit;
+    return 0;
+}
+
+/* The position in row 0, columns 0 (txid) and 1 (id), of r; {0, 0} when r has no row. */
+static int read_pos(const PGresult *r, event_pos *out, sx_err *err)
+{
+    out->txid = 0;
+    out->id = 0;
+    if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0))
+        return 0;
+    int rc = parse_txid(r, 0, 0, &out->txid, err);
+    return rc ? rc : repo_i64(r, 0, 1, 0, &out->id, err);
+}
+
+int event_repo_head(pg_conn *c, event_pos *out, sx_err *err)
+{
+    out->txid = 0;
+    out->id = 0;
+    PGresult *r;
+    int rc = pg_exec(c,
+                     "SELECT e.txid::text, e.id FROM events e"
+                     " WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())"
+                     " ORDER BY e.txid DESC, e.id DESC LIMIT 1",
+                     0, NULL, &r, err);
+    if (rc)
+        return rc;
+    rc = read_pos(r, out, err);
+    PQclear(r);
+    return rc;
+}
+
+int event_repo_position(pg_conn *c, long long id, event_pos *out, bool *found, sx_err *err)
+{
+    out->txid = 0;
+    out->id = 0;
+    *found = false;
+    if (id < 0)
+        return sx_err_set(err, SX_EINVAL, "event id must not be negative");
+    char idtext[24];
+    snprintf(idtext, sizeof(idtext), "%lld", id);
+    const char *p[] = {idtext};
+    PGresult *r;
+    /* First the event itself; else the earliest transaction holding a settled event with
+     * a greater id, entered at id 0 so the whole transaction follows; else the head. */
+    int rc = pg_exec(c,
+                     "SELECT txid::text, id, true FROM events WHERE id = $1::bigint"
+                     " UNION ALL"
+                     " SELECT * FROM (SELECT min(txid)::text, 0::bigint, false FROM events"
+                     "   WHERE id > $1::bigint"
+                     "     AND txid < pg_snapshot_xmin(pg_current_snapshot())) m"
+                     "   WHERE m.min IS NOT NULL"
+                     " ORDER BY 3 DESC LIMIT 1",
+                     1, p, &r, err);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return event_repo_head(c, out, err);
+    }
+    rc = read_pos(r, out, err);
+    if (rc == 0)
+        *found = repo_bool(r, 0, 2);
+    PQclear(r);
+    return rc;
+}
+
+int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx_err *err)
+{
+    if (deleted)
+        *deleted = 0;
+    if (older_than_ms < 0)
+        return sx_err_set(err, SX_EINVAL, "retention must not be negative");
+    char ms[24];
+    snprintf(ms, sizeof(ms), "%lld", older_than_ms);
+    const char *p[] = {ms};
+    PGresult *r;
+    int rc = pg_exec(c,
+                     "DELETE FROM events"
+                     " WHERE at < now() - $1::bigint * interval '1 millisecond'",
+                     1, p, &r, err);
+    if (rc)
+        return rc;
+    if (deleted)
+        *deleted = strtoll(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return 0;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# test_ui_rollout.sh — a rollout in waves from the web UI, and one that NACKs.
+#
+# Three gateway.control.v1 data planes follow group G at v1. An operator (one-click dev
+# sign-in) saves a change as a draft, opens Apply, chooses a rolling strategy of one
+# proxy per wave, and runs a dry run: the plan lists three waves naming every proxy and
+# the group's difference. Applying opens the deployment page, where the waves fill up
+# with ACKs as they happen; the operator pauses after the first wave (no further wave
+# starts while paused) and resumes, and the rollout completes: every proxy runs the new
+# snapshot. Then a fourth data plane that rejects snapshots carrying "nack-me" joins; a
+# change carrying it, applied all at once, is NACKed: the deployment page shows the
+# proxy's error and the deployment rolls itself back, and every proxy is back on the
+# previous snapshot.
+source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/e2e/lib/harness.sh"
+
+e2e_init rollout
+e2e_services || exit 1
+export SEXTANT_ROLLOUTS_TICK=200ms
+SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
+ADMIN=$(e2e_token e2e-admin admin)
+GROUP=e2e-rollout
+CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
+for n in dp-ro-1 dp-ro-2 dp-ro-3; do
+    e2e_dataplane "$n" "$GROUP"
+done
+for n in dp-ro-1 dp-ro-2 dp-ro-3; do
+    check "$n acked v1" e2e_wait_acked "$ADMIN" "$n" 1
+done
+
+export ADMIN CONFIG_ID GROUP GRPC_PORT NODES="dp-ro-1 dp-ro-2 dp-ro-3" BAD=dp-ro-bad
+# The scenario starts the rejecting data plane itself, between its two rollouts.
+export DATAPLANE_CMD="node $E2E/lib/dataplane.cjs --server 127.0.0.1:$GRPC_PORT --node dp-ro-bad --group $GROUP --nack-matching nack-me"
+export DATAPLANE_LOG="$WORK/dp-ro-bad.log"
+e2e_browser "$E2E/scenarios/rollout.mjs"
+
+st=$(e2e_rest "$ADMIN" GET "/api/v1/deployments")
+check "two deployments were made (got $st)" [ "$st $(jv '.items.length')" = "200 2" ]
+check "the first completed and the second rolled back" \
+    [ "$(jv '.items.map((d) => d.state).sort().join()')" = "completed,rolled_back" ]
+finish

@@ -1,0 +1,366 @@
+/*
+ * test_repo_events.c — the live events table against a real PostgreSQL
+ * (storage/repo_events.c, and server/events.c's events_emit on top of it):
+ * events come back in stream order with their fields; an event whose transaction is
+ * still open holds back every event that sorts after it (pending), and one whose
+ * transaction took an older id than a committed one is still streamed, in transaction
+ * order, so a reader moving forward never skips it; head, position (also of a pruned
+ * id) and prune; emit refuses unknown types and NOTIFYs the new id.
+ */
+#include "tests/lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/arena.h"
+#include "server/events.h"
+#include "storage/migrate.h"
+#include "storage/pg_pool.h"
+#include "storage/repo_events.h"
+
+typedef struct fx {
+    char *url;
+    pg_pool *pool;
+    pg_conn *c; /* the reader's connection */
+    pg_conn *w; /* a second writer, for transactions left open */
+    sx_arena *a;
+} fx;
+
+static void fail_err(const char *what, int rc, const sx_err *err)
+{
+    fprintf(stderr, "%s failed (%d): %s | %s | %s\n", what, rc, err->message, err->detail,
+            err->sqlstate);
+    fail();
+}
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        sx_err e_;                                                                                 \
+        sx_err_clear(&e_);                                                                         \
+        int rc_ = (call);                                                                          \
+        if (rc_ != 0)                                                                              \
+            fail_err(#call, rc_, &e_);                                                             \
+    } while (0)
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof(*f));
+    f->url = tl_db_create();
+    sx_err err;
+    if (migrate_run(f->url, NULL, NULL, &err) != 0)
+        fail_err("migrate_run", err.code, &err);
+    pg_pool_options opt = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
+    assert_int_equal(pg_pool_create(&opt, &f->pool, NULL), 0);
+    assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
+    assert_int_equal(pg_acquire(f->pool, &f->w, NULL), 0);
+    f->a = sx_arena_create();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    sx_arena_destroy(f->a);
+    pg_release(f->pool, f->w);
+    pg_release(f->pool, f->c);
+    pg_pool_destroy(f->pool);
+    tl_db_drop(f->url);
+    free(f);
+    return 0;
+}
+
+static long long insert(pg_conn *c, const char *type, const char *node)
+{
+    event_new in = {.type = type, .replica_id = "r1", .node_id = node};
+    long long id = 0;
+    OK(event_repo_insert(c, &in, &id, &e_));
+    assert_true(id > 0);
+    return id;
+}
+
+/* The ids of every settled event after pos, comma-separated, into out; *pending too. */
+static const char *ids_after(fx *f, event_pos pos, long long min_id, char *out, size_t n,
+                             bool *pending)
+{
+    event_list l;
+    OK(event_repo_list_after(f->c, &pos, min_id, NULL, 1000, f->a, &l, &e_));
+    out[0] = '\0';
+    for (size_t i = 0; i < l.count; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, n - len, "%s%lld", i ? "," : "", l.items[i].id);
+    }
+    if (pending)
+        *pending = l.pending;
+    return out;
+}
+
+static void exec(pg_conn *c, const char *sql)
+{
+    OK(pg_exec(c, sql, 0, NULL, NULL, &e_));
+}
+
+static void test_round_trip(void **state)
+{
+    fx *f = *state;
+    json_t *data = json_pack("{s:I,s:s}", "version", (json_int_t)4, "error", "bad route");
+    event_new in = {.type = "config_rejected",
+                    .replica_id = "r1",
+                    .node_id = "n1",
+                    .group = "edge",
+                    .data = data};
+    long long id;
+    OK(event_repo_insert(f->c, &in, &id, &e_));
+    json_decref(data);
+    event_new dep = {.type = "wave_started",
+                     .deployment_id = "3F1D2C44-5B6E-4F70-8A91-B2C3D4E5F607",
+                     .notify_channel = "sextant_events"};
+    long long id2;
+    OK(event_repo_insert(f->c, &dep, &id2, &e_));
+    assert_true(id2 > id);
+
+    event_pos zero = {0, 0};
+    event_list l;
+    OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &l, &e_));
+    assert_int_equal(l.count, 2);
+    assert_false(l.more);
+    assert_false(l.pending);
+    const event_record *e = &l.items[0];
+    assert_int_equal(e->id, id);
+    assert_int_equal(e->pos.id, id);
+    assert_true(e->pos.txid > 0);
+    assert_string_equal(e->type, "config_rejected");
+    assert_string_equal(e->replica_id, "r1");
+    assert_string_equal(e->node_id, "n1");
+    assert_string_equal(e->group, "edge");
+    assert_null(e->deployment_id);
+    assert_int_equal(e->at[strlen(e->at) - 1], 'Z');
+    assert_int_equal(json_integer_value(json_object_get(e->data, "version")), 4);
+    assert_string_equal(json_string_value(json_object_get(e->data, "error")), "bad route");
+    assert_string_equal(l.items[1].deployment_id, "3f1d2c44-5b6e-4f70-8a91-b2c3d4e5f607");
+    assert_null(l.items[1].node_id);
+    assert_int_equal(json_object_size(l.items[1].data), 0);
+
+    /* Pages: limit 1 says more; the next page starts after the first. */
+    OK(event_repo_list_after(f->c, &zero, 0, NULL, 1, f->a, &l, &e_));
+    assert_int_equal(l.count, 1);
+    assert_true(l.more);
+    event_pos p1 = l.items[0].pos;
+    OK(event_repo_list_after(f->c, &p1, 0, NULL, 1, f->a, &l, &e_));
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.items[0].id, id2);
+
+    /* Bad input writes nothing. */
+    sx_err err;
+    event_new bad = {.type = "wave_started", .deployment_id = "not-a-uuid"};
+    assert_int_equal(event_repo_insert(f->c, &bad, NULL, &err), SX_EINVAL);
+    json_t *arr = json_array();
+    event_new bad2 = {.type = "wave_started", .data = arr};
+    assert_int_equal(event_repo_insert(f->c, &bad2, NULL, &err), SX_EINVAL);
+    json_decref(arr);
+    event_new bad3 = {.type = "not_a_type"};
+    assert_int_equal(event_repo_insert(f->c, &bad3, NULL, &err), SX_EINVAL); /* the CHECK */
+    assert_int_equal(event_repo_list_after(f->c, &zero, 0, NULL, 0, f->a, &l, &err), SX_EINVAL);
+    OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &l, &e_));
+    assert_int_equal(l.count, 2);
+}
+
+/* An open transaction's event holds back what sorts after it; committed, it comes
+ * first. */
+static void test_open_transaction_holds_back(void **state)
+{
+    fx *f = *state;
+    event_pos head;
+    OK(event_repo_head(f->c, &head, &e_));
+    assert_int_equal(head.id, 0);
+    long long a = insert(f->c, "proxy_connected", "a");
+    OK(event_repo_head(f->c, &head, &e_));
+    assert_int_equal(head.id, a);
+
+    OK(pg_begin(f->w, &e_));
+    long long b = insert(f->w, "proxy_connected", "b"); /* not committed */
+    long long c = insert(f->c, "proxy_connected", "c"); /* committed, newer transaction */
+    assert_true(c > b);
+    char ids[256];
+    bool pending;
+    ids_after(f, (event_pos){0, 0}, 0, ids, sizeof(ids), &pending);
+    /* a is settled; c is not (b's transaction is older and open). */
+    char want[64];
+    snprintf(want, sizeof(want), "%lld", a);
+    assert_string_equal(ids, want);
+    assert_true(pending);
+    OK(event_repo_head(f->c, &head, &e_));
+    assert_int_equal(head.id, a); /* the head does not pass the open transaction */
+
+    OK(pg_commit(f->w, &e_));
+    ids_after(f, head, 0, ids, sizeof(ids), &pending);
+    snprintf(want, sizeof(want), "%lld,%lld", b, c);
+    assert_string_equal(ids, want);
+    assert_false(pending);
+}
+
+/* A transaction that took its id after another committed, but started (got its
+ * transaction id) before it, is streamed before it: a reader that had moved past the
+ * other one by id would have lost it. */
+static void test_stream_order_is_transaction_order(void **state)
+{
+    fx *f = *state;
+    OK(pg_begin(f->w, &e_));
+    exec(f->w, "SELECT pg_current_xact_id()"); /* the old transaction's id, taken now */
+    long long newer = insert(f->c, "proxy_connected", "newer");
+    char ids[256];
+    bool pending;
+    ids_after(f, (event_pos){0, 0}, 0, ids, sizeof(ids), &pending);
+    assert_string_equal(ids, ""); /* held back behind the open transaction */
+    assert_true(pending);
+    long long older = insert(f->w, "proxy_connected", "older");
+    assert_true(older > newer);
+    OK(pg_commit(f->w, &e_));
+    ids_after(f, (event_pos){0, 0}, 0, ids, sizeof(ids), &pending);
+    char want[64];
+    snprintf(want, sizeof(want), "%lld,%lld", older, newer);
+    assert_string_equal(ids, want);
+
+    /* Resuming after the first streamed event gives the second, though its id is lower. */
+    event_pos pos;
+    bool found;
+    OK(event_repo_position(f->c, older, &pos, &found, &e_));
+    assert_true(found);
+    ids_after(f, pos, 0, ids, sizeof(ids), NULL);
+    snprintf(want, sizeof(want), "%lld", newer);
+    assert_string_equal(ids, want);
+    OK(event_repo_position(f->c, newer, &pos, &found, &e_));
+    ids_after(f, pos, 0, ids, sizeof(ids), NULL);
+    assert_string_equal(ids, "");
+
+    /* upto bounds a page, inclusive. */
+    event_pos zero = {0, 0}, upto;
+    OK(event_repo_position(f->c, older, &upto, &found, &e_));
+    event_list l;
+    OK(event_repo_list_after(f->c, &zero, 0, &upto, 10, f->a, &l, &e_));
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.items[0].id, older);
+    assert_false(l.pending);
+}
+
+static void test_position_prune(void **state)
+{
+    fx *f = *state;
+    long long a = insert(f->c, "proxy_connected", "a");
+    long long b = insert(f->c, "proxy_stale", "b");
+    long long c = insert(f->c, "proxy_disconnected", "c");
+    char sql[128];
+    snprintf(sql, sizeof(sql), "DELETE FROM events WHERE id = %lld", b);
+    exec(f->c, sql);
+
+    /* A pruned id: before every event with a greater id, which min_id keeps to. */
+    event_pos pos;
+    bool found = true;
+    OK(event_repo_position(f->c, b, &pos, &found, &e_));
+    assert_false(found);
+    char ids[256], want[64];
+    ids_after(f, pos, b, ids, sizeof(ids), NULL);
+    snprintf(want, sizeof(want), "%lld", c);
+    assert_string_equal(ids, want);
+    /* An id past every event: the head. */
+    event_pos head;
+    OK(event_repo_head(f->c, &head, &e_));
+    OK(event_repo_position(f->c, c + 1000, &pos, &found, &e_));
+    assert_false(found);
+    assert_int_equal(pos.id, head.id);
+    assert_true(pos.txid == head.txid);
+    /* 0: everything retained. */
+    OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    ids_after(f, pos, 0, ids, sizeof(ids), NULL);
+    snprintf(want, sizeof(want), "%lld,%lld", a, c);
+    assert_string_equal(ids, want);
+    sx_err err;
+    assert_int_equal(event_repo_position(f->c, -1, &pos, &found, &err), SX_EINVAL);
+
+    /* Prune by age. */
+    snprintf(sql, sizeof(sql), "UPDATE events SET at = now() - interval '2 days' WHERE id = %lld",
+             a);
+    exec(f->c, sql);
+    long long deleted = -1;
+    OK(event_repo_prune(f->c, 24LL * 3600 * 1000, &deleted, &e_));
+    assert_int_equal(deleted, 1);
+    OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    ids_after(f, pos, 0, ids, sizeof(ids), NULL);
+    snprintf(want, sizeof(want), "%lld", c);
+    assert_string_equal(ids, want);
+}
+
+static void test_emit(void **state)
+{
+    fx *f = *state;
+    /* The NOTIFY arrives on a session listening on the channel, after the commit. */
+    PGconn *l = PQconnectdb(f->url);
+    assert_int_equal(PQstatus(l), CONNECTION_OK);
+    PQclear(PQexec(l, "LISTEN " EVENTS_NOTIFY_CHANNEL));
+
+    json_t *data = json_pack("{s:I}", "version", (json_int_t)7);
+    sx_event e = {.type = EVENT_CONFIG_APPLIED, .node_id = "n1", .group = "edge", .data = data};
+    OK(pg_begin(f->c, &e_));
+    OK(events_emit(f->c, "r9", &e, &e_));
+    PQconsumeInput(l);
+    assert_null(PQnotifies(l)); /* not before the commit */
+    OK(pg_commit(f->c, &e_));
+    json_decref(data);
+    PGnotify *n = NULL;
+    for (int i = 0; i < 100 && n == NULL; i++) {
+        PQconsumeInput(l);
+        n = PQnotifies(l);
+        if (n == NULL)
+            tl_sleep_ms(20);
+    }
+    assert_non_null(n);
+    assert_string_equal(n->relname, EVENTS_NOTIFY_CHANNEL);
+    event_pos zero = {0, 0};
+    event_list list;
+    OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &list, &e_));
+    assert_int_equal(list.count, 1);
+    char id[24];
+    snprintf(id, sizeof(id), "%lld", list.items[0].id);
+    assert_string_equal(n->extra, id);
+    assert_string_equal(list.items[0].replica_id, "r9");
+    assert_string_equal(list.items[0].type, "config_applied");
+    PQfreemem(n);
+
+    /* A rolled back emit leaves nothing and notifies nothing. */
+    OK(pg_begin(f->c, &e_));
+    sx_event e2 = {.type = EVENT_PROXY_STALE, .node_id = "n2"};
+    OK(events_emit(f->c, "r9", &e2, &e_));
+    pg_rollback(f->c);
+    tl_sleep_ms(100);
+    PQconsumeInput(l);
+    assert_null(PQnotifies(l));
+    OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &list, &e_));
+    assert_int_equal(list.count, 1);
+
+    sx_err err;
+    sx_event bad = {.type = "config_aplied"};
+    assert_int_equal(events_emit(f->c, "r9", &bad, &err), SX_EINVAL);
+    assert_non_null(strstr(err.message, "config_aplied"));
+    PQfinish(l);
+
+    /* The type table. */
+    assert_int_equal(events_type_index("proxy_stale"), EVENTS_NTYPES - 1);
+    assert_int_equal(events_type_index("nope"), -1);
+    assert_null(events_type_name(EVENTS_NTYPES));
+    assert_string_equal(events_type_resource("rollback_completed"), "deployments");
+    assert_string_equal(events_type_resource("config_rejected"), "proxies");
+    assert_null(events_type_resource("nope"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_transaction_holds_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_order_is_transaction_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_position_prune, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_emit, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,157 @@
+/*
+ * test_strategy.c — wave plans and rollout policy from request JSON
+ * (server/rollout/strategy.c): wave sizes of every strategy, rounding of percentages,
+ * refusal of malformed strategies with paths, and policy overrides.
+ */
+#include "tests/lib/testlib.h"
+
+#include <string.h>
+
+#include "server/rollout/strategy.h"
+
+static json_t *parse(const char *s)
+{
+    json_error_t e;
+    json_t *j = json_loads(s, 0, &e);
+    if (j == NULL)
+        fail_msg("bad test JSON: %s", e.text);
+    return j;
+}
+
+/* The wave sizes of strategy text for n nodes, as "a,b,c". */
+static void expect_waves(const char *strategy, size_t n, const char *want)
+{
+    json_t *j = parse(strategy);
+    rollout_strategy s;
+    sx_fielderrs errs = {0};
+    assert_int_equal(rollout_strategy_parse(j, &s, &errs), 0);
+    size_t *sizes = NULL;
+    size_t count = rollout_wave_sizes(&s, n, &sizes);
+    char got[256] = "";
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        char part[24];
+        snprintf(part, sizeof(part), "%s%zu", i ? "," : "", sizes[i]);
+        strcat(got, part);
+        assert_true(sizes[i] > 0);
+        total += sizes[i];
+    }
+    assert_int_equal(total, n);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s over %zu nodes: got %s, want %s", strategy, n, got, want);
+    free(sizes);
+    sx_fielderrs_free(&errs);
+    json_decref(j);
+}
+
+static void test_wave_sizes(void **state)
+{
+    (void)state;
+    expect_waves("{\"type\":\"all_at_once\"}", 7, "7");
+    expect_waves("{\"type\":\"rolling\",\"wave_size\":5}", 20, "5,5,5,5");
+    expect_waves("{\"type\":\"rolling\",\"wave_size\":5}", 12, "5,5,2");
+    expect_waves("{\"type\":\"rolling\",\"wave_size\":50}", 3, "3");
+    expect_waves("{\"type\":\"rolling\",\"wave_percent\":25}", 20, "5,5,5,5");
+    expect_waves("{\"type\":\"rolling\",\"wave_percent\":30}", 10, "3,3,3,1");
+    expect_waves("{\"type\":\"rolling\",\"wave_percent\":1}", 3, "1,1,1");
+    /* 10%, then 50%, 90% and all: the last wave takes the remainder. */
+    expect_waves("{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":40}", 10,
+                 "1,4,4,1");
+    expect_waves("{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":45}", 10,
+                 "1,5,4");
+    expect_waves("{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":20}", 100,
+                 "10,20,20,20,20,10");
+    /* 10% of 3 nodes rounds up to one; increments that add no node are skipped. */
+    expect_waves("{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":10}", 3,
+                 "1,1,1");
+    expect_waves("{\"type\":\"canary\",\"initial_percent\":100,\"increment_percent\":10}", 4, "4");
+}
+
+/* Parsing text gives exactly the problem paths in want ("a;b"). */
+static void expect_refused(const char *strategy, const char *want)
+{
+    json_t *j = parse(strategy);
+    rollout_strategy s;
+    sx_fielderrs errs = {0};
+    assert_true(rollout_strategy_parse(j, &s, &errs) > 0);
+    char got[512] = "";
+    for (size_t i = 0; i < errs.count; i++) {
+        if (i)
+            strcat(got, ";");
+        strcat(got, errs.items[i].path);
+    }
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: got problems at %s, want %s", strategy, got, want);
+    sx_fielderrs_free(&errs);
+    json_decref(j);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    expect_refused("{\"type\":\"blue_green\"}", "strategy.type");
+    expect_refused("{}", "strategy.type");
+    expect_refused("[1]", "strategy");
+    expect_refused("{\"type\":\"rolling\"}", "strategy.wave_size");
+    expect_refused("{\"type\":\"rolling\",\"wave_size\":2,\"wave_percent\":5}",
+                   "strategy.wave_size");
+    expect_refused("{\"type\":\"rolling\",\"wave_size\":0}", "strategy.wave_size");
+    expect_refused("{\"type\":\"rolling\",\"wave_percent\":101}", "strategy.wave_percent");
+    expect_refused("{\"type\":\"rolling\",\"wave_size\":2,\"pause\":\"soon\"}", "strategy.pause");
+    expect_refused("{\"type\":\"canary\",\"initial_percent\":10}", "strategy.increment_percent");
+    expect_refused("{\"type\":\"all_at_once\",\"wave_size\":3}", "strategy.wave_size");
+}
+
+static void test_round_trip_and_pause(void **state)
+{
+    (void)state;
+    json_t *j = parse("{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":30,"
+                      "\"interval\":\"1m30s\"}");
+    rollout_strategy s;
+    sx_fielderrs errs = {0};
+    assert_int_equal(rollout_strategy_parse(j, &s, &errs), 0);
+    assert_int_equal(s.pause_ms, 90000);
+    json_t *stored = rollout_strategy_json(&s);
+    assert_int_equal(rollout_strategy_pause_ms(stored), 90000);
+    assert_string_equal(json_string_value(json_object_get(stored, "type")), "canary");
+    rollout_strategy again;
+    assert_int_equal(rollout_strategy_parse(stored, &again, &errs), 0);
+    assert_true(again.initial_percent == 10 && again.increment_percent == 30);
+    json_decref(stored);
+    json_decref(j);
+    /* No strategy at all is one wave. */
+    assert_int_equal(rollout_strategy_parse(NULL, &s, &errs), 0);
+    assert_int_equal(s.kind, ROLLOUT_ALL_AT_ONCE);
+}
+
+static void test_policy(void **state)
+{
+    (void)state;
+    rollout_policy p = {0.05, 10, 600000, 3, true};
+    sx_fielderrs errs = {0};
+    json_t *j = parse("{\"nack_threshold\":0.2,\"nack_min_sample\":4,\"wave_timeout\":\"3s\","
+                      "\"health_failures\":1,\"promote\":false}");
+    assert_int_equal(rollout_policy_parse(j, &p, &errs), 0);
+    assert_true(p.nack_threshold > 0.199 && p.nack_threshold < 0.201);
+    assert_int_equal(p.nack_min_sample, 4);
+    assert_int_equal(p.wave_timeout_ms, 3000);
+    assert_int_equal(p.health_failures, 1);
+    assert_false(p.promote);
+    json_decref(j);
+    j = parse("{\"nack_threshold\":5,\"wave_timeout\":\"10\",\"nack_min_sample\":-1}");
+    assert_int_equal(rollout_policy_parse(j, &p, &errs), 3);
+    assert_true(p.nack_threshold > 0.199 && p.nack_threshold < 0.201); /* unchanged */
+    sx_fielderrs_free(&errs);
+    json_decref(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wave_sizes),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_round_trip_and_pause),
+        cmocka_unit_test(test_policy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

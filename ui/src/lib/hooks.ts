@@ -1,0 +1,151 @@
+// hooks.ts — data loading for pages: useApi (GET with reload, keeping the last good
+// data on screen while reloading so live refreshes never blank a table), useLive
+// (refresh when events arrive, throttled), useNow (a clock for relative times).
+import {useCallback, useEffect, useRef, useState} from 'preact/hooks';
+import {ApiError, get} from './api';
+import {onLive, type LiveEvent} from './events';
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: ApiError | Error | undefined;
+  loading: boolean;
+  reload: () => Promise<void>;
+}
+
+/** GETs path (null: nothing yet) and keeps the answer; reload() fetches it again. */
+export function useApi<T>(path: string | null): Loaded<T> {
+  const [state, setState] = useState<{data?: T; error?: ApiError | Error; loading: boolean; path: string | null}>({
+    loading: path !== null,
+    path,
+  });
+  const current = useRef<AbortController | null>(null);
+  const pathRef = useRef(path);
+  pathRef.current = path;
+
+  const load = useCallback(async () => {
+    const p = pathRef.current;
+    if (p === null) return;
+    current.current?.abort();
+    const ac = new AbortController();
+    current.current = ac;
+    setState((s) => ({...s, loading: true}));
+    try {
+      const data = await get<T>(p, {signal: ac.signal});
+      if (ac.signal.aborted || pathRef.current !== p) return;
+      setState({data, error: undefined, loading: false, path: p});
+    } catch (e) {
+      if ((e as Error).name === 'AbortError' || pathRef.current !== p) return;
+      setState((s) => ({data: s.path === p ? s.data : undefined, error: e as Error, loading: false, path: p}));
+    }
+  }, []);
+
+  useEffect(() => {
+    if (path === null) {
+      setState({loading: false, path});
+      return;
+    }
+    setState((s) => (s.path === path ? s : {loading: true, path}));
+    void load();
+    return () => current.current?.abort();
+  }, [path, load]);
+
+  const same = state.path === path;
+  return {data: same ? state.data : undefined, error: same ? state.error : undefined, loading: state.loading, reload: load};
+}
+
+/**
+ * Calls refresh when a live event arrives that matters (matches(e); every event when
+ * omitted), and on every polling tick and resync; at most once per minMs, the last
+ * call trailing so the final state is always loaded.
+ */
+export function useLive(refresh: () => unknown, matches?: (e: LiveEvent) => boolean, minMs = 1000) {
+  const fn = useRef(refresh);
+  fn.current = refresh;
+  const pred = useRef(matches);
+  pred.current = matches;
+  useEffect(() => {
+    let last = 0;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const fire = () => {
+      timer = null;
+      last = Date.now();
+      void fn.current();
+    };
+    const off = onLive((e) => {
+      const always = e.type === 'poll' || e.type === 'resync';
+      if (!always && pred.current && !pred.current(e)) return;
+      if (timer) return;
+      const wait = Math.max(0, last + minMs - Date.now());
+      timer = setTimeout(fire, wait);
+    });
+    return () => {
+      off();
+      if (timer) clearTimeout(timer);
+    };
+  }, [minMs]);
+}
+
+/** The current time, updated every periodMs (relative times stay true). */
+export function useNow(periodMs = 10000): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), periodMs);
+    return () => clearInterval(t);
+  }, [periodMs]);
+  return now;
+}
+
+export function useTitle(title: string) {
+  useEffect(() => {
+    document.title = title ? `${title} · Sextant` : 'Sextant';
+  }, [title]);
+}
+
+/** Loads every page of a paginated list path (up to max items) with "load more". */
+export function usePaged<T>(path: string | null, pageSize = 100) {
+  const [state, setState] = useState<{items: T[]; next: string | null; error?: Error; loading: boolean; path: string | null}>({
+    items: [],
+    next: null,
+    loading: path !== null,
+    path,
+  });
+  const pathRef = useRef(path);
+  pathRef.current = path;
+  const fetchPage = useCallback(
+    async (cursor: string | null, replace: boolean) => {
+      const p = pathRef.current;
+      if (p === null) return;
+      const sep = p.includes('?') ? '&' : '?';
+      const url = `${p}${sep}limit=${pageSize}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      setState((s) => ({...s, loading: true}));
+      try {
+        const page = await get<{items: T[]; next_cursor: string | null}>(url);
+        if (pathRef.current !== p) return;
+        setState((s) => ({
+          items: replace ? page.items : [...s.items, ...page.items],
+          next: page.next_cursor,
+          loading: false,
+          path: p,
+        }));
+      } catch (e) {
+        if (pathRef.current !== p) return;
+        setState((s) => ({...s, error: e as Error, loading: false, path: p, items: s.path === p ? s.items : []}));
+      }
+    },
+    [pageSize],
+  );
+  useEffect(() => {
+    setState((s) => (s.path === path ? s : {items: [], next: null, loading: path !== null, path}));
+    void fetchPage(null, true);
+  }, [path, fetchPage]);
+  const same = state.path === path;
+  return {
+    items: same ? state.items : [],
+    next: same ? state.next : null,
+    error: same ? state.error : undefined,
+    loading: state.loading,
+    /** Reloads the first page (what a live refresh does). */
+    reload: () => fetchPage(null, true),
+    more: () => fetchPage(state.next, false),
+  };
+}

@@ -1,0 +1,338 @@
+// ConfigEditor.tsx — create a config or edit one: the spec in CodeMirror with
+// completion from the schema and the whole validation pipeline's errors inline as you
+// type, then save as a new version with a message. Saving sends If-Match with the
+// version the edit started from, so a change someone else saved meanwhile is not
+// overwritten: the page says so and keeps the text.
+import {useEffect, useRef, useState} from 'preact/hooks';
+import {ApiError, describeError, post, request} from '../lib/api';
+import {useApi, useTitle} from '../lib/hooks';
+import {navigate, seg, setLeaveGuard} from '../lib/router';
+import {can, session} from '../lib/session';
+import {useStore} from '../lib/store';
+import type {Config} from '../lib/types';
+import type {EditorStatus, Problem, Validation} from '../editor/jsonEditor';
+import {EditorStatusLine, SpecEditor, type SpecEditorHandle} from '../components/editors';
+import {Badge, Empty, ErrorBox, Field, PageHead, Time, toast, val} from '../components/ui';
+
+const TEMPLATE = `{
+  "listeners": [],
+  "http_routes": [],
+  "backends": []
+}
+`;
+
+const splitList = (s: string) =>
+  s
+    .split(/[\s,]+/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+function problemsOf(e: ApiError): Problem[] {
+  return e.details
+    .filter((d) => d.message)
+    .map((d) => ({path: d.path ?? '', message: d.message!, stage: d.stage, conflict_with: d.conflict_with}));
+}
+
+export function ConfigEditorPage({id}: {id: string | null}) {
+  const me = useStore(session).me;
+  const creating = id === null;
+  const loaded = useApi<Config>(id ? `/api/v1/configs/${seg(id)}` : null);
+  useTitle(creating ? 'New config' : loaded.data ? `${loaded.data.namespace}/${loaded.data.name}` : 'Config');
+
+  const mayEdit = creating ? can(me, 'configs', 'create') : can(me, 'configs', 'update');
+  const mayValidate = mayEdit && can(me, 'configs', 'validate');
+
+  // What the edit started from: the version its If-Match names.
+  const [base, setBase] = useState<Config | null>(null);
+  const [namespace, setNamespace] = useState('default');
+  const [name, setName] = useState('');
+  const [groups, setGroups] = useState('');
+  const [message, setMessage] = useState('');
+  const [draft, setDraft] = useState(false);
+  const [dirty, setDirty] = useState(false);
+  const [status, setStatus] = useState<EditorStatus>({kind: 'idle'});
+  const [saving, setSaving] = useState(false);
+  const [saveError, setSaveError] = useState<ApiError | Error | null>(null);
+  const [stale, setStale] = useState<number | null>(null); // a newer version exists (412)
+  const [editorKey, setEditorKey] = useState(0);
+  const editor = useRef<SpecEditorHandle | null>(null);
+  const initial = useRef(TEMPLATE);
+  const meta = useRef({namespace, name, groups, base});
+  meta.current = {namespace, name, groups, base};
+
+  useEffect(() => {
+    const c = loaded.data;
+    if (!c || base) return;
+    setBase(c);
+    setNamespace(c.namespace);
+    setName(c.name);
+    setGroups(c.groups.join(', '));
+    initial.current = `${JSON.stringify(c.spec ?? {}, null, 2)}\n`;
+    setEditorKey((k) => k + 1);
+  }, [loaded.data]);
+
+  useEffect(() => {
+    setLeaveGuard(() => (dirty ? 'Leave this page? Your changes to the spec are not saved.' : null));
+    return () => setLeaveGuard(null);
+  }, [dirty]);
+
+  const validate = async (spec: Record<string, unknown>): Promise<Validation> => {
+    const m = meta.current;
+    const body: Record<string, unknown> = {spec};
+    if (m.base) body.id = m.base.id;
+    if (m.namespace) body.namespace = m.namespace;
+    if (m.name) body.name = m.name;
+    const gs = splitList(m.groups);
+    if (gs.length) body.groups = gs;
+    try {
+      await post('/api/v1/configs/validate', body);
+      return {ok: true};
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 422 || e.status === 409 || e.status === 400))
+        return {ok: false, problems: problemsOf(e), message: e.message};
+      if (e instanceof ApiError && e.status === 429) return {error: 'too many requests; it will check again after your next change'};
+      return {error: describeError(e)};
+    }
+  };
+
+  const save = async () => {
+    const text = editor.current?.text() ?? '';
+    let spec: unknown;
+    try {
+      spec = JSON.parse(text);
+    } catch (e) {
+      setSaveError(new Error(`The spec is not valid JSON: ${(e as Error).message}`));
+      return;
+    }
+    const gs = splitList(groups);
+    setSaving(true);
+    setSaveError(null);
+    try {
+      if (creating) {
+        const res = await request<Config>('POST', '/api/v1/configs', {
+          body: {namespace, name, groups: gs, spec, message: message || undefined, draft: draft || undefined},
+        });
+        setDirty(false);
+        setLeaveGuard(null);
+        toast(`Created ${res.data.namespace}/${res.data.name} (version ${res.data.version})`);
+        navigate(`/configs/${seg(res.data.id)}`, {force: true});
+        return;
+      }
+      const b = base!;
+      const body: Record<string, unknown> = {spec, message: message || undefined, draft: draft || undefined};
+      if (gs.join(',') !== b.groups.join(',')) body.groups = gs;
+      if (name && name !== b.name) body.name = name;
+      const res = await request<Config & {changed: boolean}>('PUT', `/api/v1/configs/${seg(b.id)}`, {
+        body,
+        headers: {'If-Match': `"${b.version}"`},
+      });
+      const c = res.data;
+      setBase(c);
+      setGroups(c.groups.join(', '));
+      setDirty(false);
+      setMessage('');
+      setStale(null);
+      toast(c.changed ? `Saved version ${c.version}` : `Nothing to save: the spec is the same as version ${c.version}`, c.changed ? 'ok' : 'info');
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 412) {
+        const latest = await request<Config>('GET', `/api/v1/configs/${seg(base!.id)}`).catch(() => null);
+        setStale(latest?.data.version ?? null);
+      }
+      setSaveError(e as Error);
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const reloadLatest = async () => {
+    if (!base) return;
+    const r = await request<Config>('GET', `/api/v1/configs/${seg(base.id)}`);
+    setBase(r.data);
+    setGroups(r.data.groups.join(', '));
+    initial.current = `${JSON.stringify(r.data.spec ?? {}, null, 2)}\n`;
+    setEditorKey((k) => k + 1);
+    setDirty(false);
+    setStale(null);
+    setSaveError(null);
+  };
+
+  // Ctrl/Cmd-S saves.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key === 's' && mayEdit) {
+        e.preventDefault();
+        if (!saving) void save();
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  });
+
+  if (!creating && loaded.error instanceof ApiError && loaded.error.status === 404)
+    return (
+      <Empty title="No such config">
+        It may have been deleted. <a href="/configs">All configs</a>
+      </Empty>
+    );
+  if (!creating && loaded.error && !loaded.data) return <ErrorBox error={loaded.error} retry={loaded.reload} what="the config" />;
+  if (!creating && !base) return <p class="muted">Loading…</p>;
+  if (creating && !mayEdit)
+    return (
+      <Empty title="You may not create configs">
+        Your role ({me?.role}) may read configs but not create them.
+      </Empty>
+    );
+
+  const problems = status.kind === 'invalid' ? status.problems : [];
+  // The server refuses invalid specs, drafts included: no point in sending one.
+  const blocked = status.kind === 'syntax' || status.kind === 'invalid';
+  return (
+    <>
+      <PageHead
+        title={creating ? 'New config' : `${base!.namespace}/${base!.name}`}
+        sub={
+          creating ? (
+            'Listeners, routes and backends for one or more proxy groups.'
+          ) : (
+            <>
+              Version <strong data-testid="config-version">{base!.version}</strong>
+              {base!.draft && <Badge tone="warn">draft</Badge>} by {base!.author} <Time iso={base!.updated_at} />
+              {base!.message && <> — “{base!.message}”</>}
+            </>
+          )
+        }
+      >
+        {!creating && (
+          <>
+            <a class="btn" href={`/configs/${seg(base!.id)}/history`}>
+              History
+            </a>
+            {can(me, 'configs', 'apply') && (
+              <a class="btn" href={`/configs/${seg(base!.id)}/apply`}>
+                Apply…
+              </a>
+            )}
+          </>
+        )}
+      </PageHead>
+      {!mayEdit && (
+        <p class="notice" data-testid="read-only">
+          Read-only: your role ({me?.role}) may read configs but not change them.
+        </p>
+      )}
+      <div class="editor-layout">
+        <div class="editor-main">
+          <SpecEditor
+            key={editorKey}
+            label="Config spec (JSON)"
+            initial={initial.current}
+            readOnly={!mayEdit}
+            handle={editor}
+            validate={mayValidate ? validate : undefined}
+            onStatus={setStatus}
+            onChange={() => {
+              setDirty(true);
+              setSaveError(null);
+            }}
+          />
+          <div class="editor-foot">
+            <EditorStatusLine status={status} />
+            {mayEdit && <span class="muted small">Ctrl-Space completes · Esc then Tab leaves the editor · Ctrl-S saves</span>}
+          </div>
+          {problems.length > 0 && (
+            <ul class="problems" data-testid="problems" aria-label="Problems">
+              {problems.map((p, i) => (
+                <li key={i}>
+                  <button type="button" class="problem" onClick={() => editor.current?.reveal(p.path)}>
+                    <span class="problem-where">
+                      {p.line ? `line ${p.line}` : ''} <code class="mono">{p.path || 'spec'}</code>
+                    </span>
+                    <span class="problem-msg">
+                      {p.stage && <Badge tone="neutral">{p.stage}</Badge>} {p.message}
+                      {p.conflict_with && <> (conflicts with {p.conflict_with})</>}
+                    </span>
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+        <aside class="editor-side" aria-label="Config details">
+          {creating && (
+            <>
+              <Field label="Namespace">
+                <input value={namespace} onInput={(e) => setNamespace(val(e))} required />
+              </Field>
+              <Field label="Name">
+                <input value={name} onInput={(e) => setName(val(e))} required placeholder="web" />
+              </Field>
+            </>
+          )}
+          <Field label="Groups" hint="Proxy groups whose snapshot includes this config, separated by commas.">
+            <input value={groups} readOnly={!mayEdit} onInput={(e) => (setGroups(val(e)), setDirty(true))} placeholder="edge, canary" />
+          </Field>
+          {mayEdit && (
+            <>
+              <Field label="Message" hint="Why this change: it is kept with the version.">
+                <textarea
+                  rows={3}
+                  value={message}
+                  onInput={(e) => setMessage(val(e))}
+                  placeholder="e.g. raise the request timeout for /api"
+                  data-testid="save-message"
+                />
+              </Field>
+              <label class="check">
+                <input type="checkbox" checked={draft} onChange={(e) => setDraft(e.currentTarget.checked)} /> Save as a draft (stored
+                and validated, not published)
+              </label>
+              <button
+                type="button"
+                class="btn btn-primary"
+                disabled={saving || blocked || (creating ? !name || !splitList(groups).length : false)}
+                onClick={save}
+                data-testid="save"
+              >
+                {saving ? 'Saving…' : creating ? 'Create config' : `Save version ${base!.version + 1}`}
+              </button>
+              {blocked && (
+                <p class="muted small">
+                  {status.kind === 'syntax' ? 'Fix the JSON syntax error first.' : 'Fix the problems first: even a draft must be valid.'}
+                </p>
+              )}
+            </>
+          )}
+          {saveError && (
+            <div class="error-box" role="alert" data-testid="save-error">
+              <strong>{stale !== null ? `Version ${stale} was saved meanwhile` : 'Not saved'}</strong>
+              <p>
+                {stale !== null
+                  ? `Someone saved a newer version while you were editing version ${base?.version}. Your text is still here; compare it with the history, or load the latest version (this discards your edits).`
+                  : describeError(saveError)}
+              </p>
+              {saveError instanceof ApiError && saveError.details.length > 0 && stale === null && (
+                <ul class="small">
+                  {saveError.details.map((d, i) => (
+                    <li key={i}>
+                      <code>{d.path}</code> {d.message}
+                    </li>
+                  ))}
+                </ul>
+              )}
+              {stale !== null && (
+                <div class="btn-row">
+                  <a class="btn" href={`/configs/${seg(base!.id)}/history`} target="_blank" rel="noopener">
+                    Open history
+                  </a>
+                  <button type="button" class="btn" onClick={reloadLatest}>
+                    Load version {stale}
+                  </button>
+                </div>
+              )}
+            </div>
+          )}
+        </aside>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,192 @@
+// Snapshots.tsx — per proxy group, the composed snapshots (newest first), the content of
+// one with the config versions it was built from, and the republishing of an older
+// one as the group's newest version (after a confirmation showing what changes).
+import {useEffect, useState} from 'preact/hooks';
+import {describeError, post} from '../lib/api';
+import {bytes} from '../lib/format';
+import {useApi, useLive, usePaged, useTitle} from '../lib/hooks';
+import {navigate, seg, setQuery, useLocation} from '../lib/router';
+import {can, session} from '../lib/session';
+import {useStore} from '../lib/store';
+import type {Group, Page, Snapshot} from '../lib/types';
+import {JsonView, SideBySide} from '../components/editors';
+import {Badge, Dialog, Empty, ErrorBox, Field, PageHead, Section, Time, toast, val} from '../components/ui';
+
+function RepublishDialog({group, snap, latest, onClose, onDone}: {group: string; snap: Snapshot; latest: Snapshot | undefined; onClose: () => void; onDone: () => void}) {
+  const [message, setMessage] = useState(`republish snapshot v${snap.version}`);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const cur = useApi<Snapshot>(latest ? `/api/v1/snapshots/${latest.id}` : null);
+  const go = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await post<{version: number; changed: boolean}>(`/api/v1/groups/${seg(group)}/rollback`, {snapshot_version: snap.version, message});
+      toast(r.changed ? `Group ${group} now serves v${snap.version}'s content as v${r.version}` : `Group ${group} already serves this content`);
+      onDone();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title={`Republish snapshot v${snap.version} of ${group}?`} open onClose={onClose} wide>
+      <p>
+        Its content and sources become the group's newest version, pushed to every proxy of <strong>{group}</strong> at once. The configs
+        are not touched: the next config change composes the group from its configs again.
+      </p>
+      {cur.data && (
+        <div class="dialog-scroll">
+          <SideBySide a={cur.data.ir} b={snap.ir} labels={[`now: v${cur.data.version}`, `republished: v${snap.version}`]} />
+        </div>
+      )}
+      <Field label="Message">
+        <input value={message} onInput={(e) => setMessage(val(e))} />
+      </Field>
+      {error !== null && (
+        <div class="error-box" role="alert">
+          <strong>Not republished</strong>
+          <p>{describeError(error)}</p>
+        </div>
+      )}
+      <div class="btn-row dialog-actions">
+        <button type="button" class="btn" onClick={onClose}>
+          Cancel
+        </button>
+        <button type="button" class="btn btn-danger" onClick={go} disabled={busy} data-testid="confirm-republish">
+          Republish v{snap.version}
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+export function SnapshotsPage({group}: {group: string | null}) {
+  useTitle(group ? `Snapshots of ${group}` : 'Snapshots');
+  const me = useStore(session).me;
+  const {query} = useLocation();
+  const groups = useApi<Page<Group>>('/api/v1/groups?limit=1000');
+  const versions = usePaged<Snapshot>(group ? `/api/v1/snapshots?group=${seg(group)}` : null, 100);
+  useLive(versions.reload, (e) => /^(config_|rollout|rollback)/.test(e.type), 2000);
+  const selectedVersion = Number(query.get('v')) || versions.items[0]?.version;
+  const selected = versions.items.find((s) => s.version === selectedVersion);
+  const detail = useApi<Snapshot>(selected ? `/api/v1/snapshots/${selected.id}` : null);
+  const [republish, setRepublish] = useState(false);
+  const only = !group && groups.data?.items.length === 1 ? groups.data.items[0].name : null;
+  useEffect(() => {
+    if (only) navigate(`/snapshots/${seg(only)}`, {replace: true});
+  }, [only]);
+
+  if (!group) {
+    if (groups.error && !groups.data) return <ErrorBox error={groups.error} retry={groups.reload} what="groups" />;
+    const list = groups.data?.items ?? [];
+    return (
+      <>
+        <PageHead title="Snapshots" sub="What each proxy group is served, version by version." />
+        {groups.data && !list.length ? (
+          <Empty title="No snapshots yet">A group's first snapshot is composed when a config naming it is saved.</Empty>
+        ) : (
+          <ul class="list">
+            {list.map((g) => (
+              <li key={g.name}>
+                <a href={`/snapshots/${seg(g.name)}`}>{g.name}</a> <span class="muted">v{g.latest_version}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </>
+    );
+  }
+  const latest = versions.items[0];
+  const mayRepublish = can(me, 'groups', 'rollback');
+  return (
+    <>
+      <PageHead title={`Snapshots of ${group}`} sub="Snapshots are immutable; republishing an old one writes a new version with its content.">
+        <label class="inline-field">
+          Group{' '}
+          <select value={group} onChange={(e) => navigate(`/snapshots/${seg(val(e))}`)}>
+            {(groups.data?.items ?? [{name: group} as Group]).map((g) => (
+              <option key={g.name} value={g.name}>
+                {g.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      </PageHead>
+      {versions.error && <ErrorBox error={versions.error} retry={versions.reload} what="snapshots" />}
+      {!versions.loading && !versions.error && !versions.items.length && <Empty title={`No snapshots for ${group}`} />}
+      <div class="history-layout">
+        <Section title="Versions" id="h-snaps">
+          <ol class="timeline" data-testid="snapshot-versions">
+            {versions.items.map((s) => (
+              <li key={s.id} class={s.version === selectedVersion ? 'tl-item tl-selected' : 'tl-item'}>
+                <button type="button" class="tl-button" onClick={() => setQuery({v: String(s.version)})} aria-pressed={s.version === selectedVersion}>
+                  <span class="tl-head">
+                    <strong>v{s.version}</strong> {s === latest && <Badge tone="info">serving</Badge>}
+                  </span>
+                  <span class="tl-msg">{s.reason || <span class="muted">(no reason)</span>}</span>
+                  <span class="tl-meta muted small">
+                    {s.created_by} · <Time iso={s.created_at} /> · {bytes(s.size_bytes)}
+                  </span>
+                </button>
+              </li>
+            ))}
+          </ol>
+          {versions.next && (
+            <button type="button" class="btn" onClick={versions.more}>
+              Older snapshots
+            </button>
+          )}
+        </Section>
+        <Section
+          title={selected ? `v${selected.version}` : 'Content'}
+          id="h-snap"
+          actions={
+            selected &&
+            mayRepublish &&
+            selected !== latest && (
+              <button type="button" class="btn btn-danger-outline" onClick={() => setRepublish(true)} data-testid="republish">
+                Republish v{selected.version}
+              </button>
+            )
+          }
+        >
+          {detail.error && <ErrorBox error={detail.error} retry={detail.reload} what="the snapshot" />}
+          {detail.data && (
+            <>
+              <p class="small">
+                Built from{' '}
+                {detail.data.sources.length
+                  ? detail.data.sources.map((src, i) => (
+                      <span key={src.config_id}>
+                        {i > 0 && ', '}
+                        <a href={`/configs/${seg(src.config_id)}/history?to=${src.version}`}>
+                          {src.namespace ? `${src.namespace}/${src.name}` : src.config_id.slice(0, 8)} v{src.version}
+                        </a>
+                      </span>
+                    ))
+                  : 'no config (published directly)'}
+                . Checksum <code class="mono">{detail.data.checksum.slice(0, 16)}</code>.
+              </p>
+              <JsonView value={detail.data.ir} label={`Snapshot v${detail.data.version} of ${group}`} />
+            </>
+          )}
+        </Section>
+      </div>
+      {republish && selected && detail.data && (
+        <RepublishDialog
+          group={group}
+          snap={detail.data}
+          latest={latest}
+          onClose={() => setRepublish(false)}
+          onDone={() => {
+            setRepublish(false);
+            setQuery({v: null});
+            void versions.reload();
+          }}
+        />
+      )}
+    </>
+  );
+}
