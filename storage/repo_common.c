@@ -223,3 +223,16 @@ int repo_cursor_i64_param(sx_arena *a, const char *cursor, const char **param, s
     *param = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
     return 0;
 }
+
+int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
+                    sx_err *err)
+{
+    PGresult *r;
+    int rc = pg_exec(c, sql, n, p, &r, err);
+    if (rc)
+        return rc;
+    if (rows)
+        *rows = (int)strtol(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return 0;
+}

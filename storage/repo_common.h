@@ -23,6 +23,7 @@
 
 #include "server/base/arena.h"
 #include "server/base/err.h"
+#include "storage/pg_pool.h"
 
 /* SQL expression rendering a timestamptz as RFC 3339 UTC with microseconds,
  * "2024-05-01T12:00:00.123456Z", whatever the session's DateStyle and TimeZone. */
@@ -78,6 +79,10 @@ int repo_bad_cursor(sx_err *err);
 
 /* Whether s is a UUID in its canonical text form (any case). */
 bool repo_is_uuid(const char *s);
+
+/* Runs a statement on c and gives its affected-row count in *rows (NULL allowed). */
+int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
+                    sx_err *err) SX_MUSTCHECK;
 
 /* Registers json_decref(j) on a and returns j (NULL allowed). */
 json_t *repo_own_json(sx_arena *a, json_t *j);

@@ -139,20 +139,6 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
     return rc;
 }
 
-/* Runs a statement and returns its affected-row count in *rows. */
-static int exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
-                      sx_err *err)
-{
-    PGresult *r;
-    int rc = pg_exec(c, sql, n, p, &r, err);
-    if (rc)
-        return rc;
-    if (rows)
-        *rows = (int)strtol(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    return 0;
-}
-
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
                                 const char *reason, bool *changed, sx_err *err)
 {
@@ -199,10 +185,10 @@ int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count,
     if (rc)
         return rc;
     const char *p[] = {replica_id};
-    return exec_count(c,
-                      "UPDATE proxy_nodes SET connected = false, disconnected_at = now()"
-                      " WHERE replica_id = $1 AND connected",
-                      1, p, count, err);
+    return repo_exec_count(c,
+                           "UPDATE proxy_nodes SET connected = false, disconnected_at = now()"
+                           " WHERE replica_id = $1 AND connected",
+                           1, p, count, err);
 }
 
 int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *updated, sx_err *err)
@@ -216,10 +202,10 @@ int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *upda
         return rc;
     sx_arena *a = sx_arena_create();
     const char *p[] = {repo_strv_param(a, node_ids, n)};
-    rc = exec_count(c,
-                    "UPDATE proxy_nodes SET last_seen = now(), stale_since = NULL"
-                    " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
-                    1, p, updated, err);
+    rc = repo_exec_count(c,
+                         "UPDATE proxy_nodes SET last_seen = now(), stale_since = NULL"
+                         " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                         1, p, updated, err);
     sx_arena_destroy(a);
     return rc;
 }
@@ -228,7 +214,7 @@ static int update_status(pg_conn *c, const char *sql, int n, const char *const *
                          const char *node_id, sx_err *err)
 {
     int rows = 0;
-    int rc = exec_count(c, sql, n, p, &rows, err);
+    int rc = repo_exec_count(c, sql, n, p, &rows, err);
     if (rc == 0 && rows == 0)
         return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
     return rc;
@@ -402,11 +388,11 @@ int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long lon
         version > 0 ? repo_i64_param(a, version) : NULL,
         deployment_id,
     };
-    rc = exec_count(c,
-                    "UPDATE node_status SET desired_snapshot_version = $2::bigint,"
-                    "   deployment_id = $3::uuid, updated_at = now()"
-                    " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
-                    3, p, updated, err);
+    rc = repo_exec_count(c,
+                         "UPDATE node_status SET desired_snapshot_version = $2::bigint,"
+                         "   deployment_id = $3::uuid, updated_at = now()"
+                         " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                         3, p, updated, err);
     sx_arena_destroy(a);
     return rc;
 }

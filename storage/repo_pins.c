@@ -13,19 +13,6 @@
 
 #define ACTIVE_STATES "('pending', 'in_progress', 'paused', 'canceling', 'rolling_back')"
 
-static int exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
-                      sx_err *err)
-{
-    PGresult *r;
-    int rc = pg_exec(c, sql, n, p, &r, err);
-    if (rc)
-        return rc;
-    if (rows)
-        *rows = (int)strtol(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    return 0;
-}
-
 int pin_repo_set(pg_conn *c, const char *const *node_ids, size_t n, const json_t *versions,
                  const char *deployment_id, int *updated, sx_err *err)
 {
@@ -40,7 +27,7 @@ int pin_repo_set(pg_conn *c, const char *const *node_ids, size_t n, const json_t
     sx_arena *a = sx_arena_create();
     const char *p[] = {repo_strv_param(a, node_ids, n), repo_json_param(a, versions),
                        deployment_id};
-    int rc = exec_count(
+    int rc = repo_exec_count(
         c,
         "INSERT INTO node_status AS ns (node_id, desired_group, desired_snapshot_version,"
         "   deployment_id, updated_at)"
@@ -63,11 +50,12 @@ int pin_repo_release_deployment(pg_conn *c, const char *deployment_id, int *rele
     if (!repo_is_uuid(deployment_id))
         return sx_err_set(err, SX_EINVAL, "invalid deployment id");
     const char *p[] = {deployment_id};
-    return exec_count(c,
-                      "UPDATE node_status SET desired_group = NULL,"
-                      "   desired_snapshot_version = NULL, deployment_id = NULL, updated_at = now()"
-                      " WHERE deployment_id = $1::uuid",
-                      1, p, released, err);
+    return repo_exec_count(
+        c,
+        "UPDATE node_status SET desired_group = NULL,"
+        "   desired_snapshot_version = NULL, deployment_id = NULL, updated_at = now()"
+        " WHERE deployment_id = $1::uuid",
+        1, p, released, err);
 }
 
 int pin_repo_release_finished(pg_conn *c, const char *const *groups, size_t n, int *released,
@@ -79,7 +67,7 @@ int pin_repo_release_finished(pg_conn *c, const char *const *groups, size_t n, i
         return 0;
     sx_arena *a = sx_arena_create();
     const char *p[] = {repo_strv_param(a, groups, n)};
-    int rc = exec_count(
+    int rc = repo_exec_count(
         c,
         "UPDATE node_status ns SET desired_group = NULL, desired_snapshot_version = NULL,"
         "   deployment_id = NULL, updated_at = now()"

@@ -17,6 +17,11 @@ if [ -f "$LOCAL/sextant.pid" ]; then
     fi
     rm -f "$LOCAL/sextant.pid"
 fi
+for f in "$LOCAL"/clients/*.pid; do
+    [ -f "$f" ] || continue
+    kill -TERM "$(cat "$f")" 2>/dev/null && echo "stopped client $(basename "$f" .pid)"
+    rm -f "$f"
+done
 if [ -d "$LOCAL/redis" ]; then svc_redis_stop "$LOCAL/redis" && echo "stopped redis"; fi
 if [ -d "$LOCAL/pg/data" ]; then svc_pg_stop "$LOCAL/pg" && echo "stopped postgresql"; fi
 if [ "${1:-}" = "--purge" ]; then

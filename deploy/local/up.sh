@@ -114,5 +114,7 @@ The REST API takes JWTs signed with the key in $LOCAL/hs256.secret. Mint one (ro
 admin, operator, viewer) and call the API:
   export TOKEN=\$(SEXTANT_AUTH_HS256_SECRET_FILE=$LOCAL/hs256.secret $BIN token --user you --role admin --ttl 12h)
   curl -H "Authorization: Bearer \$TOKEN" $URL/api/v1/configs
+Start a few proxyless gRPC clients in the demo group (rollouts wait for their ACKs):
+  deploy/local/clients.sh 5
 Stop everything with deploy/local/down.sh
 TXT

@@ -152,10 +152,12 @@ for m in 'sextant_build_info{version="' sextant_start_time_seconds 'sextant_read
     check "/metrics contains $m" contains "$WORK/body" "$m"
 done
 
-code=$(http GET /no/such/thing)
-check "an unknown path is 404 (got $code)" [ "$code" = 404 ]
+# Paths outside /api belong to the web UI (its own pages, see test_ui_static.sh); an
+# unknown API path is a JSON 404.
+code=$(http GET /api/no/such/thing)
+check "an unknown API path is 404 (got $code)" [ "$code" = 404 ]
 check "the 404 has the error shape" \
-    [ "$(cat "$WORK/body")" = '{"error":{"code":"not_found","message":"no route for GET /no/such/thing","details":[]}}' ]
+    [ "$(cat "$WORK/body")" = '{"error":{"code":"not_found","message":"no route for GET /api/no/such/thing","details":[]}}' ]
 check "the 404 is JSON" grep -qi '^Content-Type: application/json' "$WORK/headers"
 
 code=$(http POST /healthz)
