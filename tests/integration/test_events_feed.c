@@ -195,10 +195,10 @@ static void test_live_and_resume(void **state)
     reader *probe = open_reader(f, &all);
     long long old = emit(f, "proxy_connected", "before", 0);
     char line[64];
-    assert_true(wait_text(probe, id_line(old, line, sizeof(line)), 5000));
+    assert_true(wait_text(probe, id_line(old, line, sizeof(line)), 15000));
     close_reader(probe);
     reader *live = open_reader(f, &all);
-    assert_true(wait_text(live, ": connected\n\n", 2000));
+    assert_true(wait_text(live, ": connected\n\n", 10000));
     long long e1 = emit(f, "config_applied", "n1", 0);
     assert_true(wait_text(live, id_line(e1, line, sizeof(line)), 10000));
     assert_false(has(live, id_line(old, line, sizeof(line)))); /* nothing older */
@@ -292,7 +292,7 @@ static void test_slow_reader_is_ended(void **state)
         drain(fast);
     }
     char line[64];
-    assert_true(wait_text(fast, id_line(last, line, sizeof(line)), 5000));
+    assert_true(wait_text(fast, id_line(last, line, sizeof(line)), 20000));
     /* The slow one gets what was queued, then the end; not the last events. */
     assert_true(wait_ended(slow, 10000));
     assert_false(has(slow, id_line(last, line, sizeof(line))));
@@ -306,7 +306,7 @@ static void test_stop_ends_subscriptions(void **state)
     fx *f = *state;
     events_sub_options all = {.proxies = true, .deployments = true};
     reader *r = open_reader(f, &all);
-    assert_true(wait_text(r, ": connected", 1000));
+    assert_true(wait_text(r, ": connected", 10000));
     int before = atomic_load(&r->wakes);
     events_feed_sup_ops.stop(f->feed);
     f->started = false;
@@ -355,7 +355,7 @@ static void test_concurrent_writers(void **state)
     fx *f = *state;
     events_sub_options all = {.proxies = true, .deployments = true};
     reader *r = open_reader(f, &all);
-    assert_true(wait_text(r, ": connected", 1000));
+    assert_true(wait_text(r, ": connected", 10000));
     pthread_t t[2];
     writer w[2] = {{f, 1, false}, {f, 2, false}};
     for (int i = 0; i < 2; i++)
@@ -414,7 +414,7 @@ static void test_concurrent_writers(void **state)
     reader *res2 = open_reader(f, &after);
     char line[64];
     long long last_id = atoll(strrchr(ids, ',') + 1);
-    assert_true(wait_text(res2, id_line(last_id, line, sizeof(line)), 5000));
+    assert_true(wait_text(res2, id_line(last_id, line, sizeof(line)), 15000));
     static char got[65536];
     assert_string_equal(ids_of(res2, got, sizeof(got)), rest);
     free(seen);
