@@ -689,7 +689,8 @@ typedef struct step_ctx {
     sx_arena *a;
     snap_record **written;
     size_t nwritten;
-    double wave_seconds; /* > 0: a wave completed, its duration */
+    double wave_seconds;    /* > 0: a wave completed, its duration */
+    const json_t *promoted; /* {"group": version} made current, for the cache */
 } step_ctx;
 
 /* Pending: pin every node of the plan to what it has, then start the first wave. */
@@ -724,6 +725,7 @@ static int complete(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *err)
             (rc = pin_repo_release_deployment(c, d->id, &released, err)) != 0 ||
             (rc = notify_pins(c, d, err)) != 0)
             return rc;
+        x->promoted = d->target_snapshots;
     }
     if ((rc = deploy_repo_set_state(c, d->id, DEPLOY_IN_PROGRESS, DEPLOY_COMPLETED,
                                     "every wave ACKed", err)) != 0)
@@ -953,6 +955,7 @@ static int step_tx(pg_conn *c, void *arg, sx_err *err)
     x->written = NULL;
     x->nwritten = 0;
     x->wave_seconds = 0;
+    x->promoted = NULL;
     deploy_record *d = NULL;
     int rc = deploy_repo_lock(c, x->id, x->a, &d, err);
     if (rc)
@@ -986,6 +989,10 @@ int rollout_step(struct sx_server *srv, const char *id, const char *replica, dou
     if (rc == 0) {
         for (size_t i = 0; i < x.nwritten; i++)
             snap_repo_cache_put(srv->snap_repo, x.written[i]);
+        const char *group;
+        json_t *v;
+        json_object_foreach((json_t *)x.promoted, group, v)
+            snap_repo_cache_current(srv->snap_repo, group, (long long)json_integer_value(v));
         *wave_seconds = x.wave_seconds;
     }
     sx_arena_destroy(a);
