@@ -373,6 +373,10 @@ static json_t *schemas(void)
                       "items", "type", "object", "description",
                       "index, state, node_ids, acks, nacks, errors (node_id, version, error, "
                       "at), started_at, completed_at, duration_seconds")));
+    json_object_set_new(
+        json_object_get(json_object_get(s, "Deployment"), "properties"), "progress",
+        json_pack("{s:s,s:s}", "type", "object", "description",
+                  "summed over the waves: waves, waves_completed, nodes, acks, nacks"));
     json_object_set_new(s, "DeploymentPage", page_of("Deployment"));
     json_object_set_new(s, "ActionInput", obj("", json_pack("{s:o}", "reason", t("string"))));
     return s;

@@ -29,7 +29,7 @@
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
 
-/* The channel every event's id is NOTIFYed on when its transaction commits. */
+/* The channel NOTIFYed (empty payload, once per transaction) when events commit. */
 #define EVENTS_NOTIFY_CHANNEL "sextant_events"
 
 /* The event types (the CHECK of table events names the same list). */
@@ -58,10 +58,10 @@ typedef struct sx_event {
 } sx_event;
 
 /* Inserts e on c (inside the caller's transaction when there is one) and NOTIFYs
- * EVENTS_NOTIFY_CHANNEL with the new id, so it is streamed only once committed.
- * replica_id (NULL = "") names the writing replica. SX_EINVAL for an unknown type, a
- * deployment_id that is not a UUID or data that is not an object (nothing written);
- * database errors otherwise, after which the caller's transaction is aborted. */
+ * EVENTS_NOTIFY_CHANNEL (empty payload: a transaction's notifications fold into one),
+ * so it is streamed only once committed. replica_id (NULL = "") names the writing replica.
+ * SX_EINVAL for an unknown type, a deployment_id that is not a UUID or data that is not an object
+ * (nothing written); database errors otherwise, after which the caller's transaction is aborted. */
 int events_emit(pg_conn *c, const char *replica_id, const sx_event *e, sx_err *err) SX_MUSTCHECK;
 
 /* The index of type in the list (0 .. EVENTS_NTYPES-1), -1 when it is none of them. */

@@ -64,21 +64,21 @@ bool deploy_state_final(deploy_state s)
            s == DEPLOY_ROLLBACK_FAILED;
 }
 
-#define DEP_COLS                                                                                   \
-    "id, config_id, config_version, selector, strategy, state, state_reason, nack_threshold,"      \
-    " nack_min_sample, (extract(epoch FROM wave_timeout) * 1000)::bigint, current_wave,"           \
-    " created_by, reason, owner_replica, " REPO_TS("lease_until") ", " REPO_TS(                    \
-        "created_at") ","                                                                          \
-                      " " REPO_TS("started_at") ", " REPO_TS("finished_at") ", " REPO_TS(          \
-                          "updated_at") ", to_jsonb(groups), target_snapshots, "                   \
-                                        "baseline_snapshots,"                                      \
-                                        " previous_live_version, promote, promoted,"               \
-                                        " health_failure_limit, skipped_nodes, " REPO_TS(          \
-                                            "resumed_at") ","                                      \
-                                                          " extract(epoch FROM now() - "           \
-                                                          "state_changed_at),"                     \
-                                                          " COALESCE(extract(epoch FROM now() - "  \
-                                                          "resumed_at), 1e12)"
+/* Columns of a deployment; the last one sums its waves up ("progress"). */
+#define DEP_COLS                                                                                                                                                                                               \
+    "id, config_id, config_version, selector, strategy, state, state_reason, nack_threshold,"                                                                                                                  \
+    " nack_min_sample, (extract(epoch FROM wave_timeout) * 1000)::bigint, current_wave,"                                                                                                                       \
+    " created_by, reason, owner_replica, " REPO_TS("lease_until") ", " REPO_TS(                                                                                                                                \
+        "created_at") ", " REPO_TS("started_at") ", " REPO_TS("finished_at") ", " REPO_TS("update"                                                                                                             \
+                                                                                          "d_at") ", to_jsonb(groups), target_snapshots, baseline_snapshots, previous_live_version, promote,"                  \
+                                                                                                  " promoted, health_failure_limit, skipped_nodes, " REPO_TS(                                                  \
+                                                                                                      "resumed_at") ", extract(epoch FROM now() - state_changed_at),"                                          \
+                                                                                                                    " COALESCE(extract(epoch FROM now() - resumed_at), 1e12),"                                 \
+                                                                                                                    " (SELECT jsonb_build_object('waves', count(*), 'waves_completed',"                        \
+                                                                                                                    "   count(*) FILTER (WHERE w.state = 'completed'), 'nodes',"                               \
+                                                                                                                    "   COALESCE(sum(cardinality(w.node_ids)), 0), 'acks', COALESCE(sum(w.acks), 0), 'nacks'," \
+                                                                                                                    "   COALESCE(sum(w.nacks), 0))"                                                            \
+                                                                                                                    "  FROM deployment_waves w WHERE w.deployment_id = deployments.id)"
 
 #define WAVE_COLS                                                                                  \
     "wave_index, state, to_jsonb(node_ids), target_snapshots, baseline_snapshots, acks, nacks,"    \
@@ -142,6 +142,8 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, deploy_record *o, s
     o->resumed_at = repo_str(a, r, row, 27);
     o->state_age_s = strtod(PQgetvalue(r, row, 28), NULL);
     o->resumed_age_s = strtod(PQgetvalue(r, row, 29), NULL);
+    if ((rc = repo_json(a, r, row, 30, &o->progress, err)) != 0)
+        return rc;
     return 0;
 }
 

@@ -109,7 +109,8 @@ typedef struct deploy_record {
     char *resumed_at;           /* last resume, or NULL */
     double state_age_s;         /* seconds in its state, by the database clock */
     double resumed_age_s;       /* seconds since resumed_at (huge when never) */
-    deploy_wave *waves;         /* by index; NULL in list results */
+    json_t *progress;   /* {"waves", "waves_completed", "nodes", "acks", "nacks"} over its waves */
+    deploy_wave *waves; /* by index; NULL in list results */
     size_t wave_count;
 } deploy_record;
 

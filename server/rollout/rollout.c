@@ -92,6 +92,7 @@ json_t *rollout_deployment_json(const deploy_record *d)
         d->created_at ? d->created_at : "", "started_at", str_or_null(d->started_at), "finished_at",
         str_or_null(d->finished_at), "resumed_at", str_or_null(d->resumed_at), "updated_at",
         d->updated_at ? d->updated_at : "");
+    json_object_set_new(o, "progress", copy_or(d->progress, json_object()));
     if (d->waves) {
         json_t *waves = json_array();
         for (size_t i = 0; i < d->wave_count; i++) {

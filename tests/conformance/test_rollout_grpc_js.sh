@@ -94,6 +94,11 @@ check "client 4 reaches B" wait_for 10 last_is "$WORK/calls4.log" "ok B"
 rest GET "/api/v1/deployments/$DEP" >/dev/null
 TARGET=$(jv ".target_snapshots[\"$GROUP\"]")
 check "both waves completed with 2 ACKs each" [ "$(jv '.waves.map(w => w.state + ":" + w.acks).join(",")')" = "completed:2,completed:2" ]
+st=$(rest GET "/api/v1/deployments?state=completed")
+LISTED="$st $(jv '.items.length') $(jv '.items[0].id') $(jv '.items.map(d => [d.progress.waves, d.progress.waves_completed, d.progress.nodes, d.progress.acks, d.progress.nacks].join(","))[0]')"
+check "the list of completed deployments has it with its progress summed up ($LISTED)" \
+    [ "$LISTED" = "200 1 $DEP 2,2,4,4,0" ]
+rest GET "/api/v1/deployments/$DEP" >/dev/null
 check "wave 2 started after wave 1 completed" node -e '
     const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
     process.exit(Date.parse(d.waves[1].started_at) >= Date.parse(d.waves[0].completed_at) ? 0 : 1)' "$WORK/body"
