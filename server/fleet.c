@@ -84,9 +84,12 @@ static void refresh(fleet_monitor *f)
 typedef struct stale_batch {
     fleet_monitor *f;
     size_t count; /* nodes marked by the last run */
+    bool lost;    /* mark lost (disconnected_after) instead of stale */
 } stale_batch;
 
-/* One transaction: up to STALE_BATCH nodes marked stale and their proxy_stale events. */
+/* One transaction: up to STALE_BATCH nodes marked stale (proxy_stale events), or lost —
+ * silent past fleet.disconnected_after while still marked connected, as when their
+ * replica died (proxy_disconnected events, reason "no_activity"). */
 static int mark_stale(pg_conn *c, void *arg, sx_err *err)
 {
     stale_batch *b = arg;
@@ -94,12 +97,19 @@ static int mark_stale(pg_conn *c, void *arg, sx_err *err)
     b->count = 0;
     sx_arena *a = sx_arena_create();
     node_stale_list list;
-    int rc = node_repo_mark_stale(c, cfg->fleet.stale_after_ms, STALE_BATCH, a, &list, err);
+    int rc =
+        b->lost
+            ? node_repo_mark_lost(c, cfg->fleet.disconnected_after_ms, STALE_BATCH, a, &list, err)
+            : node_repo_mark_stale(c, cfg->fleet.stale_after_ms, STALE_BATCH, a, &list, err);
     for (size_t i = 0; rc == 0 && i < list.count; i++) {
         const node_stale *n = &list.items[i];
-        json_t *data = json_pack("{s:s?}", "last_seen", n->last_seen);
-        sx_event e = {
-            .type = EVENT_PROXY_STALE, .node_id = n->node_id, .group = n->group, .data = data};
+        json_t *data =
+            b->lost ? json_pack("{s:s,s:s?}", "reason", "no_activity", "last_seen", n->last_seen)
+                    : json_pack("{s:s?}", "last_seen", n->last_seen);
+        sx_event e = {.type = b->lost ? EVENT_PROXY_DISCONNECTED : EVENT_PROXY_STALE,
+                      .node_id = n->node_id,
+                      .group = n->group,
+                      .data = data};
         rc = events_emit(c, cfg->replica.id, &e, err);
         json_decref(data);
     }
@@ -115,11 +125,17 @@ static void sweep(fleet_monitor *f)
     struct sx_server *srv = f->srv;
     sx_err err;
     sx_err_clear(&err);
-    stale_batch b = {f, 0};
+    stale_batch b = {f, 0, false};
     int rc;
     do {
         rc = pg_tx(srv->db, mark_stale, &b, &err);
     } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
+    b.lost = true;
+    while (rc == 0 && !sup_stopping(srv->sup)) {
+        rc = pg_tx(srv->db, mark_stale, &b, &err);
+        if (b.count < STALE_BATCH)
+            break;
+    }
     if (rc == 0) {
         pg_conn *c = NULL;
         long long deleted = 0;

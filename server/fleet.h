@@ -7,7 +7,9 @@
  * REST API lists and counts with, and sets the gauge; then writes one proxy_stale event
  * (server/events.h) per connected node that has newly gone without activity for
  * fleet.stale_after (once per node until it is seen again, whichever replica sweeps),
- * and deletes the events older than events.retention. It is not a readiness
+ * marks disconnected (reason no_activity, one proxy_disconnected event) the nodes still
+ * marked connected but silent past fleet.disconnected_after — their replica died — and
+ * deletes the events older than events.retention. It is not a readiness
  * dependency; while the database is away the gauge keeps its last values.
  */
 #ifndef SX_SERVER_FLEET_H

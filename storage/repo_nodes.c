@@ -203,7 +203,12 @@ int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *upda
     sx_arena *a = sx_arena_create();
     const char *p[] = {repo_strv_param(a, node_ids, n)};
     rc = repo_exec_count(c,
-                         "UPDATE proxy_nodes SET last_seen = now(), stale_since = NULL"
+                         /* Activity proves the stream alive: a node the sweep took for
+                          * lost (its replica silent) is connected again. */
+                         "UPDATE proxy_nodes SET last_seen = now(), stale_since = NULL,"
+                         "   connected = connected OR disconnect_reason = 'no_activity',"
+                         "   disconnect_reason = CASE WHEN disconnect_reason = 'no_activity'"
+                         "     THEN NULL ELSE disconnect_reason END"
                          " WHERE node_id IN (SELECT jsonb_array_elements_text($1::jsonb))",
                          1, p, updated, err);
     sx_arena_destroy(a);
@@ -351,6 +356,42 @@ int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_are
                      "       AND last_seen < now() - $1::bigint * interval '1 millisecond'"
                      "     ORDER BY node_id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
                      "   AND n.connected AND n.stale_since IS NULL"
+                     "   AND n.last_seen < now() - $1::bigint * interval '1 millisecond'"
+                     " RETURNING n.node_id, n.group_name, " REPO_TS("n.last_seen"),
+                     2, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    out->items = rows ? sx_arena_alloc(a, (size_t)rows * sizeof(node_stale)) : NULL;
+    for (int i = 0; i < rows; i++) {
+        out->items[i].node_id = repo_str(a, r, i, 0);
+        out->items[i].group = repo_str(a, r, i, 1);
+        out->items[i].last_seen = repo_str(a, r, i, 2);
+    }
+    out->count = (size_t)rows;
+    PQclear(r);
+    return 0;
+}
+
+int node_repo_mark_lost(pg_conn *c, long long disconnected_after_ms, int limit, sx_arena *a,
+                        node_stale_list *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (disconnected_after_ms <= 0)
+        disconnected_after_ms = DEFAULT_DISCONNECTED_MS;
+    const char *p[] = {repo_i64_param(a, disconnected_after_ms),
+                       repo_i64_param(a, repo_limit(limit))};
+    PGresult *r;
+    /* As node_repo_mark_stale: SKIP LOCKED and the conditions checked again on the
+     * locked row, so a node is reported once. */
+    int rc = pg_exec(c,
+                     "UPDATE proxy_nodes n SET connected = false, disconnected_at = now(),"
+                     "   disconnect_reason = 'no_activity'"
+                     " WHERE n.node_id IN (SELECT node_id FROM proxy_nodes"
+                     "     WHERE connected"
+                     "       AND last_seen < now() - $1::bigint * interval '1 millisecond'"
+                     "     ORDER BY node_id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
+                     "   AND n.connected"
                      "   AND n.last_seen < now() - $1::bigint * interval '1 millisecond'"
                      " RETURNING n.node_id, n.group_name, " REPO_TS("n.last_seen"),
                      2, p, &r, err);

@@ -172,6 +172,13 @@ typedef struct node_stale_list {
 int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_arena *a,
                          node_stale_list *out, sx_err *err) SX_MUSTCHECK;
 
+/* Marks disconnected (reason "no_activity") up to limit connected nodes without activity
+ * for disconnected_after_ms (0 = the default) — nodes whose replica died or hangs — and
+ * returns them, each once, also when several replicas sweep at once. Activity on the
+ * node's stream (node_repo_touch) makes it connected again. */
+int node_repo_mark_lost(pg_conn *c, long long disconnected_after_ms, int limit, sx_arena *a,
+                        node_stale_list *out, sx_err *err) SX_MUSTCHECK;
+
 /* Assigns snapshot version (0 = follow the group again) to the n nodes, on behalf of
  * deployment_id (NULL when none); *updated (NULL allowed) gets how many exist. */
 int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,

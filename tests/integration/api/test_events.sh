@@ -11,7 +11,8 @@
 #     but not deployments (auth.policy_file) sees the proxy events and not that one;
 #     ?types= narrows; a role without events read gets 403, no token 401;
 #   - a keep-alive comment arrives within the keep-alive interval;
-#   - a connected node idle past fleet.stale_after gets one proxy_stale, whichever
+#   - a connected node idle past fleet.stale_after gets one proxy_stale, and past
+#     fleet.disconnected_after one proxy_disconnected (no_activity), whichever
 #     replica sweeps; events.max_streams is enforced with 503;
 #   - sextant_events_streams / sextant_events_sent_total on /metrics;
 #   - both replicas exit 0 on SIGTERM with streams open.
@@ -233,6 +234,14 @@ check "... written once although both replicas sweep" \
     [ "$(sql "SELECT count(*) FROM events WHERE type = 'proxy_stale' AND node_id = 'ghost'")" = 1 ]
 check "proxy_nodes.stale_since is set" \
     [ "$(sql "SELECT stale_since IS NOT NULL FROM proxy_nodes WHERE node_id = 'ghost'")" = t ]
+# Idle past fleet.disconnected_after too (600 s; its replica is gone): it is marked
+# disconnected, with one proxy_disconnected event.
+check "a node silent past fleet.disconnected_after: proxy_disconnected, reason no_activity" \
+    wait_for 15 sse live 'e.some(v => v.event === "proxy_disconnected" && v.data.node_id === "ghost" && v.data.reason === "no_activity")'
+check "... written once although both replicas sweep" \
+    [ "$(sql "SELECT count(*) FROM events WHERE type = 'proxy_disconnected' AND node_id = 'ghost'")" = 1 ]
+check "... and the node is not connected any more" \
+    [ "$(sql "SELECT connected::text || ' ' || disconnect_reason FROM proxy_nodes WHERE node_id = 'ghost'")" = "false no_activity" ]
 
 # ---------------------------------------------------------------- limits and metrics
 stream a1 "$HTTP_PORT" "$VIEW"

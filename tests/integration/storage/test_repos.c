@@ -703,6 +703,47 @@ static void upsert(fx *f, const char *id, const char *group, const char *replica
     json_decref(meta);
 }
 
+/* A node silent past the threshold while marked connected (its replica gone) is marked
+ * disconnected once; activity on its stream makes it connected again, but activity
+ * reported late for a node whose stream really ended does not. */
+static void test_nodes_lost(void **state)
+{
+    fx *f = *state;
+    upsert(f, "quiet", "edge", "r1");
+    upsert(f, "gone", "edge", "r1");
+    upsert(f, "busy", "edge", "r1");
+    OK(pg_exec(f->c,
+               "UPDATE proxy_nodes SET last_seen = now() - interval '10 minutes'"
+               " WHERE node_id IN ('quiet', 'gone')",
+               0, NULL, NULL, &e_));
+    bool changed = false;
+    node_stale_list lost;
+    OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    assert_int_equal(lost.count, 2); /* busy was seen just now */
+    bool first_gone = strcmp(lost.items[0].node_id, "gone") == 0;
+    assert_string_equal(lost.items[first_gone ? 0 : 1].node_id, "gone");
+    assert_string_equal(lost.items[first_gone ? 1 : 0].node_id, "quiet");
+    assert_string_equal(lost.items[0].group, "edge");
+    OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    assert_int_equal(lost.count, 0); /* once */
+    node_record *n;
+    OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
+    assert_false(n->connected);
+    assert_string_equal(n->disconnect_reason, "no_activity");
+
+    /* "quiet" turns out to be alive (its replica was only slow); "busy" really ended. */
+    OK(node_repo_mark_disconnected(f->c, "busy", "r1", "client_disconnect", &changed, &e_));
+    assert_true(changed);
+    const char *ids[] = {"quiet", "busy"};
+    OK(node_repo_touch(f->c, ids, 2, NULL, &e_));
+    OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
+    assert_true(n->connected);
+    assert_null(n->disconnect_reason);
+    OK(node_repo_get(f->c, "busy", f->a, &n, &e_));
+    assert_false(n->connected);
+    assert_string_equal(n->disconnect_reason, "client_disconnect");
+}
+
 static void test_nodes(void **state)
 {
     fx *f = *state;
@@ -1006,6 +1047,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_snapshot_reads_fill_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_reads_survive_redis_outage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nodes_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deployments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
     };
