@@ -12,7 +12,9 @@
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
+#include "server/events.h"
 #include "server/server.h"
+#include "storage/repo_events.h"
 
 void api_proxies_list(http_request *req, rest_api *api, void *ud)
 {
@@ -135,4 +137,41 @@ void api_proxy_config(http_request *req, rest_api *api, void *ud)
                   n->acked_version ? json_integer(n->acked_version) : json_null(), "desired",
                   desired, "acked", acked, "in_sync", in_sync);
     http_respond_json(req, 200, body);
+}
+
+/* GET /api/v1/proxies/{node_id}/nacks: the node's NACKs, newest first, from the events
+ * it produced (config_rejected; kept for events.retention). */
+void api_proxy_nacks(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    int limit;
+    const char *cursor;
+    if (!api_page_or_respond(req, &limit, &cursor))
+        return;
+    node_record *n = node_or_respond(req, api);
+    if (n == NULL)
+        return;
+    pg_conn *c = api_conn_or_respond(req, api);
+    if (c == NULL)
+        return;
+    event_page page;
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = event_repo_list_node(c, n->node_id, EVENT_CONFIG_REJECTED, limit, cursor,
+                                  http_req_arena(req), &page, &err);
+    pg_release(rest_server(api)->db, c);
+    if (rc) {
+        api_respond_err(req, &err);
+        return;
+    }
+    json_t *items = json_array();
+    for (size_t i = 0; i < page.count; i++) {
+        const event_record *e = &page.items[i];
+        json_t *v = json_object_get(e->data, "version");
+        const char *error = json_string_value(json_object_get(e->data, "error"));
+        json_array_append_new(items, json_pack("{s:s,s:s?,s:O?,s:s,s:s}", "at", e->at, "group",
+                                               e->group, "version", v, "error", error ? error : "",
+                                               "replica", e->replica_id ? e->replica_id : ""));
+    }
+    http_respond_json(req, 200, api_page(items, page.next_cursor));
 }

@@ -51,6 +51,7 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud);
 void api_proxies_list(http_request *req, rest_api *api, void *ud);
 void api_proxy_get(http_request *req, rest_api *api, void *ud);
 void api_proxy_config(http_request *req, rest_api *api, void *ud);
+void api_proxy_nacks(http_request *req, rest_api *api, void *ud);
 
 /* audit log (api/handlers_audit.c) */
 void api_audit_list(http_request *req, rest_api *api, void *ud);

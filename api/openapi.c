@@ -675,6 +675,19 @@ static json_t *paths(void)
                      json_pack("{s:o}", "200", resp("Both snapshots", schema("ProxyConfig"), NULL)),
                      "404 503")));
 
+    json_t *nack_params = paging();
+    json_array_insert_new(nack_params, 0, path_param("node_id", "string", "xDS node id"));
+    json_object_set_new(
+        p, "/api/v1/proxies/{node_id}/nacks",
+        json_pack("{s:o}", "get",
+                  op("listProxyNacks", "proxies",
+                     "The proxy's NACKs, newest first: at, group, version, error, replica "
+                     "(kept for events.retention)",
+                     nack_params, NULL,
+                     json_pack("{s:o}", "200",
+                               resp("One page", json_pack("{s:s}", "type", "object"), NULL)),
+                     "400 404 503")));
+
     /* audit */
     json_t *audit_params = paging();
     json_array_append_new(audit_params, query("user", "string", "who (the token's subject)"));

@@ -62,6 +62,7 @@ static const api_route routes[] = {
     {"GET", "/api/v1/proxies", "proxies", "read", api_proxies_list},
     {"GET", "/api/v1/proxies/{node_id}", "proxies", "read", api_proxy_get},
     {"GET", "/api/v1/proxies/{node_id}/config", "proxies", "read", api_proxy_config},
+    {"GET", "/api/v1/proxies/{node_id}/nacks", "proxies", "read", api_proxy_nacks},
 
     {"GET", "/api/v1/audit", "audit", "read", api_audit_list},
 

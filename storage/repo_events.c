@@ -242,3 +242,42 @@ int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx
     PQclear(r);
     return 0;
 }
+
+int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int limit,
+                         const char *cursor, sx_arena *a, event_page *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (node_id == NULL || node_id[0] == '\0' || type == NULL)
+        return sx_err_set(err, SX_EINVAL, "a node id and an event type are required");
+    limit = repo_limit(limit);
+    const char *before = NULL;
+    int rc = repo_cursor_i64_param(a, cursor, &before, err);
+    if (rc)
+        return rc;
+    const char *p[] = {node_id, type, before, repo_i64_param(a, limit + 1)};
+    PGresult *r;
+    rc = pg_exec(c,
+                 "SELECT " EVENT_COLS " FROM events e WHERE e.node_id = $1 AND e.type = $2"
+                 "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
+                 " ORDER BY e.id DESC LIMIT $4::int",
+                 4, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
+    out->items = n ? sx_arena_alloc(a, n * sizeof(event_record)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = read_event(a, r, (int)i, &out->items[i], err);
+    PQclear(r);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->count = n;
+    if (rows > limit) {
+        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].id);
+        out->next_cursor = repo_cursor_encode(a, key);
+        json_decref(key);
+    }
+    return 0;
+}

@@ -93,4 +93,15 @@ int event_repo_position(pg_conn *c, long long id, event_pos *out, bool *found,
 int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted,
                      sx_err *err) SX_MUSTCHECK;
 
+/* One page of a node's events of one type, newest first (by id; committed rows only
+ * as any read), kept for events.retention: e.g. its NACK history (config_rejected). */
+typedef struct event_page {
+    event_record *items;
+    size_t count;
+    char *next_cursor; /* NULL on the last page */
+} event_page;
+int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int limit,
+                         const char *cursor, sx_arena *a, event_page *out,
+                         sx_err *err) SX_MUSTCHECK;
+
 #endif

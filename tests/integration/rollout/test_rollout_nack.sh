@@ -92,6 +92,12 @@ check "GET /proxies: all 20 nodes acked v$V1 again, none pinned" wait_for 10 pro
 check "the group's current snapshot is still v$V1" [ "$(rt_group_current "$G")" = "$V1" ]
 st=$(rt_api GET "/api/v1/configs/$CONFIG_ID")
 check "the config's live version is still 1" jtrue 'j.live_version === 1'
+first_nacker=${NACKERS%% *}
+st=$(rt_api GET "/api/v1/proxies/$first_nacker/nacks")
+check "GET /proxies/$first_nacker/nacks: its NACK history has the NACK of v$T with the client's message (got $st)" \
+    jtrue "j.items.length >= 1 && j.items[0].version === $T && j.items[0].error.includes('$NACK_MESSAGE') && j.items[0].group === '$G' && j.items[0].at"
+st=$(rt_api GET "/api/v1/proxies/no-such-node/nacks")
+check "GET /proxies/no-such-node/nacks is 404 (got $st)" [ "$st" = 404 ]
 
 # ---------------------------------------------------------------- audit and events
 check "audit: deployment.fail with the reason, by the system" \
