@@ -321,11 +321,12 @@ static json_t *schemas(void)
     json_object_set_new(
         s, "Event",
         obj("id,type,at",
-            json_pack("{s:o,s:{s:s,s:[s,s,s,s,s,s,s,s,s,s,s]},s:{s:s,s:s},s:o,s:o,s:o,s:o,s:o,s:o,"
-                      "s:o,s:o}",
+            json_pack("{s:o,s:{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s]},s:{s:s,s:s},s:o,s:o,s:o,s:o,s:"
+                      "o,s:o,s:o,s:o}",
                       "id", t("integer"), "type", "type", "string", "enum", "config_applied",
                       "config_rejected", "wave_started", "wave_completed", "rollout_completed",
-                      "rollout_failed", "rollback_started", "rollback_completed", "proxy_connected",
+                      "rollout_failed", "rollback_started", "rollback_completed", "rollout_paused",
+                      "rollout_resumed", "rollout_canceled", "proxy_connected",
                       "proxy_disconnected", "proxy_stale", "at", "type", "string", "format",
                       "date-time", "deployment_id", tn("string"), "node_id", tn("string"), "group",
                       tn("string"), "version", t("integer"), "error", t("string"), "reason",

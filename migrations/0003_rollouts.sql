@@ -77,7 +77,8 @@ CREATE TABLE events (
     type          text        NOT NULL CHECK (type IN (
                       'config_applied', 'config_rejected', 'wave_started', 'wave_completed',
                       'rollout_completed', 'rollout_failed', 'rollback_started',
-                      'rollback_completed', 'proxy_connected', 'proxy_disconnected',
+                      'rollback_completed', 'rollout_paused', 'rollout_resumed',
+                      'rollout_canceled', 'proxy_connected', 'proxy_disconnected',
                       'proxy_stale')),
     replica_id    text        NOT NULL DEFAULT '',
     deployment_id uuid,

@@ -20,8 +20,9 @@ static const struct {
     {EVENT_WAVE_STARTED, "deployments"},      {EVENT_WAVE_COMPLETED, "deployments"},
     {EVENT_ROLLOUT_COMPLETED, "deployments"}, {EVENT_ROLLOUT_FAILED, "deployments"},
     {EVENT_ROLLBACK_STARTED, "deployments"},  {EVENT_ROLLBACK_COMPLETED, "deployments"},
-    {EVENT_PROXY_CONNECTED, "proxies"},       {EVENT_PROXY_DISCONNECTED, "proxies"},
-    {EVENT_PROXY_STALE, "proxies"},
+    {EVENT_ROLLOUT_PAUSED, "deployments"},    {EVENT_ROLLOUT_RESUMED, "deployments"},
+    {EVENT_ROLLOUT_CANCELED, "deployments"},  {EVENT_PROXY_CONNECTED, "proxies"},
+    {EVENT_PROXY_DISCONNECTED, "proxies"},    {EVENT_PROXY_STALE, "proxies"},
 };
 
 int events_type_index(const char *type)

@@ -19,6 +19,7 @@
  *   proxy_stale          last_seen                         server/fleet.c        proxies
  *   wave_started, wave_completed, rollout_completed,       the rollout driver    deployments
  *   rollout_failed, rollback_started, rollback_completed
+ *   rollout_paused, rollout_resumed, rollout_canceled  reason, by      operator actions deployments
  */
 #ifndef SX_SERVER_EVENTS_H
 #define SX_SERVER_EVENTS_H
@@ -41,12 +42,15 @@
 #define EVENT_ROLLOUT_FAILED     "rollout_failed"
 #define EVENT_ROLLBACK_STARTED   "rollback_started"
 #define EVENT_ROLLBACK_COMPLETED "rollback_completed"
+#define EVENT_ROLLOUT_PAUSED     "rollout_paused"
+#define EVENT_ROLLOUT_RESUMED    "rollout_resumed"
+#define EVENT_ROLLOUT_CANCELED   "rollout_canceled"
 #define EVENT_PROXY_CONNECTED    "proxy_connected"
 #define EVENT_PROXY_DISCONNECTED "proxy_disconnected"
 #define EVENT_PROXY_STALE        "proxy_stale"
 
 /* How many types there are; events_type_name(i) for i below it names each once. */
-#define EVENTS_NTYPES 11
+#define EVENTS_NTYPES 14
 
 /* One event to write; every pointer is borrowed for the call. */
 typedef struct sx_event {

@@ -293,7 +293,7 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         "   SET latest_snapshot_version = pg.latest_snapshot_version + 1,"
         "       current_snapshot_version = CASE WHEN $8::uuid IS NULL"
         "           THEN pg.latest_snapshot_version + 1 ELSE pg.current_snapshot_version END,"
-        "       updated_at = now()"
+        "       updated_at = CASE WHEN $8::uuid IS NULL THEN now() ELSE pg.updated_at END"
         " RETURNING latest_snapshot_version)"
         " INSERT INTO snapshots (group_name, version, ir, encoded, checksum, source_versions,"
         "   reason, created_by, deployment_id)"

@@ -26,6 +26,7 @@
 #include "storage/pg_listener.h"
 #include "storage/repo_audit.h"
 #include "storage/repo_common.h"
+#include "storage/repo_configs.h"
 #include "storage/repo_pins.h"
 #include "storage/repo_snapshots.h"
 
@@ -608,6 +609,44 @@ static int refuse_state(const deploy_record *d, rollout_action act, sx_err *err)
     return SX_ECONFLICT;
 }
 
+/* Rolling back a promoted deployment restores the config's previous live version and
+ * recomposes its groups: only right while what it made live still is — otherwise the
+ * changes made since would be undone too (SX_ECONFLICT naming what changed). */
+static int check_still_live(pg_conn *c, const deploy_record *d, sx_arena *a, sx_err *err)
+{
+    cfg_record *cfg = NULL;
+    int rc = cfg_repo_lock(c, d->config_id, a, &cfg, err);
+    if (rc == SX_ENOTFOUND)
+        return sx_err_set(err, SX_ECONFLICT,
+                          "config %s was deleted since deployment %s; there is nothing to roll "
+                          "back to",
+                          d->config_id, d->id);
+    if (rc)
+        return rc;
+    const char *why = NULL;
+    if (cfg->live_version != d->config_version)
+        why = sx_arena_printf(a, "config %s/%s is live at version %d now, not %d", cfg->ns,
+                              cfg->name, cfg->live_version, d->config_version);
+    const char *group;
+    json_t *v;
+    json_object_foreach(d->target_snapshots, group, v)
+    {
+        long long current = 0;
+        if (why == NULL && (rc = snap_repo_current_version(c, group, &current, err)) != 0)
+            return rc;
+        if (why == NULL && current != (long long)json_integer_value(v))
+            why = sx_arena_printf(a, "group %s is at snapshot %lld now, not %lld", group, current,
+                                  (long long)json_integer_value(v));
+    }
+    if (why == NULL)
+        return 0;
+    sx_err_set(err, SX_ECONFLICT, "deployment %s cannot be rolled back: %s", d->id, why);
+    sx_err_detail(err, "Changes were made after it; rolling it back would undo them as well.");
+    sx_err_hint(err, "Roll back the newer change first, or roll the config back to the version "
+                     "you want (POST /api/v1/configs/{id}/rollback).");
+    return SX_ECONFLICT;
+}
+
 static int act_tx(pg_conn *c, void *arg, sx_err *err)
 {
     act_ctx *x = arg;
@@ -646,6 +685,8 @@ static int act_tx(pg_conn *c, void *arg, sx_err *err)
         if (from != DEPLOY_IN_PROGRESS && from != DEPLOY_PAUSED && from != DEPLOY_COMPLETED &&
             from != DEPLOY_ROLLBACK_FAILED)
             return refuse_state(d, x->act, err);
+        if (d->promoted && (rc = check_still_live(c, d, x->a, err)) != 0)
+            return rc;
         if ((rc = begin_rollback(c, x->srv, d, from, reason, x->who, x->a, &x->written,
                                  &x->nwritten, err)) != 0)
             return rc;
@@ -658,6 +699,15 @@ static int act_tx(pg_conn *c, void *arg, sx_err *err)
     json_t *details = json_pack("{s:s,s:s,s:s}", "from_state", deploy_state_name(from), "to_state",
                                 deploy_state_name(to), "reason", x->reason ? x->reason : "");
     if ((rc = audit(c, x->srv, x->who, action, "deployment", d->id, details, err)) != 0)
+        return rc;
+    const char *type = x->act == ROLLOUT_PAUSE    ? EVENT_ROLLOUT_PAUSED
+                       : x->act == ROLLOUT_RESUME ? EVENT_ROLLOUT_RESUMED
+                                                  : EVENT_ROLLOUT_CANCELED;
+    if ((rc = emit(c, x->srv, type, d,
+                   json_pack("{s:s,s:s,s:s,s:i}", "reason", x->reason ? x->reason : "", "by",
+                             x->who->user, "from_state", deploy_state_name(from), "wave",
+                             d->current_wave),
+                   err)) != 0)
         return rc;
     return deploy_repo_get(c, d->id, x->a, &x->out, err);
 }

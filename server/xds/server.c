@@ -456,6 +456,9 @@ static void note_outcome(xds_call *c, const char *type, const xds_req_outcome *o
             "proxy rejected %s version %lld: %s", type, oc->version, err_msg ? err_msg : "");
         if (s->o.nodes)
             node_status_nack(s->o.nodes, c->node_id, oc->version, err_msg ? err_msg : "");
+        /* The next time the stream is in step it is reported again, even at the version
+         * reported before the NACK (a rollback): the ACK then clears "nacking". */
+        c->reported_synced = 0;
         break;
     case XDS_REQ_STALE:
         DEBUG_FIELDS(s, COMPONENT,

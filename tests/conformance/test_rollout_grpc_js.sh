@@ -117,5 +117,21 @@ check "the audit log has the apply and the manual rollback" \
     [ "$(sql "SELECT string_agg(action, ',' ORDER BY id) FROM audit_log WHERE result = 'success' AND action IN ('config.apply','deployment.complete','deployment.rollback','deployment.rolled_back')")" = "config.apply,deployment.complete,deployment.rollback,deployment.rolled_back" ]
 st=$(rest POST "/api/v1/deployments/$DEP/pause" '{}')
 check "a rolled-back deployment cannot be paused (got $st)" [ "$st" = 409 ]
+
+# A completed deployment whose version is no longer live cannot be rolled back: that
+# would undo the change made after it.
+st=$(rest PUT "/api/v1/configs/$ID" "{\"spec\":$(cat "$WORK/b.json"),\"draft\":true,\"message\":\"B again\"}")
+V3=$(jv .version)
+st=$(rest POST "/api/v1/configs/$ID/apply" "{\"version\":$V3}")
+check "an all-at-once deployment of v$V3 is created (got $st)" [ "$st" = 201 ]
+DEP=$(jv .id)
+check "it completes" wait_for 30 state completed
+check "client 1 is on B" wait_for 10 last_is "$WORK/calls1.log" "ok B"
+st=$(rest PUT "/api/v1/configs/$ID" "{\"spec\":$(cat "$WORK/a.json"),\"message\":\"back to A directly\"}")
+check "a direct change afterwards is accepted (got $st)" [ "$st" = 200 ]
+st=$(rest POST "/api/v1/deployments/$DEP/rollback" '{}')
+check "rolling back the older deployment is refused (got $st)" [ "$st" = 409 ]
+check "... saying what changed since" grep -q "is live at version" "$WORK/body"
+check "... and it stays completed" state completed
 conf_stop_serve r1
 finish

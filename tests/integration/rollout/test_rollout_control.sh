@@ -93,6 +93,8 @@ check "the nodes of waves 2-3 never received v$T" rt_fleet_all "!x.versions['$T'
 check "the grpc-js clients reach the old backend" wait_for 10 rt_fleet_all "x.backend === 'OLD'" $GRPCJS
 check "node_status: 10 nodes acked v$V1, none pinned" \
     wait_for 10 test "$(sql "SELECT count(*) FROM node_status WHERE acked_snapshot_version = $V1 AND desired_snapshot_version IS NULL")" = 10
+check "events: the operator's pause, resume and cancel, each once with its reason, by the deployment" \
+    [ "$(sql "SELECT string_agg(type || ':' || (data->>'reason'), ',' ORDER BY id) FROM events WHERE deployment_id = '$D1' AND type IN ('rollout_paused', 'rollout_resumed', 'rollout_canceled')")" = "rollout_paused:look at the canary,rollout_resumed:canary looks fine,rollout_canceled:changed my mind" ]
 check "the group's current snapshot stayed v$V1 and the live version 1" \
     [ "$(rt_group_current "$G")/$(sql "SELECT live_version FROM configs WHERE id = '$CONFIG_ID'")" = "$V1/1" ]
 st=$(rt_deploy_action "$D1" resume "too late")

@@ -96,6 +96,10 @@ first_nacker=${NACKERS%% *}
 st=$(rt_api GET "/api/v1/proxies/$first_nacker/nacks")
 check "GET /proxies/$first_nacker/nacks: its NACK history has the NACK of v$T with the client's message (got $st)" \
     jtrue "j.items.length >= 1 && j.items[0].version === $T && j.items[0].error.includes('$NACK_MESSAGE') && j.items[0].group === '$G' && j.items[0].at"
+not_nacking() {
+    [ "$(rt_api GET "/api/v1/proxies/$first_nacker")" = 200 ] && jtrue 'j.nacking === false && j.acked_version === '"$V1"
+}
+check "$first_nacker is not NACKing any more once it ACKed v$V1 again" wait_for 10 not_nacking
 st=$(rt_api GET "/api/v1/proxies/no-such-node/nacks")
 check "GET /proxies/no-such-node/nacks is 404 (got $st)" [ "$st" = 404 ]
 

@@ -1,6 +1,6 @@
 // deploy.ts — what the deployment pages share: wave numbering, progress, and which
 // controls a deployment's state allows.
-import type {Deployment, DeploymentState, Wave} from './types';
+import type {Deployment, DeploymentProgress, DeploymentState, Wave} from './types';
 
 /** Waves shown 1-based whatever base the server counts from. */
 export function waveNumber(d: Pick<Deployment, 'waves'>, index: number): number {
@@ -9,24 +9,42 @@ export function waveNumber(d: Pick<Deployment, 'waves'>, index: number): number 
   return index - base + 1;
 }
 
-/** Nodes, ACKs and NACKs over every wave (zeros for a list item, which has no waves). */
-export function progress(d: Pick<Deployment, 'waves'>): {nodes: number; acks: number; nacks: number} {
-  let nodes = 0;
-  let acks = 0;
-  let nacks = 0;
-  for (const w of d.waves ?? []) {
-    nodes += w.nodes ?? w.node_ids.length;
-    acks += w.acks;
-    nacks += w.nacks;
+/**
+ * Waves, completed waves, nodes, ACKs and NACKs over every wave: the server's
+ * `progress` (on list items too), else summed from the waves of a detail answer; null
+ * when neither is there (a list item from an older server).
+ */
+export function progress(d: Pick<Deployment, 'waves' | 'progress'>): DeploymentProgress | null {
+  if (d.progress && typeof d.progress.waves === 'number') return d.progress;
+  if (!d.waves) return null;
+  const p: DeploymentProgress = {waves: d.waves.length, waves_completed: 0, nodes: 0, acks: 0, nacks: 0};
+  for (const w of d.waves) {
+    if (w.state === 'completed') p.waves_completed++;
+    p.nodes += w.nodes ?? w.node_ids.length;
+    p.acks += w.acks;
+    p.nacks += w.nacks;
   }
-  return {nodes, acks, nacks};
+  return p;
 }
 
-/** "3/4 ACKed, 1 NACKed", or "" for a list item without its waves. */
+/** "wave 2/4": the wave under way (the last one once finished), 1-based. */
+export function waveOfText(d: Pick<Deployment, 'current_wave' | 'state'>, p: DeploymentProgress): string {
+  if (p.waves === 0) return 'no waves';
+  const cur = d.current_wave ?? -1;
+  if (cur < 0) return d.state === 'pending' ? `${p.waves} wave${p.waves === 1 ? '' : 's'}, not started` : `wave 0/${p.waves}`;
+  const at = d.state === 'completed' ? p.waves : Math.min(cur + 1, p.waves);
+  return `wave ${at}/${p.waves}`;
+}
+
+/** "7/20 ACKed · 1 NACK". */
+export function ackText(p: DeploymentProgress): string {
+  return `${p.acks}/${p.nodes} ACKed${p.nacks ? ` · ${p.nacks} NACK${p.nacks === 1 ? '' : 's'}` : ''}`;
+}
+
+/** "wave 2/4 · 7/20 ACKed · 1 NACK", or the wave alone without any progress. */
 export function progressText(d: Deployment): string {
-  if (!d.waves) return '';
   const p = progress(d);
-  return `${p.acks}/${p.nodes} ACKed${p.nacks ? `, ${p.nacks} NACKed` : ''}`;
+  return p ? `${waveOfText(d, p)} · ${ackText(p)}` : currentWaveLabel(d);
 }
 
 export function currentWaveLabel(d: Deployment): string {

@@ -222,9 +222,12 @@ export function describeEvent(e: LiveEvent): string {
       parts.push(`${node || 'a proxy'} ${e.type.slice(6)}`);
       break;
     case 'wave_started':
-    case 'wave_completed':
-      parts.push(`wave ${wave || '?'} ${e.type.slice(5)}`);
+    case 'wave_completed': {
+      // The server counts waves from 0 (`wave`, out of `waves`); pages show them from 1.
+      const k = typeof d.wave === 'number' ? d.wave + 1 : wave || '?';
+      parts.push(`wave ${k}${typeof d.waves === 'number' ? `/${d.waves}` : ''} ${e.type.slice(5)}`);
       break;
+    }
     default:
       parts.push(e.type.replace(/_/g, ' '));
   }

@@ -207,6 +207,15 @@ export interface Skipped {
   reason: string;
 }
 
+/** A deployment's waves summed up (on list items too). */
+export interface DeploymentProgress {
+  waves: number;
+  waves_completed: number;
+  nodes: number;
+  acks: number;
+  nacks: number;
+}
+
 export interface Deployment {
   id: string;
   config_id: string;
@@ -229,6 +238,8 @@ export interface Deployment {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** Summed over the waves; absent from servers older than it. */
+  progress?: DeploymentProgress;
   /** Only on GET /deployments/{id}; lists leave them out. */
   waves?: Wave[];
 }

@@ -3,13 +3,13 @@
 // what the event stream just said. Everything refreshes on live events (or every 5 s
 // while the server has no event stream).
 import {ApiError} from '../lib/api';
-import {currentWaveLabel, progressText} from '../lib/deploy';
 import {describeEvent, recentEvents} from '../lib/events';
 import {percent} from '../lib/format';
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
 import {useStore} from '../lib/store';
 import {ACTIVE_DEPLOYMENT_STATES, type AuditEntry, type Deployment, type Group, type Page} from '../lib/types';
+import {DeploymentProgressLine} from '../components/progress';
 import {Empty, ErrorBox, PageHead, Section, SkeletonRows, StateBadge, Time} from '../components/ui';
 
 const STATES: {key: 'connected' | 'stale' | 'disconnected' | 'nacking'; label: string; href: string; hint: string}[] = [
@@ -103,18 +103,20 @@ function ActiveDeployments() {
       </p>
     );
   return (
-    <ul class="list">
+    <ul class="list" data-testid="active-deployments">
       {active.map((x) => (
-        <li key={x.id}>
-          <a href={`/deployments/${seg(x.id)}`}>
-            {x.strategy?.type?.replace(/_/g, ' ')} of v{x.config_version}
-            {x.groups?.length ? ` to ${x.groups.join(', ')}` : ''}
-          </a>{' '}
-          <StateBadge state={x.state} />{' '}
-          <span class="muted">
-            {currentWaveLabel(x)}
-            {progressText(x) && ` · ${progressText(x)}`} · <Time iso={x.started_at ?? x.created_at} />
+        <li key={x.id} class="dep-item" data-testid={`active-deployment-${x.id}`}>
+          <span class="dep-item-head">
+            <a href={`/deployments/${seg(x.id)}`}>
+              {x.strategy?.type?.replace(/_/g, ' ')} of v{x.config_version}
+              {x.groups?.length ? ` to ${x.groups.join(', ')}` : ''}
+            </a>{' '}
+            <StateBadge state={x.state} />{' '}
+            <span class="muted small">
+              <Time iso={x.started_at ?? x.created_at} />
+            </span>
           </span>
+          <DeploymentProgressLine d={x} />
         </li>
       ))}
     </ul>

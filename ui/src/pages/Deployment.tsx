@@ -3,20 +3,21 @@
 // allows, each asking for a reason first.
 import {useState} from 'preact/hooks';
 import {ApiError, describeError, post} from '../lib/api';
-import {actionsFor, currentWaveLabel, progress, waveNumber, type DeploymentAction} from '../lib/deploy';
+import {actionsFor, waveNumber, type DeploymentAction} from '../lib/deploy';
 import {when} from '../lib/format';
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
 import {ACTIVE_DEPLOYMENT_STATES, type Config, type Deployment, type Wave} from '../lib/types';
+import {DeploymentProgressLine} from '../components/progress';
 import {Dialog, Empty, ErrorBox, Field, PageHead, Section, StateBadge, Time, toast, val} from '../components/ui';
 
 const LABEL: Record<DeploymentAction, string> = {pause: 'Pause', resume: 'Resume', cancel: 'Cancel', rollback: 'Roll back'};
 const EXPLAIN: Record<DeploymentAction, string> = {
   pause: 'No new wave starts until you resume; proxies that already have the version keep it.',
   resume: 'The rollout goes on with the next wave.',
-  cancel: 'No further wave starts; proxies that already have the version keep it.',
+  cancel: 'No further wave starts, and every proxy this rollout reached goes back to the version it had before.',
   rollback: 'Every proxy this rollout reached goes back to the version it had before.',
 };
 
@@ -26,7 +27,10 @@ function WaveCard({d, w}: {d: Deployment; w: Wave}) {
   const nackPct = (100 * w.nacks) / n;
   const current = d.current_wave === w.index && ACTIVE_DEPLOYMENT_STATES.includes(d.state);
   return (
-    <li class={current ? 'wave wave-current' : 'wave'} data-testid={`wave-${waveNumber(d, w.index)}`}>
+    <li
+      class={`wave${current ? ' wave-current' : ''}${w.state === 'rolled_back' ? ' wave-undone' : ''}`}
+      data-testid={`wave-${waveNumber(d, w.index)}`}
+    >
       <div class="wave-head">
         <strong>Wave {waveNumber(d, w.index)}</strong> <StateBadge state={w.state} />
         <span class="muted small">
@@ -105,7 +109,6 @@ export function DeploymentPage({id}: {id: string}) {
   if (d.error && !d.data) return <ErrorBox error={d.error} retry={d.reload} what="the deployment" />;
   const x = d.data;
   if (!x) return <p class="muted">Loading…</p>;
-  const p = progress(x);
   const mayControl = (a: DeploymentAction) =>
     can(me, 'deployments', a) || can(me, 'deployments', 'update') || can(me, 'deployments', '*');
   const actions = actionsFor(x.state).filter(mayControl);
@@ -141,7 +144,7 @@ export function DeploymentPage({id}: {id: string}) {
           <>
             <StateBadge state={x.state} /> v{x.config_version} of{' '}
             <a href={`/configs/${seg(x.config_id)}/history`}>{cfg.data ? `${cfg.data.namespace}/${cfg.data.name}` : 'the config'}</a> ·{' '}
-            {currentWaveLabel(x)} · {p.acks}/{p.nodes} ACKed{p.nacks ? `, ${p.nacks} NACKed` : ''}
+            <DeploymentProgressLine d={x} />
           </>
         }
       >

@@ -1,9 +1,9 @@
 // Deployments.tsx — every rollout, newest first, with its state and progress.
 import {ApiError} from '../lib/api';
-import {currentWaveLabel, progressText} from '../lib/deploy';
 import {usePaged, useLive, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
 import type {Deployment, DeploymentState} from '../lib/types';
+import {DeploymentProgressLine} from '../components/progress';
 import {Empty, ErrorBox, Field, PageHead, SkeletonRows, StateBadge, Time, val} from '../components/ui';
 
 const STATES: DeploymentState[] = [
@@ -23,7 +23,8 @@ export function DeploymentsPage() {
   const {query} = useLocation();
   const state = query.get('state') ?? '';
   const list = usePaged<Deployment>('/api/v1/deployments', 100);
-  useLive(list.reload, (e) => /^(wave|rollout|rollback)/.test(e.type), 1500);
+  // ACKs and NACKs (config_*) move the progress of the waves under way.
+  useLive(list.reload, (e) => /^(wave|rollout|rollback|config_)/.test(e.type), 1500);
   if (list.error instanceof ApiError && list.error.status === 404)
     return (
       <>
@@ -70,9 +71,8 @@ export function DeploymentsPage() {
             <tbody>
               {list.loading && !list.items.length && <SkeletonRows cols={6} />}
               {rows.map((d) => {
-                const p = progressText(d);
                 return (
-                  <tr key={d.id}>
+                  <tr key={d.id} data-testid={`deployment-row-${d.id}`}>
                     <td>
                       <a class="mono" href={`/deployments/${seg(d.id)}`}>
                         {d.id.slice(0, 8)}
@@ -81,14 +81,13 @@ export function DeploymentsPage() {
                     </td>
                     <td>
                       <a href={`/configs/${seg(d.config_id)}/history`}>v{d.config_version}</a>
+                      {d.groups?.length ? <span class="muted small"> · {d.groups.join(', ')}</span> : null}
                     </td>
                     <td>
                       <StateBadge state={d.state} title={d.state_reason ?? undefined} />
                     </td>
-                    <td class="nowrap">
-                      {currentWaveLabel(d)}
-                      {p && ` · ${p}`}
-                      {d.groups?.length ? <span class="muted small"> · {d.groups.join(', ')}</span> : null}
+                    <td class="progress-cell">
+                      <DeploymentProgressLine d={d} />
                     </td>
                     <td>{d.created_by}</td>
                     <td>

@@ -1,6 +1,6 @@
 // Proxy.tsx — one proxy: who it is, the snapshot it should have next to the one it
 // acknowledged (with their difference when they differ), the content of that snapshot,
-// and its last NACK.
+// and its NACK history (GET /proxies/{id}/nacks, kept for events.retention).
 import type {ComponentChildren} from 'preact';
 import {useState} from 'preact/hooks';
 import {ApiError} from '../lib/api';
@@ -8,6 +8,15 @@ import {showJson, when} from '../lib/format';
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
 import type {Proxy, ProxyConfig} from '../lib/types';
+
+/** One NACK of GET /api/v1/proxies/{id}/nacks. */
+interface NackEntry {
+  at: string;
+  group: string | null;
+  version: number | null;
+  error: string;
+  replica: string;
+}
 import {Badge, Empty, ErrorBox, Labels, PageHead, Section, StateBadge, Time} from '../components/ui';
 import {JsonView, SideBySide} from '../components/editors';
 
@@ -24,12 +33,14 @@ export function ProxyPage({id}: {id: string}) {
   useTitle(id);
   const p = useApi<Proxy>(`/api/v1/proxies/${seg(id)}`);
   const c = useApi<ProxyConfig>(`/api/v1/proxies/${seg(id)}/config`);
+  const nacks = useApi<{items: NackEntry[]}>(`/api/v1/proxies/${seg(id)}/nacks?limit=20`);
   const [tab, setTab] = useState<'desired' | 'acked' | 'diff'>('desired');
   const mine = (e: {data: Record<string, unknown> | null}) => !e.data?.node_id || e.data.node_id === id;
   useLive(
     () => {
       void p.reload();
       void c.reload();
+      void nacks.reload();
     },
     (e) => /^(proxy_|config_)/.test(e.type) && mine(e),
     1000,
@@ -125,14 +136,42 @@ export function ProxyPage({id}: {id: string}) {
         </div>
       )}
       {x && (
-        <Section title="Last NACK" id="h-nack">
+        <Section title="NACK history" id="h-nack">
           {x.last_nack ? (
             <div class="nack" data-testid="last-nack">
               <p>
-                Rejected <strong>v{x.last_nack.version ?? '?'}</strong> <Time iso={x.last_nack.at} /> ({when(x.last_nack.at)})
+                Last rejected <strong>v{x.last_nack.version ?? '?'}</strong> <Time iso={x.last_nack.at} /> ({when(x.last_nack.at)})
               </p>
               <pre class="value-pre">{x.last_nack.error ?? '(no error detail)'}</pre>
-              <p class="muted small">{x.nack_count} NACK{x.nack_count === 1 ? '' : 's'} in all; only the last one is kept.</p>
+              <p class="muted small">
+                {x.nack_count} NACK{x.nack_count === 1 ? '' : 's'} in all.
+              </p>
+              {nacks.data && nacks.data.items.length > 0 && (
+                <div class="table-wrap">
+                  <table class="table" data-testid="nack-history">
+                    <thead>
+                      <tr>
+                        <th scope="col">When</th>
+                        <th scope="col">Version</th>
+                        <th scope="col">Error</th>
+                        <th scope="col">Replica</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {nacks.data.items.map((n) => (
+                        <tr key={`${n.at}-${n.version}`}>
+                          <td>
+                            <Time iso={n.at} />
+                          </td>
+                          <td class="mono">v{n.version ?? '?'}</td>
+                          <td class="mono small">{n.error || '(no error detail)'}</td>
+                          <td class="mono small">{n.replica || '—'}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )}
             </div>
           ) : (
             <p class="muted">This proxy has never rejected a configuration.</p>
