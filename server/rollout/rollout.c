@@ -893,13 +893,14 @@ static int step_in_progress(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *e
                               "NACK rate %.1f%% (%d of %d responses) is over the threshold %.1f%%",
                               rate * 100, total_nacks, responses, d->nack_threshold * 100);
     else if (unhealthy >= d->health_failure_limit)
-        why = sx_arena_printf(x->a, "health: %d node%s of wave %d reported not ready (limit %d)",
-                              unhealthy, unhealthy == 1 ? "" : "s", k, d->health_failure_limit);
+        why = sx_arena_printf(
+            x->a, "health: %d node%s of wave %d of %zu reported not ready (limit %d)", unhealthy,
+            unhealthy == 1 ? "" : "s", k + 1, d->wave_count, d->health_failure_limit);
     else if (acks + nacks >= size && nacks > 0 && responses < d->nack_min_sample)
         why = sx_arena_printf(x->a,
-                              "wave %d: %d of %d nodes NACKed, and %d responses are too few "
-                              "(minimum sample %d) to tolerate NACKs",
-                              k, nacks, size, responses, d->nack_min_sample);
+                              "wave %d of %zu: %d of %d nodes NACKed, and %d responses are too "
+                              "few (minimum sample %d) to tolerate NACKs",
+                              k + 1, d->wave_count, nacks, size, responses, d->nack_min_sample);
     else if (acks + nacks < size) {
         double since = w->started_age_s;
         if (d->resumed_at && d->resumed_age_s < since)
@@ -907,8 +908,8 @@ static int step_in_progress(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *e
         if (since * 1000.0 > (double)d->wave_timeout_ms) {
             char t[32];
             config_format_duration(d->wave_timeout_ms, t, sizeof(t));
-            why = sx_arena_printf(x->a, "wave %d timed out after %s: %d of %d nodes ACKed", k, t,
-                                  acks, size);
+            why = sx_arena_printf(x->a, "wave %d of %zu timed out after %s: %d of %d nodes ACKed",
+                                  k + 1, d->wave_count, t, acks, size);
         }
     }
     if (why)
