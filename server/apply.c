@@ -49,7 +49,6 @@ typedef struct tx_ctx {
     const char *const *groups; /* the config's groups after the change */
     size_t ngroups;
     cfg_live self;
-    const struct write_opts *wopts; /* how recompose writes; NULL = directly */
 } tx_ctx;
 
 static void decref_json(void *p)
@@ -129,6 +128,24 @@ static void content_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN 
     json_decref(copy);
 }
 
+/* A deployment in progress holds its groups: a direct change of one of them would move
+ * nodes the deployment pins, or be overwritten when it completes. SX_ECONFLICT naming the
+ * deployment when one of groups is held; 0 otherwise. */
+static int refuse_held_groups(pg_conn *c, sx_arena *a, const char *const *groups, size_t n,
+                              sx_err *err)
+{
+    char *busy = NULL, *busy_group = NULL;
+    int rc = deploy_repo_active_in_groups(c, groups, n, NULL, a, &busy, &busy_group, err);
+    if (rc || busy == NULL)
+        return rc;
+    sx_err_set(err, SX_ECONFLICT, "group %s is being rolled out by deployment %s", busy_group,
+               busy);
+    sx_err_detail(err, "A group changes through one deployment at a time. A config change can "
+                       "still be saved as a draft (\"draft\": true) and applied later.");
+    sx_err_hint(err, "Wait for deployment %s to finish, or cancel it, then retry.", busy);
+    return SX_ECONFLICT;
+}
+
 /*
  * Writes group's next snapshot from the given inputs on c: reserves the version,
  * names the snapshot "<group>:<version>", validates and encodes it, and inserts it with
@@ -137,14 +154,14 @@ static void content_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN 
  * ends).
  *
  * w->staged: the snapshot is staged for deployment w->deployment (it does not become
- * current; nothing is announced). Otherwise it becomes the group's current snapshot,
- * which a deployment in progress on the group forbids (SX_ECONFLICT) unless it is that
- * deployment's own (w->deployment); pins left by finished deployments on the group's
- * nodes are released so that the change reaches them; the new version and the
+ * current; nothing is announced). Otherwise it becomes the group's current snapshot
+ * (callers have checked with refuse_held_groups that no deployment holds the group,
+ * unless the write is that deployment's own); pins left by finished deployments on the
+ * group's nodes are released so that the change reaches them; the new version and the
  * released pins are NOTIFYd.
  */
 typedef struct write_opts {
-    const char *deployment; /* NULL = none */
+    const char *deployment; /* with staged: the deployment the snapshot is staged for */
     bool staged;
 } write_opts;
 
@@ -177,21 +194,6 @@ static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap
         if (cur && strcmp(cur, sum) == 0)
             return 0;
     }
-    if (!w->staged) {
-        char *busy = NULL;
-        if ((rc = deploy_repo_active_in_groups(c, &group, 1, w->deployment, a, &busy, NULL, err)) !=
-            0)
-            return rc;
-        if (busy) {
-            sx_err_set(err, SX_ECONFLICT, "group %s is being rolled out by deployment %s", group,
-                       busy);
-            sx_err_detail(err, "A group changes through one deployment at a time; a direct change "
-                               "would move nodes the deployment holds.");
-            sx_err_hint(err, "Wait for deployment %s to finish, or cancel it, then retry.", busy);
-            return SX_ECONFLICT;
-        }
-    }
-
     ir_snapshot *ir = NULL;
     char prefix[300];
     snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", group);
@@ -260,8 +262,8 @@ static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, const char *rea
         sources[i] = (snap_source){live[i].id, live[i].version};
     }
     snap_record *rec = NULL;
-    rc = write_snapshot(c, a, group, in, n, sources, n, reason, ctx->req->author, ctx->wopts,
-                        ctx->verrs, &rec, err);
+    rc = write_snapshot(c, a, group, in, n, sources, n, reason, ctx->req->author, NULL, ctx->verrs,
+                        &rec, err);
     if (rc || rec == NULL)
         return rc;
     apply_result *out = ctx->out;
@@ -526,22 +528,10 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
         }
     }
 
-    /* A deployment in progress holds its groups: a live change of a config of them would
-     * move nodes it pins, or be overwritten when it completes. Drafts are fine. */
-    if (out->changed && (!req->draft || op == APPLY_DELETE)) {
-        char *busy = NULL, *busy_group = NULL;
-        if ((rc = deploy_repo_active_in_groups(c, affected, naffected, NULL, a, &busy, &busy_group,
-                                               err)) != 0)
-            return rc;
-        if (busy) {
-            sx_err_set(err, SX_ECONFLICT, "group %s is being rolled out by deployment %s",
-                       busy_group, busy);
-            sx_err_detail(err, "A group changes through one deployment at a time. Save the change "
-                               "as a draft (\"draft\": true) to apply it later.");
-            sx_err_hint(err, "Wait for deployment %s to finish, or cancel it, then retry.", busy);
-            return SX_ECONFLICT;
-        }
-    }
+    /* Drafts change no snapshot: allowed while a deployment holds the groups. */
+    if (out->changed && (!req->draft || op == APPLY_DELETE) &&
+        (rc = refuse_held_groups(c, a, affected, naffected, err)) != 0)
+        return rc;
 
     /* Recompose every group the change touched (a draft that moves the config to other
      * groups moves its live version too). Unchanged content writes nothing. */
@@ -737,7 +727,8 @@ static int group_rollback_tx(pg_conn *c, void *arg, sx_err *err)
 
     long long next = 0;
     int rc = snap_repo_reserve_version(c, req->group, &next, err);
-    if (rc || (rc = snap_repo_current_version(c, req->group, &ctx->out->before_version, err)))
+    if (rc || (rc = snap_repo_current_version(c, req->group, &ctx->out->before_version, err)) ||
+        (rc = refuse_held_groups(c, a, &req->group, 1, err)))
         return rc;
     snap_compose_input in = {"", req->group, ctx->target->ir};
     char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
@@ -815,9 +806,13 @@ static int publish_tx(pg_conn *c, void *arg, sx_err *err)
     publish_ctx *ctx = arg;
     const apply_publish_request *req = ctx->req;
     sx_fielderrs_free(ctx->verrs);
+    long long next = 0;
+    int rc = snap_repo_reserve_version(c, req->group, &next, err);
+    if (rc || (rc = refuse_held_groups(c, ctx->a, &req->group, 1, err)) != 0)
+        return rc;
     snap_compose_input in = {"", req->group, req->spec};
-    int rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, 0, req->message, req->author, NULL,
-                            ctx->verrs, &ctx->written, err);
+    rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, 0, req->message, req->author, NULL,
+                        ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
     json_t *details = own_json(
@@ -901,15 +896,8 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
     ngroups = group_union(a, groups, ngroups, NULL, 0, &sorted);
     if ((rc = lock_groups(c, sorted, ngroups, err)) != 0)
         return rc;
-    char *busy = NULL, *busy_group = NULL;
-    if ((rc = deploy_repo_active_in_groups(c, sorted, ngroups, NULL, a, &busy, &busy_group, err)))
+    if ((rc = refuse_held_groups(c, a, sorted, ngroups, err)) != 0)
         return rc;
-    if (busy) {
-        sx_err_set(err, SX_ECONFLICT, "group %s is already being rolled out by deployment %s",
-                   busy_group, busy);
-        sx_err_hint(err, "Wait for it to finish or cancel it first.");
-        return SX_ECONFLICT;
-    }
 
     /* The whole pipeline, against the other live configs of every group of the config
      * (the version becomes live in all of them once promoted). */
@@ -1023,8 +1011,8 @@ int apply_unpromote(pg_conn *c, const deploy_record *d, const char *author, sx_a
         return rc;
     apply_request req = {.author = author};
     apply_result res = {0};
-    write_opts w = {d->id, false};
-    tx_ctx ctx = {.req = &req, .a = a, .out = &res, .verrs = verrs, .wopts = &w};
+    /* The deployment's own change: its groups are not refused (it holds them). */
+    tx_ctx ctx = {.req = &req, .a = a, .out = &res, .verrs = verrs};
     res.snapshots = sx_arena_alloc(a, (n ? n : 1) * sizeof(*res.snapshots));
     ctx.written = sx_arena_alloc(a, (n ? n : 1) * sizeof(*ctx.written));
     char *reason = sx_arena_printf(a, "rollback of deployment %s", d->id);

@@ -338,27 +338,15 @@ int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version,
     return 0;
 }
 
-int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_arena *a,
-                         node_stale_list *out, sx_err *err)
+/* Runs one of the sweep's marking statements ($1 = the idle threshold in ms, $2 = the
+ * batch size) and reads the nodes it marked. */
+static int mark_idle(pg_conn *c, const char *sql, long long idle_ms, int limit, sx_arena *a,
+                     node_stale_list *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    if (stale_after_ms <= 0)
-        stale_after_ms = DEFAULT_STALE_MS;
-    const char *p[] = {repo_i64_param(a, stale_after_ms), repo_i64_param(a, repo_limit(limit))};
+    const char *p[] = {repo_i64_param(a, idle_ms), repo_i64_param(a, repo_limit(limit))};
     PGresult *r;
-    /* SKIP LOCKED: a node another replica is marking (or a flush is touching) right now
-     * is left to that transaction; the outer conditions are checked again on the locked
-     * row, so a node is marked, and reported, once. */
-    int rc = pg_exec(c,
-                     "UPDATE proxy_nodes n SET stale_since = now()"
-                     " WHERE n.node_id IN (SELECT node_id FROM proxy_nodes"
-                     "     WHERE connected AND stale_since IS NULL"
-                     "       AND last_seen < now() - $1::bigint * interval '1 millisecond'"
-                     "     ORDER BY node_id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
-                     "   AND n.connected AND n.stale_since IS NULL"
-                     "   AND n.last_seen < now() - $1::bigint * interval '1 millisecond'"
-                     " RETURNING n.node_id, n.group_name, " REPO_TS("n.last_seen"),
-                     2, p, &r, err);
+    int rc = pg_exec(c, sql, 2, p, &r, err);
     if (rc)
         return rc;
     int rows = PQntuples(r);
@@ -373,40 +361,32 @@ int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_are
     return 0;
 }
 
+/* SKIP LOCKED: a node another replica is marking (or a flush is touching) right now is
+ * left to that transaction; the outer conditions are checked again on the locked row,
+ * so a node is marked, and reported, once. */
+#define IDLE_NODES(cond)                                                                           \
+    " WHERE n.node_id IN (SELECT node_id FROM proxy_nodes"                                         \
+    "     WHERE connected " cond " AND last_seen < now() - $1::bigint * interval '1 millisecond'"  \
+    "     ORDER BY node_id LIMIT $2::int FOR UPDATE SKIP LOCKED)"                                  \
+    "   AND n.connected " cond " AND n.last_seen < now() - $1::bigint * interval '1 millisecond'"  \
+    " RETURNING n.node_id, n.group_name, " REPO_TS("n.last_seen")
+
+int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_arena *a,
+                         node_stale_list *out, sx_err *err)
+{
+    return mark_idle(
+        c, "UPDATE proxy_nodes n SET stale_since = now()" IDLE_NODES("AND stale_since IS NULL"),
+        stale_after_ms > 0 ? stale_after_ms : DEFAULT_STALE_MS, limit, a, out, err);
+}
+
 int node_repo_mark_lost(pg_conn *c, long long disconnected_after_ms, int limit, sx_arena *a,
                         node_stale_list *out, sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    if (disconnected_after_ms <= 0)
-        disconnected_after_ms = DEFAULT_DISCONNECTED_MS;
-    const char *p[] = {repo_i64_param(a, disconnected_after_ms),
-                       repo_i64_param(a, repo_limit(limit))};
-    PGresult *r;
-    /* As node_repo_mark_stale: SKIP LOCKED and the conditions checked again on the
-     * locked row, so a node is reported once. */
-    int rc = pg_exec(c,
+    return mark_idle(c,
                      "UPDATE proxy_nodes n SET connected = false, disconnected_at = now(),"
-                     "   disconnect_reason = 'no_activity'"
-                     " WHERE n.node_id IN (SELECT node_id FROM proxy_nodes"
-                     "     WHERE connected"
-                     "       AND last_seen < now() - $1::bigint * interval '1 millisecond'"
-                     "     ORDER BY node_id LIMIT $2::int FOR UPDATE SKIP LOCKED)"
-                     "   AND n.connected"
-                     "   AND n.last_seen < now() - $1::bigint * interval '1 millisecond'"
-                     " RETURNING n.node_id, n.group_name, " REPO_TS("n.last_seen"),
-                     2, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    out->items = rows ? sx_arena_alloc(a, (size_t)rows * sizeof(node_stale)) : NULL;
-    for (int i = 0; i < rows; i++) {
-        out->items[i].node_id = repo_str(a, r, i, 0);
-        out->items[i].group = repo_str(a, r, i, 1);
-        out->items[i].last_seen = repo_str(a, r, i, 2);
-    }
-    out->count = (size_t)rows;
-    PQclear(r);
-    return 0;
+                     "   disconnect_reason = 'no_activity'" IDLE_NODES(""),
+                     disconnected_after_ms > 0 ? disconnected_after_ms : DEFAULT_DISCONNECTED_MS,
+                     limit, a, out, err);
 }
 
 int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,

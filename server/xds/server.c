@@ -666,13 +666,18 @@ static void reload_pins(xds_server *s)
         /* The next notification or resync repairs it. */
         sx_log_err(SX_LOG_ERROR, COMPONENT, &err);
     } else {
-        /* Build the pinned versions before anyone is moved to them. */
+        /* Build the pinned versions before anyone is moved to them: once per distinct
+         * (group, version) — a handful, however many nodes are pinned. */
+        const pin_record **built = n ? sx_arena_alloc(a, n * sizeof(*built)) : NULL;
+        size_t nbuilt = 0;
         for (size_t i = 0; i < n; i++) {
             bool seen = false;
-            for (size_t j = 0; j < i && !seen; j++)
-                seen = v[j].version == v[i].version && strcmp(v[j].group, v[i].group) == 0;
+            for (size_t j = 0; j < nbuilt && !seen; j++)
+                seen =
+                    built[j]->version == v[i].version && strcmp(built[j]->group, v[i].group) == 0;
             if (seen)
                 continue;
+            built[nbuilt++] = &v[i];
             sx_err e2;
             sx_err_clear(&e2);
             xds_wire_snap *w = xds_pub_get_version(s->pub, v[i].group, v[i].version, &e2);

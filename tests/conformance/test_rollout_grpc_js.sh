@@ -88,6 +88,8 @@ st=$(rest PUT "/api/v1/configs/$ID" "{\"spec\":$(cat "$WORK/a.json"),\"message\"
 check "a direct change of the group is refused while the deployment holds it (got $st)" [ "$st" = 409 ]
 st=$(rest POST "/api/v1/configs/$ID/apply" '{"version":2}')
 check "a second deployment of the group is refused (got $st)" [ "$st" = 409 ]
+st=$(rest POST "/api/v1/groups/$GROUP/rollback" '{"snapshot_version":1}')
+check "a group rollback is refused while the deployment holds the group (got $st)" [ "$st" = 409 ]
 check "the deployment completes" wait_for 30 state completed
 check "client 3 reaches B" wait_for 10 last_is "$WORK/calls3.log" "ok B"
 check "client 4 reaches B" wait_for 10 last_is "$WORK/calls4.log" "ok B"
