@@ -151,6 +151,8 @@ static void on_notice(void *arg, const char *message)
 static int exec_simple(PGconn *conn, const char *sql, int n, const char *const *params,
                        PGresult **out, const char *what, sx_err *err)
 {
+    if (out)
+        *out = NULL;
     PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {

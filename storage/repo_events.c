@@ -2,8 +2,14 @@
  * repo_events.c — appends to and reads the live events table (see repo_events.h).
  *
  * Design: the stream order is (txid, id), indexed by events_stream_order, and "settled"
- * is txid < pg_snapshot_xmin(pg_current_snapshot()) evaluated in the reading statement
- * itself, so the horizon and the rows come from one snapshot. A list reads the rows
+ * is txid < SETTLED_HORIZON evaluated in the reading statement itself, so the horizon
+ * and the rows come from one snapshot. The horizon is the oldest transaction that was
+ * in progress for the statement's snapshot and may belong to this database (else the
+ * snapshot's xmax): a transaction known to run in another database of the cluster can
+ * never insert into this table, so it holds nothing back; one whose database cannot be
+ * told any more (it ended after the snapshot was taken, or it is prepared) is assumed
+ * to be ours. Rows that become visible later belong to transactions at or above the
+ * horizon, so nothing settled is ever followed by an older row. A list reads the rows
  * after its start whatever their state and stops at the first unsettled one: rows
  * behind it sort later (their txid is at least as high), so they are unsettled too,
  * and the caller is told to come back (pending) rather than given a gap. The insert
@@ -24,11 +30,20 @@
 #define EVENT_LIST_MAX     1000
 
 // clang-format off
+/* The settled horizon (see the design above), a scalar subquery of the reading statement.
+ * pg_stat_activity's backend_xid is the 32-bit form of an xid8: its low 32 bits. */
+#define SETTLED_HORIZON                                                                    \
+    "(SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))"                    \
+    "   FROM pg_snapshot_xip(pg_current_snapshot()) AS x"                                  \
+    "  WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a"                                 \
+    "                     WHERE a.datname <> current_database()"                           \
+    "                       AND a.backend_xid::text::bigint"                               \
+    "                           = (x::text::numeric % 4294967296)::bigint))"
 /* Columns read_event expects, in its order; the last says whether the row is unsettled. */
 #define EVENT_COLS                                                                         \
     "e.id, e.txid::text, " REPO_TS("e.at") ", e.type, e.replica_id, e.deployment_id::text," \
     " e.node_id, e.group_name, e.data,"                                                     \
-    " e.txid >= pg_snapshot_xmin(pg_current_snapshot())"
+    " e.txid >= " SETTLED_HORIZON
 #define INSERT_SQL                                                                         \
     "INSERT INTO events (type, replica_id, deployment_id, node_id, group_name, data)"      \
     " VALUES ($1, $2, $3::uuid, $4, $5, $6::jsonb) RETURNING id"
@@ -176,8 +191,7 @@ int event_repo_head(pg_conn *c, event_pos *out, sx_err *err)
     PGresult *r;
     int rc = pg_exec(c,
                      "SELECT e.txid::text, e.id FROM events e"
-                     " WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())"
-                     " ORDER BY e.txid DESC, e.id DESC LIMIT 1",
+                     " WHERE e.txid < " SETTLED_HORIZON " ORDER BY e.txid DESC, e.id DESC LIMIT 1",
                      0, NULL, &r, err);
     if (rc)
         return rc;
@@ -204,7 +218,7 @@ int event_repo_position(pg_conn *c, long long id, event_pos *out, bool *found, s
                      " UNION ALL"
                      " SELECT * FROM (SELECT min(txid)::text, 0::bigint, false FROM events"
                      "   WHERE id > $1::bigint"
-                     "     AND txid < pg_snapshot_xmin(pg_current_snapshot())) m"
+                     "     AND txid < " SETTLED_HORIZON ") m"
                      "   WHERE m.min IS NOT NULL"
                      " ORDER BY 3 DESC LIMIT 1",
                      1, p, &r, err);

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # tests/run.sh — the whole test suite, from a fresh Debian machine.
 #
-# Installs the missing Debian packages, checks formatting, builds twice (a normal
-# build and an AddressSanitizer + UndefinedBehaviorSanitizer build), starts a private
-# PostgreSQL and Redis on free loopback ports, runs every ctest label in both builds,
-# stops what it started (also on failure or Ctrl-C) and ends with ctest's summary.
+# Installs the missing Debian packages, checks formatting, builds the tested trees (a
+# Release build, the one users deploy and benchmarks measure, and an AddressSanitizer +
+# UndefinedBehaviorSanitizer build), builds every other CMake build type with GCC and
+# clang (tests/build_matrix.sh), starts a private PostgreSQL and Redis on free loopback
+# ports, runs every ctest label in both tested builds, stops what it started (also on
+# failure or Ctrl-C) and ends with ctest's summary.
 #
 #   tests/run.sh                 everything
 #   tests/run.sh --no-asan       skip the sanitizer build
+#   tests/run.sh --no-matrix     skip the other build types and compilers
 #   tests/run.sh -L unit         one label (unit, integration, conformance, e2e)
 #   tests/run.sh -R regex        tests whose name matches
+#   tests/run.sh --repeat N      run the tests N times over one build (flake hunting);
+#                                every run's failures are listed at the end
+#   tests/run.sh --cpu-hog       keep every core busy with a spinning process while the
+#                                tests run (flakes that only show on a loaded machine)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,12 +29,22 @@ source tests/lib/services.sh
 source tests/lib/ui.sh
 
 ASAN=1
+MATRIX=1
+REPEAT=1
+HOG=0
 CTEST_ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-asan) ASAN=0 ;;
+    --no-matrix) MATRIX=0 ;;
+    --cpu-hog) HOG=1 ;;
+    --repeat)
+        [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: --repeat takes a count" >&2; exit 2; }
+        REPEAT=$2
+        shift
+        ;;
     -L | -R) CTEST_ARGS+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "tests/run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -58,19 +75,30 @@ clang-format --dry-run -Werror "${CFILES[@]}"
 
 JOBS=$(nproc 2>/dev/null || echo 2)
 build() {
-    local dir=$1
-    shift
-    echo "== build $dir"
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    local dir=$1 type=$2
+    shift 2
+    echo "== build $dir ($type)"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
+    # A stale binary from an earlier build must not pass for this one.
+    rm -f "$dir/sextant"
     cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- ' || true
     [ -x "$dir/sextant" ] || { echo "build in $dir failed" >&2; exit 1; }
 }
-build build-release
-[ $ASAN = 0 ] || build build-asan -DSEXTANT_SANITIZE=ON
+build build-release Release
+[ $ASAN = 0 ] || build build-asan RelWithDebInfo -DSEXTANT_SANITIZE=ON
+if [ $MATRIX = 1 ]; then
+    echo "== build matrix"
+    # build-release is the default compiler's Release cell.
+    skip=()
+    [ -n "${CC:-}" ] || skip=(--skip gcc-Release)
+    tests/build_matrix.sh "${skip[@]}"
+fi
 
 WORK=$(mktemp -d /tmp/sextant-test.XXXXXX)
 chmod 755 "$WORK"
+HOG_PIDS=()
 cleanup() {
+    [ ${#HOG_PIDS[@]} -eq 0 ] || kill "${HOG_PIDS[@]}" 2>/dev/null || true
     svc_redis_stop "$WORK/redis" || true
     svc_pg_stop "$WORK/pg" || true
     rm -rf "$WORK"
@@ -92,19 +120,38 @@ SEXTANT_TEST_PG_BIN=$(svc_pg_bin)
 export SEXTANT_TEST_OUT="$ROOT/tests/out"
 mkdir -p "$SEXTANT_TEST_OUT"
 
-status=0
-run_ctest() {
-    local dir=$1
-    echo "== ctest $dir"
-    ctest --test-dir "$dir" "${CTEST_ARGS[@]}" -j"$JOBS" --output-on-failure \
-        --timeout 300 || status=1
-}
-run_ctest build-release
-if [ $ASAN = 1 ]; then
-    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
-    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-    export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
-    run_ctest build-asan
+if [ $HOG = 1 ]; then
+    for _ in $(seq "$JOBS"); do
+        yes >/dev/null &
+        HOG_PIDS+=($!)
+    done
+    echo "== cpu hog: ${#HOG_PIDS[@]} spinning processes"
 fi
-[ $status = 0 ] && echo "== all tests passed" || echo "== some tests FAILED"
+
+status=0
+FAILED_RUNS=()
+run_ctest() {
+    local dir=$1 run=$2
+    echo "== ctest $dir (run $run of $REPEAT)"
+    local log="$WORK/ctest-$run-$(basename "$dir").log"
+    if ! ctest --test-dir "$dir" "${CTEST_ARGS[@]}" -j"$JOBS" --output-on-failure \
+        --timeout 300 2>&1 | tee "$log"; then
+        status=1
+        FAILED_RUNS+=("run $run, $dir: $(grep -E '^[[:space:]]*[0-9]+ - ' "$log" | sed -E 's/^[[:space:]]*[0-9]+ - //' |
+            tr '\n' ' ')")
+    fi
+}
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
+for run in $(seq "$REPEAT"); do
+    run_ctest build-release "$run"
+    [ $ASAN = 0 ] || run_ctest build-asan "$run"
+done
+if [ $status = 0 ]; then
+    echo "== all tests passed ($REPEAT run(s))"
+else
+    echo "== some tests FAILED in ${#FAILED_RUNS[@]} of $REPEAT run(s):"
+    printf '   %s\n' "${FAILED_RUNS[@]}"
+fi
 exit $status

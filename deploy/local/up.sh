@@ -22,7 +22,7 @@ LOCAL=$ROOT/.local
 deps_install
 
 echo "building..."
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-release -j"$(nproc 2>/dev/null || echo 2)" --target sextant 2>&1 |
     grep -Ev '^\[ *[0-9]+%\]' || true
 BIN=$ROOT/build-release/sextant
