@@ -22,6 +22,7 @@
 #include "storage/repo_audit.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_deployments.h"
+#include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
 #include "storage/repo_snapshots.h"
 
@@ -1038,6 +1039,165 @@ static void test_audit(void **state)
     assert_int_equal(al.count, 5); /* nothing was written by the refused calls */
 }
 
+/* ----------------------------------------------------------------- cursors */
+
+/* The JSON text inside a cursor: base64url without padding, decoded here by hand so
+ * that the check does not lean on the code under test. NULL for a malformed one. */
+static char *cursor_text(fx *f, const char *cursor)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    assert_non_null(cursor);
+    size_t len = strlen(cursor);
+    char *out = sx_arena_alloc(f->a, len + 1);
+    size_t n = 0;
+    unsigned bits = 0;
+    int have = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char *p = strchr(abc, cursor[i]);
+        if (p == NULL)
+            return NULL;
+        bits = (bits << 6) | (unsigned)(p - abc);
+        have += 6;
+        if (have >= 8) {
+            have -= 8;
+            out[n++] = (char)((bits >> have) & 0xff);
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static void assert_cursor(fx *f, const char *cursor, const char *want)
+{
+    char *got = cursor_text(f, cursor);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+}
+
+/* Clients keep cursors across upgrades: every list's next_cursor is base64url of the
+ * compact JSON array of the last row's sort key, and a cursor written that way by hand
+ * continues the list; a key of the wrong kind is an invalid cursor. */
+static void test_cursor_wire_format(void **state)
+{
+    fx *f = *state;
+    sx_err err;
+    char want[512];
+
+    cfg_record *api = create_config(f, "default", "api", "edge", "{}");
+    cfg_record *web = create_config(f, "default", "web", "edge", "{}");
+    create_config(f, "other", "web", "internal", "{}");
+    cfg_filter cf = {.limit = 2};
+    cfg_list cl;
+    OK(cfg_repo_list(f->c, &cf, f->a, &cl, &e_));
+    snprintf(want, sizeof(want), "[\"default\",\"web\",\"%s\"]", web->id);
+    assert_cursor(f, cl.next_cursor, want);
+    cf.cursor = "WyJkZWZhdWx0Iiwid2ViIiwibm9wZSJd"; /* ["default","web","nope"] */
+    assert_int_equal(cfg_repo_list(f->c, &cf, f->a, &cl, &err), SX_EINVAL);
+    assert_string_equal(err.message, "invalid cursor");
+    cf.cursor = "WzFd"; /* [1]: one element, three wanted */
+    assert_int_equal(cfg_repo_list(f->c, &cf, f->a, &cl, &err), SX_EINVAL);
+
+    for (int v = 1; v < 3; v++) {
+        json_t *spec = json_pack("{s:i}", "v", v);
+        cfg_change ch = {.spec = spec, .author = "bob"};
+        OK(cfg_repo_add_version(f->c, api->id, v, &ch, f->a, NULL, &e_));
+        json_decref(spec);
+    }
+    cfg_version_list vl;
+    OK(cfg_repo_list_versions(f->c, api->id, 1, NULL, f->a, &vl, &e_));
+    assert_cursor(f, vl.next_cursor, "[3]");
+    OK(cfg_repo_list_versions(f->c, api->id, 5, "WzJd", f->a, &vl, &e_)); /* [2] */
+    assert_int_equal(vl.count, 1);
+    assert_int_equal(vl.items[0].version, 1);
+    assert_null(vl.next_cursor);
+    assert_int_equal(cfg_repo_list_versions(f->c, api->id, 1, "WyJ4Il0", f->a, &vl, &err),
+                     SX_EINVAL); /* ["x"] */
+
+    insert_snapshot(f, f->snaps, "edge", 1, api->id);
+    snap_record *s2 = insert_snapshot(f, f->snaps, "edge", 2, api->id);
+    insert_snapshot(f, f->snaps, "internal", 3, NULL);
+    snap_group_list gl;
+    OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
+    assert_cursor(f, gl.next_cursor, "[\"edge\"]");
+    OK(snap_repo_list_groups(f->snaps, 1, "WyJ4Il0", f->a, &gl, &e_)); /* after "x" */
+    assert_int_equal(gl.count, 0);
+    assert_null(gl.next_cursor);
+    assert_int_equal(snap_repo_list_groups(f->snaps, 1, "WzFd", f->a, &gl, &err), SX_EINVAL);
+    snap_list sl;
+    OK(snap_repo_list_versions(f->snaps, "edge", 1, NULL, f->a, &sl, &e_));
+    assert_cursor(f, sl.next_cursor, "[2]");
+    OK(snap_repo_list_versions(f->snaps, "edge", 1, "WzJd", f->a, &sl, &e_));
+    assert_int_equal(sl.items[0].version, 1);
+    assert_null(sl.next_cursor);
+    OK(snap_repo_list_all(f->snaps, 2, NULL, f->a, &sl, &e_));
+    assert_int_equal(sl.items[1].id, s2->id);
+    snprintf(want, sizeof(want), "[%lld]", s2->id);
+    assert_cursor(f, sl.next_cursor, want);
+    assert_int_equal(snap_repo_list_all(f->snaps, 2, "WyJ4Il0", f->a, &sl, &err), SX_EINVAL);
+
+    upsert(f, "n1", "edge", "r1");
+    upsert(f, "n2", "edge", "r1");
+    node_filter nf = {.connected = -1, .limit = 1};
+    node_list nl;
+    OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    assert_cursor(f, nl.next_cursor, "[\"n1\"]");
+    nf.cursor = "WzFd";
+    assert_int_equal(node_repo_list(f->c, &nf, f->a, &nl, &err), SX_EINVAL);
+
+    deploy_new dn = {.config_id = api->id,
+                     .config_version = 1,
+                     .nack_threshold = -1,
+                     .nack_min_sample = -1,
+                     .created_by = "alice"};
+    deploy_record *d1, *d2;
+    OK(deploy_repo_create(f->c, &dn, f->a, &d1, &e_));
+    OK(deploy_repo_create(f->c, &dn, f->a, &d2, &e_));
+    deploy_filter df = {.limit = 1};
+    deploy_list dl;
+    OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
+    snprintf(want, sizeof(want), "[\"%s\",\"%s\"]", dl.items[0].created_at, dl.items[0].id);
+    assert_cursor(f, dl.next_cursor, want);
+    df.cursor = dl.next_cursor;
+    OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
+    assert_int_equal(dl.count, 1);
+    assert_null(dl.next_cursor);
+    df.cursor = "WyJ4Il0";
+    assert_int_equal(deploy_repo_list(f->c, &df, f->a, &dl, &err), SX_EINVAL);
+
+    long long aid[2];
+    for (int i = 0; i < 2; i++) {
+        audit_new an = {.actor = "alice",
+                        .action = "config.update",
+                        .resource_type = "config",
+                        .result = AUDIT_SUCCESS};
+        OK(audit_repo_append(f->c, &an, &aid[i], &e_));
+    }
+    audit_filter af = {.limit = 1};
+    audit_list al;
+    OK(audit_repo_list(f->c, &af, f->a, &al, &e_));
+    snprintf(want, sizeof(want), "[%lld]", aid[1]);
+    assert_cursor(f, al.next_cursor, want);
+    af.cursor = "WyJ4Il0";
+    assert_int_equal(audit_repo_list(f->c, &af, f->a, &al, &err), SX_EINVAL);
+
+    long long eid[2];
+    for (int i = 0; i < 2; i++) {
+        event_new en = {.type = "config_rejected", .node_id = "n1", .group = "edge"};
+        OK(event_repo_insert(f->c, &en, &eid[i], &e_));
+    }
+    event_page ep;
+    OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, NULL, f->a, &ep, &e_));
+    snprintf(want, sizeof(want), "[%lld]", eid[1]);
+    assert_cursor(f, ep.next_cursor, want);
+    OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, ep.next_cursor, f->a, &ep, &e_));
+    assert_int_equal(ep.count, 1);
+    assert_int_equal(ep.items[0].id, eid[0]);
+    assert_null(ep.next_cursor);
+    assert_int_equal(
+        event_repo_list_node(f->c, "n1", "config_rejected", 1, "WyJ4Il0", f->a, &ep, &err),
+        SX_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1050,6 +1210,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nodes_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deployments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cursor_wire_format, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
