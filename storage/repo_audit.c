@@ -68,25 +68,22 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
         in->details ? repo_json_param(a, in->details) : "{}",
     };
     PGresult *r;
-    rc = pg_exec(c,
-                 "INSERT INTO audit_log (actor, actor_role, action, resource_type, resource_id,"
-                 "   result, status_code, request_id, source_ip, details)"
-                 " VALUES ($1, $2, $3, $4, $5, $6, $7::int, $8, $9::inet, $10::jsonb)"
-                 " RETURNING id",
-                 10, p, &r, err);
-    if (rc == 0) {
-        long long v;
-        rc = repo_i64(r, 0, 0, 0, &v, err);
-        if (rc == 0 && id)
-            *id = v;
-        PQclear(r);
-    }
+    rc = repo_query(c, a,
+                    "INSERT INTO audit_log (actor, actor_role, action, resource_type, resource_id,"
+                    "   result, status_code, request_id, source_ip, details)"
+                    " VALUES ($1, $2, $3, $4, $5, $6, $7::int, $8, $9::inet, $10::jsonb)"
+                    " RETURNING id",
+                    10, p, &r, err);
+    long long v;
+    if (rc == 0 && (rc = repo_i64(r, 0, 0, 0, &v, err)) == 0 && id)
+        *id = v;
     sx_arena_destroy(a);
     return rc;
 }
 
-static int read_entry(sx_arena *a, const PGresult *r, int row, audit_entry *o, sx_err *err)
+static int read_entry(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
+    audit_entry *o = item;
     memset(o, 0, sizeof(*o));
     long long status;
     int rc;
@@ -106,6 +103,8 @@ static int read_entry(sx_arena *a, const PGresult *r, int row, audit_entry *o, s
     return 0;
 }
 
+static const repo_page_spec audit_page = {"i", {0}, sizeof(audit_entry), read_entry};
+
 int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
@@ -114,55 +113,29 @@ int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *
         f = &all;
     if (f->result && !valid_result(f->result))
         return sx_err_set(err, SX_EINVAL, "result must be success, denied or failed");
-    int limit = repo_limit(f->limit);
-    const char *before = NULL;
-    if (f->cursor) {
-        json_t *key;
-        int rc = repo_cursor_decode(a, f->cursor, 1, &key, err);
-        if (rc)
-            return rc;
-        if (!json_is_integer(json_array_get(key, 0)))
-            return repo_bad_cursor(err);
-        before = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
-    }
+    repo_page_req q;
+    repo_page pg;
+    int rc = repo_page_start(a, &audit_page, f->limit, f->cursor, &q, err);
+    if (rc)
+        return rc;
     const char *p[] = {
-        f->actor,       f->action, f->resource_type,
-        f->resource_id, f->result, f->since,
-        f->until,       before,    repo_i64_param(a, limit + 1),
+        f->actor, f->action, f->resource_type, f->resource_id, f->result,
+        f->since, f->until,  q.after[0],       q.fetch,
     };
-    PGresult *r;
-    int rc = pg_exec(c,
-                     "SELECT " AUDIT_COLS " FROM audit_log"
-                     " WHERE ($1::text IS NULL OR actor = $1)"
-                     "   AND ($2::text IS NULL OR action = $2)"
-                     "   AND ($3::text IS NULL OR resource_type = $3)"
-                     "   AND ($4::text IS NULL OR resource_id = $4)"
-                     "   AND ($5::text IS NULL OR result = $5)"
-                     "   AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
-                     "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
-                     "   AND ($8::bigint IS NULL OR id < $8::bigint)"
-                     " ORDER BY id DESC LIMIT $9::int",
-                     9, p, &r, err);
-    if (rc) {
-        if (rc == SX_EINVAL && err && strncmp(err->sqlstate, "22", 2) == 0)
-            sx_err_prefix(err, "invalid since or until time");
-        return rc;
-    }
-    int rows = PQntuples(r);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(audit_entry)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_entry(a, r, (int)i, &out->items[i], err);
-    PQclear(r);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].id);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    rc = repo_page_query(c, a,
+                         "SELECT " AUDIT_COLS " FROM audit_log"
+                         " WHERE ($1::text IS NULL OR actor = $1)"
+                         "   AND ($2::text IS NULL OR action = $2)"
+                         "   AND ($3::text IS NULL OR resource_type = $3)"
+                         "   AND ($4::text IS NULL OR resource_id = $4)"
+                         "   AND ($5::text IS NULL OR result = $5)"
+                         "   AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
+                         "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
+                         "   AND ($8::bigint IS NULL OR id < $8::bigint)"
+                         " ORDER BY id DESC LIMIT $9::int",
+                         9, p, &q, &pg, err);
+    if (rc == SX_EINVAL && err && strncmp(err->sqlstate, "22", 2) == 0)
+        sx_err_prefix(err, "invalid since or until time");
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }

@@ -134,7 +134,7 @@ char *repo_i64_param(sx_arena *a, long long v)
     return sx_arena_printf(a, "%lld", v);
 }
 
-char *repo_cursor_encode(sx_arena *a, const json_t *key)
+static char *cursor_encode(sx_arena *a, const json_t *key)
 {
     char *text = repo_json_param(a, key);
     size_t n = strlen(text);
@@ -152,7 +152,7 @@ char *repo_cursor_encode(sx_arena *a, const json_t *key)
     return (char *)out;
 }
 
-int repo_bad_cursor(sx_err *err)
+static int bad_cursor(sx_err *err)
 {
     sx_err_set(err, SX_EINVAL, "invalid cursor");
     sx_err_detail(err, "A cursor must be the next_cursor value of a previous page of the "
@@ -160,12 +160,12 @@ int repo_bad_cursor(sx_err *err)
     return SX_EINVAL;
 }
 
-int repo_cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key, sx_err *err)
+static int cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key, sx_err *err)
 {
     *key = NULL;
     size_t len = cursor ? strlen(cursor) : 0;
     if (len == 0 || len > 4096 || len % 4 == 1)
-        return repo_bad_cursor(err);
+        return bad_cursor(err);
     size_t padded = (len + 3) / 4 * 4;
     unsigned char *in = sx_arena_alloc(a, padded + 1);
     for (size_t i = 0; i < len; i++) {
@@ -175,7 +175,7 @@ int repo_cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key, 
         else if (c == '_')
             c = '/';
         else if (!isalnum((unsigned char)c))
-            return repo_bad_cursor(err);
+            return bad_cursor(err);
         in[i] = (unsigned char)c;
     }
     for (size_t i = len; i < padded; i++)
@@ -183,12 +183,12 @@ int repo_cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key, 
     unsigned char *out = sx_arena_alloc(a, padded / 4 * 3 + 1);
     int m = EVP_DecodeBlock(out, in, (int)padded);
     if (m < 0)
-        return repo_bad_cursor(err);
+        return bad_cursor(err);
     m -= (int)(padded - len); /* EVP_DecodeBlock counts the padding as zero bytes */
     json_t *j = json_loadb((const char *)out, (size_t)m, 0, NULL);
     if (j == NULL || !json_is_array(j) || json_array_size(j) != n) {
         json_decref(j);
-        return repo_bad_cursor(err);
+        return bad_cursor(err);
     }
     *key = repo_own_json(a, j);
     return 0;
@@ -209,21 +209,6 @@ bool repo_is_uuid(const char *s)
     return true;
 }
 
-int repo_cursor_i64_param(sx_arena *a, const char *cursor, const char **param, sx_err *err)
-{
-    *param = NULL;
-    if (cursor == NULL)
-        return 0;
-    json_t *key;
-    int rc = repo_cursor_decode(a, cursor, 1, &key, err);
-    if (rc)
-        return rc;
-    if (!json_is_integer(json_array_get(key, 0)))
-        return repo_bad_cursor(err);
-    *param = repo_i64_param(a, json_integer_value(json_array_get(key, 0)));
-    return 0;
-}
-
 int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
                     sx_err *err)
 {
@@ -235,4 +220,105 @@ int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, in
         *rows = (int)strtol(PQcmdTuples(r), NULL, 10);
     PQclear(r);
     return 0;
+}
+
+static void clear_cb(void *p)
+{
+    PQclear((PGresult *)p);
+}
+
+PGresult *repo_own_result(sx_arena *a, PGresult *r)
+{
+    return sx_arena_defer(a, clear_cb, r);
+}
+
+int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+               PGresult **out, sx_err *err)
+{
+    PGresult *r = NULL;
+    int rc = pg_exec(c, sql, n, p, out ? &r : NULL, err);
+    if (out)
+        *out = repo_own_result(a, r);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ keyset pages */
+
+int repo_page_start(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    repo_page_req *q, sx_err *err)
+{
+    memset(q, 0, sizeof(*q));
+    q->spec = s;
+    q->limit = repo_limit(limit);
+    q->fetch = repo_i64_param(a, q->limit + 1);
+    if (cursor == NULL)
+        return 0;
+    size_t n = strlen(s->key);
+    json_t *key;
+    int rc = cursor_decode(a, cursor, n, &key, err);
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < n; k++) {
+        json_t *v = json_array_get(key, k);
+        const char *text = json_string_value(v);
+        if (s->key[k] == 'i' && json_is_integer(v))
+            q->after[k] = repo_i64_param(a, json_integer_value(v));
+        else if ((s->key[k] == 's' && text) || (s->key[k] == 'u' && repo_is_uuid(text)))
+            q->after[k] = text;
+        else
+            return bad_cursor(err);
+    }
+    return 0;
+}
+
+/* The cursor after row of r: its key columns as a JSON array, encoded. */
+static int row_cursor(sx_arena *a, const PGresult *r, int row, const repo_page_spec *s, char **out,
+                      sx_err *err)
+{
+    json_t *key = repo_own_json(a, json_array());
+    for (size_t k = 0; s->key[k]; k++) {
+        int col = s->key_cols[k];
+        if (s->key[k] == 'i') {
+            long long v;
+            int rc = repo_i64(r, row, col, 0, &v, err);
+            if (rc)
+                return rc;
+            json_array_append_new(key, json_integer((json_int_t)v));
+        } else {
+            json_array_append_new(key, json_string(PQgetvalue(r, row, col)));
+        }
+    }
+    *out = cursor_encode(a, key);
+    return 0;
+}
+
+int repo_page_read(sx_arena *a, const PGresult *r, const repo_page_req *q, repo_page *out,
+                   sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    const repo_page_spec *s = q->spec;
+    int rows = PQntuples(r);
+    size_t n = rows > q->limit ? (size_t)q->limit : (size_t)rows;
+    unsigned char *items = n ? sx_arena_alloc(a, n * s->item_size) : NULL;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = s->read(a, r, (int)i, items + i * s->item_size, err);
+    if (rc == 0 && rows > q->limit)
+        rc = row_cursor(a, r, (int)n - 1, s, &out->next_cursor, err);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    out->items = items;
+    out->count = n;
+    return 0;
+}
+
+int repo_page_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                    const repo_page_req *q, repo_page *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    PGresult *r;
+    int rc = repo_query(c, a, sql, n, p, &r, err);
+    return rc ? rc : repo_page_read(a, r, q, out, err);
 }

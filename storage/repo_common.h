@@ -7,7 +7,9 @@
  * repository returns lives in the sx_arena the caller passes and is released when
  * that arena is destroyed (json_t values are decref'd by an arena cleanup; take a
  * reference with json_incref to keep one longer). Nothing returned is freed
- * individually; copy what must outlive the arena.
+ * individually; copy what must outlive the arena. The PGresults of a function that is
+ * given an arena belong to that arena too (repo_query), so an early return cannot leak
+ * one.
  *
  * Arrays travel as JSON text ("$1::jsonb" unpacked with jsonb_array_elements_text on
  * the server, "to_jsonb(array)" on the way back), so no array literal is ever
@@ -58,24 +60,88 @@ char *repo_strv_param(sx_arena *a, const char *const *v, size_t n);
 /* Decimal text of v in a. */
 char *repo_i64_param(sx_arena *a, long long v);
 
-/* An opaque cursor for key (a JSON array of the last row's sort key): base64url of
- * its compact JSON, in a. */
-char *repo_cursor_encode(sx_arena *a, const json_t *key);
-/* Decodes a cursor made by repo_cursor_encode into a JSON array of exactly n
- * elements owned by a. SX_EINVAL "invalid cursor" for anything else. */
-int repo_cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key,
-                       sx_err *err) SX_MUSTCHECK;
+/* ------------------------------------------------------------------ results */
 
-/* For lists keyed by one integer (versions, ids): *param is NULL without a cursor, else
- * the decimal text of the key a cursor made by repo_cursor_encode holds, in a, ready
- * for a "$n::bigint IS NULL OR key < $n" condition. SX_EINVAL "invalid cursor" for
- * anything else. */
-int repo_cursor_i64_param(sx_arena *a, const char *cursor, const char **param,
-                          sx_err *err) SX_MUSTCHECK;
+/* Registers PQclear(r) on a and returns r (NULL allowed): the result lives as long as
+ * the arena, so no way out of the caller can leak it. */
+PGresult *repo_own_result(sx_arena *a, PGresult *r);
 
-/* Sets err to SX_EINVAL "invalid cursor" and returns SX_EINVAL; for a cursor that
- * decodes but holds the wrong kind of key. */
-int repo_bad_cursor(sx_err *err);
+/* pg_exec (see pg_pool.h) whose result, when out is not NULL, belongs to a: the caller
+ * never calls PQclear. On failure *out is NULL. Every call keeps its result until a is
+ * destroyed, so code that runs queries in a loop gives each round its own arena. */
+int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+               PGresult **out, sx_err *err) SX_MUSTCHECK;
+
+/* ------------------------------------------------------------------ keyset pages
+ *
+ * A list query pages by keyset: "ORDER BY key LIMIT limit + 1" after the key of the
+ * previous page's last row. The extra row says whether a next page exists; the cursor
+ * handed to the client is base64url (RFC 4648 §5, no padding) of the compact JSON array
+ * of the last returned row's key, e.g. [42] or ["default","web","<uuid>"]. Clients keep
+ * cursors across upgrades, so that text is a wire format: it never changes.
+ *
+ * A repository describes each list once (a static repo_page_spec), then:
+ *
+ *     repo_page_req q;
+ *     repo_page pg;
+ *     if ((rc = repo_page_start(a, &spec, limit, cursor, &q, err)) != 0)
+ *         return rc;
+ *     const char *p[] = {filter, q.after[0], q.fetch};   // "... key < $2 LIMIT $3::int"
+ *     rc = repo_page_query(c, a, sql, 3, p, &q, &pg, err);
+ *     REPO_PAGE_STORE(out, pg);
+ *     return rc;
+ */
+
+#define REPO_KEY_MAX 3
+
+/* Reads row of r into item (an element of the page's array, zeroed), allocating in a. */
+typedef int (*repo_row_fn)(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err);
+
+/* How one list pages. key has one letter per sort-key element: 'i' an integer, 's' a
+ * string, 'u' a UUID (text); key_cols[k] is the result column holding element k. */
+typedef struct repo_page_spec {
+    const char *key;
+    int key_cols[REPO_KEY_MAX];
+    size_t item_size;
+    repo_row_fn read;
+} repo_page_spec;
+
+/* One page to fetch: the limit (normalised by repo_limit), the cursor's key elements as
+ * text parameters (after[k] NULL for every k without a cursor), and fetch, the text of
+ * limit + 1 for the statement's LIMIT. */
+typedef struct repo_page_req {
+    const repo_page_spec *spec;
+    int limit;
+    const char *after[REPO_KEY_MAX];
+    const char *fetch;
+} repo_page_req;
+
+/* A page read: count items of spec->item_size bytes, and the cursor of the next page
+ * (NULL on the last page), all in the arena. */
+typedef struct repo_page {
+    void *items;
+    size_t count;
+    char *next_cursor;
+} repo_page;
+
+/* Copies a repo_page into a list struct that has items, count and next_cursor. */
+#define REPO_PAGE_STORE(list, page)                                                                \
+    ((list)->items = (page).items, (list)->count = (page).count,                                   \
+     (list)->next_cursor = (page).next_cursor)
+
+/* Prepares *q for a page of limit rows after cursor (NULL: the first page). SX_EINVAL
+ * "invalid cursor" for a cursor that repo_page_read did not make for a list with this
+ * kind of key. */
+int repo_page_start(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    repo_page_req *q, sx_err *err) SX_MUSTCHECK;
+/* Reads the first q->limit rows of r (a result of at most limit + 1 rows) into *out and
+ * sets its next cursor when r holds more. On failure *out is zeroed and the row
+ * reader's code is returned. */
+int repo_page_read(sx_arena *a, const PGresult *r, const repo_page_req *q, repo_page *out,
+                   sx_err *err) SX_MUSTCHECK;
+/* repo_query then repo_page_read. */
+int repo_page_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                    const repo_page_req *q, repo_page *out, sx_err *err) SX_MUSTCHECK;
 
 /* Whether s is a UUID in its canonical text form (any case). */
 bool repo_is_uuid(const char *s);

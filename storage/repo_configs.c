@@ -81,8 +81,9 @@ static int check_id(const char *id, sx_err *err)
     return 0;
 }
 
-static int read_cfg(sx_arena *a, const PGresult *r, int row, cfg_record *o, sx_err *err)
+static int read_cfg(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
+    cfg_record *o = item;
     long long latest, live;
     int rc;
     memset(o, 0, sizeof(*o));
@@ -121,6 +122,21 @@ static int read_ver(sx_arena *a, const PGresult *r, int row, bool with_spec, cfg
     if (with_spec)
         return repo_json(a, r, row, 8, &o->spec, err);
     return 0;
+}
+
+static int read_listed_ver(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    return read_ver(a, r, row, false, item, err);
+}
+
+/* The config in row 0 of r, in a. */
+static int read_one(sx_arena *a, const PGresult *r, cfg_record **out, sx_err *err)
+{
+    cfg_record *o = sx_arena_alloc(a, sizeof(*o));
+    int rc = read_cfg(a, r, 0, o, err);
+    if (rc == 0)
+        *out = o;
+    return rc;
 }
 
 static int name_taken(const char *ns, const char *name, sx_err *err)
@@ -164,36 +180,22 @@ int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out
                          " SELECT id, 1, $4::jsonb, $6, $5, $8, $7::boolean FROM c)"
                          " SELECT " CFG_COLS " FROM c";
     PGresult *r;
-    rc = pg_exec(c, sql, 8, p, &r, err);
+    rc = repo_query(c, a, sql, 8, p, &r, err);
     if (rc == SX_ECONFLICT && err && strcmp(err->sqlstate, "23505") == 0)
         return name_taken(in->ns, in->name, err);
-    if (rc)
-        return rc;
-    cfg_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_cfg(a, r, 0, o, err);
-    PQclear(r);
-    if (rc == 0)
-        *out = o;
-    return rc;
+    return rc ? rc : read_one(a, r, out, err);
 }
 
 static int get_one(pg_conn *c, const char *sql, int n, const char *const *p, sx_arena *a,
                    cfg_record **out, const char *what, sx_err *err)
 {
     PGresult *r;
-    int rc = pg_exec(c, sql, n, p, &r, err);
+    int rc = repo_query(c, a, sql, n, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
+    if (PQntuples(r) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "config %s does not exist", what);
-    }
-    cfg_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_cfg(a, r, 0, o, err);
-    PQclear(r);
-    if (rc == 0)
-        *out = o;
-    return rc;
+    return read_one(a, r, out, err);
 }
 
 int cfg_repo_get(pg_conn *c, const char *id, bool include_deleted, sx_arena *a, cfg_record **out,
@@ -226,28 +228,22 @@ int cfg_repo_get_by_name(pg_conn *c, const char *ns, const char *name, sx_arena 
                    2, p, a, out, what, err);
 }
 
+static const repo_page_spec cfg_page = {"ssu", {1, 2, 0}, sizeof(cfg_record), read_cfg};
+
 int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
     cfg_filter none = {0};
     if (f == NULL)
         f = &none;
-    int limit = repo_limit(f->limit);
-    const char *cns = NULL, *cname = NULL, *cid = NULL;
-    if (f->cursor) {
-        json_t *key;
-        int rc = repo_cursor_decode(a, f->cursor, 3, &key, err);
-        if (rc)
-            return rc;
-        cns = json_string_value(json_array_get(key, 0));
-        cname = json_string_value(json_array_get(key, 1));
-        cid = json_string_value(json_array_get(key, 2));
-        if (cns == NULL || cname == NULL || !repo_is_uuid(cid))
-            return repo_bad_cursor(err);
-    }
+    repo_page_req q;
+    repo_page pg;
+    int rc = repo_page_start(a, &cfg_page, f->limit, f->cursor, &q, err);
+    if (rc)
+        return rc;
     const char *p[] = {
-        f->ns, f->group, f->include_deleted ? "true" : "false", cns,
-        cname, cid,      repo_i64_param(a, limit + 1),
+        f->ns,      f->group, f->include_deleted ? "true" : "false", q.after[0], q.after[1],
+        q.after[2], q.fetch,
     };
     static const char sql[] =
         "SELECT " CFG_COLS " FROM configs"
@@ -256,28 +252,9 @@ int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, s
         "   AND ($3::boolean OR deleted_at IS NULL)"
         "   AND ($4::text IS NULL OR (namespace, name, id) > ($4, $5, $6::uuid))"
         " ORDER BY namespace, name, id LIMIT $7::int";
-    PGresult *r;
-    int rc = pg_exec(c, sql, 7, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(cfg_record)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_cfg(a, r, (int)i, &out->items[i], err);
-    if (rc == 0 && rows > limit) {
-        cfg_record *last = &out->items[n - 1];
-        json_t *key = json_pack("[sss]", last->ns, last->name, last->id);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    PQclear(r);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    return 0;
+    rc = repo_page_query(c, a, sql, 7, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }
 
 /* After a compare-and-set matched nothing: missing/deleted, or stale. */
@@ -291,11 +268,11 @@ static int explain_miss(pg_conn *c, const char *id, int expected, sx_err *err)
         return rc;
     long long latest = 0;
     bool missing = PQntuples(r) == 0 || repo_bool(r, 0, 1);
-    if (!missing && (rc = repo_i64(r, 0, 0, 0, &latest, err)) != 0) {
-        PQclear(r);
-        return rc;
-    }
+    if (!missing)
+        rc = repo_i64(r, 0, 0, 0, &latest, err);
     PQclear(r);
+    if (rc)
+        return rc;
     if (missing)
         return sx_err_set(err, SX_ENOTFOUND, "config %s does not exist", id);
     sx_err_set(err, SX_EPRECONDITION, "config %s has changed: its latest version is %lld, not %d",
@@ -352,19 +329,15 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
                           "FROM u"
                           " RETURNING " VER_COLS;
     PGresult *r;
-    rc = pg_exec(c, sql, 10, p, &r, err);
+    rc = repo_query(c, a, sql, 10, p, &r, err);
     if (rc == SX_ECONFLICT && err && strcmp(err->sqlstate, "23505") == 0)
         return name_taken(NULL, in->name ? in->name : "", err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
+    if (PQntuples(r) == 0)
         return explain_miss(c, id, expected_latest, err);
-    }
     cfg_version *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_ver(a, r, 0, false, o, err);
-    PQclear(r);
-    if (rc)
+    if ((rc = read_ver(a, r, 0, false, o, err)) != 0)
         return rc;
     o->spec = repo_own_json(a, json_incref((json_t *)in->spec));
     if (out)
@@ -381,37 +354,22 @@ int cfg_repo_get_version(pg_conn *c, const char *id, int version, sx_arena *a, c
         return rc;
     const char *p[] = {id, repo_i64_param(a, version)};
     PGresult *r;
-    rc = pg_exec(c,
-                 "SELECT " VER_COLS ", spec FROM config_versions"
-                 " WHERE config_id = $1::uuid AND version = $2::int",
-                 2, p, &r, err);
+    rc = repo_query(c, a,
+                    "SELECT " VER_COLS ", spec FROM config_versions"
+                    " WHERE config_id = $1::uuid AND version = $2::int",
+                    2, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
+    if (PQntuples(r) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "version %d of config %s does not exist", version, id);
-    }
     cfg_version *o = sx_arena_alloc(a, sizeof(*o));
     rc = read_ver(a, r, 0, true, o, err);
-    PQclear(r);
     if (rc == 0)
         *out = o;
     return rc;
 }
 
-static int read_versions(sx_arena *a, PGresult *r, bool with_spec, size_t n, cfg_version **items,
-                         sx_err *err)
-{
-    *items = n ? sx_arena_alloc(a, n * sizeof(cfg_version)) : NULL;
-    for (size_t i = 0; i < n; i++) {
-        int rc = read_ver(a, r, (int)i, with_spec, &(*items)[i], err);
-        if (rc) {
-            *items = NULL;
-            return rc;
-        }
-    }
-    return 0;
-}
+static const repo_page_spec version_page = {"i", {1}, sizeof(cfg_version), read_listed_ver};
 
 int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cursor, sx_arena *a,
                            cfg_version_list *out, sx_err *err)
@@ -420,37 +378,22 @@ int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cu
     int rc = check_id(id, err);
     if (rc)
         return rc;
-    limit = repo_limit(limit);
-    const char *before = NULL;
-    if ((rc = repo_cursor_i64_param(a, cursor, &before, err)) != 0)
+    repo_page_req q;
+    repo_page pg;
+    if ((rc = repo_page_start(a, &version_page, limit, cursor, &q, err)) != 0)
         return rc;
-    const char *p[] = {id, before, repo_i64_param(a, limit + 1)};
-    PGresult *r;
-    rc = pg_exec(c,
-                 "SELECT " VER_COLS " FROM config_versions"
-                 " WHERE config_id = $1::uuid AND ($2::int IS NULL OR version < $2::int)"
-                 " ORDER BY version DESC LIMIT $3::int",
-                 3, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    if (rows == 0 && cursor == NULL) {
-        PQclear(r);
-        cfg_record *cfg;
+    const char *p[] = {id, q.after[0], q.fetch};
+    rc = repo_page_query(c, a,
+                         "SELECT " VER_COLS " FROM config_versions"
+                         " WHERE config_id = $1::uuid AND ($2::int IS NULL OR version < $2::int)"
+                         " ORDER BY version DESC LIMIT $3::int",
+                         3, p, &q, &pg, err);
+    if (rc == 0 && pg.count == 0 && cursor == NULL) {
+        cfg_record *cfg; /* an unknown config is not an empty one */
         return cfg_repo_get(c, id, true, a, &cfg, err);
     }
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    rc = read_versions(a, r, false, n, &out->items, err);
-    PQclear(r);
-    if (rc)
-        return rc;
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[i]", out->items[n - 1].version);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }
 
 int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_version **out,
@@ -463,23 +406,26 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
         return rc;
     const char *p[] = {group};
     PGresult *r;
-    rc = pg_exec(c,
-                 "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
-                 "  v.source_version, " REPO_TS(
-                     "v.created_at") ", v.spec"
-                                     " FROM configs c JOIN config_versions v"
-                                     "   ON v.config_id = c.id AND v.version = c.live_version"
-                                     " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
-                                     " ORDER BY c.namespace, c.name",
-                 1, p, &r, err);
+    rc =
+        repo_query(c, a,
+                   "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
+                   "  v.source_version, " REPO_TS(
+                       "v.created_at") ", v.spec"
+                                       " FROM configs c JOIN config_versions v"
+                                       "   ON v.config_id = c.id AND v.version = c.live_version"
+                                       " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
+                                       " ORDER BY c.namespace, c.name",
+                   1, p, &r, err);
     if (rc)
         return rc;
     size_t n = (size_t)PQntuples(r);
-    rc = read_versions(a, r, true, n, out, err);
-    PQclear(r);
-    if (rc == 0)
-        *count = n;
-    return rc;
+    cfg_version *v = n ? sx_arena_alloc(a, n * sizeof(*v)) : NULL;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = read_ver(a, r, (int)i, true, &v[i], err)) != 0)
+            return rc;
+    *out = v;
+    *count = n;
+    return 0;
 }
 
 int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err)
@@ -490,17 +436,14 @@ int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err
     char exp[16];
     snprintf(exp, sizeof(exp), "%d", expected_latest);
     const char *p[] = {id, expected_latest >= 0 ? exp : NULL};
-    PGresult *r;
-    rc = pg_exec(c,
-                 "UPDATE configs SET deleted_at = now(), updated_at = now()"
-                 " WHERE id = $1::uuid AND deleted_at IS NULL"
-                 "   AND ($2::int IS NULL OR latest_version = $2::int)"
-                 " RETURNING id",
-                 2, p, &r, err);
+    int rows = 0;
+    rc = repo_exec_count(c,
+                         "UPDATE configs SET deleted_at = now(), updated_at = now()"
+                         " WHERE id = $1::uuid AND deleted_at IS NULL"
+                         "   AND ($2::int IS NULL OR latest_version = $2::int)",
+                         2, p, &rows, err);
     if (rc)
         return rc;
-    int rows = PQntuples(r);
-    PQclear(r);
     return rows ? 0 : explain_miss(c, id, expected_latest, err);
 }
 
@@ -518,15 +461,15 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
         return rc;
     const char *p[] = {repo_strv_param(a, groups, n), exclude_id};
     PGresult *r;
-    rc = pg_exec(c,
-                 "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
-                 " FROM configs c JOIN config_versions v"
-                 "   ON v.config_id = c.id AND v.version = c.live_version"
-                 " WHERE c.deleted_at IS NULL"
-                 "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
-                 "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
-                 " ORDER BY c.namespace, c.name",
-                 2, p, &r, err);
+    rc = repo_query(c, a,
+                    "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
+                    " FROM configs c JOIN config_versions v"
+                    "   ON v.config_id = c.id AND v.version = c.live_version"
+                    " WHERE c.deleted_at IS NULL"
+                    "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
+                    "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
+                    " ORDER BY c.namespace, c.name",
+                    2, p, &r, err);
     if (rc)
         return rc;
     size_t rows = (size_t)PQntuples(r);
@@ -541,7 +484,6 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
             rc = repo_json(a, r, (int)i, 5, &v[i].spec, err);
         v[i].version = (int)version;
     }
-    PQclear(r);
     if (rc)
         return rc;
     *out = v;
@@ -570,17 +512,14 @@ int cfg_repo_set_live(pg_conn *c, const char *id, int version, sx_err *err)
     char v[16];
     snprintf(v, sizeof(v), "%d", version);
     const char *p[] = {id, version > 0 ? v : NULL};
-    PGresult *r;
-    rc = pg_exec(c,
-                 "UPDATE configs SET live_version = $2::int, updated_at = now()"
-                 " WHERE id = $1::uuid AND deleted_at IS NULL"
-                 "   AND ($2::int IS NULL OR EXISTS (SELECT 1 FROM config_versions v"
-                 "     WHERE v.config_id = $1::uuid AND v.version = $2::int))",
-                 2, p, &r, err);
-    if (rc)
-        return rc;
-    if (strcmp(PQcmdTuples(r), "1") != 0)
+    int rows = 0;
+    rc = repo_exec_count(c,
+                         "UPDATE configs SET live_version = $2::int, updated_at = now()"
+                         " WHERE id = $1::uuid AND deleted_at IS NULL"
+                         "   AND ($2::int IS NULL OR EXISTS (SELECT 1 FROM config_versions v"
+                         "     WHERE v.config_id = $1::uuid AND v.version = $2::int))",
+                         2, p, &rows, err);
+    if (rc == 0 && rows != 1)
         rc = sx_err_set(err, SX_ENOTFOUND, "config %s has no version %d", id, version);
-    PQclear(r);
     return rc;
 }

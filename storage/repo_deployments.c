@@ -98,8 +98,9 @@ static int check_id(const char *what, const char *id, sx_err *err)
     return 0;
 }
 
-static int read_dep(sx_arena *a, const PGresult *r, int row, deploy_record *o, sx_err *err)
+static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
+    deploy_record *o = item;
     memset(o, 0, sizeof(*o));
     long long ver, sample, wave;
     int rc;
@@ -256,7 +257,7 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
         " FROM d, jsonb_array_elements($10::jsonb) WITH ORDINALITY AS e(value, ord))"
         " SELECT id FROM d";
     PGresult *r;
-    rc = pg_exec(c, sql, 18, p, &r, err);
+    rc = repo_query(c, a, sql, 18, p, &r, err);
     if (rc == SX_EINVAL && err && strcmp(err->sqlstate, "23503") == 0) {
         sx_err_set(err, SX_ENOTFOUND, "version %d of config %s does not exist", in->config_version,
                    in->config_id);
@@ -265,7 +266,6 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
     if (rc)
         return rc;
     char *id = repo_str(a, r, 0, 0);
-    PQclear(r);
     if (out == NULL)
         return 0;
     return deploy_repo_get(c, id, a, out, err);
@@ -280,32 +280,27 @@ static int get_dep(pg_conn *c, const char *id, bool lock, sx_arena *a, deploy_re
         return rc;
     const char *p[] = {id};
     PGresult *r;
-    rc = pg_exec(c,
-                 lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
-                      : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
-                 1, p, &r, err);
+    rc = repo_query(c, a,
+                    lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
+                         : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
+                    1, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
+    if (PQntuples(r) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "deployment %s does not exist", id);
-    }
     deploy_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_dep(a, r, 0, o, err);
-    PQclear(r);
-    if (rc)
+    if ((rc = read_dep(a, r, 0, o, err)) != 0)
         return rc;
-    rc = pg_exec(c,
-                 "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
-                 " ORDER BY wave_index",
-                 1, p, &r, err);
+    rc = repo_query(c, a,
+                    "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
+                    " ORDER BY wave_index",
+                    1, p, &r, err);
     if (rc)
         return rc;
     size_t n = (size_t)PQntuples(r);
     o->waves = n ? sx_arena_alloc(a, n * sizeof(deploy_wave)) : NULL;
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = read_wave(a, r, (int)i, &o->waves[i], err);
-    PQclear(r);
     if (rc)
         return rc;
     o->wave_count = n;
@@ -335,13 +330,13 @@ int deploy_repo_active_in_groups(pg_conn *c, const char *const *groups, size_t n
     const char *p[] = {repo_strv_param(a, groups, n),
                        except_id && repo_is_uuid(except_id) ? except_id : NULL};
     PGresult *r;
-    int rc = pg_exec(c,
-                     "SELECT d.id, g FROM deployments d, unnest(d.groups) AS g"
-                     " WHERE d.state NOT IN " FINAL_STATES
-                     "   AND g IN (SELECT jsonb_array_elements_text($1::jsonb))"
-                     "   AND ($2::uuid IS NULL OR d.id <> $2::uuid)"
-                     " ORDER BY d.created_at LIMIT 1",
-                     2, p, &r, err);
+    int rc = repo_query(c, a,
+                        "SELECT d.id, g FROM deployments d, unnest(d.groups) AS g"
+                        " WHERE d.state NOT IN " FINAL_STATES
+                        "   AND g IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                        "   AND ($2::uuid IS NULL OR d.id <> $2::uuid)"
+                        " ORDER BY d.created_at LIMIT 1",
+                        2, p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) > 0) {
@@ -349,7 +344,6 @@ int deploy_repo_active_in_groups(pg_conn *c, const char *const *groups, size_t n
         if (group)
             *group = repo_str(a, r, 0, 1);
     }
-    PQclear(r);
     return 0;
 }
 
@@ -357,12 +351,10 @@ int deploy_repo_new_id(pg_conn *c, sx_arena *a, char **id, sx_err *err)
 {
     *id = NULL;
     PGresult *r;
-    int rc = pg_exec(c, "SELECT gen_random_uuid()::text", 0, NULL, &r, err);
-    if (rc)
-        return rc;
-    *id = repo_str(a, r, 0, 0);
-    PQclear(r);
-    return 0;
+    int rc = repo_query(c, a, "SELECT gen_random_uuid()::text", 0, NULL, &r, err);
+    if (rc == 0)
+        *id = repo_str(a, r, 0, 0);
+    return rc;
 }
 
 int deploy_repo_mark(pg_conn *c, const char *id, deploy_mark m, sx_err *err)
@@ -380,6 +372,9 @@ int deploy_repo_mark(pg_conn *c, const char *id, deploy_mark m, sx_err *err)
                    1, p, NULL, err);
 }
 
+/* Newest first: by created_at (column 15), then id (column 0). */
+static const repo_page_spec deploy_page = {"su", {15, 0}, sizeof(deploy_record), read_dep};
+
 int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_list *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
@@ -389,17 +384,10 @@ int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_lis
     int rc;
     if (f->config_id && (rc = check_id("config", f->config_id, err)))
         return rc;
-    int limit = repo_limit(f->limit);
-    const char *at = NULL, *cid = NULL;
-    if (f->cursor) {
-        json_t *key;
-        if ((rc = repo_cursor_decode(a, f->cursor, 2, &key, err)))
-            return rc;
-        at = json_string_value(json_array_get(key, 0));
-        cid = json_string_value(json_array_get(key, 1));
-        if (at == NULL || !repo_is_uuid(cid))
-            return repo_bad_cursor(err);
-    }
+    repo_page_req q;
+    repo_page pg;
+    if ((rc = repo_page_start(a, &deploy_page, f->limit, f->cursor, &q, err)) != 0)
+        return rc;
     char *states = NULL;
     if (f->state_mask) {
         const char *names[DEPLOY_STATE_COUNT];
@@ -409,35 +397,17 @@ int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_lis
                 names[n++] = state_names[i];
         states = repo_strv_param(a, names, n);
     }
-    const char *p[] = {states, f->config_id, at, cid, repo_i64_param(a, limit + 1)};
-    PGresult *r;
-    rc =
-        pg_exec(c,
-                "SELECT " DEP_COLS " FROM deployments"
-                " WHERE ($1::jsonb IS NULL OR state IN (SELECT jsonb_array_elements_text($1)))"
-                "   AND ($2::uuid IS NULL OR config_id = $2::uuid)"
-                "   AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))"
-                " ORDER BY created_at DESC, id DESC LIMIT $5::int",
-                5, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(deploy_record)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_dep(a, r, (int)i, &out->items[i], err);
-    PQclear(r);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[ss]", out->items[n - 1].created_at, out->items[n - 1].id);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    const char *p[] = {states, f->config_id, q.after[0], q.after[1], q.fetch};
+    rc = repo_page_query(
+        c, a,
+        "SELECT " DEP_COLS " FROM deployments"
+        " WHERE ($1::jsonb IS NULL OR state IN (SELECT jsonb_array_elements_text($1)))"
+        "   AND ($2::uuid IS NULL OR config_id = $2::uuid)"
+        "   AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))"
+        " ORDER BY created_at DESC, id DESC LIMIT $5::int",
+        5, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }
 
 /* After a compare-and-set on a deployment matched nothing. */
@@ -449,25 +419,23 @@ static int explain_state(pg_conn *c, const char *id, deploy_state expected, sx_e
     if (rc)
         return rc;
     if (PQntuples(r) == 0) {
-        PQclear(r);
-        return sx_err_set(err, SX_ENOTFOUND, "deployment %s does not exist", id);
+        rc = sx_err_set(err, SX_ENOTFOUND, "deployment %s does not exist", id);
+    } else {
+        rc = sx_err_set(err, SX_EPRECONDITION, "deployment %s is %s, not %s", id,
+                        PQgetvalue(r, 0, 0), deploy_state_name(expected));
+        sx_err_detail(err, "Another request or replica changed its state first.");
     }
-    sx_err_set(err, SX_EPRECONDITION, "deployment %s is %s, not %s", id, PQgetvalue(r, 0, 0),
-               deploy_state_name(expected));
-    sx_err_detail(err, "Another request or replica changed its state first.");
     PQclear(r);
-    return SX_EPRECONDITION;
+    return rc;
 }
 
 static int cas_exec(pg_conn *c, const char *sql, int n, const char *const *p, const char *id,
                     deploy_state expected, sx_err *err)
 {
-    PGresult *r;
-    int rc = pg_exec(c, sql, n, p, &r, err);
+    int rows = 0;
+    int rc = repo_exec_count(c, sql, n, p, &rows, err);
     if (rc)
         return rc;
-    int rows = PQntuples(r);
-    PQclear(r);
     return rows ? 0 : explain_state(c, id, expected, err);
 }
 
@@ -486,7 +454,7 @@ int deploy_repo_set_state(pg_conn *c, const char *id, deploy_state expected, dep
                     "                ELSE started_at END,"
                     "   finished_at = CASE WHEN $3 IN " FINAL_STATES " THEN now() ELSE NULL END,"
                     "   state_changed_at = now(), updated_at = now()"
-                    " WHERE id = $1::uuid AND state = $2 RETURNING id",
+                    " WHERE id = $1::uuid AND state = $2",
                     4, p, id, expected, err);
 }
 
@@ -503,7 +471,7 @@ int deploy_repo_set_current_wave(pg_conn *c, const char *id, deploy_state expect
     const char *p[] = {id, state_names[expected], w};
     return cas_exec(c,
                     "UPDATE deployments SET current_wave = $3::int, updated_at = now()"
-                    " WHERE id = $1::uuid AND state = $2 RETURNING id",
+                    " WHERE id = $1::uuid AND state = $2",
                     3, p, id, expected, err);
 }
 
@@ -535,41 +503,34 @@ int deploy_repo_update_wave(pg_conn *c, const char *id, int index, const deploy_
         max,
     };
     PGresult *r;
-    rc = pg_exec(c,
-                 "UPDATE deployment_waves SET state = COALESCE($4, state),"
-                 "   started_at = CASE WHEN $4 = 'in_progress' THEN COALESCE(started_at, now())"
-                 "                ELSE started_at END,"
-                 "   completed_at = CASE WHEN $4 IN ('completed', 'failed', 'canceled',"
-                 "                  'rolled_back') THEN now() ELSE completed_at END,"
-                 "   acks = COALESCE($5::int, acks), nacks = COALESCE($6::int, nacks),"
-                 "   errors = CASE WHEN $7::jsonb IS NULL"
-                 "              OR jsonb_array_length(errors) >= $9::int THEN errors"
-                 "            ELSE errors || jsonb_build_array($7::jsonb) END,"
-                 "   baseline_snapshots = COALESCE($8::jsonb, baseline_snapshots),"
-                 "   updated_at = now()"
-                 " WHERE deployment_id = $1::uuid AND wave_index = $2::int"
-                 "   AND ($3::text IS NULL OR state = $3)"
-                 " RETURNING wave_index",
-                 9, p, &r, err);
-    if (rc == 0) {
-        int rows = PQntuples(r);
-        PQclear(r);
-        if (rows == 0) {
-            rc = pg_exec(c,
+    rc = repo_query(c, a,
+                    "UPDATE deployment_waves SET state = COALESCE($4, state),"
+                    "   started_at = CASE WHEN $4 = 'in_progress' THEN COALESCE(started_at, now())"
+                    "                ELSE started_at END,"
+                    "   completed_at = CASE WHEN $4 IN ('completed', 'failed', 'canceled',"
+                    "                  'rolled_back') THEN now() ELSE completed_at END,"
+                    "   acks = COALESCE($5::int, acks), nacks = COALESCE($6::int, nacks),"
+                    "   errors = CASE WHEN $7::jsonb IS NULL"
+                    "              OR jsonb_array_length(errors) >= $9::int THEN errors"
+                    "            ELSE errors || jsonb_build_array($7::jsonb) END,"
+                    "   baseline_snapshots = COALESCE($8::jsonb, baseline_snapshots),"
+                    "   updated_at = now()"
+                    " WHERE deployment_id = $1::uuid AND wave_index = $2::int"
+                    "   AND ($3::text IS NULL OR state = $3)"
+                    " RETURNING wave_index",
+                    9, p, &r, err);
+    if (rc == 0 && PQntuples(r) == 0 &&
+        (rc = repo_query(c, a,
                          "SELECT state FROM deployment_waves"
                          " WHERE deployment_id = $1::uuid AND wave_index = $2::int",
-                         2, p, &r, err);
-            if (rc == 0) {
-                if (PQntuples(r) == 0) {
-                    rc = sx_err_set(err, SX_ENOTFOUND, "wave %d of deployment %s does not exist",
-                                    index, id);
-                } else {
-                    rc = sx_err_set(err, SX_EPRECONDITION, "wave %d of deployment %s is %s, not %s",
-                                    index, id, PQgetvalue(r, 0, 0), p[2] ? p[2] : "any");
-                    sx_err_detail(err, "Another request or replica changed it first.");
-                }
-                PQclear(r);
-            }
+                         2, p, &r, err)) == 0) {
+        if (PQntuples(r) == 0) {
+            rc =
+                sx_err_set(err, SX_ENOTFOUND, "wave %d of deployment %s does not exist", index, id);
+        } else {
+            rc = sx_err_set(err, SX_EPRECONDITION, "wave %d of deployment %s is %s, not %s", index,
+                            id, PQgetvalue(r, 0, 0), p[2] ? p[2] : "any");
+            sx_err_detail(err, "Another request or replica changed it first.");
         }
     }
     sx_arena_destroy(a);
@@ -590,21 +551,18 @@ int deploy_repo_claim(pg_conn *c, const char *id, const char *replica, long long
     char ms[24];
     snprintf(ms, sizeof(ms), "%lld", lease_ms);
     const char *p[] = {id, replica, ms};
-    PGresult *r;
-    rc = pg_exec(c,
-                 "UPDATE deployments SET owner_replica = $2,"
-                 "   lease_until = now() + make_interval(secs => $3::float8 / 1000)"
-                 " WHERE id = $1::uuid"
-                 "   AND state IN ('pending', 'in_progress', 'canceling', 'rolling_back')"
-                 "   AND (owner_replica IS NULL OR owner_replica = $2 OR lease_until IS NULL"
-                 "        OR lease_until < now())"
-                 " RETURNING id",
-                 3, p, &r, err);
-    if (rc)
-        return rc;
-    *claimed = PQntuples(r) > 0;
-    PQclear(r);
-    return 0;
+    int rows = 0;
+    rc =
+        repo_exec_count(c,
+                        "UPDATE deployments SET owner_replica = $2,"
+                        "   lease_until = now() + make_interval(secs => $3::float8 / 1000)"
+                        " WHERE id = $1::uuid"
+                        "   AND state IN ('pending', 'in_progress', 'canceling', 'rolling_back')"
+                        "   AND (owner_replica IS NULL OR owner_replica = $2 OR lease_until IS NULL"
+                        "        OR lease_until < now())",
+                        3, p, &rows, err);
+    *claimed = rc == 0 && rows > 0;
+    return rc;
 }
 
 int deploy_repo_count_states(pg_conn *c, long long counts[DEPLOY_STATE_COUNT], sx_err *err)

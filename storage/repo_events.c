@@ -87,28 +87,25 @@ int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *er
     PGresult *r;
     int rc;
     if (in->notify_channel)
-        rc = pg_exec(c,
-                     /* One payload for all: PostgreSQL folds a transaction's identical
-                      * notifications into one, so a flush writing thousands of events
-                      * wakes each replica once. Readers look for new rows anyway. */
-                     "WITH e AS (" INSERT_SQL ")"
-                     " SELECT e.id, pg_notify($7, '') FROM e",
-                     7, p, &r, err);
+        rc = repo_query(c, a,
+                        /* One payload for all: PostgreSQL folds a transaction's identical
+                         * notifications into one, so a flush writing thousands of events
+                         * wakes each replica once. Readers look for new rows anyway. */
+                        "WITH e AS (" INSERT_SQL ")"
+                        " SELECT e.id, pg_notify($7, '') FROM e",
+                        7, p, &r, err);
     else
-        rc = pg_exec(c, INSERT_SQL, 6, p, &r, err);
-    if (rc == 0) {
-        long long v;
-        rc = repo_i64(r, 0, 0, 0, &v, err);
-        if (rc == 0 && id)
-            *id = v;
-        PQclear(r);
-    }
+        rc = repo_query(c, a, INSERT_SQL, 6, p, &r, err);
+    long long v;
+    if (rc == 0 && (rc = repo_i64(r, 0, 0, 0, &v, err)) == 0 && id)
+        *id = v;
     sx_arena_destroy(a);
     return rc;
 }
 
-static int read_event(sx_arena *a, const PGresult *r, int row, event_record *o, sx_err *err)
+static int read_event(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
+    event_record *o = item;
     memset(o, 0, sizeof(*o));
     int rc;
     if ((rc = repo_i64(r, row, 0, 0, &o->id, err)) ||
@@ -143,13 +140,13 @@ int event_repo_list_after(pg_conn *c, const event_pos *after, long long min_id,
         repo_i64_param(a, limit),
     };
     PGresult *r;
-    int rc = pg_exec(c,
-                     "SELECT " EVENT_COLS " FROM events e"
-                     " WHERE (e.txid, e.id) > ($1::xid8, $2::bigint)"
-                     "   AND ($3::bigint IS NULL OR e.id > $3::bigint)"
-                     "   AND ($4::xid8 IS NULL OR (e.txid, e.id) <= ($4::xid8, $5::bigint))"
-                     " ORDER BY e.txid, e.id LIMIT $6::int",
-                     6, p, &r, err);
+    int rc = repo_query(c, a,
+                        "SELECT " EVENT_COLS " FROM events e"
+                        " WHERE (e.txid, e.id) > ($1::xid8, $2::bigint)"
+                        "   AND ($3::bigint IS NULL OR e.id > $3::bigint)"
+                        "   AND ($4::xid8 IS NULL OR (e.txid, e.id) <= ($4::xid8, $5::bigint))"
+                        " ORDER BY e.txid, e.id LIMIT $6::int",
+                        6, p, &r, err);
     if (rc)
         return rc;
     int rows = PQntuples(r);
@@ -163,7 +160,6 @@ int event_repo_list_after(pg_conn *c, const event_pos *after, long long min_id,
         rc = read_event(a, r, i, &out->items[n], err);
         n++;
     }
-    PQclear(r);
     if (rc) {
         memset(out, 0, sizeof(*out));
         return rc;
@@ -257,41 +253,25 @@ int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx
     return 0;
 }
 
+static const repo_page_spec node_events_page = {"i", {0}, sizeof(event_record), read_event};
+
 int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int limit,
                          const char *cursor, sx_arena *a, event_page *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
     if (node_id == NULL || node_id[0] == '\0' || type == NULL)
         return sx_err_set(err, SX_EINVAL, "a node id and an event type are required");
-    limit = repo_limit(limit);
-    const char *before = NULL;
-    int rc = repo_cursor_i64_param(a, cursor, &before, err);
+    repo_page_req q;
+    repo_page pg;
+    int rc = repo_page_start(a, &node_events_page, limit, cursor, &q, err);
     if (rc)
         return rc;
-    const char *p[] = {node_id, type, before, repo_i64_param(a, limit + 1)};
-    PGresult *r;
-    rc = pg_exec(c,
-                 "SELECT " EVENT_COLS " FROM events e WHERE e.node_id = $1 AND e.type = $2"
-                 "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
-                 " ORDER BY e.id DESC LIMIT $4::int",
-                 4, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(event_record)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_event(a, r, (int)i, &out->items[i], err);
-    PQclear(r);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].id);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    const char *p[] = {node_id, type, q.after[0], q.fetch};
+    rc = repo_page_query(c, a,
+                         "SELECT " EVENT_COLS " FROM events e WHERE e.node_id = $1 AND e.type = $2"
+                         "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
+                         " ORDER BY e.id DESC LIMIT $4::int",
+                         4, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }

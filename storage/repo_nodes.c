@@ -145,6 +145,16 @@ int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *rep
     return node_repo_mark_disconnected_ex(c, node_id, replica_id, reason, NULL, changed, NULL, err);
 }
 
+/* Copies the group in column col of row 0 of r when the caller asked for it (a and
+ * group given). The *_ex writers clear their results by hand rather than hand them to
+ * a: the status writer calls them for every node of a batch with the batch's arena,
+ * which would otherwise keep one result per node. */
+static void set_group(sx_arena *a, const PGresult *r, int col, char **group)
+{
+    if (group && a)
+        *group = repo_str(a, r, 0, col);
+}
+
 int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *replica_id,
                                    const char *reason, sx_arena *a, bool *changed, char **group,
                                    sx_err *err)
@@ -170,8 +180,7 @@ int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *
     if (PQntuples(r) > 0) {
         if (changed)
             *changed = true;
-        if (group && a)
-            *group = repo_str(a, r, 0, 0);
+        set_group(a, r, 0, group);
     }
     PQclear(r);
     return 0;
@@ -286,16 +295,13 @@ int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, 
                  2, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
-    }
     long long old = 0;
-    rc = repo_i64(r, 0, 0, 0, &old, err);
+    if (PQntuples(r) == 0)
+        rc = sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
+    else if ((rc = repo_i64(r, 0, 0, 0, &old, err)) == 0)
+        set_group(a, r, 1, group);
     if (rc == 0 && previous)
         *previous = old;
-    if (rc == 0 && group && a)
-        *group = repo_str(a, r, 0, 1);
     PQclear(r);
     return rc;
 }
@@ -328,14 +334,12 @@ int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version,
                  4, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
-    }
-    if (group && a)
-        *group = repo_str(a, r, 0, 0);
+    if (PQntuples(r) == 0)
+        rc = sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
+    else
+        set_group(a, r, 0, group);
     PQclear(r);
-    return 0;
+    return rc;
 }
 
 /* Runs one of the sweep's marking statements ($1 = the idle threshold in ms, $2 = the
@@ -346,7 +350,7 @@ static int mark_idle(pg_conn *c, const char *sql, long long idle_ms, int limit, 
     memset(out, 0, sizeof(*out));
     const char *p[] = {repo_i64_param(a, idle_ms), repo_i64_param(a, repo_limit(limit))};
     PGresult *r;
-    int rc = pg_exec(c, sql, 2, p, &r, err);
+    int rc = repo_query(c, a, sql, 2, p, &r, err);
     if (rc)
         return rc;
     int rows = PQntuples(r);
@@ -357,7 +361,6 @@ static int mark_idle(pg_conn *c, const char *sql, long long idle_ms, int limit, 
         out->items[i].last_seen = repo_str(a, r, i, 2);
     }
     out->count = (size_t)rows;
-    PQclear(r);
     return 0;
 }
 
@@ -418,8 +421,9 @@ int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long lon
     return rc;
 }
 
-static int read_node(sx_arena *a, const PGresult *r, int row, node_record *o, sx_err *err)
+static int read_node(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
+    node_record *o = item;
     memset(o, 0, sizeof(*o));
     long long nacks = 0;
     int rc;
@@ -479,24 +483,23 @@ int node_repo_get_with(pg_conn *c, const char *node_id, const node_thresholds *t
     const char *p[] = {node_id, NULL, NULL};
     threshold_params(a, t, &p[1], &p[2]);
     PGresult *r;
-    rc = pg_exec(c,
-                 "SELECT " NODE_COLS HEALTH_COLS(
-                     "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                                 " WHERE n.node_id = $1",
-                 3, p, &r, err);
+    rc = repo_query(c, a,
+                    "SELECT " NODE_COLS HEALTH_COLS(
+                        "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                                    " WHERE n.node_id = $1",
+                    3, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
+    if (PQntuples(r) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
-    }
     node_record *o = sx_arena_alloc(a, sizeof(*o));
     rc = read_node(a, r, 0, o, err);
-    PQclear(r);
     if (rc == 0)
         *out = o;
     return rc;
 }
+
+static const repo_page_spec node_page = {"s", {0}, sizeof(node_record), read_node};
 
 int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out, sx_err *err)
 {
@@ -504,56 +507,34 @@ int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out
     node_filter all = {.connected = -1};
     if (f == NULL)
         f = &all;
-    int limit = repo_limit(f->limit);
-    const char *after = NULL;
-    if (f->cursor) {
-        json_t *key;
-        int rc = repo_cursor_decode(a, f->cursor, 1, &key, err);
-        if (rc)
-            return rc;
-        if ((after = json_string_value(json_array_get(key, 0))) == NULL)
-            return repo_bad_cursor(err);
-    }
+    repo_page_req q;
+    repo_page pg;
+    int rc = repo_page_start(a, &node_page, f->limit, f->cursor, &q, err);
+    if (rc)
+        return rc;
     if (f->state && !node_repo_state_valid(f->state))
         return sx_err_set(err, SX_EINVAL,
                           "state must be connected, stale or disconnected, got \"%s\"", f->state);
     const char *p[] = {
-        f->group, f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
-        after,    repo_i64_param(a, limit + 1),
-        NULL,     NULL,
+        f->group,   f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
+        q.after[0], q.fetch,
+        NULL,       NULL,
         f->state,
     };
     threshold_params(a, &f->thresholds, &p[4], &p[5]);
-    PGresult *r;
-    int rc = pg_exec(c,
-                     "SELECT " NODE_COLS HEALTH_COLS(
-                         "$5", "$6") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                                     " WHERE ($1::text IS NULL OR n.group_name = $1)"
-                                     "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
-                                     "   AND ($3::text IS NULL OR n.node_id > $3)"
-                                     "   AND ($7::text IS NULL OR " STATE_EXPR(
-                                         "$5", "$6") " = $7)"
-                                                     " ORDER BY n.node_id LIMIT $4::int",
-                     7, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(node_record)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_node(a, r, (int)i, &out->items[i], err);
-    PQclear(r);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[s]", out->items[n - 1].node_id);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    rc = repo_page_query(
+        c, a,
+        "SELECT " NODE_COLS HEALTH_COLS(
+            "$5", "$6") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                        " WHERE ($1::text IS NULL OR n.group_name = $1)"
+                        "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
+                        "   AND ($3::text IS NULL OR n.node_id > $3)"
+                        "   AND ($7::text IS NULL OR " STATE_EXPR(
+                            "$5", "$6") " = $7)"
+                                        " ORDER BY n.node_id LIMIT $4::int",
+        7, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }
 
 /* Per-group counts of the groups in groups_json (a JSON array; NULL = every group),
@@ -563,8 +544,8 @@ static int count_by_group(pg_conn *c, const node_thresholds *t, const char *grou
 {
     const char *p[] = {groups_json, NULL, NULL};
     threshold_params(a, t, &p[1], &p[2]);
-    return pg_exec(
-        c,
+    return repo_query(
+        c, a,
         "SELECT group_name,"
         "   count(*) FILTER (WHERE st = 'connected'),"
         "   count(*) FILTER (WHERE st = 'stale'),"
@@ -603,12 +584,9 @@ int node_repo_count_states(pg_conn *c, const node_thresholds *t, node_state_coun
     sx_arena *a = sx_arena_create();
     PGresult *r;
     int rc = count_by_group(c, t, NULL, a, &r, err);
-    sx_arena_destroy(a);
-    if (rc)
-        return rc;
     for (int i = 0; rc == 0 && i < PQntuples(r); i++)
         rc = read_counts(r, i, out, err);
-    PQclear(r);
+    sx_arena_destroy(a);
     if (rc)
         memset(out, 0, sizeof(*out));
     return rc;
@@ -623,16 +601,13 @@ int node_repo_count_groups(pg_conn *c, const node_thresholds *t, const char *con
     sx_arena *a = sx_arena_create();
     PGresult *r;
     int rc = count_by_group(c, t, repo_strv_param(a, groups, n), a, &r, err);
-    sx_arena_destroy(a);
-    if (rc)
-        return rc;
     for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
         const char *g = PQgetvalue(r, row, 0);
         for (size_t i = 0; rc == 0 && i < n; i++)
             if (strcmp(groups[i], g) == 0)
                 rc = read_counts(r, row, &out[i], err);
     }
-    PQclear(r);
+    sx_arena_destroy(a);
     if (rc)
         memset(out, 0, n * sizeof(*out));
     return rc;

@@ -85,11 +85,11 @@ int pin_repo_load(pg_conn *c, sx_arena *a, pin_record **out, size_t *n, sx_err *
     *out = NULL;
     *n = 0;
     PGresult *r;
-    int rc = pg_exec(c,
-                     "SELECT node_id, desired_group, desired_snapshot_version, deployment_id"
-                     " FROM node_status WHERE desired_snapshot_version IS NOT NULL"
-                     "   AND desired_group IS NOT NULL ORDER BY node_id",
-                     0, NULL, &r, err);
+    int rc = repo_query(c, a,
+                        "SELECT node_id, desired_group, desired_snapshot_version, deployment_id"
+                        " FROM node_status WHERE desired_snapshot_version IS NOT NULL"
+                        "   AND desired_group IS NOT NULL ORDER BY node_id",
+                        0, NULL, &r, err);
     if (rc)
         return rc;
     size_t rows = (size_t)PQntuples(r);
@@ -100,7 +100,6 @@ int pin_repo_load(pg_conn *c, sx_arena *a, pin_record **out, size_t *n, sx_err *
         rc = repo_i64(r, (int)i, 2, 0, &v[i].version, err);
         v[i].deployment_id = repo_str(a, r, (int)i, 3);
     }
-    PQclear(r);
     if (rc)
         return rc;
     *out = v;
@@ -124,16 +123,16 @@ int pin_repo_select(pg_conn *c, const char *const *groups, size_t ngroups,
         nns ? repo_strv_param(a, namespaces, nns) : NULL,
     };
     PGresult *r;
-    int rc = pg_exec(c,
-                     "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
-                     " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
-                     "   AND ($2::jsonb IS NULL OR node_id IN"
-                     "     (SELECT jsonb_array_elements_text($2::jsonb)))"
-                     "   AND ($3::jsonb IS NULL OR labels @> $3::jsonb)"
-                     "   AND ($4::jsonb IS NULL OR namespace IN"
-                     "     (SELECT jsonb_array_elements_text($4::jsonb)))"
-                     " ORDER BY node_id",
-                     4, p, &r, err);
+    int rc = repo_query(c, a,
+                        "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
+                        " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                        "   AND ($2::jsonb IS NULL OR node_id IN"
+                        "     (SELECT jsonb_array_elements_text($2::jsonb)))"
+                        "   AND ($3::jsonb IS NULL OR labels @> $3::jsonb)"
+                        "   AND ($4::jsonb IS NULL OR namespace IN"
+                        "     (SELECT jsonb_array_elements_text($4::jsonb)))"
+                        " ORDER BY node_id",
+                        4, p, &r, err);
     if (rc)
         return rc;
     size_t rows = (size_t)PQntuples(r);
@@ -144,7 +143,6 @@ int pin_repo_select(pg_conn *c, const char *const *groups, size_t ngroups,
         v[i].ns = repo_str(a, r, (int)i, 2);
         v[i].connected = repo_bool(r, (int)i, 3);
     }
-    PQclear(r);
     *out = v;
     *n = rows;
     return 0;
@@ -159,8 +157,8 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
         return 0;
     const char *p[] = {repo_strv_param(a, node_ids, n)};
     PGresult *r;
-    int rc = pg_exec(
-        c,
+    int rc = repo_query(
+        c, a,
         "SELECT pn.node_id, pn.group_name, pn.connected, s.acked_snapshot_version,"
         "   s.last_nack_version, s.last_nack_error, " REPO_TS(
             "s.last_nack_at") ","
@@ -190,7 +188,6 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
         v[i].report_ready = PQgetisnull(r, row, 8) ? -1 : repo_bool(r, row, 8) ? 1 : 0;
         v[i].report_age_s = strtod(PQgetvalue(r, row, 9), NULL);
     }
-    PQclear(r);
     if (rc)
         return rc;
     *out = v;

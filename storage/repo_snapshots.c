@@ -146,6 +146,19 @@ static int read_snap(sx_arena *a, const PGresult *r, int row, bool list, bool wi
     return 0;
 }
 
+static int read_listed(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    return read_snap(a, r, row, true, false, item, err);
+}
+
+static int read_group(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    snap_group *g = item;
+    g->name = repo_str(a, r, row, 0);
+    g->updated_at = repo_str(a, r, row, 2);
+    return repo_i64(r, row, 1, 0, &g->latest_version, err);
+}
+
 int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next, sx_err *err)
 {
     *next = 0;
@@ -181,39 +194,39 @@ int snap_repo_current_version(pg_conn *c, const char *group, long long *version,
     return rc;
 }
 
+static int no_version(const char *group, long long version, sx_err *err)
+{
+    return sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
+}
+
 int snap_repo_ir_on(pg_conn *c, const char *group, long long version, sx_arena *a, json_t **ir,
                     sx_err *err)
 {
     *ir = NULL;
     const char *p[] = {group, repo_i64_param(a, version)};
     PGresult *r;
-    int rc = pg_exec(c, "SELECT ir FROM snapshots WHERE group_name = $1 AND version = $2::bigint",
-                     2, p, &r, err);
+    int rc =
+        repo_query(c, a, "SELECT ir FROM snapshots WHERE group_name = $1 AND version = $2::bigint",
+                   2, p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) == 0)
-        rc = sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
-    else
-        rc = repo_json(a, r, 0, 0, ir, err);
-    PQclear(r);
-    return rc;
+        return no_version(group, version, err);
+    return repo_json(a, r, 0, 0, ir, err);
 }
 
 int snap_repo_set_current(pg_conn *c, const char *group, long long version, sx_arena *a,
                           sx_err *err)
 {
     const char *p[] = {group, repo_i64_param(a, version)};
-    PGresult *r;
-    int rc = pg_exec(c,
-                     "UPDATE proxy_groups SET current_snapshot_version = $2::bigint,"
-                     " updated_at = now() WHERE name = $1 AND EXISTS (SELECT 1 FROM snapshots s"
-                     "   WHERE s.group_name = $1 AND s.version = $2::bigint)",
-                     2, p, &r, err);
-    if (rc)
-        return rc;
-    if (strcmp(PQcmdTuples(r), "1") != 0)
-        rc = sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
-    PQclear(r);
+    int rows = 0;
+    int rc = repo_exec_count(c,
+                             "UPDATE proxy_groups SET current_snapshot_version = $2::bigint,"
+                             " updated_at = now() WHERE name = $1 AND EXISTS (SELECT 1 FROM"
+                             "   snapshots s WHERE s.group_name = $1 AND s.version = $2::bigint)",
+                             2, p, &rows, err);
+    if (rc == 0 && rows != 1)
+        rc = no_version(group, version, err);
     return rc;
 }
 
@@ -223,16 +236,15 @@ int snap_repo_checksum(pg_conn *c, const char *group, long long version, sx_aren
     *checksum = NULL;
     const char *p[] = {group, repo_i64_param(a, version)};
     PGresult *r;
-    int rc = pg_exec(c, "SELECT checksum FROM snapshots WHERE group_name = $1 AND version = $2", 2,
-                     p, &r, err);
+    int rc =
+        repo_query(c, a, "SELECT checksum FROM snapshots WHERE group_name = $1 AND version = $2", 2,
+                   p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) == 0)
-        rc = sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot version %lld", group, version);
-    else
-        *checksum = repo_str(a, r, 0, 0);
-    PQclear(r);
-    return rc;
+        return no_version(group, version, err);
+    *checksum = repo_str(a, r, 0, 0);
+    return 0;
 }
 
 int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **out, sx_err *err)
@@ -303,13 +315,11 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
     rc = pg_exec_ex(c, sql, 8, p, lengths, formats, 0, &r, err);
     if (rc)
         return rc;
+    repo_own_result(a, r);
     snap_record *o = sx_arena_alloc(a, sizeof(*o));
-    if ((rc = repo_i64(r, 0, 0, 0, &o->id, err)) || (rc = repo_i64(r, 0, 1, 0, &o->version, err))) {
-        PQclear(r);
+    if ((rc = repo_i64(r, 0, 0, 0, &o->id, err)) || (rc = repo_i64(r, 0, 1, 0, &o->version, err)))
         return rc;
-    }
     o->created_at = repo_str(a, r, 0, 2);
-    PQclear(r);
     o->group = sx_arena_strdup(a, in->group);
     o->ir = repo_own_json(a, json_incref((json_t *)in->ir));
     o->encoded = sx_arena_alloc(a, in->encoded_len + 1);
@@ -466,16 +476,40 @@ static bool cache_lookup(snap_repo *r, sx_arena *a, const char *group, long long
 
 /* ------------------------------------------------------------------ reads */
 
-/* Runs a query on a pooled connection. */
-static int query(snap_repo *r, const char *sql, int n, const char *const *p, PGresult **res,
-                 sx_err *err)
+/* Runs a query on a pooled connection; the result belongs to a. */
+static int query(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
+                 PGresult **res, sx_err *err)
 {
     pg_conn *c;
     int rc = pg_acquire(r->pool, &c, err);
     if (rc)
         return rc;
-    rc = pg_exec(c, sql, n, p, res, err);
+    rc = repo_query(c, a, sql, n, p, res, err);
     pg_release(r->pool, c);
+    return rc;
+}
+
+/* Reads one page of a list on a pooled connection (see repo_page_query). */
+static int query_page(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
+                      const repo_page_req *q, repo_page *out, sx_err *err)
+{
+    PGresult *res;
+    int rc = query(r, a, sql, n, p, &res, err);
+    if (rc) {
+        memset(out, 0, sizeof(*out));
+        return rc;
+    }
+    return repo_page_read(a, res, q, out, err);
+}
+
+/* The snapshot in row 0 of res (which has one) into a new record of a. */
+static int read_first(sx_arena *a, const PGresult *res, bool with_ir, snap_record **out,
+                      sx_err *err)
+{
+    snap_record *o = sx_arena_alloc(a, sizeof(*o));
+    int rc = read_snap(a, res, 0, false, with_ir, o, err);
+    if (rc == 0)
+        *out = o;
     return rc;
 }
 
@@ -494,7 +528,7 @@ int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned f
     }
     const char *p[] = {group, repo_i64_param(a, version)};
     PGresult *res;
-    rc = query(r,
+    rc = query(r, a,
                with_ir ? "SELECT " SNAP_COLS ", s.ir FROM snapshots s"
                          " WHERE s.group_name = $1 AND s.version = $2::bigint"
                        : "SELECT " SNAP_COLS " FROM snapshots s"
@@ -502,18 +536,12 @@ int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned f
                2, p, &res, err);
     if (rc)
         return rc;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
+    if (PQntuples(res) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld of group %s does not exist", version,
                           group);
-    }
-    rc = read_snap(a, res, 0, false, with_ir, o, err);
-    PQclear(res);
-    if (rc)
-        return rc;
-    cache_store(r, a, o);
-    *out = o;
-    return 0;
+    if ((rc = read_first(a, res, with_ir, out, err)) == 0)
+        cache_store(r, a, *out);
+    return rc;
 }
 
 int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_arena *a,
@@ -541,7 +569,7 @@ int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_are
     }
     const char *p[] = {group};
     PGresult *res;
-    rc = query(r,
+    rc = query(r, a,
                with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
                          "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
                          " WHERE g.name = $1"
@@ -551,18 +579,12 @@ int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_are
                1, p, &res, err);
     if (rc)
         return rc;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
+    if (PQntuples(res) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot", group);
-    }
-    snap_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_snap(a, res, 0, false, with_ir, o, err);
-    PQclear(res);
-    if (rc)
+    if ((rc = read_first(a, res, with_ir, out, err)) != 0)
         return rc;
-    cache_store(r, a, o);
-    cache_bump_latest(r, a, o->group, o->version);
-    *out = o;
+    cache_store(r, a, *out);
+    cache_bump_latest(r, a, (*out)->group, (*out)->version);
     return 0;
 }
 
@@ -571,66 +593,37 @@ int snap_repo_get_by_id(snap_repo *r, long long id, sx_arena *a, snap_record **o
     *out = NULL;
     const char *p[] = {repo_i64_param(a, id)};
     PGresult *res;
-    int rc = query(r, "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1, p,
-                   &res, err);
+    int rc = query(r, a, "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1,
+                   p, &res, err);
     if (rc)
         return rc;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
+    if (PQntuples(res) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld does not exist", id);
-    }
-    snap_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_snap(a, res, 0, false, true, o, err);
-    PQclear(res);
-    if (rc == 0)
-        *out = o;
-    return rc;
+    return read_first(a, res, true, out, err);
 }
+
+static const repo_page_spec group_page = {"s", {0}, sizeof(snap_group), read_group};
+static const repo_page_spec version_page = {"i", {2}, sizeof(snap_record), read_listed};
+static const repo_page_spec id_page = {"i", {0}, sizeof(snap_record), read_listed};
 
 int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena *a,
                           snap_group_list *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    limit = repo_limit(limit);
-    const char *after = NULL;
-    if (cursor) {
-        json_t *key;
-        int rc = repo_cursor_decode(a, cursor, 1, &key, err);
-        if (rc)
-            return rc;
-        if ((after = json_string_value(json_array_get(key, 0))) == NULL)
-            return repo_bad_cursor(err);
-    }
-    const char *p[] = {after, repo_i64_param(a, limit + 1)};
-    PGresult *res;
-    int rc = query(
-        r,
+    repo_page_req q;
+    repo_page pg;
+    int rc = repo_page_start(a, &group_page, limit, cursor, &q, err);
+    if (rc)
+        return rc;
+    const char *p[] = {q.after[0], q.fetch};
+    rc = query_page(
+        r, a,
         "SELECT name, current_snapshot_version, " REPO_TS(
             "updated_at") " FROM proxy_groups WHERE current_snapshot_version > 0"
                           "   AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2::int",
-        2, p, &res, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(res);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(snap_group)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        out->items[i].name = repo_str(a, res, (int)i, 0);
-        rc = repo_i64(res, (int)i, 1, 0, &out->items[i].latest_version, err);
-        out->items[i].updated_at = repo_str(a, res, (int)i, 2);
-    }
-    PQclear(res);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[s]", out->items[n - 1].name);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+        2, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }
 
 int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const char *cursor,
@@ -640,73 +633,67 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
     int rc = check_group(group, err);
     if (rc)
         return rc;
-    limit = repo_limit(limit);
-    const char *before = NULL;
-    if ((rc = repo_cursor_i64_param(a, cursor, &before, err)) != 0)
+    repo_page_req q;
+    repo_page pg;
+    if ((rc = repo_page_start(a, &version_page, limit, cursor, &q, err)) != 0)
         return rc;
-    const char *p[] = {group, before, repo_i64_param(a, limit + 1)};
-    PGresult *res;
-    rc = query(r,
-               "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
-               "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
-               " ORDER BY s.version DESC LIMIT $3::int",
-               3, p, &res, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(res);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(snap_record)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_snap(a, res, (int)i, true, false, &out->items[i], err);
-    PQclear(res);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].version);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    const char *p[] = {group, q.after[0], q.fetch};
+    rc = query_page(r, a,
+                    "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
+                    "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
+                    " ORDER BY s.version DESC LIMIT $3::int",
+                    3, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
 }
 
 int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
                        sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    limit = repo_limit(limit);
-    const char *before = NULL;
-    int rc = repo_cursor_i64_param(a, cursor, &before, err);
+    repo_page_req q;
+    repo_page pg;
+    int rc = repo_page_start(a, &id_page, limit, cursor, &q, err);
     if (rc)
         return rc;
-    const char *p[] = {before, repo_i64_param(a, limit + 1)};
+    const char *p[] = {q.after[0], q.fetch};
+    rc = query_page(r, a,
+                    "SELECT " SNAP_LIST_COLS " FROM snapshots s"
+                    " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
+                    " ORDER BY s.id DESC LIMIT $2::int",
+                    2, p, &q, &pg, err);
+    REPO_PAGE_STORE(out, pg);
+    return rc;
+}
+
+/* Reads the current snapshot of every group named in missing (a JSON array) into the
+ * element of v with that group, in a; the result belongs to tmp. */
+static int load_missing(snap_repo *r, sx_arena *a, sx_arena *tmp, const json_t *missing,
+                        snap_record *v, bool *have, size_t n, sx_err *err)
+{
+    /* One query for every group the cache lacked. A version committed since the first
+     * query is newer still, which is what a loader wants. */
+    const char *p[] = {repo_json_param(tmp, missing)};
     PGresult *res;
-    rc = query(r,
-               "SELECT " SNAP_LIST_COLS " FROM snapshots s"
-               " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
-               " ORDER BY s.id DESC LIMIT $2::int",
-               2, p, &res, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(res);
-    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    out->items = n ? sx_arena_alloc(a, n * sizeof(snap_record)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_snap(a, res, (int)i, true, false, &out->items[i], err);
-    PQclear(res);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
+    int rc = query(r, tmp,
+                   "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
+                   "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
+                   " WHERE g.name IN (SELECT jsonb_array_elements_text($1::jsonb))",
+                   1, p, &res, err);
+    int rows = rc ? 0 : PQntuples(res);
+    for (int row = 0; rc == 0 && row < rows; row++) {
+        const char *name = PQgetvalue(res, row, 1);
+        for (size_t i = 0; i < n; i++) {
+            if (!have[i] && strcmp(v[i].group, name) == 0) {
+                rc = read_snap(a, res, row, false, false, &v[i], err);
+                have[i] = rc == 0;
+                if (rc == 0)
+                    cache_store(r, a, &v[i]);
+                break;
+            }
+        }
     }
-    out->count = n;
-    if (rows > limit) {
-        json_t *key = json_pack("[I]", (json_int_t)out->items[n - 1].id);
-        out->next_cursor = repo_cursor_encode(a, key);
-        json_decref(key);
-    }
-    return 0;
+    return rc;
 }
 
 int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, size_t *count,
@@ -715,7 +702,7 @@ int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, si
     *items = NULL;
     *count = 0;
     PGresult *res;
-    int rc = query(r,
+    int rc = query(r, a,
                    "SELECT name, current_snapshot_version FROM proxy_groups"
                    " WHERE current_snapshot_version > 0 ORDER BY name",
                    0, NULL, &res, err);
@@ -734,34 +721,14 @@ int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, si
         if (!have[i])
             v[i].group = sx_arena_strdup(a, name);
     }
-    PQclear(res);
     if (rc)
         return rc;
     if (json_array_size(missing) > 0) {
-        /* One query for every group the cache lacked. A version committed since the
-         * first query is newer still, which is what a loader wants. */
-        const char *p[] = {repo_json_param(a, missing)};
-        rc = query(r,
-                   "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
-                   "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
-                   " WHERE g.name IN (SELECT jsonb_array_elements_text($1::jsonb))",
-                   1, p, &res, err);
-        if (rc)
-            return rc;
-        int rows = PQntuples(res);
-        for (int row = 0; rc == 0 && row < rows; row++) {
-            const char *name = PQgetvalue(res, row, 1);
-            for (size_t i = 0; i < n; i++) {
-                if (!have[i] && strcmp(v[i].group, name) == 0) {
-                    rc = read_snap(a, res, row, false, false, &v[i], err);
-                    have[i] = rc == 0;
-                    if (rc == 0)
-                        cache_store(r, a, &v[i]);
-                    break;
-                }
-            }
-        }
-        PQclear(res);
+        /* The result holds every missing snapshot's bytes (escaped, twice their size):
+         * it lives in an arena of its own, gone once they are copied into a. */
+        sx_arena *tmp = sx_arena_create();
+        rc = load_missing(r, a, tmp, missing, v, have, n, err);
+        sx_arena_destroy(tmp);
         if (rc)
             return rc;
     }
