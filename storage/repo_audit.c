@@ -103,7 +103,8 @@ static int read_entry(sx_arena *a, const PGresult *r, int row, void *item, sx_er
     return 0;
 }
 
-static const repo_page_spec audit_page = {"i", {0}, sizeof(audit_entry), read_entry};
+/* Newest first: $8 the id to start below, $9 the limit. */
+static const repo_page_spec audit_page = {"i", {0}, 8, 9, sizeof(audit_entry), read_entry};
 
 int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *out, sx_err *err)
 {
@@ -113,27 +114,23 @@ int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *
         f = &all;
     if (f->result && !valid_result(f->result))
         return sx_err_set(err, SX_EINVAL, "result must be success, denied or failed");
-    repo_page_req q;
-    repo_page pg;
-    int rc = repo_page_start(a, &audit_page, f->limit, f->cursor, &q, err);
-    if (rc)
-        return rc;
     const char *p[] = {
-        f->actor, f->action, f->resource_type, f->resource_id, f->result,
-        f->since, f->until,  q.after[0],       q.fetch,
+        f->actor, f->action, f->resource_type, f->resource_id, f->result, f->since, f->until,
+        NULL,     NULL,
     };
-    rc = repo_page_query(c, a,
-                         "SELECT " AUDIT_COLS " FROM audit_log"
-                         " WHERE ($1::text IS NULL OR actor = $1)"
-                         "   AND ($2::text IS NULL OR action = $2)"
-                         "   AND ($3::text IS NULL OR resource_type = $3)"
-                         "   AND ($4::text IS NULL OR resource_id = $4)"
-                         "   AND ($5::text IS NULL OR result = $5)"
-                         "   AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
-                         "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
-                         "   AND ($8::bigint IS NULL OR id < $8::bigint)"
-                         " ORDER BY id DESC LIMIT $9::int",
-                         9, p, &q, &pg, err);
+    repo_page pg;
+    int rc = repo_page_query(c, a, &audit_page, f->limit, f->cursor,
+                             "SELECT " AUDIT_COLS " FROM audit_log"
+                             " WHERE ($1::text IS NULL OR actor = $1)"
+                             "   AND ($2::text IS NULL OR action = $2)"
+                             "   AND ($3::text IS NULL OR resource_type = $3)"
+                             "   AND ($4::text IS NULL OR resource_id = $4)"
+                             "   AND ($5::text IS NULL OR result = $5)"
+                             "   AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
+                             "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
+                             "   AND ($8::bigint IS NULL OR id < $8::bigint)"
+                             " ORDER BY id DESC LIMIT $9::int",
+                             9, p, &pg, err);
     if (rc == SX_EINVAL && err && strncmp(err->sqlstate, "22", 2) == 0)
         sx_err_prefix(err, "invalid since or until time");
     REPO_PAGE_STORE(out, pg);

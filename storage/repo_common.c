@@ -244,27 +244,31 @@ int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *cons
 
 /* ------------------------------------------------------------------ keyset pages */
 
-int repo_page_start(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
-                    repo_page_req *q, sx_err *err)
+int repo_page_params(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor, int n,
+                     const char *const *p, const char ***params, sx_err *err)
 {
-    memset(q, 0, sizeof(*q));
-    q->spec = s;
-    q->limit = repo_limit(limit);
-    q->fetch = repo_i64_param(a, q->limit + 1);
+    size_t nkey = strlen(s->key);
+    const char **v = sx_arena_alloc(a, (size_t)n * sizeof(*v));
+    for (int i = 0; i < n; i++)
+        v[i] = p[i];
+    const char **after = v + s->key_param - 1;
+    for (size_t k = 0; k < nkey; k++)
+        after[k] = NULL;
+    v[s->limit_param - 1] = repo_i64_param(a, repo_limit(limit) + 1);
+    *params = v;
     if (cursor == NULL)
         return 0;
-    size_t n = strlen(s->key);
     json_t *key;
-    int rc = cursor_decode(a, cursor, n, &key, err);
+    int rc = cursor_decode(a, cursor, nkey, &key, err);
     if (rc)
         return rc;
-    for (size_t k = 0; k < n; k++) {
-        json_t *v = json_array_get(key, k);
-        const char *text = json_string_value(v);
-        if (s->key[k] == 'i' && json_is_integer(v))
-            q->after[k] = repo_i64_param(a, json_integer_value(v));
+    for (size_t k = 0; k < nkey; k++) {
+        json_t *e = json_array_get(key, k);
+        const char *text = json_string_value(e);
+        if (s->key[k] == 'i' && json_is_integer(e))
+            after[k] = repo_i64_param(a, json_integer_value(e));
         else if ((s->key[k] == 's' && text) || (s->key[k] == 'u' && repo_is_uuid(text)))
-            q->after[k] = text;
+            after[k] = text;
         else
             return bad_cursor(err);
     }
@@ -292,18 +296,18 @@ static int row_cursor(sx_arena *a, const PGresult *r, int row, const repo_page_s
     return 0;
 }
 
-int repo_page_read(sx_arena *a, const PGresult *r, const repo_page_req *q, repo_page *out,
-                   sx_err *err)
+int repo_page_read(sx_arena *a, const repo_page_spec *s, int limit, const PGresult *r,
+                   repo_page *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    const repo_page_spec *s = q->spec;
+    limit = repo_limit(limit);
     int rows = PQntuples(r);
-    size_t n = rows > q->limit ? (size_t)q->limit : (size_t)rows;
+    size_t n = rows > limit ? (size_t)limit : (size_t)rows;
     unsigned char *items = n ? sx_arena_alloc(a, n * s->item_size) : NULL;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = s->read(a, r, (int)i, items + i * s->item_size, err);
-    if (rc == 0 && rows > q->limit)
+    if (rc == 0 && rows > limit)
         rc = row_cursor(a, r, (int)n - 1, s, &out->next_cursor, err);
     if (rc) {
         memset(out, 0, sizeof(*out));
@@ -314,11 +318,14 @@ int repo_page_read(sx_arena *a, const PGresult *r, const repo_page_req *q, repo_
     return 0;
 }
 
-int repo_page_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
-                    const repo_page_req *q, repo_page *out, sx_err *err)
+int repo_page_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    const char *sql, int n, const char *const *p, repo_page *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
+    const char **params;
     PGresult *r;
-    int rc = repo_query(c, a, sql, n, p, &r, err);
-    return rc ? rc : repo_page_read(a, r, q, out, err);
+    int rc = repo_page_params(a, s, limit, cursor, n, p, &params, err);
+    if (rc == 0 && (rc = repo_query(c, a, sql, n, params, &r, err)) == 0)
+        rc = repo_page_read(a, s, limit, r, out, err);
+    return rc;
 }

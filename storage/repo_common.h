@@ -80,16 +80,18 @@ int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *cons
  * of the last returned row's key, e.g. [42] or ["default","web","<uuid>"]. Clients keep
  * cursors across upgrades, so that text is a wire format: it never changes.
  *
- * A repository describes each list once (a static repo_page_spec), then:
+ * A repository describes each list once, in a static repo_page_spec, and keeps only its
+ * SQL and its row reader:
  *
- *     repo_page_req q;
+ *     static const repo_page_spec by_id = {"i", {0}, 2, 3, sizeof(thing), read_thing};
+ *     ...
+ *     const char *p[] = {owner, NULL, NULL};  // $2 the key, $3 the limit: filled here
  *     repo_page pg;
- *     if ((rc = repo_page_start(a, &spec, limit, cursor, &q, err)) != 0)
- *         return rc;
- *     const char *p[] = {filter, q.after[0], q.fetch};   // "... key < $2 LIMIT $3::int"
- *     rc = repo_page_query(c, a, sql, 3, p, &q, &pg, err);
+ *     int rc = repo_page_query(c, a, &by_id, limit, cursor,
+ *                              "SELECT ... WHERE owner = $1 AND ($2::bigint IS NULL"
+ *                              " OR id < $2::bigint) ORDER BY id DESC LIMIT $3::int",
+ *                              3, p, &pg, err);
  *     REPO_PAGE_STORE(out, pg);
- *     return rc;
  */
 
 #define REPO_KEY_MAX 3
@@ -98,26 +100,20 @@ int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *cons
 typedef int (*repo_row_fn)(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err);
 
 /* How one list pages. key has one letter per sort-key element: 'i' an integer, 's' a
- * string, 'u' a UUID (text); key_cols[k] is the result column holding element k. */
+ * string, 'u' a UUID (text); key_cols[k] is the result column holding element k.
+ * key_param is the $n of the statement's first key element (the others follow it),
+ * NULL for all of them on the first page; limit_param is the $n of its LIMIT. */
 typedef struct repo_page_spec {
     const char *key;
     int key_cols[REPO_KEY_MAX];
+    int key_param;
+    int limit_param;
     size_t item_size;
     repo_row_fn read;
 } repo_page_spec;
 
-/* One page to fetch: the limit (normalised by repo_limit), the cursor's key elements as
- * text parameters (after[k] NULL for every k without a cursor), and fetch, the text of
- * limit + 1 for the statement's LIMIT. */
-typedef struct repo_page_req {
-    const repo_page_spec *spec;
-    int limit;
-    const char *after[REPO_KEY_MAX];
-    const char *fetch;
-} repo_page_req;
-
-/* A page read: count items of spec->item_size bytes, and the cursor of the next page
- * (NULL on the last page), all in the arena. */
+/* A page read: count items of the spec's item_size bytes, and the cursor of the next
+ * page (NULL on the last page), all in the arena. */
 typedef struct repo_page {
     void *items;
     size_t count;
@@ -129,19 +125,22 @@ typedef struct repo_page {
     ((list)->items = (page).items, (list)->count = (page).count,                                   \
      (list)->next_cursor = (page).next_cursor)
 
-/* Prepares *q for a page of limit rows after cursor (NULL: the first page). SX_EINVAL
- * "invalid cursor" for a cursor that repo_page_read did not make for a list with this
- * kind of key. */
-int repo_page_start(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
-                    repo_page_req *q, sx_err *err) SX_MUSTCHECK;
-/* Reads the first q->limit rows of r (a result of at most limit + 1 rows) into *out and
- * sets its next cursor when r holds more. On failure *out is zeroed and the row
+/* The n parameters of a page of limit rows (see repo_limit) after cursor (NULL: the
+ * first page): a copy of p in a whose key and limit parameters are set. SX_EINVAL
+ * "invalid cursor" for a cursor that is not the next_cursor of a list with this kind
+ * of key. */
+int repo_page_params(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor, int n,
+                     const char *const *p, const char ***params, sx_err *err) SX_MUSTCHECK;
+/* Reads the first limit rows of r, run with repo_page_params' parameters, into *out,
+ * and the next cursor when r holds one more. On failure *out is zeroed and the row
  * reader's code is returned. */
-int repo_page_read(sx_arena *a, const PGresult *r, const repo_page_req *q, repo_page *out,
-                   sx_err *err) SX_MUSTCHECK;
-/* repo_query then repo_page_read. */
-int repo_page_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
-                    const repo_page_req *q, repo_page *out, sx_err *err) SX_MUSTCHECK;
+int repo_page_read(sx_arena *a, const repo_page_spec *s, int limit, const PGresult *r,
+                   repo_page *out, sx_err *err) SX_MUSTCHECK;
+/* One page of a list on c: repo_page_params, repo_query (the result belongs to a), then
+ * repo_page_read. On failure *out is zeroed. */
+int repo_page_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    const char *sql, int n, const char *const *p, repo_page *out,
+                    sx_err *err) SX_MUSTCHECK;
 
 /* Whether s is a UUID in its canonical text form (any case). */
 bool repo_is_uuid(const char *s);

@@ -228,7 +228,8 @@ int cfg_repo_get_by_name(pg_conn *c, const char *ns, const char *name, sx_arena 
                    2, p, a, out, what, err);
 }
 
-static const repo_page_spec cfg_page = {"ssu", {1, 2, 0}, sizeof(cfg_record), read_cfg};
+/* By namespace, name, id: $4..$6 the key to start after, $7 the limit. */
+static const repo_page_spec cfg_page = {"ssu", {1, 2, 0}, 4, 7, sizeof(cfg_record), read_cfg};
 
 int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, sx_err *err)
 {
@@ -236,15 +237,8 @@ int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, s
     cfg_filter none = {0};
     if (f == NULL)
         f = &none;
-    repo_page_req q;
-    repo_page pg;
-    int rc = repo_page_start(a, &cfg_page, f->limit, f->cursor, &q, err);
-    if (rc)
-        return rc;
-    const char *p[] = {
-        f->ns,      f->group, f->include_deleted ? "true" : "false", q.after[0], q.after[1],
-        q.after[2], q.fetch,
-    };
+    const char *p[] = {f->ns, f->group, f->include_deleted ? "true" : "false", NULL, NULL,
+                       NULL,  NULL};
     static const char sql[] =
         "SELECT " CFG_COLS " FROM configs"
         " WHERE ($1::text IS NULL OR namespace = $1)"
@@ -252,7 +246,8 @@ int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, s
         "   AND ($3::boolean OR deleted_at IS NULL)"
         "   AND ($4::text IS NULL OR (namespace, name, id) > ($4, $5, $6::uuid))"
         " ORDER BY namespace, name, id LIMIT $7::int";
-    rc = repo_page_query(c, a, sql, 7, p, &q, &pg, err);
+    repo_page pg;
+    int rc = repo_page_query(c, a, &cfg_page, f->limit, f->cursor, sql, 7, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }
@@ -369,7 +364,8 @@ int cfg_repo_get_version(pg_conn *c, const char *id, int version, sx_arena *a, c
     return rc;
 }
 
-static const repo_page_spec version_page = {"i", {1}, sizeof(cfg_version), read_listed_ver};
+/* Newest first: $2 the version to start below, $3 the limit. */
+static const repo_page_spec version_page = {"i", {1}, 2, 3, sizeof(cfg_version), read_listed_ver};
 
 int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cursor, sx_arena *a,
                            cfg_version_list *out, sx_err *err)
@@ -378,16 +374,13 @@ int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cu
     int rc = check_id(id, err);
     if (rc)
         return rc;
-    repo_page_req q;
+    const char *p[] = {id, NULL, NULL};
     repo_page pg;
-    if ((rc = repo_page_start(a, &version_page, limit, cursor, &q, err)) != 0)
-        return rc;
-    const char *p[] = {id, q.after[0], q.fetch};
-    rc = repo_page_query(c, a,
+    rc = repo_page_query(c, a, &version_page, limit, cursor,
                          "SELECT " VER_COLS " FROM config_versions"
                          " WHERE config_id = $1::uuid AND ($2::int IS NULL OR version < $2::int)"
                          " ORDER BY version DESC LIMIT $3::int",
-                         3, p, &q, &pg, err);
+                         3, p, &pg, err);
     if (rc == 0 && pg.count == 0 && cursor == NULL) {
         cfg_record *cfg; /* an unknown config is not an empty one */
         return cfg_repo_get(c, id, true, a, &cfg, err);

@@ -372,8 +372,9 @@ int deploy_repo_mark(pg_conn *c, const char *id, deploy_mark m, sx_err *err)
                    1, p, NULL, err);
 }
 
-/* Newest first: by created_at (column 15), then id (column 0). */
-static const repo_page_spec deploy_page = {"su", {15, 0}, sizeof(deploy_record), read_dep};
+/* Newest first, by created_at (column 15) then id (column 0): $3 and $4 the key to start
+ * below, $5 the limit. */
+static const repo_page_spec deploy_page = {"su", {15, 0}, 3, 5, sizeof(deploy_record), read_dep};
 
 int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_list *out, sx_err *err)
 {
@@ -384,10 +385,6 @@ int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_lis
     int rc;
     if (f->config_id && (rc = check_id("config", f->config_id, err)))
         return rc;
-    repo_page_req q;
-    repo_page pg;
-    if ((rc = repo_page_start(a, &deploy_page, f->limit, f->cursor, &q, err)) != 0)
-        return rc;
     char *states = NULL;
     if (f->state_mask) {
         const char *names[DEPLOY_STATE_COUNT];
@@ -397,15 +394,16 @@ int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_lis
                 names[n++] = state_names[i];
         states = repo_strv_param(a, names, n);
     }
-    const char *p[] = {states, f->config_id, q.after[0], q.after[1], q.fetch};
+    const char *p[] = {states, f->config_id, NULL, NULL, NULL};
+    repo_page pg;
     rc = repo_page_query(
-        c, a,
+        c, a, &deploy_page, f->limit, f->cursor,
         "SELECT " DEP_COLS " FROM deployments"
         " WHERE ($1::jsonb IS NULL OR state IN (SELECT jsonb_array_elements_text($1)))"
         "   AND ($2::uuid IS NULL OR config_id = $2::uuid)"
         "   AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))"
         " ORDER BY created_at DESC, id DESC LIMIT $5::int",
-        5, p, &q, &pg, err);
+        5, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }

@@ -253,7 +253,8 @@ int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx
     return 0;
 }
 
-static const repo_page_spec node_events_page = {"i", {0}, sizeof(event_record), read_event};
+/* Newest first: $3 the id to start below, $4 the limit. */
+static const repo_page_spec node_events_page = {"i", {0}, 3, 4, sizeof(event_record), read_event};
 
 int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int limit,
                          const char *cursor, sx_arena *a, event_page *out, sx_err *err)
@@ -261,17 +262,14 @@ int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int 
     memset(out, 0, sizeof(*out));
     if (node_id == NULL || node_id[0] == '\0' || type == NULL)
         return sx_err_set(err, SX_EINVAL, "a node id and an event type are required");
-    repo_page_req q;
+    const char *p[] = {node_id, type, NULL, NULL};
     repo_page pg;
-    int rc = repo_page_start(a, &node_events_page, limit, cursor, &q, err);
-    if (rc)
-        return rc;
-    const char *p[] = {node_id, type, q.after[0], q.fetch};
-    rc = repo_page_query(c, a,
-                         "SELECT " EVENT_COLS " FROM events e WHERE e.node_id = $1 AND e.type = $2"
-                         "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
-                         " ORDER BY e.id DESC LIMIT $4::int",
-                         4, p, &q, &pg, err);
+    int rc = repo_page_query(c, a, &node_events_page, limit, cursor,
+                             "SELECT " EVENT_COLS " FROM events e"
+                             " WHERE e.node_id = $1 AND e.type = $2"
+                             "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
+                             " ORDER BY e.id DESC LIMIT $4::int",
+                             4, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }

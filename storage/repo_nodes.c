@@ -499,7 +499,8 @@ int node_repo_get_with(pg_conn *c, const char *node_id, const node_thresholds *t
     return rc;
 }
 
-static const repo_page_spec node_page = {"s", {0}, sizeof(node_record), read_node};
+/* By node id: $3 the id to start after, $4 the limit. */
+static const repo_page_spec node_page = {"s", {0}, 3, 4, sizeof(node_record), read_node};
 
 int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out, sx_err *err)
 {
@@ -507,32 +508,29 @@ int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out
     node_filter all = {.connected = -1};
     if (f == NULL)
         f = &all;
-    repo_page_req q;
-    repo_page pg;
-    int rc = repo_page_start(a, &node_page, f->limit, f->cursor, &q, err);
-    if (rc)
-        return rc;
     if (f->state && !node_repo_state_valid(f->state))
         return sx_err_set(err, SX_EINVAL,
                           "state must be connected, stale or disconnected, got \"%s\"", f->state);
     const char *p[] = {
-        f->group,   f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
-        q.after[0], q.fetch,
-        NULL,       NULL,
+        f->group, f->connected < 0 ? NULL : (f->connected ? "true" : "false"),
+        NULL,     NULL,
+        NULL,     NULL,
         f->state,
     };
     threshold_params(a, &f->thresholds, &p[4], &p[5]);
-    rc = repo_page_query(
-        c, a,
-        "SELECT " NODE_COLS HEALTH_COLS(
-            "$5", "$6") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                        " WHERE ($1::text IS NULL OR n.group_name = $1)"
-                        "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
-                        "   AND ($3::text IS NULL OR n.node_id > $3)"
-                        "   AND ($7::text IS NULL OR " STATE_EXPR(
-                            "$5", "$6") " = $7)"
-                                        " ORDER BY n.node_id LIMIT $4::int",
-        7, p, &q, &pg, err);
+    repo_page pg;
+    int rc =
+        repo_page_query(c, a, &node_page, f->limit, f->cursor,
+                        "SELECT " NODE_COLS HEALTH_COLS(
+                            "$5", "$6") " FROM proxy_nodes n"
+                                        " LEFT JOIN node_status s USING (node_id)"
+                                        " WHERE ($1::text IS NULL OR n.group_name = $1)"
+                                        "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
+                                        "   AND ($3::text IS NULL OR n.node_id > $3)"
+                                        "   AND ($7::text IS NULL OR " STATE_EXPR(
+                                            "$5", "$6") " = $7)"
+                                                        " ORDER BY n.node_id LIMIT $4::int",
+                        7, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }

@@ -489,17 +489,19 @@ static int query(snap_repo *r, sx_arena *a, const char *sql, int n, const char *
     return rc;
 }
 
-/* Reads one page of a list on a pooled connection (see repo_page_query). */
-static int query_page(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
-                      const repo_page_req *q, repo_page *out, sx_err *err)
+/* One page of a list on a pooled connection (see repo_page_query); the cursor is checked
+ * before a connection is taken. */
+static int query_page(snap_repo *r, sx_arena *a, const repo_page_spec *s, int limit,
+                      const char *cursor, const char *sql, int n, const char *const *p,
+                      repo_page *out, sx_err *err)
 {
+    memset(out, 0, sizeof(*out));
+    const char **params;
     PGresult *res;
-    int rc = query(r, a, sql, n, p, &res, err);
-    if (rc) {
-        memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    return repo_page_read(a, res, q, out, err);
+    int rc = repo_page_params(a, s, limit, cursor, n, p, &params, err);
+    if (rc == 0 && (rc = query(r, a, sql, n, params, &res, err)) == 0)
+        rc = repo_page_read(a, s, limit, res, out, err);
+    return rc;
 }
 
 /* The snapshot in row 0 of res (which has one) into a new record of a. */
@@ -602,26 +604,24 @@ int snap_repo_get_by_id(snap_repo *r, long long id, sx_arena *a, snap_record **o
     return read_first(a, res, true, out, err);
 }
 
-static const repo_page_spec group_page = {"s", {0}, sizeof(snap_group), read_group};
-static const repo_page_spec version_page = {"i", {2}, sizeof(snap_record), read_listed};
-static const repo_page_spec id_page = {"i", {0}, sizeof(snap_record), read_listed};
+/* Groups by name ($1 the name to start after, $2 the limit); a group's versions newest
+ * first ($2 the version to start below, $3 the limit); all snapshots newest first ($1
+ * the id to start below, $2 the limit). */
+static const repo_page_spec group_page = {"s", {0}, 1, 2, sizeof(snap_group), read_group};
+static const repo_page_spec version_page = {"i", {2}, 2, 3, sizeof(snap_record), read_listed};
+static const repo_page_spec id_page = {"i", {0}, 1, 2, sizeof(snap_record), read_listed};
 
 int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena *a,
                           snap_group_list *out, sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    repo_page_req q;
+    const char *p[] = {NULL, NULL};
     repo_page pg;
-    int rc = repo_page_start(a, &group_page, limit, cursor, &q, err);
-    if (rc)
-        return rc;
-    const char *p[] = {q.after[0], q.fetch};
-    rc = query_page(
-        r, a,
+    int rc = query_page(
+        r, a, &group_page, limit, cursor,
         "SELECT name, current_snapshot_version, " REPO_TS(
             "updated_at") " FROM proxy_groups WHERE current_snapshot_version > 0"
                           "   AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2::int",
-        2, p, &q, &pg, err);
+        2, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }
@@ -633,16 +633,13 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
     int rc = check_group(group, err);
     if (rc)
         return rc;
-    repo_page_req q;
+    const char *p[] = {group, NULL, NULL};
     repo_page pg;
-    if ((rc = repo_page_start(a, &version_page, limit, cursor, &q, err)) != 0)
-        return rc;
-    const char *p[] = {group, q.after[0], q.fetch};
-    rc = query_page(r, a,
+    rc = query_page(r, a, &version_page, limit, cursor,
                     "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
                     "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
                     " ORDER BY s.version DESC LIMIT $3::int",
-                    3, p, &q, &pg, err);
+                    3, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }
@@ -650,18 +647,13 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
 int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
                        sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    repo_page_req q;
+    const char *p[] = {NULL, NULL};
     repo_page pg;
-    int rc = repo_page_start(a, &id_page, limit, cursor, &q, err);
-    if (rc)
-        return rc;
-    const char *p[] = {q.after[0], q.fetch};
-    rc = query_page(r, a,
-                    "SELECT " SNAP_LIST_COLS " FROM snapshots s"
-                    " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
-                    " ORDER BY s.id DESC LIMIT $2::int",
-                    2, p, &q, &pg, err);
+    int rc = query_page(r, a, &id_page, limit, cursor,
+                        "SELECT " SNAP_LIST_COLS " FROM snapshots s"
+                        " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
+                        " ORDER BY s.id DESC LIMIT $2::int",
+                        2, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }
