@@ -67,16 +67,13 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
         in->source_ip && in->source_ip[0] ? in->source_ip : NULL,
         in->details ? repo_json_param(a, in->details) : "{}",
     };
-    PGresult *r;
-    rc = repo_query(c, a,
-                    "INSERT INTO audit_log (actor, actor_role, action, resource_type, resource_id,"
-                    "   result, status_code, request_id, source_ip, details)"
-                    " VALUES ($1, $2, $3, $4, $5, $6, $7::int, $8, $9::inet, $10::jsonb)"
-                    " RETURNING id",
-                    10, p, &r, err);
-    long long v;
-    if (rc == 0 && (rc = repo_i64(r, 0, 0, 0, &v, err)) == 0 && id)
-        *id = v;
+    rc = repo_query_i64(
+        c,
+        "INSERT INTO audit_log (actor, actor_role, action, resource_type, resource_id,"
+        "   result, status_code, request_id, source_ip, details)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7::int, $8, $9::inet, $10::jsonb)"
+        " RETURNING id",
+        10, p, id, err);
     sx_arena_destroy(a);
     return rc;
 }

@@ -209,6 +209,20 @@ bool repo_is_uuid(const char *s)
     return true;
 }
 
+int repo_query_i64(pg_conn *c, const char *sql, int n, const char *const *p, long long *out,
+                   sx_err *err)
+{
+    PGresult *r;
+    int rc = pg_exec(c, sql, n, p, &r, err);
+    if (rc)
+        return rc;
+    long long v = 0;
+    if (PQntuples(r) > 0 && (rc = repo_i64(r, 0, 0, 0, &v, err)) == 0 && out)
+        *out = v;
+    PQclear(r);
+    return rc;
+}
+
 int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
                     sx_err *err)
 {

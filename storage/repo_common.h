@@ -145,6 +145,11 @@ int repo_page_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit,
 /* Whether s is a UUID in its canonical text form (any case). */
 bool repo_is_uuid(const char *s);
 
+/* Runs a statement on c; *out (NULL allowed) receives the integer in the first column
+ * of its first row (0 for SQL NULL) and is left as it is when there is no row. */
+int repo_query_i64(pg_conn *c, const char *sql, int n, const char *const *p, long long *out,
+                   sx_err *err) SX_MUSTCHECK;
+
 /* Runs a statement on c and gives its affected-row count in *rows (NULL allowed). */
 int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
                     sx_err *err) SX_MUSTCHECK;

@@ -84,21 +84,17 @@ int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *er
         in->type,  in->replica_id ? in->replica_id : "",           in->deployment_id,  in->node_id,
         in->group, in->data ? repo_json_param(a, in->data) : "{}", in->notify_channel,
     };
-    PGresult *r;
     int rc;
     if (in->notify_channel)
-        rc = repo_query(c, a,
-                        /* One payload for all: PostgreSQL folds a transaction's identical
-                         * notifications into one, so a flush writing thousands of events
-                         * wakes each replica once. Readers look for new rows anyway. */
-                        "WITH e AS (" INSERT_SQL ")"
-                        " SELECT e.id, pg_notify($7, '') FROM e",
-                        7, p, &r, err);
+        rc = repo_query_i64(c,
+                            /* One payload for all: PostgreSQL folds a transaction's identical
+                             * notifications into one, so a flush writing thousands of events
+                             * wakes each replica once. Readers look for new rows anyway. */
+                            "WITH e AS (" INSERT_SQL ")"
+                            " SELECT e.id, pg_notify($7, '') FROM e",
+                            7, p, id, err);
     else
-        rc = repo_query(c, a, INSERT_SQL, 6, p, &r, err);
-    long long v;
-    if (rc == 0 && (rc = repo_i64(r, 0, 0, 0, &v, err)) == 0 && id)
-        *id = v;
+        rc = repo_query_i64(c, INSERT_SQL, 6, p, id, err);
     sx_arena_destroy(a);
     return rc;
 }
@@ -220,15 +216,11 @@ int event_repo_position(pg_conn *c, long long id, event_pos *out, bool *found, s
                      1, p, &r, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        return event_repo_head(c, out, err);
-    }
-    rc = read_pos(r, out, err);
-    if (rc == 0)
+    bool none = PQntuples(r) == 0;
+    if (!none && (rc = read_pos(r, out, err)) == 0)
         *found = repo_bool(r, 0, 2);
     PQclear(r);
-    return rc;
+    return none ? event_repo_head(c, out, err) : rc;
 }
 
 int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx_err *err)

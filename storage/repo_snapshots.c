@@ -171,27 +171,15 @@ int snap_repo_reserve_version(pg_conn *c, const char *group, long long *next, sx
         " ON CONFLICT (name) DO UPDATE SET name = pg.name"
         " RETURNING latest_snapshot_version + 1";
     const char *p[] = {group};
-    PGresult *r;
-    if ((rc = pg_exec(c, sql, 1, p, &r, err)) != 0)
-        return rc;
-    rc = repo_i64(r, 0, 0, 0, next, err);
-    PQclear(r);
-    return rc;
+    return repo_query_i64(c, sql, 1, p, next, err);
 }
 
 int snap_repo_current_version(pg_conn *c, const char *group, long long *version, sx_err *err)
 {
     *version = 0;
     const char *p[] = {group};
-    PGresult *r;
-    int rc = pg_exec(c, "SELECT current_snapshot_version FROM proxy_groups WHERE name = $1", 1, p,
-                     &r, err);
-    if (rc)
-        return rc;
-    if (PQntuples(r) > 0)
-        rc = repo_i64(r, 0, 0, 0, version, err);
-    PQclear(r);
-    return rc;
+    return repo_query_i64(c, "SELECT current_snapshot_version FROM proxy_groups WHERE name = $1", 1,
+                          p, version, err);
 }
 
 static int no_version(const char *group, long long version, sx_err *err)

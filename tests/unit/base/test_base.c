@@ -77,6 +77,29 @@ static void test_arena(void **state)
     assert_int_equal(cleaned, 2);
 }
 
+/* Cleanups run newest first, so an object registered after what it points into (a
+ * value read out of a query result, say) is released before it. */
+static char order[8];
+static void record_cleanup(void *p)
+{
+    size_t n = strlen(order);
+    order[n] = *(const char *)p;
+    order[n + 1] = '\0';
+}
+
+static void test_arena_cleanup_order(void **state)
+{
+    (void)state;
+    sx_arena *a = sx_arena_create();
+    static const char first = '1', second = '2', third = '3';
+    assert_ptr_equal(sx_arena_defer(a, record_cleanup, (void *)&first), &first);
+    sx_arena_defer(a, record_cleanup, (void *)&second);
+    sx_arena_defer(a, record_cleanup, (void *)&third);
+    order[0] = '\0';
+    sx_arena_destroy(a);
+    assert_string_equal(order, "321");
+}
+
 static void test_metrics_render(void **state)
 {
     (void)state;
@@ -156,10 +179,10 @@ static void test_fielderrs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_arena),        cmocka_unit_test(test_metrics_render),
-        cmocka_unit_test(test_redact),       cmocka_unit_test(test_sha256),
-        cmocka_unit_test(test_fielderrs),
+        cmocka_unit_test(test_err_statuses),   cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_arena),          cmocka_unit_test(test_arena_cleanup_order),
+        cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_sha256),         cmocka_unit_test(test_fielderrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
