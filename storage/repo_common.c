@@ -256,6 +256,34 @@ int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *cons
     return rc;
 }
 
+/* Reads the first n rows of r into a new array of item_size-byte items in a. */
+static int read_rows(sx_arena *a, const PGresult *r, size_t n, size_t item_size, repo_row_fn read,
+                     void **items, sx_err *err)
+{
+    unsigned char *v = n ? sx_arena_alloc(a, n * item_size) : NULL;
+    *items = NULL;
+    for (size_t i = 0; i < n; i++) {
+        int rc = read(a, r, (int)i, v + i * item_size, err);
+        if (rc)
+            return rc;
+    }
+    *items = v;
+    return 0;
+}
+
+int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                    size_t item_size, repo_row_fn read, void **items, size_t *count, sx_err *err)
+{
+    *items = NULL;
+    *count = 0;
+    PGresult *r;
+    int rc = repo_query(c, a, sql, n, p, &r, err);
+    if (rc || (rc = read_rows(a, r, (size_t)PQntuples(r), item_size, read, items, err)) != 0)
+        return rc;
+    *count = (size_t)PQntuples(r);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ keyset pages */
 
 int repo_page_params(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor, int n,
@@ -317,10 +345,8 @@ int repo_page_read(sx_arena *a, const repo_page_spec *s, int limit, const PGresu
     limit = repo_limit(limit);
     int rows = PQntuples(r);
     size_t n = rows > limit ? (size_t)limit : (size_t)rows;
-    unsigned char *items = n ? sx_arena_alloc(a, n * s->item_size) : NULL;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = s->read(a, r, (int)i, items + i * s->item_size, err);
+    void *items;
+    int rc = read_rows(a, r, n, s->item_size, s->read, &items, err);
     if (rc == 0 && rows > limit)
         rc = row_cursor(a, r, (int)n - 1, s, &out->next_cursor, err);
     if (rc) {

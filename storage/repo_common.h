@@ -72,6 +72,16 @@ PGresult *repo_own_result(sx_arena *a, PGresult *r);
 int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
                PGresult **out, sx_err *err) SX_MUSTCHECK;
 
+/* Reads row of r into item (an array element, zeroed), allocating in a. */
+typedef int (*repo_row_fn)(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err);
+
+/* Runs a query on c and reads every row of its result (which belongs to a) with read
+ * into a new array of item_size-byte items in a: *items (NULL when there is no row) and
+ * *count its length. On failure *items is NULL and *count 0. */
+int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                    size_t item_size, repo_row_fn read, void **items, size_t *count,
+                    sx_err *err) SX_MUSTCHECK;
+
 /* ------------------------------------------------------------------ keyset pages
  *
  * A list query pages by keyset: "ORDER BY key LIMIT limit + 1" after the key of the
@@ -95,9 +105,6 @@ int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *cons
  */
 
 #define REPO_KEY_MAX 3
-
-/* Reads row of r into item (an element of the page's array, zeroed), allocating in a. */
-typedef int (*repo_row_fn)(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err);
 
 /* How one list pages. key has one letter per sort-key element: 'i' an integer, 's' a
  * string, 'u' a UUID (text); key_cols[k] is the result column holding element k.

@@ -129,6 +129,11 @@ static int read_listed_ver(sx_arena *a, const PGresult *r, int row, void *item, 
     return read_ver(a, r, row, false, item, err);
 }
 
+static int read_live_ver(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    return read_ver(a, r, row, true, item, err);
+}
+
 /* The config in row 0 of r, in a. */
 static int read_one(sx_arena *a, const PGresult *r, cfg_record **out, sx_err *err)
 {
@@ -398,27 +403,19 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
     if (rc)
         return rc;
     const char *p[] = {group};
-    PGresult *r;
-    rc =
-        repo_query(c, a,
-                   "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
-                   "  v.source_version, " REPO_TS(
-                       "v.created_at") ", v.spec"
-                                       " FROM configs c JOIN config_versions v"
-                                       "   ON v.config_id = c.id AND v.version = c.live_version"
-                                       " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
-                                       " ORDER BY c.namespace, c.name",
-                   1, p, &r, err);
-    if (rc)
-        return rc;
-    size_t n = (size_t)PQntuples(r);
-    cfg_version *v = n ? sx_arena_alloc(a, n * sizeof(*v)) : NULL;
-    for (size_t i = 0; i < n; i++)
-        if ((rc = read_ver(a, r, (int)i, true, &v[i], err)) != 0)
-            return rc;
+    void *v;
+    rc = repo_query_rows(
+        c, a,
+        "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
+        "  v.source_version, " REPO_TS(
+            "v.created_at") ", v.spec"
+                            " FROM configs c JOIN config_versions v"
+                            "   ON v.config_id = c.id AND v.version = c.live_version"
+                            " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
+                            " ORDER BY c.namespace, c.name",
+        1, p, sizeof(cfg_version), read_live_ver, &v, count, err);
     *out = v;
-    *count = n;
-    return 0;
+    return rc;
 }
 
 int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err)
@@ -440,6 +437,21 @@ int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err
     return rows ? 0 : explain_miss(c, id, expected_latest, err);
 }
 
+static int read_live(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    cfg_live *v = item;
+    long long version = 0;
+    int rc;
+    v->id = repo_str(a, r, row, 0);
+    v->ns = repo_str(a, r, row, 1);
+    v->name = repo_str(a, r, row, 2);
+    if ((rc = repo_strv(a, r, row, 3, &v->groups, &v->group_count, err)) ||
+        (rc = repo_i64(r, row, 4, 0, &version, err)))
+        return rc;
+    v->version = (int)version;
+    return repo_json(a, r, row, 5, &v->spec, err);
+}
+
 int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, const char *exclude_id,
                             sx_arena *a, cfg_live **out, size_t *count, sx_err *err)
 {
@@ -453,35 +465,18 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
     if (exclude_id && (rc = check_id(exclude_id, err)))
         return rc;
     const char *p[] = {repo_strv_param(a, groups, n), exclude_id};
-    PGresult *r;
-    rc = repo_query(c, a,
-                    "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
-                    " FROM configs c JOIN config_versions v"
-                    "   ON v.config_id = c.id AND v.version = c.live_version"
-                    " WHERE c.deleted_at IS NULL"
-                    "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
-                    "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
-                    " ORDER BY c.namespace, c.name",
-                    2, p, &r, err);
-    if (rc)
-        return rc;
-    size_t rows = (size_t)PQntuples(r);
-    cfg_live *v = rows ? sx_arena_alloc(a, rows * sizeof(*v)) : NULL;
-    for (size_t i = 0; rc == 0 && i < rows; i++) {
-        long long version = 0;
-        v[i].id = repo_str(a, r, (int)i, 0);
-        v[i].ns = repo_str(a, r, (int)i, 1);
-        v[i].name = repo_str(a, r, (int)i, 2);
-        if ((rc = repo_strv(a, r, (int)i, 3, &v[i].groups, &v[i].group_count, err)) == 0 &&
-            (rc = repo_i64(r, (int)i, 4, 0, &version, err)) == 0)
-            rc = repo_json(a, r, (int)i, 5, &v[i].spec, err);
-        v[i].version = (int)version;
-    }
-    if (rc)
-        return rc;
+    void *v;
+    rc = repo_query_rows(c, a,
+                         "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
+                         " FROM configs c JOIN config_versions v"
+                         "   ON v.config_id = c.id AND v.version = c.live_version"
+                         " WHERE c.deleted_at IS NULL"
+                         "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
+                         "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
+                         " ORDER BY c.namespace, c.name",
+                         2, p, sizeof(cfg_live), read_live, &v, count, err);
     *out = v;
-    *count = rows;
-    return 0;
+    return rc;
 }
 
 int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out, sx_err *err)

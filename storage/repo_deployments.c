@@ -148,8 +148,9 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     return 0;
 }
 
-static int read_wave(sx_arena *a, const PGresult *r, int row, deploy_wave *o, sx_err *err)
+static int read_wave(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
+    deploy_wave *o = item;
     memset(o, 0, sizeof(*o));
     long long index, acks, nacks;
     int rc;
@@ -291,19 +292,14 @@ static int get_dep(pg_conn *c, const char *id, bool lock, sx_arena *a, deploy_re
     deploy_record *o = sx_arena_alloc(a, sizeof(*o));
     if ((rc = read_dep(a, r, 0, o, err)) != 0)
         return rc;
-    rc = repo_query(c, a,
-                    "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
-                    " ORDER BY wave_index",
-                    1, p, &r, err);
+    void *waves;
+    rc = repo_query_rows(c, a,
+                         "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
+                         " ORDER BY wave_index",
+                         1, p, sizeof(deploy_wave), read_wave, &waves, &o->wave_count, err);
     if (rc)
         return rc;
-    size_t n = (size_t)PQntuples(r);
-    o->waves = n ? sx_arena_alloc(a, n * sizeof(deploy_wave)) : NULL;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = read_wave(a, r, (int)i, &o->waves[i], err);
-    if (rc)
-        return rc;
-    o->wave_count = n;
+    o->waves = waves;
     *out = o;
     return 0;
 }

@@ -342,6 +342,16 @@ int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version,
     return rc;
 }
 
+static int read_stale(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    (void)err;
+    node_stale *v = item;
+    v->node_id = repo_str(a, r, row, 0);
+    v->group = repo_str(a, r, row, 1);
+    v->last_seen = repo_str(a, r, row, 2);
+    return 0;
+}
+
 /* Runs one of the sweep's marking statements ($1 = the idle threshold in ms, $2 = the
  * batch size) and reads the nodes it marked. */
 static int mark_idle(pg_conn *c, const char *sql, long long idle_ms, int limit, sx_arena *a,
@@ -349,19 +359,10 @@ static int mark_idle(pg_conn *c, const char *sql, long long idle_ms, int limit, 
 {
     memset(out, 0, sizeof(*out));
     const char *p[] = {repo_i64_param(a, idle_ms), repo_i64_param(a, repo_limit(limit))};
-    PGresult *r;
-    int rc = repo_query(c, a, sql, 2, p, &r, err);
-    if (rc)
-        return rc;
-    int rows = PQntuples(r);
-    out->items = rows ? sx_arena_alloc(a, (size_t)rows * sizeof(node_stale)) : NULL;
-    for (int i = 0; i < rows; i++) {
-        out->items[i].node_id = repo_str(a, r, i, 0);
-        out->items[i].group = repo_str(a, r, i, 1);
-        out->items[i].last_seen = repo_str(a, r, i, 2);
-    }
-    out->count = (size_t)rows;
-    return 0;
+    void *v;
+    int rc = repo_query_rows(c, a, sql, 2, p, sizeof(node_stale), read_stale, &v, &out->count, err);
+    out->items = v;
+    return rc;
 }
 
 /* SKIP LOCKED: a node another replica is marking (or a flush is touching) right now is

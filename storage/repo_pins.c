@@ -80,30 +80,36 @@ int pin_repo_release_finished(pg_conn *c, const char *const *groups, size_t n, i
     return rc;
 }
 
+static int read_pin(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    pin_record *v = item;
+    v->node_id = repo_str(a, r, row, 0);
+    v->group = repo_str(a, r, row, 1);
+    v->deployment_id = repo_str(a, r, row, 3);
+    return repo_i64(r, row, 2, 0, &v->version, err);
+}
+
 int pin_repo_load(pg_conn *c, sx_arena *a, pin_record **out, size_t *n, sx_err *err)
 {
-    *out = NULL;
-    *n = 0;
-    PGresult *r;
-    int rc = repo_query(c, a,
+    void *v;
+    int rc =
+        repo_query_rows(c, a,
                         "SELECT node_id, desired_group, desired_snapshot_version, deployment_id"
                         " FROM node_status WHERE desired_snapshot_version IS NOT NULL"
                         "   AND desired_group IS NOT NULL ORDER BY node_id",
-                        0, NULL, &r, err);
-    if (rc)
-        return rc;
-    size_t rows = (size_t)PQntuples(r);
-    pin_record *v = rows ? sx_arena_alloc(a, rows * sizeof(*v)) : NULL;
-    for (size_t i = 0; rc == 0 && i < rows; i++) {
-        v[i].node_id = repo_str(a, r, (int)i, 0);
-        v[i].group = repo_str(a, r, (int)i, 1);
-        rc = repo_i64(r, (int)i, 2, 0, &v[i].version, err);
-        v[i].deployment_id = repo_str(a, r, (int)i, 3);
-    }
-    if (rc)
-        return rc;
+                        0, NULL, sizeof(pin_record), read_pin, &v, n, err);
     *out = v;
-    *n = rows;
+    return rc;
+}
+
+static int read_candidate(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    (void)err;
+    pin_candidate *v = item;
+    v->node_id = repo_str(a, r, row, 0);
+    v->group = repo_str(a, r, row, 1);
+    v->ns = repo_str(a, r, row, 2);
+    v->connected = repo_bool(r, row, 3);
     return 0;
 }
 
@@ -122,29 +128,36 @@ int pin_repo_select(pg_conn *c, const char *const *groups, size_t ngroups,
         labels && json_object_size(labels) ? repo_json_param(a, labels) : NULL,
         nns ? repo_strv_param(a, namespaces, nns) : NULL,
     };
-    PGresult *r;
-    int rc = repo_query(c, a,
-                        "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
-                        " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
-                        "   AND ($2::jsonb IS NULL OR node_id IN"
-                        "     (SELECT jsonb_array_elements_text($2::jsonb)))"
-                        "   AND ($3::jsonb IS NULL OR labels @> $3::jsonb)"
-                        "   AND ($4::jsonb IS NULL OR namespace IN"
-                        "     (SELECT jsonb_array_elements_text($4::jsonb)))"
-                        " ORDER BY node_id",
-                        4, p, &r, err);
-    if (rc)
-        return rc;
-    size_t rows = (size_t)PQntuples(r);
-    pin_candidate *v = rows ? sx_arena_alloc(a, rows * sizeof(*v)) : NULL;
-    for (size_t i = 0; i < rows; i++) {
-        v[i].node_id = repo_str(a, r, (int)i, 0);
-        v[i].group = repo_str(a, r, (int)i, 1);
-        v[i].ns = repo_str(a, r, (int)i, 2);
-        v[i].connected = repo_bool(r, (int)i, 3);
-    }
+    void *v;
+    int rc = repo_query_rows(c, a,
+                             "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
+                             " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                             "   AND ($2::jsonb IS NULL OR node_id IN"
+                             "     (SELECT jsonb_array_elements_text($2::jsonb)))"
+                             "   AND ($3::jsonb IS NULL OR labels @> $3::jsonb)"
+                             "   AND ($4::jsonb IS NULL OR namespace IN"
+                             "     (SELECT jsonb_array_elements_text($4::jsonb)))"
+                             " ORDER BY node_id",
+                             4, p, sizeof(pin_candidate), read_candidate, &v, n, err);
     *out = v;
-    *n = rows;
+    return rc;
+}
+
+static int read_answer(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
+{
+    pin_answer *v = item;
+    v->node_id = repo_str(a, r, row, 0);
+    v->group = repo_str(a, r, row, 1);
+    v->connected = repo_bool(r, row, 2);
+    int rc;
+    if ((rc = repo_i64(r, row, 3, 0, &v->acked, err)) ||
+        (rc = repo_i64(r, row, 4, 0, &v->nacked, err)))
+        return rc;
+    v->nack_error = repo_str(a, r, row, 5);
+    v->nack_at = repo_str(a, r, row, 6);
+    v->nack_age_s = strtod(PQgetvalue(r, row, 7), NULL);
+    v->report_ready = PQgetisnull(r, row, 8) ? -1 : repo_bool(r, row, 8) ? 1 : 0;
+    v->report_age_s = strtod(PQgetvalue(r, row, 9), NULL);
     return 0;
 }
 
@@ -156,8 +169,8 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
     if (n == 0)
         return 0;
     const char *p[] = {repo_strv_param(a, node_ids, n)};
-    PGresult *r;
-    int rc = repo_query(
+    void *v;
+    int rc = repo_query_rows(
         c, a,
         "SELECT pn.node_id, pn.group_name, pn.connected, s.acked_snapshot_version,"
         "   s.last_nack_version, s.last_nack_error, " REPO_TS(
@@ -169,28 +182,7 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
                               "pn.node_id"
                               " WHERE pn.node_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
                               " ORDER BY pn.node_id",
-        1, p, &r, err);
-    if (rc)
-        return rc;
-    size_t rows = (size_t)PQntuples(r);
-    pin_answer *v = rows ? sx_arena_alloc(a, rows * sizeof(*v)) : NULL;
-    for (size_t i = 0; rc == 0 && i < rows; i++) {
-        int row = (int)i;
-        v[i].node_id = repo_str(a, r, row, 0);
-        v[i].group = repo_str(a, r, row, 1);
-        v[i].connected = repo_bool(r, row, 2);
-        if ((rc = repo_i64(r, row, 3, 0, &v[i].acked, err)) ||
-            (rc = repo_i64(r, row, 4, 0, &v[i].nacked, err)))
-            break;
-        v[i].nack_error = repo_str(a, r, row, 5);
-        v[i].nack_at = repo_str(a, r, row, 6);
-        v[i].nack_age_s = strtod(PQgetvalue(r, row, 7), NULL);
-        v[i].report_ready = PQgetisnull(r, row, 8) ? -1 : repo_bool(r, row, 8) ? 1 : 0;
-        v[i].report_age_s = strtod(PQgetvalue(r, row, 9), NULL);
-    }
-    if (rc)
-        return rc;
+        1, p, sizeof(pin_answer), read_answer, &v, count, err);
     *out = v;
-    *count = rows;
-    return 0;
+    return rc;
 }
