@@ -1,7 +1,7 @@
 /*
  * val_translate.c — the last semantic check: the group's merged snapshot (the peers'
  * objects and the config's, concatenated as the composer does) goes through the Envoy
- * translator (xds_resources_build), so that a config that validates also translates.
+ * translator (tr_resources_build), so that a config that validates also translates.
  *
  * The other stages already say most of what the translator would refuse, more
  * precisely; a translator problem is therefore added only when no problem was reported
@@ -24,7 +24,7 @@
 
 #include "server/base/mem.h"
 #include "server/validate/val_internal.h"
-#include "server/xds/resources.h"
+#include "server/translate/resources.h"
 
 enum { L_LISTENERS, L_HTTP, L_GRPC, L_STREAM, L_BACKENDS, L_SECRETS, L_COUNT };
 
@@ -172,11 +172,11 @@ static bool translate(const val_ctx *c, const size_t *order, size_t n, tr_items 
 {
     ir_snapshot m;
     merge(&m, c->docs, order, n);
-    xds_resources *res = NULL;
+    tr_resources *res = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = xds_resources_build(&m, "validation", 0, &res, &err);
-    xds_resources_unref(res);
+    int rc = tr_resources_build(&m, "validation", 0, &res, &err);
+    tr_resources_unref(res);
     unmerge(&m);
     if (rc == 0)
         return true;

@@ -23,9 +23,9 @@
 /* Stands for a version longer than ours (from another server): never equal to one. */
 #define MARK_FOREIGN "~"
 
-static bool full_state(xds_type t)
+static bool full_state(tr_type t)
 {
-    return t == XDS_LDS || t == XDS_CDS;
+    return t == TR_LDS || t == TR_CDS;
 }
 
 static bool is_star(const char *name)
@@ -137,12 +137,12 @@ static void known_load(xds_delta_type *dt, char *const *names, char *const *vers
 
 /* A changed cluster is followed by its endpoints (see sotw.c): forget that the client
  * holds the ClusterLoadAssignment of the same name. */
-static void refresh_endpoints(xds_delta *d, const xds_resources *cur, const uint32_t *clusters,
+static void refresh_endpoints(xds_delta *d, const tr_resources *cur, const uint32_t *clusters,
                               size_t n, int64_t now_ms)
 {
-    xds_delta_type *e = &d->t[XDS_EDS];
+    xds_delta_type *e = &d->t[TR_EDS];
     for (size_t k = 0; k < n; k++) {
-        const char *name = cur->items[XDS_CDS][clusters[k]].name;
+        const char *name = cur->items[TR_CDS][clusters[k]].name;
         ptrdiff_t i = known_search(e, name, NULL);
         if (i >= 0 && real_version(e->known[i].version) && xds_subs_wants(&e->subs, name)) {
             known_remove(e, name);
@@ -155,7 +155,7 @@ static void refresh_endpoints(xds_delta *d, const xds_resources *cur, const uint
  * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
 static bool routes_settled(const xds_delta *d)
 {
-    static const xds_type route_types[] = {XDS_LDS, XDS_RDS};
+    static const tr_type route_types[] = {TR_LDS, TR_RDS};
     for (size_t i = 0; i < 2; i++) {
         const xds_delta_type *dt = &d->t[route_types[i]];
         if (dt->subs.requested && (dt->dirty || dt->awaiting || dt->nacked || !dt->evaluated))
@@ -168,18 +168,18 @@ static bool routes_settled(const xds_delta *d)
 static void release_deferred(xds_delta *d, int64_t now_ms)
 {
     if (d->cds_deferred && routes_settled(d))
-        mark_dirty(&d->t[XDS_CDS], now_ms);
+        mark_dirty(&d->t[TR_CDS], now_ms);
 }
 
-static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_response *out)
+static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response *out)
 {
     /* Make before break: a cluster gone from the snapshot is removed only once the
      * client has accepted the routes that may have used it. */
-    bool defer = t == XDS_CDS && !routes_settled(d);
+    bool defer = t == TR_CDS && !routes_settled(d);
     size_t ndeferred = 0;
     xds_delta_type *dt = &d->t[t];
-    xds_resources *cur = d->current;
-    const xds_resource *items = cur->items[t];
+    tr_resources *cur = d->current;
+    const tr_resource *items = cur->items[t];
     size_t n = cur->count[t], nk = dt->nknown, ns = dt->subs.count;
     const char **names = dt->subs.names;
 
@@ -198,7 +198,7 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
             name = dt->known[k].name;
         if (m < ns && (name == NULL || strcmp(names[m], name) < 0))
             name = names[m];
-        const xds_resource *r = (i < n && strcmp(items[i].name, name) == 0) ? &items[i++] : NULL;
+        const tr_resource *r = (i < n && strcmp(items[i].name, name) == 0) ? &items[i++] : NULL;
         xds_known *kn = (k < nk && strcmp(dt->known[k].name, name) == 0) ? &dt->known[k++] : NULL;
         bool named = m < ns && strcmp(names[m], name) == 0;
         if (named)
@@ -252,10 +252,10 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
     dt->nknown = nnext;
     dt->capknown = cap;
 
-    if (t == XDS_CDS)
+    if (t == TR_CDS)
         d->cds_deferred = ndeferred > 0;
     bool respond = nfresh > 0 || nremoved > 0 || dt->must_respond;
-    if (t == XDS_CDS && nfresh > 0)
+    if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(d, cur, fresh, nfresh, now_ms);
     if (respond) {
         out->type = t;
@@ -282,7 +282,7 @@ void xds_delta_init(xds_delta *d, uint64_t nonce_seed)
 
 void xds_delta_free(xds_delta *d)
 {
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_delta_type *dt = &d->t[t];
         xds_subs_clear(&dt->subs);
         for (size_t i = 0; i < dt->nknown; i++)
@@ -291,7 +291,7 @@ void xds_delta_free(xds_delta *d)
         dt->known = NULL;
         dt->nknown = dt->capknown = 0;
     }
-    xds_resources_unref(d->current);
+    tr_resources_unref(d->current);
     d->current = NULL;
 }
 
@@ -350,12 +350,12 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
     release_deferred(d, now_ms);
 }
 
-xds_adopt xds_delta_on_resources(xds_delta *d, xds_resources *res, int64_t published_ms)
+xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t published_ms)
 {
     if (d->current != NULL && res->version == d->current->version)
         return XDS_ADOPT_IGNORED;
     bool coalesced = false;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_delta_type *dt = &d->t[t];
         dt->evaluated = false;
         if (!dt->subs.requested)
@@ -364,8 +364,8 @@ xds_adopt xds_delta_on_resources(xds_delta *d, xds_resources *res, int64_t publi
         dt->push_pending = true;
         mark_dirty(dt, published_ms);
     }
-    xds_resources_unref(d->current);
-    d->current = xds_resources_ref(res);
+    tr_resources_unref(d->current);
+    d->current = tr_resources_ref(res);
     return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
 }
 
@@ -374,8 +374,8 @@ bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
     memset(out, 0, sizeof(*out));
     if (d->current == NULL)
         return false;
-    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
-        xds_type t = (xds_type)i;
+    for (int i = 0; i < TR_TYPE_COUNT; i++) {
+        tr_type t = (tr_type)i;
         xds_delta_type *dt = &d->t[t];
         if (!dt->subs.requested || !dt->dirty || dt->awaiting)
             continue;
@@ -414,7 +414,7 @@ void xds_delta_response_clear(xds_delta_response *r)
 int64_t xds_delta_oldest_unacked_ms(const xds_delta *d)
 {
     int64_t oldest = 0;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
         if (d->t[t].awaiting && (oldest == 0 || d->t[t].sent_ms < oldest))
             oldest = d->t[t].sent_ms;
     return oldest;
@@ -425,7 +425,7 @@ long long xds_delta_synced_version(const xds_delta *d)
     if (d->current == NULL)
         return 0;
     bool any = false;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         const xds_delta_type *dt = &d->t[t];
         if (!dt->subs.requested)
             continue;

@@ -497,7 +497,7 @@ static void call_kick(xds_call *c)
             if (w && w->res == r.res) {
                 bb = xds_wire_sotw_response_kept(w, r.type, r.version, r.nonce, r.idx, r.n, r.kept,
                                                  r.nkept, s->control_plane_id);
-                type = xds_type_name(r.type);
+                type = tr_type_name(r.type);
                 version = r.version;
                 count = r.n + r.nkept;
                 memcpy(nonce, r.nonce, sizeof(nonce));
@@ -512,7 +512,7 @@ static void call_kick(xds_call *c)
             if (w && w->res == r.res) {
                 bb = xds_wire_delta_response(w, r.type, r.version, r.nonce, r.idx, r.n, r.removed,
                                              r.nremoved, s->control_plane_id);
-                type = xds_type_name(r.type);
+                type = tr_type_name(r.type);
                 version = r.version;
                 count = r.n + r.nremoved;
                 memcpy(nonce, r.nonce, sizeof(nonce));
@@ -867,7 +867,7 @@ static bool check_node(xds_call *c, const char *node_id, const char *group)
  * the request needs nothing more.
  */
 static bool ads_request_prologue(xds_call *c, const Envoy__Config__Core__V3__Node *n,
-                                 const char *type_url, xds_type *t, xds_call **old)
+                                 const char *type_url, tr_type *t, xds_call **old)
 {
     if (c->state == XDS_CALL_WAITING) {
         const char *id = n ? n->id : NULL;
@@ -879,7 +879,7 @@ static bool ads_request_prologue(xds_call *c, const Envoy__Config__Core__V3__Nod
     }
     if (c->srv->o.nodes)
         node_status_seen(c->srv->o.nodes, c->node_id);
-    if (xds_type_from_url(type_url, t) != 0) {
+    if (tr_type_from_url(type_url, t) != 0) {
         DEBUG_FIELDS(c->srv, COMPONENT,
                      json_pack("{s:s,s:s}", "node", call_node(c), "type_url", type_url),
                      "ignoring a request for a type Sextant does not serve");
@@ -899,7 +899,7 @@ static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
                  GRPC_STATUS_INVALID_ARGUMENT, "could not decode the DiscoveryRequest");
         return NULL;
     }
-    xds_type t;
+    tr_type t;
     if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
         goto out;
     xds_sotw_request r = {
@@ -911,7 +911,7 @@ static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
     };
     xds_req_outcome oc;
     xds_sotw_on_request(&c->p.sotw, &r, sx_monotonic_ms(), &oc);
-    note_outcome(c, xds_type_name(t), &oc, req->response_nonce, req->n_resource_names,
+    note_outcome(c, tr_type_name(t), &oc, req->response_nonce, req->n_resource_names,
                  req->error_detail ? req->error_detail->code : 0,
                  req->error_detail ? req->error_detail->message : NULL);
     call_kick(c);
@@ -932,7 +932,7 @@ static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
                  GRPC_STATUS_INVALID_ARGUMENT, "could not decode the DeltaDiscoveryRequest");
         return NULL;
     }
-    xds_type t;
+    tr_type t;
     if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
         goto out;
     size_t ni = req->n_initial_resource_versions;
@@ -958,7 +958,7 @@ static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
     xds_delta_on_request(&c->p.delta, &r, sx_monotonic_ms(), &oc);
     sx_free(inames);
     sx_free(ivers);
-    note_outcome(c, xds_type_name(t), &oc, req->response_nonce,
+    note_outcome(c, tr_type_name(t), &oc, req->response_nonce,
                  req->n_resource_names_subscribe + req->n_resource_names_unsubscribe,
                  req->error_detail ? req->error_detail->code : 0,
                  req->error_detail ? req->error_detail->message : NULL);
@@ -1151,12 +1151,12 @@ static void call_start(xds_server *s, enum method m, grpc_call *call, const char
     switch (c->protocol) {
     case XDS_PROTO_SOTW:
         xds_sotw_init(&c->p.sotw, seed);
-        for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        for (int t = 0; t < TR_TYPE_COUNT; t++)
             c->p.sotw.t[t].subs.pool = s->names;
         break;
     case XDS_PROTO_DELTA:
         xds_delta_init(&c->p.delta, seed);
-        for (int t = 0; t < XDS_TYPE_COUNT; t++)
+        for (int t = 0; t < TR_TYPE_COUNT; t++)
             c->p.delta.t[t].subs.pool = s->names;
         break;
     default:
