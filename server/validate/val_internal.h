@@ -6,7 +6,7 @@
  * (the other live configs of its groups), each decoded into the IR. The config's IR may
  * be partial (schema errors): repeated elements that did not decode are NULL and must
  * be skipped, strings may be NULL. Names are resolved exactly the way the Envoy
- * translator (server/xds/translate.c) resolves them in the merged snapshot of a group,
+ * translator (server/translate/translate.c) resolves them in the merged snapshot of a group,
  * so that a config that validates also translates:
  *   - backends, secrets and routes are known by their qualified name "<namespace>/<name>"
  *     ("<name>" when the namespace is empty); listeners by their name;
