@@ -108,6 +108,14 @@ Envoy__Config__Core__V3__ConfigSource *tr_ads(tr_ctx *tr)
     return cs;
 }
 
+Google__Protobuf__UInt64Value *tr_u64(tr_ctx *tr, uint64_t v)
+{
+    Google__Protobuf__UInt64Value *w =
+        TR_NEW(tr, Google__Protobuf__UInt64Value, GOOGLE__PROTOBUF__UINT64_VALUE__INIT);
+    w->value = v;
+    return w;
+}
+
 Google__Protobuf__UInt32Value *tr_u32(tr_ctx *tr, uint32_t v)
 {
     Google__Protobuf__UInt32Value *w =

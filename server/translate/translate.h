@@ -158,6 +158,7 @@ Google__Protobuf__Any *tr_any(tr_ctx *tr, const ProtobufCMessage *m);
 /* ConfigSource{ads: {}, resource_api_version: V3}. */
 Envoy__Config__Core__V3__ConfigSource *tr_ads(tr_ctx *tr);
 Google__Protobuf__UInt32Value *tr_u32(tr_ctx *tr, uint32_t v);
+Google__Protobuf__UInt64Value *tr_u64(tr_ctx *tr, uint64_t v);
 /* A copy of d; checks that it is not negative (records an error at path and returns
  * NULL when it is). d NULL gives NULL. */
 Google__Protobuf__Duration *tr_duration(tr_ctx *tr, const Google__Protobuf__Duration *d,

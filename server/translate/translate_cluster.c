@@ -112,9 +112,7 @@ static void load_balancing(tr_ctx *tr, ev_cluster *c,
             Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig *r =
                 TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig,
                        ENVOY__CONFIG__CLUSTER__V3__CLUSTER__RING_HASH_LB_CONFIG__INIT);
-            r->minimum_ring_size =
-                TR_NEW(tr, Google__Protobuf__UInt64Value, GOOGLE__PROTOBUF__UINT64_VALUE__INIT);
-            r->minimum_ring_size->value = lb->minimum_ring_size;
+            r->minimum_ring_size = tr_u64(tr, lb->minimum_ring_size);
             c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_RING_HASH_LB_CONFIG;
             c->ring_hash_lb_config = r;
         }
@@ -130,9 +128,7 @@ static void load_balancing(tr_ctx *tr, ev_cluster *c,
                 Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig *m =
                     TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig,
                            ENVOY__CONFIG__CLUSTER__V3__CLUSTER__MAGLEV_LB_CONFIG__INIT);
-                m->table_size =
-                    TR_NEW(tr, Google__Protobuf__UInt64Value, GOOGLE__PROTOBUF__UINT64_VALUE__INIT);
-                m->table_size->value = lb->maglev_table_size;
+                m->table_size = tr_u64(tr, lb->maglev_table_size);
                 c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_MAGLEV_LB_CONFIG;
                 c->maglev_lb_config = m;
             }

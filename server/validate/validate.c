@@ -84,6 +84,15 @@ void val_add_conflict(val_ctx *c, const char *path, const char *with, const char
     va_end(ap);
 }
 
+const char *val_path(char buf[VAL_PATH_MAX], const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, VAL_PATH_MAX, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
 bool val_has(const val_ctx *c, const char *path, const char *message)
 {
     for (size_t i = 0; i < c->out->count; i++)

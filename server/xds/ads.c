@@ -118,13 +118,19 @@ static bool check_node(xds_call *c, const char *node_id, const char *group)
 
 /* ------------------------------------------------------------------ requests */
 
-/* A request that could not be decoded ends the stream: as an invalid request when it
- * was the first, else as a stream error. */
-static void undecodable(xds_call *c, const char *why)
+/* The request message d describes, decoded from data (free it with
+ * protobuf_c_message_free_unpacked); NULL when it cannot be decoded, after ending the
+ * stream: as an invalid request when it was the first, else as a stream error. */
+static void *decode(xds_call *c, const ProtobufCMessageDescriptor *d, const uint8_t *data,
+                    size_t len, const char *why)
 {
-    bool first = c->state == XDS_CALL_WAITING;
-    xds_call_end(c, first ? XDS_TERM_INVALID_REQUEST : XDS_TERM_STREAM_ERROR,
-                 GRPC_STATUS_INVALID_ARGUMENT, why);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, data);
+    if (m == NULL) {
+        bool first = c->state == XDS_CALL_WAITING;
+        xds_call_end(c, first ? XDS_TERM_INVALID_REQUEST : XDS_TERM_STREAM_ERROR,
+                     GRPC_STATUS_INVALID_ARGUMENT, why);
+    }
+    return m;
 }
 
 /* After the protocol state took a request: account for what it was, send what it made
@@ -169,11 +175,10 @@ static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
 {
     xds_call *old = NULL;
     Envoy__Service__Discovery__V3__DiscoveryRequest *req =
-        envoy__service__discovery__v3__discovery_request__unpack(NULL, len, data);
-    if (req == NULL) {
-        undecodable(c, "could not decode the DiscoveryRequest");
+        decode(c, &envoy__service__discovery__v3__discovery_request__descriptor, data, len,
+               "could not decode the DiscoveryRequest");
+    if (req == NULL)
         return NULL;
-    }
     tr_type t;
     if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
         goto out;
@@ -190,7 +195,7 @@ static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
                  req->error_detail ? req->error_detail->code : 0,
                  req->error_detail ? req->error_detail->message : NULL);
 out:
-    envoy__service__discovery__v3__discovery_request__free_unpacked(req, NULL);
+    protobuf_c_message_free_unpacked(&req->base, NULL);
     return old;
 }
 
@@ -198,11 +203,10 @@ static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
 {
     xds_call *old = NULL;
     Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req =
-        envoy__service__discovery__v3__delta_discovery_request__unpack(NULL, len, data);
-    if (req == NULL) {
-        undecodable(c, "could not decode the DeltaDiscoveryRequest");
+        decode(c, &envoy__service__discovery__v3__delta_discovery_request__descriptor, data, len,
+               "could not decode the DeltaDiscoveryRequest");
+    if (req == NULL)
         return NULL;
-    }
     tr_type t;
     if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
         goto out;
@@ -234,7 +238,7 @@ static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
                  req->error_detail ? req->error_detail->code : 0,
                  req->error_detail ? req->error_detail->message : NULL);
 out:
-    envoy__service__discovery__v3__delta_discovery_request__free_unpacked(req, NULL);
+    protobuf_c_message_free_unpacked(&req->base, NULL);
     return old;
 }
 
@@ -242,11 +246,10 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
 {
     xds_call *old = NULL;
     Gateway__Control__V1__DiscoveryRequest *req =
-        gateway__control__v1__discovery_request__unpack(NULL, len, data);
-    if (req == NULL) {
-        undecodable(c, "could not decode the DiscoveryRequest");
+        decode(c, &gateway__control__v1__discovery_request__descriptor, data, len,
+               "could not decode the DiscoveryRequest");
+    if (req == NULL)
         return NULL;
-    }
     unsigned mask = XDS_CTL_ALL;
     sx_err err;
     sx_err_clear(&err);
@@ -296,7 +299,7 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
     request_done(c, "snapshot", &oc, req->nonce, req->n_subscriptions, 0,
                  nack ? req->error_detail : NULL);
 out:
-    gateway__control__v1__discovery_request__free_unpacked(req, NULL);
+    protobuf_c_message_free_unpacked(&req->base, NULL);
     return old;
 }
 
