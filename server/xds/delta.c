@@ -45,13 +45,6 @@ static void set_version(xds_known *k, const char *v)
     snprintf(k->version, sizeof(k->version), "%s", v);
 }
 
-static void mark_dirty(xds_delta_type *dt, int64_t when_ms)
-{
-    if (dt->dirty_ms == 0 || when_ms < dt->dirty_ms)
-        dt->dirty_ms = when_ms;
-    dt->dirty = true;
-}
-
 /* ------------------------------------------------------------------ known */
 
 static ptrdiff_t known_search(const xds_delta_type *dt, const char *name, size_t *at)
@@ -146,7 +139,7 @@ static void refresh_endpoints(xds_delta *d, const tr_resources *cur, const uint3
         ptrdiff_t i = known_search(e, name, NULL);
         if (i >= 0 && real_version(e->known[i].version) && xds_subs_wants(&e->subs, name)) {
             known_remove(e, name);
-            mark_dirty(e, now_ms);
+            xds_push_mark_dirty(&e->push, now_ms);
         }
     }
 }
@@ -158,7 +151,8 @@ static bool routes_settled(const xds_delta *d)
     static const tr_type route_types[] = {TR_LDS, TR_RDS};
     for (size_t i = 0; i < 2; i++) {
         const xds_delta_type *dt = &d->t[route_types[i]];
-        if (dt->subs.requested && (dt->dirty || dt->awaiting || dt->nacked || !dt->evaluated))
+        if (dt->subs.requested &&
+            (dt->push.dirty || dt->push.awaiting || dt->push.nacked || !dt->evaluated))
             return false;
     }
     return true;
@@ -168,7 +162,7 @@ static bool routes_settled(const xds_delta *d)
 static void release_deferred(xds_delta *d, int64_t now_ms)
 {
     if (d->cds_deferred && routes_settled(d))
-        mark_dirty(&d->t[TR_CDS], now_ms);
+        xds_push_mark_dirty(&d->t[TR_CDS].push, now_ms);
 }
 
 static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response *out)
@@ -254,7 +248,7 @@ static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response
 
     if (t == TR_CDS)
         d->cds_deferred = ndeferred > 0;
-    bool respond = nfresh > 0 || nremoved > 0 || dt->must_respond;
+    bool respond = nfresh > 0 || nremoved > 0 || dt->push.must_respond;
     if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(d, cur, fresh, nfresh, now_ms);
     if (respond) {
@@ -301,12 +295,9 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
     xds_delta_type *dt = &d->t[req->type];
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
     if (req->nonce[0] != '\0') {
-        if (dt->has_sent && dt->awaiting && xds_nonce_equals(dt->sent_nonce, req->nonce)) {
-            dt->awaiting = false;
-            dt->nacked = req->is_nack;
-            out->kind = req->is_nack ? XDS_REQ_NACK : XDS_REQ_ACK;
-            out->version = dt->sent_version;
-            out->latency_ms = now_ms - dt->trigger_ms;
+        if (dt->push.has_sent && dt->push.awaiting &&
+            xds_nonce_equals(dt->push.sent_nonce, req->nonce)) {
+            xds_push_answer(&dt->push, req->is_nack, now_ms, out);
         } else {
             /* Only the ACK/NACK part is stale; the subscription changes still count. */
             out->kind = XDS_REQ_STALE;
@@ -320,7 +311,7 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
         known_load(dt, req->initial_names, req->initial_versions, req->ninitial);
         if (req->nsubscribe == 0 && req->nunsubscribe == 0 && full_state(req->type))
             dt->subs.wildcard = true; /* legacy wildcard */
-        dt->must_respond = true;
+        dt->push.must_respond = true;
     }
     for (size_t i = 0; i < req->nsubscribe; i++) {
         const char *name = req->subscribe[i];
@@ -346,7 +337,7 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
         }
     }
     if (changed)
-        mark_dirty(dt, now_ms);
+        xds_push_mark_dirty(&dt->push, now_ms);
     release_deferred(d, now_ms);
 }
 
@@ -360,9 +351,7 @@ xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t publis
         dt->evaluated = false;
         if (!dt->subs.requested)
             continue;
-        coalesced |= dt->push_pending;
-        dt->push_pending = true;
-        mark_dirty(dt, published_ms);
+        coalesced |= xds_push_offer(&dt->push, published_ms);
     }
     tr_resources_unref(d->current);
     d->current = tr_resources_ref(res);
@@ -377,26 +366,16 @@ bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
     for (int i = 0; i < TR_TYPE_COUNT; i++) {
         tr_type t = (tr_type)i;
         xds_delta_type *dt = &d->t[t];
-        if (!dt->subs.requested || !dt->dirty || dt->awaiting)
+        if (!dt->subs.requested || !dt->push.dirty || dt->push.awaiting)
             continue;
         bool respond = evaluate(d, t, now_ms, out);
-        int64_t since = dt->dirty_ms ? dt->dirty_ms : now_ms;
-        dt->dirty = false;
-        dt->dirty_ms = 0;
-        dt->push_pending = false;
-        dt->must_respond = false;
+        int64_t since = xds_push_take(&dt->push, now_ms);
         if (!respond) {
             release_deferred(d, now_ms);
             continue;
         }
-        dt->has_sent = true;
-        dt->awaiting = true;
-        dt->sent_nonce = xds_nonce_next(&d->nonce);
-        dt->sent_version = d->current->version;
-        dt->sent_ms = now_ms;
-        dt->trigger_ms = since;
+        xds_push_sent(&dt->push, &d->nonce, d->current->version, now_ms, since, out->nonce);
         out->version = d->current->version;
-        xds_nonce_format(dt->sent_nonce, out->nonce);
         return true;
     }
     return false;
@@ -415,8 +394,7 @@ int64_t xds_delta_oldest_unacked_ms(const xds_delta *d)
 {
     int64_t oldest = 0;
     for (int t = 0; t < TR_TYPE_COUNT; t++)
-        if (d->t[t].awaiting && (oldest == 0 || d->t[t].sent_ms < oldest))
-            oldest = d->t[t].sent_ms;
+        oldest = xds_push_oldest(oldest, &d->t[t].push);
     return oldest;
 }
 
@@ -429,7 +407,7 @@ long long xds_delta_synced_version(const xds_delta *d)
         const xds_delta_type *dt = &d->t[t];
         if (!dt->subs.requested)
             continue;
-        if (dt->dirty || dt->awaiting || dt->nacked || !dt->evaluated)
+        if (dt->push.dirty || dt->push.awaiting || dt->push.nacked || !dt->evaluated)
             return 0;
         any = true;
     }

@@ -35,8 +35,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/xds/nonce.h"
 #include "server/translate/resources.h"
+#include "server/xds/nonce.h"
+#include "server/xds/push.h"
 #include "server/xds/sotw.h"
 #include "server/xds/subs.h"
 
@@ -51,17 +52,7 @@ typedef struct xds_delta_type {
     xds_known *known; /* sorted by name */
     size_t nknown;
     size_t capknown;
-    long long sent_version; /* snapshot version of the last response */
-    uint64_t sent_nonce;
-    int64_t sent_ms;
-    int64_t trigger_ms;
-    int64_t dirty_ms;
-    bool has_sent;
-    bool awaiting;
-    bool dirty;
-    bool must_respond;
-    bool push_pending;
-    bool nacked;
+    xds_push push;
     bool evaluated; /* evaluated against current (for the synced version) */
 } xds_delta_type;
 

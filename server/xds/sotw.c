@@ -41,13 +41,6 @@ static void bit_clear(uint64_t *b, size_t i)
     b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
 }
 
-static void mark_dirty(xds_sotw_type *st, int64_t when_ms)
-{
-    if (st->dirty_ms == 0 || when_ms < st->dirty_ms)
-        st->dirty_ms = when_ms;
-    st->dirty = true;
-}
-
 /* The client holds nothing of this type any more (a reconnect or a restart). */
 static void forget_all(xds_sotw_type *st)
 {
@@ -88,7 +81,7 @@ static void refresh_endpoints(xds_sotw *s, const tr_resources *cur, const uint32
             j++;
         if (j < nheld && c == 0 && bit_get(e->held_bits, j)) {
             bit_clear(e->held_bits, j);
-            mark_dirty(e, now_ms);
+            xds_push_mark_dirty(&e->push, now_ms);
         }
     }
 }
@@ -102,7 +95,7 @@ static bool routes_settled(const xds_sotw *s)
         const xds_sotw_type *st = &s->t[route_types[i]];
         if (!st->subs.requested)
             continue;
-        if (st->dirty || st->awaiting || st->nacked || st->held_res != s->current)
+        if (st->push.dirty || st->push.awaiting || st->push.nacked || st->held_res != s->current)
             return false;
     }
     return true;
@@ -128,8 +121,8 @@ static void release_kept(xds_sotw *s, int64_t now_ms)
     if (s->nkept == 0 || !routes_settled(s))
         return;
     xds_sotw_type *st = &s->t[TR_CDS];
-    st->must_respond = true;
-    mark_dirty(st, now_ms);
+    st->push.must_respond = true;
+    xds_push_mark_dirty(&st->push, now_ms);
 }
 
 /* The clusters a CDS response keeps: those the client held that are gone from cur
@@ -246,13 +239,13 @@ static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_sotw_response *
     if (t == TR_CDS) {
         /* Make before break: gone clusters stay until the routes are settled — those
          * the client accepted: not those of a response it NACKed. */
-        if (st->nacked)
+        if (st->push.nacked)
             ngone = 0;
         deleted = update_kept(s, cur, held, gone, ngone) || (deleted && s->nkept == 0);
         sx_free(gone);
     }
     bool changed = nfresh > 0 || (full_state(t) && deleted);
-    bool respond = changed || st->must_respond;
+    bool respond = changed || st->push.must_respond;
     if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(s, cur, fresh, nfresh, now_ms);
     if (respond) {
@@ -305,28 +298,24 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
     /* A nonce that names no response of this stream (empty, or from another stream
      * or server) starts the type afresh; one that names an older response is stale. */
-    bool restart = req->nonce[0] == '\0' || !st->has_sent;
-    if (!restart && !xds_nonce_equals(st->sent_nonce, req->nonce)) {
+    bool restart = req->nonce[0] == '\0' || !st->push.has_sent;
+    if (!restart && !xds_nonce_equals(st->push.sent_nonce, req->nonce)) {
         out->kind = XDS_REQ_STALE;
         return;
     }
     if (restart) {
         forget_all(st);
-        st->awaiting = false;
-        st->must_respond = true;
-        mark_dirty(st, now_ms);
-    } else if (st->awaiting) {
-        st->awaiting = false;
-        st->nacked = req->is_nack;
-        out->kind = req->is_nack ? XDS_REQ_NACK : XDS_REQ_ACK;
-        out->version = st->sent_version;
-        out->latency_ms = now_ms - st->trigger_ms;
+        st->push.awaiting = false;
+        st->push.must_respond = true;
+        xds_push_mark_dirty(&st->push, now_ms);
+    } else if (st->push.awaiting) {
+        xds_push_answer(&st->push, req->is_nack, now_ms, out);
     }
     if (xds_subs_set_sotw(&st->subs, full_state(req->type), req->names, req->name_count)) {
         forget_unwanted(st, req->type);
-        mark_dirty(st, now_ms);
+        xds_push_mark_dirty(&st->push, now_ms);
         if (full_state(req->type))
-            st->must_respond = true;
+            st->push.must_respond = true;
     }
     if (req->type == TR_CDS && restart) {
         /* The client holds nothing: nothing is kept for it. */
@@ -346,9 +335,7 @@ xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t publishe
         xds_sotw_type *st = &s->t[t];
         if (!st->subs.requested)
             continue;
-        coalesced |= st->push_pending;
-        st->push_pending = true;
-        mark_dirty(st, published_ms);
+        coalesced |= xds_push_offer(&st->push, published_ms);
     }
     tr_resources_unref(s->current);
     s->current = tr_resources_ref(res);
@@ -363,26 +350,16 @@ bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
     for (int i = 0; i < TR_TYPE_COUNT; i++) {
         tr_type t = (tr_type)i;
         xds_sotw_type *st = &s->t[t];
-        if (!st->subs.requested || !st->dirty || st->awaiting)
+        if (!st->subs.requested || !st->push.dirty || st->push.awaiting)
             continue;
         bool respond = evaluate(s, t, now_ms, out);
-        int64_t since = st->dirty_ms ? st->dirty_ms : now_ms;
-        st->dirty = false;
-        st->dirty_ms = 0;
-        st->push_pending = false;
-        st->must_respond = false;
+        int64_t since = xds_push_take(&st->push, now_ms);
         if (!respond) {
             release_kept(s, now_ms);
             continue;
         }
-        st->has_sent = true;
-        st->awaiting = true;
-        st->sent_nonce = xds_nonce_next(&s->nonce);
-        st->sent_version = s->current->version;
-        st->sent_ms = now_ms;
-        st->trigger_ms = since;
+        xds_push_sent(&st->push, &s->nonce, s->current->version, now_ms, since, out->nonce);
         out->version = s->current->version;
-        xds_nonce_format(st->sent_nonce, out->nonce);
         return true;
     }
     return false;
@@ -398,8 +375,7 @@ int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s)
 {
     int64_t oldest = 0;
     for (int t = 0; t < TR_TYPE_COUNT; t++)
-        if (s->t[t].awaiting && (oldest == 0 || s->t[t].sent_ms < oldest))
-            oldest = s->t[t].sent_ms;
+        oldest = xds_push_oldest(oldest, &s->t[t].push);
     return oldest;
 }
 
@@ -412,7 +388,7 @@ long long xds_sotw_synced_version(const xds_sotw *s)
         const xds_sotw_type *st = &s->t[t];
         if (!st->subs.requested)
             continue;
-        if (st->dirty || st->awaiting || st->nacked || st->held_res != s->current)
+        if (st->push.dirty || st->push.awaiting || st->push.nacked || st->held_res != s->current)
             return 0;
         any = true;
     }

@@ -44,23 +44,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/xds/nonce.h"
 #include "server/translate/resources.h"
+#include "server/xds/nonce.h"
+#include "server/xds/push.h"
 #include "server/xds/subs.h"
-
-/* What a request turned out to be. */
-typedef enum xds_req_kind {
-    XDS_REQ_STALE,     /* nonce of an older response: ignored */
-    XDS_REQ_SUBSCRIBE, /* a first request, a reconnect, or a subscription change */
-    XDS_REQ_ACK,       /* accepted the response awaiting an answer */
-    XDS_REQ_NACK,      /* rejected it (error_detail) */
-} xds_req_kind;
-
-typedef struct xds_req_outcome {
-    xds_req_kind kind;
-    long long version;  /* ACK/NACK: snapshot version of the answered response */
-    int64_t latency_ms; /* ACK/NACK: from the change becoming known to the answer */
-} xds_req_outcome;
 
 /* What adopting a snapshot did. */
 typedef enum xds_adopt {
@@ -74,17 +61,7 @@ typedef struct xds_sotw_type {
     xds_subs subs;
     tr_resources *held_res; /* resources held_bits refers to (one reference), or NULL */
     uint64_t *held_bits;    /* bit i: the client holds held_res->items[type][i] */
-    long long sent_version; /* snapshot version of the last response, 0 before */
-    uint64_t sent_nonce;    /* its nonce (valid when has_sent) */
-    int64_t sent_ms;        /* when it was produced */
-    int64_t trigger_ms;     /* when the change it carries became known */
-    int64_t dirty_ms;       /* when the type first became dirty since the last send */
-    bool has_sent;          /* a response of this type went out on this stream */
-    bool awaiting;          /* that response awaits its ACK or NACK */
-    bool dirty;             /* something may have to be sent: evaluate on next() */
-    bool must_respond;      /* answer even if nothing changed */
-    bool push_pending;      /* dirty because of a snapshot not evaluated yet */
-    bool nacked;            /* the last answered response was NACKed */
+    xds_push push;
 } xds_sotw_type;
 
 typedef struct xds_sotw {

@@ -465,7 +465,7 @@ static void test_push_order_make_before_break(void **state)
     xds_sotw_type *st = f->s.t;
     for (int t = 0; t < TR_TYPE_COUNT; t++) {
         char nonce[XDS_NONCE_LEN];
-        xds_nonce_format(st[t].sent_nonce, nonce);
+        xds_nonce_format(st[t].push.sent_nonce, nonce);
         char **names = t == TR_RDS ? r : t == TR_EDS ? ab : t == TR_SDS ? s : NULL;
         assert_int_equal(request(f, (tr_type)t, nonce, false, names), XDS_REQ_ACK);
     }
