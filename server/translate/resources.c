@@ -57,7 +57,7 @@ static int cmp_resource(const void *a, const void *b)
     return strcmp(((const tr_resource *)a)->name, ((const tr_resource *)b)->name);
 }
 
-static void free_items(tr_resource *items, size_t n)
+void tr_resource_items_free(tr_resource *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         sx_free(items[i].name);
@@ -114,7 +114,7 @@ int tr_resources_build(const ir_snapshot *ir, const char *group, long long versi
             sx_free(all);
         }
         for (int t = 0; t < TR_TYPE_COUNT; t++)
-            free_items(tr.out[t].items, tr.out[t].count);
+            tr_resource_items_free(tr.out[t].items, tr.out[t].count);
     } else {
         tr_resources *r = sx_calloc(1, sizeof *r);
         atomic_init(&r->refs, 1);
@@ -144,7 +144,7 @@ void tr_resources_unref(tr_resources *r)
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     for (int t = 0; t < TR_TYPE_COUNT; t++)
-        free_items(r->items[t], r->count[t]);
+        tr_resource_items_free(r->items[t], r->count[t]);
     sx_free(r->group);
     sx_free(r);
 }

@@ -69,6 +69,11 @@ typedef struct tr_resources {
     size_t count[TR_TYPE_COUNT];
 } tr_resources;
 
+/* Frees n resources and the array holding them; each name and bytes is owned by its
+ * resource, as in a built set (and in copies taken of its resources). NULL allowed
+ * when n is 0. */
+void tr_resource_items_free(tr_resource *items, size_t n);
+
 /* Translates ir into resources for (group, version). On success *out holds one
  * reference. Fails with SX_EVALIDATION when the IR cannot be expressed (err says which
  * object and why); *out is then NULL. */

@@ -143,45 +143,10 @@ static void request_done(xds_call *c, const char *type, const xds_req_outcome *o
     xds_acks_report_synced(c);
 }
 
-/*
- * What every ADS request (SotW or Delta) does first: the first request activates the
- * stream for its node (a superseded older stream comes back in *old), every request
- * counts as activity, and a type Sextant does not serve is ignored. Returns false when
- * the request needs nothing more.
- */
-static bool ads_request_prologue(xds_call *c, const Envoy__Config__Core__V3__Node *n,
-                                 const char *type_url, tr_type *t, xds_call **old)
+/* A DiscoveryRequest of type t on a state-of-the-world stream. */
+static void on_sotw_request(xds_call *c, const Envoy__Service__Discovery__V3__DiscoveryRequest *req,
+                            tr_type t)
 {
-    if (c->state == XDS_CALL_WAITING) {
-        const char *id = n ? n->id : NULL;
-        const char *group = xds_group_for_node(c->srv, id, n ? n->cluster : NULL);
-        if (!check_node(c, id, group))
-            return false;
-        *old = xds_call_activate(c, id, group);
-        report_connected_ads(c, n);
-    }
-    if (c->srv->o.nodes)
-        node_status_seen(c->srv->o.nodes, c->node_id);
-    if (tr_type_from_url(type_url, t) != 0) {
-        XDS_DEBUG_FIELDS(c->srv, XDS_LOG_COMPONENT,
-                         json_pack("{s:s,s:s}", "node", xds_call_node(c), "type_url", type_url),
-                         "ignoring a request for a type Sextant does not serve");
-        return false;
-    }
-    return true;
-}
-
-static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
-{
-    xds_call *old = NULL;
-    Envoy__Service__Discovery__V3__DiscoveryRequest *req =
-        decode(c, &envoy__service__discovery__v3__discovery_request__descriptor, data, len,
-               "could not decode the DiscoveryRequest");
-    if (req == NULL)
-        return NULL;
-    tr_type t;
-    if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
-        goto out;
     xds_sotw_request r = {
         .type = t,
         .nonce = req->response_nonce,
@@ -194,22 +159,13 @@ static xds_call *on_sotw_request(xds_call *c, const uint8_t *data, size_t len)
     request_done(c, tr_type_name(t), &oc, req->response_nonce, req->n_resource_names,
                  req->error_detail ? req->error_detail->code : 0,
                  req->error_detail ? req->error_detail->message : NULL);
-out:
-    protobuf_c_message_free_unpacked(&req->base, NULL);
-    return old;
 }
 
-static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
+/* A DeltaDiscoveryRequest of type t on a Delta stream. */
+static void on_delta_request(xds_call *c,
+                             const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req,
+                             tr_type t)
 {
-    xds_call *old = NULL;
-    Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req =
-        decode(c, &envoy__service__discovery__v3__delta_discovery_request__descriptor, data, len,
-               "could not decode the DeltaDiscoveryRequest");
-    if (req == NULL)
-        return NULL;
-    tr_type t;
-    if (!ads_request_prologue(c, req->node, req->type_url, &t, &old))
-        goto out;
     size_t ni = req->n_initial_resource_versions;
     char **inames = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
     char **ivers = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
@@ -237,8 +193,56 @@ static xds_call *on_delta_request(xds_call *c, const uint8_t *data, size_t len)
                  req->n_resource_names_subscribe + req->n_resource_names_unsubscribe,
                  req->error_detail ? req->error_detail->code : 0,
                  req->error_detail ? req->error_detail->message : NULL);
+}
+
+/*
+ * An ADS request (SotW or Delta). What every one does first: the first request
+ * activates the stream for its node (returning the superseded older stream, if any),
+ * every request counts as activity, and a type Sextant does not serve is ignored; then
+ * the protocol's own handling.
+ */
+static xds_call *on_ads_request(xds_call *c, const uint8_t *data, size_t len)
+{
+    bool delta = c->protocol == XDS_PROTO_DELTA;
+    const Envoy__Service__Discovery__V3__DiscoveryRequest *sotw = NULL;
+    const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *dreq = NULL;
+    ProtobufCMessage *m =
+        delta ? decode(c, &envoy__service__discovery__v3__delta_discovery_request__descriptor, data,
+                       len, "could not decode the DeltaDiscoveryRequest")
+              : decode(c, &envoy__service__discovery__v3__discovery_request__descriptor, data, len,
+                       "could not decode the DiscoveryRequest");
+    if (m == NULL)
+        return NULL;
+    if (delta)
+        dreq = (const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *)m;
+    else
+        sotw = (const Envoy__Service__Discovery__V3__DiscoveryRequest *)m;
+    const Envoy__Config__Core__V3__Node *n = delta ? dreq->node : sotw->node;
+    const char *type_url = delta ? dreq->type_url : sotw->type_url;
+    xds_call *old = NULL;
+    if (c->state == XDS_CALL_WAITING) {
+        const char *id = n ? n->id : NULL;
+        const char *group = xds_group_for_node(c->srv, id, n ? n->cluster : NULL);
+        if (!check_node(c, id, group))
+            goto out;
+        old = xds_call_activate(c, id, group);
+        report_connected_ads(c, n);
+    }
+    if (c->srv->o.nodes)
+        node_status_seen(c->srv->o.nodes, c->node_id);
+    tr_type t;
+    if (tr_type_from_url(type_url, &t) != 0) {
+        XDS_DEBUG_FIELDS(c->srv, XDS_LOG_COMPONENT,
+                         json_pack("{s:s,s:s}", "node", xds_call_node(c), "type_url", type_url),
+                         "ignoring a request for a type Sextant does not serve");
+        goto out;
+    }
+    if (delta)
+        on_delta_request(c, dreq, t);
+    else
+        on_sotw_request(c, sotw, t);
 out:
-    protobuf_c_message_free_unpacked(&req->base, NULL);
+    protobuf_c_message_free_unpacked(m, NULL);
     return old;
 }
 
@@ -305,12 +309,7 @@ out:
 
 xds_call *xds_ads_on_message(xds_call *c, const uint8_t *data, size_t len)
 {
-    switch (c->protocol) {
-    case XDS_PROTO_SOTW:
-        return on_sotw_request(c, data, len);
-    case XDS_PROTO_DELTA:
-        return on_delta_request(c, data, len);
-    default:
+    if (c->protocol == XDS_PROTO_CONTROL)
         return on_control_request(c, data, len);
-    }
+    return on_ads_request(c, data, len);
 }

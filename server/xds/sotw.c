@@ -101,15 +101,6 @@ static bool routes_settled(const xds_sotw *s)
     return true;
 }
 
-static void kept_free(tr_resource *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        sx_free(v[i].name);
-        sx_free(v[i].bytes);
-    }
-    sx_free(v);
-}
-
 static int cmp_resource(const void *a, const void *b)
 {
     return strcmp(((const tr_resource *)a)->name, ((const tr_resource *)b)->name);
@@ -125,6 +116,15 @@ static void release_kept(xds_sotw *s, int64_t now_ms)
     xds_push_mark_dirty(&st->push, now_ms);
 }
 
+/* k becomes an owned copy of r (freed by tr_resource_items_free with its array). */
+static void copy_resource(tr_resource *k, const tr_resource *r)
+{
+    *k = *r;
+    k->name = sx_strdup(r->name);
+    k->bytes = sx_malloc(r->len ? r->len : 1);
+    memcpy(k->bytes, r->bytes, r->len);
+}
+
 /* The clusters a CDS response keeps: those the client held that are gone from cur
  * (gone[0..ngone) of held) and those kept before that are still gone — none once the
  * routes are settled. Replaces s->kept; returns whether the kept names changed. */
@@ -137,12 +137,7 @@ static bool update_kept(xds_sotw *s, const tr_resources *cur, const tr_resource 
     size_t n = 0;
     for (size_t i = 0; !settled && i < ngone; i++) {
         const tr_resource *r = &held[gone[i]];
-        tr_resource *k = &v[n++];
-        k->name = sx_strdup(r->name);
-        memcpy(k->version, r->version, sizeof(k->version));
-        k->bytes = sx_malloc(r->len ? r->len : 1);
-        memcpy(k->bytes, r->bytes, r->len);
-        k->len = r->len;
+        copy_resource(&v[n++], r);
     }
     for (size_t i = 0; !settled && i < s->nkept; i++) {
         const tr_resource *r = &s->kept[i];
@@ -153,18 +148,14 @@ static bool update_kept(xds_sotw *s, const tr_resources *cur, const tr_resource 
             skip = strcmp(v[j].name, r->name) == 0;
         if (skip)
             continue;
-        tr_resource *k = &v[n++];
-        *k = *r;
-        k->name = sx_strdup(r->name);
-        k->bytes = sx_malloc(r->len ? r->len : 1);
-        memcpy(k->bytes, r->bytes, r->len);
+        copy_resource(&v[n++], r);
     }
     if (n > 1)
         qsort(v, n, sizeof(*v), cmp_resource);
     bool changed = n != s->nkept;
     for (size_t i = 0; !changed && i < n; i++)
         changed = strcmp(v[i].name, s->kept[i].name) != 0;
-    kept_free(s->kept, s->nkept);
+    tr_resource_items_free(s->kept, s->nkept);
     if (n == 0) {
         sx_free(v);
         v = NULL;
@@ -286,7 +277,7 @@ void xds_sotw_free(xds_sotw *s)
     }
     tr_resources_unref(s->current);
     s->current = NULL;
-    kept_free(s->kept, s->nkept);
+    tr_resource_items_free(s->kept, s->nkept);
     s->kept = NULL;
     s->nkept = 0;
 }
@@ -319,7 +310,7 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
     }
     if (req->type == TR_CDS && restart) {
         /* The client holds nothing: nothing is kept for it. */
-        kept_free(s->kept, s->nkept);
+        tr_resource_items_free(s->kept, s->nkept);
         s->kept = NULL;
         s->nkept = 0;
     }
