@@ -20,11 +20,6 @@
 
 #include "server/validate/val_internal.h"
 
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 /* ---------------------------------------------------------------- listeners */
 
 static void listeners(val_ctx *c, const ir_snapshot *ir)
@@ -77,14 +72,14 @@ static bool is_regex(const char *t)
 
 static const char *path_type(const val_http_match *m)
 {
-    return empty(m->path_type) ? "PathPrefix" : m->path_type;
+    return val_empty(m->path_type) ? "PathPrefix" : m->path_type;
 }
 
 /* The path of a match as the translator reads it: "/" by default, and a prefix without
  * its trailing slashes. Returns its length; *out points into the match. */
 static size_t path_of(const val_http_match *m, const char **out)
 {
-    const char *v = empty(m->path) ? "/" : m->path;
+    const char *v = val_empty(m->path) ? "/" : m->path;
     size_t len = strlen(v);
     if (strcmp(path_type(m), "PathPrefix") == 0)
         while (len > 1 && v[len - 1] == '/')
@@ -178,7 +173,7 @@ static void describe_http(const val_http_match *m, char *buf, size_t n)
     const char *p;
     size_t len = path_of(m, &p);
     int k = snprintf(buf, n, "%s \"%.*s\"", path_type(m), (int)len, p);
-    if (k > 0 && (size_t)k < n && !empty(m->method))
+    if (k > 0 && (size_t)k < n && !val_empty(m->method))
         k += snprintf(buf + k, n - (size_t)k, ", method %s", m->method);
     if (k > 0 && (size_t)k < n && m->n_headers)
         k += snprintf(buf + k, n - (size_t)k, ", %zu header match%s", m->n_headers,
@@ -190,9 +185,10 @@ static void describe_http(const val_http_match *m, char *buf, size_t n)
 
 static void describe_grpc(const val_grpc_match *m, char *buf, size_t n)
 {
-    int k = snprintf(buf, n, "%sservice \"%s\", method \"%s\"",
-                     is_regex(m->match_type) ? "RegularExpression " : "",
-                     empty(m->service) ? "*" : m->service, empty(m->method) ? "*" : m->method);
+    int k =
+        snprintf(buf, n, "%sservice \"%s\", method \"%s\"",
+                 is_regex(m->match_type) ? "RegularExpression " : "",
+                 val_empty(m->service) ? "*" : m->service, val_empty(m->method) ? "*" : m->method);
     if (k > 0 && (size_t)k < n && m->n_headers)
         snprintf(buf + k, n - (size_t)k, ", %zu header match%s", m->n_headers,
                  m->n_headers == 1 ? "" : "es");

@@ -6,7 +6,7 @@
  * (the other live configs of its groups), each decoded into the IR. The config's IR may
  * be partial (schema errors): repeated elements that did not decode are NULL and must
  * be skipped, strings may be NULL. Names are resolved exactly the way the Envoy
- * translator (server/xds/translate.c) resolves them in the merged snapshot of a group,
+ * translator (server/translate/translate.c) resolves them in the merged snapshot of a group,
  * so that a config that validates also translates:
  *   - backends, secrets and routes are known by their qualified name "<namespace>/<name>"
  *     ("<name>" when the namespace is empty); listeners by their name;
@@ -98,6 +98,14 @@ void val_add(val_ctx *c, const char *path, const char *fmt, ...) SX_PRINTF(3, 4)
 /* Adds a conflict-stage problem naming the other config (with: "namespace/name (id)"). */
 void val_add_conflict(val_ctx *c, const char *path, const char *with, const char *fmt, ...)
     SX_PRINTF(4, 5);
+/* buf (VAL_PATH_MAX bytes) set to the path fmt makes, cut to fit as snprintf does;
+ * returns buf, so that a path is made where it is passed. */
+const char *val_path(char buf[VAL_PATH_MAX], const char *fmt, ...) SX_PRINTF(2, 3);
+/* Whether s is NULL or "". */
+static inline bool val_empty(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
 /* Whether a problem with exactly this path and message was already added. */
 bool val_has(const val_ctx *c, const char *path, const char *message);
 

@@ -6,7 +6,7 @@
  * peers, sorted by qualified name, so that a reference resolves to an object of this
  * config or of another config of its groups and the problem can say which. The rules
  * (qualified names, BackendRef namespace defaulting, bare listener-side references that
- * must be unambiguous) are server/xds/translate.c's; keep the two in step.
+ * must be unambiguous) are server/translate/translate.c's; keep the two in step.
  */
 #include <stdio.h>
 #include <stdlib.h>

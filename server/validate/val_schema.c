@@ -19,11 +19,6 @@
 
 typedef Google__Protobuf__Duration val_duration;
 
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 static bool is_ip(const char *s)
 {
     unsigned char raw[sizeof(struct in6_addr)];
@@ -85,7 +80,7 @@ static const char *hostname_problem(const char *h, bool wildcard, char *buf, siz
 
 static void check_hostname(val_ctx *c, const char *path, const char *h, bool wildcard)
 {
-    if (empty(h)) {
+    if (val_empty(h)) {
         val_add(c, path, "must not be empty");
         return;
     }
@@ -99,8 +94,7 @@ static void check_hostnames(val_ctx *c, const char *base, char **hosts, size_t n
 {
     char p[VAL_PATH_MAX];
     for (size_t i = 0; i < n; i++) {
-        snprintf(p, sizeof p, "%s[%zu]", base, i);
-        check_hostname(c, p, hosts[i], true);
+        check_hostname(c, val_path(p, "%s[%zu]", base, i), hosts[i], true);
     }
 }
 
@@ -108,7 +102,7 @@ static void check_hostnames(val_ctx *c, const char *base, char **hosts, size_t n
 
 static void required(val_ctx *c, const char *path, const char *s)
 {
-    if (empty(s))
+    if (val_empty(s))
         val_add(c, path, "must not be empty");
 }
 
@@ -139,7 +133,7 @@ static void not_negative(val_ctx *c, const char *path, const val_duration *d)
 static void regex(val_ctx *c, const char *path, const char *re)
 {
     char why[160];
-    if (empty(re))
+    if (val_empty(re))
         val_add(c, path, "a RegularExpression match needs a pattern");
     else if (!val_regex_check(re, why, sizeof why))
         val_add(c, path, "invalid regular expression: %s", why);
@@ -166,22 +160,19 @@ static void header_matches(val_ctx *c, const char *base, val_header_match **h, s
         if (h[i] == NULL)
             continue;
         snprintf(p, sizeof p, "%s.headers[%zu].name", base, i);
-        if (empty(h[i]->name))
+        if (val_empty(h[i]->name))
             val_add(c, p, "must not be empty");
         else if (!header_name_ok(h[i]->name))
             val_add(c, p, "\"%s\" is not a valid header name", h[i]->name);
-        if (is_regex_type(h[i]->type)) {
-            snprintf(p, sizeof p, "%s.headers[%zu].value", base, i);
-            regex(c, p, h[i]->value);
-        }
+        if (is_regex_type(h[i]->type))
+            regex(c, val_path(p, "%s.headers[%zu].value", base, i), h[i]->value);
     }
 }
 
 static void backend_ref(val_ctx *c, const char *path, const val_backend_ref *r)
 {
     char p[VAL_PATH_MAX];
-    snprintf(p, sizeof p, "%s.name", path);
-    required(c, p, r->name);
+    required(c, val_path(p, "%s.name", path), r->name);
 }
 
 static void backend_refs(val_ctx *c, const char *base, val_backend_ref **refs, size_t n)
@@ -190,8 +181,7 @@ static void backend_refs(val_ctx *c, const char *base, val_backend_ref **refs, s
     for (size_t i = 0; i < n; i++) {
         if (refs[i] == NULL)
             continue;
-        snprintf(p, sizeof p, "%s.backend_refs[%zu]", base, i);
-        backend_ref(c, p, refs[i]);
+        backend_ref(c, val_path(p, "%s.backend_refs[%zu]", base, i), refs[i]);
     }
 }
 
@@ -228,7 +218,7 @@ static void filters(val_ctx *c, const char *base, val_filter **f, size_t n)
             val_add(c, p, "filter has no configuration");
             continue;
         }
-        if (!empty(f[i]->type) && strcmp(f[i]->type, t) != 0)
+        if (!val_empty(f[i]->type) && strcmp(f[i]->type, t) != 0)
             val_add(c, p, "type \"%s\" does not match its configuration (a %s filter)", f[i]->type,
                     t);
         char q[VAL_PATH_MAX];
@@ -239,13 +229,13 @@ static void filters(val_ctx *c, const char *base, val_filter **f, size_t n)
             else
                 backend_ref(c, q, f[i]->request_mirror->backend_ref);
         } else if (f[i]->config_case == GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_REDIRECT &&
-                   !empty(f[i]->request_redirect->hostname)) {
-            snprintf(q, sizeof q, "%s.request_redirect.hostname", p);
-            check_hostname(c, q, f[i]->request_redirect->hostname, false);
+                   !val_empty(f[i]->request_redirect->hostname)) {
+            check_hostname(c, val_path(q, "%s.request_redirect.hostname", p),
+                           f[i]->request_redirect->hostname, false);
         } else if (f[i]->config_case == GATEWAY__CONTROL__V1__FILTER__CONFIG_URL_REWRITE &&
-                   !empty(f[i]->url_rewrite->hostname)) {
-            snprintf(q, sizeof q, "%s.url_rewrite.hostname", p);
-            check_hostname(c, q, f[i]->url_rewrite->hostname, false);
+                   !val_empty(f[i]->url_rewrite->hostname)) {
+            check_hostname(c, val_path(q, "%s.url_rewrite.hostname", p),
+                           f[i]->url_rewrite->hostname, false);
         }
     }
 }
@@ -256,10 +246,8 @@ static void session_persistence(val_ctx *c, const char *base,
     if (s == NULL)
         return;
     char p[VAL_PATH_MAX];
-    snprintf(p, sizeof p, "%s.session_persistence.absolute_timeout", base);
-    positive(c, p, s->absolute_timeout);
-    snprintf(p, sizeof p, "%s.session_persistence.idle_timeout", base);
-    positive(c, p, s->idle_timeout);
+    positive(c, val_path(p, "%s.session_persistence.absolute_timeout", base), s->absolute_timeout);
+    positive(c, val_path(p, "%s.session_persistence.idle_timeout", base), s->idle_timeout);
 }
 
 /* ---------------------------------------------------------------- objects */
@@ -273,19 +261,18 @@ static void http_match(val_ctx *c, const char *base, const val_http_match *m)
     snprintf(p, sizeof p, "%s.path", base);
     if (is_regex_type(m->path_type)) {
         regex(c, p, m->path);
-    } else if (!empty(m->path)) {
+    } else if (!val_empty(m->path)) {
         if (m->path[0] != '/')
             val_add(c, p, "must start with \"/\"");
         else if (strpbrk(m->path, "?#"))
             val_add(c, p, "must not contain \"?\" or \"#\": a path match does not see the query");
     }
-    if (!empty(m->method)) {
+    if (!val_empty(m->method)) {
         bool ok = false;
         for (size_t i = 0; METHODS[i] && !ok; i++)
             ok = strcmp(m->method, METHODS[i]) == 0;
         if (!ok) {
-            snprintf(p, sizeof p, "%s.method", base);
-            val_add(c, p,
+            val_add(c, val_path(p, "%s.method", base),
                     "must be one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, "
                     "PATCH");
         }
@@ -295,12 +282,9 @@ static void http_match(val_ctx *c, const char *base, const val_http_match *m)
         const val_query_match *q = m->query_params[i];
         if (q == NULL)
             continue;
-        snprintf(p, sizeof p, "%s.query_params[%zu].name", base, i);
-        required(c, p, q->name);
-        if (is_regex_type(q->type)) {
-            snprintf(p, sizeof p, "%s.query_params[%zu].value", base, i);
-            regex(c, p, q->value);
-        }
+        required(c, val_path(p, "%s.query_params[%zu].name", base, i), q->name);
+        if (is_regex_type(q->type))
+            regex(c, val_path(p, "%s.query_params[%zu].value", base, i), q->value);
     }
 }
 
@@ -311,7 +295,7 @@ static void grpc_match(val_ctx *c, const char *base, const val_grpc_match *m)
     for (int i = 0; i < 2; i++) {
         snprintf(p, sizeof p, "%s.%s", base, parts[i][0]);
         if (is_regex_type(m->match_type)) {
-            if (!empty(parts[i][1])) {
+            if (!val_empty(parts[i][1])) {
                 char why[160];
                 if (strchr(parts[i][1], '/'))
                     val_add(c, p, "must not contain \"/\"");
@@ -333,30 +317,34 @@ static void listeners(val_ctx *c, const ir_snapshot *ir)
         if (l == NULL)
             continue;
         snprintf(p, sizeof p, "spec.listeners[%zu]", i);
-        snprintf(q, sizeof q, "%s.name", p);
-        required(c, q, l->name);
-        if (l->protocol == GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UNSPECIFIED) {
-            snprintf(q, sizeof q, "%s.protocol", p);
-            val_add(c, q, "must be set");
-        }
+        required(c, val_path(q, "%s.name", p), l->name);
+        if (l->protocol == GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UNSPECIFIED)
+            val_add(c, val_path(q, "%s.protocol", p), "must be set");
         for (size_t k = 0;; k++) {
             char field[32];
             const char *a = val_listener_addr(l, k, field, sizeof field);
             if (a == NULL)
                 break;
             snprintf(q, sizeof q, "%s.%s", p, field);
-            if (k > 0 && empty(a))
+            if (k > 0 && val_empty(a))
                 val_add(c, q, "must not be empty");
-            else if (!empty(a) && !is_ip(a))
+            else if (!val_empty(a) && !is_ip(a))
                 val_add(c, q, "\"%s\" is not an ip address", a);
         }
-        snprintf(q, sizeof q, "%s.hostnames", p);
-        check_hostnames(c, q, l->hostnames, l->n_hostnames);
+        check_hostnames(c, val_path(q, "%s.hostnames", p), l->hostnames, l->n_hostnames);
         if (l->tls) {
-            snprintf(q, sizeof q, "%s.tls.sni_hosts", p);
-            check_hostnames(c, q, l->tls->sni_hosts, l->tls->n_sni_hosts);
+            check_hostnames(c, val_path(q, "%s.tls.sni_hosts", p), l->tls->sni_hosts,
+                            l->tls->n_sni_hosts);
         }
     }
+}
+
+/* What HTTP and gRPC routes (at path p) both have: a name and hostnames. */
+static void route_head(val_ctx *c, const char *p, const char *name, char **hosts, size_t n)
+{
+    char q[VAL_PATH_MAX];
+    required(c, val_path(q, "%s.name", p), name);
+    check_hostnames(c, val_path(q, "%s.hostnames", p), hosts, n);
 }
 
 static void http_routes(val_ctx *c, const ir_snapshot *ir)
@@ -366,11 +354,8 @@ static void http_routes(val_ctx *c, const ir_snapshot *ir)
         const val_http_route *hr = ir->http_routes[i];
         if (hr == NULL)
             continue;
-        snprintf(p, sizeof p, "spec.http_routes[%zu]", i);
-        snprintf(q, sizeof q, "%s.name", p);
-        required(c, q, hr->name);
-        snprintf(q, sizeof q, "%s.hostnames", p);
-        check_hostnames(c, q, hr->hostnames, hr->n_hostnames);
+        route_head(c, val_path(p, "spec.http_routes[%zu]", i), hr->name, hr->hostnames,
+                   hr->n_hostnames);
         for (size_t k = 0; k < hr->n_rules; k++) {
             const val_http_rule *rule = hr->rules[k];
             if (rule == NULL)
@@ -379,17 +364,14 @@ static void http_routes(val_ctx *c, const ir_snapshot *ir)
             for (size_t j = 0; j < rule->n_matches; j++) {
                 if (rule->matches[j] == NULL)
                     continue;
-                snprintf(r, sizeof r, "%s.matches[%zu]", q, j);
-                http_match(c, r, rule->matches[j]);
+                http_match(c, val_path(r, "%s.matches[%zu]", q, j), rule->matches[j]);
             }
             filters(c, q, rule->filters, rule->n_filters);
             backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
             const Gateway__Control__V1__HttpRouteTimeouts *t = rule->timeouts;
             if (t) {
-                snprintf(r, sizeof r, "%s.timeouts.request", q);
-                not_negative(c, r, t->request);
-                snprintf(r, sizeof r, "%s.timeouts.backend_request", q);
-                not_negative(c, r, t->backend_request);
+                not_negative(c, val_path(r, "%s.timeouts.request", q), t->request);
+                not_negative(c, val_path(r, "%s.timeouts.backend_request", q), t->backend_request);
                 if (t->request && t->backend_request && !negative(t->request) &&
                     !negative(t->backend_request) && !zero(t->request) &&
                     (t->backend_request->seconds > t->request->seconds ||
@@ -397,10 +379,8 @@ static void http_routes(val_ctx *c, const ir_snapshot *ir)
                       t->backend_request->nanos > t->request->nanos)))
                     val_add(c, r, "must not be longer than timeouts.request");
             }
-            if (rule->retry) {
-                snprintf(r, sizeof r, "%s.retry.backoff", q);
-                positive(c, r, rule->retry->backoff);
-            }
+            if (rule->retry)
+                positive(c, val_path(r, "%s.retry.backoff", q), rule->retry->backoff);
             session_persistence(c, q, rule->session_persistence);
         }
     }
@@ -413,11 +393,8 @@ static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
         const val_grpc_route *gr = ir->grpc_routes[i];
         if (gr == NULL)
             continue;
-        snprintf(p, sizeof p, "spec.grpc_routes[%zu]", i);
-        snprintf(q, sizeof q, "%s.name", p);
-        required(c, q, gr->name);
-        snprintf(q, sizeof q, "%s.hostnames", p);
-        check_hostnames(c, q, gr->hostnames, gr->n_hostnames);
+        route_head(c, val_path(p, "spec.grpc_routes[%zu]", i), gr->name, gr->hostnames,
+                   gr->n_hostnames);
         for (size_t k = 0; k < gr->n_rules; k++) {
             const val_grpc_rule *rule = gr->rules[k];
             if (rule == NULL)
@@ -426,8 +403,7 @@ static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
             for (size_t j = 0; j < rule->n_matches; j++) {
                 if (rule->matches[j] == NULL)
                     continue;
-                snprintf(r, sizeof r, "%s.matches[%zu]", q, j);
-                grpc_match(c, r, rule->matches[j]);
+                grpc_match(c, val_path(r, "%s.matches[%zu]", q, j), rule->matches[j]);
             }
             filters(c, q, rule->filters, rule->n_filters);
             backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
@@ -444,21 +420,17 @@ static void stream_routes(val_ctx *c, const ir_snapshot *ir)
         if (sr == NULL)
             continue;
         snprintf(p, sizeof p, "spec.stream_routes[%zu]", i);
-        snprintf(q, sizeof q, "%s.name", p);
-        required(c, q, sr->name);
-        if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UNSPECIFIED) {
-            snprintf(q, sizeof q, "%s.kind", p);
-            val_add(c, q, "must be set");
-        }
+        required(c, val_path(q, "%s.name", p), sr->name);
+        if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UNSPECIFIED)
+            val_add(c, val_path(q, "%s.kind", p), "must be set");
         for (size_t k = 0; k < sr->n_rules; k++) {
             const val_stream_rule *rule = sr->rules[k];
             if (rule == NULL)
                 continue;
             snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
-            if (!empty(rule->sni_hostname)) {
+            if (!val_empty(rule->sni_hostname)) {
                 char r[VAL_PATH_MAX];
-                snprintf(r, sizeof r, "%s.sni_hostname", q);
-                check_hostname(c, r, rule->sni_hostname, true);
+                check_hostname(c, val_path(r, "%s.sni_hostname", q), rule->sni_hostname, true);
             }
             backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
         }
@@ -473,27 +445,22 @@ static void backends(val_ctx *c, const ir_snapshot *ir)
         if (b == NULL)
             continue;
         snprintf(p, sizeof p, "spec.backends[%zu]", i);
-        snprintf(q, sizeof q, "%s.name", p);
-        required(c, q, b->name);
-        snprintf(q, sizeof q, "%s.connect_timeout", p);
-        positive(c, q, b->connect_timeout);
-        snprintf(q, sizeof q, "%s.request_timeout", p);
-        positive(c, q, b->request_timeout);
+        required(c, val_path(q, "%s.name", p), b->name);
+        positive(c, val_path(q, "%s.connect_timeout", p), b->connect_timeout);
+        positive(c, val_path(q, "%s.request_timeout", p), b->request_timeout);
         session_persistence(c, p, b->session_persistence);
-        if (b->ai_service) {
-            snprintf(q, sizeof q, "%s.ai_service.timeout", p);
-            positive(c, q, b->ai_service->timeout);
-        }
-        if (b->tls_validation && !empty(b->tls_validation->hostname)) {
-            snprintf(q, sizeof q, "%s.tls_validation.hostname", p);
-            check_hostname(c, q, b->tls_validation->hostname, false);
+        if (b->ai_service)
+            positive(c, val_path(q, "%s.ai_service.timeout", p), b->ai_service->timeout);
+        if (b->tls_validation && !val_empty(b->tls_validation->hostname)) {
+            check_hostname(c, val_path(q, "%s.tls_validation.hostname", p),
+                           b->tls_validation->hostname, false);
         }
         for (size_t k = 0; k < b->n_endpoints; k++) {
             const val_endpoint *e = b->endpoints[k];
             if (e == NULL)
                 continue;
             snprintf(q, sizeof q, "%s.endpoints[%zu].address", p, k);
-            if (empty(e->address))
+            if (val_empty(e->address))
                 val_add(c, q, "must not be empty");
             else if (!is_ip(e->address))
                 val_add(c, q,
@@ -511,12 +478,9 @@ static void secrets(val_ctx *c, const ir_snapshot *ir)
         const val_secret *s = ir->secrets[i];
         if (s == NULL)
             continue;
-        snprintf(p, sizeof p, "spec.secrets[%zu].name", i);
-        required(c, p, s->name);
-        snprintf(p, sizeof p, "spec.secrets[%zu].cert_pem", i);
-        required(c, p, s->cert_pem);
-        snprintf(p, sizeof p, "spec.secrets[%zu].key_pem", i);
-        required(c, p, s->key_pem);
+        required(c, val_path(p, "spec.secrets[%zu].name", i), s->name);
+        required(c, val_path(p, "spec.secrets[%zu].cert_pem", i), s->cert_pem);
+        required(c, val_path(p, "spec.secrets[%zu].key_pem", i), s->key_pem);
     }
 }
 

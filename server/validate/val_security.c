@@ -31,11 +31,6 @@
 
 #include "server/validate/val_internal.h"
 
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 /* Refuses every passphrase prompt: nobody is there to answer it. */
 static int no_passphrase(char *buf, int size, int rwflag, void *u)
 {
@@ -107,7 +102,7 @@ static void secret(val_ctx *c, size_t i, const val_secret *s)
     snprintf(cp, sizeof cp, "spec.secrets[%zu].cert_pem", i);
     snprintf(kp, sizeof kp, "spec.secrets[%zu].key_pem", i);
     STACK_OF(X509) *chain = NULL;
-    if (!empty(s->cert_pem)) {
+    if (!val_empty(s->cert_pem)) {
         chain = read_chain(s->cert_pem);
         if (chain == NULL)
             val_add(c, cp, "certificate does not parse as PEM X.509");
@@ -115,7 +110,7 @@ static void secret(val_ctx *c, size_t i, const val_secret *s)
             validity(c, cp, sk_X509_value(chain, k), (size_t)k);
     }
     EVP_PKEY *key = NULL;
-    if (!empty(s->key_pem)) {
+    if (!val_empty(s->key_pem)) {
         BIO *bio = mem_bio(s->key_pem);
         key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
         BIO_free(bio);
@@ -135,7 +130,7 @@ static void ca_pems(val_ctx *c, const char *base, char **pems, size_t n)
     char p[VAL_PATH_MAX];
     for (size_t k = 0; k < n; k++) {
         snprintf(p, sizeof p, "%s[%zu]", base, k);
-        if (empty(pems[k])) {
+        if (val_empty(pems[k])) {
             val_add(c, p, "must not be empty");
             continue;
         }

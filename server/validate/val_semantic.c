@@ -15,11 +15,6 @@
 
 #include "server/validate/val_internal.h"
 
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 /* ---------------------------------------------------------------- references */
 
 static void backend_refs(val_ctx *c, const char *base, val_backend_ref **refs, size_t n,
@@ -27,7 +22,7 @@ static void backend_refs(val_ctx *c, const char *base, val_backend_ref **refs, s
 {
     char p[VAL_PATH_MAX], why[SX_ERR_MESSAGE_MAX];
     for (size_t i = 0; i < n; i++) {
-        if (refs[i] == NULL || empty(refs[i]->name))
+        if (refs[i] == NULL || val_empty(refs[i]->name))
             continue; /* an empty name is a schema problem */
         snprintf(p, sizeof p, "%s.backend_refs[%zu]", base, i);
         if (val_resolve_backend(c, refs[i], ns, why, sizeof why) == NULL)
@@ -43,7 +38,7 @@ static void mirrors(val_ctx *c, const char *base, val_filter **f, size_t n, cons
             f[i]->config_case != GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_MIRROR)
             continue;
         const val_backend_ref *r = f[i]->request_mirror->backend_ref;
-        if (r == NULL || empty(r->name))
+        if (r == NULL || val_empty(r->name))
             continue;
         snprintf(p, sizeof p, "%s.filters[%zu].request_mirror.backend_ref", base, i);
         if (val_resolve_backend(c, r, ns, why, sizeof why) == NULL)
@@ -196,7 +191,7 @@ static void listener_resources(val_ctx *c, const ir_snapshot *ir)
         if (val_listener_proxyless(l)) {
             for (size_t k = 0; k < l->n_hostnames; k++) {
                 const char *h = l->hostnames[k];
-                if (empty(h) || strchr(h, '*'))
+                if (val_empty(h) || strchr(h, '*'))
                     continue; /* refused elsewhere; not a Listener name */
                 snprintf(p, sizeof p, "spec.listeners[%zu].hostnames[%zu]", i, k);
                 if (lds_clash(c, i, k, h, who, sizeof who))
@@ -206,7 +201,7 @@ static void listener_resources(val_ctx *c, const ir_snapshot *ir)
         }
         /* A socket listener's name against the proxyless hostnames of the peers (those
          * of the config were compared above, from the hostname's side). */
-        if (empty(l->name))
+        if (val_empty(l->name))
             continue;
         for (size_t d = 1; d < c->ndocs; d++) {
             const ir_snapshot *pir = c->docs[d].ir;

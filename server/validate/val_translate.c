@@ -1,14 +1,14 @@
 /*
  * val_translate.c — the last semantic check: the group's merged snapshot (the peers'
  * objects and the config's, concatenated as the composer does) goes through the Envoy
- * translator (xds_resources_build), so that a config that validates also translates.
+ * translator (tr_resources_build), so that a config that validates also translates.
  *
  * The other stages already say most of what the translator would refuse, more
  * precisely; a translator problem is therefore added only when no problem was reported
  * at its path or below it (and a clash of resource names, which has no object path,
- * only when nothing else was found). The translator reports its problems as one sx_err (the
- * first in the message, all of them in the detail, which is bounded: a long list is
- * cut, and then the cut item is dropped). Its paths ("backends[3].name") are indexes
+ * only when nothing else was found). The translator reports its problems as one sx_err
+ * (the first in the message, all of them in the detail, which is bounded: a long list
+ * is cut, and then the cut item is dropped). Its paths ("backends[3].name") are indexes
  * into the merged lists and are mapped back: into "spec.…" for the config's objects;
  * for a peer's object the problem is the config's only when translating the peers
  * alone does not report it (the change broke the peer, e.g. made one of its bare
@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/translate/resources.h"
 #include "server/validate/val_internal.h"
-#include "server/xds/resources.h"
 
 enum { L_LISTENERS, L_HTTP, L_GRPC, L_STREAM, L_BACKENDS, L_SECRETS, L_COUNT };
 
@@ -172,11 +172,11 @@ static bool translate(const val_ctx *c, const size_t *order, size_t n, tr_items 
 {
     ir_snapshot m;
     merge(&m, c->docs, order, n);
-    xds_resources *res = NULL;
+    tr_resources *res = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = xds_resources_build(&m, "validation", 0, &res, &err);
-    xds_resources_unref(res);
+    int rc = tr_resources_build(&m, "validation", 0, &res, &err);
+    tr_resources_unref(res);
     unmerge(&m);
     if (rc == 0)
         return true;

@@ -24,14 +24,9 @@
 
 #include "server/validate/val_internal.h"
 
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
 static bool sends_traffic(const val_backend_ref *r)
 {
-    return r && !empty(r->name) && (r->weight == NULL || r->weight->value > 0);
+    return r && !val_empty(r->name) && (r->weight == NULL || r->weight->value > 0);
 }
 
 /* ---------------------------------------------------------------- empty backends */
@@ -206,11 +201,11 @@ static void zones(val_ctx *c, const ir_snapshot *ir)
             continue;
         size_t with = 0;
         for (size_t k = 0; k < b->n_endpoints; k++)
-            with += b->endpoints[k] && !empty(b->endpoints[k]->zone);
+            with += b->endpoints[k] && !val_empty(b->endpoints[k]->zone);
         if (with == 0 || with == b->n_endpoints)
             continue;
         for (size_t k = 0; k < b->n_endpoints; k++) {
-            if (b->endpoints[k] == NULL || !empty(b->endpoints[k]->zone))
+            if (b->endpoints[k] == NULL || !val_empty(b->endpoints[k]->zone))
                 continue;
             snprintf(p, sizeof p, "spec.backends[%zu].endpoints[%zu].zone", i, k);
             val_add(c, p,

@@ -84,6 +84,15 @@ void val_add_conflict(val_ctx *c, const char *path, const char *with, const char
     va_end(ap);
 }
 
+const char *val_path(char buf[VAL_PATH_MAX], const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, VAL_PATH_MAX, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
 bool val_has(const val_ctx *c, const char *path, const char *message)
 {
     for (size_t i = 0; i < c->out->count; i++)
@@ -183,6 +192,19 @@ static void order_by_stage(val_result *r)
 
 /* ---------------------------------------------------------------- the pipeline */
 
+/* The checks in the order they run, each with the stage its problems belong to. The
+ * translation check runs last, as it reports only what no other check said, but its
+ * problems are semantic ones. */
+static const struct {
+    val_stage stage;
+    void (*run)(val_ctx *c);
+} STAGES[] = {
+    {VAL_SCHEMA, val_schema},         {VAL_SEMANTIC, val_semantic},
+    {VAL_DEPENDENCY, val_dependency}, {VAL_SECURITY, val_security},
+    {VAL_QUOTA, val_quota},           {VAL_CONFLICT, val_conflict},
+    {VAL_TRAPS, val_traps},           {VAL_SEMANTIC, val_translate_check},
+};
+
 int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
             long long now_unix, val_result *out)
 {
@@ -202,21 +224,10 @@ int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_
     }
     val_names_build(&c);
 
-    val_schema(&c);
-    c.stage = VAL_SEMANTIC;
-    val_semantic(&c);
-    c.stage = VAL_DEPENDENCY;
-    val_dependency(&c);
-    c.stage = VAL_SECURITY;
-    val_security(&c);
-    c.stage = VAL_QUOTA;
-    val_quota(&c);
-    c.stage = VAL_CONFLICT;
-    val_conflict(&c);
-    c.stage = VAL_TRAPS;
-    val_traps(&c);
-    c.stage = VAL_SEMANTIC;
-    val_translate_check(&c);
+    for (size_t i = 0; i < sizeof STAGES / sizeof STAGES[0]; i++) {
+        c.stage = STAGES[i].stage;
+        STAGES[i].run(&c);
+    }
     order_by_stage(out);
 
     val_names_free(&c);

@@ -41,13 +41,6 @@ int xds_ctl_parse_subscriptions(char *const *names, size_t n, unsigned *mask, sx
     return 0;
 }
 
-static void mark_dirty(xds_ctl *c, int64_t when_ms)
-{
-    if (c->dirty_ms == 0 || when_ms < c->dirty_ms)
-        c->dirty_ms = when_ms;
-    c->dirty = true;
-}
-
 void xds_ctl_init(xds_ctl *c, uint64_t nonce_seed)
 {
     memset(c, 0, sizeof(*c));
@@ -59,29 +52,25 @@ void xds_ctl_on_request(xds_ctl *c, const xds_ctl_request *req, int64_t now_ms,
                         xds_req_outcome *out)
 {
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
-    bool restart = req->nonce[0] == '\0' || !c->has_sent;
-    if (!restart && !xds_nonce_equals(c->sent_nonce, req->nonce)) {
+    bool restart = req->nonce[0] == '\0' || !c->push.has_sent;
+    if (!restart && !xds_nonce_equals(c->push.sent_nonce, req->nonce)) {
         out->kind = XDS_REQ_STALE;
         return;
     }
     if (restart) {
         c->requested = true;
-        c->awaiting = false;
-        c->must_respond = true;
+        c->push.awaiting = false;
+        c->push.must_respond = true;
         c->mask = req->has_subscriptions ? req->mask : XDS_CTL_ALL;
-        mark_dirty(c, now_ms);
+        xds_push_mark_dirty(&c->push, now_ms);
         return;
     }
-    if (c->awaiting) {
-        c->awaiting = false;
-        c->nacked = req->is_nack;
-        out->kind = req->is_nack ? XDS_REQ_NACK : XDS_REQ_ACK;
-        out->version = c->sent_version;
-        out->latency_ms = now_ms - c->trigger_ms;
+    if (c->push.awaiting) {
+        xds_push_answer(&c->push, req->is_nack, now_ms, out);
     }
     if (req->has_subscriptions && req->mask != c->mask) {
         c->mask = req->mask;
-        mark_dirty(c, now_ms);
+        xds_push_mark_dirty(&c->push, now_ms);
     }
 }
 
@@ -92,47 +81,35 @@ xds_adopt xds_ctl_on_snapshot(xds_ctl *c, long long version, int64_t published_m
     c->current = version;
     if (!c->requested)
         return XDS_ADOPT_NEW;
-    bool coalesced = c->push_pending;
-    c->push_pending = true;
-    mark_dirty(c, published_ms);
-    return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
+    return xds_push_offer(&c->push, published_ms) ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
 }
 
 bool xds_ctl_next(xds_ctl *c, int64_t now_ms, xds_ctl_response *out)
 {
     memset(out, 0, sizeof(*out));
-    if (!c->requested || !c->dirty || c->awaiting || c->current == 0)
+    if (!c->requested || !c->push.dirty || c->push.awaiting || c->current == 0)
         return false;
-    bool respond = c->must_respond || c->current != c->sent_version || c->mask != c->sent_mask;
-    int64_t since = c->dirty_ms ? c->dirty_ms : now_ms;
-    c->dirty = false;
-    c->dirty_ms = 0;
-    c->push_pending = false;
-    c->must_respond = false;
+    bool respond =
+        c->push.must_respond || c->current != c->push.sent_version || c->mask != c->sent_mask;
+    int64_t since = xds_push_take(&c->push, now_ms);
     if (!respond)
         return false;
-    c->has_sent = true;
-    c->awaiting = true;
-    c->sent_nonce = xds_nonce_next(&c->nonce);
-    c->sent_version = c->current;
+    xds_push_sent(&c->push, &c->nonce, c->current, now_ms, since, out->nonce);
     c->sent_mask = c->mask;
-    c->sent_ms = now_ms;
-    c->trigger_ms = since;
     out->version = c->current;
     out->mask = c->mask;
-    xds_nonce_format(c->sent_nonce, out->nonce);
     return true;
 }
 
 int64_t xds_ctl_oldest_unacked_ms(const xds_ctl *c)
 {
-    return c->awaiting ? c->sent_ms : 0;
+    return xds_push_oldest(0, &c->push);
 }
 
 long long xds_ctl_synced_version(const xds_ctl *c)
 {
-    if (!c->requested || c->current == 0 || c->dirty || c->awaiting || c->nacked ||
-        c->sent_version != c->current)
+    if (!c->requested || c->current == 0 || c->push.dirty || c->push.awaiting || c->push.nacked ||
+        c->push.sent_version != c->current)
         return 0;
     return c->current;
 }

@@ -35,6 +35,7 @@
 #include "gateway/control/v1/control.pb-c.h"
 #include "server/base/err.h"
 #include "server/xds/nonce.h"
+#include "server/xds/push.h"
 #include "server/xds/sotw.h"
 
 /* Subscribable parts of a ConfigSnapshot; bit i is ConfigSnapshot field i + 3. */
@@ -51,21 +52,11 @@ int xds_ctl_parse_subscriptions(char *const *names, size_t n, unsigned *mask,
                                 sx_err *err) SX_MUSTCHECK;
 
 typedef struct xds_ctl {
-    unsigned mask;          /* subscribed parts */
-    long long current;      /* newest snapshot version of the group; 0 before any */
-    long long sent_version; /* version of the last response */
-    unsigned sent_mask;     /* parts it carried */
-    uint64_t sent_nonce;
-    int64_t sent_ms;
-    int64_t trigger_ms;
-    int64_t dirty_ms;
+    unsigned mask;      /* subscribed parts */
+    long long current;  /* newest snapshot version of the group; 0 before any */
+    unsigned sent_mask; /* parts the last response carried */
     bool requested;
-    bool has_sent;
-    bool awaiting;
-    bool dirty;
-    bool must_respond;
-    bool push_pending;
-    bool nacked;
+    xds_push push; /* push.sent_version: version of the last response */
     xds_nonce nonce;
 } xds_ctl;
 

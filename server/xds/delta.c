@@ -23,9 +23,9 @@
 /* Stands for a version longer than ours (from another server): never equal to one. */
 #define MARK_FOREIGN "~"
 
-static bool full_state(xds_type t)
+static bool full_state(tr_type t)
 {
-    return t == XDS_LDS || t == XDS_CDS;
+    return t == TR_LDS || t == TR_CDS;
 }
 
 static bool is_star(const char *name)
@@ -43,13 +43,6 @@ static void set_version(xds_known *k, const char *v)
     if (strlen(v) >= sizeof(k->version))
         v = MARK_FOREIGN;
     snprintf(k->version, sizeof(k->version), "%s", v);
-}
-
-static void mark_dirty(xds_delta_type *dt, int64_t when_ms)
-{
-    if (dt->dirty_ms == 0 || when_ms < dt->dirty_ms)
-        dt->dirty_ms = when_ms;
-    dt->dirty = true;
 }
 
 /* ------------------------------------------------------------------ known */
@@ -137,16 +130,16 @@ static void known_load(xds_delta_type *dt, char *const *names, char *const *vers
 
 /* A changed cluster is followed by its endpoints (see sotw.c): forget that the client
  * holds the ClusterLoadAssignment of the same name. */
-static void refresh_endpoints(xds_delta *d, const xds_resources *cur, const uint32_t *clusters,
+static void refresh_endpoints(xds_delta *d, const tr_resources *cur, const uint32_t *clusters,
                               size_t n, int64_t now_ms)
 {
-    xds_delta_type *e = &d->t[XDS_EDS];
+    xds_delta_type *e = &d->t[TR_EDS];
     for (size_t k = 0; k < n; k++) {
-        const char *name = cur->items[XDS_CDS][clusters[k]].name;
+        const char *name = cur->items[TR_CDS][clusters[k]].name;
         ptrdiff_t i = known_search(e, name, NULL);
         if (i >= 0 && real_version(e->known[i].version) && xds_subs_wants(&e->subs, name)) {
             known_remove(e, name);
-            mark_dirty(e, now_ms);
+            xds_push_mark_dirty(&e->push, now_ms);
         }
     }
 }
@@ -155,10 +148,11 @@ static void refresh_endpoints(xds_delta *d, const xds_resources *cur, const uint
  * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
 static bool routes_settled(const xds_delta *d)
 {
-    static const xds_type route_types[] = {XDS_LDS, XDS_RDS};
+    static const tr_type route_types[] = {TR_LDS, TR_RDS};
     for (size_t i = 0; i < 2; i++) {
         const xds_delta_type *dt = &d->t[route_types[i]];
-        if (dt->subs.requested && (dt->dirty || dt->awaiting || dt->nacked || !dt->evaluated))
+        if (dt->subs.requested &&
+            (dt->push.dirty || dt->push.awaiting || dt->push.nacked || !dt->evaluated))
             return false;
     }
     return true;
@@ -168,18 +162,18 @@ static bool routes_settled(const xds_delta *d)
 static void release_deferred(xds_delta *d, int64_t now_ms)
 {
     if (d->cds_deferred && routes_settled(d))
-        mark_dirty(&d->t[XDS_CDS], now_ms);
+        xds_push_mark_dirty(&d->t[TR_CDS].push, now_ms);
 }
 
-static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_response *out)
+static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response *out)
 {
     /* Make before break: a cluster gone from the snapshot is removed only once the
      * client has accepted the routes that may have used it. */
-    bool defer = t == XDS_CDS && !routes_settled(d);
+    bool defer = t == TR_CDS && !routes_settled(d);
     size_t ndeferred = 0;
     xds_delta_type *dt = &d->t[t];
-    xds_resources *cur = d->current;
-    const xds_resource *items = cur->items[t];
+    tr_resources *cur = d->current;
+    const tr_resource *items = cur->items[t];
     size_t n = cur->count[t], nk = dt->nknown, ns = dt->subs.count;
     const char **names = dt->subs.names;
 
@@ -198,7 +192,7 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
             name = dt->known[k].name;
         if (m < ns && (name == NULL || strcmp(names[m], name) < 0))
             name = names[m];
-        const xds_resource *r = (i < n && strcmp(items[i].name, name) == 0) ? &items[i++] : NULL;
+        const tr_resource *r = (i < n && strcmp(items[i].name, name) == 0) ? &items[i++] : NULL;
         xds_known *kn = (k < nk && strcmp(dt->known[k].name, name) == 0) ? &dt->known[k++] : NULL;
         bool named = m < ns && strcmp(names[m], name) == 0;
         if (named)
@@ -252,10 +246,10 @@ static bool evaluate(xds_delta *d, xds_type t, int64_t now_ms, xds_delta_respons
     dt->nknown = nnext;
     dt->capknown = cap;
 
-    if (t == XDS_CDS)
+    if (t == TR_CDS)
         d->cds_deferred = ndeferred > 0;
-    bool respond = nfresh > 0 || nremoved > 0 || dt->must_respond;
-    if (t == XDS_CDS && nfresh > 0)
+    bool respond = nfresh > 0 || nremoved > 0 || dt->push.must_respond;
+    if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(d, cur, fresh, nfresh, now_ms);
     if (respond) {
         out->type = t;
@@ -282,7 +276,7 @@ void xds_delta_init(xds_delta *d, uint64_t nonce_seed)
 
 void xds_delta_free(xds_delta *d)
 {
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_delta_type *dt = &d->t[t];
         xds_subs_clear(&dt->subs);
         for (size_t i = 0; i < dt->nknown; i++)
@@ -291,7 +285,7 @@ void xds_delta_free(xds_delta *d)
         dt->known = NULL;
         dt->nknown = dt->capknown = 0;
     }
-    xds_resources_unref(d->current);
+    tr_resources_unref(d->current);
     d->current = NULL;
 }
 
@@ -301,12 +295,9 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
     xds_delta_type *dt = &d->t[req->type];
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
     if (req->nonce[0] != '\0') {
-        if (dt->has_sent && dt->awaiting && xds_nonce_equals(dt->sent_nonce, req->nonce)) {
-            dt->awaiting = false;
-            dt->nacked = req->is_nack;
-            out->kind = req->is_nack ? XDS_REQ_NACK : XDS_REQ_ACK;
-            out->version = dt->sent_version;
-            out->latency_ms = now_ms - dt->trigger_ms;
+        if (dt->push.has_sent && dt->push.awaiting &&
+            xds_nonce_equals(dt->push.sent_nonce, req->nonce)) {
+            xds_push_answer(&dt->push, req->is_nack, now_ms, out);
         } else {
             /* Only the ACK/NACK part is stale; the subscription changes still count. */
             out->kind = XDS_REQ_STALE;
@@ -320,7 +311,7 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
         known_load(dt, req->initial_names, req->initial_versions, req->ninitial);
         if (req->nsubscribe == 0 && req->nunsubscribe == 0 && full_state(req->type))
             dt->subs.wildcard = true; /* legacy wildcard */
-        dt->must_respond = true;
+        dt->push.must_respond = true;
     }
     for (size_t i = 0; i < req->nsubscribe; i++) {
         const char *name = req->subscribe[i];
@@ -346,26 +337,24 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
         }
     }
     if (changed)
-        mark_dirty(dt, now_ms);
+        xds_push_mark_dirty(&dt->push, now_ms);
     release_deferred(d, now_ms);
 }
 
-xds_adopt xds_delta_on_resources(xds_delta *d, xds_resources *res, int64_t published_ms)
+xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t published_ms)
 {
     if (d->current != NULL && res->version == d->current->version)
         return XDS_ADOPT_IGNORED;
     bool coalesced = false;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_delta_type *dt = &d->t[t];
         dt->evaluated = false;
         if (!dt->subs.requested)
             continue;
-        coalesced |= dt->push_pending;
-        dt->push_pending = true;
-        mark_dirty(dt, published_ms);
+        coalesced |= xds_push_offer(&dt->push, published_ms);
     }
-    xds_resources_unref(d->current);
-    d->current = xds_resources_ref(res);
+    tr_resources_unref(d->current);
+    d->current = tr_resources_ref(res);
     return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
 }
 
@@ -374,29 +363,19 @@ bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
     memset(out, 0, sizeof(*out));
     if (d->current == NULL)
         return false;
-    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
-        xds_type t = (xds_type)i;
+    for (int i = 0; i < TR_TYPE_COUNT; i++) {
+        tr_type t = (tr_type)i;
         xds_delta_type *dt = &d->t[t];
-        if (!dt->subs.requested || !dt->dirty || dt->awaiting)
+        if (!dt->subs.requested || !dt->push.dirty || dt->push.awaiting)
             continue;
         bool respond = evaluate(d, t, now_ms, out);
-        int64_t since = dt->dirty_ms ? dt->dirty_ms : now_ms;
-        dt->dirty = false;
-        dt->dirty_ms = 0;
-        dt->push_pending = false;
-        dt->must_respond = false;
+        int64_t since = xds_push_take(&dt->push, now_ms);
         if (!respond) {
             release_deferred(d, now_ms);
             continue;
         }
-        dt->has_sent = true;
-        dt->awaiting = true;
-        dt->sent_nonce = xds_nonce_next(&d->nonce);
-        dt->sent_version = d->current->version;
-        dt->sent_ms = now_ms;
-        dt->trigger_ms = since;
+        xds_push_sent(&dt->push, &d->nonce, d->current->version, now_ms, since, out->nonce);
         out->version = d->current->version;
-        xds_nonce_format(dt->sent_nonce, out->nonce);
         return true;
     }
     return false;
@@ -414,9 +393,8 @@ void xds_delta_response_clear(xds_delta_response *r)
 int64_t xds_delta_oldest_unacked_ms(const xds_delta *d)
 {
     int64_t oldest = 0;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        if (d->t[t].awaiting && (oldest == 0 || d->t[t].sent_ms < oldest))
-            oldest = d->t[t].sent_ms;
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
+        oldest = xds_push_oldest(oldest, &d->t[t].push);
     return oldest;
 }
 
@@ -425,11 +403,11 @@ long long xds_delta_synced_version(const xds_delta *d)
     if (d->current == NULL)
         return 0;
     bool any = false;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         const xds_delta_type *dt = &d->t[t];
         if (!dt->subs.requested)
             continue;
-        if (dt->dirty || dt->awaiting || dt->nacked || !dt->evaluated)
+        if (dt->push.dirty || dt->push.awaiting || dt->push.nacked || !dt->evaluated)
             return 0;
         any = true;
     }

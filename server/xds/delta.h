@@ -35,8 +35,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/translate/resources.h"
 #include "server/xds/nonce.h"
-#include "server/xds/resources.h"
+#include "server/xds/push.h"
 #include "server/xds/sotw.h"
 #include "server/xds/subs.h"
 
@@ -51,23 +52,13 @@ typedef struct xds_delta_type {
     xds_known *known; /* sorted by name */
     size_t nknown;
     size_t capknown;
-    long long sent_version; /* snapshot version of the last response */
-    uint64_t sent_nonce;
-    int64_t sent_ms;
-    int64_t trigger_ms;
-    int64_t dirty_ms;
-    bool has_sent;
-    bool awaiting;
-    bool dirty;
-    bool must_respond;
-    bool push_pending;
-    bool nacked;
+    xds_push push;
     bool evaluated; /* evaluated against current (for the synced version) */
 } xds_delta_type;
 
 typedef struct xds_delta {
-    xds_delta_type t[XDS_TYPE_COUNT];
-    xds_resources *current; /* one reference */
+    xds_delta_type t[TR_TYPE_COUNT];
+    tr_resources *current; /* one reference */
     xds_nonce nonce;
     /* Clusters gone from the snapshot whose removal waits until the client has ACKed
      * the listeners and routes of the current snapshot. */
@@ -76,7 +67,7 @@ typedef struct xds_delta {
 
 /* A decoded DeltaDiscoveryRequest; everything borrowed for the call. */
 typedef struct xds_delta_request {
-    xds_type type;
+    tr_type type;
     const char *nonce; /* response_nonce; "" when absent */
     bool is_nack;      /* error_detail present */
     char *const *subscribe;
@@ -92,8 +83,8 @@ typedef struct xds_delta_request {
  * owned; release with xds_delta_response_clear. res is the stream's current
  * resources, valid until the next call into the state. */
 typedef struct xds_delta_response {
-    xds_type type;
-    xds_resources *res;
+    tr_type type;
+    tr_resources *res;
     uint32_t *idx;
     size_t n;
     char **removed;
@@ -107,7 +98,7 @@ void xds_delta_free(xds_delta *d);
 
 void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t now_ms,
                           xds_req_outcome *out);
-xds_adopt xds_delta_on_resources(xds_delta *d, xds_resources *res, int64_t published_ms);
+xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t published_ms);
 bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out);
 void xds_delta_response_clear(xds_delta_response *r);
 int64_t xds_delta_oldest_unacked_ms(const xds_delta *d);

@@ -106,15 +106,15 @@ int xds_pub_build(snap_entry *e, const xds_wire_snap *prev, int64_t published_ms
         sx_err_prefix(err, "snapshot %s v%lld", e->group, e->version);
         return rc;
     }
-    xds_resources *res = NULL;
+    tr_resources *res = NULL;
     sx_err berr;
     sx_err_clear(&berr);
-    rc = xds_resources_build(ir, e->group, e->version, &res, &berr);
+    rc = tr_resources_build(ir, e->group, e->version, &res, &berr);
     ir_snapshot_free(ir);
     xds_wire_res *w = NULL;
     if (rc == 0) {
         w = xds_wire_res_create(res);
-        xds_resources_unref(res);
+        tr_resources_unref(res);
     } else {
         xds_wire_res *kept = prev ? prev->wire : NULL;
         sx_log_fields(SX_LOG_ERROR, "xds",

@@ -3,7 +3,7 @@
  * per (group, version), and hands it to the fan-out.
  *
  * It watches the snapshot store. For every new (group, version) it decodes the
- * ConfigSnapshot, builds the Envoy resources (xds_resources_build) and their shared
+ * ConfigSnapshot, builds the Envoy resources (tr_resources_build) and their shared
  * wire bytes (xds_wire_res), keeps the result as the group's latest xds_wire_snap,
  * and calls the fan-out callback with it, which pushes it to the group's streams.
  * The work happens on the publisher's own thread, never on the store's (the LISTEN

@@ -9,7 +9,7 @@
  *   /gateway.control.v1.ConfigurationDiscoveryService/StreamConfiguration
  *   /gateway.control.v1.ConfigurationDiscoveryService/ReportStatus
  *
- * Each stream is one call object with an explicit state machine (server.c), its
+ * Each stream is one call object with an explicit state machine (call.c), its
  * protocol state (sotw.h, delta.h, control.h) and at most one send in flight. New
  * snapshots are built once by the publisher (publisher.h) and pushed by it into the
  * streams of their group; the push starts the send from the publishing thread under

@@ -21,9 +21,9 @@
 
 #define WORDS(n) (((n) + 63) / 64)
 
-static bool full_state(xds_type t)
+static bool full_state(tr_type t)
 {
-    return t == XDS_LDS || t == XDS_CDS;
+    return t == TR_LDS || t == TR_CDS;
 }
 
 static bool bit_get(const uint64_t *b, size_t i)
@@ -41,25 +41,18 @@ static void bit_clear(uint64_t *b, size_t i)
     b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
 }
 
-static void mark_dirty(xds_sotw_type *st, int64_t when_ms)
-{
-    if (st->dirty_ms == 0 || when_ms < st->dirty_ms)
-        st->dirty_ms = when_ms;
-    st->dirty = true;
-}
-
 /* The client holds nothing of this type any more (a reconnect or a restart). */
 static void forget_all(xds_sotw_type *st)
 {
     sx_free(st->held_bits);
     st->held_bits = NULL;
-    xds_resources_unref(st->held_res);
+    tr_resources_unref(st->held_res);
     st->held_res = NULL;
 }
 
 /* Drops what the client held of names it no longer subscribes to, so that they are
  * sent again if it subscribes to them again. */
-static void forget_unwanted(xds_sotw_type *st, xds_type t)
+static void forget_unwanted(xds_sotw_type *st, tr_type t)
 {
     if (st->held_res == NULL || st->held_bits == NULL)
         return;
@@ -73,22 +66,22 @@ static void forget_unwanted(xds_sotw_type *st, xds_type t)
  * finishes warming an updated cluster only when a ClusterLoadAssignment arrives.
  * clusters are ascending indices, so their names and the held endpoints (both in
  * name order) are walked together. */
-static void refresh_endpoints(xds_sotw *s, const xds_resources *cur, const uint32_t *clusters,
+static void refresh_endpoints(xds_sotw *s, const tr_resources *cur, const uint32_t *clusters,
                               size_t n, int64_t now_ms)
 {
-    xds_sotw_type *e = &s->t[XDS_EDS];
+    xds_sotw_type *e = &s->t[TR_EDS];
     if (e->held_res == NULL || e->held_bits == NULL)
         return;
-    const xds_resource *held = e->held_res->items[XDS_EDS];
-    size_t nheld = e->held_res->count[XDS_EDS], j = 0;
+    const tr_resource *held = e->held_res->items[TR_EDS];
+    size_t nheld = e->held_res->count[TR_EDS], j = 0;
     for (size_t k = 0; k < n && j < nheld; k++) {
-        const char *name = cur->items[XDS_CDS][clusters[k]].name;
+        const char *name = cur->items[TR_CDS][clusters[k]].name;
         int c = 1;
         while (j < nheld && (c = strcmp(held[j].name, name)) < 0)
             j++;
         if (j < nheld && c == 0 && bit_get(e->held_bits, j)) {
             bit_clear(e->held_bits, j);
-            mark_dirty(e, now_ms);
+            xds_push_mark_dirty(&e->push, now_ms);
         }
     }
 }
@@ -97,29 +90,20 @@ static void refresh_endpoints(xds_sotw *s, const xds_resources *cur, const uint3
  * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
 static bool routes_settled(const xds_sotw *s)
 {
-    static const xds_type route_types[] = {XDS_LDS, XDS_RDS};
+    static const tr_type route_types[] = {TR_LDS, TR_RDS};
     for (size_t i = 0; i < 2; i++) {
         const xds_sotw_type *st = &s->t[route_types[i]];
         if (!st->subs.requested)
             continue;
-        if (st->dirty || st->awaiting || st->nacked || st->held_res != s->current)
+        if (st->push.dirty || st->push.awaiting || st->push.nacked || st->held_res != s->current)
             return false;
     }
     return true;
 }
 
-static void kept_free(xds_resource *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        sx_free(v[i].name);
-        sx_free(v[i].bytes);
-    }
-    sx_free(v);
-}
-
 static int cmp_resource(const void *a, const void *b)
 {
-    return strcmp(((const xds_resource *)a)->name, ((const xds_resource *)b)->name);
+    return strcmp(((const tr_resource *)a)->name, ((const tr_resource *)b)->name);
 }
 
 /* Once the routes are settled, a CDS response without the kept clusters is owed. */
@@ -127,51 +111,51 @@ static void release_kept(xds_sotw *s, int64_t now_ms)
 {
     if (s->nkept == 0 || !routes_settled(s))
         return;
-    xds_sotw_type *st = &s->t[XDS_CDS];
-    st->must_respond = true;
-    mark_dirty(st, now_ms);
+    xds_sotw_type *st = &s->t[TR_CDS];
+    st->push.must_respond = true;
+    xds_push_mark_dirty(&st->push, now_ms);
+}
+
+/* k becomes an owned copy of r (freed by tr_resource_items_free with its array). */
+static void copy_resource(tr_resource *k, const tr_resource *r)
+{
+    *k = *r;
+    k->name = sx_strdup(r->name);
+    k->bytes = sx_malloc(r->len ? r->len : 1);
+    memcpy(k->bytes, r->bytes, r->len);
 }
 
 /* The clusters a CDS response keeps: those the client held that are gone from cur
  * (gone[0..ngone) of held) and those kept before that are still gone — none once the
  * routes are settled. Replaces s->kept; returns whether the kept names changed. */
-static bool update_kept(xds_sotw *s, const xds_resources *cur, const xds_resource *held,
+static bool update_kept(xds_sotw *s, const tr_resources *cur, const tr_resource *held,
                         const uint32_t *gone, size_t ngone)
 {
     bool settled = routes_settled(s);
     size_t cap = settled ? 0 : ngone + s->nkept;
-    xds_resource *v = cap ? sx_calloc(cap, sizeof(*v)) : NULL;
+    tr_resource *v = cap ? sx_calloc(cap, sizeof(*v)) : NULL;
     size_t n = 0;
     for (size_t i = 0; !settled && i < ngone; i++) {
-        const xds_resource *r = &held[gone[i]];
-        xds_resource *k = &v[n++];
-        k->name = sx_strdup(r->name);
-        memcpy(k->version, r->version, sizeof(k->version));
-        k->bytes = sx_malloc(r->len ? r->len : 1);
-        memcpy(k->bytes, r->bytes, r->len);
-        k->len = r->len;
+        const tr_resource *r = &held[gone[i]];
+        copy_resource(&v[n++], r);
     }
     for (size_t i = 0; !settled && i < s->nkept; i++) {
-        const xds_resource *r = &s->kept[i];
+        const tr_resource *r = &s->kept[i];
         bool skip = false;
-        for (size_t j = 0; j < cur->count[XDS_CDS] && !skip; j++)
-            skip = strcmp(cur->items[XDS_CDS][j].name, r->name) == 0;
+        for (size_t j = 0; j < cur->count[TR_CDS] && !skip; j++)
+            skip = strcmp(cur->items[TR_CDS][j].name, r->name) == 0;
         for (size_t j = 0; j < n && !skip; j++)
             skip = strcmp(v[j].name, r->name) == 0;
         if (skip)
             continue;
-        xds_resource *k = &v[n++];
-        *k = *r;
-        k->name = sx_strdup(r->name);
-        k->bytes = sx_malloc(r->len ? r->len : 1);
-        memcpy(k->bytes, r->bytes, r->len);
+        copy_resource(&v[n++], r);
     }
     if (n > 1)
         qsort(v, n, sizeof(*v), cmp_resource);
     bool changed = n != s->nkept;
     for (size_t i = 0; !changed && i < n; i++)
         changed = strcmp(v[i].name, s->kept[i].name) != 0;
-    kept_free(s->kept, s->nkept);
+    tr_resource_items_free(s->kept, s->nkept);
     if (n == 0) {
         sx_free(v);
         v = NULL;
@@ -190,20 +174,20 @@ static bool update_kept(xds_sotw *s, const xds_resources *cur, const xds_resourc
  * the client holds it at the same version, and whether a held one is gone: about
  * n + names + held string comparisons per stream and push, instead of binary
  * searches per resource. */
-static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response *out)
+static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_sotw_response *out)
 {
     xds_sotw_type *st = &s->t[t];
-    xds_resources *cur = s->current;
-    const xds_resource *items = cur->items[t];
+    tr_resources *cur = s->current;
+    const tr_resource *items = cur->items[t];
     size_t n = cur->count[t];
     const xds_subs *sub = &st->subs;
-    const xds_resources *hr = st->held_bits ? st->held_res : NULL;
-    const xds_resource *held = hr ? hr->items[t] : NULL;
+    const tr_resources *hr = st->held_bits ? st->held_res : NULL;
+    const tr_resource *held = hr ? hr->items[t] : NULL;
     size_t nheld = hr && hr != cur ? hr->count[t] : 0;
     uint64_t *bits = n ? sx_calloc(WORDS(n), sizeof(uint64_t)) : NULL;
     uint32_t *wanted = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
     uint32_t *fresh = n ? sx_malloc(n * sizeof(uint32_t)) : NULL;
-    uint32_t *gone = t == XDS_CDS && nheld ? sx_malloc(nheld * sizeof(uint32_t)) : NULL;
+    uint32_t *gone = t == TR_CDS && nheld ? sx_malloc(nheld * sizeof(uint32_t)) : NULL;
     size_t nwanted = 0, nfresh = 0, m = 0, j = 0, ngone = 0;
     bool deleted = false;
     for (size_t i = 0; i < n; i++) {
@@ -243,17 +227,17 @@ static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response 
             gone[ngone++] = (uint32_t)j;
         deleted |= bit_get(st->held_bits, j++);
     }
-    if (t == XDS_CDS) {
+    if (t == TR_CDS) {
         /* Make before break: gone clusters stay until the routes are settled — those
          * the client accepted: not those of a response it NACKed. */
-        if (st->nacked)
+        if (st->push.nacked)
             ngone = 0;
         deleted = update_kept(s, cur, held, gone, ngone) || (deleted && s->nkept == 0);
         sx_free(gone);
     }
     bool changed = nfresh > 0 || (full_state(t) && deleted);
-    bool respond = changed || st->must_respond;
-    if (t == XDS_CDS && nfresh > 0)
+    bool respond = changed || st->push.must_respond;
+    if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(s, cur, fresh, nfresh, now_ms);
     if (respond) {
         bool all = full_state(t);
@@ -261,7 +245,7 @@ static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response 
         out->res = cur;
         out->idx = all ? wanted : fresh;
         out->n = all ? nwanted : nfresh;
-        if (t == XDS_CDS) {
+        if (t == TR_CDS) {
             out->kept = s->kept;
             out->nkept = s->nkept;
         }
@@ -273,8 +257,8 @@ static bool evaluate(xds_sotw *s, xds_type t, int64_t now_ms, xds_sotw_response 
     sx_free(st->held_bits);
     st->held_bits = bits;
     if (st->held_res != cur) {
-        xds_resources_unref(st->held_res);
-        st->held_res = xds_resources_ref(cur);
+        tr_resources_unref(st->held_res);
+        st->held_res = tr_resources_ref(cur);
     }
     return respond;
 }
@@ -287,13 +271,13 @@ void xds_sotw_init(xds_sotw *s, uint64_t nonce_seed)
 
 void xds_sotw_free(xds_sotw *s)
 {
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_subs_clear(&s->t[t].subs);
         forget_all(&s->t[t]);
     }
-    xds_resources_unref(s->current);
+    tr_resources_unref(s->current);
     s->current = NULL;
-    kept_free(s->kept, s->nkept);
+    tr_resource_items_free(s->kept, s->nkept);
     s->kept = NULL;
     s->nkept = 0;
 }
@@ -305,53 +289,47 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
     /* A nonce that names no response of this stream (empty, or from another stream
      * or server) starts the type afresh; one that names an older response is stale. */
-    bool restart = req->nonce[0] == '\0' || !st->has_sent;
-    if (!restart && !xds_nonce_equals(st->sent_nonce, req->nonce)) {
+    bool restart = req->nonce[0] == '\0' || !st->push.has_sent;
+    if (!restart && !xds_nonce_equals(st->push.sent_nonce, req->nonce)) {
         out->kind = XDS_REQ_STALE;
         return;
     }
     if (restart) {
         forget_all(st);
-        st->awaiting = false;
-        st->must_respond = true;
-        mark_dirty(st, now_ms);
-    } else if (st->awaiting) {
-        st->awaiting = false;
-        st->nacked = req->is_nack;
-        out->kind = req->is_nack ? XDS_REQ_NACK : XDS_REQ_ACK;
-        out->version = st->sent_version;
-        out->latency_ms = now_ms - st->trigger_ms;
+        st->push.awaiting = false;
+        st->push.must_respond = true;
+        xds_push_mark_dirty(&st->push, now_ms);
+    } else if (st->push.awaiting) {
+        xds_push_answer(&st->push, req->is_nack, now_ms, out);
     }
     if (xds_subs_set_sotw(&st->subs, full_state(req->type), req->names, req->name_count)) {
         forget_unwanted(st, req->type);
-        mark_dirty(st, now_ms);
+        xds_push_mark_dirty(&st->push, now_ms);
         if (full_state(req->type))
-            st->must_respond = true;
+            st->push.must_respond = true;
     }
-    if (req->type == XDS_CDS && restart) {
+    if (req->type == TR_CDS && restart) {
         /* The client holds nothing: nothing is kept for it. */
-        kept_free(s->kept, s->nkept);
+        tr_resource_items_free(s->kept, s->nkept);
         s->kept = NULL;
         s->nkept = 0;
     }
     release_kept(s, now_ms);
 }
 
-xds_adopt xds_sotw_on_resources(xds_sotw *s, xds_resources *res, int64_t published_ms)
+xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t published_ms)
 {
     if (s->current != NULL && res->version == s->current->version)
         return XDS_ADOPT_IGNORED;
     bool coalesced = false;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_sotw_type *st = &s->t[t];
         if (!st->subs.requested)
             continue;
-        coalesced |= st->push_pending;
-        st->push_pending = true;
-        mark_dirty(st, published_ms);
+        coalesced |= xds_push_offer(&st->push, published_ms);
     }
-    xds_resources_unref(s->current);
-    s->current = xds_resources_ref(res);
+    tr_resources_unref(s->current);
+    s->current = tr_resources_ref(res);
     return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
 }
 
@@ -360,29 +338,19 @@ bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
     memset(out, 0, sizeof(*out));
     if (s->current == NULL)
         return false;
-    for (int i = 0; i < XDS_TYPE_COUNT; i++) {
-        xds_type t = (xds_type)i;
+    for (int i = 0; i < TR_TYPE_COUNT; i++) {
+        tr_type t = (tr_type)i;
         xds_sotw_type *st = &s->t[t];
-        if (!st->subs.requested || !st->dirty || st->awaiting)
+        if (!st->subs.requested || !st->push.dirty || st->push.awaiting)
             continue;
         bool respond = evaluate(s, t, now_ms, out);
-        int64_t since = st->dirty_ms ? st->dirty_ms : now_ms;
-        st->dirty = false;
-        st->dirty_ms = 0;
-        st->push_pending = false;
-        st->must_respond = false;
+        int64_t since = xds_push_take(&st->push, now_ms);
         if (!respond) {
             release_kept(s, now_ms);
             continue;
         }
-        st->has_sent = true;
-        st->awaiting = true;
-        st->sent_nonce = xds_nonce_next(&s->nonce);
-        st->sent_version = s->current->version;
-        st->sent_ms = now_ms;
-        st->trigger_ms = since;
+        xds_push_sent(&st->push, &s->nonce, s->current->version, now_ms, since, out->nonce);
         out->version = s->current->version;
-        xds_nonce_format(st->sent_nonce, out->nonce);
         return true;
     }
     return false;
@@ -397,9 +365,8 @@ void xds_sotw_response_clear(xds_sotw_response *r)
 int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s)
 {
     int64_t oldest = 0;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        if (s->t[t].awaiting && (oldest == 0 || s->t[t].sent_ms < oldest))
-            oldest = s->t[t].sent_ms;
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
+        oldest = xds_push_oldest(oldest, &s->t[t].push);
     return oldest;
 }
 
@@ -408,11 +375,11 @@ long long xds_sotw_synced_version(const xds_sotw *s)
     if (s->current == NULL)
         return 0;
     bool any = false;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         const xds_sotw_type *st = &s->t[t];
         if (!st->subs.requested)
             continue;
-        if (st->dirty || st->awaiting || st->nacked || st->held_res != s->current)
+        if (st->push.dirty || st->push.awaiting || st->push.nacked || st->held_res != s->current)
             return 0;
         any = true;
     }

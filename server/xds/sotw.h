@@ -24,7 +24,7 @@
  *     resend; a changed subscription to LDS/CDS is always answered so that the client
  *     learns at once which names do not exist;
  *   - types are pushed in make-before-break order SDS, CDS, EDS, LDS, RDS (the order of
- *     xds_type), and a cluster that changed has its endpoints re-sent right after it
+ *     tr_type), and a cluster that changed has its endpoints re-sent right after it
  *     (Envoy finishes warming an updated cluster only on a new ClusterLoadAssignment);
  *     a cluster that is gone stays in the CDS responses until the client has ACKed the
  *     listeners and routes of the new snapshot (which may still have referred to it),
@@ -44,23 +44,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/translate/resources.h"
 #include "server/xds/nonce.h"
-#include "server/xds/resources.h"
+#include "server/xds/push.h"
 #include "server/xds/subs.h"
-
-/* What a request turned out to be. */
-typedef enum xds_req_kind {
-    XDS_REQ_STALE,     /* nonce of an older response: ignored */
-    XDS_REQ_SUBSCRIBE, /* a first request, a reconnect, or a subscription change */
-    XDS_REQ_ACK,       /* accepted the response awaiting an answer */
-    XDS_REQ_NACK,      /* rejected it (error_detail) */
-} xds_req_kind;
-
-typedef struct xds_req_outcome {
-    xds_req_kind kind;
-    long long version;  /* ACK/NACK: snapshot version of the answered response */
-    int64_t latency_ms; /* ACK/NACK: from the change becoming known to the answer */
-} xds_req_outcome;
 
 /* What adopting a snapshot did. */
 typedef enum xds_adopt {
@@ -72,35 +59,25 @@ typedef enum xds_adopt {
 /* Per-type state; see sotw.c for how the fields move. */
 typedef struct xds_sotw_type {
     xds_subs subs;
-    xds_resources *held_res; /* resources held_bits refers to (one reference), or NULL */
-    uint64_t *held_bits;     /* bit i: the client holds held_res->items[type][i] */
-    long long sent_version;  /* snapshot version of the last response, 0 before */
-    uint64_t sent_nonce;     /* its nonce (valid when has_sent) */
-    int64_t sent_ms;         /* when it was produced */
-    int64_t trigger_ms;      /* when the change it carries became known */
-    int64_t dirty_ms;        /* when the type first became dirty since the last send */
-    bool has_sent;           /* a response of this type went out on this stream */
-    bool awaiting;           /* that response awaits its ACK or NACK */
-    bool dirty;              /* something may have to be sent: evaluate on next() */
-    bool must_respond;       /* answer even if nothing changed */
-    bool push_pending;       /* dirty because of a snapshot not evaluated yet */
-    bool nacked;             /* the last answered response was NACKed */
+    tr_resources *held_res; /* resources held_bits refers to (one reference), or NULL */
+    uint64_t *held_bits;    /* bit i: the client holds held_res->items[type][i] */
+    xds_push push;
 } xds_sotw_type;
 
 typedef struct xds_sotw {
-    xds_sotw_type t[XDS_TYPE_COUNT];
-    xds_resources *current; /* newest resources of the stream's group (a reference) */
+    xds_sotw_type t[TR_TYPE_COUNT];
+    tr_resources *current; /* newest resources of the stream's group (a reference) */
     xds_nonce nonce;
     /* Clusters gone from the current snapshot that CDS responses still carry until the
      * client has accepted the listeners and routes of the current snapshot (owned
      * copies, sorted by name): a route must never point at a deleted cluster. */
-    xds_resource *kept;
+    tr_resource *kept;
     size_t nkept;
 } xds_sotw;
 
 /* A decoded DiscoveryRequest; everything borrowed for the call. */
 typedef struct xds_sotw_request {
-    xds_type type;
+    tr_type type;
     const char *nonce;  /* response_nonce; "" when absent */
     char *const *names; /* resource_names */
     size_t name_count;
@@ -110,11 +87,11 @@ typedef struct xds_sotw_request {
 /* One response to send. idx is owned (release with xds_sotw_response_clear); res is
  * the stream's current resources, valid until the next call into the state. */
 typedef struct xds_sotw_response {
-    xds_type type;
-    xds_resources *res;
+    tr_type type;
+    tr_resources *res;
     uint32_t *idx; /* indices into res->items[type], ascending (name order) */
     size_t n;
-    const xds_resource *kept; /* CDS: removed clusters sent as well (borrowed), or NULL */
+    const tr_resource *kept; /* CDS: removed clusters sent as well (borrowed), or NULL */
     size_t nkept;
     long long version; /* snapshot version: version_info is its decimal text */
     char nonce[XDS_NONCE_LEN];
@@ -131,7 +108,7 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
 
 /* Offers the group's resources, published at published_ms; s takes its own reference
  * when it adopts them (a higher version than the current one). */
-xds_adopt xds_sotw_on_resources(xds_sotw *s, xds_resources *res, int64_t published_ms);
+xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t published_ms);
 
 /* Produces the next response to send, if any, and records it as sent (awaiting its
  * ACK). Returns false when nothing is to be sent now. */

@@ -99,21 +99,21 @@ static size_t any_len(size_t url_len, size_t value_len)
     return field_len(url_len) + field_len(value_len);
 }
 
-static uint8_t *put_any(uint8_t *p, const char *url, size_t url_len, const xds_resource *r)
+static uint8_t *put_any(uint8_t *p, const char *url, size_t url_len, const tr_resource *r)
 {
     p = put_field(p, TAG_ANY_TYPE_URL, url, url_len);
     return put_field(p, TAG_ANY_VALUE, r->bytes, r->len);
 }
 
-static void build_entries(xds_wire_entries *e, const xds_resources *res, xds_type t, bool delta)
+static void build_entries(xds_wire_entries *e, const tr_resources *res, tr_type t, bool delta)
 {
     size_t n = res->count[t];
-    const char *url = xds_type_url(t);
+    const char *url = tr_type_url(t);
     size_t ulen = strlen(url);
     e->off = sx_malloc((n + 1) * sizeof(size_t));
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        const xds_resource *r = &res->items[t][i];
+        const tr_resource *r = &res->items[t][i];
         size_t any = any_len(ulen, r->len);
         size_t entry;
         if (delta)
@@ -131,7 +131,7 @@ static void build_entries(xds_wire_entries *e, const xds_resources *res, xds_typ
     }
     uint8_t *buf = sx_malloc(total), *p = buf;
     for (size_t i = 0; i < n; i++) {
-        const xds_resource *r = &res->items[t][i];
+        const tr_resource *r = &res->items[t][i];
         size_t any = any_len(ulen, r->len);
         if (delta) {
             size_t vlen = strlen(r->version), nlen = strlen(r->name);
@@ -187,15 +187,15 @@ static grpc_byte_buffer *finish(grpc_slice *slices, size_t k)
 
 /* ------------------------------------------------------------------ wire_res */
 
-xds_wire_res *xds_wire_res_create(xds_resources *res)
+xds_wire_res *xds_wire_res_create(tr_resources *res)
 {
     xds_wire_res *w = sx_calloc(1, sizeof(*w));
     atomic_init(&w->refs, 1);
-    w->res = xds_resources_ref(res);
+    w->res = tr_resources_ref(res);
     pthread_mutex_init(&w->delta_mu, NULL);
     atomic_init(&w->delta_built, false);
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        build_entries(&w->sotw[t], res, (xds_type)t, false);
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
+        build_entries(&w->sotw[t], res, (tr_type)t, false);
     return w;
 }
 
@@ -209,12 +209,12 @@ void xds_wire_res_unref(xds_wire_res *w)
 {
     if (w == NULL || atomic_fetch_sub(&w->refs, 1) != 1)
         return;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         free_entries(&w->sotw[t]);
         free_entries(&w->delta[t]);
     }
     pthread_mutex_destroy(&w->delta_mu);
-    xds_resources_unref(w->res);
+    tr_resources_unref(w->res);
     sx_free(w);
 }
 
@@ -224,8 +224,8 @@ static void build_delta(xds_wire_res *w)
         return;
     pthread_mutex_lock(&w->delta_mu);
     if (!atomic_load(&w->delta_built)) {
-        for (int t = 0; t < XDS_TYPE_COUNT; t++)
-            build_entries(&w->delta[t], w->res, (xds_type)t, true);
+        for (int t = 0; t < TR_TYPE_COUNT; t++)
+            build_entries(&w->delta[t], w->res, (tr_type)t, true);
         atomic_store(&w->delta_built, true);
     }
     pthread_mutex_unlock(&w->delta_mu);
@@ -335,21 +335,21 @@ static uint8_t *put_cp(uint8_t *p, uint8_t tag, const char *control_plane)
     return put_field(p, TAG_CP_IDENTIFIER, control_plane, n);
 }
 
-grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, xds_type t, long long version,
+grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, tr_type t, long long version,
                                          const char *nonce, const uint32_t *idx, size_t n,
                                          const char *control_plane)
 {
     return xds_wire_sotw_response_kept(w, t, version, nonce, idx, n, NULL, 0, control_plane);
 }
 
-grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, xds_type t, long long version,
+grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, tr_type t, long long version,
                                               const char *nonce, const uint32_t *idx, size_t n,
-                                              const xds_resource *kept, size_t nkept,
+                                              const tr_resource *kept, size_t nkept,
                                               const char *control_plane)
 {
     char ver[24];
     snprintf(ver, sizeof(ver), "%lld", version);
-    const char *url = xds_type_url(t);
+    const char *url = tr_type_url(t);
     size_t vlen = strlen(ver), ulen = strlen(url), nlen = strlen(nonce);
     size_t hlen = field_len(vlen) + field_len(ulen) + field_len(nlen) + cp_len(control_plane);
     grpc_slice *slices = sx_malloc((n + 2) * sizeof(grpc_slice));
@@ -381,7 +381,7 @@ grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, xds_type t,
     return bb;
 }
 
-grpc_byte_buffer *xds_wire_delta_response(xds_wire_res *w, xds_type t, long long version,
+grpc_byte_buffer *xds_wire_delta_response(xds_wire_res *w, tr_type t, long long version,
                                           const char *nonce, const uint32_t *idx, size_t n,
                                           char *const *removed, size_t nremoved,
                                           const char *control_plane)
@@ -390,7 +390,7 @@ grpc_byte_buffer *xds_wire_delta_response(xds_wire_res *w, xds_type t, long long
         build_delta(w);
     char ver[24];
     snprintf(ver, sizeof(ver), "%lld", version);
-    const char *url = xds_type_url(t);
+    const char *url = tr_type_url(t);
     size_t vlen = strlen(ver), ulen = strlen(url), nlen = strlen(nonce);
     size_t hlen = field_len(vlen) + field_len(ulen) + field_len(nlen) + cp_len(control_plane);
     for (size_t i = 0; i < nremoved; i++)

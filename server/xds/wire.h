@@ -3,7 +3,7 @@
  * shared by reference, assembled per response without copying payloads.
  *
  * For each snapshot version the engine keeps:
- *   - xds_wire_res: the Envoy resources (xds_resources) with every resource already
+ *   - xds_wire_res: the Envoy resources (tr_resources) with every resource already
  *     encoded as the repeated field entry it becomes in a response: a
  *     google.protobuf.Any entry of DiscoveryResponse.resources (SotW; Resource
  *     wrappers are not used in SotW), or a Resource{name, version, Any} entry of
@@ -38,7 +38,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "server/snapshot/store.h"
-#include "server/xds/resources.h"
+#include "server/translate/resources.h"
 
 typedef struct xds_wire_entries {
     grpc_slice all; /* every entry of the type, concatenated */
@@ -47,15 +47,15 @@ typedef struct xds_wire_entries {
 
 typedef struct xds_wire_res {
     atomic_int refs;
-    xds_resources *res; /* one reference */
-    xds_wire_entries sotw[XDS_TYPE_COUNT];
+    tr_resources *res; /* one reference */
+    xds_wire_entries sotw[TR_TYPE_COUNT];
     pthread_mutex_t delta_mu;
     atomic_bool delta_built;
-    xds_wire_entries delta[XDS_TYPE_COUNT];
+    xds_wire_entries delta[TR_TYPE_COUNT];
 } xds_wire_res;
 
 /* Encodes res (a reference is taken). Never NULL. */
-xds_wire_res *xds_wire_res_create(xds_resources *res);
+xds_wire_res *xds_wire_res_create(tr_resources *res);
 xds_wire_res *xds_wire_res_ref(xds_wire_res *w);
 void xds_wire_res_unref(xds_wire_res *w); /* NULL allowed */
 
@@ -84,19 +84,19 @@ void xds_wire_snap_unref(xds_wire_snap *s); /* NULL allowed */
 
 /* An envoy.service.discovery.v3.DiscoveryResponse of type t carrying the entries idx
  * (ascending indices into w->res->items[t]). control_plane may be NULL. */
-grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, xds_type t, long long version,
+grpc_byte_buffer *xds_wire_sotw_response(const xds_wire_res *w, tr_type t, long long version,
                                          const char *nonce, const uint32_t *idx, size_t n,
                                          const char *control_plane);
 /* The same with kept[0..nkept) appended: resources no longer in w that the response
  * still carries (clusters kept until the routes that used them are gone). */
-grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, xds_type t, long long version,
+grpc_byte_buffer *xds_wire_sotw_response_kept(const xds_wire_res *w, tr_type t, long long version,
                                               const char *nonce, const uint32_t *idx, size_t n,
-                                              const xds_resource *kept, size_t nkept,
+                                              const tr_resource *kept, size_t nkept,
                                               const char *control_plane);
 
 /* An envoy.service.discovery.v3.DeltaDiscoveryResponse: resources idx and removed
  * names. Builds w's Delta entries on first use. */
-grpc_byte_buffer *xds_wire_delta_response(xds_wire_res *w, xds_type t, long long version,
+grpc_byte_buffer *xds_wire_delta_response(xds_wire_res *w, tr_type t, long long version,
                                           const char *nonce, const uint32_t *idx, size_t n,
                                           char *const *removed, size_t nremoved,
                                           const char *control_plane);

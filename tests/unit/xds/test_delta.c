@@ -37,11 +37,11 @@ static int teardown(void **state)
     return 0;
 }
 
-static xds_resources *publish(fx *f, long long version, const char *spec)
+static tr_resources *publish(fx *f, long long version, const char *spec)
 {
-    xds_resources *r = fx_res(version, spec);
+    tr_resources *r = fx_res(version, spec);
     xds_delta_on_resources(&f->d, r, f->now);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
     return f->d.current;
 }
 
@@ -54,7 +54,7 @@ static size_t count(char **v)
 }
 
 typedef struct dreq {
-    xds_type type;
+    tr_type type;
     const char *nonce;
     bool nack;
     char **sub;
@@ -93,7 +93,7 @@ static bool next(fx *f)
     f->last = r;
     f->sent[0] = f->removed[0] = '\0';
     for (size_t i = 0; i < r.n; i++) {
-        const xds_resource *x = &r.res->items[r.type][r.idx[i]];
+        const tr_resource *x = &r.res->items[r.type][r.idx[i]];
         size_t len = strlen(f->sent);
         snprintf(f->sent + len, sizeof(f->sent) - len, "%s%s", i ? "," : "", x->name);
     }
@@ -116,21 +116,21 @@ static void ack(fx *f)
 static void test_legacy_wildcard_and_versions(void **state)
 {
     fx *f = *state;
-    xds_resources *r = publish(f, 1, "cds:a=1,b=1;eds:a=1");
-    assert_int_equal(request(f, (dreq){.type = XDS_CDS}), XDS_REQ_SUBSCRIBE);
+    tr_resources *r = publish(f, 1, "cds:a=1,b=1;eds:a=1");
+    assert_int_equal(request(f, (dreq){.type = TR_CDS}), XDS_REQ_SUBSCRIBE);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_string_equal(f->sent, "a,b");
     assert_string_equal(f->removed, "");
     assert_int_equal(f->last.version, 1);
     assert_int_equal(strlen(f->last.nonce), 16);
     /* Per-resource versions are the resources' content hashes. */
-    assert_string_equal(f->d.t[XDS_CDS].known[0].version, fx_version(r, XDS_CDS, "a"));
+    assert_string_equal(f->d.t[TR_CDS].known[0].version, fx_version(r, TR_CDS, "a"));
     ack(f);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 1);
     /* EDS: an empty first request is not a wildcard; it is answered, empty. */
-    request(f, (dreq){.type = XDS_EDS});
+    request(f, (dreq){.type = TR_EDS});
     assert_true(next(f));
     assert_int_equal(f->last.n + f->last.nremoved, 0);
 }
@@ -139,7 +139,7 @@ static void test_only_changes_and_removals(void **state)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1,b=1,c=1");
-    request(f, (dreq){.type = XDS_CDS, .sub = (char *[]){"*", NULL}});
+    request(f, (dreq){.type = TR_CDS, .sub = (char *[]){"*", NULL}});
     assert_true(next(f));
     ack(f);
     publish(f, 2, "cds:a=1,b=2,d=1"); /* b changed, c removed, d added */
@@ -156,13 +156,13 @@ static void test_only_changes_and_removals(void **state)
 static void test_initial_resource_versions_honoured(void **state)
 {
     fx *f = *state;
-    xds_resources *r = publish(f, 4, "lds:a=1,b=2");
+    tr_resources *r = publish(f, 4, "lds:a=1,b=2");
     /* A reconnecting client holds a at the current version, b at an old one, and c,
      * which no longer exists. */
     char *names[] = {"a", "b", "c", NULL};
-    char *vers[] = {(char *)fx_version(r, XDS_LDS, "a"), "0000000000000000", "1111111111111111",
+    char *vers[] = {(char *)fx_version(r, TR_LDS, "a"), "0000000000000000", "1111111111111111",
                     NULL};
-    request(f, (dreq){.type = XDS_LDS, .inames = names, .ivers = vers});
+    request(f, (dreq){.type = TR_LDS, .inames = names, .ivers = vers});
     assert_true(next(f));
     assert_string_equal(f->sent, "b");
     assert_string_equal(f->removed, "c");
@@ -171,10 +171,10 @@ static void test_initial_resource_versions_honoured(void **state)
 static void test_first_request_answered_even_when_up_to_date(void **state)
 {
     fx *f = *state;
-    xds_resources *r = publish(f, 4, "lds:a=1");
+    tr_resources *r = publish(f, 4, "lds:a=1");
     char *names[] = {"a", NULL};
-    char *vers[] = {(char *)fx_version(r, XDS_LDS, "a"), NULL};
-    request(f, (dreq){.type = XDS_LDS, .inames = names, .ivers = vers});
+    char *vers[] = {(char *)fx_version(r, TR_LDS, "a"), NULL};
+    request(f, (dreq){.type = TR_LDS, .inames = names, .ivers = vers});
     assert_true(next(f));
     assert_int_equal(f->last.n + f->last.nremoved, 0);
     ack(f);
@@ -185,7 +185,7 @@ static void test_named_missing_then_appearing(void **state)
 {
     fx *f = *state;
     publish(f, 1, "eds:a=1");
-    request(f, (dreq){.type = XDS_EDS, .sub = (char *[]){"a", "x", NULL}});
+    request(f, (dreq){.type = TR_EDS, .sub = (char *[]){"a", "x", NULL}});
     assert_true(next(f));
     assert_string_equal(f->sent, "a");
     assert_string_equal(f->removed, "x"); /* x does not exist: said at once */
@@ -205,7 +205,7 @@ static void test_subscriptions_apply_with_stale_nonce(void **state)
 {
     fx *f = *state;
     publish(f, 1, "rds:a=1,b=1,c=1");
-    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"a", NULL}});
+    request(f, (dreq){.type = TR_RDS, .sub = (char *[]){"a", NULL}});
     assert_true(next(f));
     char n1[XDS_NONCE_LEN];
     memcpy(n1, f->last.nonce, sizeof(n1));
@@ -213,10 +213,10 @@ static void test_subscriptions_apply_with_stale_nonce(void **state)
      * b: the ACK part is stale, the subscription counts. */
     assert_int_equal(
         request(f,
-                (dreq){.type = XDS_RDS, .nonce = "00000000deadbeef", .sub = (char *[]){"b", NULL}}),
+                (dreq){.type = TR_RDS, .nonce = "00000000deadbeef", .sub = (char *[]){"b", NULL}}),
         XDS_REQ_STALE);
     assert_false(next(f)); /* one response awaits its ACK */
-    assert_int_equal(request(f, (dreq){.type = XDS_RDS, .nonce = n1}), XDS_REQ_ACK);
+    assert_int_equal(request(f, (dreq){.type = TR_RDS, .nonce = n1}), XDS_REQ_ACK);
     assert_true(next(f));
     assert_string_equal(f->sent, "b");
 }
@@ -225,16 +225,16 @@ static void test_unsubscribe_and_resubscribe(void **state)
 {
     fx *f = *state;
     publish(f, 1, "rds:a=1,b=1");
-    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"a", "b", NULL}});
+    request(f, (dreq){.type = TR_RDS, .sub = (char *[]){"a", "b", NULL}});
     assert_true(next(f));
     ack(f);
     /* Unsubscribing needs no answer. */
-    request(f, (dreq){.type = XDS_RDS, .unsub = (char *[]){"b", NULL}});
+    request(f, (dreq){.type = TR_RDS, .unsub = (char *[]){"b", NULL}});
     assert_false(next(f));
     publish(f, 2, "rds:a=1,b=2");
     assert_false(next(f)); /* b is no longer of interest */
     /* Subscribing again sends it again, and so does naming a held one again. */
-    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"b", "a", NULL}});
+    request(f, (dreq){.type = TR_RDS, .sub = (char *[]){"b", "a", NULL}});
     assert_true(next(f));
     assert_string_equal(f->sent, "a,b");
 }
@@ -243,20 +243,20 @@ static void test_star_and_unsubscribe_under_wildcard(void **state)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1,b=1");
-    request(f, (dreq){.type = XDS_CDS, .sub = (char *[]){"*", "a", "zz", NULL}});
+    request(f, (dreq){.type = TR_CDS, .sub = (char *[]){"*", "a", "zz", NULL}});
     assert_true(next(f));
     assert_string_equal(f->sent, "a,b");
     assert_string_equal(f->removed, "zz");
     ack(f);
     /* Unsubscribing a name while on the wildcard is answered: with the resource
      * when the wildcard covers it, with its removal when it does not exist. */
-    request(f, (dreq){.type = XDS_CDS, .unsub = (char *[]){"a", "zz", NULL}});
+    request(f, (dreq){.type = TR_CDS, .unsub = (char *[]){"a", "zz", NULL}});
     assert_true(next(f));
     assert_string_equal(f->sent, "a");
     assert_string_equal(f->removed, "zz");
     ack(f);
     /* Leaving the wildcard: nothing more is sent. */
-    request(f, (dreq){.type = XDS_CDS, .unsub = (char *[]){"*", NULL}});
+    request(f, (dreq){.type = TR_CDS, .unsub = (char *[]){"*", NULL}});
     publish(f, 2, "cds:a=2,b=2,c=1");
     assert_false(next(f));
 }
@@ -265,10 +265,10 @@ static void test_legacy_wildcard_survives_named_subscribe(void **state)
 {
     fx *f = *state;
     publish(f, 1, "lds:a=1,b=1");
-    request(f, (dreq){.type = XDS_LDS});
+    request(f, (dreq){.type = TR_LDS});
     assert_true(next(f));
     ack(f);
-    request(f, (dreq){.type = XDS_LDS, .sub = (char *[]){"a", NULL}});
+    request(f, (dreq){.type = TR_LDS, .sub = (char *[]){"a", NULL}});
     assert_true(next(f)); /* named again: sent again */
     assert_string_equal(f->sent, "a");
     ack(f);
@@ -281,11 +281,11 @@ static void test_nack_no_resend(void **state)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1");
-    request(f, (dreq){.type = XDS_CDS});
+    request(f, (dreq){.type = TR_CDS});
     assert_true(next(f));
     char n1[XDS_NONCE_LEN];
     memcpy(n1, f->last.nonce, sizeof(n1));
-    assert_int_equal(request(f, (dreq){.type = XDS_CDS, .nonce = n1, .nack = true}), XDS_REQ_NACK);
+    assert_int_equal(request(f, (dreq){.type = TR_CDS, .nonce = n1, .nack = true}), XDS_REQ_NACK);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 0);
     publish(f, 2, "cds:a=1;eds:a=1"); /* a unchanged: not re-sent */
@@ -300,12 +300,12 @@ static void test_push_order_and_endpoint_refresh(void **state)
 {
     fx *f = *state;
     publish(f, 1, "sds:s=1;cds:a=1;eds:a=1;lds:l=1;rds:r=1");
-    request(f, (dreq){.type = XDS_RDS, .sub = (char *[]){"r", NULL}});
-    request(f, (dreq){.type = XDS_LDS});
-    request(f, (dreq){.type = XDS_EDS, .sub = (char *[]){"a", NULL}});
-    request(f, (dreq){.type = XDS_CDS});
-    request(f, (dreq){.type = XDS_SDS, .sub = (char *[]){"s", NULL}});
-    xds_type want[] = {XDS_SDS, XDS_CDS, XDS_EDS, XDS_LDS, XDS_RDS};
+    request(f, (dreq){.type = TR_RDS, .sub = (char *[]){"r", NULL}});
+    request(f, (dreq){.type = TR_LDS});
+    request(f, (dreq){.type = TR_EDS, .sub = (char *[]){"a", NULL}});
+    request(f, (dreq){.type = TR_CDS});
+    request(f, (dreq){.type = TR_SDS, .sub = (char *[]){"s", NULL}});
+    tr_type want[] = {TR_SDS, TR_CDS, TR_EDS, TR_LDS, TR_RDS};
     for (int i = 0; i < 5; i++) {
         assert_true(next(f));
         assert_int_equal(f->last.type, want[i]);
@@ -314,9 +314,9 @@ static void test_push_order_and_endpoint_refresh(void **state)
     /* Cluster a changes, its endpoints do not: they follow it anyway. */
     publish(f, 2, "sds:s=1;cds:a=2;eds:a=1;lds:l=1;rds:r=1");
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_EDS);
+    assert_int_equal(f->last.type, TR_EDS);
     assert_string_equal(f->sent, "a");
     assert_false(next(f));
 }
@@ -325,10 +325,10 @@ static void test_coalescing(void **state)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1");
-    request(f, (dreq){.type = XDS_CDS});
+    request(f, (dreq){.type = TR_CDS});
     assert_true(next(f));
-    xds_resources *r2 = fx_res(2, "cds:a=2");
-    xds_resources *r3 = fx_res(3, "cds:a=3");
+    tr_resources *r2 = fx_res(2, "cds:a=2");
+    tr_resources *r3 = fx_res(3, "cds:a=3");
     assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
     assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_COALESCED);
     assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_IGNORED);
@@ -341,8 +341,8 @@ static void test_coalescing(void **state)
     assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
     assert_true(next(f));
     assert_int_equal(f->last.version, 2);
-    xds_resources_unref(r2);
-    xds_resources_unref(r3);
+    tr_resources_unref(r2);
+    tr_resources_unref(r3);
 }
 
 /* A cluster gone from the snapshot is removed only after the client ACKed the routes
@@ -353,9 +353,9 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     char *star[] = {"*", NULL};
     char *r[] = {"r", NULL};
     publish(f, 1, "cds:old=1;lds:l=1;rds:r=1");
-    request(f, (dreq){.type = XDS_CDS, .sub = star});
-    request(f, (dreq){.type = XDS_LDS, .sub = star});
-    request(f, (dreq){.type = XDS_RDS, .sub = r});
+    request(f, (dreq){.type = TR_CDS, .sub = star});
+    request(f, (dreq){.type = TR_LDS, .sub = star});
+    request(f, (dreq){.type = TR_RDS, .sub = r});
     for (int i = 0; i < 3; i++) {
         assert_true(next(f));
         ack(f);
@@ -363,27 +363,27 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 1);
     publish(f, 2, "cds:new=1;lds:l=2;rds:r=2");
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_string_equal(f->sent, "new");
     assert_string_equal(f->removed, ""); /* "old" is still routed to */
     ack(f);
     assert_true(next(f)); /* LDS */
     ack(f);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(f->last.type, TR_RDS);
     /* NACKed routes: the client runs the old ones, so "old" stays. */
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
-    assert_int_equal(request(f, (dreq){.type = XDS_RDS, .nonce = nonce, .nack = true}),
+    assert_int_equal(request(f, (dreq){.type = TR_RDS, .nonce = nonce, .nack = true}),
                      XDS_REQ_NACK);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 0);
     publish(f, 3, "cds:new=1;lds:l=2;rds:r=3");
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(f->last.type, TR_RDS);
     ack(f);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_string_equal(f->sent, "");
     assert_string_equal(f->removed, "old");
     ack(f);

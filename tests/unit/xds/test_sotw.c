@@ -50,20 +50,20 @@ static int setup_pooled(void **state)
     setup(state);
     fx *f = *state;
     f->pool = xds_names_create();
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
         f->s.t[t].subs.pool = f->pool;
     return 0;
 }
 
 static void publish(fx *f, long long version, const char *spec, xds_adopt want)
 {
-    xds_resources *r = fx_res(version, spec);
+    tr_resources *r = fx_res(version, spec);
     assert_int_equal(xds_sotw_on_resources(&f->s, r, f->now), want);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 /* Sends a request; names is a NULL-terminated list (NULL for none). */
-static xds_req_kind request(fx *f, xds_type t, const char *nonce, bool nack, char **names)
+static xds_req_kind request(fx *f, tr_type t, const char *nonce, bool nack, char **names)
 {
     size_t n = 0;
     while (names && names[n])
@@ -116,9 +116,9 @@ static void test_fresh_nonce_and_version_per_response(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    assert_int_equal(request(f, XDS_CDS, "", false, NULL), XDS_REQ_SUBSCRIBE);
+    assert_int_equal(request(f, TR_CDS, "", false, NULL), XDS_REQ_SUBSCRIBE);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_int_equal(f->last.version, 1);
     assert_string_equal(f->names, "a,b");
     char first[XDS_NONCE_LEN];
@@ -133,10 +133,10 @@ static void test_fresh_nonce_and_version_per_response(void **state)
     /* Another stream starts from another seed: its nonces differ too. */
     xds_sotw other;
     xds_sotw_init(&other, 43);
-    xds_resources *r = fx_res(2, "cds:a=2,b=1");
+    tr_resources *r = fx_res(2, "cds:a=2,b=1");
     xds_sotw_on_resources(&other, r, 0);
-    xds_resources_unref(r);
-    xds_sotw_request q = {.type = XDS_CDS, .nonce = ""};
+    tr_resources_unref(r);
+    xds_sotw_request q = {.type = TR_CDS, .nonce = ""};
     xds_req_outcome oc;
     xds_sotw_on_request(&other, &q, 0, &oc);
     xds_sotw_response o;
@@ -150,12 +150,12 @@ static void test_ack_never_resends(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, XDS_LDS, "", false, NULL);
+    request(f, TR_LDS, "", false, NULL);
     assert_true(next(f));
     ack(f);
     assert_false(next(f));
     /* A repeated ACK (same nonce, same names) changes nothing either. */
-    assert_int_equal(request(f, XDS_LDS, f->last.nonce, false, NULL), XDS_REQ_SUBSCRIBE);
+    assert_int_equal(request(f, TR_LDS, f->last.nonce, false, NULL), XDS_REQ_SUBSCRIBE);
     assert_false(next(f));
     assert_int_equal(xds_sotw_synced_version(&f->s), 1);
 }
@@ -164,14 +164,14 @@ static void test_nack_keeps_last_good(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, XDS_CDS, "", false, NULL);
+    request(f, TR_CDS, "", false, NULL);
     assert_true(next(f));
     ack(f);
     publish(f, 2, "cds:a=bad,b=1", XDS_ADOPT_NEW);
     assert_true(next(f));
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
-    xds_sotw_request r = {.type = XDS_CDS, .nonce = nonce, .is_nack = true};
+    xds_sotw_request r = {.type = TR_CDS, .nonce = nonce, .is_nack = true};
     xds_req_outcome oc;
     xds_sotw_on_request(&f->s, &r, f->now, &oc);
     assert_int_equal(oc.kind, XDS_REQ_NACK);
@@ -195,7 +195,7 @@ static void test_stale_nonce_ignored(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *a[] = {"a", NULL};
-    request(f, XDS_EDS, "", false, a);
+    request(f, TR_EDS, "", false, a);
     assert_true(next(f));
     char old[XDS_NONCE_LEN];
     memcpy(old, f->last.nonce, sizeof(old));
@@ -205,10 +205,10 @@ static void test_stale_nonce_ignored(void **state)
     /* A request carrying the older nonce is stale: its names are not applied and it
      * is not answered. */
     char *ab[] = {"a", "b", NULL};
-    assert_int_equal(request(f, XDS_EDS, old, false, ab), XDS_REQ_STALE);
+    assert_int_equal(request(f, TR_EDS, old, false, ab), XDS_REQ_STALE);
     assert_false(next(f));
     /* So is one with a nonce this stream never sent... once the type has a response. */
-    assert_int_equal(request(f, XDS_EDS, "0123456789abcdef", false, ab), XDS_REQ_STALE);
+    assert_int_equal(request(f, TR_EDS, "0123456789abcdef", false, ab), XDS_REQ_STALE);
     /* The ACK of the latest response is processed, with its names. */
     ack_names(f, ab);
     assert_true(next(f));
@@ -220,19 +220,19 @@ static void test_empty_nonce_always_answered(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *l[] = {"l", NULL};
-    request(f, XDS_LDS, "", false, l);
+    request(f, TR_LDS, "", false, l);
     assert_true(next(f));
     ack_names(f, l);
     assert_false(next(f));
     /* The client starts the type over (it reconnected carrying version "1" from
      * another replica): answered although nothing changed. */
-    assert_int_equal(request(f, XDS_LDS, "", false, l), XDS_REQ_SUBSCRIBE);
+    assert_int_equal(request(f, TR_LDS, "", false, l), XDS_REQ_SUBSCRIBE);
     assert_true(next(f));
     assert_string_equal(f->names, "l");
     /* A nonce this stream never sent for the type also starts it over. */
-    request(f, XDS_RDS, "feedfacefeedface", false, (char *[]){"r", NULL});
+    request(f, TR_RDS, "feedfacefeedface", false, (char *[]){"r", NULL});
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(f->last.type, TR_RDS);
     assert_string_equal(f->names, "r");
 }
 
@@ -242,13 +242,13 @@ static void test_legacy_wildcard_lds_cds_only(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, XDS_LDS, "", false, NULL);
+    request(f, TR_LDS, "", false, NULL);
     assert_true(next(f));
     assert_string_equal(f->names, "l,m");
     /* For EDS an empty list is nothing, but the first request is still answered. */
-    request(f, XDS_EDS, "", false, NULL);
+    request(f, TR_EDS, "", false, NULL);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_EDS);
+    assert_int_equal(f->last.type, TR_EDS);
     assert_int_equal(f->last.n, 0);
 }
 
@@ -257,7 +257,7 @@ static void test_empty_after_names_unsubscribes(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *a[] = {"a", NULL};
-    request(f, XDS_CDS, "", false, a);
+    request(f, TR_CDS, "", false, a);
     assert_true(next(f));
     assert_string_equal(f->names, "a");
     /* [] after a list: unsubscribe from everything (not a wildcard). CDS is full
@@ -275,7 +275,7 @@ static void test_star_wildcard_and_back_to_names(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *star[] = {"*", NULL};
-    request(f, XDS_CDS, "", false, star);
+    request(f, TR_CDS, "", false, star);
     assert_true(next(f));
     assert_string_equal(f->names, "a,b");
     char *star_a[] = {"*", "a", NULL};
@@ -287,7 +287,7 @@ static void test_star_wildcard_and_back_to_names(void **state)
     assert_true(next(f));
     assert_string_equal(f->names, "a");
     /* A wildcard subscription to a type with no wildcard semantics also works: "*". */
-    request(f, XDS_EDS, "", false, star);
+    request(f, TR_EDS, "", false, star);
     assert_true(next(f));
     assert_string_equal(f->names, "a,b");
 }
@@ -297,7 +297,7 @@ static void test_names_sent_when_they_appear(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *r2[] = {"r2", NULL};
-    request(f, XDS_RDS, "", false, r2);
+    request(f, TR_RDS, "", false, r2);
     assert_true(next(f)); /* answered (first request), without the missing name */
     assert_int_equal(f->last.n, 0);
     ack_names(f, r2);
@@ -313,12 +313,12 @@ static void test_newly_requested_names_resent(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *ab[] = {"a", "b", NULL}, *a[] = {"a", NULL};
-    request(f, XDS_EDS, "", false, ab);
+    request(f, TR_EDS, "", false, ab);
     assert_true(next(f));
     assert_string_equal(f->names, "a,b");
     ack_names(f, a); /* drops b: nothing to send */
     assert_false(next(f));
-    request(f, XDS_EDS, f->last.nonce, false, ab); /* b again: sent again */
+    request(f, TR_EDS, f->last.nonce, false, ab); /* b again: sent again */
     assert_true(next(f));
     assert_string_equal(f->names, "b");
 }
@@ -329,7 +329,7 @@ static void test_lds_cds_full_state_absence_deletes(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, XDS_CDS, "", false, NULL);
+    request(f, TR_CDS, "", false, NULL);
     assert_true(next(f));
     ack(f);
     publish(f, 2, "cds:a=1,b=2", XDS_ADOPT_NEW); /* only b changed */
@@ -346,7 +346,7 @@ static void test_lds_cds_full_state_absence_deletes(void **state)
 static void ack_r(fx *f)
 {
     char *rds[] = {"r", NULL};
-    if (f->last.type == XDS_RDS)
+    if (f->last.type == TR_RDS)
         ack_names(f, rds);
     else
         ack(f);
@@ -357,9 +357,9 @@ static void routes_at_v1(fx *f, const char *spec)
 {
     char *rds[] = {"r", NULL};
     publish(f, 1, spec, XDS_ADOPT_NEW);
-    request(f, XDS_CDS, "", false, NULL);
-    request(f, XDS_LDS, "", false, NULL);
-    request(f, XDS_RDS, "", false, rds);
+    request(f, TR_CDS, "", false, NULL);
+    request(f, TR_LDS, "", false, NULL);
+    request(f, TR_RDS, "", false, rds);
     for (int i = 0; i < 3; i++) {
         assert_true(next(f));
         ack_r(f);
@@ -375,21 +375,21 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
     publish(f, 2, "cds:new=1;lds:l=2;rds:r=2", XDS_ADOPT_NEW); /* r moves from old to new */
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_string_equal(f->names, "new");
     assert_int_equal(f->last.nkept, 1);
     assert_string_equal(f->last.kept[0].name, "old");
     ack_r(f);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_LDS);
+    assert_int_equal(f->last.type, TR_LDS);
     ack_r(f);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(f->last.type, TR_RDS);
     assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* not in step yet */
     ack_r(f);
     /* Routes accepted: the last CDS response drops the old cluster. */
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_string_equal(f->names, "new");
     assert_int_equal(f->last.nkept, 0);
     assert_int_equal(f->last.version, 2);
@@ -409,20 +409,20 @@ static void test_nacked_routes_keep_their_cluster(void **state)
         ack_r(f);
     }
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(f->last.type, TR_RDS);
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
     char *rds[] = {"r", NULL};
-    assert_int_equal(request(f, XDS_RDS, nonce, true, rds), XDS_REQ_NACK);
+    assert_int_equal(request(f, TR_RDS, nonce, true, rds), XDS_REQ_NACK);
     assert_false(next(f)); /* no CDS response deleting "old" */
     assert_int_equal(f->s.nkept, 1);
     /* The next snapshot is accepted; then "old" goes. */
     publish(f, 3, "cds:new=1;lds:l=2;rds:r=3", XDS_ADOPT_NEW);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_RDS);
+    assert_int_equal(f->last.type, TR_RDS);
     ack_r(f);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_int_equal(f->last.nkept, 0);
     assert_string_equal(f->names, "new");
 }
@@ -432,7 +432,7 @@ static void test_eds_rds_only_requested_existing_changed(void **state)
     fx *f = *state;
     publish(f, 1, "eds:a=1,b=1,c=1", XDS_ADOPT_NEW);
     char *names[] = {"a", "b", "zz", NULL};
-    request(f, XDS_EDS, "", false, names);
+    request(f, TR_EDS, "", false, names);
     assert_true(next(f));
     assert_string_equal(f->names, "a,b"); /* requested and existing; not c, not zz */
     ack_names(f, names);
@@ -450,12 +450,12 @@ static void test_push_order_make_before_break(void **state)
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     /* Subscribed in the "wrong" order on purpose. */
     char *r[] = {"r", NULL}, *ab[] = {"a", "b", NULL}, *s[] = {"s", NULL};
-    request(f, XDS_RDS, "", false, r);
-    request(f, XDS_LDS, "", false, NULL);
-    request(f, XDS_EDS, "", false, ab);
-    request(f, XDS_CDS, "", false, NULL);
-    request(f, XDS_SDS, "", false, s);
-    xds_type want[] = {XDS_SDS, XDS_CDS, XDS_EDS, XDS_LDS, XDS_RDS};
+    request(f, TR_RDS, "", false, r);
+    request(f, TR_LDS, "", false, NULL);
+    request(f, TR_EDS, "", false, ab);
+    request(f, TR_CDS, "", false, NULL);
+    request(f, TR_SDS, "", false, s);
+    tr_type want[] = {TR_SDS, TR_CDS, TR_EDS, TR_LDS, TR_RDS};
     for (int i = 0; i < 5; i++) {
         assert_true(next(f));
         assert_int_equal(f->last.type, want[i]);
@@ -463,11 +463,11 @@ static void test_push_order_make_before_break(void **state)
     assert_false(next(f));
     /* ACK each (in any order), then a change to every type goes out in order again. */
     xds_sotw_type *st = f->s.t;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         char nonce[XDS_NONCE_LEN];
-        xds_nonce_format(st[t].sent_nonce, nonce);
-        char **names = t == XDS_RDS ? r : t == XDS_EDS ? ab : t == XDS_SDS ? s : NULL;
-        assert_int_equal(request(f, (xds_type)t, nonce, false, names), XDS_REQ_ACK);
+        xds_nonce_format(st[t].push.sent_nonce, nonce);
+        char **names = t == TR_RDS ? r : t == TR_EDS ? ab : t == TR_SDS ? s : NULL;
+        assert_int_equal(request(f, (tr_type)t, nonce, false, names), XDS_REQ_ACK);
     }
     publish(f, 2, "sds:s=2;cds:a=2,b=1;eds:a=2,b=1;lds:l=2,m=1;rds:r=2", XDS_ADOPT_NEW);
     for (int i = 0; i < 5; i++) {
@@ -482,19 +482,19 @@ static void test_changed_cluster_resends_its_endpoints(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *ab[] = {"a", "b", NULL};
-    request(f, XDS_CDS, "", false, NULL);
+    request(f, TR_CDS, "", false, NULL);
     assert_true(next(f));
     ack(f);
-    request(f, XDS_EDS, "", false, ab);
+    request(f, TR_EDS, "", false, ab);
     assert_true(next(f));
     ack_names(f, ab);
     /* Cluster a changes, its endpoints do not: Envoy still needs them to finish
      * warming the updated cluster. */
     publish(f, 2, "sds:s=1;cds:a=2,b=1;eds:a=1,b=1", XDS_ADOPT_NEW);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_CDS);
+    assert_int_equal(f->last.type, TR_CDS);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_EDS);
+    assert_int_equal(f->last.type, TR_EDS);
     assert_string_equal(f->names, "a");
 }
 
@@ -503,17 +503,17 @@ static void test_unchanged_types_not_sent_and_synced(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *ab[] = {"a", "b", NULL};
-    request(f, XDS_CDS, "", false, NULL);
+    request(f, TR_CDS, "", false, NULL);
     assert_true(next(f));
     ack(f);
-    request(f, XDS_EDS, "", false, ab);
+    request(f, TR_EDS, "", false, ab);
     assert_true(next(f));
     ack_names(f, ab);
     assert_int_equal(xds_sotw_synced_version(&f->s), 1);
     publish(f, 2, "sds:s=1;cds:a=1,b=1;eds:a=1,b=9;lds:l=1,m=1;rds:r=1", XDS_ADOPT_NEW);
     assert_int_equal(xds_sotw_synced_version(&f->s), 0);
     assert_true(next(f));
-    assert_int_equal(f->last.type, XDS_EDS); /* CDS did not change: not sent */
+    assert_int_equal(f->last.type, TR_EDS); /* CDS did not change: not sent */
     assert_string_equal(f->names, "b");
     assert_false(next(f));
     assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* EDS awaits its ACK */
@@ -531,7 +531,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, XDS_CDS, "", false, NULL);
+    request(f, TR_CDS, "", false, NULL);
     assert_true(next(f));
     char n1[XDS_NONCE_LEN];
     memcpy(n1, f->last.nonce, sizeof(n1));
@@ -542,14 +542,14 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
     publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_COALESCED);
     assert_false(next(f));
     publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_IGNORED); /* the same version again */
-    assert_int_equal(request(f, XDS_CDS, n1, false, NULL), XDS_REQ_ACK);
+    assert_int_equal(request(f, TR_CDS, n1, false, NULL), XDS_REQ_ACK);
     assert_int_equal(xds_sotw_oldest_unacked_ms(&f->s), 0);
     assert_true(next(f));
     assert_int_equal(f->last.version, 3);
     /* The ACK of v3 reports the latency from its publication. */
     char n3[XDS_NONCE_LEN];
     memcpy(n3, f->last.nonce, sizeof(n3));
-    xds_sotw_request r = {.type = XDS_CDS, .nonce = n3};
+    xds_sotw_request r = {.type = TR_CDS, .nonce = n3};
     xds_req_outcome oc;
     xds_sotw_on_request(&f->s, &r, f->now + 100, &oc);
     assert_int_equal(oc.kind, XDS_REQ_ACK);
@@ -560,7 +560,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
 static void test_nothing_before_a_snapshot(void **state)
 {
     fx *f = *state;
-    request(f, XDS_LDS, "", false, NULL);
+    request(f, TR_LDS, "", false, NULL);
     assert_false(next(f)); /* no snapshot for the group yet: wait */
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     assert_true(next(f));

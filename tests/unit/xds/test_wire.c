@@ -43,7 +43,7 @@ static uint8_t *take(grpc_byte_buffer *bb, size_t *len)
     return out;
 }
 
-static void assert_any(const Google__Protobuf__Any *a, const xds_resource *x)
+static void assert_any(const Google__Protobuf__Any *a, const tr_resource *x)
 {
     assert_string_equal(a->type_url, CDS_URL);
     assert_int_equal(a->value.len, x->len);
@@ -53,14 +53,14 @@ static void assert_any(const Google__Protobuf__Any *a, const xds_resource *x)
 static void test_sotw_response(void **state)
 {
     (void)state;
-    xds_resources *r = fx_res(7, "cds:a=1,b=2,c=3");
+    tr_resources *r = fx_res(7, "cds:a=1,b=2,c=3");
     xds_wire_res *w = xds_wire_res_create(r);
-    xds_resources_unref(r); /* w holds its own reference */
+    tr_resources_unref(r); /* w holds its own reference */
 
     uint32_t idx[] = {0, 2};
     size_t len;
     uint8_t *buf =
-        take(xds_wire_sotw_response(w, XDS_CDS, 7, "00000000000000ab", idx, 2, "sextant/r1"), &len);
+        take(xds_wire_sotw_response(w, TR_CDS, 7, "00000000000000ab", idx, 2, "sextant/r1"), &len);
     Envoy__Service__Discovery__V3__DiscoveryResponse *m =
         envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
     assert_non_null(m);
@@ -70,22 +70,22 @@ static void test_sotw_response(void **state)
     assert_non_null(m->control_plane);
     assert_string_equal(m->control_plane->identifier, "sextant/r1");
     assert_int_equal(m->n_resources, 2);
-    assert_any(m->resources[0], &w->res->items[XDS_CDS][0]);
-    assert_any(m->resources[1], &w->res->items[XDS_CDS][2]);
+    assert_any(m->resources[0], &w->res->items[TR_CDS][0]);
+    assert_any(m->resources[1], &w->res->items[TR_CDS][2]);
     envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
     sx_free(buf);
 
     /* A full response (one contiguous run) and an empty one. */
     uint32_t all[] = {0, 1, 2};
-    buf = take(xds_wire_sotw_response(w, XDS_CDS, 7, "n", all, 3, NULL), &len);
+    buf = take(xds_wire_sotw_response(w, TR_CDS, 7, "n", all, 3, NULL), &len);
     m = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
     assert_int_equal(m->n_resources, 3);
     assert_null(m->control_plane);
     for (int i = 0; i < 3; i++)
-        assert_any(m->resources[i], &w->res->items[XDS_CDS][i]);
+        assert_any(m->resources[i], &w->res->items[TR_CDS][i]);
     envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
     sx_free(buf);
-    buf = take(xds_wire_sotw_response(w, XDS_LDS, 7, "n", NULL, 0, NULL), &len);
+    buf = take(xds_wire_sotw_response(w, TR_LDS, 7, "n", NULL, 0, NULL), &len);
     m = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
     assert_int_equal(m->n_resources, 0);
     assert_string_equal(m->type_url, "type.googleapis.com/envoy.config.listener.v3.Listener");
@@ -97,14 +97,14 @@ static void test_sotw_response(void **state)
 static void test_delta_response(void **state)
 {
     (void)state;
-    xds_resources *r = fx_res(9, "cds:a=1,b=2,c=3");
+    tr_resources *r = fx_res(9, "cds:a=1,b=2,c=3");
     xds_wire_res *w = xds_wire_res_create(r);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
     uint32_t idx[] = {1, 2};
     char *removed[] = {"x", "y"};
     size_t len;
     uint8_t *buf = take(
-        xds_wire_delta_response(w, XDS_CDS, 9, "00000000000000cd", idx, 2, removed, 2, "cp"), &len);
+        xds_wire_delta_response(w, TR_CDS, 9, "00000000000000cd", idx, 2, removed, 2, "cp"), &len);
     Envoy__Service__Discovery__V3__DeltaDiscoveryResponse *m =
         envoy__service__discovery__v3__delta_discovery_response__unpack(NULL, len, buf);
     assert_non_null(m);
@@ -114,7 +114,7 @@ static void test_delta_response(void **state)
     assert_string_equal(m->control_plane->identifier, "cp");
     assert_int_equal(m->n_resources, 2);
     for (int i = 0; i < 2; i++) {
-        const xds_resource *x = &w->res->items[XDS_CDS][idx[i]];
+        const tr_resource *x = &w->res->items[TR_CDS][idx[i]];
         assert_string_equal(m->resources[i]->name, x->name);
         assert_string_equal(m->resources[i]->version, x->version);
         assert_any(m->resources[i]->resource, x);
@@ -126,7 +126,7 @@ static void test_delta_response(void **state)
     sx_free(buf);
 
     /* Removals only. */
-    buf = take(xds_wire_delta_response(w, XDS_CDS, 9, "n", NULL, 0, removed, 1, NULL), &len);
+    buf = take(xds_wire_delta_response(w, TR_CDS, 9, "n", NULL, 0, removed, 1, NULL), &len);
     m = envoy__service__discovery__v3__delta_discovery_response__unpack(NULL, len, buf);
     assert_int_equal(m->n_resources, 0);
     assert_int_equal(m->n_removed_resources, 1);

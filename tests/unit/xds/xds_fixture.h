@@ -1,12 +1,12 @@
 /*
- * xds_fixture.h — hand-made xds_resources for the protocol tests, so that the
+ * xds_fixture.h — hand-made tr_resources for the protocol tests, so that the
  * subscription, nonce and ACK logic is tested without the translators.
  *
  * fx_res(version, spec) builds a set from a spec such as
  *   "cds:a=1,b=1;eds:a=1,b=2;lds:l=1;rds:r=1;sds:s=1"
  * naming, per type, resources and a content tag: equal tags give equal bytes and so
  * equal per-resource versions; changing a tag changes the resource. The set is freed
- * by xds_resources_unref like a built one.
+ * by tr_resources_unref like a built one.
  */
 #ifndef SX_TESTS_XDS_FIXTURE_H
 #define SX_TESTS_XDS_FIXTURE_H
@@ -17,17 +17,17 @@
 
 #include "server/base/hash.h"
 #include "server/base/mem.h"
-#include "server/xds/resources.h"
+#include "server/translate/resources.h"
 
 static inline int fx_cmp(const void *a, const void *b)
 {
-    return strcmp(((const xds_resource *)a)->name, ((const xds_resource *)b)->name);
+    return strcmp(((const tr_resource *)a)->name, ((const tr_resource *)b)->name);
 }
 
-static inline xds_resources *fx_res(long long version, const char *spec)
+static inline tr_resources *fx_res(long long version, const char *spec)
 {
-    static const char *const types[XDS_TYPE_COUNT] = {"sds", "cds", "eds", "lds", "rds"};
-    xds_resources *r = sx_calloc(1, sizeof(*r));
+    static const char *const types[TR_TYPE_COUNT] = {"sds", "cds", "eds", "lds", "rds"};
+    tr_resources *r = sx_calloc(1, sizeof(*r));
     atomic_init(&r->refs, 1);
     r->group = sx_strdup("g");
     r->version = version;
@@ -43,7 +43,7 @@ static inline xds_resources *fx_res(long long version, const char *spec)
             abort();
         *colon = '\0';
         int t = -1;
-        for (int i = 0; i < XDS_TYPE_COUNT; i++)
+        for (int i = 0; i < TR_TYPE_COUNT; i++)
             if (strcmp(part, types[i]) == 0)
                 t = i;
         if (t < 0)
@@ -57,8 +57,8 @@ static inline xds_resources *fx_res(long long version, const char *spec)
             if (eq == NULL)
                 abort();
             *eq = '\0';
-            r->items[t] = sx_realloc(r->items[t], (r->count[t] + 1) * sizeof(xds_resource));
-            xds_resource *x = &r->items[t][r->count[t]++];
+            r->items[t] = sx_realloc(r->items[t], (r->count[t] + 1) * sizeof(tr_resource));
+            tr_resource *x = &r->items[t][r->count[t]++];
             memset(x, 0, sizeof(*x));
             x->name = sx_strdup(item);
             char *bytes = sx_asprintf("%s/%s", item, eq + 1);
@@ -70,7 +70,7 @@ static inline xds_resources *fx_res(long long version, const char *spec)
             x->version[16] = '\0';
             item = next_item;
         }
-        qsort(r->items[t], r->count[t], sizeof(xds_resource), fx_cmp);
+        qsort(r->items[t], r->count[t], sizeof(tr_resource), fx_cmp);
         part = next_part;
     }
     sx_free(copy);
@@ -78,9 +78,9 @@ static inline xds_resources *fx_res(long long version, const char *spec)
 }
 
 /* The version a resource has in r (for Delta expectations). */
-static inline const char *fx_version(const xds_resources *r, xds_type t, const char *name)
+static inline const char *fx_version(const tr_resources *r, tr_type t, const char *name)
 {
-    const xds_resource *x = xds_resources_find(r, t, name);
+    const tr_resource *x = tr_resources_find(r, t, name);
     return x ? x->version : "";
 }
 

@@ -14,7 +14,7 @@
  * Proxyless gRPC clients accept upstream TLS only through certificate providers of
  * their own bootstrap, not SDS; a cluster with TLS is therefore for Envoy.
  */
-#include "server/xds/translate.h"
+#include "server/translate/translate.h"
 
 #include <string.h>
 
@@ -31,36 +31,31 @@ typedef Envoy__Config__Core__V3__DataSource ev_data;
 
 #define TLS_SOCKET "envoy.transport_sockets.tls"
 
-static bool empty(const char *s)
+static ev_data *inline_string(tr_ctx *tr, const char *s)
 {
-    return s == NULL || s[0] == '\0';
-}
-
-static ev_data *inline_string(xds_tr *tr, const char *s)
-{
-    ev_data *d = XDS_NEW(tr, ev_data, ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT);
+    ev_data *d = TR_NEW(tr, ev_data, ENVOY__CONFIG__CORE__V3__DATA_SOURCE__INIT);
     d->specifier_case = ENVOY__CONFIG__CORE__V3__DATA_SOURCE__SPECIFIER_INLINE_STRING;
-    d->inline_string = xds_tr_strdup(tr, s);
+    d->inline_string = tr_strdup(tr, s);
     return d;
 }
 
-static ev_sds *sds(xds_tr *tr, const char *name)
+static ev_sds *sds(tr_ctx *tr, const char *name)
 {
     ev_sds *c =
-        XDS_NEW(tr, ev_sds, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SDS_SECRET_CONFIG__INIT);
-    c->name = xds_tr_strdup(tr, name);
-    c->sds_config = xds_tr_ads(tr);
+        TR_NEW(tr, ev_sds, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SDS_SECRET_CONFIG__INIT);
+    c->name = tr_strdup(tr, name);
+    c->sds_config = tr_ads(tr);
     return c;
 }
 
-static Envoy__Config__Core__V3__TransportSocket *socket_of(xds_tr *tr, const ProtobufCMessage *ctx)
+static Envoy__Config__Core__V3__TransportSocket *socket_of(tr_ctx *tr, const ProtobufCMessage *ctx)
 {
     Envoy__Config__Core__V3__TransportSocket *ts =
-        XDS_NEW(tr, Envoy__Config__Core__V3__TransportSocket,
-                ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT);
+        TR_NEW(tr, Envoy__Config__Core__V3__TransportSocket,
+               ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT);
     ts->name = TLS_SOCKET;
     ts->config_type_case = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__CONFIG_TYPE_TYPED_CONFIG;
-    ts->typed_config = xds_tr_any(tr, ctx);
+    ts->typed_config = tr_any(tr, ctx);
     return ts;
 }
 
@@ -75,12 +70,12 @@ static int tls_version(const char *v)
 }
 
 /* Splits a comma-separated option value into a repeated string field. */
-static void split_list(xds_tr *tr, const char *v, size_t *n, char ***out)
+static void split_list(tr_ctx *tr, const char *v, size_t *n, char ***out)
 {
     size_t cap = 1;
     for (const char *p = v; *p; p++)
         cap += *p == ',';
-    *out = (char **)xds_tr_ptrs(tr, cap);
+    *out = (char **)tr_ptrs(tr, cap);
     *n = 0;
     const char *start = v;
     for (const char *p = v;; p++) {
@@ -101,28 +96,26 @@ static void split_list(xds_tr *tr, const char *v, size_t *n, char ***out)
 
 /* ---------------------------------------------------------------- secrets */
 
-static void emit_secret(xds_tr *tr, ev_secret *s)
+static void emit_secret(tr_ctx *tr, ev_secret *s)
 {
-    xds_tr_emit(tr, XDS_SDS, s->name, &s->base);
+    tr_emit(tr, TR_SDS, s->name, &s->base);
 }
 
-void xds_tr_secrets(xds_tr *tr)
+void tr_secrets(tr_ctx *tr)
 {
     for (size_t i = 0; i < tr->ir->n_secrets; i++) {
         const ir_secret *in = tr->ir->secrets[i];
-        const char *path = xds_tr_printf(tr, "secrets[%zu]", i);
-        if (empty(in->cert_pem))
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.cert_pem", path),
-                         "certificate must not be empty");
-        if (empty(in->key_pem))
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.key_pem", path),
-                         "private key must not be empty");
+        const char *path = tr_printf(tr, "secrets[%zu]", i);
+        if (tr_empty(in->cert_pem))
+            tr_error(tr, tr_printf(tr, "%s.cert_pem", path), "certificate must not be empty");
+        if (tr_empty(in->key_pem))
+            tr_error(tr, tr_printf(tr, "%s.key_pem", path), "private key must not be empty");
         ev_secret *s =
-            XDS_NEW(tr, ev_secret, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__INIT);
-        s->name = (char *)xds_tr_qname(tr, in->namespace_, in->name);
+            TR_NEW(tr, ev_secret, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__INIT);
+        s->name = (char *)tr_qname(tr, in->namespace_, in->name);
         Envoy__Extensions__TransportSockets__Tls__V3__TlsCertificate *c =
-            XDS_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__TlsCertificate,
-                    ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT);
+            TR_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__TlsCertificate,
+                   ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_CERTIFICATE__INIT);
         c->certificate_chain = inline_string(tr, in->cert_pem);
         c->private_key = inline_string(tr, in->key_pem);
         s->type_case = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__TYPE_TLS_CERTIFICATE;
@@ -131,12 +124,12 @@ void xds_tr_secrets(xds_tr *tr)
     }
 }
 
-void xds_tr_ca_secret(xds_tr *tr, const char *name, char **pems, size_t n_pems)
+void tr_ca_secret(tr_ctx *tr, const char *name, char **pems, size_t n_pems)
 {
     size_t len = 1;
     for (size_t i = 0; i < n_pems; i++)
         len += strlen(pems[i]) + 1;
-    char *bundle = xds_tr_alloc(tr, len), *p = bundle;
+    char *bundle = tr_alloc(tr, len), *p = bundle;
     for (size_t i = 0; i < n_pems; i++) {
         size_t n = strlen(pems[i]);
         memcpy(p, pems[i], n);
@@ -145,26 +138,25 @@ void xds_tr_ca_secret(xds_tr *tr, const char *name, char **pems, size_t n_pems)
             *p++ = '\n';
     }
     *p = '\0';
-    ev_validation *v = XDS_NEW(
-        tr, ev_validation,
-        ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
+    ev_validation *v =
+        TR_NEW(tr, ev_validation,
+               ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
     v->trusted_ca = inline_string(tr, bundle);
     ev_secret *s =
-        XDS_NEW(tr, ev_secret, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__INIT);
-    s->name = xds_tr_strdup(tr, name);
+        TR_NEW(tr, ev_secret, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__INIT);
+    s->name = tr_strdup(tr, name);
     s->type_case = ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__TYPE_VALIDATION_CONTEXT;
     s->validation_context = v;
     /* Emitted once; the same name with other content is a clash with an IR secret. */
-    for (size_t i = 0; i < tr->out[XDS_SDS].count; i++) {
-        const xds_resource *r = &tr->out[XDS_SDS].items[i];
+    for (size_t i = 0; i < tr->out[TR_SDS].count; i++) {
+        const tr_resource *r = &tr->out[TR_SDS].items[i];
         if (strcmp(r->name, name) != 0)
             continue;
         size_t n = protobuf_c_message_get_packed_size(&s->base);
-        uint8_t *bytes = xds_tr_alloc(tr, n + 1);
+        uint8_t *bytes = tr_alloc(tr, n + 1);
         protobuf_c_message_pack(&s->base, bytes);
         if (n != r->len || memcmp(bytes, r->bytes, n) != 0)
-            xds_tr_error(tr, "secrets", "secret name \"%s\" is taken by a generated ca bundle",
-                         name);
+            tr_error(tr, "secrets", "secret name \"%s\" is taken by a generated ca bundle", name);
         return;
     }
     emit_secret(tr, s);
@@ -172,77 +164,76 @@ void xds_tr_ca_secret(xds_tr *tr, const char *name, char **pems, size_t n_pems)
 
 /* ---------------------------------------------------------------- downstream */
 
-Envoy__Config__Core__V3__TransportSocket *xds_tr_downstream_tls(xds_tr *tr, size_t li, bool http,
-                                                                const char *path)
+Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t li, bool http,
+                                                            const char *path)
 {
     const ir_listener *l = tr->ir->listeners[li];
     const Gateway__Control__V1__TlsConfig *t = l->tls;
-    const char *tp = xds_tr_printf(tr, "%s.tls", path);
+    const char *tp = tr_printf(tr, "%s.tls", path);
     if (t == NULL || t->n_secret_refs == 0) {
-        xds_tr_error(tr, t ? xds_tr_printf(tr, "%s.secret_refs", tp) : tp,
-                     "a listener that terminates tls needs at least one secret");
+        tr_error(tr, t ? tr_printf(tr, "%s.secret_refs", tp) : tp,
+                 "a listener that terminates tls needs at least one secret");
         return NULL;
     }
     size_t errs = tr->errs.count;
-    ev_common *c = XDS_NEW(tr, ev_common,
-                           ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
+    ev_common *c = TR_NEW(tr, ev_common,
+                          ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
     c->n_tls_certificate_sds_secret_configs = t->n_secret_refs;
-    c->tls_certificate_sds_secret_configs = (ev_sds **)xds_tr_ptrs(tr, t->n_secret_refs);
+    c->tls_certificate_sds_secret_configs = (ev_sds **)tr_ptrs(tr, t->n_secret_refs);
     for (size_t i = 0; i < t->n_secret_refs; i++) {
-        const char *name = xds_tr_secret_ref(tr, t->secret_refs[i],
-                                             xds_tr_printf(tr, "%s.secret_refs[%zu]", tp, i));
+        const char *name =
+            tr_secret_ref(tr, t->secret_refs[i], tr_printf(tr, "%s.secret_refs[%zu]", tp, i));
         c->tls_certificate_sds_secret_configs[i] = sds(tr, name ? name : "");
     }
-    if (!empty(t->min_version) || !empty(t->max_version)) {
-        ev_params *p = XDS_NEW(tr, ev_params,
-                               ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_PARAMETERS__INIT);
+    if (!tr_empty(t->min_version) || !tr_empty(t->max_version)) {
+        ev_params *p = TR_NEW(tr, ev_params,
+                              ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_PARAMETERS__INIT);
         p->tls_minimum_protocol_version = tls_version(t->min_version);
         p->tls_maximum_protocol_version = tls_version(t->max_version);
         if (p->tls_minimum_protocol_version && p->tls_maximum_protocol_version &&
             p->tls_minimum_protocol_version > p->tls_maximum_protocol_version)
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.min_version", tp),
-                         "min_version %s is above max_version %s", t->min_version, t->max_version);
+            tr_error(tr, tr_printf(tr, "%s.min_version", tp),
+                     "min_version %s is above max_version %s", t->min_version, t->max_version);
         c->tls_params = p;
     }
     if (http) {
         c->n_alpn_protocols = 2;
-        c->alpn_protocols = (char **)xds_tr_ptrs(tr, 2);
+        c->alpn_protocols = (char **)tr_ptrs(tr, 2);
         c->alpn_protocols[0] = "h2";
         c->alpn_protocols[1] = "http/1.1";
     }
     Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *d =
-        XDS_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext,
-                ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__DOWNSTREAM_TLS_CONTEXT__INIT);
+        TR_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext,
+               ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__DOWNSTREAM_TLS_CONTEXT__INIT);
     d->common_tls_context = c;
 
     const Gateway__Control__V1__FrontendValidation *fv = t->frontend_validation;
     if (fv) {
-        const char *fp = xds_tr_printf(tr, "%s.frontend_validation", tp);
+        const char *fp = tr_printf(tr, "%s.frontend_validation", tp);
         bool fallback = false;
-        if (empty(fv->mode) || strcmp(fv->mode, "AllowValidOnly") == 0 ||
+        if (tr_empty(fv->mode) || strcmp(fv->mode, "AllowValidOnly") == 0 ||
             strcmp(fv->mode, "Require") == 0)
             fallback = false;
         else if (strcmp(fv->mode, "AllowInsecureFallback") == 0)
             fallback = true;
         else
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.mode", fp),
-                         "unknown mode \"%s\": use AllowValidOnly or AllowInsecureFallback",
-                         fv->mode);
+            tr_error(tr, tr_printf(tr, "%s.mode", fp),
+                     "unknown mode \"%s\": use AllowValidOnly or AllowInsecureFallback", fv->mode);
         if (fv->n_ca_pems == 0) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.ca_pems", fp),
-                         "client certificate validation needs at least one ca certificate");
+            tr_error(tr, tr_printf(tr, "%s.ca_pems", fp),
+                     "client certificate validation needs at least one ca certificate");
         } else {
-            const char *ca = xds_tr_printf(tr, "client-ca:%s", l->name);
-            xds_tr_ca_secret(tr, ca, fv->ca_pems, fv->n_ca_pems);
+            const char *ca = tr_printf(tr, "client-ca:%s", l->name);
+            tr_ca_secret(tr, ca, fv->ca_pems, fv->n_ca_pems);
             if (fallback) {
                 /* Ask for a certificate, accept a connection without one or with one
                  * that does not verify. */
                 Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext__CombinedCertificateValidationContext
-                    *cv = XDS_NEW(
+                    *cv = TR_NEW(
                         tr,
                         Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext__CombinedCertificateValidationContext,
                         ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__COMBINED_CERTIFICATE_VALIDATION_CONTEXT__INIT);
-                cv->default_validation_context = XDS_NEW(
+                cv->default_validation_context = TR_NEW(
                     tr, ev_validation,
                     ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
                 cv->default_validation_context->trust_chain_verification =
@@ -257,7 +248,7 @@ Envoy__Config__Core__V3__TransportSocket *xds_tr_downstream_tls(xds_tr *tr, size
                 c->validation_context_sds_secret_config = sds(tr, ca);
             }
             Google__Protobuf__BoolValue *req =
-                XDS_NEW(tr, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
+                TR_NEW(tr, Google__Protobuf__BoolValue, GOOGLE__PROTOBUF__BOOL_VALUE__INIT);
             req->value = !fallback;
             d->require_client_certificate = req;
         }
@@ -268,17 +259,17 @@ Envoy__Config__Core__V3__TransportSocket *xds_tr_downstream_tls(xds_tr *tr, size
 /* ---------------------------------------------------------------- upstream */
 
 /* TLS options of a listener's backend_tls, applied to the upstream context. */
-static void backend_options(xds_tr *tr, ev_common *c,
+static void backend_options(tr_ctx *tr, ev_common *c,
                             const Gateway__Control__V1__BackendTlsConfig *bt, const char *path)
 {
     if (bt->n_options == 0)
         return;
     ev_params *p =
-        XDS_NEW(tr, ev_params, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_PARAMETERS__INIT);
+        TR_NEW(tr, ev_params, ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__TLS_PARAMETERS__INIT);
     for (size_t i = 0; i < bt->n_options; i++) {
         const char *k = bt->options[i]->key,
                    *v = bt->options[i]->value ? bt->options[i]->value : "";
-        const char *op = xds_tr_printf(tr, "%s.options[\"%s\"]", path, k);
+        const char *op = tr_printf(tr, "%s.options[\"%s\"]", path, k);
         if (strcmp(k, "cipher_suites") == 0) {
             split_list(tr, v, &p->n_cipher_suites, &p->cipher_suites);
         } else if (strcmp(k, "ecdh_curves") == 0) {
@@ -288,63 +279,63 @@ static void backend_options(xds_tr *tr, ev_common *c,
         } else if (strcmp(k, "min_version") == 0 || strcmp(k, "max_version") == 0) {
             int ver = tls_version(v);
             if (ver == 0)
-                xds_tr_error(tr, op, "unknown tls version \"%s\": use TLSv1.0 to TLSv1.3", v);
+                tr_error(tr, op, "unknown tls version \"%s\": use TLSv1.0 to TLSv1.3", v);
             else if (k[1] == 'i')
                 p->tls_minimum_protocol_version = ver;
             else
                 p->tls_maximum_protocol_version = ver;
         } else {
-            xds_tr_error(tr, op,
-                         "unknown backend tls option: use cipher_suites, ecdh_curves, "
-                         "signature_algorithms, min_version or max_version");
+            tr_error(tr, op,
+                     "unknown backend tls option: use cipher_suites, ecdh_curves, "
+                     "signature_algorithms, min_version or max_version");
         }
     }
     c->tls_params = p;
 }
 
-Envoy__Config__Core__V3__TransportSocket *xds_tr_upstream_tls(xds_tr *tr, size_t bi, bool h2,
-                                                              const char *path)
+Envoy__Config__Core__V3__TransportSocket *tr_upstream_tls(tr_ctx *tr, size_t bi, bool h2,
+                                                          const char *path)
 {
     const ir_backend *b = tr->ir->backends[bi];
     const Gateway__Control__V1__BackendTlsValidation *v = b->tls_validation;
     if (v == NULL)
         return NULL; /* plain text; a listener's client certificate only applies to TLS */
     size_t errs = tr->errs.count;
-    const char *vp = xds_tr_printf(tr, "%s.tls_validation", path);
-    ev_common *c = XDS_NEW(tr, ev_common,
-                           ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
+    const char *vp = tr_printf(tr, "%s.tls_validation", path);
+    ev_common *c = TR_NEW(tr, ev_common,
+                          ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__INIT);
 
     /* Which names the backend certificate must carry: the SANs given, else hostname. */
-    ev_validation *dv = XDS_NEW(
-        tr, ev_validation,
-        ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
-    size_t n_san = v->n_subject_alt_names ? v->n_subject_alt_names : (empty(v->hostname) ? 0 : 1);
+    ev_validation *dv =
+        TR_NEW(tr, ev_validation,
+               ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__INIT);
+    size_t n_san =
+        v->n_subject_alt_names ? v->n_subject_alt_names : (tr_empty(v->hostname) ? 0 : 1);
     dv->n_match_typed_subject_alt_names = n_san;
     dv->match_typed_subject_alt_names =
-        (Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher **)xds_tr_ptrs(tr,
-                                                                                            n_san);
+        (Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher **)tr_ptrs(tr, n_san);
     for (size_t i = 0; i < n_san; i++) {
         const char *san = v->n_subject_alt_names ? v->subject_alt_names[i] : v->hostname;
         Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher *m =
-            XDS_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher,
-                    ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__INIT);
+            TR_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__SubjectAltNameMatcher,
+                   ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__INIT);
         m->san_type =
             strstr(san, "://")
                 ? ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__SAN_TYPE__URI
                 : ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SUBJECT_ALT_NAME_MATCHER__SAN_TYPE__DNS;
-        m->matcher = XDS_NEW(tr, Envoy__Type__Matcher__V3__StringMatcher,
-                             ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
+        m->matcher = TR_NEW(tr, Envoy__Type__Matcher__V3__StringMatcher,
+                            ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
         m->matcher->match_pattern_case =
             ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_EXACT;
-        m->matcher->exact = xds_tr_strdup(tr, san);
+        m->matcher->exact = tr_strdup(tr, san);
         dv->match_typed_subject_alt_names[i] = m;
     }
 
     if (v->n_ca_pems > 0) {
-        const char *ca = xds_tr_printf(tr, "ca:%s", xds_tr_qname(tr, b->namespace_, b->name));
-        xds_tr_ca_secret(tr, ca, v->ca_pems, v->n_ca_pems);
+        const char *ca = tr_printf(tr, "ca:%s", tr_qname(tr, b->namespace_, b->name));
+        tr_ca_secret(tr, ca, v->ca_pems, v->n_ca_pems);
         Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext__CombinedCertificateValidationContext
-            *cv = XDS_NEW(
+            *cv = TR_NEW(
                 tr,
                 Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext__CombinedCertificateValidationContext,
                 ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__COMBINED_CERTIFICATE_VALIDATION_CONTEXT__INIT);
@@ -353,15 +344,15 @@ Envoy__Config__Core__V3__TransportSocket *xds_tr_upstream_tls(xds_tr *tr, size_t
         c->validation_context_type_case =
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_COMBINED_VALIDATION_CONTEXT;
         c->combined_validation_context = cv;
-        if (!empty(v->well_known_ca_certificates))
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.well_known_ca_certificates", vp),
-                         "use either ca_pems or well_known_ca_certificates, not both");
-    } else if (!empty(v->well_known_ca_certificates)) {
+        if (!tr_empty(v->well_known_ca_certificates))
+            tr_error(tr, tr_printf(tr, "%s.well_known_ca_certificates", vp),
+                     "use either ca_pems or well_known_ca_certificates, not both");
+    } else if (!tr_empty(v->well_known_ca_certificates)) {
         if (strcmp(v->well_known_ca_certificates, "System") != 0)
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.well_known_ca_certificates", vp),
-                         "unknown ca set \"%s\": the only one is System",
-                         v->well_known_ca_certificates);
-        dv->system_root_certs = XDS_NEW(
+            tr_error(tr, tr_printf(tr, "%s.well_known_ca_certificates", vp),
+                     "unknown ca set \"%s\": the only one is System",
+                     v->well_known_ca_certificates);
+        dv->system_root_certs = TR_NEW(
             tr,
             Envoy__Extensions__TransportSockets__Tls__V3__CertificateValidationContext__SystemRootCerts,
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__CERTIFICATE_VALIDATION_CONTEXT__SYSTEM_ROOT_CERTS__INIT);
@@ -369,37 +360,35 @@ Envoy__Config__Core__V3__TransportSocket *xds_tr_upstream_tls(xds_tr *tr, size_t
             ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__COMMON_TLS_CONTEXT__VALIDATION_CONTEXT_TYPE_VALIDATION_CONTEXT;
         c->validation_context = dv;
     } else if (v->n_ca_certificate_refs > 0) {
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.ca_pems", vp),
-                     "ca_certificate_refs were not resolved into ca_pems");
+        tr_error(tr, tr_printf(tr, "%s.ca_pems", vp),
+                 "ca_certificate_refs were not resolved into ca_pems");
     } else {
-        xds_tr_error(
-            tr, vp,
-            "backend tls needs ca_pems or well_known_ca_certificates to verify the backend");
+        tr_error(tr, vp,
+                 "backend tls needs ca_pems or well_known_ca_certificates to verify the backend");
     }
 
     const Gateway__Control__V1__BackendTlsConfig *bt = tr->backend_tls[bi];
     if (bt) {
         const char *from = tr->backend_tls_from[bi];
-        if (!empty(bt->client_certificate_ref)) {
-            const char *name =
-                xds_tr_secret_ref(tr, bt->client_certificate_ref,
-                                  xds_tr_printf(tr, "%s.client_certificate_ref", from));
+        if (!tr_empty(bt->client_certificate_ref)) {
+            const char *name = tr_secret_ref(tr, bt->client_certificate_ref,
+                                             tr_printf(tr, "%s.client_certificate_ref", from));
             c->n_tls_certificate_sds_secret_configs = 1;
-            c->tls_certificate_sds_secret_configs = (ev_sds **)xds_tr_ptrs(tr, 1);
+            c->tls_certificate_sds_secret_configs = (ev_sds **)tr_ptrs(tr, 1);
             c->tls_certificate_sds_secret_configs[0] = sds(tr, name ? name : "");
         }
         backend_options(tr, c, bt, from);
     }
     if (h2) {
         c->n_alpn_protocols = 1;
-        c->alpn_protocols = (char **)xds_tr_ptrs(tr, 1);
+        c->alpn_protocols = (char **)tr_ptrs(tr, 1);
         c->alpn_protocols[0] = "h2";
     }
     Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext *u =
-        XDS_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext,
-                ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__UPSTREAM_TLS_CONTEXT__INIT);
+        TR_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext,
+               ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__UPSTREAM_TLS_CONTEXT__INIT);
     u->common_tls_context = c;
-    if (!empty(v->hostname))
-        u->sni = xds_tr_strdup(tr, v->hostname);
+    if (!tr_empty(v->hostname))
+        u->sni = tr_strdup(tr, v->hostname);
     return tr->errs.count == errs ? socket_of(tr, &u->base) : NULL;
 }

@@ -23,7 +23,7 @@
  * Routes attach to listeners through attached_routes only; parent_refs are how the
  * producer of the IR decided those attachments and are not read here.
  */
-#include "server/xds/translate.h"
+#include "server/translate/translate.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -58,127 +58,114 @@ typedef Gateway__Control__V1__StreamRule ir_stream_rule;
 #define ROUTER        "envoy.filters.http.router"
 #define TLS_INSPECTOR "envoy.filters.listener.tls_inspector"
 
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
-
-static char *lower(xds_tr *tr, const char *s)
-{
-    char *c = xds_tr_strdup(tr, s);
-    for (char *p = c; *p; p++)
-        *p = (char)tolower((unsigned char)*p);
-    return c;
-}
-
 /* Emits a Listener unless one of that name exists already. */
-static void emit_listener(xds_tr *tr, ev_listener *l, const char *path)
+static void emit_listener(tr_ctx *tr, ev_listener *l, const char *path)
 {
-    for (size_t i = 0; i < tr->out[XDS_LDS].count; i++) {
-        if (strcmp(tr->out[XDS_LDS].items[i].name, l->name) == 0) {
-            xds_tr_error(tr, path, "listener name \"%s\" is used twice", l->name);
+    for (size_t i = 0; i < tr->out[TR_LDS].count; i++) {
+        if (strcmp(tr->out[TR_LDS].items[i].name, l->name) == 0) {
+            tr_error(tr, path, "listener name \"%s\" is used twice", l->name);
             return;
         }
     }
-    xds_tr_emit(tr, XDS_LDS, l->name, &l->base);
+    tr_emit(tr, TR_LDS, l->name, &l->base);
 }
 
-static Envoy__Config__Core__V3__Address *socket_address(xds_tr *tr, const char *addr, uint32_t port,
+static Envoy__Config__Core__V3__Address *socket_address(tr_ctx *tr, const char *addr, uint32_t port,
                                                         const char *path)
 {
     unsigned char raw[sizeof(struct in6_addr)];
-    const char *a = empty(addr) ? "0.0.0.0" : addr;
+    const char *a = tr_empty(addr) ? "0.0.0.0" : addr;
     if (inet_pton(AF_INET, a, raw) != 1 && inet_pton(AF_INET6, a, raw) != 1)
-        xds_tr_error(tr, path, "\"%s\" is not an ip address", a);
-    Envoy__Config__Core__V3__SocketAddress *sa = XDS_NEW(
+        tr_error(tr, path, "\"%s\" is not an ip address", a);
+    Envoy__Config__Core__V3__SocketAddress *sa = TR_NEW(
         tr, Envoy__Config__Core__V3__SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
-    sa->address = xds_tr_strdup(tr, a);
+    sa->address = tr_strdup(tr, a);
     sa->port_specifier_case = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
     sa->port_value = port;
     Envoy__Config__Core__V3__Address *ad =
-        XDS_NEW(tr, Envoy__Config__Core__V3__Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
+        TR_NEW(tr, Envoy__Config__Core__V3__Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
     ad->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
     ad->socket_address = sa;
     return ad;
 }
 
 /* A socket Listener of l: address, additional addresses; chains are the caller's. */
-static ev_listener *socket_listener(xds_tr *tr, const ir_listener *l, const char *path)
+static ev_listener *socket_listener(tr_ctx *tr, const ir_listener *l, const char *path)
 {
-    ev_listener *out = XDS_NEW(tr, ev_listener, ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT);
-    out->name = xds_tr_strdup(tr, l->name);
-    out->address = socket_address(tr, l->address, l->port, xds_tr_printf(tr, "%s.address", path));
+    ev_listener *out = TR_NEW(tr, ev_listener, ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT);
+    out->name = tr_strdup(tr, l->name);
+    out->address = socket_address(tr, l->address, l->port, tr_printf(tr, "%s.address", path));
     out->n_additional_addresses = l->n_addresses;
     out->additional_addresses =
-        (Envoy__Config__Listener__V3__AdditionalAddress **)xds_tr_ptrs(tr, l->n_addresses);
+        (Envoy__Config__Listener__V3__AdditionalAddress **)tr_ptrs(tr, l->n_addresses);
     for (size_t i = 0; i < l->n_addresses; i++) {
         Envoy__Config__Listener__V3__AdditionalAddress *aa =
-            XDS_NEW(tr, Envoy__Config__Listener__V3__AdditionalAddress,
-                    ENVOY__CONFIG__LISTENER__V3__ADDITIONAL_ADDRESS__INIT);
+            TR_NEW(tr, Envoy__Config__Listener__V3__AdditionalAddress,
+                   ENVOY__CONFIG__LISTENER__V3__ADDITIONAL_ADDRESS__INIT);
         aa->address = socket_address(tr, l->addresses[i], l->port,
-                                     xds_tr_printf(tr, "%s.addresses[%zu]", path, i));
+                                     tr_printf(tr, "%s.addresses[%zu]", path, i));
         out->additional_addresses[i] = aa;
     }
     return out;
 }
 
-static void tls_inspector(xds_tr *tr, ev_listener *out)
+static void tls_inspector(tr_ctx *tr, ev_listener *out)
 {
     Envoy__Config__Listener__V3__ListenerFilter *f =
-        XDS_NEW(tr, Envoy__Config__Listener__V3__ListenerFilter,
-                ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
+        TR_NEW(tr, Envoy__Config__Listener__V3__ListenerFilter,
+               ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
     f->name = TLS_INSPECTOR;
     f->config_type_case = ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__CONFIG_TYPE_TYPED_CONFIG;
     Envoy__Extensions__Filters__Listener__TlsInspector__V3__TlsInspector *ti =
-        XDS_NEW(tr, Envoy__Extensions__Filters__Listener__TlsInspector__V3__TlsInspector,
-                ENVOY__EXTENSIONS__FILTERS__LISTENER__TLS_INSPECTOR__V3__TLS_INSPECTOR__INIT);
-    f->typed_config = xds_tr_any(tr, &ti->base);
+        TR_NEW(tr, Envoy__Extensions__Filters__Listener__TlsInspector__V3__TlsInspector,
+               ENVOY__EXTENSIONS__FILTERS__LISTENER__TLS_INSPECTOR__V3__TLS_INSPECTOR__INIT);
+    f->typed_config = tr_any(tr, &ti->base);
     out->n_listener_filters = 1;
-    out->listener_filters = (Envoy__Config__Listener__V3__ListenerFilter **)xds_tr_ptrs(tr, 1);
+    out->listener_filters = (Envoy__Config__Listener__V3__ListenerFilter **)tr_ptrs(tr, 1);
     out->listener_filters[0] = f;
 }
 
-static ev_filter *network_filter(xds_tr *tr, const char *name, const ProtobufCMessage *config)
+static ev_filter *network_filter(tr_ctx *tr, const char *name, const ProtobufCMessage *config)
 {
-    ev_filter *f = XDS_NEW(tr, ev_filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
+    ev_filter *f = TR_NEW(tr, ev_filter, ENVOY__CONFIG__LISTENER__V3__FILTER__INIT);
     f->name = (char *)name;
     f->config_type_case = ENVOY__CONFIG__LISTENER__V3__FILTER__CONFIG_TYPE_TYPED_CONFIG;
-    f->typed_config = xds_tr_any(tr, config);
+    f->typed_config = tr_any(tr, config);
     return f;
 }
 
 /* The HTTP connection manager: RDS over ADS for route_config, the router last. */
-static ev_hcm *connection_manager(xds_tr *tr, const char *stat_prefix, const char *route_config,
+static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const char *route_config,
                                   bool strip_port)
 {
-    ev_hcm *h = XDS_NEW(
+    ev_hcm *h = TR_NEW(
         tr, ev_hcm,
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__INIT);
     h->codec_type =
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__CODEC_TYPE__AUTO;
-    h->stat_prefix = xds_tr_strdup(tr, stat_prefix);
+    h->stat_prefix = tr_strdup(tr, stat_prefix);
     Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__Rds *rds =
-        XDS_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__Rds,
-                ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__RDS__INIT);
-    rds->config_source = xds_tr_ads(tr);
-    rds->route_config_name = xds_tr_strdup(tr, route_config);
+        TR_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__Rds,
+               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__RDS__INIT);
+    rds->config_source = tr_ads(tr);
+    rds->route_config_name = tr_strdup(tr, route_config);
     h->route_specifier_case =
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__ROUTE_SPECIFIER_RDS;
     h->rds = rds;
-    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *router = XDS_NEW(
-        tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
-        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *router =
+        TR_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
+               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
     router->name = ROUTER;
     router->config_type_case =
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
     Envoy__Extensions__Filters__Http__Router__V3__Router *r =
-        XDS_NEW(tr, Envoy__Extensions__Filters__Http__Router__V3__Router,
-                ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT);
-    router->typed_config = xds_tr_any(tr, &r->base);
+        TR_NEW(tr, Envoy__Extensions__Filters__Http__Router__V3__Router,
+               ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT);
+    router->typed_config = tr_any(tr, &r->base);
     h->n_http_filters = 1;
     h->http_filters =
-        (Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **)xds_tr_ptrs(
-            tr, 1);
+        (Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **)tr_ptrs(tr,
+                                                                                               1);
     h->http_filters[0] = router;
     if (strip_port) {
         /* Virtual hosts are matched on the host without its port. */
@@ -191,7 +178,7 @@ static ev_hcm *connection_manager(xds_tr *tr, const char *stat_prefix, const cha
 
 /* ---------------------------------------------------------------- backend TLS */
 
-static bool same_backend_tls(xds_tr *tr, const Gateway__Control__V1__BackendTlsConfig *a,
+static bool same_backend_tls(tr_ctx *tr, const Gateway__Control__V1__BackendTlsConfig *a,
                              const Gateway__Control__V1__BackendTlsConfig *b)
 {
     if (a == b)
@@ -200,45 +187,44 @@ static bool same_backend_tls(xds_tr *tr, const Gateway__Control__V1__BackendTlsC
            nb = protobuf_c_message_get_packed_size(&b->base);
     if (na != nb)
         return false;
-    uint8_t *x = xds_tr_alloc(tr, na + 1), *y = xds_tr_alloc(tr, nb + 1);
+    uint8_t *x = tr_alloc(tr, na + 1), *y = tr_alloc(tr, nb + 1);
     protobuf_c_message_pack(&a->base, x);
     protobuf_c_message_pack(&b->base, y);
     return memcmp(x, y, na) == 0;
 }
 
 /* Records that listener li's backend_tls applies to backend bi. */
-static void mark_backend(xds_tr *tr, size_t li, size_t bi)
+static void mark_backend(tr_ctx *tr, size_t li, size_t bi)
 {
     const Gateway__Control__V1__BackendTlsConfig *bt = tr->ir->listeners[li]->backend_tls;
-    if (bt == NULL || (empty(bt->client_certificate_ref) && bt->n_options == 0))
+    if (bt == NULL || (tr_empty(bt->client_certificate_ref) && bt->n_options == 0))
         return;
-    const char *from = xds_tr_printf(tr, "listeners[%zu].backend_tls", li);
+    const char *from = tr_printf(tr, "listeners[%zu].backend_tls", li);
     if (tr->backend_tls[bi] == NULL) {
         tr->backend_tls[bi] = bt;
         tr->backend_tls_from[bi] = from;
         return;
     }
     if (!same_backend_tls(tr, tr->backend_tls[bi], bt))
-        xds_tr_error(tr, from, "backend \"%s\" is also reached from %s with other tls settings",
-                     xds_tr_qname(tr, tr->ir->backends[bi]->namespace_, tr->ir->backends[bi]->name),
-                     tr->backend_tls_from[bi]);
+        tr_error(tr, from, "backend \"%s\" is also reached from %s with other tls settings",
+                 tr_qname(tr, tr->ir->backends[bi]->namespace_, tr->ir->backends[bi]->name),
+                 tr->backend_tls_from[bi]);
 }
 
 /* Records which clusters gRPC clients of a proxyless listener will ask for: the ones
  * its routes forward to (not mirrors, not zero weights; gRPC does not read those). */
-static void mark_cluster(xds_tr *tr, const char *name, const char *path)
+static void mark_cluster(tr_ctx *tr, const char *name, const char *path)
 {
-    long bi = xds_tr_backend_find(tr, name);
+    long bi = tr_backend_find(tr, name);
     if (bi >= 0 && tr->proxyless_from[bi] == NULL)
         tr->proxyless_from[bi] = path;
 }
 
-static void mark_proxyless(xds_tr *tr, const xds_tr_name **routes, size_t n, const char *path)
+static void mark_proxyless(tr_ctx *tr, const tr_name **routes, size_t n, const char *path)
 {
     for (size_t a = 0; a < n; a++) {
-        const xds_tr_route_set *set = routes[a]->kind == XDS_ROUTE_HTTP
-                                          ? &tr->http_sets[routes[a]->idx]
-                                          : &tr->grpc_sets[routes[a]->idx];
+        const tr_route_set *set = routes[a]->kind == TR_ROUTE_HTTP ? &tr->http_sets[routes[a]->idx]
+                                                                   : &tr->grpc_sets[routes[a]->idx];
         for (size_t k = 0; k < set->count; k++) {
             const Envoy__Config__Route__V3__Route *r = set->items[k].msg;
             if (r->action_case != ENVOY__CONFIG__ROUTE__V3__ROUTE__ACTION_ROUTE)
@@ -258,17 +244,16 @@ static void mark_proxyless(xds_tr *tr, const xds_tr_name **routes, size_t n, con
 /* ---------------------------------------------------------------- HTTP listeners */
 
 /* The attached routes of listener li, resolved and without repeats. */
-static size_t attached_routes(xds_tr *tr, size_t li, const xds_tr_name ***out)
+static size_t attached_routes(tr_ctx *tr, size_t li, const tr_name ***out)
 {
     const ir_listener *l = tr->ir->listeners[li];
     /* An HTTP, a gRPC and a stream route at most per name. */
-    const xds_tr_name **v = xds_tr_alloc(tr, (3 * l->n_attached_routes + 1) * sizeof *v);
+    const tr_name **v = tr_alloc(tr, (3 * l->n_attached_routes + 1) * sizeof *v);
     size_t n = 0;
     for (size_t i = 0; i < l->n_attached_routes; i++) {
-        const xds_tr_name *e;
-        size_t k =
-            xds_tr_route_ref(tr, l->attached_routes[i],
-                             xds_tr_printf(tr, "listeners[%zu].attached_routes[%zu]", li, i), &e);
+        const tr_name *e;
+        size_t k = tr_route_ref(tr, l->attached_routes[i],
+                                tr_printf(tr, "listeners[%zu].attached_routes[%zu]", li, i), &e);
         for (size_t m = 0; m < k; m++) {
             bool dup = false;
             for (size_t j = 0; j < n && !dup; j++)
@@ -281,75 +266,74 @@ static size_t attached_routes(xds_tr *tr, size_t li, const xds_tr_name ***out)
     return n;
 }
 
-static void http_listener(xds_tr *tr, size_t li, const xds_tr_name **routes, size_t n,
-                          const char *path)
+static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t n, const char *path)
 {
     const ir_listener *l = tr->ir->listeners[li];
     const Gateway__Control__V1__TlsConfig *t = l->tls;
     bool terminate = l->protocol == P_HTTPS || (t && t->enabled);
     if (t && t->passthrough)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.tls.passthrough", path),
-                     "tls passthrough needs a TLS_PASSTHROUGH listener");
+        tr_error(tr, tr_printf(tr, "%s.tls.passthrough", path),
+                 "tls passthrough needs a TLS_PASSTHROUGH listener");
     if (t && !terminate && (t->n_secret_refs || t->n_sni_hosts))
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.tls", path),
-                     "tls is configured but not enabled: set enabled or use protocol HTTPS");
+        tr_error(tr, tr_printf(tr, "%s.tls", path),
+                 "tls is configured but not enabled: set enabled or use protocol HTTPS");
 
     ev_listener *out = socket_listener(tr, l, path);
-    ev_chain *fc = XDS_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
+    ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
     ev_hcm *hcm = connection_manager(tr, l->name, l->name, true);
     fc->n_filters = 1;
-    fc->filters = (ev_filter **)xds_tr_ptrs(tr, 1);
+    fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
     if (terminate) {
-        fc->transport_socket = xds_tr_downstream_tls(tr, li, true, path);
+        fc->transport_socket = tr_downstream_tls(tr, li, true, path);
         if (t && t->n_sni_hosts) {
             Envoy__Config__Listener__V3__FilterChainMatch *m =
-                XDS_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
-                        ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+                TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
+                       ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
             m->n_server_names = t->n_sni_hosts;
-            m->server_names = (char **)xds_tr_ptrs(tr, t->n_sni_hosts);
+            m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
             for (size_t i = 0; i < t->n_sni_hosts; i++)
-                m->server_names[i] = lower(tr, t->sni_hosts[i]);
+                m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
             fc->filter_chain_match = m;
             tls_inspector(tr, out);
         }
     }
     out->n_filter_chains = 1;
-    out->filter_chains = (ev_chain **)xds_tr_ptrs(tr, 1);
+    out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
     out->filter_chains[0] = fc;
     emit_listener(tr, out, path);
-    xds_tr_route_config(tr, li, l->name, routes, n, false);
+    tr_route_config(tr, li, l->name, routes, n, false);
 }
 
-static void proxyless_listeners(xds_tr *tr, size_t li, const xds_tr_name **routes, size_t n,
+static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, size_t n,
                                 const char *path)
 {
     const ir_listener *l = tr->ir->listeners[li];
     if (l->tls && (l->tls->enabled || l->tls->n_secret_refs))
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.tls", path),
-                     "a proxyless listener (port 0) has no socket to terminate tls on");
+        tr_error(tr, tr_printf(tr, "%s.tls", path),
+                 "a proxyless listener (port 0) has no socket to terminate tls on");
     if (l->n_hostnames == 0)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.hostnames", path),
-                     "a proxyless grpc listener (port 0) needs the hostnames clients dial");
+        tr_error(tr, tr_printf(tr, "%s.hostnames", path),
+                 "a proxyless grpc listener (port 0) needs the hostnames clients dial");
     for (size_t i = 0; i < l->n_hostnames; i++) {
         const char *h = l->hostnames[i];
-        const char *hp = xds_tr_printf(tr, "%s.hostnames[%zu]", path, i);
-        if (empty(h) || strchr(h, '*')) {
-            xds_tr_error(tr, hp, "a proxyless grpc listener needs exact hostnames, not \"%s\"",
-                         h ? h : "");
+        const char *hp = tr_printf(tr, "%s.hostnames[%zu]", path, i);
+        if (tr_empty(h) || strchr(h, '*')) {
+            tr_error(tr, hp, "a proxyless grpc listener needs exact hostnames, not \"%s\"",
+                     h ? h : "");
             continue;
         }
         ev_hcm *hcm = connection_manager(tr, h, l->name, false);
         Envoy__Config__Listener__V3__ApiListener *api =
-            XDS_NEW(tr, Envoy__Config__Listener__V3__ApiListener,
-                    ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);
-        api->api_listener = xds_tr_any(tr, &hcm->base);
-        ev_listener *out = XDS_NEW(tr, ev_listener, ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT);
-        out->name = xds_tr_strdup(tr, h);
+            TR_NEW(tr, Envoy__Config__Listener__V3__ApiListener,
+                   ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);
+        api->api_listener = tr_any(tr, &hcm->base);
+        ev_listener *out = TR_NEW(tr, ev_listener, ENVOY__CONFIG__LISTENER__V3__LISTENER__INIT);
+        out->name = tr_strdup(tr, h);
         out->api_listener = api;
         emit_listener(tr, out, hp);
     }
-    xds_tr_route_config(tr, li, l->name, routes, n, true);
+    tr_route_config(tr, li, l->name, routes, n, true);
 }
 
 /* ---------------------------------------------------------------- stream listeners */
@@ -366,120 +350,120 @@ static int cmp_chain(const void *a, const void *b)
     return strcmp(((const stream_chain *)a)->sni, ((const stream_chain *)b)->sni);
 }
 
-static void stream_listener(xds_tr *tr, size_t li, const xds_tr_name **routes, size_t n,
+static void stream_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t n,
                             const char *path)
 {
     const ir_listener *l = tr->ir->listeners[li];
     const Gateway__Control__V1__TlsConfig *t = l->tls;
     bool terminate = l->protocol == P_TLS, passthrough = l->protocol == P_PASSTHROUGH;
     if (l->port == 0)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.port", path), "a stream listener needs a port");
+        tr_error(tr, tr_printf(tr, "%s.port", path), "a stream listener needs a port");
     if (l->protocol == P_TCP && t && (t->enabled || t->n_secret_refs || t->n_sni_hosts))
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.tls", path),
-                     "a TCP listener does not use tls: use protocol TLS or TLS_PASSTHROUGH");
+        tr_error(tr, tr_printf(tr, "%s.tls", path),
+                 "a TCP listener does not use tls: use protocol TLS or TLS_PASSTHROUGH");
 
     size_t cap = 0;
     for (size_t a = 0; a < n; a++)
         cap += tr->ir->stream_routes[routes[a]->idx]->n_rules;
-    stream_chain *chains = xds_tr_alloc(tr, (cap + 1) * sizeof *chains);
+    stream_chain *chains = tr_alloc(tr, (cap + 1) * sizeof *chains);
     size_t nc = 0;
     for (size_t a = 0; a < n; a++) {
         size_t ri = routes[a]->idx;
         const ir_stream_route *sr = tr->ir->stream_routes[ri];
-        const char *rp = xds_tr_printf(tr, "stream_routes[%zu]", ri);
+        const char *rp = tr_printf(tr, "stream_routes[%zu]", ri);
         bool tcp = sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_TCP;
         if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UDP) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.kind", rp),
-                         "udp routes are not supported by the envoy translation");
+            tr_error(tr, tr_printf(tr, "%s.kind", rp),
+                     "udp routes are not supported by the envoy translation");
             continue;
         }
         if (sr->kind != GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_TLS && !tcp) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.kind", rp), "route kind is not set");
+            tr_error(tr, tr_printf(tr, "%s.kind", rp), "route kind is not set");
             continue;
         }
         if (tcp && passthrough) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.attached_routes", path),
-                         "tcp route \"%s\" cannot attach to a TLS_PASSTHROUGH listener",
-                         routes[a]->qname);
+            tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                     "tcp route \"%s\" cannot attach to a TLS_PASSTHROUGH listener",
+                     routes[a]->qname);
             continue;
         }
         size_t used = 0;
         for (size_t k = 0; k < sr->n_rules; k++) {
             const ir_stream_rule *rule = sr->rules[k];
-            const char *where = xds_tr_printf(tr, "%s.rules[%zu]", rp, k);
+            const char *where = tr_printf(tr, "%s.rules[%zu]", rp, k);
             if (rule->port != 0 && rule->port != l->port)
                 continue;
             used++;
             if (rule->mode == GATEWAY__CONTROL__V1__TLS_ROUTE_MODE__TLS_ROUTE_MODE_PASSTHROUGH &&
                 !passthrough)
-                xds_tr_error(tr, xds_tr_printf(tr, "%s.mode", where),
-                             "passthrough rules need a TLS_PASSTHROUGH listener (\"%s\" is not)",
-                             l->name);
+                tr_error(tr, tr_printf(tr, "%s.mode", where),
+                         "passthrough rules need a TLS_PASSTHROUGH listener (\"%s\" is not)",
+                         l->name);
             if (rule->mode == GATEWAY__CONTROL__V1__TLS_ROUTE_MODE__TLS_ROUTE_MODE_TERMINATE &&
                 !terminate)
-                xds_tr_error(tr, xds_tr_printf(tr, "%s.mode", where),
-                             "terminate rules need a TLS listener (\"%s\" is not)", l->name);
-            if (!empty(rule->sni_hostname) && l->protocol == P_TCP)
-                xds_tr_error(tr, xds_tr_printf(tr, "%s.sni_hostname", where),
-                             "sni matching needs a TLS or TLS_PASSTHROUGH listener");
+                tr_error(tr, tr_printf(tr, "%s.mode", where),
+                         "terminate rules need a TLS listener (\"%s\" is not)", l->name);
+            if (!tr_empty(rule->sni_hostname) && l->protocol == P_TCP)
+                tr_error(tr, tr_printf(tr, "%s.sni_hostname", where),
+                         "sni matching needs a TLS or TLS_PASSTHROUGH listener");
             chains[nc++] =
-                (stream_chain){empty(rule->sni_hostname) ? "" : lower(tr, rule->sni_hostname), rule,
-                               sr->namespace_, where};
+                (stream_chain){tr_empty(rule->sni_hostname) ? "" : tr_lower(tr, rule->sni_hostname),
+                               rule, sr->namespace_, where};
         }
         if (used == 0)
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.attached_routes", path),
-                         "route \"%s\" has no rule for port %u", routes[a]->qname, l->port);
+            tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                     "route \"%s\" has no rule for port %u", routes[a]->qname, l->port);
     }
     if (nc == 0) {
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.attached_routes", path),
-                     "a stream listener needs an attached route to forward connections to");
+        tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                 "a stream listener needs an attached route to forward connections to");
         return;
     }
     qsort(chains, nc, sizeof *chains, cmp_chain);
     for (size_t i = 1; i < nc; i++)
         if (strcmp(chains[i].sni, chains[i - 1].sni) == 0)
-            xds_tr_error(tr, chains[i].where, "%s and %s both take %s%s%s on listener \"%s\"",
-                         chains[i - 1].where, chains[i].where, chains[i].sni[0] ? "sni \"" : "",
-                         chains[i].sni[0] ? chains[i].sni : "every connection",
-                         chains[i].sni[0] ? "\"" : "", l->name);
+            tr_error(tr, chains[i].where, "%s and %s both take %s%s%s on listener \"%s\"",
+                     chains[i - 1].where, chains[i].where, chains[i].sni[0] ? "sni \"" : "",
+                     chains[i].sni[0] ? chains[i].sni : "every connection",
+                     chains[i].sni[0] ? "\"" : "", l->name);
 
     ev_listener *out = socket_listener(tr, l, path);
     out->n_filter_chains = nc;
-    out->filter_chains = (ev_chain **)xds_tr_ptrs(tr, nc);
+    out->filter_chains = (ev_chain **)tr_ptrs(tr, nc);
     bool sni = false;
     for (size_t i = 0; i < nc; i++) {
         const stream_chain *c = &chains[i];
         const char **names;
         uint32_t *weights;
-        long m = xds_tr_weighted_backends(tr, c->rule->backend_refs, c->rule->n_backend_refs, c->ns,
-                                          c->where, &names, &weights);
+        long m = tr_weighted_backends(tr, c->rule->backend_refs, c->rule->n_backend_refs, c->ns,
+                                      c->where, &names, &weights);
         for (size_t r = 0; r < c->rule->n_backend_refs; r++) {
             const ir_backend_ref *ref = c->rule->backend_refs[r];
-            long bi = xds_tr_backend_find(
-                tr, xds_tr_qname(tr, !empty(ref->namespace_) ? ref->namespace_ : c->ns, ref->name));
+            long bi = tr_backend_find(
+                tr, tr_qname(tr, !tr_empty(ref->namespace_) ? ref->namespace_ : c->ns, ref->name));
             if (bi >= 0)
                 mark_backend(tr, li, (size_t)bi);
         }
         if (m == 0)
-            xds_tr_error(tr, c->where, "a stream rule needs a backend with a weight above 0");
-        ev_tcp *tp = XDS_NEW(tr, ev_tcp,
-                             ENVOY__EXTENSIONS__FILTERS__NETWORK__TCP_PROXY__V3__TCP_PROXY__INIT);
-        tp->stat_prefix = xds_tr_strdup(tr, l->name);
+            tr_error(tr, c->where, "a stream rule needs a backend with a weight above 0");
+        ev_tcp *tp =
+            TR_NEW(tr, ev_tcp, ENVOY__EXTENSIONS__FILTERS__NETWORK__TCP_PROXY__V3__TCP_PROXY__INIT);
+        tp->stat_prefix = tr_strdup(tr, l->name);
         if (m == 1) {
             tp->cluster_specifier_case =
                 ENVOY__EXTENSIONS__FILTERS__NETWORK__TCP_PROXY__V3__TCP_PROXY__CLUSTER_SPECIFIER_CLUSTER;
             tp->cluster = (char *)names[0];
         } else if (m > 1) {
-            Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy__WeightedCluster *wc = XDS_NEW(
+            Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy__WeightedCluster *wc = TR_NEW(
                 tr, Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy__WeightedCluster,
                 ENVOY__EXTENSIONS__FILTERS__NETWORK__TCP_PROXY__V3__TCP_PROXY__WEIGHTED_CLUSTER__INIT);
             wc->n_clusters = (size_t)m;
             wc->clusters =
                 (Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy__WeightedCluster__ClusterWeight
-                     **)xds_tr_ptrs(tr, (size_t)m);
+                     **)tr_ptrs(tr, (size_t)m);
             for (long k = 0; k < m; k++) {
                 Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy__WeightedCluster__ClusterWeight
-                    *cw = XDS_NEW(
+                    *cw = TR_NEW(
                         tr,
                         Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy__WeightedCluster__ClusterWeight,
                         ENVOY__EXTENSIONS__FILTERS__NETWORK__TCP_PROXY__V3__TCP_PROXY__WEIGHTED_CLUSTER__CLUSTER_WEIGHT__INIT);
@@ -491,34 +475,34 @@ static void stream_listener(xds_tr *tr, size_t li, const xds_tr_name **routes, s
                 ENVOY__EXTENSIONS__FILTERS__NETWORK__TCP_PROXY__V3__TCP_PROXY__CLUSTER_SPECIFIER_WEIGHTED_CLUSTERS;
             tp->weighted_clusters = wc;
         }
-        ev_chain *fc = XDS_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
+        ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
         fc->n_filters = 1;
-        fc->filters = (ev_filter **)xds_tr_ptrs(tr, 1);
+        fc->filters = (ev_filter **)tr_ptrs(tr, 1);
         fc->filters[0] = network_filter(tr, TCP_FILTER, &tp->base);
         /* SNI of the rule; the rule without SNI on a TLS listener takes tls.sni_hosts. */
         char **sn = NULL;
         size_t n_sn = 0;
         if (c->sni[0]) {
-            sn = (char **)xds_tr_ptrs(tr, 1);
+            sn = (char **)tr_ptrs(tr, 1);
             sn[0] = (char *)c->sni;
             n_sn = 1;
         } else if (t && t->n_sni_hosts && l->protocol != P_TCP) {
             n_sn = t->n_sni_hosts;
-            sn = (char **)xds_tr_ptrs(tr, n_sn);
+            sn = (char **)tr_ptrs(tr, n_sn);
             for (size_t k = 0; k < n_sn; k++)
-                sn[k] = lower(tr, t->sni_hosts[k]);
+                sn[k] = tr_lower(tr, t->sni_hosts[k]);
         }
         if (n_sn) {
             Envoy__Config__Listener__V3__FilterChainMatch *fm =
-                XDS_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
-                        ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+                TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
+                       ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
             fm->n_server_names = n_sn;
             fm->server_names = sn;
             fc->filter_chain_match = fm;
             sni = true;
         }
         if (terminate)
-            fc->transport_socket = xds_tr_downstream_tls(tr, li, false, path);
+            fc->transport_socket = tr_downstream_tls(tr, li, false, path);
         out->filter_chains[i] = fc;
     }
     if (sni || passthrough)
@@ -528,63 +512,63 @@ static void stream_listener(xds_tr *tr, size_t li, const xds_tr_name **routes, s
 
 /* ---------------------------------------------------------------- all listeners */
 
-void xds_tr_listeners(xds_tr *tr)
+void tr_listeners(tr_ctx *tr)
 {
     for (size_t li = 0; li < tr->ir->n_listeners; li++) {
         const ir_listener *l = tr->ir->listeners[li];
-        const char *path = xds_tr_printf(tr, "listeners[%zu]", li);
-        if (empty(l->name)) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.name", path), "listener name must not be empty");
+        const char *path = tr_printf(tr, "listeners[%zu]", li);
+        if (tr_empty(l->name)) {
+            tr_error(tr, tr_printf(tr, "%s.name", path), "listener name must not be empty");
             continue;
         }
-        const xds_tr_name **routes;
+        const tr_name **routes;
         size_t n = attached_routes(tr, li, &routes);
         bool http = l->protocol == P_HTTP || l->protocol == P_HTTPS || l->protocol == P_GRPC;
         bool stream = l->protocol == P_TCP || l->protocol == P_TLS || l->protocol == P_PASSTHROUGH;
         for (size_t a = 0; a < n; a++) {
-            bool is_stream = routes[a]->kind == XDS_ROUTE_STREAM;
+            bool is_stream = routes[a]->kind == TR_ROUTE_STREAM;
             if ((http && is_stream) || (stream && !is_stream))
-                xds_tr_error(tr, xds_tr_printf(tr, "%s.attached_routes", path),
-                             "%s route \"%s\" cannot attach to a %s listener",
-                             is_stream ? "stream" : "http", routes[a]->qname,
-                             is_stream ? "http" : "stream");
+                tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                         "%s route \"%s\" cannot attach to a %s listener",
+                         is_stream ? "stream" : "http", routes[a]->qname,
+                         is_stream ? "http" : "stream");
         }
         if (http) {
             for (size_t a = 0; a < n; a++) {
-                const xds_tr_route_set *set =
-                    routes[a]->kind == XDS_ROUTE_HTTP   ? &tr->http_sets[routes[a]->idx]
-                    : routes[a]->kind == XDS_ROUTE_GRPC ? &tr->grpc_sets[routes[a]->idx]
-                                                        : NULL;
+                const tr_route_set *set =
+                    routes[a]->kind == TR_ROUTE_HTTP   ? &tr->http_sets[routes[a]->idx]
+                    : routes[a]->kind == TR_ROUTE_GRPC ? &tr->grpc_sets[routes[a]->idx]
+                                                       : NULL;
                 for (size_t b = 0; set && b < set->n_backends; b++)
                     mark_backend(tr, li, set->backends[b]);
             }
             /* Only HTTP and gRPC routes go into the route configuration. */
             size_t k = 0;
             for (size_t a = 0; a < n; a++)
-                if (routes[a]->kind != XDS_ROUTE_STREAM)
+                if (routes[a]->kind != TR_ROUTE_STREAM)
                     routes[k++] = routes[a];
             if (l->port == 0 && l->protocol == P_GRPC) {
                 mark_proxyless(tr, routes, k, path);
                 proxyless_listeners(tr, li, routes, k, path);
             } else if (l->port == 0)
-                xds_tr_error(tr, xds_tr_printf(tr, "%s.port", path),
-                             "port 0 is only for proxyless grpc listeners (protocol GRPC)");
+                tr_error(tr, tr_printf(tr, "%s.port", path),
+                         "port 0 is only for proxyless grpc listeners (protocol GRPC)");
             else
                 http_listener(tr, li, routes, k, path);
         } else if (stream) {
             size_t k = 0;
             for (size_t a = 0; a < n; a++)
-                if (routes[a]->kind == XDS_ROUTE_STREAM)
+                if (routes[a]->kind == TR_ROUTE_STREAM)
                     routes[k++] = routes[a];
             stream_listener(tr, li, routes, k, path);
         } else if (l->protocol == P_HTTP3) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.protocol", path),
-                         "http/3 listeners are not supported by the envoy translation");
+            tr_error(tr, tr_printf(tr, "%s.protocol", path),
+                     "http/3 listeners are not supported by the envoy translation");
         } else if (l->protocol == P_UDP) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.protocol", path),
-                         "udp listeners are not supported by the envoy translation");
+            tr_error(tr, tr_printf(tr, "%s.protocol", path),
+                     "udp listeners are not supported by the envoy translation");
         } else {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.protocol", path), "protocol is not set");
+            tr_error(tr, tr_printf(tr, "%s.protocol", path), "protocol is not set");
         }
     }
 }

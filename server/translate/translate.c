@@ -10,8 +10,9 @@
  * so they may be a qualified name or a bare name that exactly one object has; a bare
  * name shared by several objects is refused as ambiguous rather than guessed.
  */
-#include "server/xds/translate.h"
+#include "server/translate/translate.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,9 @@
 
 /* ---------------------------------------------------------------- context helpers */
 
-void xds_tr_error(xds_tr *tr, const char *path, const char *fmt, ...)
+void tr_error(tr_ctx *tr, const char *path, const char *fmt, ...)
 {
-    if (tr->errs.count >= XDS_TR_MAX_ERRORS) {
+    if (tr->errs.count >= TR_MAX_ERRORS) {
         tr->errs_unlisted++;
         return;
     }
@@ -41,17 +42,17 @@ void xds_tr_error(xds_tr *tr, const char *path, const char *fmt, ...)
     sx_fielderrs_add(&tr->errs, path, "%s", msg);
 }
 
-void *xds_tr_alloc(xds_tr *tr, size_t n)
+void *tr_alloc(tr_ctx *tr, size_t n)
 {
     return sx_arena_alloc(tr->arena, n);
 }
 
-char *xds_tr_strdup(xds_tr *tr, const char *s)
+char *tr_strdup(tr_ctx *tr, const char *s)
 {
     return sx_arena_strdup(tr->arena, s ? s : "");
 }
 
-char *xds_tr_printf(xds_tr *tr, const char *fmt, ...)
+char *tr_printf(tr_ctx *tr, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -64,92 +65,121 @@ char *xds_tr_printf(xds_tr *tr, const char *fmt, ...)
     return s;
 }
 
-void **xds_tr_ptrs(xds_tr *tr, size_t n)
+void **tr_ptrs(tr_ctx *tr, size_t n)
 {
     return n ? sx_arena_alloc(tr->arena, n * sizeof(void *)) : NULL;
 }
 
-void *xds_tr_dup_msg(xds_tr *tr, const void *init, size_t size)
+void *tr_dup_msg(tr_ctx *tr, const void *init, size_t size)
 {
     void *p = sx_arena_alloc(tr->arena, size);
     memcpy(p, init, size);
     return p;
 }
 
-const char *xds_tr_qname(xds_tr *tr, const char *ns, const char *name)
+const char *tr_qname(tr_ctx *tr, const char *ns, const char *name)
 {
     if (ns == NULL || ns[0] == '\0')
-        return xds_tr_strdup(tr, name);
-    return xds_tr_printf(tr, "%s/%s", ns, name ? name : "");
+        return tr_strdup(tr, name);
+    return tr_printf(tr, "%s/%s", ns, name ? name : "");
 }
 
-Google__Protobuf__Any *xds_tr_any(xds_tr *tr, const ProtobufCMessage *m)
+Google__Protobuf__Any *tr_any(tr_ctx *tr, const ProtobufCMessage *m)
 {
-    Google__Protobuf__Any *any = XDS_NEW(tr, Google__Protobuf__Any, GOOGLE__PROTOBUF__ANY__INIT);
-    any->type_url = xds_tr_printf(tr, "type.googleapis.com/%s", m->descriptor->name);
+    Google__Protobuf__Any *any = TR_NEW(tr, Google__Protobuf__Any, GOOGLE__PROTOBUF__ANY__INIT);
+    any->type_url = tr_printf(tr, "type.googleapis.com/%s", m->descriptor->name);
     size_t len = protobuf_c_message_get_packed_size(m);
-    any->value.data = xds_tr_alloc(tr, len ? len : 1);
+    any->value.data = tr_alloc(tr, len ? len : 1);
     any->value.len = protobuf_c_message_pack(m, any->value.data);
     return any;
 }
 
-Envoy__Config__Core__V3__ConfigSource *xds_tr_ads(xds_tr *tr)
+Envoy__Config__Core__V3__ConfigSource *tr_ads(tr_ctx *tr)
 {
-    Envoy__Config__Core__V3__ConfigSource *cs = XDS_NEW(
+    Envoy__Config__Core__V3__ConfigSource *cs = TR_NEW(
         tr, Envoy__Config__Core__V3__ConfigSource, ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__INIT);
     /* The empty AggregatedConfigSource is the whole point: its presence selects ADS,
      * and clients reject a config source that selects nothing. */
     cs->config_source_specifier_case =
         ENVOY__CONFIG__CORE__V3__CONFIG_SOURCE__CONFIG_SOURCE_SPECIFIER_ADS;
-    cs->ads = XDS_NEW(tr, Envoy__Config__Core__V3__AggregatedConfigSource,
-                      ENVOY__CONFIG__CORE__V3__AGGREGATED_CONFIG_SOURCE__INIT);
+    cs->ads = TR_NEW(tr, Envoy__Config__Core__V3__AggregatedConfigSource,
+                     ENVOY__CONFIG__CORE__V3__AGGREGATED_CONFIG_SOURCE__INIT);
     cs->resource_api_version = ENVOY__CONFIG__CORE__V3__API_VERSION__V3;
     return cs;
 }
 
-Google__Protobuf__UInt32Value *xds_tr_u32(xds_tr *tr, uint32_t v)
+Google__Protobuf__UInt64Value *tr_u64(tr_ctx *tr, uint64_t v)
 {
-    Google__Protobuf__UInt32Value *w =
-        XDS_NEW(tr, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+    Google__Protobuf__UInt64Value *w =
+        TR_NEW(tr, Google__Protobuf__UInt64Value, GOOGLE__PROTOBUF__UINT64_VALUE__INIT);
     w->value = v;
     return w;
 }
 
-Google__Protobuf__Duration *xds_tr_duration(xds_tr *tr, const Google__Protobuf__Duration *d,
-                                            const char *path)
+Google__Protobuf__UInt32Value *tr_u32(tr_ctx *tr, uint32_t v)
+{
+    Google__Protobuf__UInt32Value *w =
+        TR_NEW(tr, Google__Protobuf__UInt32Value, GOOGLE__PROTOBUF__UINT32_VALUE__INIT);
+    w->value = v;
+    return w;
+}
+
+Google__Protobuf__Duration *tr_duration(tr_ctx *tr, const Google__Protobuf__Duration *d,
+                                        const char *path)
 {
     if (d == NULL)
         return NULL;
     if (d->seconds < 0 || d->nanos < 0) {
-        xds_tr_error(tr, path, "must not be negative");
+        tr_error(tr, path, "must not be negative");
         return NULL;
     }
     Google__Protobuf__Duration *c =
-        XDS_NEW(tr, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
+        TR_NEW(tr, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
     c->seconds = d->seconds;
     c->nanos = d->nanos;
     return c;
 }
 
-Envoy__Type__Matcher__V3__RegexMatcher *xds_tr_regex(xds_tr *tr, const char *re)
+char *tr_lower(tr_ctx *tr, const char *s)
 {
-    Envoy__Type__Matcher__V3__RegexMatcher *m = XDS_NEW(
+    char *c = tr_strdup(tr, s);
+    for (char *p = c; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return c;
+}
+
+void tr_pv_push(tr_ctx *tr, tr_pvec *p, void *x)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 8;
+        void **v = tr_alloc(tr, cap * sizeof *v);
+        if (p->n)
+            memcpy(v, p->v, p->n * sizeof *v);
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = x;
+}
+
+Envoy__Type__Matcher__V3__RegexMatcher *tr_regex(tr_ctx *tr, const char *re)
+{
+    Envoy__Type__Matcher__V3__RegexMatcher *m = TR_NEW(
         tr, Envoy__Type__Matcher__V3__RegexMatcher, ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__INIT);
     m->engine_type_case = ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__ENGINE_TYPE_GOOGLE_RE2;
-    m->google_re2 = XDS_NEW(tr, Envoy__Type__Matcher__V3__RegexMatcher__GoogleRE2,
-                            ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__GOOGLE_RE2__INIT);
-    m->regex = xds_tr_strdup(tr, re);
+    m->google_re2 = TR_NEW(tr, Envoy__Type__Matcher__V3__RegexMatcher__GoogleRE2,
+                           ENVOY__TYPE__MATCHER__V3__REGEX_MATCHER__GOOGLE_RE2__INIT);
+    m->regex = tr_strdup(tr, re);
     return m;
 }
 
-void xds_tr_emit(xds_tr *tr, xds_type t, const char *name, const ProtobufCMessage *m)
+void tr_emit(tr_ctx *tr, tr_type t, const char *name, const ProtobufCMessage *m)
 {
-    xds_tr_out *o = &tr->out[t];
+    tr_out *o = &tr->out[t];
     if (o->count == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 16;
         o->items = sx_realloc(o->items, o->cap * sizeof *o->items);
     }
-    xds_resource *r = &o->items[o->count++];
+    tr_resource *r = &o->items[o->count++];
     memset(r, 0, sizeof *r);
     r->name = sx_strdup(name);
     size_t len = protobuf_c_message_get_packed_size(m);
@@ -165,7 +195,7 @@ void xds_tr_emit(xds_tr *tr, xds_type t, const char *name, const ProtobufCMessag
 
 static int cmp_name(const void *a, const void *b)
 {
-    const xds_tr_name *x = a, *y = b;
+    const tr_name *x = a, *y = b;
     int c = strcmp(x->qname, y->qname);
     if (c != 0)
         return c;
@@ -174,12 +204,12 @@ static int cmp_name(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static const char *route_list_name(xds_route_kind k)
+static const char *route_list_name(tr_route_kind k)
 {
     switch (k) {
-    case XDS_ROUTE_HTTP:
+    case TR_ROUTE_HTTP:
         return "http_routes";
-    case XDS_ROUTE_GRPC:
+    case TR_ROUTE_GRPC:
         return "grpc_routes";
     default:
         return "stream_routes";
@@ -187,70 +217,70 @@ static const char *route_list_name(xds_route_kind k)
 }
 
 /* Sorts a table and reports entries sharing a qualified name (and kind). */
-static void sort_and_check(xds_tr *tr, xds_tr_name *t, size_t n, const char *list, const char *what)
+static void sort_and_check(tr_ctx *tr, tr_name *t, size_t n, const char *list, const char *what)
 {
     qsort(t, n, sizeof *t, cmp_name);
     for (size_t i = 1; i < n; i++) {
         if (strcmp(t[i].qname, t[i - 1].qname) != 0 || t[i].kind != t[i - 1].kind)
             continue;
         const char *l = list ? list : route_list_name(t[i].kind);
-        xds_tr_error(tr, xds_tr_printf(tr, "%s[%zu]", l, t[i].idx),
-                     "duplicate %s name \"%s\" (also %s[%zu])", what, t[i].qname, l, t[i - 1].idx);
+        tr_error(tr, tr_printf(tr, "%s[%zu]", l, t[i].idx),
+                 "duplicate %s name \"%s\" (also %s[%zu])", what, t[i].qname, l, t[i - 1].idx);
     }
 }
 
-static void add_name(xds_tr *tr, xds_tr_name *slot, const char *ns, const char *name,
-                     xds_route_kind kind, size_t idx, const char *path, const char *what)
+static void add_name(tr_ctx *tr, tr_name *slot, const char *ns, const char *name,
+                     tr_route_kind kind, size_t idx, const char *path, const char *what)
 {
     if (name == NULL || name[0] == '\0')
-        xds_tr_error(tr, path, "%s name must not be empty", what);
-    slot->qname = xds_tr_qname(tr, ns, name);
+        tr_error(tr, path, "%s name must not be empty", what);
+    slot->qname = tr_qname(tr, ns, name);
     slot->name = name ? name : "";
     slot->kind = kind;
     slot->idx = idx;
 }
 
-void xds_tr_index(xds_tr *tr)
+void tr_index(tr_ctx *tr)
 {
     const ir_snapshot *ir = tr->ir;
 
     tr->n_backends = ir->n_backends;
-    tr->backends = xds_tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->backends);
+    tr->backends = tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->backends);
     for (size_t i = 0; i < ir->n_backends; i++)
         add_name(tr, &tr->backends[i], ir->backends[i]->namespace_, ir->backends[i]->name, 0, i,
-                 xds_tr_printf(tr, "backends[%zu].name", i), "backend");
+                 tr_printf(tr, "backends[%zu].name", i), "backend");
     sort_and_check(tr, tr->backends, tr->n_backends, "backends", "backend");
 
     tr->n_secrets = ir->n_secrets;
-    tr->secrets = xds_tr_alloc(tr, (ir->n_secrets + 1) * sizeof *tr->secrets);
+    tr->secrets = tr_alloc(tr, (ir->n_secrets + 1) * sizeof *tr->secrets);
     for (size_t i = 0; i < ir->n_secrets; i++)
         add_name(tr, &tr->secrets[i], ir->secrets[i]->namespace_, ir->secrets[i]->name, 0, i,
-                 xds_tr_printf(tr, "secrets[%zu].name", i), "secret");
+                 tr_printf(tr, "secrets[%zu].name", i), "secret");
     sort_and_check(tr, tr->secrets, tr->n_secrets, "secrets", "secret");
 
     size_t n = ir->n_http_routes + ir->n_grpc_routes + ir->n_stream_routes, k = 0;
-    tr->routes = xds_tr_alloc(tr, (n + 1) * sizeof *tr->routes);
+    tr->routes = tr_alloc(tr, (n + 1) * sizeof *tr->routes);
     for (size_t i = 0; i < ir->n_http_routes; i++, k++)
         add_name(tr, &tr->routes[k], ir->http_routes[i]->namespace_, ir->http_routes[i]->name,
-                 XDS_ROUTE_HTTP, i, xds_tr_printf(tr, "http_routes[%zu].name", i), "route");
+                 TR_ROUTE_HTTP, i, tr_printf(tr, "http_routes[%zu].name", i), "route");
     for (size_t i = 0; i < ir->n_grpc_routes; i++, k++)
         add_name(tr, &tr->routes[k], ir->grpc_routes[i]->namespace_, ir->grpc_routes[i]->name,
-                 XDS_ROUTE_GRPC, i, xds_tr_printf(tr, "grpc_routes[%zu].name", i), "route");
+                 TR_ROUTE_GRPC, i, tr_printf(tr, "grpc_routes[%zu].name", i), "route");
     for (size_t i = 0; i < ir->n_stream_routes; i++, k++)
         add_name(tr, &tr->routes[k], ir->stream_routes[i]->namespace_, ir->stream_routes[i]->name,
-                 XDS_ROUTE_STREAM, i, xds_tr_printf(tr, "stream_routes[%zu].name", i), "route");
+                 TR_ROUTE_STREAM, i, tr_printf(tr, "stream_routes[%zu].name", i), "route");
     tr->n_routes = n;
     sort_and_check(tr, tr->routes, tr->n_routes, NULL, "route");
 
-    tr->http_sets = xds_tr_alloc(tr, (ir->n_http_routes + 1) * sizeof *tr->http_sets);
-    tr->grpc_sets = xds_tr_alloc(tr, (ir->n_grpc_routes + 1) * sizeof *tr->grpc_sets);
-    tr->backend_tls = xds_tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->backend_tls);
-    tr->backend_tls_from = xds_tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->backend_tls_from);
-    tr->proxyless_from = xds_tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->proxyless_from);
+    tr->http_sets = tr_alloc(tr, (ir->n_http_routes + 1) * sizeof *tr->http_sets);
+    tr->grpc_sets = tr_alloc(tr, (ir->n_grpc_routes + 1) * sizeof *tr->grpc_sets);
+    tr->backend_tls = tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->backend_tls);
+    tr->backend_tls_from = tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->backend_tls_from);
+    tr->proxyless_from = tr_alloc(tr, (ir->n_backends + 1) * sizeof *tr->proxyless_from);
 }
 
 /* The first entry of a sorted table whose qname is qname, or NULL. */
-static const xds_tr_name *find_first(const xds_tr_name *t, size_t n, const char *qname)
+static const tr_name *find_first(const tr_name *t, size_t n, const char *qname)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -263,32 +293,31 @@ static const xds_tr_name *find_first(const xds_tr_name *t, size_t n, const char 
     return lo < n && strcmp(t[lo].qname, qname) == 0 ? &t[lo] : NULL;
 }
 
-long xds_tr_backend_find(xds_tr *tr, const char *qname)
+long tr_backend_find(tr_ctx *tr, const char *qname)
 {
-    const xds_tr_name *e = find_first(tr->backends, tr->n_backends, qname);
+    const tr_name *e = find_first(tr->backends, tr->n_backends, qname);
     return e ? (long)e->idx : -1;
 }
 
-long xds_tr_backend_ref(xds_tr *tr, const ir_backend_ref *ref, const char *default_ns,
-                        const char *path)
+long tr_backend_ref(tr_ctx *tr, const ir_backend_ref *ref, const char *default_ns, const char *path)
 {
     const char *ns = ref->namespace_ && ref->namespace_[0] ? ref->namespace_ : default_ns;
-    const char *qname = xds_tr_qname(tr, ns, ref->name);
+    const char *qname = tr_qname(tr, ns, ref->name);
     if (ref->name == NULL || ref->name[0] == '\0') {
-        xds_tr_error(tr, path, "backend name must not be empty");
+        tr_error(tr, path, "backend name must not be empty");
         return -1;
     }
-    const xds_tr_name *e = find_first(tr->backends, tr->n_backends, qname);
+    const tr_name *e = find_first(tr->backends, tr->n_backends, qname);
     if (e)
         return (long)e->idx;
     for (size_t i = 0; i < tr->n_backends; i++) {
         if (strcmp(tr->backends[i].name, ref->name) == 0) {
-            xds_tr_error(tr, path, "unknown backend \"%s\" (there is a backend \"%s\")", qname,
-                         tr->backends[i].qname);
+            tr_error(tr, path, "unknown backend \"%s\" (there is a backend \"%s\")", qname,
+                     tr->backends[i].qname);
             return -1;
         }
     }
-    xds_tr_error(tr, path, "unknown backend \"%s\"", qname);
+    tr_error(tr, path, "unknown backend \"%s\"", qname);
     return -1;
 }
 
@@ -296,24 +325,24 @@ long xds_tr_backend_ref(xds_tr *tr, const ir_backend_ref *ref, const char *defau
  * bare name held by exactly one qualified name. Returns how many entries match (all of
  * one qualified name, so contiguous in the sorted table) and the first in *out; 0
  * after recording an error. */
-static size_t resolve(xds_tr *tr, const xds_tr_name *t, size_t n, const char *ref, const char *path,
-                      const char *what, const xds_tr_name **out)
+static size_t resolve(tr_ctx *tr, const tr_name *t, size_t n, const char *ref, const char *path,
+                      const char *what, const tr_name **out)
 {
     *out = NULL;
     if (ref == NULL || ref[0] == '\0') {
-        xds_tr_error(tr, path, "%s reference must not be empty", what);
+        tr_error(tr, path, "%s reference must not be empty", what);
         return 0;
     }
-    const xds_tr_name *e = find_first(t, n, ref);
+    const tr_name *e = find_first(t, n, ref);
     if (e == NULL && strchr(ref, '/') == NULL) {
         for (size_t i = 0; i < n; i++) {
             if (strcmp(t[i].name, ref) != 0)
                 continue;
             if (e && strcmp(e->qname, t[i].qname) != 0) {
-                xds_tr_error(tr, path,
-                             "%s reference \"%s\" is ambiguous: \"%s\" and \"%s\" match; use the "
-                             "qualified name",
-                             what, ref, e->qname, t[i].qname);
+                tr_error(tr, path,
+                         "%s reference \"%s\" is ambiguous: \"%s\" and \"%s\" match; use the "
+                         "qualified name",
+                         what, ref, e->qname, t[i].qname);
                 return 0;
             }
             if (e == NULL)
@@ -321,7 +350,7 @@ static size_t resolve(xds_tr *tr, const xds_tr_name *t, size_t n, const char *re
         }
     }
     if (e == NULL) {
-        xds_tr_error(tr, path, "unknown %s \"%s\"", what, ref);
+        tr_error(tr, path, "unknown %s \"%s\"", what, ref);
         return 0;
     }
     size_t k = 1;
@@ -331,13 +360,13 @@ static size_t resolve(xds_tr *tr, const xds_tr_name *t, size_t n, const char *re
     return k;
 }
 
-const char *xds_tr_secret_ref(xds_tr *tr, const char *ref, const char *path)
+const char *tr_secret_ref(tr_ctx *tr, const char *ref, const char *path)
 {
-    const xds_tr_name *e;
+    const tr_name *e;
     return resolve(tr, tr->secrets, tr->n_secrets, ref, path, "secret", &e) ? e->qname : NULL;
 }
 
-size_t xds_tr_route_ref(xds_tr *tr, const char *ref, const char *path, const xds_tr_name **out)
+size_t tr_route_ref(tr_ctx *tr, const char *ref, const char *path, const tr_name **out)
 {
     return resolve(tr, tr->routes, tr->n_routes, ref, path, "route", out);
 }

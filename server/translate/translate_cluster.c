@@ -14,7 +14,7 @@
  * plugins, session persistence) is refused, not dropped: a proxy that silently skips
  * a token limit is worse than a snapshot that does not publish.
  */
-#include "server/xds/translate.h"
+#include "server/translate/translate.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -39,11 +39,6 @@ typedef Gateway__Control__V1__BackendEndpoint ir_endpoint;
 #define MAX_RING_SIZE 8388608u
 /* Envoy's largest Maglev table. */
 #define MAX_MAGLEV_TABLE 5000011u
-
-static bool empty(const char *s)
-{
-    return s == NULL || s[0] == '\0';
-}
 
 static bool is_prime(uint64_t n)
 {
@@ -73,28 +68,28 @@ static int protocol_h2(const char *p, bool *h2)
     return -1;
 }
 
-static void unsupported(xds_tr *tr, const ir_backend *b, const char *path)
+static void unsupported(tr_ctx *tr, const ir_backend *b, const char *path)
 {
     if (b->ai_service)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.ai_service", path),
-                     "ai services are not supported by the envoy translation");
+        tr_error(tr, tr_printf(tr, "%s.ai_service", path),
+                 "ai services are not supported by the envoy translation");
     if (b->token_policy)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.token_policy", path),
-                     "token policies are not supported by the envoy translation");
+        tr_error(tr, tr_printf(tr, "%s.token_policy", path),
+                 "token policies are not supported by the envoy translation");
     if (b->wasm_plugin)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.wasm_plugin", path),
-                     "wasm plugins are not supported by the envoy translation");
+        tr_error(tr, tr_printf(tr, "%s.wasm_plugin", path),
+                 "wasm plugins are not supported by the envoy translation");
     if (b->session_persistence)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.session_persistence", path),
-                     "session persistence is not supported by the envoy translation");
+        tr_error(tr, tr_printf(tr, "%s.session_persistence", path),
+                 "session persistence is not supported by the envoy translation");
 }
 
-static void load_balancing(xds_tr *tr, ev_cluster *c,
+static void load_balancing(tr_ctx *tr, ev_cluster *c,
                            const Gateway__Control__V1__LoadBalancingPolicy *lb, const char *path)
 {
     if (lb == NULL)
         return;
-    const char *lp = xds_tr_printf(tr, "%s.load_balancing", path);
+    const char *lp = tr_printf(tr, "%s.load_balancing", path);
     bool hashing = false;
     switch (lb->algorithm) {
     case GATEWAY__CONTROL__V1__LOAD_BALANCING_ALGORITHM__LOAD_BALANCING_ALGORITHM_UNSPECIFIED:
@@ -111,15 +106,13 @@ static void load_balancing(xds_tr *tr, ev_cluster *c,
         hashing = true;
         c->lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH;
         if (lb->minimum_ring_size > MAX_RING_SIZE) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.minimum_ring_size", lp), "must be at most %u",
-                         MAX_RING_SIZE);
+            tr_error(tr, tr_printf(tr, "%s.minimum_ring_size", lp), "must be at most %u",
+                     MAX_RING_SIZE);
         } else if (lb->minimum_ring_size > 0) {
             Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig *r =
-                XDS_NEW(tr, Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig,
-                        ENVOY__CONFIG__CLUSTER__V3__CLUSTER__RING_HASH_LB_CONFIG__INIT);
-            r->minimum_ring_size =
-                XDS_NEW(tr, Google__Protobuf__UInt64Value, GOOGLE__PROTOBUF__UINT64_VALUE__INIT);
-            r->minimum_ring_size->value = lb->minimum_ring_size;
+                TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig,
+                       ENVOY__CONFIG__CLUSTER__V3__CLUSTER__RING_HASH_LB_CONFIG__INIT);
+            r->minimum_ring_size = tr_u64(tr, lb->minimum_ring_size);
             c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_RING_HASH_LB_CONFIG;
             c->ring_hash_lb_config = r;
         }
@@ -129,117 +122,114 @@ static void load_balancing(xds_tr *tr, ev_cluster *c,
         c->lb_policy = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__MAGLEV;
         if (lb->maglev_table_size > 0) {
             if (lb->maglev_table_size > MAX_MAGLEV_TABLE || !is_prime(lb->maglev_table_size)) {
-                xds_tr_error(tr, xds_tr_printf(tr, "%s.maglev_table_size", lp),
-                             "must be a prime number at most %u", MAX_MAGLEV_TABLE);
+                tr_error(tr, tr_printf(tr, "%s.maglev_table_size", lp),
+                         "must be a prime number at most %u", MAX_MAGLEV_TABLE);
             } else {
                 Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig *m =
-                    XDS_NEW(tr, Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig,
-                            ENVOY__CONFIG__CLUSTER__V3__CLUSTER__MAGLEV_LB_CONFIG__INIT);
-                m->table_size = XDS_NEW(tr, Google__Protobuf__UInt64Value,
-                                        GOOGLE__PROTOBUF__UINT64_VALUE__INIT);
-                m->table_size->value = lb->maglev_table_size;
+                    TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig,
+                           ENVOY__CONFIG__CLUSTER__V3__CLUSTER__MAGLEV_LB_CONFIG__INIT);
+                m->table_size = tr_u64(tr, lb->maglev_table_size);
                 c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_MAGLEV_LB_CONFIG;
                 c->maglev_lb_config = m;
             }
         }
         break;
     default:
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.algorithm", lp),
-                     "unknown load balancing algorithm %d", (int)lb->algorithm);
+        tr_error(tr, tr_printf(tr, "%s.algorithm", lp), "unknown load balancing algorithm %d",
+                 (int)lb->algorithm);
     }
     if (!hashing && (lb->minimum_ring_size || lb->maglev_table_size))
-        xds_tr_error(tr, lp, "ring and table sizes apply to RING_HASH and MAGLEV only");
-    if (!empty(lb->hash_on)) {
+        tr_error(tr, lp, "ring and table sizes apply to RING_HASH and MAGLEV only");
+    if (!tr_empty(lb->hash_on)) {
         if (!hashing)
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.hash_on", lp),
-                         "hash_on applies to RING_HASH and MAGLEV only");
-        else if (strcmp(lb->hash_on, "SourceIP") != 0 && empty(lb->hash_key))
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.hash_key", lp), "hashing on %s needs a hash_key",
-                         lb->hash_on);
+            tr_error(tr, tr_printf(tr, "%s.hash_on", lp),
+                     "hash_on applies to RING_HASH and MAGLEV only");
+        else if (strcmp(lb->hash_on, "SourceIP") != 0 && tr_empty(lb->hash_key))
+            tr_error(tr, tr_printf(tr, "%s.hash_key", lp), "hashing on %s needs a hash_key",
+                     lb->hash_on);
     }
 }
 
-static Google__Protobuf__Any *http2_options(xds_tr *tr)
+static Google__Protobuf__Any *http2_options(tr_ctx *tr)
 {
-    Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions__ExplicitHttpConfig *e = XDS_NEW(
+    Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions__ExplicitHttpConfig *e = TR_NEW(
         tr, Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions__ExplicitHttpConfig,
         ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__EXPLICIT_HTTP_CONFIG__INIT);
     e->protocol_config_case =
         ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__EXPLICIT_HTTP_CONFIG__PROTOCOL_CONFIG_HTTP2_PROTOCOL_OPTIONS;
-    e->http2_protocol_options = XDS_NEW(tr, Envoy__Config__Core__V3__Http2ProtocolOptions,
-                                        ENVOY__CONFIG__CORE__V3__HTTP2_PROTOCOL_OPTIONS__INIT);
+    e->http2_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http2ProtocolOptions,
+                                       ENVOY__CONFIG__CORE__V3__HTTP2_PROTOCOL_OPTIONS__INIT);
     Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions *o =
-        XDS_NEW(tr, Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions,
-                ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__INIT);
+        TR_NEW(tr, Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions,
+               ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__INIT);
     o->upstream_protocol_options_case =
         ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__UPSTREAM_PROTOCOL_OPTIONS_EXPLICIT_HTTP_CONFIG;
     o->explicit_http_config = e;
-    return xds_tr_any(tr, &o->base);
+    return tr_any(tr, &o->base);
 }
 
 /* gRPC clients NACK a Cluster with another load balancing policy, and take upstream
  * TLS only from certificate providers of their own bootstrap, never over SDS. */
-static void proxyless_limits(xds_tr *tr, size_t bi, const ev_cluster *c, const char *path)
+static void proxyless_limits(tr_ctx *tr, size_t bi, const ev_cluster *c, const char *path)
 {
     const char *from = tr->proxyless_from[bi];
     if (from == NULL)
         return;
     if (c->lb_policy != ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__ROUND_ROBIN &&
         c->lb_policy != ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.load_balancing.algorithm", path),
-                     "proxyless grpc clients (%s) support ROUND_ROBIN and RING_HASH only", from);
+        tr_error(tr, tr_printf(tr, "%s.load_balancing.algorithm", path),
+                 "proxyless grpc clients (%s) support ROUND_ROBIN and RING_HASH only", from);
     if (tr->ir->backends[bi]->tls_validation)
-        xds_tr_error(tr, xds_tr_printf(tr, "%s.tls_validation", path),
-                     "proxyless grpc clients (%s) cannot take backend tls from the control plane",
-                     from);
+        tr_error(tr, tr_printf(tr, "%s.tls_validation", path),
+                 "proxyless grpc clients (%s) cannot take backend tls from the control plane",
+                 from);
 }
 
-static void cluster(xds_tr *tr, size_t bi, const char *qname, const char *path)
+static void cluster(tr_ctx *tr, size_t bi, const char *qname, const char *path)
 {
     const ir_backend *b = tr->ir->backends[bi];
-    ev_cluster *c = XDS_NEW(tr, ev_cluster, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__INIT);
+    ev_cluster *c = TR_NEW(tr, ev_cluster, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__INIT);
     c->name = (char *)qname;
     c->cluster_discovery_type_case =
         ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE;
     c->type = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS;
-    c->eds_cluster_config = XDS_NEW(tr, Envoy__Config__Cluster__V3__Cluster__EdsClusterConfig,
-                                    ENVOY__CONFIG__CLUSTER__V3__CLUSTER__EDS_CLUSTER_CONFIG__INIT);
-    c->eds_cluster_config->eds_config = xds_tr_ads(tr);
+    c->eds_cluster_config = TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__EdsClusterConfig,
+                                   ENVOY__CONFIG__CLUSTER__V3__CLUSTER__EDS_CLUSTER_CONFIG__INIT);
+    c->eds_cluster_config->eds_config = tr_ads(tr);
     c->eds_cluster_config->service_name = (char *)qname;
 
-    const char *tp = xds_tr_printf(tr, "%s.connect_timeout", path);
-    c->connect_timeout = xds_tr_duration(tr, b->connect_timeout, tp);
+    const char *tp = tr_printf(tr, "%s.connect_timeout", path);
+    c->connect_timeout = tr_duration(tr, b->connect_timeout, tp);
     if (b->connect_timeout && c->connect_timeout && c->connect_timeout->seconds == 0 &&
         c->connect_timeout->nanos == 0)
-        xds_tr_error(tr, tp, "must be positive");
+        tr_error(tr, tp, "must be positive");
     if (b->connect_timeout == NULL) {
         c->connect_timeout =
-            XDS_NEW(tr, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
+            TR_NEW(tr, Google__Protobuf__Duration, GOOGLE__PROTOBUF__DURATION__INIT);
         c->connect_timeout->seconds = DEFAULT_CONNECT_TIMEOUT_S;
     }
     load_balancing(tr, c, b->load_balancing, path);
 
     bool h2 = false;
     if (protocol_h2(b->protocol, &h2) != 0)
-        xds_tr_error(
-            tr, xds_tr_printf(tr, "%s.protocol", path),
-            "unknown protocol \"%s\": use HTTP, HTTP2, GRPC, TCP or TLS (or leave it empty)",
-            b->protocol);
+        tr_error(tr, tr_printf(tr, "%s.protocol", path),
+                 "unknown protocol \"%s\": use HTTP, HTTP2, GRPC, TCP or TLS (or leave it empty)",
+                 b->protocol);
     if (h2) {
-        Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry *e = XDS_NEW(
+        Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry *e = TR_NEW(
             tr, Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry,
             ENVOY__CONFIG__CLUSTER__V3__CLUSTER__TYPED_EXTENSION_PROTOCOL_OPTIONS_ENTRY__INIT);
         e->key = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
         e->value = http2_options(tr);
         c->n_typed_extension_protocol_options = 1;
         c->typed_extension_protocol_options =
-            (Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry **)xds_tr_ptrs(
-                tr, 1);
+            (Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry **)tr_ptrs(tr,
+                                                                                                1);
         c->typed_extension_protocol_options[0] = e;
     }
-    c->transport_socket = xds_tr_upstream_tls(tr, bi, h2, path);
+    c->transport_socket = tr_upstream_tls(tr, bi, h2, path);
     proxyless_limits(tr, bi, c, path);
-    xds_tr_emit(tr, XDS_CDS, qname, &c->base);
+    tr_emit(tr, TR_CDS, qname, &c->base);
 }
 
 /* An endpoint with its address in canonical text, for sorting and duplicates. */
@@ -274,22 +264,21 @@ static int cmp_addr(const void *a, const void *b)
     return c;
 }
 
-static ev_lb_endpoint *lb_endpoint(xds_tr *tr, const ep *e)
+static ev_lb_endpoint *lb_endpoint(tr_ctx *tr, const ep *e)
 {
-    Envoy__Config__Core__V3__SocketAddress *sa = XDS_NEW(
+    Envoy__Config__Core__V3__SocketAddress *sa = TR_NEW(
         tr, Envoy__Config__Core__V3__SocketAddress, ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__INIT);
-    sa->address = xds_tr_strdup(tr, e->addr);
+    sa->address = tr_strdup(tr, e->addr);
     sa->port_specifier_case = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PORT_SPECIFIER_PORT_VALUE;
     sa->port_value = e->in->port;
     Envoy__Config__Core__V3__Address *a =
-        XDS_NEW(tr, Envoy__Config__Core__V3__Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
+        TR_NEW(tr, Envoy__Config__Core__V3__Address, ENVOY__CONFIG__CORE__V3__ADDRESS__INIT);
     a->address_case = ENVOY__CONFIG__CORE__V3__ADDRESS__ADDRESS_SOCKET_ADDRESS;
     a->socket_address = sa;
-    Envoy__Config__Endpoint__V3__Endpoint *en = XDS_NEW(
-        tr, Envoy__Config__Endpoint__V3__Endpoint, ENVOY__CONFIG__ENDPOINT__V3__ENDPOINT__INIT);
+    Envoy__Config__Endpoint__V3__Endpoint *en = TR_NEW(tr, Envoy__Config__Endpoint__V3__Endpoint,
+                                                       ENVOY__CONFIG__ENDPOINT__V3__ENDPOINT__INIT);
     en->address = a;
-    ev_lb_endpoint *le =
-        XDS_NEW(tr, ev_lb_endpoint, ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__INIT);
+    ev_lb_endpoint *le = TR_NEW(tr, ev_lb_endpoint, ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__INIT);
     le->host_identifier_case = ENVOY__CONFIG__ENDPOINT__V3__LB_ENDPOINT__HOST_IDENTIFIER_ENDPOINT;
     le->endpoint = en;
     le->health_status = e->in->healthy ? ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY
@@ -297,14 +286,14 @@ static ev_lb_endpoint *lb_endpoint(xds_tr *tr, const ep *e)
     return le;
 }
 
-static void load_assignment(xds_tr *tr, size_t bi, const char *qname, const char *path)
+static void load_assignment(tr_ctx *tr, size_t bi, const char *qname, const char *path)
 {
     const ir_backend *b = tr->ir->backends[bi];
-    ep *eps = xds_tr_alloc(tr, (b->n_endpoints + 1) * sizeof *eps);
+    ep *eps = tr_alloc(tr, (b->n_endpoints + 1) * sizeof *eps);
     size_t n = 0;
     for (size_t i = 0; i < b->n_endpoints; i++) {
         const ir_endpoint *in = b->endpoints[i];
-        const char *p = xds_tr_printf(tr, "%s.endpoints[%zu]", path, i);
+        const char *p = tr_printf(tr, "%s.endpoints[%zu]", path, i);
         unsigned char raw[sizeof(struct in6_addr)];
         ep *e = &eps[n];
         e->in = in;
@@ -315,13 +304,13 @@ static void load_assignment(xds_tr *tr, size_t bi, const char *qname, const char
         } else if (in->address && inet_pton(AF_INET6, in->address, raw) == 1) {
             inet_ntop(AF_INET6, raw, e->addr, sizeof e->addr);
         } else {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.address", p),
-                         "\"%s\" is not an ip address: endpoints must be ip literals",
-                         in->address ? in->address : "");
+            tr_error(tr, tr_printf(tr, "%s.address", p),
+                     "\"%s\" is not an ip address: endpoints must be ip literals",
+                     in->address ? in->address : "");
             continue;
         }
         if (in->port == 0 || in->port > 65535) {
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.port", p), "must be between 1 and 65535");
+            tr_error(tr, tr_printf(tr, "%s.port", p), "must be between 1 and 65535");
             continue;
         }
         n++;
@@ -330,50 +319,50 @@ static void load_assignment(xds_tr *tr, size_t bi, const char *qname, const char
     qsort(eps, n, sizeof *eps, cmp_addr);
     for (size_t i = 1; i < n; i++)
         if (eps[i].in->port == eps[i - 1].in->port && strcmp(eps[i].addr, eps[i - 1].addr) == 0)
-            xds_tr_error(tr, xds_tr_printf(tr, "%s.endpoints[%zu]", path, eps[i].idx),
-                         "duplicate endpoint %s port %u (also endpoints[%zu])", eps[i].addr,
-                         eps[i].in->port, eps[i - 1].idx);
+            tr_error(tr, tr_printf(tr, "%s.endpoints[%zu]", path, eps[i].idx),
+                     "duplicate endpoint %s port %u (also endpoints[%zu])", eps[i].addr,
+                     eps[i].in->port, eps[i - 1].idx);
     qsort(eps, n, sizeof *eps, cmp_ep);
 
     size_t n_loc = 0;
     for (size_t i = 0; i < n; i++)
         if (i == 0 || strcmp(eps[i].zone, eps[i - 1].zone) != 0)
             n_loc++;
-    ev_cla *cla = XDS_NEW(tr, ev_cla, ENVOY__CONFIG__ENDPOINT__V3__CLUSTER_LOAD_ASSIGNMENT__INIT);
+    ev_cla *cla = TR_NEW(tr, ev_cla, ENVOY__CONFIG__ENDPOINT__V3__CLUSTER_LOAD_ASSIGNMENT__INIT);
     cla->cluster_name = (char *)qname;
     cla->n_endpoints = n_loc;
-    cla->endpoints = (ev_locality **)xds_tr_ptrs(tr, n_loc);
+    cla->endpoints = (ev_locality **)tr_ptrs(tr, n_loc);
     size_t start = 0;
     for (size_t l = 0; l < n_loc; l++) {
         size_t end = start + 1;
         while (end < n && strcmp(eps[end].zone, eps[start].zone) == 0)
             end++;
         ev_locality *loc =
-            XDS_NEW(tr, ev_locality, ENVOY__CONFIG__ENDPOINT__V3__LOCALITY_LB_ENDPOINTS__INIT);
+            TR_NEW(tr, ev_locality, ENVOY__CONFIG__ENDPOINT__V3__LOCALITY_LB_ENDPOINTS__INIT);
         loc->locality =
-            XDS_NEW(tr, Envoy__Config__Core__V3__Locality, ENVOY__CONFIG__CORE__V3__LOCALITY__INIT);
-        loc->locality->zone = xds_tr_strdup(tr, eps[start].zone);
+            TR_NEW(tr, Envoy__Config__Core__V3__Locality, ENVOY__CONFIG__CORE__V3__LOCALITY__INIT);
+        loc->locality->zone = tr_strdup(tr, eps[start].zone);
         loc->n_lb_endpoints = end - start;
-        loc->lb_endpoints = (ev_lb_endpoint **)xds_tr_ptrs(tr, end - start);
+        loc->lb_endpoints = (ev_lb_endpoint **)tr_ptrs(tr, end - start);
         uint32_t healthy = 0;
         for (size_t i = start; i < end; i++) {
             loc->lb_endpoints[i - start] = lb_endpoint(tr, &eps[i]);
             healthy += eps[i].in->healthy ? 1 : 0;
         }
-        loc->load_balancing_weight = xds_tr_u32(tr, healthy ? healthy : 1);
+        loc->load_balancing_weight = tr_u32(tr, healthy ? healthy : 1);
         loc->priority = 0;
         cla->endpoints[l] = loc;
         start = end;
     }
-    xds_tr_emit(tr, XDS_EDS, qname, &cla->base);
+    tr_emit(tr, TR_EDS, qname, &cla->base);
 }
 
-void xds_tr_clusters(xds_tr *tr)
+void tr_clusters(tr_ctx *tr)
 {
     for (size_t i = 0; i < tr->ir->n_backends; i++) {
         const ir_backend *b = tr->ir->backends[i];
-        const char *path = xds_tr_printf(tr, "backends[%zu]", i);
-        const char *qname = xds_tr_qname(tr, b->namespace_, b->name);
+        const char *path = tr_printf(tr, "backends[%zu]", i);
+        const char *qname = tr_qname(tr, b->namespace_, b->name);
         unsupported(tr, b, path);
         cluster(tr, i, qname, path);
         load_assignment(tr, i, qname, path);

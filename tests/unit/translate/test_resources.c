@@ -28,7 +28,7 @@
 #include "server/base/fielderr.h"
 #include "server/base/mem.h"
 #include "server/ir/ir.h"
-#include "server/xds/resources.h"
+#include "server/translate/resources.h"
 
 typedef Envoy__Config__Listener__V3__Listener Listener;
 typedef Envoy__Config__Route__V3__RouteConfiguration RouteConfiguration;
@@ -68,12 +68,12 @@ static ir_snapshot *ir_from(const char *text)
     return snap;
 }
 
-static xds_resources *build(const char *text)
+static tr_resources *build(const char *text)
 {
     ir_snapshot *ir = ir_from(text);
-    xds_resources *r = NULL;
+    tr_resources *r = NULL;
     sx_err err = {0};
-    int rc = xds_resources_build(ir, "edge", 7, &r, &err);
+    int rc = tr_resources_build(ir, "edge", 7, &r, &err);
     if (rc != 0)
         fail_msg("build failed: %s (%s)", err.message, err.detail);
     ir_snapshot_free(ir);
@@ -84,9 +84,9 @@ static xds_resources *build(const char *text)
 static sx_err build_error(const char *text)
 {
     ir_snapshot *ir = ir_from(text);
-    xds_resources *r = (xds_resources *)1;
+    tr_resources *r = (tr_resources *)1;
     sx_err err = {0};
-    int rc = xds_resources_build(ir, "edge", 7, &r, &err);
+    int rc = tr_resources_build(ir, "edge", 7, &r, &err);
     assert_int_equal(rc, SX_EVALIDATION);
     assert_int_equal(err.code, SX_EVALIDATION);
     assert_null(r);
@@ -94,11 +94,11 @@ static sx_err build_error(const char *text)
     return err;
 }
 
-static const xds_resource *get(const xds_resources *r, xds_type t, const char *name)
+static const tr_resource *get(const tr_resources *r, tr_type t, const char *name)
 {
-    const xds_resource *x = xds_resources_find(r, t, name);
+    const tr_resource *x = tr_resources_find(r, t, name);
     if (x == NULL) {
-        print_error("no %s resource named \"%s\"; have:", xds_type_name(t), name);
+        print_error("no %s resource named \"%s\"; have:", tr_type_name(t), name);
         for (size_t i = 0; i < r->count[t]; i++)
             print_error(" \"%s\"", r->items[t][i].name);
         print_error("\n");
@@ -190,13 +190,13 @@ static const char PROXYLESS[] =
 static void test_proxyless_chain(void **state)
 {
     (void)state;
-    xds_resources *r = build(PROXYLESS);
+    tr_resources *r = build(PROXYLESS);
     assert_string_equal(r->version_info, "7");
     assert_string_equal(r->group, "edge");
 
     /* LDS: a Listener named exactly the target, with an api_listener. */
     Listener *l =
-        UNPACK(envoy__config__listener__v3__listener__unpack, get(r, XDS_LDS, "echo.test"));
+        UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "echo.test"));
     assert_string_equal(l->name, "echo.test");
     assert_non_null(l->api_listener);
     assert_null(l->address);
@@ -206,7 +206,7 @@ static void test_proxyless_chain(void **state)
 
     /* RDS: a virtual host whose only domain is the target, prefix "" to the cluster. */
     RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, XDS_RDS, rds_name));
+        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, rds_name));
     assert_string_equal(rc->name, rds_name);
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "echo.test");
     assert_int_equal(vh->n_domains, 1);
@@ -222,7 +222,7 @@ static void test_proxyless_chain(void **state)
     assert_string_equal(cluster_name, "demo/echo-backend");
 
     /* CDS: EDS over ADS, round robin, HTTP/2 upstream for gRPC. */
-    Cluster *c = UNPACK(envoy__config__cluster__v3__cluster__unpack, get(r, XDS_CDS, cluster_name));
+    Cluster *c = UNPACK(envoy__config__cluster__v3__cluster__unpack, get(r, TR_CDS, cluster_name));
     assert_int_equal(c->cluster_discovery_type_case,
                      ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE);
     assert_int_equal(c->type, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS);
@@ -246,7 +246,7 @@ static void test_proxyless_chain(void **state)
     /* EDS: localities by zone, each with a weight above 0, endpoints and health. */
     ClusterLoadAssignment *cla =
         UNPACK(envoy__config__endpoint__v3__cluster_load_assignment__unpack,
-               get(r, XDS_EDS, c->eds_cluster_config->service_name));
+               get(r, TR_EDS, c->eds_cluster_config->service_name));
     assert_string_equal(cla->cluster_name, cluster_name);
     assert_int_equal(cla->n_endpoints, 2);
     assert_non_null(cla->endpoints[0]->locality);
@@ -269,7 +269,7 @@ static void test_proxyless_chain(void **state)
                      ENVOY__CONFIG__CORE__V3__HEALTH_STATUS__HEALTHY);
 
     /* Every resource carries its content hash as version. */
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
         for (size_t i = 0; i < r->count[t]; i++)
             assert_int_equal(strlen(r->items[t][i].version), 16);
 
@@ -278,7 +278,7 @@ static void test_proxyless_chain(void **state)
     protobuf_c_message_free_unpacked(&rc->base, NULL);
     protobuf_c_message_free_unpacked(&h->base, NULL);
     protobuf_c_message_free_unpacked(&l->base, NULL);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 /* A rule without backends cannot reach proxyless clients: grpc-js would NACK. */
@@ -329,8 +329,8 @@ static const char HTTP[] =
 static void test_http_routes(void **state)
 {
     (void)state;
-    xds_resources *r = build(HTTP);
-    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, XDS_LDS, "web"));
+    tr_resources *r = build(HTTP);
+    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "web"));
     assert_int_equal(l->address->socket_address->port_value, 8080);
     assert_string_equal(l->address->socket_address->address, "0.0.0.0");
     assert_null(l->api_listener);
@@ -339,7 +339,7 @@ static void test_http_routes(void **state)
     assert_string_equal(h->stat_prefix, "web");
 
     RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, XDS_RDS, "web"));
+        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "web"));
     assert_int_equal(rc->n_virtual_hosts, 1);
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "example.com");
     /* Precedence: exact paths longest first, regex, then prefixes longest first, "/" last. */
@@ -416,20 +416,20 @@ static void test_http_routes(void **state)
         ENVOY__CONFIG__ROUTE__V3__REDIRECT_ACTION__REDIRECT_RESPONSE_CODE__MOVED_PERMANENTLY);
 
     /* Every backend has a cluster and a load assignment, referenced or not. */
-    assert_int_equal(r->count[XDS_CDS], 3);
-    assert_int_equal(r->count[XDS_EDS], 3);
+    assert_int_equal(r->count[TR_CDS], 3);
+    assert_int_equal(r->count[TR_EDS], 3);
 
     protobuf_c_message_free_unpacked(&rc->base, NULL);
     protobuf_c_message_free_unpacked(&h->base, NULL);
     protobuf_c_message_free_unpacked(&l->base, NULL);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 /* ReplacePrefixMatch keeps Gateway API semantics across the two routes of a prefix. */
 static void test_prefix_rewrite(void **state)
 {
     (void)state;
-    xds_resources *r =
+    tr_resources *r =
         build("{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
               "   'attached_routes': ['r']}],"
               " 'http_routes': [{'name': 'r', 'rules': [{'matches': [{'path': '/foo/'}],"
@@ -438,7 +438,7 @@ static void test_prefix_rewrite(void **state)
               "   'backend_refs': [{'name': 'b'}]}]}],"
               " 'backends': [{'name': 'b', 'endpoints': [{'address': '::1', 'port': 80}]}]}");
     RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, XDS_RDS, "l"));
+        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "l"));
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "*");
     assert_int_equal(vh->n_routes, 2);
     assert_string_equal(vh->routes[0]->match->path, "/foo");
@@ -448,7 +448,7 @@ static void test_prefix_rewrite(void **state)
     assert_string_equal(vh->routes[1]->route->host_rewrite_literal, "in.svc");
     assert_string_equal(vh->routes[1]->route->cluster, "b");
     protobuf_c_message_free_unpacked(&rc->base, NULL);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 /* ---------------------------------------------------------------- TLS */
@@ -477,10 +477,10 @@ static const char TLS[] =
 static void test_tls(void **state)
 {
     (void)state;
-    xds_resources *r = build(TLS);
+    tr_resources *r = build(TLS);
 
     /* Listener: SNI match, the TLS inspector, a DownstreamTlsContext naming SDS secrets. */
-    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, XDS_LDS, "https"));
+    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "https"));
     assert_string_equal(l->address->socket_address->address, "::");
     assert_int_equal(l->n_listener_filters, 1);
     assert_string_equal(l->listener_filters[0]->name, "envoy.filters.listener.tls_inspector");
@@ -509,25 +509,25 @@ static void test_tls(void **state)
 
     /* Secrets: the listener certificate and the generated CA bundles. */
     Secret *s = UNPACK(envoy__extensions__transport_sockets__tls__v3__secret__unpack,
-                       get(r, XDS_SDS, "default/example-tls"));
+                       get(r, TR_SDS, "default/example-tls"));
     assert_int_equal(s->type_case,
                      ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__TYPE_TLS_CERTIFICATE);
     assert_string_equal(s->tls_certificate->certificate_chain->inline_string, "CERT");
     assert_string_equal(s->tls_certificate->private_key->inline_string, "KEY");
     protobuf_c_message_free_unpacked(&s->base, NULL);
     s = UNPACK(envoy__extensions__transport_sockets__tls__v3__secret__unpack,
-               get(r, XDS_SDS, "client-ca:https"));
+               get(r, TR_SDS, "client-ca:https"));
     assert_non_null(strstr(s->validation_context->trusted_ca->inline_string, "\nCA\n"));
     protobuf_c_message_free_unpacked(&s->base, NULL);
     s = UNPACK(envoy__extensions__transport_sockets__tls__v3__secret__unpack,
-               get(r, XDS_SDS, "ca:default/api"));
+               get(r, TR_SDS, "ca:default/api"));
     assert_non_null(strstr(s->validation_context->trusted_ca->inline_string, "BACKEND"));
     protobuf_c_message_free_unpacked(&s->base, NULL);
-    assert_int_equal(r->count[XDS_SDS], 4);
+    assert_int_equal(r->count[TR_SDS], 4);
 
     /* Cluster: upstream TLS through SDS, client certificate from the listener, ring hash. */
     Cluster *cl =
-        UNPACK(envoy__config__cluster__v3__cluster__unpack, get(r, XDS_CDS, "default/api"));
+        UNPACK(envoy__config__cluster__v3__cluster__unpack, get(r, TR_CDS, "default/api"));
     assert_int_equal(cl->connect_timeout->seconds, 1);
     assert_int_equal(cl->connect_timeout->nanos, 500000000);
     assert_int_equal(cl->lb_policy, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH);
@@ -555,14 +555,14 @@ static void test_tls(void **state)
 
     /* The route hashes on the header the ring-hash backend names. */
     RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, XDS_RDS, "https"));
+        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "https"));
     const Route *rt = vhost(rc, "example.com")->routes[0];
     assert_int_equal(rt->route->n_hash_policy, 1);
     assert_string_equal(rt->route->hash_policy[0]->header->header_name, "x-user");
     protobuf_c_message_free_unpacked(&rc->base, NULL);
 
     protobuf_c_message_free_unpacked(&l->base, NULL);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 /* ---------------------------------------------------------------- stream routes */
@@ -570,7 +570,7 @@ static void test_tls(void **state)
 static void test_tcp_proxy(void **state)
 {
     (void)state;
-    xds_resources *r = build(
+    tr_resources *r = build(
         "{'listeners': [{'name': 'pg', 'protocol': 'LISTENER_PROTOCOL_TCP', 'port': 5432,"
         "   'attached_routes': ['data/db']},"
         "  {'name': 'sni', 'protocol': 'LISTENER_PROTOCOL_TLS_PASSTHROUGH', 'port': 443,"
@@ -586,7 +586,7 @@ static void test_tcp_proxy(void **state)
         " 'backends': [{'name': 'postgres', 'namespace': 'data',"
         "   'endpoints': [{'address': '10.2.0.1', 'port': 5432, 'healthy': true}]},"
         "  {'name': 'other', 'namespace': 'data', 'endpoints': []}]}");
-    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, XDS_LDS, "pg"));
+    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "pg"));
     assert_int_equal(l->n_filter_chains, 1);
     assert_string_equal(l->filter_chains[0]->filters[0]->name, "envoy.filters.network.tcp_proxy");
     TcpProxy *tp = (TcpProxy *)unpack_any(
@@ -597,7 +597,7 @@ static void test_tcp_proxy(void **state)
     protobuf_c_message_free_unpacked(&tp->base, NULL);
     protobuf_c_message_free_unpacked(&l->base, NULL);
 
-    l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, XDS_LDS, "sni"));
+    l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "sni"));
     assert_int_equal(l->n_listener_filters, 1);
     assert_int_equal(l->n_filter_chains, 2);
     assert_string_equal(l->filter_chains[0]->filter_chain_match->server_names[0], "a.example.com");
@@ -615,17 +615,16 @@ static void test_tcp_proxy(void **state)
     protobuf_c_message_free_unpacked(&l->base, NULL);
 
     /* A backend without endpoints still gets its (empty) load assignment. */
-    ClusterLoadAssignment *cla =
-        UNPACK(envoy__config__endpoint__v3__cluster_load_assignment__unpack,
-               get(r, XDS_EDS, "data/other"));
+    ClusterLoadAssignment *cla = UNPACK(
+        envoy__config__endpoint__v3__cluster_load_assignment__unpack, get(r, TR_EDS, "data/other"));
     assert_int_equal(cla->n_endpoints, 0);
     protobuf_c_message_free_unpacked(&cla->base, NULL);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 /* ---------------------------------------------------------------- determinism */
 
-static bool same(const xds_resource *a, const xds_resource *b)
+static bool same(const tr_resource *a, const tr_resource *b)
 {
     return strcmp(a->name, b->name) == 0 && a->len == b->len &&
            memcmp(a->bytes, b->bytes, a->len) == 0 && strcmp(a->version, b->version) == 0;
@@ -636,8 +635,8 @@ static void test_same_ir_same_bytes(void **state)
     (void)state;
     const char *fixtures[] = {PROXYLESS, HTTP, TLS};
     for (size_t f = 0; f < 3; f++) {
-        xds_resources *a = build(fixtures[f]), *b = build(fixtures[f]);
-        for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        tr_resources *a = build(fixtures[f]), *b = build(fixtures[f]);
+        for (int t = 0; t < TR_TYPE_COUNT; t++) {
             assert_int_equal(a->count[t], b->count[t]);
             for (size_t i = 0; i < a->count[t]; i++)
                 assert_true(same(&a->items[t][i], &b->items[t][i]));
@@ -645,8 +644,8 @@ static void test_same_ir_same_bytes(void **state)
             for (size_t i = 1; i < a->count[t]; i++)
                 assert_true(strcmp(a->items[t][i - 1].name, a->items[t][i].name) < 0);
         }
-        xds_resources_unref(a);
-        xds_resources_unref(b);
+        tr_resources_unref(a);
+        tr_resources_unref(b);
     }
 }
 
@@ -673,18 +672,18 @@ static void test_endpoint_change_scoped(void **state)
     snprintf(
         three, sizeof three, base,
         "{'address': '10.0.0.1', 'port': 1, 'healthy': true}, {'address': '10.0.0.3', 'port': 1}");
-    xds_resources *a = build(one), *b = build(two), *c = build(three);
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    tr_resources *a = build(one), *b = build(two), *c = build(three);
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         assert_int_equal(a->count[t], c->count[t]);
         for (size_t i = 0; i < a->count[t]; i++) {
             assert_true(same(&a->items[t][i], &b->items[t][i]));
-            bool changed = t == XDS_EDS && strcmp(a->items[t][i].name, "x") == 0;
+            bool changed = t == TR_EDS && strcmp(a->items[t][i].name, "x") == 0;
             assert_int_equal(strcmp(a->items[t][i].version, c->items[t][i].version) != 0, changed);
         }
     }
-    xds_resources_unref(a);
-    xds_resources_unref(b);
-    xds_resources_unref(c);
+    tr_resources_unref(a);
+    tr_resources_unref(b);
+    tr_resources_unref(c);
 }
 
 /* ---------------------------------------------------------------- refusals */
@@ -781,7 +780,7 @@ static void test_refusals(void **state)
 static void test_shared_route_name(void **state)
 {
     (void)state;
-    xds_resources *r = build(
+    tr_resources *r = build(
         "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
         "   'attached_routes': ['api', 'api']}],"
         " 'http_routes': [{'name': 'api', 'namespace': 'n', 'rules': [{'matches': [{'path': '/h',"
@@ -791,37 +790,37 @@ static void test_shared_route_name(void **state)
         "   'backend_refs': [{'name': 'b'}]}]}],"
         " 'backends': [{'name': 'b', 'namespace': 'n'}]}");
     RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, XDS_RDS, "l"));
+        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "l"));
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "*");
     assert_int_equal(vh->n_routes, 2);
     assert_string_equal(vh->routes[0]->match->path, "/h");
     assert_string_equal(vh->routes[1]->match->prefix, "/s/");
     protobuf_c_message_free_unpacked(&rc->base, NULL);
-    xds_resources_unref(r);
+    tr_resources_unref(r);
 }
 
 static void test_type_urls(void **state)
 {
     (void)state;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
-        xds_type back;
-        assert_int_equal(xds_type_from_url(xds_type_url((xds_type)t), &back), 0);
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
+        tr_type back;
+        assert_int_equal(tr_type_from_url(tr_type_url((tr_type)t), &back), 0);
         assert_int_equal(back, t);
     }
-    assert_string_equal(xds_type_url(XDS_LDS),
+    assert_string_equal(tr_type_url(TR_LDS),
                         "type.googleapis.com/envoy.config.listener.v3.Listener");
-    assert_string_equal(xds_type_name(XDS_EDS), "eds");
-    xds_type t;
-    assert_int_equal(xds_type_from_url("type.googleapis.com/envoy.config.core.v3.Node", &t),
+    assert_string_equal(tr_type_name(TR_EDS), "eds");
+    tr_type t;
+    assert_int_equal(tr_type_from_url("type.googleapis.com/envoy.config.core.v3.Node", &t),
                      SX_ENOTFOUND);
 
     /* References keep the set alive; the last unref frees it (checked by ASan). */
-    xds_resources *r = build("{}");
-    assert_ptr_equal(xds_resources_ref(r), r);
-    xds_resources_unref(r);
-    assert_null(xds_resources_find(r, XDS_CDS, "none"));
-    xds_resources_unref(r);
-    xds_resources_unref(NULL);
+    tr_resources *r = build("{}");
+    assert_ptr_equal(tr_resources_ref(r), r);
+    tr_resources_unref(r);
+    assert_null(tr_resources_find(r, TR_CDS, "none"));
+    tr_resources_unref(r);
+    tr_resources_unref(NULL);
 }
 
 int main(void)

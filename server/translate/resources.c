@@ -10,42 +10,42 @@
  * the same bytes and versions on every replica, and a change to one backend's
  * endpoints changes that one ClusterLoadAssignment's version and nothing else.
  */
-#include "server/xds/resources.h"
+#include "server/translate/resources.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/base/mem.h"
-#include "server/xds/translate.h"
+#include "server/translate/translate.h"
 
-static const char *const TYPE_URLS[XDS_TYPE_COUNT] = {
-    [XDS_SDS] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
-    [XDS_CDS] = "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-    [XDS_EDS] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
-    [XDS_LDS] = "type.googleapis.com/envoy.config.listener.v3.Listener",
-    [XDS_RDS] = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+static const char *const TYPE_URLS[TR_TYPE_COUNT] = {
+    [TR_SDS] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+    [TR_CDS] = "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+    [TR_EDS] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+    [TR_LDS] = "type.googleapis.com/envoy.config.listener.v3.Listener",
+    [TR_RDS] = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
 };
 
-static const char *const TYPE_NAMES[XDS_TYPE_COUNT] = {
-    [XDS_SDS] = "sds", [XDS_CDS] = "cds", [XDS_EDS] = "eds", [XDS_LDS] = "lds", [XDS_RDS] = "rds",
+static const char *const TYPE_NAMES[TR_TYPE_COUNT] = {
+    [TR_SDS] = "sds", [TR_CDS] = "cds", [TR_EDS] = "eds", [TR_LDS] = "lds", [TR_RDS] = "rds",
 };
 
-const char *xds_type_url(xds_type t)
+const char *tr_type_url(tr_type t)
 {
-    return (unsigned)t < XDS_TYPE_COUNT ? TYPE_URLS[t] : "";
+    return (unsigned)t < TR_TYPE_COUNT ? TYPE_URLS[t] : "";
 }
 
-const char *xds_type_name(xds_type t)
+const char *tr_type_name(tr_type t)
 {
-    return (unsigned)t < XDS_TYPE_COUNT ? TYPE_NAMES[t] : "";
+    return (unsigned)t < TR_TYPE_COUNT ? TYPE_NAMES[t] : "";
 }
 
-int xds_type_from_url(const char *type_url, xds_type *out)
+int tr_type_from_url(const char *type_url, tr_type *out)
 {
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
         if (type_url && strcmp(type_url, TYPE_URLS[t]) == 0) {
-            *out = (xds_type)t;
+            *out = (tr_type)t;
             return 0;
         }
     }
@@ -54,10 +54,10 @@ int xds_type_from_url(const char *type_url, xds_type *out)
 
 static int cmp_resource(const void *a, const void *b)
 {
-    return strcmp(((const xds_resource *)a)->name, ((const xds_resource *)b)->name);
+    return strcmp(((const tr_resource *)a)->name, ((const tr_resource *)b)->name);
 }
 
-static void free_items(xds_resource *items, size_t n)
+void tr_resource_items_free(tr_resource *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         sx_free(items[i].name);
@@ -66,38 +66,38 @@ static void free_items(xds_resource *items, size_t n)
     sx_free(items);
 }
 
-static const char *const TYPE_WHAT[XDS_TYPE_COUNT] = {
-    [XDS_SDS] = "secret",
-    [XDS_CDS] = "cluster",
-    [XDS_EDS] = "load assignment",
-    [XDS_LDS] = "listener",
-    [XDS_RDS] = "route configuration",
+static const char *const TYPE_WHAT[TR_TYPE_COUNT] = {
+    [TR_SDS] = "secret",
+    [TR_CDS] = "cluster",
+    [TR_EDS] = "load assignment",
+    [TR_LDS] = "listener",
+    [TR_RDS] = "route configuration",
 };
 
-int xds_resources_build(const ir_snapshot *ir, const char *group, long long version,
-                        xds_resources **out, sx_err *err)
+int tr_resources_build(const ir_snapshot *ir, const char *group, long long version,
+                       tr_resources **out, sx_err *err)
 {
     *out = NULL;
     if (ir == NULL)
         return sx_err_set(err, SX_EINVAL, "no snapshot to translate");
 
-    xds_tr tr = {.ir = ir, .arena = sx_arena_create()};
-    xds_tr_index(&tr);
-    xds_tr_secrets(&tr);
-    xds_tr_routes(&tr);
-    xds_tr_listeners(&tr);
-    xds_tr_clusters(&tr);
+    tr_ctx tr = {.ir = ir, .arena = sx_arena_create()};
+    tr_index(&tr);
+    tr_secrets(&tr);
+    tr_routes(&tr);
+    tr_listeners(&tr);
+    tr_clusters(&tr);
 
-    for (int t = 0; t < XDS_TYPE_COUNT; t++) {
-        xds_tr_out *o = &tr.out[t];
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
+        tr_out *o = &tr.out[t];
         if (o->count > 1)
             qsort(o->items, o->count, sizeof *o->items, cmp_resource);
         /* The translators keep names apart; this is the last line of defence, since
          * two resources of one name would make every client see only one of them. */
         for (size_t i = 1; i < o->count; i++)
             if (strcmp(o->items[i].name, o->items[i - 1].name) == 0)
-                xds_tr_error(&tr, TYPE_NAMES[t], "two %ss are named \"%s\"", TYPE_WHAT[t],
-                             o->items[i].name);
+                tr_error(&tr, TYPE_NAMES[t], "two %ss are named \"%s\"", TYPE_WHAT[t],
+                         o->items[i].name);
     }
 
     int rc = 0;
@@ -113,15 +113,15 @@ int xds_resources_build(const ir_snapshot *ir, const char *group, long long vers
                 sx_err_detail(err, "The snapshot has %zu problems: %s.", tr.errs.count, all);
             sx_free(all);
         }
-        for (int t = 0; t < XDS_TYPE_COUNT; t++)
-            free_items(tr.out[t].items, tr.out[t].count);
+        for (int t = 0; t < TR_TYPE_COUNT; t++)
+            tr_resource_items_free(tr.out[t].items, tr.out[t].count);
     } else {
-        xds_resources *r = sx_calloc(1, sizeof *r);
+        tr_resources *r = sx_calloc(1, sizeof *r);
         atomic_init(&r->refs, 1);
         r->group = sx_strdup(group ? group : "");
         r->version = version;
         snprintf(r->version_info, sizeof r->version_info, "%lld", version);
-        for (int t = 0; t < XDS_TYPE_COUNT; t++) {
+        for (int t = 0; t < TR_TYPE_COUNT; t++) {
             r->items[t] = tr.out[t].items;
             r->count[t] = tr.out[t].count;
         }
@@ -132,26 +132,26 @@ int xds_resources_build(const ir_snapshot *ir, const char *group, long long vers
     return rc;
 }
 
-xds_resources *xds_resources_ref(xds_resources *r)
+tr_resources *tr_resources_ref(tr_resources *r)
 {
     if (r)
         atomic_fetch_add(&r->refs, 1);
     return r;
 }
 
-void xds_resources_unref(xds_resources *r)
+void tr_resources_unref(tr_resources *r)
 {
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
-    for (int t = 0; t < XDS_TYPE_COUNT; t++)
-        free_items(r->items[t], r->count[t]);
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
+        tr_resource_items_free(r->items[t], r->count[t]);
     sx_free(r->group);
     sx_free(r);
 }
 
-const xds_resource *xds_resources_find(const xds_resources *r, xds_type t, const char *name)
+const tr_resource *tr_resources_find(const tr_resources *r, tr_type t, const char *name)
 {
-    if (r == NULL || (unsigned)t >= XDS_TYPE_COUNT || name == NULL)
+    if (r == NULL || (unsigned)t >= TR_TYPE_COUNT || name == NULL)
         return NULL;
     size_t lo = 0, hi = r->count[t];
     while (lo < hi) {
