@@ -96,11 +96,10 @@ struct events_feed {
     size_t max_streams;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    pthread_t thread;
-    bool started;
-    bool stopping; /* the thread must exit */
-    bool closed;   /* no new subscriptions; the open ones were ended */
-    bool poke;     /* run a round now */
+    sup_thread thread; /* runs feed_main */
+    bool stopping;     /* the thread must exit */
+    bool closed;       /* no new subscriptions; the open ones were ended */
+    bool poke;         /* run a round now */
     bool head_known;
     event_pos head;
     uint64_t opens;   /* subscriptions ever opened (see poll) */
@@ -658,6 +657,7 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
     f->hello = frame_new(hello, sizeof(hello) - 1, false);
     f->keepalive = frame_new(keepalive, sizeof(keepalive) - 1, false);
     f->poke = true; /* the first round finds the head */
+    f->thread = (sup_thread){.run = feed_main, .ctx = f, .what = "the events"};
     if (opt->metrics) {
         f->m_streams = sx_metrics_gauge(opt->metrics, "sextant_events_streams",
                                         "Open GET /api/v1/events streams on this replica", NULL);
@@ -700,10 +700,7 @@ void events_feed_on_resync(void *ctx)
 static int feed_start(void *ctx, sx_err *err)
 {
     events_feed *f = ctx;
-    if (pthread_create(&f->thread, NULL, feed_main, f) != 0)
-        return sx_err_set(err, SX_EINTERNAL, "could not start the events thread");
-    f->started = true;
-    return 0;
+    return sup_thread_start(&f->thread, err);
 }
 
 static void feed_stop(void *ctx)
@@ -723,9 +720,7 @@ static void feed_stop(void *ctx)
     }
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
-    if (f->started)
-        pthread_join(f->thread, NULL);
-    f->started = false;
+    sup_thread_join(&f->thread);
 }
 
 /* Ready once the feed knows its position (it stays known), so that subscriptions can

@@ -12,7 +12,6 @@
  */
 #include "server/fleet.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 
 #include "server/base/log.h"
@@ -32,16 +31,18 @@
 struct fleet_monitor {
     struct sx_server *srv; /* borrowed */
     sx_metric *m_proxies;  /* sextant_proxies{state} */
-    pthread_t thread;
-    bool started;
-    bool failing;       /* the last refresh failed (logged once until it works again) */
-    bool sweep_failing; /* the same for the sweep */
+    sup_thread thread;     /* the refresh and sweep loop */
+    bool failing;          /* the last refresh failed (logged once until it works again) */
+    bool sweep_failing;    /* the same for the sweep */
 };
+
+static void *fleet_thread(void *arg);
 
 fleet_monitor *fleet_create(struct sx_server *srv)
 {
     fleet_monitor *f = sx_calloc(1, sizeof(*f));
     f->srv = srv;
+    f->thread = (sup_thread){.run = fleet_thread, .ctx = f, .what = "the fleet health"};
     if (srv->metrics)
         f->m_proxies = sx_metrics_gauge(srv->metrics, "sextant_proxies",
                                         "Proxies by state: connected, stale (no activity for "
@@ -170,18 +171,13 @@ static void *fleet_thread(void *arg)
 static int fleet_start(void *ctx, sx_err *err)
 {
     fleet_monitor *f = ctx;
-    if (pthread_create(&f->thread, NULL, fleet_thread, f) != 0)
-        return sx_err_set(err, SX_EINTERNAL, "could not start the fleet health thread");
-    f->started = true;
-    return 0;
+    return sup_thread_start(&f->thread, err);
 }
 
 static void fleet_stop(void *ctx)
 {
     fleet_monitor *f = ctx;
-    if (f->started)
-        pthread_join(f->thread, NULL);
-    f->started = false;
+    sup_thread_join(&f->thread);
 }
 
 /* Fleet metrics never hold up readiness. */
@@ -191,12 +187,7 @@ static bool fleet_ready(void *ctx)
     return true;
 }
 
-static const sup_ops fleet_ops = {fleet_start, fleet_stop, fleet_ready};
-
-int fleet_register(fleet_monitor *f, sx_err *err)
-{
-    return sup_register(f->srv->sup, "fleet", &fleet_ops, f, err);
-}
+const sup_ops fleet_sup_ops = {fleet_start, fleet_stop, fleet_ready};
 
 void fleet_destroy(fleet_monitor *f)
 {

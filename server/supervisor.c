@@ -481,3 +481,18 @@ int sup_stop_all(sup_supervisor *sup)
     }
     return rc;
 }
+
+int sup_thread_start(sup_thread *t, sx_err *err)
+{
+    if (pthread_create(&t->thread, NULL, t->run, t->ctx) != 0)
+        return sx_err_set(err, SX_EINTERNAL, "could not start %s thread", t->what);
+    t->started = true;
+    return 0;
+}
+
+void sup_thread_join(sup_thread *t)
+{
+    if (t->started)
+        pthread_join(t->thread, NULL);
+    t->started = false;
+}

@@ -27,6 +27,7 @@
 #ifndef SX_SERVER_SUPERVISOR_H
 #define SX_SERVER_SUPERVISOR_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,6 +105,24 @@ bool sup_sleep(sup_supervisor *sup, int64_t ms);
 
 /* True once sup_stop_all (or sup_request_shutdown) has begun shutdown. */
 bool sup_stopping(sup_supervisor *sup);
+
+/* The one thread of a component whose start() runs it and whose stop() joins it; the
+ * thread loops on sup_sleep, so shutdown ends it. Fill in run, ctx and what; the rest is
+ * the helper's. */
+typedef struct sup_thread {
+    void *(*run)(void *ctx); /* the thread's body */
+    void *ctx;               /* passed to run */
+    const char *what;        /* names it in errors: "the fleet health" thread */
+    pthread_t thread;        /* valid while started */
+    bool started;
+} sup_thread;
+
+/* Starts t->run(t->ctx) on a new thread: for a component's start(). Returns 0 or
+ * SX_EINTERNAL ("could not start <what> thread"). */
+int sup_thread_start(sup_thread *t, sx_err *err) SX_MUSTCHECK;
+
+/* Joins the thread if it was started: for a component's stop(). Idempotent. */
+void sup_thread_join(sup_thread *t);
 
 /* Waits on the main thread until SIGINT or SIGTERM arrives; returns the signal number.
  * Requires sup_block_signals. */

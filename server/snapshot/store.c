@@ -37,7 +37,6 @@ struct snap_store {
     int next_watch_id;
     sx_metric *m_groups;
     sx_metric *m_updates;
-    sx_metric *m_fetch_errors;
 };
 
 snap_entry *snap_entry_ref(snap_entry *e)
@@ -69,9 +68,6 @@ snap_store *snap_store_create(snap_repo *repo, sx_metrics *metrics)
                                        "Proxy groups with a snapshot held by this replica", NULL);
         s->m_updates = sx_metrics_counter(metrics, "sextant_snapshot_updates_total",
                                           "Snapshots this replica took in, by source", "source");
-        s->m_fetch_errors =
-            sx_metrics_counter(metrics, "sextant_snapshot_fetch_errors_total",
-                               "Snapshot fetches that failed (repaired by the next resync)", NULL);
     }
     return s;
 }
@@ -262,38 +258,4 @@ char *snap_store_notify_payload(const char *group, long long version)
     char *out = sx_strdup(text);
     free(text);
     return out;
-}
-
-void snap_store_on_notify(void *ctx, const char *channel, const char *payload)
-{
-    snap_store *s = ctx;
-    (void)channel;
-    json_error_t jerr;
-    json_t *j = json_loads(payload, 0, &jerr);
-    const char *group = json_string_value(json_object_get(j, "group"));
-    json_t *v = json_object_get(j, "version");
-    if (group == NULL || !json_is_integer(v) || json_integer_value(v) < 1) {
-        sx_log(SX_LOG_WARN, "snapshots", "ignoring malformed snapshot notification: %.200s",
-               payload);
-        json_decref(j);
-        return;
-    }
-    sx_err err;
-    if (snap_store_refresh(s, group, json_integer_value(v), &err) != 0) {
-        if (s->m_fetch_errors)
-            sx_metric_inc(s->m_fetch_errors, NULL);
-        sx_log_err(SX_LOG_WARN, "snapshots", &err);
-    }
-    json_decref(j);
-}
-
-void snap_store_on_resync(void *ctx)
-{
-    snap_store *s = ctx;
-    sx_err err;
-    if (snap_store_load_all(s, &err) != 0) {
-        if (s->m_fetch_errors)
-            sx_metric_inc(s->m_fetch_errors, NULL);
-        sx_log_err(SX_LOG_WARN, "snapshots", &err);
-    }
 }

@@ -44,6 +44,7 @@
 #include "server/base/mem.h"
 #include "server/ir/pbjson.h"
 #include "server/server.h"
+#include "server/snapshot/loader.h"
 #include "server/xds/control.h"
 #include "server/xds/delta.h"
 #include "server/xds/metrics.h"
@@ -645,7 +646,7 @@ static bool pin_in_use(void *ctx, const char *group, long long version)
 }
 
 /* Reloads every pin from the database and re-serves the nodes whose pin changed. Runs
- * on the listener's thread (NOTIFY and resync). */
+ * on the snapshot loader's thread (NOTIFY and resync: server/snapshot/loader.h). */
 static void reload_pins(xds_server *s)
 {
     if (s->o.pool == NULL)
@@ -1842,9 +1843,8 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
     int rc = xds_server_create(&o, &s, err);
     if (rc != 0)
         return rc;
-    if (srv->listener &&
-        (rc = pg_listener_subscribe(srv->listener, PINS_NOTIFY_CHANNEL, on_pins_notify,
-                                    on_pins_resync, s, err)) != 0) {
+    if (srv->loader && (rc = snap_loader_subscribe(srv->loader, PINS_NOTIFY_CHANNEL, on_pins_notify,
+                                                   on_pins_resync, s, err)) != 0) {
         xds_server_destroy(s);
         return rc;
     }
