@@ -48,7 +48,6 @@ static void *watch(void *arg)
         sx_err_clear(&err);
         bool ok = database_usable(d, &err);
         bool was = atomic_exchange(&d->ready, ok);
-        sup_set_ready(d->sup, "database", ok);
         if (ok && !was) {
             sx_log(SX_LOG_INFO, "storage", "database ready");
             last[0] = '\0';
@@ -70,7 +69,8 @@ datastore *datastore_create(pg_pool *pool, sup_supervisor *sup)
     datastore *d = sx_calloc(1, sizeof(*d));
     d->pool = pool;
     d->sup = sup;
-    d->thread = (sup_thread){.run = watch, .ctx = d, .what = "the database watcher"};
+    d->thread = (sup_thread){
+        .run = watch, .ready = datastore_ready, .ctx = d, .what = "the database watcher"};
     atomic_init(&d->ready, false);
     return d;
 }
@@ -86,16 +86,7 @@ bool datastore_ready(void *ctx)
     return atomic_load(&d->ready);
 }
 
-static int datastore_start(void *ctx, sx_err *err)
+sup_thread *datastore_component(datastore *d)
 {
-    datastore *d = ctx;
-    return sup_thread_start(&d->thread, err);
+    return &d->thread;
 }
-
-static void datastore_stop(void *ctx)
-{
-    datastore *d = ctx;
-    sup_thread_join(&d->thread);
-}
-
-const sup_ops datastore_sup_ops = {datastore_start, datastore_stop, NULL};

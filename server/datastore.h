@@ -35,8 +35,8 @@ void datastore_destroy(datastore *d);
  * thread. ctx is the datastore (the shape of snap_loader_options.database_ready). */
 bool datastore_ready(void *ctx);
 
-/* Supervisor callbacks of the component "database" (ctx: the datastore); readiness is
- * set with sup_set_ready under the name "database". */
-extern const sup_ops datastore_sup_ops;
+/* The component "database", for sup_register with sup_thread_ops: its thread is the
+ * watcher, its readiness datastore_ready. */
+sup_thread *datastore_component(datastore *d);
 
 #endif

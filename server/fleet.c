@@ -168,26 +168,10 @@ static void *fleet_thread(void *arg)
     return NULL;
 }
 
-static int fleet_start(void *ctx, sx_err *err)
+sup_thread *fleet_component(fleet_monitor *f)
 {
-    fleet_monitor *f = ctx;
-    return sup_thread_start(&f->thread, err);
+    return &f->thread;
 }
-
-static void fleet_stop(void *ctx)
-{
-    fleet_monitor *f = ctx;
-    sup_thread_join(&f->thread);
-}
-
-/* Fleet metrics never hold up readiness. */
-static bool fleet_ready(void *ctx)
-{
-    (void)ctx;
-    return true;
-}
-
-const sup_ops fleet_sup_ops = {fleet_start, fleet_stop, fleet_ready};
 
 void fleet_destroy(fleet_monitor *f)
 {

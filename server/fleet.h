@@ -25,9 +25,9 @@ typedef struct fleet_monitor fleet_monitor;
  * registers the gauge. Never fails; free with fleet_destroy. */
 fleet_monitor *fleet_create(struct sx_server *srv);
 
-/* Supervisor callbacks of the component "fleet" (ctx: the monitor): start runs the
- * thread, stop joins it; always ready (fleet metrics never hold up readiness). */
-extern const sup_ops fleet_sup_ops;
+/* The component "fleet", for sup_register with sup_thread_ops: always ready (fleet
+ * metrics never hold up readiness). */
+sup_thread *fleet_component(fleet_monitor *f);
 
 /* Frees the monitor; its thread must have stopped (sup_stop_all). NULL allowed. */
 void fleet_destroy(fleet_monitor *f);

@@ -439,16 +439,19 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
         (rc = create_storage(srv, err)) != 0)
         return rc;
     srv->datastore = datastore_create(srv->db, sup);
-    if ((rc = sup_register(sup, "database", &datastore_sup_ops, srv->datastore, err)) != 0 ||
+    if ((rc = sup_register(sup, "database", &sup_thread_ops, datastore_component(srv->datastore),
+                           err)) != 0 ||
         (rc = sup_register(sup, "listener", &listener_sup_ops, srv->listener, err)) != 0 ||
         (rc = create_snapshots(srv, err)) != 0 ||
-        (rc = sup_register(sup, "snapshots", &snap_loader_sup_ops, srv->loader, err)) != 0 ||
+        (rc = sup_register(sup, "snapshots", &sup_thread_ops, snap_loader_component(srv->loader),
+                           err)) != 0 ||
         (rc = create_nodes_and_events(srv, err)) != 0 ||
-        (rc = sup_register(sup, "events", &events_feed_sup_ops, srv->events, err)) != 0)
+        (rc = sup_register(sup, "events", &sup_thread_ops, events_feed_component(srv->events),
+                           err)) != 0)
         return rc;
     srv->fleet = fleet_create(srv);
     srv->rollouts = rollout_driver_create(srv);
-    if ((rc = sup_register(sup, "fleet", &fleet_sup_ops, srv->fleet, err)) != 0 ||
+    if ((rc = sup_register(sup, "fleet", &sup_thread_ops, fleet_component(srv->fleet), err)) != 0 ||
         (rc = rollout_driver_register(srv->rollouts, err)) != 0 ||
         (rc = xds_server_register(srv, &srv->xds, err)) != 0)
         return rc;

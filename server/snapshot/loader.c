@@ -322,20 +322,14 @@ static void *worker(void *arg)
 
 /* ------------------------------------------------------------------ component */
 
-static int loader_start(void *ctx, sx_err *err)
-{
-    snap_loader *l = ctx;
-    return sup_thread_start(&l->thread, err);
-}
-
-static void loader_stop(void *ctx)
+/* Makes the worker return once the job in hand is done. */
+static void loader_wake(void *ctx)
 {
     snap_loader *l = ctx;
     pthread_mutex_lock(&l->mu);
     l->stopping = true;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
-    sup_thread_join(&l->thread);
 }
 
 static bool loader_ready(void *ctx)
@@ -344,7 +338,10 @@ static bool loader_ready(void *ctx)
     return snap_store_loaded(l->o.store);
 }
 
-const sup_ops snap_loader_sup_ops = {loader_start, loader_stop, loader_ready};
+sup_thread *snap_loader_component(snap_loader *l)
+{
+    return &l->thread;
+}
 
 int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err *err)
 {
@@ -353,7 +350,11 @@ int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err
         return sx_err_set(err, SX_EINVAL, "the snapshot loader needs a store and a listener");
     snap_loader *l = sx_calloc(1, sizeof(*l));
     l->o = *opt;
-    l->thread = (sup_thread){.run = worker, .ctx = l, .what = "the snapshot loader"};
+    l->thread = (sup_thread){.run = worker,
+                             .wake = loader_wake,
+                             .ready = loader_ready,
+                             .ctx = l,
+                             .what = "the snapshot loader"};
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

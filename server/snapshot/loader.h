@@ -57,10 +57,10 @@ int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err
 /* Drops pending work and frees the loader; its thread must have stopped. NULL allowed. */
 void snap_loader_destroy(snap_loader *l);
 
-/* Supervisor callbacks of the component "snapshots" (ctx: the loader): start runs the
+/* The component "snapshots", for sup_register with sup_thread_ops: start runs the
  * worker thread; ready once every group's snapshot has been loaded once; stop wakes
  * the worker, lets it finish the job in hand and joins it. */
-extern const sup_ops snap_loader_sup_ops;
+sup_thread *snap_loader_component(snap_loader *l);
 
 /*
  * Subscribes to channel on the loader's listener, with on_notify and on_resync (may be
