@@ -36,24 +36,35 @@
 #define HS256_MIN_BYTES 32
 #define SMALL_FILE_MAX  (1024 * 1024)
 
-/* Reads a whole regular file of at most max bytes into a new NUL-terminated string.
- * Returns NULL with the reason in why. */
-static char *read_small_file(const char *path, size_t max, size_t *len_out, char *why,
-                             size_t whylen)
+/* Opens path for reading when it is a regular file, filling *st. Returns the descriptor,
+ * or -1 with the reason in why. */
+static int open_regular(const char *path, struct stat *st, char *why, size_t whylen)
 {
     char qp[128];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, whylen, "cannot read %s: %s", config_quote(path, qp, sizeof(qp)),
                  strerror(errno));
-        return NULL;
+        return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
         snprintf(why, whylen, "%s is not a regular file", config_quote(path, qp, sizeof(qp)));
         close(fd);
-        return NULL;
+        return -1;
     }
+    return fd;
+}
+
+/* Reads a whole regular file of at most max bytes into a new NUL-terminated string.
+ * Returns NULL with the reason in why. */
+static char *read_small_file(const char *path, size_t max, size_t *len_out, char *why,
+                             size_t whylen)
+{
+    char qp[128];
+    struct stat st;
+    int fd = open_regular(path, &st, why, whylen);
+    if (fd < 0)
+        return NULL;
     if ((size_t)st.st_size > max) {
         snprintf(why, whylen, "%s is larger than %zu bytes", config_quote(path, qp, sizeof(qp)),
                  max);
@@ -85,19 +96,12 @@ static char *read_small_file(const char *path, size_t max, size_t *len_out, char
 /* Checks that path names a regular file this process can open for reading. */
 static int check_readable_file(const char *path, char *why, size_t whylen)
 {
-    char qp[128];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whylen, "cannot read %s: %s", config_quote(path, qp, sizeof(qp)),
-                 strerror(errno));
-        return SX_EIO;
-    }
     struct stat st;
-    int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 0 : SX_EIO;
-    if (rc != 0)
-        snprintf(why, whylen, "%s is not a regular file", config_quote(path, qp, sizeof(qp)));
+    int fd = open_regular(path, &st, why, whylen);
+    if (fd < 0)
+        return SX_EIO;
     close(fd);
-    return rc;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ error reporting */

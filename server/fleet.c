@@ -51,6 +51,16 @@ fleet_monitor *fleet_create(struct sx_server *srv)
     return f;
 }
 
+/* Logs err when *failing turns true (one line per outage, not one per retry) and
+ * records whether rc failed; returns whether it succeeded. */
+static bool outcome(int rc, const sx_err *err, bool *failing)
+{
+    if (rc != 0 && !*failing)
+        sx_log_err(SX_LOG_WARN, "fleet", err);
+    *failing = rc != 0;
+    return rc == 0;
+}
+
 /* One refresh; errors are logged when they start, not on every retry. */
 static void refresh(fleet_monitor *f)
 {
@@ -66,14 +76,7 @@ static void refresh(fleet_monitor *f)
         rc = node_repo_count_states(c, &t, &n, &err);
         pg_release(srv->db, c);
     }
-    if (rc) {
-        if (!f->failing)
-            sx_log_err(SX_LOG_WARN, "fleet", &err);
-        f->failing = true;
-        return;
-    }
-    f->failing = false;
-    if (f->m_proxies == NULL)
+    if (!outcome(rc, &err, &f->failing) || f->m_proxies == NULL)
         return;
     const char *connected[] = {"connected"}, *stale[] = {"stale"},
                *disconnected[] = {"disconnected"};
@@ -127,15 +130,15 @@ static void sweep(fleet_monitor *f)
     sx_err err;
     sx_err_clear(&err);
     stale_batch b = {f, 0, false};
-    int rc;
-    do {
-        rc = pg_tx(srv->db, mark_stale, &b, &err);
-    } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
-    b.lost = true;
-    while (rc == 0 && !sup_stopping(srv->sup)) {
-        rc = pg_tx(srv->db, mark_stale, &b, &err);
-        if (b.count < STALE_BATCH)
+    int rc = 0;
+    /* Stale nodes first, then lost ones, each in batches until a short one. */
+    for (int lost = 0; lost < 2 && rc == 0; lost++) {
+        if (lost && sup_stopping(srv->sup))
             break;
+        b.lost = lost;
+        do {
+            rc = pg_tx(srv->db, mark_stale, &b, &err);
+        } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
     }
     if (rc == 0) {
         pg_conn *c = NULL;
@@ -148,13 +151,7 @@ static void sweep(fleet_monitor *f)
             sx_log_fields(SX_LOG_DEBUG, "fleet", json_pack("{s:I}", "deleted", (json_int_t)deleted),
                           "pruned old events");
     }
-    if (rc) {
-        if (!f->sweep_failing)
-            sx_log_err(SX_LOG_WARN, "fleet", &err);
-        f->sweep_failing = true;
-        return;
-    }
-    f->sweep_failing = false;
+    outcome(rc, &err, &f->sweep_failing);
 }
 
 static void *fleet_thread(void *arg)

@@ -151,22 +151,33 @@ bool pbjson_is_map_field(const ProtobufCMessageDescriptor *parent,
            e->name[plen] == '.' && strcmp(e->name + plen + 1, want) == 0;
 }
 
-size_t pbjson_elem_size(ProtobufCType t)
+pbjson_int pbjson_int_kind(ProtobufCType t)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
     case PROTOBUF_C_TYPE_SFIXED32:
+        return PBJSON_I32;
     case PROTOBUF_C_TYPE_UINT32:
     case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_ENUM:
-        return 4;
+        return PBJSON_U32;
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
     case PROTOBUF_C_TYPE_SFIXED64:
+        return PBJSON_I64;
     case PROTOBUF_C_TYPE_UINT64:
     case PROTOBUF_C_TYPE_FIXED64:
-        return 8;
+        return PBJSON_U64;
+    default:
+        return PBJSON_NOT_INT;
+    }
+}
+
+size_t pbjson_elem_size(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_ENUM:
+        return 4;
     case PROTOBUF_C_TYPE_FLOAT:
         return sizeof(float);
     case PROTOBUF_C_TYPE_DOUBLE:
@@ -179,8 +190,11 @@ size_t pbjson_elem_size(ProtobufCType t)
         return sizeof(ProtobufCBinaryData);
     case PROTOBUF_C_TYPE_MESSAGE:
         return sizeof(ProtobufCMessage *);
+    default: {
+        pbjson_int k = pbjson_int_kind(t);
+        return k == PBJSON_I32 || k == PBJSON_U32 ? 4 : k == PBJSON_NOT_INT ? 0 : 8;
     }
-    return 0;
+    }
 }
 
 ProtobufCMessage *pbjson_new_message(const ProtobufCMessageDescriptor *d)
@@ -206,19 +220,6 @@ bool pbjson_field_present(const ProtobufCMessage *m, const ProtobufCFieldDescrip
     }
     const void *p = (const char *)m + f->offset;
     switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_ENUM:
-        return *(const uint32_t *)p != 0;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        return *(const uint64_t *)p != 0;
     case PROTOBUF_C_TYPE_FLOAT:
         return *(const float *)p != 0;
     case PROTOBUF_C_TYPE_DOUBLE:
@@ -231,8 +232,10 @@ bool pbjson_field_present(const ProtobufCMessage *m, const ProtobufCFieldDescrip
         return ((const ProtobufCBinaryData *)p)->len > 0;
     case PROTOBUF_C_TYPE_MESSAGE:
         return *(ProtobufCMessage *const *)p != NULL;
+    default: /* the integers and enums: 4 or 8 bytes */
+        return pbjson_elem_size(f->type) == 8 ? *(const uint64_t *)p != 0
+                                              : *(const uint32_t *)p != 0;
     }
-    return false;
 }
 
 /* Whether the field has explicit presence, so that "unset" is not a default to emit. */

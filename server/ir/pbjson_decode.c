@@ -346,6 +346,38 @@ static void fail_num(dctx *c, numres r, const json_t *j, bool is_signed, int64_t
         fail(c, "must be between 0 and %" PRIu64, max);
 }
 
+/* The range of each integer kind: [min, max] for the signed ones, umax for the others. */
+static const struct {
+    int64_t min, max;
+    uint64_t umax;
+} int_limits[] = {
+    [PBJSON_I32] = {INT32_MIN, INT32_MAX, 0},
+    [PBJSON_U32] = {0, 0, UINT32_MAX},
+    [PBJSON_I64] = {INT64_MIN, INT64_MAX, 0},
+    [PBJSON_U64] = {0, 0, UINT64_MAX},
+};
+
+/* Stores i (signed kinds) or u (unsigned kinds) at p, in kind k's width. */
+static void int_store(pbjson_int k, void *p, int64_t i, uint64_t u)
+{
+    switch (k) {
+    case PBJSON_I32:
+        *(int32_t *)p = (int32_t)i;
+        break;
+    case PBJSON_U32:
+        *(uint32_t *)p = (uint32_t)u;
+        break;
+    case PBJSON_I64:
+        *(int64_t *)p = i;
+        break;
+    case PBJSON_U64:
+        *(uint64_t *)p = u;
+        break;
+    case PBJSON_NOT_INT:
+        break;
+    }
+}
+
 static bool decode_i64(dctx *c, const json_t *j, int64_t min, int64_t max, int64_t *out)
 {
     numres r;
@@ -481,36 +513,10 @@ static void decode_message(dctx *c, const ProtobufCMessageDescriptor *d, const j
  * allocated so that the errors inside it are all found. */
 static bool decode_single(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *j, void *p)
 {
-    int64_t i;
-    uint64_t u;
+    int64_t i = 0;
+    uint64_t u = 0;
     double d;
     switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        if (!decode_i64(c, j, INT32_MIN, INT32_MAX, &i))
-            return false;
-        *(int32_t *)p = (int32_t)i;
-        return true;
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        if (!decode_u64(c, j, UINT32_MAX, &u))
-            return false;
-        *(uint32_t *)p = (uint32_t)u;
-        return true;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        if (!decode_i64(c, j, INT64_MIN, INT64_MAX, &i))
-            return false;
-        *(int64_t *)p = i;
-        return true;
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        if (!decode_u64(c, j, UINT64_MAX, &u))
-            return false;
-        *(uint64_t *)p = u;
-        return true;
     case PROTOBUF_C_TYPE_FLOAT:
         if (!decode_double(c, j, true, &d))
             return false;
@@ -556,8 +562,16 @@ static bool decode_single(dctx *c, const ProtobufCFieldDescriptor *f, const json
         decode_message(c, f->descriptor, j, *sp);
         return c->errs->count == before;
     }
+    default: {
+        pbjson_int k = pbjson_int_kind(f->type);
+        bool ok = k == PBJSON_I32 || k == PBJSON_I64
+                      ? decode_i64(c, j, int_limits[k].min, int_limits[k].max, &i)
+                      : k != PBJSON_NOT_INT && decode_u64(c, j, int_limits[k].umax, &u);
+        if (ok)
+            int_store(k, p, i, u);
+        return ok;
     }
-    return false;
+    }
 }
 
 /* Parses a JSON object key into the key field of a map entry. */
@@ -579,35 +593,19 @@ static void decode_map_key(dctx *c, const ProtobufCFieldDescriptor *kf, const ch
         else
             fail(c, "invalid map key \"%.*s\": expected true or false", QUOTE_MAX, key);
         return;
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        r = str_to_i64(key, INT32_MIN, INT32_MAX, &i);
+    default: {
+        pbjson_int k = pbjson_int_kind(kf->type);
+        if (k == PBJSON_NOT_INT) {
+            fail(c, "map key type is not supported");
+            return;
+        }
+        r = k == PBJSON_I32 || k == PBJSON_I64
+                ? str_to_i64(key, int_limits[k].min, int_limits[k].max, &i)
+                : str_to_u64(key, int_limits[k].umax, &u);
         if (r == NUM_OK)
-            *(int32_t *)p = (int32_t)i;
+            int_store(k, p, i, u);
         break;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        r = str_to_i64(key, INT64_MIN, INT64_MAX, &i);
-        if (r == NUM_OK)
-            *(int64_t *)p = i;
-        break;
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        r = str_to_u64(key, UINT32_MAX, &u);
-        if (r == NUM_OK)
-            *(uint32_t *)p = (uint32_t)u;
-        break;
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        r = str_to_u64(key, UINT64_MAX, &u);
-        if (r == NUM_OK)
-            *(uint64_t *)p = u;
-        break;
-    default:
-        fail(c, "map key type is not supported");
-        return;
+    }
     }
     if (r == NUM_SYNTAX || r == NUM_FRACTION)
         fail(c, "invalid map key \"%.*s\": expected an integer", QUOTE_MAX, key);

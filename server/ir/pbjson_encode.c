@@ -166,24 +166,7 @@ static json_t *encode_enum(const ProtobufCFieldDescriptor *f, int32_t v)
 /* Encodes the value stored at p (one element for repeated fields). */
 static json_t *encode_single(const ProtobufCFieldDescriptor *f, const void *p, unsigned flags)
 {
-    char num[32];
     switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        return json_integer(*(const int32_t *)p);
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        return json_integer(*(const uint32_t *)p);
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        snprintf(num, sizeof(num), "%" PRId64, *(const int64_t *)p);
-        return json_string(num);
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        snprintf(num, sizeof(num), "%" PRIu64, *(const uint64_t *)p);
-        return json_string(num);
     case PROTOBUF_C_TYPE_FLOAT:
         return encode_double(*(const float *)p);
     case PROTOBUF_C_TYPE_DOUBLE:
@@ -200,8 +183,19 @@ static json_t *encode_single(const ProtobufCFieldDescriptor *f, const void *p, u
         const ProtobufCMessage *sub = *(ProtobufCMessage *const *)p;
         return sub ? encode_message(sub, flags) : json_null();
     }
+    default: {
+        /* 32-bit integers are JSON numbers, 64-bit ones strings (the map key's text). */
+        pbjson_int k = pbjson_int_kind(f->type);
+        if (k == PBJSON_I32)
+            return json_integer(*(const int32_t *)p);
+        if (k == PBJSON_U32)
+            return json_integer(*(const uint32_t *)p);
+        char *text = pbjson_map_key_string(f, p);
+        json_t *j = k == PBJSON_NOT_INT ? json_null() : json_string(text);
+        sx_free(text);
+        return j;
     }
-    return json_null();
+    }
 }
 
 /* The JSON object key of a map entry's key field. */
@@ -212,23 +206,22 @@ char *pbjson_map_key_string(const ProtobufCFieldDescriptor *kf, const void *p)
         return sx_strdup(*(char *const *)p ? *(char *const *)p : "");
     case PROTOBUF_C_TYPE_BOOL:
         return sx_strdup(*(const protobuf_c_boolean *)p ? "true" : "false");
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        return sx_asprintf("%" PRId32, *(const int32_t *)p);
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        return sx_asprintf("%" PRIu32, *(const uint32_t *)p);
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        return sx_asprintf("%" PRId64, *(const int64_t *)p);
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        return sx_asprintf("%" PRIu64, *(const uint64_t *)p);
     default:
-        return sx_strdup("");
+        break;
     }
+    switch (pbjson_int_kind(kf->type)) {
+    case PBJSON_I32:
+        return sx_asprintf("%" PRId32, *(const int32_t *)p);
+    case PBJSON_U32:
+        return sx_asprintf("%" PRIu32, *(const uint32_t *)p);
+    case PBJSON_I64:
+        return sx_asprintf("%" PRId64, *(const int64_t *)p);
+    case PBJSON_U64:
+        return sx_asprintf("%" PRIu64, *(const uint64_t *)p);
+    case PBJSON_NOT_INT:
+        break;
+    }
+    return sx_strdup("");
 }
 
 static json_t *encode_map(const ProtobufCFieldDescriptor *f, const ProtobufCMessage *m,

@@ -51,6 +51,18 @@ int pbjson_find_field(const ProtobufCMessageDescriptor *d, const char *key);
 /* Whether f of parent is a map field (protobuf-c keeps no flag: recognised by shape). */
 bool pbjson_is_map_field(const ProtobufCMessageDescriptor *parent,
                          const ProtobufCFieldDescriptor *f);
+/* The integer field types by how they are stored: signedness and width. */
+typedef enum pbjson_int {
+    PBJSON_NOT_INT, /* not one of the eight integer types (enums are not) */
+    PBJSON_I32,     /* int32, sint32, sfixed32 */
+    PBJSON_U32,     /* uint32, fixed32 */
+    PBJSON_I64,     /* int64, sint64, sfixed64 */
+    PBJSON_U64,     /* uint64, fixed64 */
+} pbjson_int;
+
+/* How an integer field of type t is stored, or PBJSON_NOT_INT. */
+pbjson_int pbjson_int_kind(ProtobufCType t);
+
 /* The storage size of one element of type t. */
 size_t pbjson_elem_size(ProtobufCType t);
 /* A new message of type d with its defaults, from the system allocator (aborts on OOM). */

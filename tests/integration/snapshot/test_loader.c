@@ -33,20 +33,17 @@ typedef struct fx {
     snap_loader *loader;
 } fx;
 
-static void fail_err(const char *what, int rc, const sx_err *err)
-{
-    fprintf(stderr, "%s failed (%d): %s | %s\n", what, rc, err->message, err->detail);
-    fail();
-}
+/* The error of the last call the test made on the main thread. */
+static sx_err err;
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sx_err e_;                                                                                 \
-        sx_err_clear(&e_);                                                                         \
-        int rc_ = (call);                                                                          \
-        if (rc_ != 0)                                                                              \
-            fail_err(#call, rc_, &e_);                                                             \
-    } while (0)
+/* Fails the test when a call returned an error. */
+static void ok(int rc)
+{
+    if (rc != 0) {
+        fprintf(stderr, "failed (%d): %s | %s\n", rc, err.message, err.detail);
+        fail();
+    }
+}
 
 /* Inserts the next snapshot of group and returns its version (nothing is announced). */
 typedef struct insert_args {
@@ -55,12 +52,12 @@ typedef struct insert_args {
     snap_record *out;
 } insert_args;
 
-static int insert_tx(pg_conn *c, void *p, sx_err *err)
+static int insert_tx(pg_conn *c, void *p, sx_err *e)
 {
     insert_args *x = p;
     json_t *ir = json_pack("{s:s}", "version_info", "test");
     snap_new in = {.group = x->group, .ir = ir, .created_by = "test"};
-    int rc = snap_repo_insert(c, &in, x->a, &x->out, err);
+    int rc = snap_repo_insert(c, &in, x->a, &x->out, e);
     json_decref(ir);
     return rc;
 }
@@ -68,7 +65,7 @@ static int insert_tx(pg_conn *c, void *p, sx_err *err)
 static long long insert_snapshot(fx *f, const char *group)
 {
     insert_args x = {.group = group, .a = sx_arena_create()};
-    OK(pg_tx(f->pool, insert_tx, &x, &e_));
+    ok(pg_tx(f->pool, insert_tx, &x, &err));
     long long v = x.out->version;
     sx_arena_destroy(x.a);
     return v;
@@ -77,8 +74,8 @@ static long long insert_snapshot(fx *f, const char *group)
 static void notify(fx *f, const char *channel, const char *payload)
 {
     pg_conn *c = NULL;
-    OK(pg_acquire(f->pool, &c, &e_));
-    OK(pg_notify(c, channel, payload, &e_));
+    ok(pg_acquire(f->pool, &c, &err));
+    ok(pg_notify(c, channel, payload, &err));
     pg_release(f->pool, c);
 }
 
@@ -127,17 +124,15 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create();
-    sx_err err;
-    if (migrate_run(f->url, NULL, NULL, &err) != 0)
-        fail_err("migrate_run", err.code, &err);
+    ok(migrate_run(f->url, NULL, NULL, &err));
     pg_pool_options po = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
     assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
     pg_listener_options lo = {.url = f->url, .connect_timeout_ms = 2000};
-    OK(pg_listener_create(&lo, &f->listener, &e_));
+    ok(pg_listener_create(&lo, &f->listener, &err));
     f->repo = snap_repo_create(f->pool, NULL);
     f->store = snap_store_create(f->repo, NULL);
     snap_loader_options o = {.store = f->store, .listener = f->listener};
-    OK(snap_loader_create(&o, &f->loader, &e_));
+    ok(snap_loader_create(&o, &f->loader, &err));
     nseen = 0;
     *state = f;
     return 0;
@@ -145,8 +140,8 @@ static int setup(void **state)
 
 static void start(fx *f)
 {
-    OK(pg_listener_start(f->listener, &e_));
-    OK(sup_thread_ops.start(snap_loader_component(f->loader), &e_));
+    ok(pg_listener_start(f->listener, &err));
+    ok(sup_thread_ops.start(snap_loader_component(f->loader), &err));
     for (long long end = tl_now_ms() + 10000;
          !sup_thread_ops.ready(snap_loader_component(f->loader)) && tl_now_ms() < end;)
         tl_sleep_ms(10);
@@ -257,8 +252,8 @@ static void test_subscription_coalesces(void **state)
 {
     fx *f = *state;
     slow_sub s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-    OK(snap_loader_subscribe(f->loader, "test_slow", on_slow, NULL, &s, &e_));
-    OK(pg_listener_subscribe(f->listener, "test_fast", on_fast, NULL, NULL, &e_));
+    ok(snap_loader_subscribe(f->loader, "test_slow", on_slow, NULL, &s, &err));
+    ok(pg_listener_subscribe(f->listener, "test_fast", on_fast, NULL, NULL, &err));
     start(f);
     notify(f, "test_slow", "1");
     pthread_mutex_lock(&s.mu);
