@@ -756,7 +756,7 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
 /* What node_id in group should be served: its pinned version, else the group's current
  * one; a reference, or NULL when there is none yet. For an unpinned node, exact asks
  * for the version the store holds as current even when the publisher has not built it
- * yet (built here, blocking: the listener thread re-serving released pins must not move
+ * yet (built here, blocking: the loader thread re-serving released pins must not move
  * a node back to the previous build); otherwise the publisher's latest build. */
 static xds_wire_snap *wanted_snapshot(xds_server *s, const char *node_id, const char *group,
                                       bool exact)
