@@ -7,7 +7,8 @@
  * optional when the environment supplies every required key (only database.url is
  * required). A YAML null (`key:` with nothing after it, or `~`) counts as "not set".
  *
- * Keys (the table in config.c is the single source of the --help text, keep both in step):
+ * Keys (the table in config_keys.c is the single source of the --help text; keep both
+ * in step):
  *
  *   key                            type      default            notes
  *   -----------------------------  --------  -----------------  -------------------------------

@@ -1,33 +1,42 @@
 /*
- * datastore.h — the daemon's storage components: the PostgreSQL pool (with the
- * migrations check), the Redis cache, the LISTEN/NOTIFY listener and the snapshot
- * store, created together and registered with the supervisor.
+ * datastore.h — the component "database": watches that PostgreSQL answers and that no
+ * migration is pending, and holds the readiness gate closed while either is untrue.
  *
- * Readiness, as /readyz reports it:
- *   database   the server answers and no migration is pending (re-checked every 5 s,
- *              so a database that goes away closes the gate again);
- *   listener   the LISTEN connection is up and listening on every channel;
- *   snapshots  every group's latest snapshot has been loaded once.
- *   events     the reader of the live events behind GET /api/v1/events has read its
- *              position once (server/events_feed.h).
+ * A thread pings the database through the pool and checks storage/migrate's status every
+ * 5 s while all is well, and with back-off (100 ms doubling to 5 s) while it is not, so
+ * a database that goes away closes /readyz again and one that comes back opens it. One
+ * log line per distinct problem, not one per retry. Its verdict (datastore_ready) is also
+ * what the snapshot loader waits for before its first load.
+ *
+ * Readiness of the storage side, as /readyz reports it: "database" (this component),
+ * "listener" (the LISTEN connection is up on every channel), "snapshots" (every group's
+ * snapshot loaded once: server/snapshot/loader.h) and "events" (server/events_feed.h).
  * The Redis cache is not a readiness dependency: without it reads go to PostgreSQL;
- * neither is "fleet", the sextant_proxies{state} gauge (server/fleet.h).
+ * neither is "fleet" (server/fleet.h) nor "rollouts".
  */
 #ifndef SX_SERVER_DATASTORE_H
 #define SX_SERVER_DATASTORE_H
 
-#include "server/base/err.h"
+#include <stdbool.h>
 
-struct sx_server;
+#include "server/supervisor.h"
+#include "storage/pg_pool.h"
 
-/* Creates the pool, cache, listener, snapshot repository and store and the events feed,
- * stores them in srv's storage fields, and registers the components "database",
- * "listener", "snapshots", "events" and "fleet" with srv->sup. Fails only for configuration the
- * objects refuse (SX_EINVAL), leaving srv's storage fields NULL. */
-int datastore_register(struct sx_server *srv, sx_err *err) SX_MUSTCHECK;
+typedef struct datastore datastore;
 
-/* Frees what datastore_register created and clears srv's storage fields. Call after
- * sup_stop_all returned 0. NULL-safe for a server that never registered. */
-void datastore_release(struct sx_server *srv);
+/* Creates the watcher of pool (borrowed), which reports to sup (borrowed) as the
+ * component "database". Never NULL; free with datastore_destroy. */
+datastore *datastore_create(pg_pool *pool, sup_supervisor *sup);
+
+/* Frees the watcher; its thread must have stopped (sup_stop_all). NULL allowed. */
+void datastore_destroy(datastore *d);
+
+/* The watcher's last verdict: the database answered and no migration was pending. Any
+ * thread. ctx is the datastore (the shape of snap_loader_options.database_ready). */
+bool datastore_ready(void *ctx);
+
+/* The component "database", for sup_register with sup_thread_ops: its thread is the
+ * watcher, its readiness datastore_ready. */
+sup_thread *datastore_component(datastore *d);
 
 #endif

@@ -96,11 +96,10 @@ struct events_feed {
     size_t max_streams;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    pthread_t thread;
-    bool started;
-    bool stopping; /* the thread must exit */
-    bool closed;   /* no new subscriptions; the open ones were ended */
-    bool poke;     /* run a round now */
+    sup_thread thread; /* runs feed_main */
+    bool stopping;     /* the thread must exit */
+    bool closed;       /* no new subscriptions; the open ones were ended */
+    bool poke;         /* run a round now */
     bool head_known;
     event_pos head;
     uint64_t opens;   /* subscriptions ever opened (see poll) */
@@ -639,6 +638,9 @@ static void *feed_main(void *arg)
 
 /* ------------------------------------------------------------------ lifecycle */
 
+static void feed_wake(void *ctx);
+static bool feed_ready(void *ctx);
+
 int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err *err)
 {
     *out = NULL;
@@ -658,6 +660,8 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
     f->hello = frame_new(hello, sizeof(hello) - 1, false);
     f->keepalive = frame_new(keepalive, sizeof(keepalive) - 1, false);
     f->poke = true; /* the first round finds the head */
+    f->thread = (sup_thread){
+        .run = feed_main, .wake = feed_wake, .ready = feed_ready, .ctx = f, .what = "the events"};
     if (opt->metrics) {
         f->m_streams = sx_metrics_gauge(opt->metrics, "sextant_events_streams",
                                         "Open GET /api/v1/events streams on this replica", NULL);
@@ -697,16 +701,8 @@ void events_feed_on_resync(void *ctx)
     events_feed_on_notify(ctx, EVENTS_NOTIFY_CHANNEL, "");
 }
 
-static int feed_start(void *ctx, sx_err *err)
-{
-    events_feed *f = ctx;
-    if (pthread_create(&f->thread, NULL, feed_main, f) != 0)
-        return sx_err_set(err, SX_EINTERNAL, "could not start the events thread");
-    f->started = true;
-    return 0;
-}
-
-static void feed_stop(void *ctx)
+/* Makes feed_main return: ends every subscription and refuses new ones. */
+static void feed_wake(void *ctx)
 {
     events_feed *f = ctx;
     pthread_mutex_lock(&f->mu);
@@ -723,9 +719,6 @@ static void feed_stop(void *ctx)
     }
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
-    if (f->started)
-        pthread_join(f->thread, NULL);
-    f->started = false;
 }
 
 /* Ready once the feed knows its position (it stays known), so that subscriptions can
@@ -739,4 +732,7 @@ static bool feed_ready(void *ctx)
     return known;
 }
 
-const sup_ops events_feed_sup_ops = {feed_start, feed_stop, feed_ready};
+sup_thread *events_feed_component(events_feed *f)
+{
+    return &f->thread;
+}

@@ -54,12 +54,12 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
  * HTTP server has stopped). NULL allowed. */
 void events_feed_destroy(events_feed *f);
 
-/* Supervisor callbacks of the component "events" (ctx: the feed): start runs the feed
+/* The component "events", for sup_register with sup_thread_ops: start runs the feed
  * thread; ready is true once the thread has read the feed's position from the database
  * (subscriptions can open from then on, and it stays true); stop ends every
  * subscription (each stream ends once its queue is written), refuses new ones and
  * joins the thread. */
-extern const sup_ops events_feed_sup_ops;
+sup_thread *events_feed_component(events_feed *f);
 
 /* pg_listener callbacks for EVENTS_NOTIFY_CHANNEL (ctx: the feed): events committed;
  * the listener reconnected and may have missed some. Both only wake the thread. */

@@ -12,7 +12,6 @@
  */
 #include "server/fleet.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 
 #include "server/base/log.h"
@@ -32,22 +31,34 @@
 struct fleet_monitor {
     struct sx_server *srv; /* borrowed */
     sx_metric *m_proxies;  /* sextant_proxies{state} */
-    pthread_t thread;
-    bool started;
-    bool failing;       /* the last refresh failed (logged once until it works again) */
-    bool sweep_failing; /* the same for the sweep */
+    sup_thread thread;     /* the refresh and sweep loop */
+    bool failing;          /* the last refresh failed (logged once until it works again) */
+    bool sweep_failing;    /* the same for the sweep */
 };
+
+static void *fleet_thread(void *arg);
 
 fleet_monitor *fleet_create(struct sx_server *srv)
 {
     fleet_monitor *f = sx_calloc(1, sizeof(*f));
     f->srv = srv;
+    f->thread = (sup_thread){.run = fleet_thread, .ctx = f, .what = "the fleet health"};
     if (srv->metrics)
         f->m_proxies = sx_metrics_gauge(srv->metrics, "sextant_proxies",
                                         "Proxies by state: connected, stale (no activity for "
                                         "fleet.stale_after) or disconnected.",
                                         "state");
     return f;
+}
+
+/* Logs err when *failing turns true (one line per outage, not one per retry) and
+ * records whether rc failed; returns whether it succeeded. */
+static bool outcome(int rc, const sx_err *err, bool *failing)
+{
+    if (rc != 0 && !*failing)
+        sx_log_err(SX_LOG_WARN, "fleet", err);
+    *failing = rc != 0;
+    return rc == 0;
 }
 
 /* One refresh; errors are logged when they start, not on every retry. */
@@ -65,14 +76,7 @@ static void refresh(fleet_monitor *f)
         rc = node_repo_count_states(c, &t, &n, &err);
         pg_release(srv->db, c);
     }
-    if (rc) {
-        if (!f->failing)
-            sx_log_err(SX_LOG_WARN, "fleet", &err);
-        f->failing = true;
-        return;
-    }
-    f->failing = false;
-    if (f->m_proxies == NULL)
+    if (!outcome(rc, &err, &f->failing) || f->m_proxies == NULL)
         return;
     const char *connected[] = {"connected"}, *stale[] = {"stale"},
                *disconnected[] = {"disconnected"};
@@ -126,15 +130,15 @@ static void sweep(fleet_monitor *f)
     sx_err err;
     sx_err_clear(&err);
     stale_batch b = {f, 0, false};
-    int rc;
-    do {
-        rc = pg_tx(srv->db, mark_stale, &b, &err);
-    } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
-    b.lost = true;
-    while (rc == 0 && !sup_stopping(srv->sup)) {
-        rc = pg_tx(srv->db, mark_stale, &b, &err);
-        if (b.count < STALE_BATCH)
+    int rc = 0;
+    /* Stale nodes first, then lost ones, each in batches until a short one. */
+    for (int lost = 0; lost < 2 && rc == 0; lost++) {
+        if (lost && sup_stopping(srv->sup))
             break;
+        b.lost = lost;
+        do {
+            rc = pg_tx(srv->db, mark_stale, &b, &err);
+        } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
     }
     if (rc == 0) {
         pg_conn *c = NULL;
@@ -147,13 +151,7 @@ static void sweep(fleet_monitor *f)
             sx_log_fields(SX_LOG_DEBUG, "fleet", json_pack("{s:I}", "deleted", (json_int_t)deleted),
                           "pruned old events");
     }
-    if (rc) {
-        if (!f->sweep_failing)
-            sx_log_err(SX_LOG_WARN, "fleet", &err);
-        f->sweep_failing = true;
-        return;
-    }
-    f->sweep_failing = false;
+    outcome(rc, &err, &f->sweep_failing);
 }
 
 static void *fleet_thread(void *arg)
@@ -167,35 +165,9 @@ static void *fleet_thread(void *arg)
     return NULL;
 }
 
-static int fleet_start(void *ctx, sx_err *err)
+sup_thread *fleet_component(fleet_monitor *f)
 {
-    fleet_monitor *f = ctx;
-    if (pthread_create(&f->thread, NULL, fleet_thread, f) != 0)
-        return sx_err_set(err, SX_EINTERNAL, "could not start the fleet health thread");
-    f->started = true;
-    return 0;
-}
-
-static void fleet_stop(void *ctx)
-{
-    fleet_monitor *f = ctx;
-    if (f->started)
-        pthread_join(f->thread, NULL);
-    f->started = false;
-}
-
-/* Fleet metrics never hold up readiness. */
-static bool fleet_ready(void *ctx)
-{
-    (void)ctx;
-    return true;
-}
-
-static const sup_ops fleet_ops = {fleet_start, fleet_stop, fleet_ready};
-
-int fleet_register(fleet_monitor *f, sx_err *err)
-{
-    return sup_register(f->srv->sup, "fleet", &fleet_ops, f, err);
+    return &f->thread;
 }
 
 void fleet_destroy(fleet_monitor *f)

@@ -16,6 +16,7 @@
 #define SX_SERVER_FLEET_H
 
 #include "server/base/err.h"
+#include "server/supervisor.h"
 
 struct sx_server;
 typedef struct fleet_monitor fleet_monitor;
@@ -24,9 +25,9 @@ typedef struct fleet_monitor fleet_monitor;
  * registers the gauge. Never fails; free with fleet_destroy. */
 fleet_monitor *fleet_create(struct sx_server *srv);
 
-/* Registers the component "fleet" with srv->sup. SX_ECONFLICT / SX_EINVAL as
- * sup_register. */
-int fleet_register(fleet_monitor *f, sx_err *err) SX_MUSTCHECK;
+/* The component "fleet", for sup_register with sup_thread_ops: always ready (fleet
+ * metrics never hold up readiness). */
+sup_thread *fleet_component(fleet_monitor *f);
 
 /* Frees the monitor; its thread must have stopped (sup_stop_all). NULL allowed. */
 void fleet_destroy(fleet_monitor *f);

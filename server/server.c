@@ -1,15 +1,14 @@
 /*
- * server.c — creates and frees the one server struct.
+ * server.c — creates and frees the runtime of the one server struct.
  *
  * Creation order is dependency order: the registry first (everything registers metrics
- * in it), then the supervisor, then the HTTP server that reports on both. Destruction
- * runs the other way round.
+ * in it), then the supervisor that reports on it. The components are main.c's to create
+ * and free; destruction only checks that it did.
  */
 #include "server/server.h"
 
 #include <time.h>
 
-#include "api/http.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 
@@ -36,7 +35,6 @@ int sx_server_create(sextant_config *cfg, struct sx_server **out, sx_err *err)
                   NULL, srv->start_time);
 
     srv->sup = sup_create(srv->metrics, cfg->shutdown.timeout_ms);
-    srv->http = http_create(cfg, srv->metrics, srv->sup);
     *out = srv;
     return 0;
 }
@@ -45,9 +43,8 @@ void sx_server_destroy(struct sx_server *srv)
 {
     if (srv == NULL)
         return;
-    if (srv->db || srv->cache || srv->listener || srv->snapshots)
-        SX_WARN("server", "storage objects were not released before sx_server_destroy");
-    http_destroy(srv->http);
+    if (srv->db || srv->cache || srv->listener || srv->snapshots || srv->http || srv->xds)
+        SX_WARN("server", "components were not freed before sx_server_destroy");
     sup_destroy(srv->sup);
     sx_metrics_destroy(srv->metrics);
     config_free(srv->config);

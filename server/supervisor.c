@@ -481,3 +481,30 @@ int sup_stop_all(sup_supervisor *sup)
     }
     return rc;
 }
+
+static int thread_start(void *ctx, sx_err *err)
+{
+    sup_thread *t = ctx;
+    if (pthread_create(&t->thread, NULL, t->run, t->ctx) != 0)
+        return sx_err_set(err, SX_EINTERNAL, "could not start %s thread", t->what);
+    t->started = true;
+    return 0;
+}
+
+static void thread_stop(void *ctx)
+{
+    sup_thread *t = ctx;
+    if (t->wake)
+        t->wake(t->ctx);
+    if (t->started)
+        pthread_join(t->thread, NULL);
+    t->started = false;
+}
+
+static bool thread_ready(void *ctx)
+{
+    sup_thread *t = ctx;
+    return t->ready == NULL || t->ready(t->ctx);
+}
+
+const sup_ops sup_thread_ops = {thread_start, thread_stop, thread_ready};

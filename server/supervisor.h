@@ -27,6 +27,7 @@
 #ifndef SX_SERVER_SUPERVISOR_H
 #define SX_SERVER_SUPERVISOR_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,6 +105,25 @@ bool sup_sleep(sup_supervisor *sup, int64_t ms);
 
 /* True once sup_stop_all (or sup_request_shutdown) has begun shutdown. */
 bool sup_stopping(sup_supervisor *sup);
+
+/* A component that is one thread: register it with sup_thread_ops and the sup_thread as
+ * ctx. start runs run(ctx) on a new thread; stop calls wake(ctx) (to make run return)
+ * and joins the thread; ready is ready(ctx). A thread that only sleeps with sup_sleep
+ * needs no wake: shutdown ends the sleep. Fill in the fields up to what; the rest is
+ * the helper's. */
+typedef struct sup_thread {
+    void *(*run)(void *ctx);  /* the thread's body */
+    void (*wake)(void *ctx);  /* NULL: run returns when sup_sleep does */
+    bool (*ready)(void *ctx); /* cheap, thread-safe; NULL: always ready */
+    void *ctx;                /* passed to the three */
+    const char *what;         /* names it in errors: "the fleet health" thread */
+    pthread_t thread;         /* valid while started */
+    bool started;
+} sup_thread;
+
+/* The callbacks of a sup_thread component (ctx: the sup_thread). start fails with
+ * SX_EINTERNAL ("could not start <what> thread"). */
+extern const sup_ops sup_thread_ops;
 
 /* Waits on the main thread until SIGINT or SIGTERM arrives; returns the signal number.
  * Requires sup_block_signals. */

@@ -32,12 +32,12 @@ struct snap_store {
     snap_entry **entries; /* one per group, each holding one reference */
     size_t count;
     size_t cap;
-    bool loaded; /* a load_all succeeded */
+    atomic_bool loaded;   /* a load_all succeeded */
+    atomic_size_t groups; /* count, for readers that take no lock */
     watcher watchers[MAX_WATCHERS];
     int next_watch_id;
     sx_metric *m_groups;
     sx_metric *m_updates;
-    sx_metric *m_fetch_errors;
 };
 
 snap_entry *snap_entry_ref(snap_entry *e)
@@ -63,15 +63,14 @@ snap_store *snap_store_create(snap_repo *repo, sx_metrics *metrics)
     snap_store *s = sx_calloc(1, sizeof(*s));
     pthread_mutex_init(&s->mu, NULL);
     s->repo = repo;
+    atomic_init(&s->loaded, false);
+    atomic_init(&s->groups, 0);
     s->next_watch_id = 1;
     if (metrics) {
         s->m_groups = sx_metrics_gauge(metrics, "sextant_snapshot_groups",
                                        "Proxy groups with a snapshot held by this replica", NULL);
         s->m_updates = sx_metrics_counter(metrics, "sextant_snapshot_updates_total",
                                           "Snapshots this replica took in, by source", "source");
-        s->m_fetch_errors =
-            sx_metrics_counter(metrics, "sextant_snapshot_fetch_errors_total",
-                               "Snapshot fetches that failed (repaired by the next resync)", NULL);
     }
     return s;
 }
@@ -119,6 +118,7 @@ static bool install_locked(snap_store *s, snap_entry *e)
         s->entries = sx_realloc(s->entries, s->cap * sizeof(*s->entries));
     }
     s->entries[s->count++] = e;
+    atomic_store(&s->groups, s->count);
     return true;
 }
 
@@ -161,9 +161,7 @@ int snap_store_load_all(snap_store *s, sx_err *err)
     if (rc == 0) {
         for (size_t i = 0; i < n; i++)
             publish(s, entry_from_record(&items[i]), "load");
-        pthread_mutex_lock(&s->mu);
-        s->loaded = true;
-        pthread_mutex_unlock(&s->mu);
+        atomic_store(&s->loaded, true);
     }
     sx_arena_destroy(a);
     return rc;
@@ -171,10 +169,20 @@ int snap_store_load_all(snap_store *s, sx_err *err)
 
 bool snap_store_loaded(snap_store *s)
 {
-    pthread_mutex_lock(&s->mu);
-    bool v = s->loaded;
-    pthread_mutex_unlock(&s->mu);
-    return v;
+    return atomic_load(&s->loaded);
+}
+
+/* Reads (group, version) through the repository (Redis, then PostgreSQL) into *out, a
+ * new entry holding one reference; the repository's error otherwise (*out NULL). */
+static int read_entry(snap_store *s, const char *group, long long version, snap_entry **out,
+                      sx_err *err)
+{
+    sx_arena *a = sx_arena_create();
+    snap_record *r = NULL;
+    int rc = snap_repo_get(s->repo, group, version, 0, a, &r, err);
+    *out = rc == 0 ? entry_from_record(r) : NULL;
+    sx_arena_destroy(a);
+    return rc;
 }
 
 int snap_store_refresh(snap_store *s, const char *group, long long version, sx_err *err)
@@ -184,12 +192,10 @@ int snap_store_refresh(snap_store *s, const char *group, long long version, sx_e
     snap_entry_unref(have);
     if (current)
         return 0;
-    sx_arena *a = sx_arena_create();
-    snap_record *r = NULL;
-    int rc = snap_repo_get(s->repo, group, version, 0, a, &r, err);
+    snap_entry *e = NULL;
+    int rc = read_entry(s, group, version, &e, err);
     if (rc == 0)
-        publish(s, entry_from_record(r), "notify");
-    sx_arena_destroy(a);
+        publish(s, e, "notify");
     return rc;
 }
 
@@ -199,12 +205,8 @@ snap_entry *snap_store_fetch(snap_store *s, const char *group, long long version
     if (have && have->version == version)
         return have;
     snap_entry_unref(have);
-    sx_arena *a = sx_arena_create();
-    snap_record *r = NULL;
     snap_entry *e = NULL;
-    if (snap_repo_get(s->repo, group, version, 0, a, &r, err) == 0)
-        e = entry_from_record(r);
-    sx_arena_destroy(a);
+    (void)read_entry(s, group, version, &e, err);
     return e;
 }
 
@@ -224,10 +226,7 @@ snap_entry *snap_store_get(snap_store *s, const char *group)
 
 size_t snap_store_group_count(snap_store *s)
 {
-    pthread_mutex_lock(&s->mu);
-    size_t n = s->count;
-    pthread_mutex_unlock(&s->mu);
-    return n;
+    return atomic_load(&s->groups);
 }
 
 int snap_store_watch(snap_store *s, snap_store_watch_fn fn, void *ctx)
@@ -262,38 +261,4 @@ char *snap_store_notify_payload(const char *group, long long version)
     char *out = sx_strdup(text);
     free(text);
     return out;
-}
-
-void snap_store_on_notify(void *ctx, const char *channel, const char *payload)
-{
-    snap_store *s = ctx;
-    (void)channel;
-    json_error_t jerr;
-    json_t *j = json_loads(payload, 0, &jerr);
-    const char *group = json_string_value(json_object_get(j, "group"));
-    json_t *v = json_object_get(j, "version");
-    if (group == NULL || !json_is_integer(v) || json_integer_value(v) < 1) {
-        sx_log(SX_LOG_WARN, "snapshots", "ignoring malformed snapshot notification: %.200s",
-               payload);
-        json_decref(j);
-        return;
-    }
-    sx_err err;
-    if (snap_store_refresh(s, group, json_integer_value(v), &err) != 0) {
-        if (s->m_fetch_errors)
-            sx_metric_inc(s->m_fetch_errors, NULL);
-        sx_log_err(SX_LOG_WARN, "snapshots", &err);
-    }
-    json_decref(j);
-}
-
-void snap_store_on_resync(void *ctx)
-{
-    snap_store *s = ctx;
-    sx_err err;
-    if (snap_store_load_all(s, &err) != 0) {
-        if (s->m_fetch_errors)
-            sx_metric_inc(s->m_fetch_errors, NULL);
-        sx_log_err(SX_LOG_WARN, "snapshots", &err);
-    }
 }

@@ -5,10 +5,11 @@
  * replica knows: its version, checksum and encoded bytes, shared read-only by every
  * stream that serves it (snap_entry is reference-counted and immutable). It is filled
  * at start-up by snap_store_load_all, then kept current by NOTIFY: every write path
- * NOTIFYs SNAP_NOTIFY_CHANNEL with {"group":…,"version":…} after its commit, and
- * snap_store_on_notify fetches that snapshot (Redis first, PostgreSQL on a miss).
- * When the listener had to reconnect, snap_store_on_resync reloads everything,
- * because notifications sent while it was away are lost.
+ * NOTIFYs SNAP_NOTIFY_CHANNEL with {"group":…,"version":…} after its commit, and the
+ * snapshot loader (server/snapshot/loader.h) fetches that snapshot with
+ * snap_store_refresh (Redis first, PostgreSQL on a miss) on its own thread. When the
+ * listener had to reconnect, the loader reloads everything, because notifications sent
+ * while it was away are lost.
  *
  * Versions only move forward: an entry is replaced only by a higher version of its
  * group, so a late or duplicated notification never takes a group back in time.
@@ -82,12 +83,6 @@ size_t snap_store_group_count(snap_store *s);
  * Returns a watch id for snap_store_unwatch. */
 int snap_store_watch(snap_store *s, snap_store_watch_fn fn, void *ctx);
 void snap_store_unwatch(snap_store *s, int id);
-
-/* pg_listener callbacks for SNAP_NOTIFY_CHANNEL (ctx is the store). A malformed
- * payload is logged and ignored; a fetch failure is logged, counted, and repaired by
- * the next resync or notification. */
-void snap_store_on_notify(void *ctx, const char *channel, const char *payload);
-void snap_store_on_resync(void *ctx);
 
 /* The NOTIFY payload for (group, version): a new string the caller frees. */
 char *snap_store_notify_payload(const char *group, long long version);

@@ -79,7 +79,7 @@ static bool pin_in_use(void *ctx, const char *group, long long version)
 }
 
 /* Reloads every pin from the database and re-serves the nodes whose pin changed. Runs
- * on the listener's thread (NOTIFY and resync). */
+ * on the snapshot loader's thread (NOTIFY and resync: server/snapshot/loader.h). */
 static void reload_pins(xds_server *s)
 {
     if (s->o.pool == NULL)
@@ -152,7 +152,7 @@ void xds_serve_pins_resync(void *ctx)
 /* What node_id in group should be served: its pinned version, else the group's current
  * one; a reference, or NULL when there is none yet. For an unpinned node, exact asks
  * for the version the store holds as current even when the publisher has not built it
- * yet (built here, blocking: the listener thread re-serving released pins must not move
+ * yet (built here, blocking: the loader thread re-serving released pins must not move
  * a node back to the previous build); otherwise the publisher's latest build. */
 xds_wire_snap *xds_serve_wanted(xds_server *s, const char *node_id, const char *group, bool exact)
 {

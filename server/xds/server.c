@@ -32,6 +32,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/server.h"
+#include "server/snapshot/loader.h"
 #include "server/xds/call.h"
 #include "server/xds/report.h"
 #include "server/xds/serve.h"
@@ -627,8 +628,8 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
     int rc = xds_server_create(&o, &s, err);
     if (rc != 0)
         return rc;
-    if (srv->listener &&
-        (rc = pg_listener_subscribe(srv->listener, PINS_NOTIFY_CHANNEL, xds_serve_pins_notify,
+    if (srv->loader &&
+        (rc = snap_loader_subscribe(srv->loader, PINS_NOTIFY_CHANNEL, xds_serve_pins_notify,
                                     xds_serve_pins_resync, s, err)) != 0) {
         xds_server_destroy(s);
         return rc;

@@ -55,12 +55,12 @@ static int setup(void **state)
     assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
     events_feed_options fo = {.pool = f->pool, .keepalive_ms = 300, .max_streams = 4};
     OK(events_feed_create(&fo, &f->feed, &e_));
-    OK(events_feed_sup_ops.start(f->feed, &e_));
+    OK(sup_thread_ops.start(events_feed_component(f->feed), &e_));
     f->started = true;
     for (long long end = tl_now_ms() + 5000;
-         !events_feed_sup_ops.ready(f->feed) && tl_now_ms() < end;)
+         !sup_thread_ops.ready(events_feed_component(f->feed)) && tl_now_ms() < end;)
         tl_sleep_ms(10);
-    assert_true(events_feed_sup_ops.ready(f->feed));
+    assert_true(sup_thread_ops.ready(events_feed_component(f->feed)));
     *state = f;
     return 0;
 }
@@ -69,7 +69,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     if (f->started)
-        events_feed_sup_ops.stop(f->feed);
+        sup_thread_ops.stop(events_feed_component(f->feed));
     events_feed_destroy(f->feed);
     pg_pool_destroy(f->pool);
     tl_db_drop(f->url);
@@ -308,7 +308,7 @@ static void test_stop_ends_subscriptions(void **state)
     reader *r = open_reader(f, &all);
     assert_true(wait_text(r, ": connected", 10000));
     int before = atomic_load(&r->wakes);
-    events_feed_sup_ops.stop(f->feed);
+    sup_thread_ops.stop(events_feed_component(f->feed));
     f->started = false;
     assert_true(atomic_load(&r->wakes) > before);
     drain(r);

@@ -1,7 +1,8 @@
 /*
  * test_supervisor.c — start order, reverse stop order, the readiness gate, a component
- * that becomes ready later from its own thread, a failing start, and a component that
- * overruns the shutdown budget and is abandoned.
+ * that becomes ready later from its own thread, a failing start, a component that
+ * overruns the shutdown budget and is abandoned, and the one-thread component
+ * (sup_thread_ops) with and without a wake callback.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -238,6 +239,83 @@ static void test_abandoned_on_timeout(void **state)
     sup_destroy(sup);
 }
 
+/* A sup_thread body that waits on its own condition variable until woken. */
+typedef struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool woken;
+    atomic_bool running;
+    atomic_bool ready;
+} waiter;
+
+static void *waiter_run(void *ctx)
+{
+    waiter *w = ctx;
+    atomic_store(&w->running, true);
+    pthread_mutex_lock(&w->mu);
+    while (!w->woken)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void waiter_wake(void *ctx)
+{
+    waiter *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->woken = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static bool waiter_ready(void *ctx)
+{
+    waiter *w = ctx;
+    return atomic_load(&w->ready);
+}
+
+/* A sup_thread body that sleeps until shutdown. */
+static sup_supervisor *sleeper_sup;
+static void *sleeper_run(void *ctx)
+{
+    atomic_int *rounds = ctx;
+    do
+        atomic_fetch_add(rounds, 1);
+    while (sup_sleep(sleeper_sup, 5));
+    return NULL;
+}
+
+static void test_thread_component(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 2000);
+    sleeper_sup = sup;
+    waiter w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    atomic_int rounds = 0;
+    sup_thread tw = {
+        .run = waiter_run, .wake = waiter_wake, .ready = waiter_ready, .ctx = &w, .what = "w"};
+    sup_thread ts = {.run = sleeper_run, .ctx = &rounds, .what = "s"};
+    sx_err err;
+    assert_int_equal(sup_register(sup, "waiter", &sup_thread_ops, &tw, &err), 0);
+    assert_int_equal(sup_register(sup, "sleeper", &sup_thread_ops, &ts, &err), 0);
+    assert_int_equal(sup_start_all(sup, &err), 0);
+    /* No ready callback: always ready; with one: what it says. */
+    assert_false(sup_ready(sup));
+    atomic_store(&w.ready, true);
+    assert_true(sup_ready(sup));
+    for (int i = 0; i < 400 && (!atomic_load(&w.running) || atomic_load(&rounds) < 2); i++) {
+        struct timespec t = {0, 5 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    assert_true(atomic_load(&w.running));
+    /* Stop wakes the waiter and joins both threads. */
+    assert_int_equal(sup_stop_all(sup), 0);
+    assert_true(w.woken);
+    assert_false(tw.started);
+    assert_false(ts.started);
+    sup_destroy(sup);
+}
+
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
@@ -247,6 +325,7 @@ int main(void)
         cmocka_unit_test_setup(test_shutdown_interrupts_retry, setup),
         cmocka_unit_test_setup(test_failed_start, setup),
         cmocka_unit_test_setup(test_abandoned_on_timeout, setup),
+        cmocka_unit_test_setup(test_thread_component, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,369 @@
+/*
+ * config_keys.c — the table of every configuration key, and what it drives: --help and
+ * the JSON dump of the effective configuration.
+ *
+ * One table, config_keys[], describes every key: its path, kind, default, limits, where
+ * it lives in sextant_config and its help line; --help, the environment names, the JSON
+ * dump and freeing are all driven by it, so a key exists in one place. A new key is one
+ * row here and one field in server/config.h.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/base/mem.h"
+#include "server/config_internal.h"
+
+/* The web UI's default folder: the source tree's ui/dist (CMakeLists.txt sets it). */
+#ifndef SEXTANT_UI_DIR
+#define SEXTANT_UI_DIR "ui/dist"
+#endif
+
+const key_def config_keys[] = {
+    {"database.url", K_DBURL, NULL, 0, 0, OFF(database.url), "required",
+     "PostgreSQL connection string: a postgres:// URI or libpq key=value pairs."},
+    {"database.pool_size", K_INT, "8", 1, 256, OFF(database.pool_size), NULL,
+     "Connections the pool keeps open to PostgreSQL (1..256)."},
+    {"database.connect_timeout", K_DURATION, "5s", 1, MS_HOUR, OFF(database.connect_timeout_ms),
+     NULL, "Time allowed for one connection attempt."},
+    {"database.statement_timeout", K_DURATION, "30s", 0, MS_DAY, OFF(database.statement_timeout_ms),
+     NULL, "Longest a statement may run; 0 for no limit."},
+    {"redis.url", K_REDISURL, "", 0, 0, OFF(redis.url), "\"\", cache disabled",
+     "Redis cache: redis://[[user]:password@]host[:port][/db]; empty disables the cache."},
+    {"redis.timeout", K_DURATION, "500ms", 1, MS_MINUTE, OFF(redis.timeout_ms), NULL,
+     "Time allowed for one Redis command before the cache is bypassed."},
+    {"redis.key_prefix", K_PREFIX, "sextant:", 0, 0, OFF(redis.key_prefix), NULL,
+     "Prefix of every Redis key, so that deployments can share a Redis."},
+    {"http.listen", K_LISTEN, "127.0.0.1:8080", 0, 0, OFF(http.listen), NULL,
+     "REST API, UI, /healthz, /readyz and /metrics: host:port or [v6]:port."},
+    {"http.threads", K_INT, "4", 1, 256, OFF(http.threads), NULL, "HTTP worker threads (1..256)."},
+    {"http.max_body_bytes", K_INT, "1048576", 1, 1024LL * 1024 * 1024, OFF(http.max_body_bytes),
+     NULL, "Largest request body accepted; larger ones get 413."},
+    {"http.tls.cert_file", K_FILE, NULL, 0, 0, OFF(http.tls.cert_file), "none, plain HTTP",
+     "PEM certificate chain for HTTPS; needs http.tls.key_file."},
+    {"http.tls.key_file", K_FILE, NULL, 0, 0, OFF(http.tls.key_file), "none",
+     "PEM private key for HTTPS; needs http.tls.cert_file."},
+    {"http.ui_dir", K_TEXT, SEXTANT_UI_DIR, 0, 0, OFF(http.ui_dir), "<source tree>/ui/dist",
+     "Folder of the built web UI (npm run build in ui/), served at /; \"\" serves no UI."},
+    {"grpc.listen", K_LISTEN, "127.0.0.1:18000", 0, 0, OFF(grpc.listen), NULL,
+     "xDS gRPC server: host:port or [v6]:port."},
+    {"grpc.tls.cert_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.cert_file), "none, plaintext",
+     "PEM certificate chain for gRPC TLS; needs grpc.tls.key_file."},
+    {"grpc.tls.key_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.key_file), "none",
+     "PEM private key for gRPC TLS; needs grpc.tls.cert_file."},
+    {"grpc.tls.client_ca_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.client_ca_file), "none",
+     "PEM CA bundle; when set, proxies must present a certificate it signed (mTLS)."},
+    {"replica.id", K_REPLICA, NULL, 0, 0, OFF(replica.id), "<hostname>-<pid>",
+     "This replica's name in logs, node status and leases."},
+    {"log.level", K_LEVEL, "info", 0, 0, OFF(log.level), NULL,
+     "Least severe level logged: debug, info, warn or error."},
+    {"auth.enabled", K_BOOL, "true", 0, 0, OFF(auth.enabled), NULL,
+     "Require a JWT bearer token on /api/v1; false serves the API to anyone (a warning is "
+     "logged at start)."},
+    {"auth.hs256_secret", K_SECRET, NULL, 0, 0, OFF(auth.hs256_secret), "none",
+     "HS256 key that signs and verifies tokens, at least 32 bytes; prefer the _file form. "
+     "Never logged."},
+    {"auth.hs256_secret_file", K_FILE, NULL, 0, 0, OFF(auth.hs256_secret_file), "none",
+     "File holding the HS256 key (one trailing newline is ignored)."},
+    {"auth.rs256_public_key_file", K_FILE, NULL, 0, 0, OFF(auth.rs256_public_key_file), "none",
+     "PEM RSA public key that verifies RS256 tokens."},
+    {"auth.rs256_private_key_file", K_FILE, NULL, 0, 0, OFF(auth.rs256_private_key_file), "none",
+     "PEM RSA private key with which `sextant token` signs RS256 tokens; must match "
+     "auth.rs256_public_key_file when both are set."},
+    {"auth.issuer", K_TEXT, NULL, 0, 0, OFF(auth.issuer), "none, not checked",
+     "Required \"iss\" claim of every token; also written into minted tokens."},
+    {"auth.audience", K_TEXT, NULL, 0, 0, OFF(auth.audience), "none, not checked",
+     "Required \"aud\" claim (a string or one entry of an array); also written into minted "
+     "tokens."},
+    {"auth.clock_skew", K_DURATION, "60s", 0, MS_HOUR, OFF(auth.clock_skew_ms), NULL,
+     "Leeway when checking a token's exp and nbf against this server's clock."},
+    {"auth.policy_file", K_FILE, NULL, 0, 0, OFF(auth.policy_file), "none, built-in policy",
+     "YAML RBAC policy mapping roles to resources and actions (see README, Authentication)."},
+    {"auth.dev_sign_in", K_BOOL, "false", 0, 0, OFF(auth.dev_sign_in), NULL,
+     "Local development only: allow signing in without a token."},
+    {"shutdown.timeout", K_DURATION, "10s", 1, MS_HOUR, OFF(shutdown.timeout_ms), NULL,
+     "Budget for stopping every component on SIGTERM; past it the process exits non-zero."},
+    {"snapshots.load_timeout", K_DURATION, "30s", 1, MS_HOUR, OFF(snapshots.load_timeout_ms), NULL,
+     "How long start-up may spend loading the latest snapshots."},
+    {"xds.ack_timeout", K_DURATION, "0", 0, MS_HOUR, OFF(xds.ack_timeout_ms), "0, off",
+     "An xDS response not ACKed or NACKed within this time ends its stream; 0 never."},
+    {"xds.send_timeout", K_DURATION, "30s", 0, MS_HOUR, OFF(xds.send_timeout_ms), NULL,
+     "An xDS response the proxy does not read within this time ends its stream; 0 never."},
+    {"xds.default_group", K_PREFIX, "default", 0, 0, OFF(xds.default_group), NULL,
+     "Proxy group of nodes whose node.cluster (or cluster) is empty."},
+    {"xds.cq_threads", K_INT, "2", 1, 64, OFF(xds.cq_threads), NULL,
+     "Threads serving the gRPC completion queue of the xDS server (1..64)."},
+    {"ratelimit.read_rate", K_INT, "50", 1, 1000000, OFF(ratelimit.read_rate), NULL,
+     "Sustained API reads per second per user (token bucket refill)."},
+    {"ratelimit.read_burst", K_INT, "100", 1, 1000000, OFF(ratelimit.read_burst), NULL,
+     "API reads a user may make at once (token bucket size)."},
+    {"ratelimit.write_rate", K_INT, "5", 1, 1000000, OFF(ratelimit.write_rate), NULL,
+     "Sustained API writes per second per user."},
+    {"ratelimit.write_burst", K_INT, "20", 1, 1000000, OFF(ratelimit.write_burst), NULL,
+     "API writes a user may make at once."},
+    {"limits.config.max_listeners", K_INT, "100", 1, 1000000, OFF(limits.config.max_listeners),
+     NULL, "Listeners one config may hold."},
+    {"limits.config.max_routes", K_INT, "1000", 1, 1000000, OFF(limits.config.max_routes), NULL,
+     "Routes (HTTP, gRPC and stream) one config may hold."},
+    {"limits.config.max_backends", K_INT, "1000", 1, 1000000, OFF(limits.config.max_backends), NULL,
+     "Backends one config may hold."},
+    {"limits.config.max_endpoints", K_INT, "10000", 1, 10000000, OFF(limits.config.max_endpoints),
+     NULL, "Endpoints, over all backends, one config may hold."},
+    {"limits.group.max_listeners", K_INT, "1000", 1, 1000000, OFF(limits.group.max_listeners), NULL,
+     "Listeners of all configs of one proxy group together."},
+    {"limits.group.max_routes", K_INT, "10000", 1, 10000000, OFF(limits.group.max_routes), NULL,
+     "Routes of all configs of one proxy group together."},
+    {"limits.group.max_backends", K_INT, "10000", 1, 10000000, OFF(limits.group.max_backends), NULL,
+     "Backends of all configs of one proxy group together."},
+    {"limits.group.max_endpoints", K_INT, "100000", 1, 100000000, OFF(limits.group.max_endpoints),
+     NULL, "Endpoints of all configs of one proxy group together."},
+    {"validation.tls_on_privileged_ports", K_BOOL, "false", 0, 0,
+     OFF(validation.tls_on_privileged_ports), NULL,
+     "Refuse HTTP listeners without TLS on ports below 1024 (except 80)."},
+    {"validation.refuse_private_endpoints", K_BOOL, "false", 0, 0,
+     OFF(validation.refuse_private_endpoints), NULL,
+     "Refuse backend endpoints with private, loopback or link-local addresses."},
+    {"nodes.flush_interval", K_DURATION, "1s", 10, MS_HOUR, OFF(nodes.flush_interval_ms), NULL,
+     "Debounce window for writing node status (ACKs, last seen); NACKs and connects are "
+     "written at once."},
+    {"fleet.stale_after", K_DURATION, "120s", 1000, 24 * MS_HOUR, OFF(fleet.stale_after_ms), NULL,
+     "A connected node with no stream activity for this long is stale."},
+    {"fleet.disconnected_after", K_DURATION, "300s", 1000, 24 * MS_HOUR,
+     OFF(fleet.disconnected_after_ms), NULL,
+     "A node with no activity for this long counts as disconnected even if its stream is "
+     "still marked up; must be greater than fleet.stale_after."},
+    {"rollouts.tick", K_DURATION, "1s", 10, MS_HOUR, OFF(rollouts.tick_ms), NULL,
+     "How often each replica looks at the deployments it drives."},
+    {"rollouts.lease", K_DURATION, "10s", 100, MS_HOUR, OFF(rollouts.lease_ms), NULL,
+     "How long a replica holds a deployment without renewing; another replica takes it over "
+     "after that."},
+    {"rollouts.nack_threshold_percent", K_INT, "5", 0, 100, OFF(rollouts.nack_threshold_percent),
+     NULL, "Default NACK rate (percent of responses) above which a rollout halts and rolls back."},
+    {"rollouts.nack_min_sample", K_INT, "10", 0, 1000000, OFF(rollouts.nack_min_sample), NULL,
+     "Default number of responses before the NACK rate is judged."},
+    {"rollouts.wave_timeout", K_DURATION, "10m", 1000, 24 * MS_HOUR, OFF(rollouts.wave_timeout_ms),
+     NULL, "Default time a wave may take to be ACKed before the rollout fails."},
+    {"rollouts.health_failures", K_INT, "3", 1, 1000000, OFF(rollouts.health_failures), NULL,
+     "Default number of wave nodes reporting not ready that halts a rollout."},
+    {"nodes.max_pending", K_INT, "10000", 1, 10000000, OFF(nodes.max_pending), NULL,
+     "Bound on nodes with unwritten status updates; routine updates beyond it are dropped "
+     "and counted."},
+    {"events.retention", K_DURATION, "24h", MS_MINUTE, 30 * MS_DAY, OFF(events.retention_ms), NULL,
+     "How long live events (GET /api/v1/events) are kept for clients resuming with "
+     "Last-Event-ID."},
+    {"events.keepalive", K_DURATION, "15s", 100, MS_MINUTE, OFF(events.keepalive_ms), NULL,
+     "Interval of the keep-alive comment on an idle event stream."},
+    {"events.max_streams", K_INT, "1000", 1, 100000, OFF(events.max_streams), NULL,
+     "Event streams one replica serves at once; more get 503."},
+};
+
+const size_t config_nkeys = sizeof(config_keys) / sizeof(config_keys[0]);
+
+/* ------------------------------------------------------------------ small helpers */
+
+void *config_key_field(sextant_config *cfg, size_t i)
+{
+    return (char *)cfg + config_keys[i].off;
+}
+
+const void *config_key_cfield(const sextant_config *cfg, size_t i)
+{
+    return (const char *)cfg + config_keys[i].off;
+}
+
+void config_env_name(const char *path, char *out, size_t n)
+{
+    size_t j = (size_t)snprintf(out, n, "SEXTANT_");
+    for (const char *p = path; *p && j + 1 < n; p++)
+        out[j++] = *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+    out[j] = '\0';
+}
+
+int config_key_find(const char *path)
+{
+    for (size_t i = 0; i < config_nkeys; i++)
+        if (strcmp(config_keys[i].path, path) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* True when path is a proper prefix section of some key ("http", "http.tls"). */
+bool config_key_is_section(const char *path)
+{
+    size_t n = strlen(path);
+    for (size_t i = 0; i < config_nkeys; i++)
+        if (strncmp(config_keys[i].path, path, n) == 0 && config_keys[i].path[n] == '.')
+            return true;
+    return false;
+}
+
+/* Writes s quoted for a message: escapes quotes and control bytes, cut at 80 bytes. */
+const char *config_quote(const char *s, char *out, size_t n)
+{
+    size_t j = 0, shown = 0;
+    if (n < 8)
+        return "";
+    out[j++] = '"';
+    for (; *s && j + 6 < n; s++, shown++) {
+        if (shown == 80) {
+            j += (size_t)snprintf(out + j, n - j, "...");
+            break;
+        }
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[j++] = '\\';
+            out[j++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            j += (size_t)snprintf(out + j, n - j, "\\x%02x", c);
+        } else {
+            out[j++] = (char)c;
+        }
+    }
+    out[j++] = '"';
+    out[j] = '\0';
+    return out;
+}
+
+size_t config_levenshtein(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] == b[j - 1] ? 0 : 1);
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The sibling of an unknown key name under prefix that is closest in spelling, or NULL. */
+const char *config_suggest_key(const char *prefix, const char *name, char *out, size_t n)
+{
+    size_t plen = strlen(prefix), best = 3;
+    const char *found = NULL;
+    for (size_t i = 0; i < config_nkeys; i++) {
+        const char *p = config_keys[i].path;
+        if (plen) {
+            if (strncmp(p, prefix, plen) != 0 || p[plen] != '.')
+                continue;
+            p += plen + 1;
+        }
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        char seg[64];
+        snprintf(seg, sizeof(seg), "%.*s", (int)len, p);
+        size_t d = config_levenshtein(seg, name);
+        if (d < best && d < strlen(seg)) {
+            best = d;
+            snprintf(out, n, "%s", seg);
+            found = out;
+        }
+    }
+    return found;
+}
+
+/* ------------------------------------------------------------------ dump and help */
+
+/* The object that holds the last segment of path, creating parents as needed. */
+static json_t *parent_object(json_t *root, const char *path, const char **leaf)
+{
+    json_t *o = root;
+    const char *p = path;
+    const char *dot;
+    while ((dot = strchr(p, '.')) != NULL) {
+        char seg[64];
+        snprintf(seg, sizeof(seg), "%.*s", (int)(dot - p), p);
+        json_t *child = json_object_get(o, seg);
+        if (child == NULL) {
+            child = json_object();
+            json_object_set_new(o, seg, child);
+        }
+        o = child;
+        p = dot + 1;
+    }
+    *leaf = p;
+    return o;
+}
+
+json_t *config_dump_json(const sextant_config *cfg)
+{
+    static const char *level_names[] = {"debug", "info", "warn", "error"};
+    json_t *root = json_object();
+    for (size_t i = 0; i < config_nkeys; i++) {
+        const char *leaf;
+        json_t *o = parent_object(root, config_keys[i].path, &leaf);
+        const void *f = config_key_cfield(cfg, i);
+        json_t *v = NULL;
+        char buf[1024];
+        switch (config_keys[i].kind) {
+        case K_DBURL:
+        case K_REDISURL: {
+            const char *s = *(char *const *)f;
+            v = s ? json_string(sx_redact_url(s, buf, sizeof(buf))) : json_null();
+            break;
+        }
+        case K_INT:
+            v = json_integer(*(const int64_t *)f);
+            break;
+        case K_DURATION:
+            v = json_string(config_format_duration(*(const int64_t *)f, buf, sizeof(buf)));
+            break;
+        case K_BOOL:
+            v = json_boolean(*(const bool *)f);
+            break;
+        case K_LISTEN: {
+            const config_listen *l = f;
+            v = l->text ? json_string(l->text) : json_null();
+            break;
+        }
+        case K_LEVEL: {
+            int lv = (int)*(const sx_log_level *)f;
+            v = json_string(lv >= 0 && lv < 4 ? level_names[lv] : "info");
+            break;
+        }
+        case K_SECRET:
+            v = *(char *const *)f ? json_string("***") : json_null();
+            break;
+        case K_FILE:
+        case K_TEXT:
+        case K_PREFIX:
+        case K_REPLICA: {
+            const char *s = *(char *const *)f;
+            v = s ? json_string(s) : json_null();
+            break;
+        }
+        }
+        json_object_set_new(o, leaf, v ? v : json_null());
+    }
+    return root;
+}
+
+void config_write_help(sx_buf *out)
+{
+    sx_buf_puts(out, "Configuration keys (YAML path, environment variable, default). The\n"
+                     "environment overrides the file; an empty value unsets optional keys.\n"
+                     "Durations: 500ms, 5s, 1m, 1h, 1m30s.\n\n");
+    for (size_t i = 0; i < config_nkeys; i++) {
+        char env[64];
+        config_env_name(config_keys[i].path, env, sizeof(env));
+        const char *def =
+            config_keys[i].help_default ? config_keys[i].help_default : config_keys[i].def;
+        sx_buf_printf(out, "  %s  (%s; %s%s)\n      %s\n", config_keys[i].path, env,
+                      config_keys[i].help_default ? "" : "default ", def ? def : "none",
+                      config_keys[i].help);
+    }
+}

@@ -1,0 +1,175 @@
+/*
+ * config_yaml.c — reads the configuration file (YAML) into the loader's raw values.
+ *
+ * The file is one YAML document whose mappings nest along the key paths (http.tls.cert_file
+ * is http: tls: cert_file:). Only scalars are taken, as text: every value is parsed later
+ * by the loader, the same way whether it came from the file, the environment or a
+ * default. Unknown keys (with the closest spelling), duplicate keys, lists and a second
+ * document are reported with their line, and reading goes on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+#include "server/base/mem.h"
+#include "server/config_internal.h"
+
+static bool yaml_is_null(const yaml_node_t *n)
+{
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)n->data.scalar.value;
+    return n->data.scalar.length == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+           strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+}
+
+static const char *yaml_kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_MAPPING_NODE:
+        return "mapping";
+    case YAML_SEQUENCE_NODE:
+        return "list";
+    default:
+        return "single value";
+    }
+}
+
+static void walk_mapping(loader *L, yaml_document_t *doc, yaml_node_t *map, const char *prefix)
+{
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+        yaml_node_t *v = yaml_document_get_node(doc, pr->value);
+        if (k == NULL || v == NULL)
+            continue;
+        size_t line = k->start_mark.line + 1;
+        if (k->type != YAML_SCALAR_NODE) {
+            sx_fielderrs_add(L->errs, *prefix ? prefix : L->file,
+                             "keys must be plain names, got a %s (line %zu)", yaml_kind(k), line);
+            continue;
+        }
+        const char *name = (const char *)k->data.scalar.value;
+        char path[256];
+        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", name);
+        int idx = config_key_find(path);
+        if (idx >= 0) {
+            raw_value *r = &L->raw[idx];
+            if (r->file_seen) {
+                sx_fielderrs_add(L->errs, path, "duplicate key (line %zu)", line);
+                r->failed = true;
+                continue;
+            }
+            r->file_seen = true;
+            if (v->type != YAML_SCALAR_NODE) {
+                sx_fielderrs_add(L->errs, path, "expected a single value, got a %s (line %zu)",
+                                 yaml_kind(v), line);
+                r->failed = true;
+                continue;
+            }
+            if (yaml_is_null(v))
+                continue;
+            r->text = sx_strndup((const char *)v->data.scalar.value, v->data.scalar.length);
+            if (strlen(r->text) != v->data.scalar.length) {
+                sx_fielderrs_add(L->errs, path, "value contains a NUL byte (line %zu)", line);
+                r->failed = true;
+            }
+            r->src = SRC_FILE;
+            r->file_line = line;
+        } else if (config_key_is_section(path)) {
+            bool dup = false;
+            for (size_t s = 0; s < L->nsections && !dup; s++)
+                dup = strcmp(L->sections[s], path) == 0;
+            if (dup) {
+                sx_fielderrs_add(L->errs, path, "duplicate key (line %zu)", line);
+                continue;
+            }
+            L->sections = sx_realloc(L->sections, (L->nsections + 1) * sizeof(char *));
+            L->sections[L->nsections++] = sx_strdup(path);
+            if (v->type == YAML_MAPPING_NODE)
+                walk_mapping(L, doc, v, path);
+            else if (!yaml_is_null(v))
+                sx_fielderrs_add(L->errs, path, "expected a mapping of keys, got a %s (line %zu)",
+                                 yaml_kind(v), line);
+        } else {
+            char q[160], sug[64];
+            const char *s = config_suggest_key(prefix, name, sug, sizeof(sug));
+            if (s)
+                sx_fielderrs_add(L->errs, path, "unknown key %s (did you mean \"%s\"?) (line %zu)",
+                                 config_quote(name, q, sizeof(q)), s, line);
+            else
+                sx_fielderrs_add(L->errs, path, "unknown key %s (line %zu)",
+                                 config_quote(name, q, sizeof(q)), line);
+        }
+    }
+}
+
+static void yaml_syntax_error(loader *L, const yaml_parser_t *p)
+{
+    if (p->error == YAML_READER_ERROR) {
+        sx_fielderrs_add(L->errs, L->file, "invalid YAML at byte %zu: %s", p->problem_offset,
+                         p->problem ? p->problem : "unreadable input");
+        return;
+    }
+    if (p->error == YAML_MEMORY_ERROR) {
+        sx_fielderrs_add(L->errs, L->file, "out of memory while parsing YAML");
+        return;
+    }
+    char ctx[256] = "";
+    if (p->context)
+        snprintf(ctx, sizeof(ctx), " (%s at line %zu, column %zu)", p->context,
+                 p->context_mark.line + 1, p->context_mark.column + 1);
+    sx_fielderrs_add(L->errs, L->file, "invalid YAML at line %zu, column %zu: %s%s",
+                     p->problem_mark.line + 1, p->problem_mark.column + 1,
+                     p->problem ? p->problem : "syntax error", ctx);
+}
+
+void config_yaml_read(loader *L, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        sx_fielderrs_add(L->errs, path, "could not open the configuration file: %s",
+                         strerror(errno));
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sx_fielderrs_add(L->errs, path, "the configuration file is not a regular file");
+        return;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        sx_fielderrs_add(L->errs, path, "could not open the configuration file: %s",
+                         strerror(errno));
+        return;
+    }
+    yaml_parser_t p;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_file(&p, f);
+    yaml_document_t doc;
+    if (!yaml_parser_load(&p, &doc)) {
+        yaml_syntax_error(L, &p);
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        if (root && root->type == YAML_MAPPING_NODE)
+            walk_mapping(L, &doc, root, "");
+        else if (root && !yaml_is_null(root))
+            sx_fielderrs_add(L->errs, path, "expected a mapping of keys at the top, got a %s",
+                             yaml_kind(root));
+        yaml_document_delete(&doc);
+        if (root) {
+            yaml_document_t more;
+            if (!yaml_parser_load(&p, &more)) {
+                yaml_syntax_error(L, &p);
+            } else {
+                if (yaml_document_get_root_node(&more))
+                    sx_fielderrs_add(L->errs, path, "expected one YAML document, found more");
+                yaml_document_delete(&more);
+            }
+        }
+    }
+    yaml_parser_delete(&p);
+    fclose(f);
+}

@@ -1,0 +1,419 @@
+/*
+ * loader.c — takes snapshot fetches and NOTIFY-driven reloads off the LISTEN thread.
+ *
+ * One mutex guards three kinds of pending work: a "reload everything" flag, an array of
+ * per-group fetches (each the newest version announced, with its retry time) and, per
+ * subscription, the newest undelivered notification or resync. The listener's callbacks
+ * only record work under the mutex and signal the condition variable. The worker picks
+ * the first job that is due — the reload first (it covers every group), then the fetches,
+ * then the subscriptions — runs it without the mutex, and records a failure by making
+ * the job due again after a back-off. Jobs are small in number (one per group at most),
+ * so a linear scan is enough.
+ */
+#include "server/snapshot/loader.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/base/clock.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
+
+#define COMPONENT      "snapshots"
+#define POLL_MS        100 /* waiting for the database and the listener */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+/* A pending fetch of one group's snapshot. */
+typedef struct fetch {
+    char *group;       /* owned */
+    long long version; /* the newest version announced */
+    int64_t due_ms;    /* monotonic time it may run; 0: now */
+    int backoff_ms;    /* the next retry's delay */
+} fetch;
+
+/* What a subscription has waiting for the worker. */
+typedef enum { SUB_IDLE, SUB_NOTIFY, SUB_RESYNC } sub_pending;
+
+/* A channel subscribed through snap_loader_subscribe. */
+typedef struct sub {
+    snap_loader *loader; /* borrowed; the listener's ctx for this subscription */
+    char *channel;       /* owned */
+    pg_listener_notify_fn on_notify;
+    pg_listener_resync_fn on_resync; /* NULL allowed */
+    void *ctx;
+    sub_pending pending; /* (mu) */
+    char *payload;       /* (mu) owned; the newest undelivered payload */
+} sub;
+
+struct snap_loader {
+    snap_loader_options o;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* signalled when work arrives or stop begins */
+    bool stopping;     /* (mu) */
+    bool reload;       /* (mu) every group must be (re)loaded: start-up or a resync */
+    int64_t reload_due_ms;
+    int reload_backoff_ms;
+    fetch *fetches; /* (mu) */
+    size_t nfetches, cap_fetches;
+    sub **subs; /* grows before start only */
+    size_t nsubs;
+    sup_thread thread; /* runs worker */
+    sx_metric *m_fetch_errors;
+};
+
+static int next_backoff(int ms)
+{
+    return ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
+}
+
+/* ------------------------------------------------------------------ listener side */
+
+/* The pending fetch of group, added (version 0, due now) when there is none. Call with
+ * the mutex held. */
+static fetch *fetch_of(snap_loader *l, const char *group)
+{
+    for (size_t i = 0; i < l->nfetches; i++)
+        if (strcmp(l->fetches[i].group, group) == 0)
+            return &l->fetches[i];
+    if (l->nfetches == l->cap_fetches) {
+        l->cap_fetches = l->cap_fetches ? l->cap_fetches * 2 : 16;
+        l->fetches = sx_realloc(l->fetches, l->cap_fetches * sizeof(*l->fetches));
+    }
+    fetch *f = &l->fetches[l->nfetches++];
+    *f = (fetch){.group = sx_strdup(group), .backoff_ms = BACKOFF_MIN_MS};
+    return f;
+}
+
+/* Records (group, version) unless a newer fetch of group is already pending. A newer
+ * version is worth trying at once, even while an older one backs off. */
+static void want_fetch(snap_loader *l, const char *group, long long version)
+{
+    pthread_mutex_lock(&l->mu);
+    fetch *f = fetch_of(l, group);
+    if (version > f->version)
+        *f = (fetch){.group = f->group, .version = version, .backoff_ms = BACKOFF_MIN_MS};
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void on_snapshot_notify(void *ctx, const char *channel, const char *payload)
+{
+    (void)channel;
+    json_error_t jerr;
+    json_t *j = json_loads(payload, 0, &jerr);
+    const char *group = json_string_value(json_object_get(j, "group"));
+    json_t *v = json_object_get(j, "version");
+    if (group == NULL || !json_is_integer(v) || json_integer_value(v) < 1)
+        sx_log(SX_LOG_WARN, COMPONENT, "ignoring malformed snapshot notification: %.200s", payload);
+    else
+        want_fetch(ctx, group, json_integer_value(v));
+    json_decref(j);
+}
+
+static void on_snapshot_resync(void *ctx)
+{
+    snap_loader *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    l->reload = true;
+    l->reload_due_ms = 0;
+    l->reload_backoff_ms = BACKOFF_MIN_MS;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void mark_sub(sub *s, sub_pending what, const char *payload)
+{
+    snap_loader *l = s->loader;
+    pthread_mutex_lock(&l->mu);
+    if (what == SUB_RESYNC || s->pending != SUB_RESYNC) {
+        s->pending = what;
+        sx_free(s->payload);
+        s->payload = payload ? sx_strdup(payload) : NULL;
+    }
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void on_sub_notify(void *ctx, const char *channel, const char *payload)
+{
+    (void)channel;
+    mark_sub(ctx, SUB_NOTIFY, payload);
+}
+
+static void on_sub_resync(void *ctx)
+{
+    mark_sub(ctx, SUB_RESYNC, NULL);
+}
+
+/* ------------------------------------------------------------------ worker side */
+
+/* The job the worker runs next, taken from the pending state under the mutex. */
+typedef struct job {
+    enum { JOB_NONE, JOB_RELOAD, JOB_FETCH, JOB_SUB } kind;
+    char *group; /* JOB_FETCH; owned */
+    long long version;
+    int backoff_ms;  /* JOB_FETCH: the delay before a retry */
+    sub *s;          /* JOB_SUB */
+    bool resync;     /* JOB_SUB: call on_resync rather than on_notify */
+    char *payload;   /* JOB_SUB notify; owned */
+    int64_t wait_ms; /* JOB_NONE: how long nothing is due (-1: until signalled) */
+} job;
+
+static bool dependencies_ready(snap_loader *l)
+{
+    return pg_listener_connected(l->o.listener) &&
+           (l->o.database_ready == NULL || l->o.database_ready(l->o.database_ctx));
+}
+
+static void shorten_wait(job *j, int64_t due, int64_t now)
+{
+    int64_t w = due > now ? due - now : 0;
+    if (j->wait_ms < 0 || w < j->wait_ms)
+        j->wait_ms = w;
+}
+
+/* Takes the first due job off the pending state. Call with the mutex held. */
+static job take_job(snap_loader *l, bool deps_ready)
+{
+    job j = {.kind = JOB_NONE, .wait_ms = -1};
+    int64_t now = sx_monotonic_ms();
+    if (l->reload) {
+        if (!deps_ready) {
+            shorten_wait(&j, now + POLL_MS, now);
+        } else if (l->reload_due_ms <= now) {
+            l->reload = false;
+            j.kind = JOB_RELOAD;
+            return j;
+        } else {
+            shorten_wait(&j, l->reload_due_ms, now);
+        }
+    }
+    for (size_t i = 0; i < l->nfetches; i++) {
+        fetch *f = &l->fetches[i];
+        if (f->due_ms > now) {
+            shorten_wait(&j, f->due_ms, now);
+            continue;
+        }
+        j = (job){.kind = JOB_FETCH,
+                  .group = f->group,
+                  .version = f->version,
+                  .backoff_ms = f->backoff_ms};
+        l->fetches[i] = l->fetches[--l->nfetches];
+        return j;
+    }
+    for (size_t i = 0; i < l->nsubs; i++) {
+        sub *s = l->subs[i];
+        if (s->pending == SUB_IDLE)
+            continue;
+        j = (job){
+            .kind = JOB_SUB, .s = s, .resync = s->pending == SUB_RESYNC, .payload = s->payload};
+        s->pending = SUB_IDLE;
+        s->payload = NULL;
+        return j;
+    }
+    return j;
+}
+
+static void count_failure(snap_loader *l, const sx_err *err)
+{
+    if (l->m_fetch_errors && snap_store_loaded(l->o.store))
+        sx_metric_inc(l->m_fetch_errors, NULL);
+    sx_log_err(SX_LOG_WARN, COMPONENT, err);
+}
+
+static void run_reload(snap_loader *l)
+{
+    sx_err err;
+    sx_err_clear(&err);
+    bool first = !snap_store_loaded(l->o.store);
+    if (snap_store_load_all(l->o.store, &err) == 0) {
+        if (first)
+            sx_log_fields(
+                SX_LOG_INFO, COMPONENT,
+                json_pack("{s:I}", "groups", (json_int_t)snap_store_group_count(l->o.store)),
+                "snapshots loaded");
+        pthread_mutex_lock(&l->mu);
+        l->reload_backoff_ms = BACKOFF_MIN_MS;
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
+    count_failure(l, &err); /* the first load's failures are not counted: nothing was held */
+    pthread_mutex_lock(&l->mu);
+    l->reload = true;
+    l->reload_due_ms = sx_monotonic_ms() + l->reload_backoff_ms;
+    l->reload_backoff_ms = next_backoff(l->reload_backoff_ms);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void run_fetch(snap_loader *l, const job *j)
+{
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = snap_store_refresh(l->o.store, j->group, j->version, &err);
+    if (rc == 0)
+        return;
+    count_failure(l, &err);
+    if (rc == SX_ENOTFOUND)
+        return; /* nothing to retry: a later notification or resync brings what exists */
+    pthread_mutex_lock(&l->mu);
+    fetch *f = fetch_of(l, j->group);
+    if (f->version <= j->version) /* else a newer one was announced meanwhile: it runs now */
+        *f = (fetch){.group = f->group,
+                     .version = j->version,
+                     .due_ms = sx_monotonic_ms() + j->backoff_ms,
+                     .backoff_ms = next_backoff(j->backoff_ms)};
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void *worker(void *arg)
+{
+    snap_loader *l = arg;
+    for (;;) {
+        /* Checked outside the mutex: the listener's and the database's state have locks
+         * of their own. */
+        bool deps = dependencies_ready(l);
+        pthread_mutex_lock(&l->mu);
+        if (l->stopping) {
+            pthread_mutex_unlock(&l->mu);
+            return NULL;
+        }
+        job j = take_job(l, deps);
+        if (j.kind == JOB_NONE) {
+            if (j.wait_ms < 0) {
+                pthread_cond_wait(&l->cv, &l->mu);
+            } else if (j.wait_ms > 0) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_sec += j.wait_ms / 1000;
+                ts.tv_nsec += (long)(j.wait_ms % 1000) * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+            }
+            pthread_mutex_unlock(&l->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&l->mu);
+        switch (j.kind) {
+        case JOB_RELOAD:
+            run_reload(l);
+            break;
+        case JOB_FETCH:
+            run_fetch(l, &j);
+            sx_free(j.group);
+            break;
+        case JOB_SUB:
+            if (j.resync)
+                j.s->on_resync(j.s->ctx);
+            else
+                j.s->on_notify(j.s->ctx, j.s->channel, j.payload ? j.payload : "");
+            sx_free(j.payload);
+            break;
+        case JOB_NONE:
+            break;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ component */
+
+/* Makes the worker return once the job in hand is done. */
+static void loader_wake(void *ctx)
+{
+    snap_loader *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    l->stopping = true;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static bool loader_ready(void *ctx)
+{
+    snap_loader *l = ctx;
+    return snap_store_loaded(l->o.store);
+}
+
+sup_thread *snap_loader_component(snap_loader *l)
+{
+    return &l->thread;
+}
+
+int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err *err)
+{
+    *out = NULL;
+    if (opt->store == NULL || opt->listener == NULL)
+        return sx_err_set(err, SX_EINVAL, "the snapshot loader needs a store and a listener");
+    snap_loader *l = sx_calloc(1, sizeof(*l));
+    l->o = *opt;
+    l->thread = (sup_thread){.run = worker,
+                             .wake = loader_wake,
+                             .ready = loader_ready,
+                             .ctx = l,
+                             .what = "the snapshot loader"};
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    l->reload = true; /* the first load, once the database and the listener are up */
+    l->reload_backoff_ms = BACKOFF_MIN_MS;
+    if (opt->metrics)
+        l->m_fetch_errors =
+            sx_metrics_counter(opt->metrics, "sextant_snapshot_fetch_errors_total",
+                               "Snapshot fetches that failed (each is retried)", NULL);
+    int rc = pg_listener_subscribe(opt->listener, SNAP_NOTIFY_CHANNEL, on_snapshot_notify,
+                                   on_snapshot_resync, l, err);
+    if (rc != 0) {
+        snap_loader_destroy(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+int snap_loader_subscribe(snap_loader *l, const char *channel, pg_listener_notify_fn on_notify,
+                          pg_listener_resync_fn on_resync, void *ctx, sx_err *err)
+{
+    sub *s = sx_calloc(1, sizeof(*s));
+    *s = (sub){.loader = l,
+               .channel = sx_strdup(channel),
+               .on_notify = on_notify,
+               .on_resync = on_resync,
+               .ctx = ctx};
+    int rc = pg_listener_subscribe(l->o.listener, channel, on_sub_notify,
+                                   on_resync ? on_sub_resync : NULL, s, err);
+    if (rc != 0) {
+        sx_free(s->channel);
+        sx_free(s);
+        return rc;
+    }
+    pthread_mutex_lock(&l->mu);
+    l->subs = sx_realloc(l->subs, (l->nsubs + 1) * sizeof(*l->subs));
+    l->subs[l->nsubs++] = s;
+    pthread_mutex_unlock(&l->mu);
+    return 0;
+}
+
+void snap_loader_destroy(snap_loader *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->nfetches; i++)
+        sx_free(l->fetches[i].group);
+    sx_free(l->fetches);
+    for (size_t i = 0; i < l->nsubs; i++) {
+        sx_free(l->subs[i]->channel);
+        sx_free(l->subs[i]->payload);
+        sx_free(l->subs[i]);
+    }
+    sx_free(l->subs);
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    sx_free(l);
+}

@@ -1,0 +1,312 @@
+/*
+ * test_loader.c — the snapshot loader (server/snapshot/loader.c) against a real
+ * PostgreSQL: the first load waits for the listener and fills the store; a committed
+ * snapshot announced by NOTIFY reaches the store on the loader's thread, never the
+ * listener's; an older version announced after a newer one never takes a group back; a
+ * subscription through the loader gets its callbacks on the loader's thread with
+ * pending notifications coalesced to the newest payload, while the listener goes on
+ * delivering other channels.
+ */
+#include "tests/lib/testlib.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/base/arena.h"
+#include "server/base/log.h"
+#include "server/snapshot/loader.h"
+#include "server/snapshot/store.h"
+#include "storage/migrate.h"
+#include "storage/pg_listener.h"
+#include "storage/pg_pool.h"
+#include "storage/repo_snapshots.h"
+
+typedef struct fx {
+    char *url;
+    pg_pool *pool;
+    pg_listener *listener;
+    snap_repo *repo;
+    snap_store *store;
+    snap_loader *loader;
+} fx;
+
+/* The error of the last call the test made on the main thread. */
+static sx_err err;
+
+/* Fails the test when a call returned an error. */
+static void ok(int rc)
+{
+    if (rc != 0) {
+        fprintf(stderr, "failed (%d): %s | %s\n", rc, err.message, err.detail);
+        fail();
+    }
+}
+
+/* Inserts the next snapshot of group and returns its version (nothing is announced). */
+typedef struct insert_args {
+    const char *group;
+    sx_arena *a;
+    snap_record *out;
+} insert_args;
+
+static int insert_tx(pg_conn *c, void *p, sx_err *e)
+{
+    insert_args *x = p;
+    json_t *ir = json_pack("{s:s}", "version_info", "test");
+    snap_new in = {.group = x->group, .ir = ir, .created_by = "test"};
+    int rc = snap_repo_insert(c, &in, x->a, &x->out, e);
+    json_decref(ir);
+    return rc;
+}
+
+static long long insert_snapshot(fx *f, const char *group)
+{
+    insert_args x = {.group = group, .a = sx_arena_create()};
+    ok(pg_tx(f->pool, insert_tx, &x, &err));
+    long long v = x.out->version;
+    sx_arena_destroy(x.a);
+    return v;
+}
+
+static void notify(fx *f, const char *channel, const char *payload)
+{
+    pg_conn *c = NULL;
+    ok(pg_acquire(f->pool, &c, &err));
+    ok(pg_notify(c, channel, payload, &err));
+    pg_release(f->pool, c);
+}
+
+static void announce(fx *f, const char *group, long long version)
+{
+    char *payload = snap_store_notify_payload(group, version);
+    notify(f, SNAP_NOTIFY_CHANNEL, payload);
+    free(payload);
+}
+
+static long long held(fx *f, const char *group)
+{
+    snap_entry *e = snap_store_get(f->store, group);
+    long long v = e ? e->version : 0;
+    snap_entry_unref(e);
+    return v;
+}
+
+static bool wait_held(fx *f, const char *group, long long version)
+{
+    for (long long end = tl_now_ms() + 10000; tl_now_ms() < end; tl_sleep_ms(10))
+        if (held(f, group) >= version)
+            return true;
+    return false;
+}
+
+/* Every version a watcher saw (but the marker group's), and on which thread. */
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static long long seen[64];
+static size_t nseen;
+static pthread_t seen_thread;
+
+static void on_store(void *ctx, snap_entry *e)
+{
+    (void)ctx;
+    if (strcmp(e->group, "marker") == 0)
+        return;
+    pthread_mutex_lock(&seen_mu);
+    if (nseen < 64)
+        seen[nseen++] = e->version;
+    seen_thread = pthread_self();
+    pthread_mutex_unlock(&seen_mu);
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof(*f));
+    f->url = tl_db_create();
+    ok(migrate_run(f->url, NULL, NULL, &err));
+    pg_pool_options po = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
+    assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
+    pg_listener_options lo = {.url = f->url, .connect_timeout_ms = 2000};
+    ok(pg_listener_create(&lo, &f->listener, &err));
+    f->repo = snap_repo_create(f->pool, NULL);
+    f->store = snap_store_create(f->repo, NULL);
+    snap_loader_options o = {.store = f->store, .listener = f->listener};
+    ok(snap_loader_create(&o, &f->loader, &err));
+    nseen = 0;
+    *state = f;
+    return 0;
+}
+
+static void start(fx *f)
+{
+    ok(pg_listener_start(f->listener, &err));
+    ok(sup_thread_ops.start(snap_loader_component(f->loader), &err));
+    for (long long end = tl_now_ms() + 10000;
+         !sup_thread_ops.ready(snap_loader_component(f->loader)) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_true(sup_thread_ops.ready(snap_loader_component(f->loader)));
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    sup_thread_ops.stop(snap_loader_component(f->loader));
+    pg_listener_destroy(f->listener);
+    snap_loader_destroy(f->loader);
+    snap_store_destroy(f->store);
+    snap_repo_destroy(f->repo);
+    pg_pool_destroy(f->pool);
+    tl_db_drop(f->url);
+    free(f);
+    return 0;
+}
+
+static void test_first_load_then_notify(void **state)
+{
+    fx *f = *state;
+    insert_snapshot(f, "edge");
+    insert_snapshot(f, "edge");
+    insert_snapshot(f, "internal");
+    /* Not ready before it has loaded, and it loads only once the listener is up. */
+    assert_false(sup_thread_ops.ready(snap_loader_component(f->loader)));
+    start(f);
+    assert_int_equal(held(f, "edge"), 2);
+    assert_int_equal(held(f, "internal"), 1);
+
+    int id = snap_store_watch(f->store, on_store, NULL);
+    long long v3 = insert_snapshot(f, "edge");
+    announce(f, "edge", v3);
+    assert_true(wait_held(f, "edge", v3));
+    pthread_mutex_lock(&seen_mu);
+    assert_int_equal(nseen, 1);
+    assert_int_equal(seen[0], v3);
+    pthread_t t = seen_thread;
+    pthread_mutex_unlock(&seen_mu);
+    assert_true(pthread_equal(t, snap_loader_component(f->loader)->thread));
+    snap_store_unwatch(f->store, id);
+}
+
+static void test_never_back_in_time(void **state)
+{
+    fx *f = *state;
+    start(f);
+    int id = snap_store_watch(f->store, on_store, NULL);
+    long long last = 0;
+    for (int i = 0; i < 5; i++)
+        last = insert_snapshot(f, "edge");
+    /* Announced newest first, then every older one, twice. */
+    announce(f, "edge", last);
+    for (int round = 0; round < 2; round++)
+        for (long long v = 1; v < last; v++)
+            announce(f, "edge", v);
+    assert_true(wait_held(f, "edge", last));
+    /* A later marker notification is processed after every announcement above. */
+    long long marker = insert_snapshot(f, "marker");
+    announce(f, "marker", marker);
+    assert_true(wait_held(f, "marker", marker));
+    assert_int_equal(held(f, "edge"), last);
+    pthread_mutex_lock(&seen_mu);
+    assert_true(nseen >= 1);
+    for (size_t i = 1; i < nseen; i++)
+        assert_true(seen[i] > seen[i - 1]);
+    assert_int_equal(seen[nseen - 1], last);
+    pthread_mutex_unlock(&seen_mu);
+    snap_store_unwatch(f->store, id);
+}
+
+/* A subscriber whose first call blocks until released. */
+typedef struct slow_sub {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool release;
+    int calls;
+    char last[64];
+    pthread_t thread;
+} slow_sub;
+
+static void on_slow(void *ctx, const char *channel, const char *payload)
+{
+    (void)channel;
+    slow_sub *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->calls++;
+    snprintf(s->last, sizeof(s->last), "%s", payload);
+    s->thread = pthread_self();
+    pthread_cond_broadcast(&s->cv);
+    while (!s->release)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int fast_calls;
+static void on_fast(void *ctx, const char *channel, const char *payload)
+{
+    (void)ctx;
+    (void)channel;
+    (void)payload;
+    __atomic_add_fetch(&fast_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_subscription_coalesces(void **state)
+{
+    fx *f = *state;
+    slow_sub s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    ok(snap_loader_subscribe(f->loader, "test_slow", on_slow, NULL, &s, &err));
+    ok(pg_listener_subscribe(f->listener, "test_fast", on_fast, NULL, NULL, &err));
+    start(f);
+    notify(f, "test_slow", "1");
+    pthread_mutex_lock(&s.mu);
+    for (long long end = tl_now_ms() + 10000; s.calls == 0 && tl_now_ms() < end;) {
+        pthread_mutex_unlock(&s.mu);
+        tl_sleep_ms(10);
+        pthread_mutex_lock(&s.mu);
+    }
+    assert_int_equal(s.calls, 1);
+    assert_true(pthread_equal(s.thread, snap_loader_component(f->loader)->thread));
+    pthread_mutex_unlock(&s.mu);
+    /* While the loader is held up, the listener still delivers another channel. */
+    __atomic_store_n(&fast_calls, 0, __ATOMIC_SEQ_CST);
+    notify(f, "test_fast", "");
+    for (long long end = tl_now_ms() + 10000;
+         __atomic_load_n(&fast_calls, __ATOMIC_SEQ_CST) == 0 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_int_equal(__atomic_load_n(&fast_calls, __ATOMIC_SEQ_CST), 1);
+    /* Four more notifications pile up behind the blocked call, then one marker on the
+     * fast channel proves the listener has dispatched them all. */
+    for (int i = 2; i <= 5; i++) {
+        char p[8];
+        snprintf(p, sizeof(p), "%d", i);
+        notify(f, "test_slow", p);
+    }
+    notify(f, "test_fast", "");
+    for (long long end = tl_now_ms() + 10000;
+         __atomic_load_n(&fast_calls, __ATOMIC_SEQ_CST) < 2 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    pthread_mutex_lock(&s.mu);
+    s.release = true;
+    pthread_cond_broadcast(&s.cv);
+    for (long long end = tl_now_ms() + 10000; s.calls < 2 && tl_now_ms() < end;) {
+        pthread_mutex_unlock(&s.mu);
+        tl_sleep_ms(10);
+        pthread_mutex_lock(&s.mu);
+    }
+    pthread_mutex_unlock(&s.mu);
+    tl_sleep_ms(200);
+    pthread_mutex_lock(&s.mu);
+    /* The four became one call, with the newest payload. */
+    assert_int_equal(s.calls, 2);
+    assert_string_equal(s.last, "5");
+    pthread_mutex_unlock(&s.mu);
+}
+
+int main(void)
+{
+    sx_log_configure(SX_LOG_ERROR, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_first_load_then_notify, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_never_back_in_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_subscription_coalesces, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
