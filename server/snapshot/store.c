@@ -177,7 +177,8 @@ bool snap_store_loaded(snap_store *s)
     return v;
 }
 
-int snap_store_refresh(snap_store *s, const char *group, long long version, sx_err *err)
+int snap_store_refresh(snap_store *s, const char *group, long long version, long long id,
+                       sx_err *err)
 {
     snap_entry *have = snap_store_get(s, group);
     bool current = have && have->version >= version;
@@ -186,7 +187,7 @@ int snap_store_refresh(snap_store *s, const char *group, long long version, sx_e
         return 0;
     sx_arena *a = sx_arena_create();
     snap_record *r = NULL;
-    int rc = snap_repo_get(s->repo, group, version, 0, a, &r, err);
+    int rc = snap_repo_get_announced(s->repo, group, version, id, a, &r, err);
     if (rc == 0)
         publish(s, entry_from_record(r), "notify");
     sx_arena_destroy(a);
@@ -254,9 +255,11 @@ void snap_store_unwatch(snap_store *s, int id)
     pthread_mutex_unlock(&s->mu);
 }
 
-char *snap_store_notify_payload(const char *group, long long version)
+char *snap_store_notify_payload(const char *group, long long version, long long id)
 {
     json_t *j = json_pack("{s:s,s:I}", "group", group, "version", (json_int_t)version);
+    if (id > 0)
+        json_object_set_new(j, "id", json_integer(id));
     char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     char *out = sx_strdup(text);
@@ -279,7 +282,8 @@ void snap_store_on_notify(void *ctx, const char *channel, const char *payload)
         return;
     }
     sx_err err;
-    if (snap_store_refresh(s, group, json_integer_value(v), &err) != 0) {
+    json_int_t id = json_integer_value(json_object_get(j, "id")); /* 0 when not named */
+    if (snap_store_refresh(s, group, json_integer_value(v), id, &err) != 0) {
         if (s->m_fetch_errors)
             sx_metric_inc(s->m_fetch_errors, NULL);
         sx_log_err(SX_LOG_WARN, "snapshots", &err);

@@ -5,8 +5,9 @@
  * replica knows: its version, checksum and encoded bytes, shared read-only by every
  * stream that serves it (snap_entry is reference-counted and immutable). It is filled
  * at start-up by snap_store_load_all, then kept current by NOTIFY: every write path
- * NOTIFYs SNAP_NOTIFY_CHANNEL with {"group":…,"version":…} after its commit, and
- * snap_store_on_notify fetches that snapshot (Redis first, PostgreSQL on a miss).
+ * NOTIFYs SNAP_NOTIFY_CHANNEL with {"group":…,"version":…[,"id":…]} after its commit,
+ * and snap_store_on_notify fetches that snapshot (Redis first — the entry the writer put
+ * before its commit when the payload names the row id — PostgreSQL on a miss).
  * When the listener had to reconnect, snap_store_on_resync reloads everything,
  * because notifications sent while it was away are lost.
  *
@@ -63,8 +64,9 @@ int snap_store_load_all(snap_store *s, sx_err *err) SX_MUSTCHECK;
 /* Whether a load_all has succeeded at least once (readiness). */
 bool snap_store_loaded(snap_store *s);
 
-/* Fetches (group, version) and publishes it when newer than what is held. */
-int snap_store_refresh(snap_store *s, const char *group, long long version,
+/* Fetches (group, version), announced with row id (0 = not named; see
+ * snap_repo_get_announced), and publishes it when newer than what is held. */
+int snap_store_refresh(snap_store *s, const char *group, long long version, long long id,
                        sx_err *err) SX_MUSTCHECK;
 
 /* The current entry of group with a reference taken (release with snap_entry_unref),
@@ -89,7 +91,8 @@ void snap_store_unwatch(snap_store *s, int id);
 void snap_store_on_notify(void *ctx, const char *channel, const char *payload);
 void snap_store_on_resync(void *ctx);
 
-/* The NOTIFY payload for (group, version): a new string the caller frees. */
-char *snap_store_notify_payload(const char *group, long long version);
+/* The NOTIFY payload for (group, version) and the snapshot's row id (0 = leave it out):
+ * a new string the caller frees. */
+char *snap_store_notify_payload(const char *group, long long version, long long id);
 
 #endif
