@@ -24,12 +24,23 @@
 #include "server/base/mem.h"
 #include "server/diff.h"
 #include "server/ir/ir.h"
+#include "server/rollout/driver.h"
 #include "server/snapshot/compose.h"
 #include "server/snapshot/writer.h"
 #include "storage/repo_audit.h"
 #include "storage/repo_common.h"
 #include "storage/repo_configs.h"
+#include "storage/pg_listener.h"
 #include "storage/repo_deployments.h"
+
+/* The decoded forms of a change's documents: validation decodes each once and
+ * composition merges the clean ones instead of decoding them again. self is the
+ * config's (NULL unless it decoded cleanly), peers[i] the i-th peer's (NULL likewise, or
+ * when the peers were not decoded). */
+typedef struct change_irs {
+    const ir_snapshot *self;
+    const ir_snapshot **peers;
+} change_irs;
 
 typedef struct tx_ctx {
     const apply_request *req;
@@ -46,6 +57,7 @@ typedef struct tx_ctx {
     const char *const *groups; /* the config's groups after the change */
     size_t ngroups;
     cfg_live self;
+    change_irs irs; /* of self and peers */
 } tx_ctx;
 
 static bool has_group(const char *const *groups, size_t n, const char *g)
@@ -89,36 +101,50 @@ static size_t group_union(sx_arena *a, const char *const *g1, size_t n1, const c
     return n;
 }
 
+/* Fills in and sources (NULL allowed) with the live configs of group (NULL: all of
+ * them), with their decoded forms when irs has them; returns how many. */
+static size_t group_inputs(const cfg_live *live, const ir_snapshot *const *irs, size_t nlive,
+                           const char *group, snap_compose_input *in, snap_source *sources)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nlive; i++) {
+        if (group && !has_group((const char *const *)live[i].groups, live[i].group_count, group))
+            continue;
+        in[n] = (snap_compose_input){live[i].ns, live[i].name, live[i].spec, irs ? irs[i] : NULL};
+        if (sources)
+            sources[n] = (snap_source){live[i].id, live[i].version};
+        n++;
+    }
+    return n;
+}
+
 /* Recomposes group on c from its live configs; appends to ctx->out when a new snapshot
  * was written. */
 static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, const char *reason, sx_err *err)
 {
     sx_arena *a = ctx->a;
-    const cfg_live *live = NULL;
     size_t n = 0;
     int rc;
+    snap_compose_input *in;
+    snap_source *sources;
     if (ctx->peers && has_group(ctx->groups, ctx->ngroups, group)) {
         /* The group's rows are locked since validation read them: they are still what a
          * query would return, plus the config's own new live version. */
-        cfg_live *v = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*v));
-        for (size_t i = 0; i < ctx->npeers; i++)
-            if (has_group((const char *const *)ctx->peers[i].groups, ctx->peers[i].group_count,
-                          group))
-                v[n++] = ctx->peers[i];
-        if (ctx->self.spec)
-            v[n++] = ctx->self;
-        live = v;
+        in = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*in));
+        sources = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*sources));
+        n = group_inputs(ctx->peers, ctx->irs.peers, ctx->npeers, group, in, sources);
+        if (ctx->self.spec) {
+            in[n] =
+                (snap_compose_input){ctx->self.ns, ctx->self.name, ctx->self.spec, ctx->irs.self};
+            sources[n++] = (snap_source){ctx->self.id, ctx->self.version};
+        }
     } else {
-        cfg_live *v = NULL;
-        if ((rc = cfg_repo_live_in_groups(c, &group, 1, NULL, a, &v, &n, err)) != 0)
+        cfg_live *live = NULL;
+        if ((rc = cfg_repo_live_in_groups(c, &group, 1, NULL, a, &live, &n, err)) != 0)
             return rc;
-        live = v;
-    }
-    snap_compose_input *in = sx_arena_alloc(a, (n ? n : 1) * sizeof(*in));
-    snap_source *sources = sx_arena_alloc(a, (n ? n : 1) * sizeof(*sources));
-    for (size_t i = 0; i < n; i++) {
-        in[i] = (snap_compose_input){live[i].ns, live[i].name, live[i].spec};
-        sources[i] = (snap_source){live[i].id, live[i].version};
+        in = sx_arena_alloc(a, (n ? n : 1) * sizeof(*in));
+        sources = sx_arena_alloc(a, (n ? n : 1) * sizeof(*sources));
+        n = group_inputs(live, NULL, n, NULL, in, sources);
     }
     snap_write sw = {group, in, n, sources, n, reason, ctx->req->author, NULL};
     snap_record *rec = NULL;
@@ -154,13 +180,47 @@ static int refuse(const val_result *res, int rc, sx_err *err)
                       res->count == 1 ? "" : "s");
 }
 
+static void free_decoded(void *p)
+{
+    val_decoded_free(p);
+}
+
+static void free_ir(void *p)
+{
+    ir_snapshot_free(p);
+}
+
+/* Decodes spec (as a config) and every peer's spec once for the whole change, into a:
+ * *vp is the pipeline's view of the peers, irs the clean decodes for composition.
+ * Returns the config's decoded form. */
+static const val_decoded *decode_change(sx_arena *a, const json_t *spec, const cfg_live *peers,
+                                        size_t npeers, val_peer **vp, change_irs *irs)
+{
+    val_decoded *self = sx_arena_alloc(a, sizeof(*self));
+    val_decode(spec, false, self);
+    sx_arena_defer(a, free_decoded, self);
+    irs->self = self->clean ? self->ir : NULL;
+    irs->peers = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*irs->peers));
+    val_peer *v = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*v));
+    for (size_t i = 0; i < npeers; i++) {
+        val_decoded *d = sx_arena_alloc(a, sizeof(*d));
+        val_decode(peers[i].spec, true, d);
+        sx_arena_defer(a, free_decoded, d);
+        irs->peers[i] = d->clean ? d->ir : NULL;
+        v[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec, d};
+    }
+    *vp = v;
+    return self;
+}
+
 /* Checks spec before it is stored: the whole pipeline against peers when the request
- * carries limits, else the codec alone. */
+ * carries limits, else the codec alone. irs receives what was decoded. */
 static int check_spec(const apply_request *req, const json_t *spec, const cfg_live *peers,
-                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, sx_err *err)
+                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, change_irs *irs, sx_err *err)
 {
     if (req->limits == NULL) {
         ir_snapshot *ir = NULL;
+        irs->peers = NULL;
         if (ir_snapshot_from_json(spec, "spec", &ir, verrs) != 0) {
             char *joined = sx_fielderrs_join(verrs);
             sx_err_set(err, SX_EVALIDATION, "configuration is invalid: %zu problem%s", verrs->count,
@@ -169,16 +229,15 @@ static int check_spec(const apply_request *req, const json_t *spec, const cfg_li
             sx_free(joined);
             return SX_EVALIDATION;
         }
-        ir_snapshot_free(ir);
+        irs->self = sx_arena_defer(a, free_ir, ir);
         return 0;
     }
-    val_peer *vp = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*vp));
-    for (size_t i = 0; i < npeers; i++)
-        vp[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec};
+    val_peer *vp = NULL;
+    const val_decoded *self = decode_change(a, spec, peers, npeers, &vp, irs);
     val_result local = {0};
     val_result *res = req->problems ? req->problems : &local;
     val_result_free(res);
-    int rc = val_run(spec, vp, npeers, req->limits, now_or(req->now_unix), res);
+    int rc = val_run_decoded(spec, self, vp, npeers, req->limits, now_or(req->now_unix), res);
     if (rc != 0)
         rc = refuse(res, rc, err);
     val_result_free(&local);
@@ -316,7 +375,7 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         size_t npeers = 0;
         if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, old ? old->id : NULL, a, &peers,
                                           &npeers, err)) != 0 ||
-            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, err)) != 0)
+            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, &ctx->irs, err)) != 0)
             return rc;
         ctx->peers = peers ? peers : sx_arena_alloc(a, sizeof(*peers));
         ctx->npeers = npeers;
@@ -518,20 +577,18 @@ static int validate_tx(pg_conn *c, void *arg, sx_err *err)
     if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, self ? self->id : NULL, a, &peers,
                                       &npeers, err)) != 0)
         return rc;
-    val_peer *vp = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*vp));
-    for (size_t i = 0; i < npeers; i++)
-        vp[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec};
-    int vrc = val_run(req->spec, vp, npeers, req->limits, now_or(req->now_unix), req->problems);
+    val_peer *vp = NULL;
+    change_irs irs;
+    const val_decoded *dec = decode_change(a, req->spec, peers, npeers, &vp, &irs);
+    int vrc = val_run_decoded(req->spec, dec, vp, npeers, req->limits, now_or(req->now_unix),
+                              req->problems);
 
     /* What each group's snapshot would be, checked by the codec like the write path; a
      * spec the pipeline refused would only repeat its problems there. */
     snap_compose_input *in = sx_arena_alloc(a, (npeers + 1) * sizeof(*in));
     for (size_t g = 0; vrc == 0 && g < ngroups; g++) {
-        size_t n = 0;
-        for (size_t i = 0; i < npeers; i++)
-            if (has_group((const char *const *)peers[i].groups, peers[i].group_count, groups[g]))
-                in[n++] = (snap_compose_input){peers[i].ns, peers[i].name, peers[i].spec};
-        in[n++] = (snap_compose_input){ns, name, req->spec};
+        size_t n = group_inputs(peers, irs.peers, npeers, groups[g], in, NULL);
+        in[n++] = (snap_compose_input){ns, name, req->spec, irs.self};
         (void)snap_writer_dry_run(a, groups[g], in, n, ctx->verrs);
     }
     if (vrc == 0 && ctx->verrs->count == 0)
@@ -580,7 +637,7 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     if (rc || (rc = snap_repo_current_version(c, req->group, &ctx->out->before_version, err)) ||
         (rc = snap_writer_refuse_held(c, a, &req->group, 1, err)))
         return rc;
-    snap_compose_input in = {"", req->group, ctx->target->ir};
+    snap_compose_input in = {"", req->group, ctx->target->ir, NULL};
     char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
                                    req->message && req->message[0] ? ": " : "",
                                    req->message ? req->message : "");
@@ -642,6 +699,7 @@ int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_roll
 
 typedef struct publish_ctx {
     const apply_publish_request *req;
+    const ir_snapshot *ir; /* req->spec, decoded once */
     sx_arena *a;
     sx_fielderrs *verrs;
     snap_record *written;
@@ -656,7 +714,7 @@ static int publish_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     int rc = snap_repo_reserve_version(c, req->group, &next, err);
     if (rc || (rc = snap_writer_refuse_held(c, ctx->a, &req->group, 1, err)) != 0)
         return rc;
-    snap_compose_input in = {"", req->group, req->spec};
+    snap_compose_input in = {"", req->group, req->spec, ctx->ir};
     snap_write sw = {req->group, &in, 1, NULL, 0, req->message, req->author, NULL};
     rc = snap_writer_write(w, c, &sw, ctx->verrs, &ctx->written, err);
     if (rc)
@@ -692,8 +750,7 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
     if (ir_snapshot_from_json(req->spec, "snapshot", &ir, verrs) != 0)
         return sx_err_set(err, SX_EVALIDATION, "snapshot is invalid: %zu problem%s", verrs->count,
                           verrs->count == 1 ? "" : "s");
-    ir_snapshot_free(ir);
-    publish_ctx ctx = {req, a, verrs, NULL};
+    publish_ctx ctx = {req, sx_arena_defer(a, free_ir, ir), a, verrs, NULL};
     int rc = snap_writer_tx(pool, snaps, a, publish_tx, &ctx, err);
     if (rc == 0 && ctx.written)
         *version = ctx.written->version;
@@ -745,11 +802,12 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
      * (the version becomes live in all of them once promoted). */
     cfg_live *peers = NULL;
     size_t npeers = 0;
+    change_irs irs;
     apply_request vreq = {
         .limits = req->limits, .now_unix = req->now_unix, .problems = req->problems};
     if ((rc = cfg_repo_live_in_groups(c, (const char *const *)cfg->groups, cfg->group_count,
                                       cfg->id, a, &peers, &npeers, err)) != 0 ||
-        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, err)) != 0)
+        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, &irs, err)) != 0)
         return rc;
 
     out->groups = sx_arena_alloc(a, (ngroups ? ngroups : 1) * sizeof(*out->groups));
@@ -766,13 +824,8 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
         if (sg->from_version > 0 &&
             (rc = snap_repo_ir_on(c, group, sg->from_version, a, &sg->from_ir, err)) != 0)
             return rc;
-        size_t n = 0;
-        for (size_t i = 0; i < npeers; i++)
-            if (has_group((const char *const *)peers[i].groups, peers[i].group_count, group)) {
-                in[n] = (snap_compose_input){peers[i].ns, peers[i].name, peers[i].spec};
-                sources[n++] = (snap_source){peers[i].id, peers[i].version};
-            }
-        in[n] = (snap_compose_input){cfg->ns, cfg->name, ver->spec};
+        size_t n = group_inputs(peers, irs.peers, npeers, group, in, sources);
+        in[n] = (snap_compose_input){cfg->ns, cfg->name, ver->spec, irs.self};
         sources[n++] = (snap_source){cfg->id, ver->version};
         if (req->deployment_id == NULL) {
             json_t *composed = snap_writer_dry_run(a, group, in, n, verrs);
@@ -800,6 +853,9 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
         sg->diff = repo_own_json(
             a, diff_json(content_only(a, sg->from_ir), content_only(a, sg->to_ir), NULL));
     }
+    if (verrs->count == 0 && req->deployment_id &&
+        (rc = pg_notify(c, ROLLOUT_NOTIFY_CHANNEL, req->deployment_id, err)) != 0)
+        return rc;
     if (verrs->count > 0)
         return sx_err_set(err, SX_EVALIDATION,
                           "the snapshot of a group would be invalid: %zu "

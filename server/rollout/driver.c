@@ -10,7 +10,8 @@
  * is called by this replica's node-status flusher after it commits ACKs, NACKs,
  * connections or disconnections, and by the NOTIFY handlers of the events channel (every
  * replica's node-status flush and every deployment change, operator actions included,
- * write events) and of the assignments channel (pins). Wake-ups that arrive during a
+ * write events), of the deployments channel (a deployment created) and of the
+ * assignments channel (pins). Wake-ups that arrive during a
  * tick fold into one more tick; ticks are at least MIN_GAP_MS apart, so a storm of
  * events costs at most one list query per gap. The state stays in the database
  * (leases, waves), so which replica wakes changes nothing but latency.
@@ -264,11 +265,12 @@ int rollout_driver_register(rollout_driver *d, sx_err *err)
 {
     struct sx_server *srv = d->srv;
     int rc = 0;
-    if (srv->listener && ((rc = pg_listener_subscribe(srv->listener, EVENTS_NOTIFY_CHANNEL,
-                                                      on_notify, on_wake, d, err)) != 0 ||
-                          (rc = pg_listener_subscribe(srv->listener, PINS_NOTIFY_CHANNEL, on_notify,
-                                                      NULL, d, err)) != 0))
-        return rc;
+    static const char *const channels[] = {EVENTS_NOTIFY_CHANNEL, ROLLOUT_NOTIFY_CHANNEL,
+                                           PINS_NOTIFY_CHANNEL};
+    for (size_t i = 0; srv->listener && i < sizeof(channels) / sizeof(channels[0]); i++)
+        if ((rc = pg_listener_subscribe(srv->listener, channels[i], on_notify, i ? NULL : on_wake,
+                                        d, err)) != 0)
+            return rc;
     if (srv->nodes)
         node_status_on_flush(srv->nodes, on_wake, d);
     return sup_register(srv->sup, "rollouts", &driver_ops, d, err);

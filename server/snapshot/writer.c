@@ -105,16 +105,54 @@ static void group_prefix(const char *group, char *buf, size_t n)
     snprintf(buf, n, "groups[\"%s\"]", group);
 }
 
+/*
+ * Checks the snapshot composed from in[0..n) (composed: its JSON, named id, generated at
+ * when or NULL) with the codec, appending problems to verrs, and packs it when bytes is
+ * not NULL (free with free). The inputs' decoded forms are merged when they all have one
+ * (snap_compose_ir), so no spec is decoded twice in a change; else the JSON is decoded.
+ * Either way the problems and the bytes are the same. Returns 0 or SX_EINVAL.
+ */
+static int check_and_pack(const char *group, const snap_compose_input *in, size_t n,
+                          const json_t *composed, const char *id, const char *when,
+                          sx_fielderrs *verrs, uint8_t **bytes, size_t *len)
+{
+    char prefix[300];
+    group_prefix(group, prefix, sizeof(prefix));
+    ir_snapshot *stamp = NULL; /* holds the generation time, decoded as the JSON's is */
+    if (when) {
+        json_t *t = json_pack("{s:s}", "generated_at", when);
+        sx_fielderrs none = {0};
+        if (ir_snapshot_from_json(t, NULL, &stamp, &none) != 0)
+            stamp = NULL;
+        sx_fielderrs_free(&none);
+        json_decref(t);
+    }
+    ir_snapshot merged;
+    int rc;
+    if ((when == NULL || stamp) &&
+        snap_compose_ir(in, n, id, stamp ? stamp->generated_at : NULL, &merged)) {
+        rc = ir_snapshot_check(&merged, prefix, verrs);
+        if (rc == 0 && bytes)
+            *bytes = ir_snapshot_pack(&merged, len);
+        snap_compose_ir_release(&merged);
+    } else {
+        ir_snapshot *ir = NULL;
+        rc = ir_snapshot_from_json(composed, prefix, &ir, verrs);
+        if (rc == 0 && bytes)
+            *bytes = ir_snapshot_pack(ir, len);
+        ir_snapshot_free(ir);
+    }
+    ir_snapshot_free(stamp);
+    return rc;
+}
+
 json_t *snap_writer_dry_run(sx_arena *a, const char *group, const snap_compose_input *in, size_t n,
                             sx_fielderrs *verrs)
 {
-    char id[300], prefix[300];
+    char id[300];
     snprintf(id, sizeof(id), "%s:dry-run", group);
-    group_prefix(group, prefix, sizeof(prefix));
     json_t *composed = repo_own_json(a, snap_compose_json(in, n, id, NULL));
-    ir_snapshot *ir = NULL;
-    if (ir_snapshot_from_json(composed, prefix, &ir, verrs) == 0)
-        ir_snapshot_free(ir);
+    (void)check_and_pack(group, in, n, composed, id, NULL, verrs, NULL, NULL);
     return composed;
 }
 
@@ -153,14 +191,10 @@ int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fiel
         if (cur && strcmp(cur, sum) == 0)
             return 0;
     }
-    ir_snapshot *ir = NULL;
-    char prefix[300];
-    group_prefix(group, prefix, sizeof(prefix));
-    if (ir_snapshot_from_json(composed, prefix, &ir, verrs) != 0)
-        return sx_err_set(err, SX_EVALIDATION, "the snapshot of group %s is invalid", group);
+    uint8_t *bytes = NULL;
     size_t len = 0;
-    uint8_t *bytes = ir_snapshot_pack(ir, &len);
-    ir_snapshot_free(ir);
+    if (check_and_pack(group, req->in, req->n, composed, id, when, verrs, &bytes, &len) != 0)
+        return sx_err_set(err, SX_EVALIDATION, "the snapshot of group %s is invalid", group);
     sx_arena_defer(a, free, bytes);
 
     snap_new sn = {

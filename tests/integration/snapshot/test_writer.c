@@ -100,7 +100,7 @@ static int write_body(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     body *b = arg;
     json_t *spec = json_loads(b->spec, 0, NULL);
     assert_non_null(spec);
-    snap_compose_input in = {"default", "web", spec};
+    snap_compose_input in = {"default", "web", spec, NULL};
     snap_source src = {"00000000-0000-0000-0000-000000000001", 1};
     snap_write sw = {"edge", &in, 1, &src, 1, "test", "alice", NULL};
     sx_fielderrs verrs = {0};
