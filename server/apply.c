@@ -632,18 +632,14 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     ctx->written = NULL;
     sx_fielderrs_free(ctx->verrs);
 
-    long long next = 0;
-    int rc = snap_repo_reserve_version(c, req->group, &next, err);
-    if (rc || (rc = snap_repo_current_version(c, req->group, &ctx->out->before_version, err)) ||
-        (rc = snap_writer_refuse_held(c, a, &req->group, 1, err)))
-        return rc;
     snap_compose_input in = {"", req->group, ctx->target->ir, NULL};
     char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
                                    req->message && req->message[0] ? ": " : "",
                                    req->message ? req->message : "");
     snap_write sw = {req->group, &in,         1,   ctx->target->sources, ctx->target->source_count,
                      reason,     req->author, NULL};
-    rc = snap_writer_write(w, c, &sw, ctx->verrs, &ctx->written, err);
+    int rc =
+        snap_writer_publish(w, c, &sw, &ctx->out->before_version, ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
     ctx->out->changed = ctx->written != NULL;
@@ -710,13 +706,9 @@ static int publish_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     publish_ctx *ctx = arg;
     const apply_publish_request *req = ctx->req;
     sx_fielderrs_free(ctx->verrs);
-    long long next = 0;
-    int rc = snap_repo_reserve_version(c, req->group, &next, err);
-    if (rc || (rc = snap_writer_refuse_held(c, ctx->a, &req->group, 1, err)) != 0)
-        return rc;
     snap_compose_input in = {"", req->group, req->spec, ctx->ir};
     snap_write sw = {req->group, &in, 1, NULL, 0, req->message, req->author, NULL};
-    rc = snap_writer_write(w, c, &sw, ctx->verrs, &ctx->written, err);
+    int rc = snap_writer_publish(w, c, &sw, NULL, ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
     json_t *details = repo_own_json(

@@ -223,6 +223,20 @@ int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fiel
     return rc;
 }
 
+int snap_writer_publish(snap_writer *w, pg_conn *c, const snap_write *req, long long *before,
+                        sx_fielderrs *verrs, snap_record **written, sx_err *err)
+{
+    *written = NULL;
+    long long current = 0;
+    int rc = snap_writer_lock_groups(c, &req->group, 1, err);
+    if (rc || (rc = snap_repo_current_version(c, req->group, &current, err)) != 0 ||
+        (rc = snap_writer_refuse_held(c, w->a, &req->group, 1, err)) != 0)
+        return rc;
+    if (before)
+        *before = current;
+    return snap_writer_write(w, c, req, verrs, written, err);
+}
+
 int snap_writer_promote(pg_conn *c, const char *group, long long version, sx_arena *a, sx_err *err)
 {
     long long current = 0;

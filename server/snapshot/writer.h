@@ -82,6 +82,13 @@ snap_writer *snap_writer_plain(sx_arena *a);
 int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fielderrs *verrs,
                       snap_record **written, sx_err *err) SX_MUSTCHECK;
 
+/* A direct write of a group that no config change locked yet (a whole snapshot
+ * published, a group rolled back, later a Kubernetes build): locks req->group, refuses
+ * with SX_ECONFLICT (snap_writer_refuse_held) when a deployment holds it, sets *before
+ * (NULL allowed) to its current version, then snap_writer_write. */
+int snap_writer_publish(snap_writer *w, pg_conn *c, const snap_write *req, long long *before,
+                        sx_fielderrs *verrs, snap_record **written, sx_err *err) SX_MUSTCHECK;
+
 /* Makes the staged (group, version) the group's current snapshot on c and NOTIFYs it;
  * nothing when version is not positive or already current. */
 int snap_writer_promote(pg_conn *c, const char *group, long long version, sx_arena *a,
