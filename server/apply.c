@@ -1,17 +1,17 @@
 /*
  * apply.c — the configuration write path (see apply.h).
  *
- * The transaction body is written to be rerun: pg_tx repeats it after a
- * serialization failure, so it resets its result at the start and allocates only
- * from the caller's arena. Snapshot versions come from snap_repo_reserve_version,
- * which locks the group's row for the rest of the transaction, so the version a
- * snapshot's id names is the version it is stored under.
+ * The transaction body is written to be rerun: the snapshot writer's transaction
+ * (snap_writer_tx) repeats it after a serialization failure, so it resets its result
+ * at the start and allocates only from the caller's arena. The writer
+ * (server/snapshot/writer.h) composes, stores, caches and announces each group's
+ * snapshot; this file decides which groups a change recomposes, from what, and
+ * validates, versions and audits the change.
  *
  * Order inside one change: lock the config row, lock every affected group row (sorted
  * by name, so two changes never wait on each other in a cycle), read the other live
  * configs of the groups, validate, write the version, recompose each group, append the
- * audit row. NOTIFYs are queued by PostgreSQL and delivered at commit, so a replica
- * never hears of a snapshot that is not there.
+ * audit row.
  */
 #include "server/apply.h"
 
@@ -20,27 +20,35 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/base/clock.h"
-#include "server/diff.h"
 #include "server/base/hash.h"
-#include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/diff.h"
 #include "server/ir/ir.h"
+#include "server/rollout/driver.h"
 #include "server/snapshot/compose.h"
-#include "server/snapshot/store.h"
-#include "storage/pg_listener.h"
+#include "server/snapshot/writer.h"
 #include "storage/repo_audit.h"
+#include "storage/repo_common.h"
 #include "storage/repo_configs.h"
+#include "storage/pg_listener.h"
 #include "storage/repo_deployments.h"
-#include "storage/repo_pins.h"
+
+/* The decoded forms of a change's documents: validation decodes each once and
+ * composition merges the clean ones instead of decoding them again. self is the
+ * config's (NULL unless it decoded cleanly), peers[i] the i-th peer's (NULL likewise, or
+ * when the peers were not decoded). */
+typedef struct change_irs {
+    const ir_snapshot *self;
+    const ir_snapshot **peers;
+} change_irs;
 
 typedef struct tx_ctx {
     const apply_request *req;
-    snap_repo *snaps;
+    snap_writer *w; /* set by each run of the transaction body */
     sx_arena *a;
     apply_result *out;
     sx_fielderrs *verrs;
-    snap_record **written; /* records to put in the cache after the commit */
+    snap_record **written; /* the snapshots written, in out->snapshots' order */
     /* What validation read, reused by recomposition: the other live configs of the
      * config's groups (peers == NULL when nothing was read), and the config itself as it
      * is live after the write (self.spec == NULL when it is not live). */
@@ -49,18 +57,8 @@ typedef struct tx_ctx {
     const char *const *groups; /* the config's groups after the change */
     size_t ngroups;
     cfg_live self;
+    change_irs irs; /* of self and peers */
 } tx_ctx;
-
-static void decref_json(void *p)
-{
-    json_decref(p);
-}
-
-/* Hands j to the arena (released when it is destroyed); returns j. */
-static json_t *own_json(sx_arena *a, json_t *j)
-{
-    return sx_arena_defer(a, decref_json, j);
-}
 
 static bool has_group(const char *const *groups, size_t n, const char *g)
 {
@@ -103,131 +101,21 @@ static size_t group_union(sx_arena *a, const char *const *g1, size_t n1, const c
     return n;
 }
 
-/* Locks the rows of groups (sorted) for the rest of c's transaction. */
-static int lock_groups(pg_conn *c, const char *const *groups, size_t n, sx_err *err)
+/* Fills in and sources (NULL allowed) with the live configs of group (NULL: all of
+ * them), with their decoded forms when irs has them; returns how many. */
+static size_t group_inputs(const cfg_live *live, const ir_snapshot *const *irs, size_t nlive,
+                           const char *group, snap_compose_input *in, snap_source *sources)
 {
-    for (size_t i = 0; i < n; i++) {
-        long long next;
-        int rc = snap_repo_reserve_version(c, groups[i], &next, err);
-        if (rc)
-            return rc;
+    size_t n = 0;
+    for (size_t i = 0; i < nlive; i++) {
+        if (group && !has_group((const char *const *)live[i].groups, live[i].group_count, group))
+            continue;
+        in[n] = (snap_compose_input){live[i].ns, live[i].name, live[i].spec, irs ? irs[i] : NULL};
+        if (sources)
+            sources[n] = (snap_source){live[i].id, live[i].version};
+        n++;
     }
-    return 0;
-}
-
-/* sha256 of the composed content, ignoring the id and generation time, so that
- * composing the same configs twice gives the same checksum. */
-static void content_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN + 1])
-{
-    json_t *copy = json_deep_copy(composed);
-    json_object_del(copy, "id");
-    json_object_del(copy, "generated_at");
-    char *canon = ir_canonical_json(copy);
-    sx_sha256_hex(canon, strlen(canon), out);
-    free(canon);
-    json_decref(copy);
-}
-
-/* A deployment in progress holds its groups: a direct change of one of them would move
- * nodes the deployment pins, or be overwritten when it completes. SX_ECONFLICT naming the
- * deployment when one of groups is held; 0 otherwise. */
-static int refuse_held_groups(pg_conn *c, sx_arena *a, const char *const *groups, size_t n,
-                              sx_err *err)
-{
-    char *busy = NULL, *busy_group = NULL;
-    int rc = deploy_repo_active_in_groups(c, groups, n, NULL, a, &busy, &busy_group, err);
-    if (rc || busy == NULL)
-        return rc;
-    sx_err_set(err, SX_ECONFLICT, "group %s is being rolled out by deployment %s", busy_group,
-               busy);
-    sx_err_detail(err, "A group changes through one deployment at a time. A config change can "
-                       "still be saved as a draft (\"draft\": true) and applied later.");
-    sx_err_hint(err, "Wait for deployment %s to finish, or cancel it, then retry.", busy);
-    return SX_ECONFLICT;
-}
-
-/*
- * Writes group's next snapshot from the given inputs on c: reserves the version,
- * names the snapshot "<group>:<version>", validates and encodes it, and inserts it with
- * sources[0..nsources). When the content equals the group's current snapshot nothing
- * is written and *written is NULL (the reserved number goes back when the transaction
- * ends).
- *
- * w->staged: the snapshot is staged for deployment w->deployment (it does not become
- * current; nothing is announced). Otherwise it becomes the group's current snapshot
- * (callers have checked with refuse_held_groups that no deployment holds the group,
- * unless the write is that deployment's own); pins left by finished deployments on the
- * group's nodes are released so that the change reaches them; the new version and the
- * released pins are NOTIFYd.
- */
-typedef struct write_opts {
-    const char *deployment; /* with staged: the deployment the snapshot is staged for */
-    bool staged;
-} write_opts;
-
-static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap_compose_input *in,
-                          size_t n, const snap_source *sources, size_t nsources, const char *reason,
-                          const char *author, const write_opts *w, sx_fielderrs *verrs,
-                          snap_record **written, sx_err *err)
-{
-    static const write_opts direct = {NULL, false};
-    if (w == NULL)
-        w = &direct;
-    *written = NULL;
-    long long version = 0, current = 0;
-    int rc = snap_repo_reserve_version(c, group, &version, err);
-    if (rc || (rc = snap_repo_current_version(c, group, &current, err)) != 0)
-        return rc;
-
-    char id[300], when[SX_RFC3339_LEN], sum[SX_SHA256_HEX_LEN + 1];
-    snprintf(id, sizeof(id), "%s:%lld", group, version);
-    sx_rfc3339_now(when);
-    json_t *composed = own_json(a, snap_compose_json(in, n, id, when));
-    content_checksum(composed, sum);
-
-    /* Read on c: the pool may have no other connection to give while c is held. */
-    char *cur = NULL;
-    if (current > 0) {
-        rc = snap_repo_checksum(c, group, current, a, &cur, err);
-        if (rc && rc != SX_ENOTFOUND)
-            return rc;
-        if (cur && strcmp(cur, sum) == 0)
-            return 0;
-    }
-    ir_snapshot *ir = NULL;
-    char prefix[300];
-    snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", group);
-    if (ir_snapshot_from_json(composed, prefix, &ir, verrs) != 0)
-        return sx_err_set(err, SX_EVALIDATION, "the snapshot of group %s is invalid", group);
-    size_t len = 0;
-    uint8_t *bytes = ir_snapshot_pack(ir, &len);
-    ir_snapshot_free(ir);
-    sx_arena_defer(a, free, bytes);
-
-    snap_new sn = {
-        .group = group,
-        .ir = composed,
-        .encoded = bytes,
-        .encoded_len = len,
-        .checksum = sum,
-        .sources = sources,
-        .source_count = sources ? nsources : 0,
-        .reason = reason ? reason : "",
-        .created_by = author,
-        .deployment_id = w->staged ? w->deployment : NULL,
-    };
-    if ((rc = snap_repo_insert(c, &sn, a, written, err)) != 0)
-        return rc;
-    if (w->staged)
-        return 0;
-    char *payload = snap_store_notify_payload(group, (*written)->version);
-    rc = pg_notify(c, SNAP_NOTIFY_CHANNEL, payload, err);
-    sx_free(payload);
-    int released = 0;
-    if (rc == 0 && (rc = pin_repo_release_finished(c, &group, 1, &released, err)) == 0 &&
-        released > 0)
-        rc = pg_notify(c, PINS_NOTIFY_CHANNEL, "", err);
-    return rc;
+    return n;
 }
 
 /* Recomposes group on c from its live configs; appends to ctx->out when a new snapshot
@@ -235,35 +123,32 @@ static int write_snapshot(pg_conn *c, sx_arena *a, const char *group, const snap
 static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, const char *reason, sx_err *err)
 {
     sx_arena *a = ctx->a;
-    const cfg_live *live = NULL;
     size_t n = 0;
     int rc;
+    snap_compose_input *in;
+    snap_source *sources;
     if (ctx->peers && has_group(ctx->groups, ctx->ngroups, group)) {
         /* The group's rows are locked since validation read them: they are still what a
          * query would return, plus the config's own new live version. */
-        cfg_live *v = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*v));
-        for (size_t i = 0; i < ctx->npeers; i++)
-            if (has_group((const char *const *)ctx->peers[i].groups, ctx->peers[i].group_count,
-                          group))
-                v[n++] = ctx->peers[i];
-        if (ctx->self.spec)
-            v[n++] = ctx->self;
-        live = v;
+        in = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*in));
+        sources = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*sources));
+        n = group_inputs(ctx->peers, ctx->irs.peers, ctx->npeers, group, in, sources);
+        if (ctx->self.spec) {
+            in[n] =
+                (snap_compose_input){ctx->self.ns, ctx->self.name, ctx->self.spec, ctx->irs.self};
+            sources[n++] = (snap_source){ctx->self.id, ctx->self.version};
+        }
     } else {
-        cfg_live *v = NULL;
-        if ((rc = cfg_repo_live_in_groups(c, &group, 1, NULL, a, &v, &n, err)) != 0)
+        cfg_live *live = NULL;
+        if ((rc = cfg_repo_live_in_groups(c, &group, 1, NULL, a, &live, &n, err)) != 0)
             return rc;
-        live = v;
+        in = sx_arena_alloc(a, (n ? n : 1) * sizeof(*in));
+        sources = sx_arena_alloc(a, (n ? n : 1) * sizeof(*sources));
+        n = group_inputs(live, NULL, n, NULL, in, sources);
     }
-    snap_compose_input *in = sx_arena_alloc(a, (n ? n : 1) * sizeof(*in));
-    snap_source *sources = sx_arena_alloc(a, (n ? n : 1) * sizeof(*sources));
-    for (size_t i = 0; i < n; i++) {
-        in[i] = (snap_compose_input){live[i].ns, live[i].name, live[i].spec};
-        sources[i] = (snap_source){live[i].id, live[i].version};
-    }
+    snap_write sw = {group, in, n, sources, n, reason, ctx->req->author, NULL};
     snap_record *rec = NULL;
-    rc = write_snapshot(c, a, group, in, n, sources, n, reason, ctx->req->author, NULL, ctx->verrs,
-                        &rec, err);
+    rc = snap_writer_write(ctx->w, c, &sw, ctx->verrs, &rec, err);
     if (rc || rec == NULL)
         return rc;
     apply_result *out = ctx->out;
@@ -295,13 +180,47 @@ static int refuse(const val_result *res, int rc, sx_err *err)
                       res->count == 1 ? "" : "s");
 }
 
+static void free_decoded(void *p)
+{
+    val_decoded_free(p);
+}
+
+static void free_ir(void *p)
+{
+    ir_snapshot_free(p);
+}
+
+/* Decodes spec (as a config) and every peer's spec once for the whole change, into a:
+ * *vp is the pipeline's view of the peers, irs the clean decodes for composition.
+ * Returns the config's decoded form. */
+static const val_decoded *decode_change(sx_arena *a, const json_t *spec, const cfg_live *peers,
+                                        size_t npeers, val_peer **vp, change_irs *irs)
+{
+    val_decoded *self = sx_arena_alloc(a, sizeof(*self));
+    val_decode(spec, false, self);
+    sx_arena_defer(a, free_decoded, self);
+    irs->self = self->clean ? self->ir : NULL;
+    irs->peers = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*irs->peers));
+    val_peer *v = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*v));
+    for (size_t i = 0; i < npeers; i++) {
+        val_decoded *d = sx_arena_alloc(a, sizeof(*d));
+        val_decode(peers[i].spec, true, d);
+        sx_arena_defer(a, free_decoded, d);
+        irs->peers[i] = d->clean ? d->ir : NULL;
+        v[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec, d};
+    }
+    *vp = v;
+    return self;
+}
+
 /* Checks spec before it is stored: the whole pipeline against peers when the request
- * carries limits, else the codec alone. */
+ * carries limits, else the codec alone. irs receives what was decoded. */
 static int check_spec(const apply_request *req, const json_t *spec, const cfg_live *peers,
-                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, sx_err *err)
+                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, change_irs *irs, sx_err *err)
 {
     if (req->limits == NULL) {
         ir_snapshot *ir = NULL;
+        irs->peers = NULL;
         if (ir_snapshot_from_json(spec, "spec", &ir, verrs) != 0) {
             char *joined = sx_fielderrs_join(verrs);
             sx_err_set(err, SX_EVALIDATION, "configuration is invalid: %zu problem%s", verrs->count,
@@ -310,16 +229,15 @@ static int check_spec(const apply_request *req, const json_t *spec, const cfg_li
             sx_free(joined);
             return SX_EVALIDATION;
         }
-        ir_snapshot_free(ir);
+        irs->self = sx_arena_defer(a, free_ir, ir);
         return 0;
     }
-    val_peer *vp = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*vp));
-    for (size_t i = 0; i < npeers; i++)
-        vp[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec};
+    val_peer *vp = NULL;
+    const val_decoded *self = decode_change(a, spec, peers, npeers, &vp, irs);
     val_result local = {0};
     val_result *res = req->problems ? req->problems : &local;
     val_result_free(res);
-    int rc = val_run(spec, vp, npeers, req->limits, now_or(req->now_unix), res);
+    int rc = val_run_decoded(spec, self, vp, npeers, req->limits, now_or(req->now_unix), res);
     if (rc != 0)
         rc = refuse(res, rc, err);
     val_result_free(&local);
@@ -354,9 +272,10 @@ static bool empty(const char *s)
     return s == NULL || s[0] == '\0';
 }
 
-static int apply_tx(pg_conn *c, void *arg, sx_err *err)
+static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
 {
     tx_ctx *ctx = arg;
+    ctx->w = w;
     const apply_request *req = ctx->req;
     sx_arena *a = ctx->a;
     apply_result *out = ctx->out;
@@ -449,14 +368,14 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     size_t naffected =
         group_union(a, groups, ngroups, old ? (const char *const *)old->groups : NULL,
                     old ? old->group_count : 0, &affected);
-    if ((rc = lock_groups(c, affected, naffected, err)) != 0)
+    if ((rc = snap_writer_lock_groups(c, affected, naffected, err)) != 0)
         return rc;
     if (op != APPLY_DELETE) {
         cfg_live *peers = NULL;
         size_t npeers = 0;
         if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, old ? old->id : NULL, a, &peers,
                                           &npeers, err)) != 0 ||
-            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, err)) != 0)
+            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, &ctx->irs, err)) != 0)
             return rc;
         ctx->peers = peers ? peers : sx_arena_alloc(a, sizeof(*peers));
         ctx->npeers = npeers;
@@ -530,7 +449,7 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
 
     /* Drafts change no snapshot: allowed while a deployment holds the groups. */
     if (out->changed && (!req->draft || op == APPLY_DELETE) &&
-        (rc = refuse_held_groups(c, a, affected, naffected, err)) != 0)
+        (rc = snap_writer_refuse_held(c, a, affected, naffected, err)) != 0)
         return rc;
 
     /* Recompose every group the change touched (a draft that moves the config to other
@@ -551,10 +470,10 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     }
 
     json_t *details =
-        own_json(a, json_pack("{s:s,s:s,s:i,s:i,s:i,s:b,s:b,s:b}", "namespace", ns, "name", name,
-                              "before_version", out->before_version, "after_version",
-                              out->latest_version, "live_version", out->version, "created",
-                              out->created, "changed", out->changed, "draft", req->draft));
+        repo_own_json(a, json_pack("{s:s,s:s,s:i,s:i,s:i,s:b,s:b,s:b}", "namespace", ns, "name",
+                                   name, "before_version", out->before_version, "after_version",
+                                   out->latest_version, "live_version", out->version, "created",
+                                   out->created, "changed", out->changed, "draft", req->draft));
     if (op == APPLY_DELETE)
         json_object_set_new(details, "deleted", json_true());
     if (src)
@@ -608,15 +527,11 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
     if (req->op != APPLY_DELETE && req->op != APPLY_ROLLBACK && !json_is_object(req->spec))
         return sx_err_set(err, SX_EINVAL, "spec must be a JSON object");
 
-    tx_ctx ctx = {.req = req, .snaps = snaps, .a = a, .out = out, .verrs = verrs};
-    int rc = pg_tx(pool, apply_tx, &ctx, err);
-    if (rc) {
+    tx_ctx ctx = {.req = req, .a = a, .out = out, .verrs = verrs};
+    int rc = snap_writer_tx(pool, snaps, a, apply_tx, &ctx, err);
+    if (rc)
         memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    for (size_t i = 0; i < out->snapshot_count; i++)
-        snap_repo_cache_put(snaps, ctx.written[i]);
-    return 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ dry run */
@@ -662,27 +577,19 @@ static int validate_tx(pg_conn *c, void *arg, sx_err *err)
     if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, self ? self->id : NULL, a, &peers,
                                       &npeers, err)) != 0)
         return rc;
-    val_peer *vp = sx_arena_alloc(a, (npeers ? npeers : 1) * sizeof(*vp));
-    for (size_t i = 0; i < npeers; i++)
-        vp[i] = (val_peer){peers[i].id, peers[i].ns, peers[i].name, peers[i].spec};
-    int vrc = val_run(req->spec, vp, npeers, req->limits, now_or(req->now_unix), req->problems);
+    val_peer *vp = NULL;
+    change_irs irs;
+    const val_decoded *dec = decode_change(a, req->spec, peers, npeers, &vp, &irs);
+    int vrc = val_run_decoded(req->spec, dec, vp, npeers, req->limits, now_or(req->now_unix),
+                              req->problems);
 
     /* What each group's snapshot would be, checked by the codec like the write path; a
      * spec the pipeline refused would only repeat its problems there. */
     snap_compose_input *in = sx_arena_alloc(a, (npeers + 1) * sizeof(*in));
     for (size_t g = 0; vrc == 0 && g < ngroups; g++) {
-        size_t n = 0;
-        for (size_t i = 0; i < npeers; i++)
-            if (has_group((const char *const *)peers[i].groups, peers[i].group_count, groups[g]))
-                in[n++] = (snap_compose_input){peers[i].ns, peers[i].name, peers[i].spec};
-        in[n++] = (snap_compose_input){ns, name, req->spec};
-        char id[300], prefix[300];
-        snprintf(id, sizeof(id), "%s:dry-run", groups[g]);
-        snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", groups[g]);
-        json_t *composed = own_json(a, snap_compose_json(in, n, id, NULL));
-        ir_snapshot *ir = NULL;
-        if (ir_snapshot_from_json(composed, prefix, &ir, ctx->verrs) == 0)
-            ir_snapshot_free(ir);
+        size_t n = group_inputs(peers, irs.peers, npeers, groups[g], in, NULL);
+        in[n++] = (snap_compose_input){ns, name, req->spec, irs.self};
+        (void)snap_writer_dry_run(a, groups[g], in, n, ctx->verrs);
     }
     if (vrc == 0 && ctx->verrs->count == 0)
         return 0;
@@ -716,7 +623,7 @@ typedef struct group_rb_ctx {
     snap_record *written;
 } group_rb_ctx;
 
-static int group_rollback_tx(pg_conn *c, void *arg, sx_err *err)
+static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
 {
     group_rb_ctx *ctx = arg;
     const apply_group_rollback_request *req = ctx->req;
@@ -725,27 +632,24 @@ static int group_rollback_tx(pg_conn *c, void *arg, sx_err *err)
     ctx->written = NULL;
     sx_fielderrs_free(ctx->verrs);
 
-    long long next = 0;
-    int rc = snap_repo_reserve_version(c, req->group, &next, err);
-    if (rc || (rc = snap_repo_current_version(c, req->group, &ctx->out->before_version, err)) ||
-        (rc = refuse_held_groups(c, a, &req->group, 1, err)))
-        return rc;
-    snap_compose_input in = {"", req->group, ctx->target->ir};
+    snap_compose_input in = {"", req->group, ctx->target->ir, NULL};
     char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
                                    req->message && req->message[0] ? ": " : "",
                                    req->message ? req->message : "");
-    rc = write_snapshot(c, a, req->group, &in, 1, ctx->target->sources, ctx->target->source_count,
-                        reason, req->author, NULL, ctx->verrs, &ctx->written, err);
+    snap_write sw = {req->group, &in,         1,   ctx->target->sources, ctx->target->source_count,
+                     reason,     req->author, NULL};
+    int rc =
+        snap_writer_publish(w, c, &sw, &ctx->out->before_version, ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
     ctx->out->changed = ctx->written != NULL;
     ctx->out->version = ctx->written ? ctx->written->version : ctx->out->before_version;
 
     json_t *details =
-        own_json(a, json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", req->group, "snapshot_version",
-                              (json_int_t)req->snapshot_version, "before_version",
-                              (json_int_t)ctx->out->before_version, "after_version",
-                              (json_int_t)ctx->out->version, "changed", ctx->out->changed));
+        repo_own_json(a, json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", req->group, "snapshot_version",
+                                   (json_int_t)req->snapshot_version, "before_version",
+                                   (json_int_t)ctx->out->before_version, "after_version",
+                                   (json_int_t)ctx->out->version, "changed", ctx->out->changed));
     if (req->message && req->message[0])
         json_object_set_new(details, "message", json_string(req->message));
     audit_new an = {
@@ -782,40 +686,32 @@ int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_roll
     if (rc)
         return rc;
     group_rb_ctx ctx = {req, target, a, out, verrs, NULL};
-    if ((rc = pg_tx(pool, group_rollback_tx, &ctx, err)) != 0) {
+    if ((rc = snap_writer_tx(pool, snaps, a, group_rollback_tx, &ctx, err)) != 0)
         memset(out, 0, sizeof(*out));
-        return rc;
-    }
-    if (ctx.written)
-        snap_repo_cache_put(snaps, ctx.written);
-    return 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ publish */
 
 typedef struct publish_ctx {
     const apply_publish_request *req;
-    snap_repo *snaps;
+    const ir_snapshot *ir; /* req->spec, decoded once */
     sx_arena *a;
     sx_fielderrs *verrs;
     snap_record *written;
 } publish_ctx;
 
-static int publish_tx(pg_conn *c, void *arg, sx_err *err)
+static int publish_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
 {
     publish_ctx *ctx = arg;
     const apply_publish_request *req = ctx->req;
     sx_fielderrs_free(ctx->verrs);
-    long long next = 0;
-    int rc = snap_repo_reserve_version(c, req->group, &next, err);
-    if (rc || (rc = refuse_held_groups(c, ctx->a, &req->group, 1, err)) != 0)
-        return rc;
-    snap_compose_input in = {"", req->group, req->spec};
-    rc = write_snapshot(c, ctx->a, req->group, &in, 1, NULL, 0, req->message, req->author, NULL,
-                        ctx->verrs, &ctx->written, err);
+    snap_compose_input in = {"", req->group, req->spec, ctx->ir};
+    snap_write sw = {req->group, &in, 1, NULL, 0, req->message, req->author, NULL};
+    int rc = snap_writer_publish(w, c, &sw, NULL, ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
-    json_t *details = own_json(
+    json_t *details = repo_own_json(
         ctx->a, json_pack("{s:s,s:b}", "group", req->group, "changed", ctx->written != NULL));
     if (ctx->written)
         json_object_set_new(details, "version", json_integer(ctx->written->version));
@@ -846,16 +742,11 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
     if (ir_snapshot_from_json(req->spec, "snapshot", &ir, verrs) != 0)
         return sx_err_set(err, SX_EVALIDATION, "snapshot is invalid: %zu problem%s", verrs->count,
                           verrs->count == 1 ? "" : "s");
-    ir_snapshot_free(ir);
-    publish_ctx ctx = {req, snaps, a, verrs, NULL};
-    int rc = pg_tx(pool, publish_tx, &ctx, err);
-    if (rc)
-        return rc;
-    if (ctx.written) {
-        snap_repo_cache_put(snaps, ctx.written);
+    publish_ctx ctx = {req, sx_arena_defer(a, free_ir, ir), a, verrs, NULL};
+    int rc = snap_writer_tx(pool, snaps, a, publish_tx, &ctx, err);
+    if (rc == 0 && ctx.written)
         *version = ctx.written->version;
-    }
-    return 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ rollouts */
@@ -863,8 +754,8 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
 static json_t *content_only(sx_arena *a, const json_t *ir)
 {
     if (ir == NULL)
-        return own_json(a, json_object());
-    json_t *copy = own_json(a, json_deep_copy(ir));
+        return repo_own_json(a, json_object());
+    json_t *copy = repo_own_json(a, json_deep_copy(ir));
     json_object_del(copy, "id");
     json_object_del(copy, "generated_at");
     return copy;
@@ -894,20 +785,21 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
                               cfg->name, groups[i]);
     const char **sorted = NULL;
     ngroups = group_union(a, groups, ngroups, NULL, 0, &sorted);
-    if ((rc = lock_groups(c, sorted, ngroups, err)) != 0)
+    if ((rc = snap_writer_lock_groups(c, sorted, ngroups, err)) != 0)
         return rc;
-    if ((rc = refuse_held_groups(c, a, sorted, ngroups, err)) != 0)
+    if ((rc = snap_writer_refuse_held(c, a, sorted, ngroups, err)) != 0)
         return rc;
 
     /* The whole pipeline, against the other live configs of every group of the config
      * (the version becomes live in all of them once promoted). */
     cfg_live *peers = NULL;
     size_t npeers = 0;
+    change_irs irs;
     apply_request vreq = {
         .limits = req->limits, .now_unix = req->now_unix, .problems = req->problems};
     if ((rc = cfg_repo_live_in_groups(c, (const char *const *)cfg->groups, cfg->group_count,
                                       cfg->id, a, &peers, &npeers, err)) != 0 ||
-        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, err)) != 0)
+        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, &irs, err)) != 0)
         return rc;
 
     out->groups = sx_arena_alloc(a, (ngroups ? ngroups : 1) * sizeof(*out->groups));
@@ -924,37 +816,25 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
         if (sg->from_version > 0 &&
             (rc = snap_repo_ir_on(c, group, sg->from_version, a, &sg->from_ir, err)) != 0)
             return rc;
-        size_t n = 0;
-        for (size_t i = 0; i < npeers; i++)
-            if (has_group((const char *const *)peers[i].groups, peers[i].group_count, group)) {
-                in[n] = (snap_compose_input){peers[i].ns, peers[i].name, peers[i].spec};
-                sources[n++] = (snap_source){peers[i].id, peers[i].version};
-            }
-        in[n] = (snap_compose_input){cfg->ns, cfg->name, ver->spec};
+        size_t n = group_inputs(peers, irs.peers, npeers, group, in, sources);
+        in[n] = (snap_compose_input){cfg->ns, cfg->name, ver->spec, irs.self};
         sources[n++] = (snap_source){cfg->id, ver->version};
         if (req->deployment_id == NULL) {
-            char id[300], prefix[300];
-            snprintf(id, sizeof(id), "%s:dry-run", group);
-            snprintf(prefix, sizeof(prefix), "groups[\"%s\"]", group);
-            json_t *composed = own_json(a, snap_compose_json(in, n, id, NULL));
-            ir_snapshot *ir = NULL;
-            if (ir_snapshot_from_json(composed, prefix, &ir, verrs) == 0)
-                ir_snapshot_free(ir);
+            json_t *composed = snap_writer_dry_run(a, group, in, n, verrs);
             sg->to_ir = composed;
             char sum[SX_SHA256_HEX_LEN + 1], *cur = NULL;
-            content_checksum(composed, sum);
+            snap_writer_checksum(composed, sum);
             if (sg->from_version > 0 &&
                 (rc = snap_repo_checksum(c, group, sg->from_version, a, &cur, err)) != 0)
                 return rc;
             sg->changed = cur == NULL || strcmp(cur, sum) != 0;
             sg->to_version = sg->changed ? 0 : sg->from_version;
         } else {
-            write_opts w = {req->deployment_id, true};
             char *reason = sx_arena_printf(a, "config %s/%s v%d staged by deployment %s", cfg->ns,
                                            cfg->name, ver->version, req->deployment_id);
+            snap_write sw = {group, in, n, sources, n, reason, req->author, req->deployment_id};
             snap_record *rec = NULL;
-            if ((rc = write_snapshot(c, a, group, in, n, sources, n, reason, req->author, &w, verrs,
-                                     &rec, err)) != 0)
+            if ((rc = snap_writer_write(snap_writer_plain(a), c, &sw, verrs, &rec, err)) != 0)
                 return rc;
             sg->changed = rec != NULL;
             sg->to_version = rec ? rec->version : sg->from_version;
@@ -962,9 +842,12 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
             if (rec)
                 out->written[out->nwritten++] = rec;
         }
-        sg->diff =
-            own_json(a, diff_json(content_only(a, sg->from_ir), content_only(a, sg->to_ir), NULL));
+        sg->diff = repo_own_json(
+            a, diff_json(content_only(a, sg->from_ir), content_only(a, sg->to_ir), NULL));
     }
+    if (verrs->count == 0 && req->deployment_id &&
+        (rc = pg_notify(c, ROLLOUT_NOTIFY_CHANNEL, req->deployment_id, err)) != 0)
+        return rc;
     if (verrs->count > 0)
         return sx_err_set(err, SX_EVALIDATION,
                           "the snapshot of a group would be invalid: %zu "
@@ -980,18 +863,7 @@ int apply_promote(pg_conn *c, const deploy_record *d, sx_arena *a, sx_err *err)
     int rc;
     json_object_foreach((json_t *)d->target_snapshots, group, v)
     {
-        long long target = (long long)json_integer_value(v), current = 0;
-        if ((rc = snap_repo_reserve_version(c, group, &current, err)) != 0 ||
-            (rc = snap_repo_current_version(c, group, &current, err)) != 0)
-            return rc;
-        if (target <= 0 || target == current)
-            continue;
-        if ((rc = snap_repo_set_current(c, group, target, a, err)) != 0)
-            return rc;
-        char *payload = snap_store_notify_payload(group, target);
-        rc = pg_notify(c, SNAP_NOTIFY_CHANNEL, payload, err);
-        sx_free(payload);
-        if (rc)
+        if ((rc = snap_writer_promote(c, group, (long long)json_integer_value(v), a, err)) != 0)
             return rc;
     }
     return cfg_repo_set_live(c, d->config_id, d->config_version, err);
@@ -1007,12 +879,12 @@ int apply_unpromote(pg_conn *c, const deploy_record *d, const char *author, sx_a
         return rc;
     const char **groups = NULL;
     size_t n = group_union(a, (const char *const *)d->groups, d->group_count, NULL, 0, &groups);
-    if ((rc = lock_groups(c, groups, n, err)) != 0)
+    if ((rc = snap_writer_lock_groups(c, groups, n, err)) != 0)
         return rc;
     apply_request req = {.author = author};
     apply_result res = {0};
     /* The deployment's own change: its groups are not refused (it holds them). */
-    tx_ctx ctx = {.req = &req, .a = a, .out = &res, .verrs = verrs};
+    tx_ctx ctx = {.req = &req, .w = snap_writer_plain(a), .a = a, .out = &res, .verrs = verrs};
     res.snapshots = sx_arena_alloc(a, (n ? n : 1) * sizeof(*res.snapshots));
     ctx.written = sx_arena_alloc(a, (n ? n : 1) * sizeof(*ctx.written));
     char *reason = sx_arena_printf(a, "rollback of deployment %s", d->id);

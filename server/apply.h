@@ -1,7 +1,9 @@
 /*
  * apply.h — the write paths of configuration: a config change: validate, store a new config
- * version, recompose the snapshot of every affected proxy group, audit, NOTIFY — all
- * in one transaction — then fill the cache after the commit.
+ * version, recompose the snapshot of every affected proxy group (through the snapshot
+ * writer, server/snapshot/writer.h, which caches and NOTIFYs them), audit — all in one
+ * transaction. The spec and the other configs of its groups are decoded once per change
+ * and the decoded forms are what validation reads and composition merges.
  *
  * Every way configuration enters Sextant (the `sextant import` command, the REST
  * API) goes through here, so every change is versioned, audited and announced the
@@ -138,8 +140,8 @@ typedef struct apply_group_rollback_result {
 /*
  * Republishes the content of snapshot req->snapshot_version of req->group (its IR and
  * the config versions it was built from) as the group's next version, audited
- * ("group.rollback", with before and after versions) and NOTIFYd in one transaction,
- * then cached. SX_ENOTFOUND when the group has no such snapshot; SX_EVALIDATION (verrs)
+ * ("group.rollback", with before and after versions), cached and NOTIFYd in one
+ * transaction. SX_ENOTFOUND when the group has no such snapshot; SX_EVALIDATION (verrs)
  * when the old content no longer passes the codec; database errors otherwise. The
  * configs themselves are not changed: the next config change recomposes the group
  * from its configs again.
@@ -160,7 +162,7 @@ typedef struct apply_publish_request {
 
 /*
  * Validates req->spec and writes it as the group's next snapshot, audited
- * ("snapshot.publish") and NOTIFYd in one transaction, then caches it. *version is the
+ * ("snapshot.publish"), cached and NOTIFYd in one transaction. *version is the
  * new version, or 0 when the content equals the group's current snapshot (nothing is
  * written but the audit entry). Errors as apply_config (paths start at "snapshot").
  */
@@ -207,7 +209,8 @@ typedef struct apply_stage_result {
  * (SX_ECONFLICT) when a deployment in progress already changes one of them, runs the
  * validation pipeline on the version against the other live configs of the config's
  * groups, composes each group with the version in place and, unless dry run, writes a
- * staged snapshot for req->deployment_id where the content changes. Errors as
+ * staged snapshot for req->deployment_id where the content changes (and NOTIFYs
+ * ROLLOUT_NOTIFY_CHANNEL, so that the rollout drivers start it at once). Errors as
  * apply_config; SX_ENOTFOUND for an unknown config, version, or a group the config does
  * not apply to.
  */

@@ -2,7 +2,7 @@
  * redis_cache.c — the Redis hot cache in front of PostgreSQL, on hiredis.
  *
  * Design: one blocking hiredis connection behind a mutex. Commands are short (GET,
- * SET, DEL of one key) so serialising them costs little, and one connection keeps
+ * SET, DEL, RENAME) so serialising them costs little, and one connection keeps
  * the outage logic in one place. Every command runs with the configured timeout, so
  * a hung Redis costs a caller at most timeout_ms once; the failure then marks the
  * cache down and drops the connection, and until the back-off window has passed
@@ -40,8 +40,8 @@
 #define BACKOFF_MIN_MS     100
 #define BACKOFF_MAX_MS     5000
 
-enum op { OP_GET, OP_SET, OP_DEL };
-static const char *const op_names[] = {"get", "set", "del"};
+enum op { OP_GET, OP_SET, OP_DEL, OP_RENAME };
+static const char *const op_names[] = {"get", "set", "del", "rename"};
 
 struct redis_cache {
     pthread_mutex_t mu; /* guards every field below that changes after create */
@@ -520,27 +520,29 @@ int redis_cache_get(redis_cache *c, const char *key, char **val, size_t *len)
     return rc;
 }
 
-/* Runs SET or DEL and counts the outcome. */
-static void write_cmd(redis_cache *c, enum op op, int argc, const char **argv, const size_t *lens)
+/* Runs SET, DEL or RENAME and counts the outcome; true when Redis carried it out. */
+static bool write_cmd(redis_cache *c, enum op op, int argc, const char **argv, const size_t *lens)
 {
     bool tried;
     if (!c->enabled || !take_conn(c, &tried)) {
         count(c, op, c->enabled && tried ? "error" : "skipped");
-        return;
+        return false;
     }
     redisReply *r = run(c, op, argc, argv, lens);
     pthread_mutex_unlock(&c->mu);
     if (r == NULL) {
         count(c, op, "error");
-        return;
+        return false;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
+    bool ok = r->type != REDIS_REPLY_ERROR;
+    if (!ok) {
         SX_DEBUG(COMPONENT, "redis %s refused: %.*s", op_names[op], (int)r->len, r->str);
         count(c, op, "error");
     } else {
         count(c, op, "ok");
     }
     freeReplyObject(r);
+    return ok;
 }
 
 void redis_cache_set(redis_cache *c, const char *key, const void *val, size_t len, int ttl_seconds)
@@ -555,8 +557,32 @@ void redis_cache_set(redis_cache *c, const char *key, const void *val, size_t le
     snprintf(ttl, sizeof(ttl), "%d", ttl_seconds);
     const char *argv[] = {"SET", k, len ? (const char *)val : "", "EX", ttl};
     size_t lens[] = {3, klen, len, 2, strlen(ttl)};
-    write_cmd(c, OP_SET, ttl_seconds > 0 ? 5 : 3, argv, lens);
+    (void)write_cmd(c, OP_SET, ttl_seconds > 0 ? 5 : 3, argv, lens);
     sx_free(k);
+}
+
+void redis_cache_rename(redis_cache *c, const char *from, const char *to, int ttl_seconds)
+{
+    if (!c->enabled) {
+        count(c, OP_RENAME, "skipped");
+        return;
+    }
+    size_t flen, tlen;
+    char *f = full_key(c, from, &flen);
+    char *t = full_key(c, to, &tlen);
+    char ttl[16];
+    snprintf(ttl, sizeof(ttl), "%d", ttl_seconds);
+    const char *argv[] = {"RENAME", f, t};
+    size_t lens[] = {6, flen, tlen};
+    /* RENAME keeps the source's TTL; the new name's comes second (a missing source is
+     * refused, and then there is nothing to expire). */
+    if (write_cmd(c, OP_RENAME, 3, argv, lens) && ttl_seconds > 0) {
+        const char *xargv[] = {"EXPIRE", t, ttl};
+        size_t xlens[] = {6, tlen, strlen(ttl)};
+        (void)write_cmd(c, OP_RENAME, 3, xargv, xlens);
+    }
+    sx_free(f);
+    sx_free(t);
 }
 
 void redis_cache_del(redis_cache *c, const char *key)
@@ -569,7 +595,7 @@ void redis_cache_del(redis_cache *c, const char *key)
     char *k = full_key(c, key, &klen);
     const char *argv[] = {"DEL", k};
     size_t lens[] = {3, klen};
-    write_cmd(c, OP_DEL, 2, argv, lens);
+    (void)write_cmd(c, OP_DEL, 2, argv, lens);
     sx_free(k);
 }
 

@@ -38,6 +38,9 @@ void redis_cache_destroy(redis_cache *c);
 int redis_cache_get(redis_cache *c, const char *key, char **val, size_t *len);
 /* Stores val under key with a TTL in seconds (0 = none); skipped when unavailable. */
 void redis_cache_set(redis_cache *c, const char *key, const void *val, size_t len, int ttl_seconds);
+/* Renames from to to (replacing it) and gives to a TTL in seconds (0 = none); skipped
+ * when unavailable or when from does not exist. */
+void redis_cache_rename(redis_cache *c, const char *from, const char *to, int ttl_seconds);
 /* Deletes key; skipped when unavailable. */
 void redis_cache_del(redis_cache *c, const char *key);
 /* Whether the last operation reached Redis (false when disabled). */

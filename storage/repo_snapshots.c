@@ -27,6 +27,7 @@
 #define CACHE_MAGIC    "SXS1\n"
 #define VERSION_TTL_S  86400
 #define LATEST_TTL_S   60
+#define STAGED_TTL_S   600
 #define GROUP_MAX_LEN  253
 #define REASON_MAX_LEN 1024
 
@@ -343,10 +344,16 @@ static char *latest_key(sx_arena *a, const char *group)
     return sx_arena_printf(a, "snapshot:%s:latest", group);
 }
 
-static void cache_store(snap_repo *r, sx_arena *a, const snap_record *s)
+/* The entry a writer puts before its commit: the row id makes the key unique to the
+ * insert (see snap_repo_cache_stage). */
+static char *staged_key(sx_arena *a, const snap_record *s)
 {
-    if (r->cache == NULL || s->encoded == NULL)
-        return;
+    return sx_arena_printf(a, "snapshot:%s:%lld#%lld", s->group, s->version, s->id);
+}
+
+/* Writes s (which must carry its bytes) under key. */
+static void cache_store_at(snap_repo *r, const char *key, int ttl_s, const snap_record *s)
+{
     json_t *meta =
         json_pack("{s:I, s:s, s:I, s:s, s:o, s:s, s:s, s:s, s:I}", "id", (json_int_t)s->id, "group",
                   s->group, "version", (json_int_t)s->version, "checksum", s->checksum, "sources",
@@ -363,8 +370,15 @@ static void cache_store(snap_repo *r, sx_arena *a, const snap_record *s)
     sx_buf_putc(&b, '\n');
     sx_buf_append(&b, s->encoded, s->encoded_len);
     free(text);
-    redis_cache_set(r->cache, version_key(a, s->group, s->version), b.data, b.len, VERSION_TTL_S);
+    redis_cache_set(r->cache, key, b.data, b.len, ttl_s);
     sx_buf_free(&b);
+}
+
+static void cache_store(snap_repo *r, sx_arena *a, const snap_record *s)
+{
+    if (r->cache == NULL || s->encoded == NULL)
+        return;
+    cache_store_at(r, version_key(a, s->group, s->version), VERSION_TTL_S, s);
 }
 
 /* Points the latest key at version unless the cache already names a newer one. The
@@ -394,6 +408,33 @@ void snap_repo_cache_put(snap_repo *r, const snap_record *s)
     cache_store(r, a, s);
     if (s->deployment_id == NULL)
         cache_bump_latest(r, a, s->group, s->version);
+    sx_arena_destroy(a);
+}
+
+void snap_repo_cache_stage(snap_repo *r, const snap_record *s)
+{
+    if (r == NULL || r->cache == NULL || s == NULL || s->encoded == NULL)
+        return;
+    sx_arena *a = sx_arena_create();
+    cache_store_at(r, staged_key(a, s), STAGED_TTL_S, s);
+    sx_arena_destroy(a);
+}
+
+void snap_repo_cache_settle(snap_repo *r, const snap_record *s, bool committed)
+{
+    if (r == NULL || r->cache == NULL || s == NULL)
+        return;
+    sx_arena *a = sx_arena_create();
+    if (!committed) {
+        redis_cache_del(r->cache, staged_key(a, s));
+    } else {
+        /* A RENAME on the server: the bytes are not sent a second time. When the entry
+         * is gone (Redis restarted, or the SET was skipped), the next read refills it. */
+        redis_cache_rename(r->cache, staged_key(a, s), version_key(a, s->group, s->version),
+                           VERSION_TTL_S);
+        if (s->deployment_id == NULL)
+            cache_bump_latest(r, a, s->group, s->version);
+    }
     sx_arena_destroy(a);
 }
 
@@ -444,12 +485,11 @@ static bool cache_decode(sx_arena *a, const char *val, size_t len, const char *g
     return true;
 }
 
-static bool cache_lookup(snap_repo *r, sx_arena *a, const char *group, long long version,
-                         snap_record *o)
+static bool cache_lookup_at(snap_repo *r, sx_arena *a, const char *key, const char *group,
+                            long long version, snap_record *o)
 {
     if (r->cache == NULL)
         return false;
-    char *key = version_key(a, group, version);
     char *val = NULL;
     size_t len = 0;
     if (redis_cache_get(r->cache, key, &val, &len) != 0)
@@ -460,6 +500,12 @@ static bool cache_lookup(snap_repo *r, sx_arena *a, const char *group, long long
         sx_log(SX_LOG_WARN, COMPONENT, "ignoring a malformed cache entry for snapshot %lld of %s",
                version, group);
     return ok;
+}
+
+static bool cache_lookup(snap_repo *r, sx_arena *a, const char *group, long long version,
+                         snap_record *o)
+{
+    return cache_lookup_at(r, a, version_key(a, group, version), group, version, o);
 }
 
 /* ------------------------------------------------------------------ reads */
@@ -532,6 +578,22 @@ int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned f
     if ((rc = read_first(a, res, with_ir, out, err)) == 0)
         cache_store(r, a, *out);
     return rc;
+}
+
+int snap_repo_get_announced(snap_repo *r, const char *group, long long version, long long id,
+                            sx_arena *a, snap_record **out, sx_err *err)
+{
+    if (id > 0 && check_group(group, err) == 0) {
+        snap_record *o = sx_arena_alloc(a, sizeof(*o));
+        snap_record want = {.id = id, .group = (char *)group, .version = version};
+        /* The id check: the entry is the very row the NOTIFY named. */
+        if (cache_lookup_at(r, a, staged_key(a, &want), group, version, o) && o->id == id) {
+            *out = o;
+            return 0;
+        }
+    }
+    /* Not staged, or already renamed to its version key (or gone): the usual read. */
+    return snap_repo_get(r, group, version, 0, a, out, err);
 }
 
 int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_arena *a,

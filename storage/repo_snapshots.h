@@ -16,8 +16,10 @@
  * Cache: Redis keys (under the cache's prefix) "snapshot:<group>:<version>" hold the
  * metadata and the encoded bytes (not the IR) for a day, and "snapshot:<group>:latest"
  * holds the newest version for a minute. Write path: insert inside the transaction,
- * commit, then snap_repo_cache_put — Redis is written only after the commit, so it
- * never holds a snapshot that PostgreSQL does not. Reads try Redis first; on a miss,
+ * snap_repo_cache_stage (an entry keyed by the row id), commit, then
+ * snap_repo_cache_settle, which renames that entry to the version key — so a version
+ * key never holds a snapshot that PostgreSQL does not (snap_repo_cache_put, after the
+ * commit, serves writers that stage nothing). Reads try Redis first; on a miss,
  * or when Redis is down, they read PostgreSQL and refill Redis. A version key is
  * immutable and always right; the latest key can lag a concurrent write by at most
  * its TTL (snap_repo_load_latest_all and the IR reads take "latest" from PostgreSQL).
@@ -139,6 +141,29 @@ void snap_repo_cache_current(snap_repo *r, const char *group, long long version)
 /* Writes a committed snapshot to the cache (version key, and the latest key when it
  * is newer than what the cache holds and not staged). Never fails: skipped when Redis is down. */
 void snap_repo_cache_put(snap_repo *r, const snap_record *s);
+
+/*
+ * Puts s, inserted by the caller's still-open transaction, in the cache before the
+ * COMMIT whose NOTIFY names it, so that replicas hearing the NOTIFY read it from Redis.
+ * The key carries the row id ("snapshot:<group>:<version>#<id>", ten minutes' TTL), not
+ * only the version: the transaction can still fail, and the group's next writer then
+ * reuses the version number, but never the id (a sequence value, not reused even when
+ * its transaction rolls back). Only a NOTIFY of the committed row names its id
+ * (snap_repo_get_announced checks it), and version keys hold committed rows only, so an
+ * entry a failed transaction leaves behind (its deletion failed too) is never read as
+ * another snapshot; it expires. Never fails: skipped when Redis is down.
+ */
+void snap_repo_cache_stage(snap_repo *r, const snap_record *s);
+/* After the transaction of a snap_repo_cache_stage: committed, the entry becomes the
+ * version key (renamed in Redis; the bytes are not sent again) and the latest key is
+ * bumped unless s is staged by a deployment; not committed, the entry is deleted. Never
+ * fails. r NULL allowed. */
+void snap_repo_cache_settle(snap_repo *r, const snap_record *s, bool committed);
+/* (group, version) as a NOTIFY naming row id announced it: the entry
+ * snap_repo_cache_stage put when the cache holds it for that id, else as snap_repo_get
+ * (flags 0). id 0 = not named. */
+int snap_repo_get_announced(snap_repo *r, const char *group, long long version, long long id,
+                            sx_arena *a, snap_record **out, sx_err *err) SX_MUSTCHECK;
 
 /* The snapshot (group, version): from the cache, else PostgreSQL (then cached).
  * SX_ENOTFOUND when there is no such snapshot. */

@@ -78,6 +78,8 @@ struct node_status_queue {
     uint64_t flush_requests; /* node_status_flush asks; */
     uint64_t flushes_done;   /* ... and waits for this to pass its ask */
     int last_flush_rc;
+    void (*on_flush)(void *ctx); /* node_status_on_flush */
+    void *on_flush_ctx;
     sx_metric *m_depth, *m_enqueued, *m_dropped, *m_flush_seconds, *m_flush_errors;
 };
 
@@ -495,6 +497,9 @@ static int flush_once(node_status_queue *q)
     pthread_mutex_unlock(&q->mu);
 
     int rc = 0;
+    unsigned seen = 0; /* the events of the batch */
+    for (size_t i = 0; i < k; i++)
+        seen |= items[i]->events;
     if (k) {
         int64_t start = sx_monotonic_ms();
         batch b = {items, k, q->replica_id};
@@ -521,7 +526,11 @@ static int flush_once(node_status_queue *q)
     pthread_mutex_lock(&q->mu);
     if (q->m_depth)
         sx_metric_set(q->m_depth, NULL, (double)q->count);
+    void (*hook)(void *) = q->on_flush;
+    void *hook_ctx = q->on_flush_ctx;
     pthread_mutex_unlock(&q->mu);
+    if (rc == 0 && hook && (seen & (EV_CONNECT | EV_ACK | EV_NACK | EV_DISCONNECT)))
+        hook(hook_ctx);
     return rc;
 }
 
@@ -598,6 +607,14 @@ int node_status_create(const node_status_options *opt, node_status_queue **out, 
     }
     *out = q;
     return 0;
+}
+
+void node_status_on_flush(node_status_queue *q, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&q->mu);
+    q->on_flush = fn;
+    q->on_flush_ctx = ctx;
+    pthread_mutex_unlock(&q->mu);
 }
 
 int node_status_flush(node_status_queue *q, sx_err *err)

@@ -69,6 +69,11 @@ void node_status_desired(node_status_queue *q, const char *node_id, long long ve
 void node_status_report(node_status_queue *q, const char *node_id, bool ready, const char *version,
                         const char *message, const char *observed_at);
 
+/* Calls fn(ctx) on the flusher thread after each flush that committed a connection, an
+ * ACK, a NACK or a disconnection — what a rollout waits for (the rollout driver wakes on
+ * it). fn must return at once; NULL removes the hook. */
+void node_status_on_flush(node_status_queue *q, void (*fn)(void *ctx), void *ctx);
+
 /* Forces a flush now and waits for it; for tests and shutdown. */
 int node_status_flush(node_status_queue *q, sx_err *err) SX_MUSTCHECK;
 

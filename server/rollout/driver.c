@@ -3,26 +3,44 @@
  *
  * Design: one thread per replica; each tick is one list query, one claim per active
  * deployment and one transaction per step. Errors are logged when they start and not
- * repeated every tick; the next tick retries. sup_sleep makes shutdown prompt.
+ * repeated every tick; the next tick retries.
+ *
+ * The thread sleeps until something a deployment waits for happens, with the tick as a
+ * fallback (a wave's pause or timeout running out, a lease lapsing): rollout_driver_wake
+ * is called by this replica's node-status flusher after it commits ACKs, NACKs,
+ * connections or disconnections, and by the NOTIFY handlers of the events channel (every
+ * replica's node-status flush and every deployment change, operator actions included,
+ * write events), of the deployments channel (a deployment created) and of the
+ * assignments channel (pins). Wake-ups that arrive during a
+ * tick fold into one more tick; ticks are at least MIN_GAP_MS apart, so a storm of
+ * events costs at most one list query per gap. The state stays in the database
+ * (leases, waves), so which replica wakes changes nothing but latency.
  */
 #include "server/rollout/driver.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
+#include "server/events.h"
+#include "server/nodes/status.h"
 #include "server/rollout/rollout.h"
 #include "server/server.h"
 #include "server/supervisor.h"
+#include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_deployments.h"
+#include "storage/repo_pins.h"
 
 #define COMPONENT      "rollouts"
 #define GAUGE_EVERY_MS 5000
+#define MIN_GAP_MS     20
 
 struct rollout_driver {
     struct sx_server *srv;
@@ -33,12 +51,22 @@ struct rollout_driver {
     bool started;
     bool failing;
     long long gauge_due_ms;
+    pthread_mutex_t mu; /* guards woken and stopping */
+    pthread_cond_t cv;  /* signalled by rollout_driver_wake and driver_stop */
+    bool woken;         /* something happened since the last tick began */
+    bool stopping;
 };
 
 rollout_driver *rollout_driver_create(struct sx_server *srv)
 {
     rollout_driver *d = sx_calloc(1, sizeof(*d));
     d->srv = srv;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (srv->metrics) {
         d->m_deployments =
             sx_metrics_gauge(srv->metrics, "sextant_deployments", "Deployments by state.", "state");
@@ -138,18 +166,63 @@ static void tick(rollout_driver *d)
     sx_arena_destroy(a);
 }
 
+void rollout_driver_wake(rollout_driver *d)
+{
+    pthread_mutex_lock(&d->mu);
+    d->woken = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void deadline_after(struct timespec *ts, long long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    if (ms < 0)
+        ms = 0;
+    long long ns = (long long)ts->tv_nsec + ms * 1000000LL;
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+/* Waits until the driver is woken (but at least MIN_GAP_MS after the tick began at
+ * began_ms) or tick_ms has passed; false when the driver is stopping. */
+static bool wait_next(rollout_driver *d, long long began_ms)
+{
+    long long tick_ms = d->srv->config->rollouts.tick_ms;
+    struct timespec full, gap;
+    deadline_after(&full, tick_ms - (sx_monotonic_ms() - began_ms));
+    deadline_after(&gap, MIN_GAP_MS - (sx_monotonic_ms() - began_ms));
+    pthread_mutex_lock(&d->mu);
+    int rc = 0;
+    while (!d->stopping && !d->woken && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&d->cv, &d->mu, &full);
+    /* Woken: keep the gap (a stop still ends the wait at once). */
+    rc = 0;
+    while (!d->stopping && d->woken && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&d->cv, &d->mu, &gap);
+    d->woken = false;
+    bool go = !d->stopping;
+    pthread_mutex_unlock(&d->mu);
+    return go && !sup_stopping(d->srv->sup);
+}
+
 static void *driver_thread(void *arg)
 {
     rollout_driver *d = arg;
+    long long began;
     do {
+        began = sx_monotonic_ms();
         tick(d);
-    } while (sup_sleep(d->srv->sup, d->srv->config->rollouts.tick_ms));
+    } while (wait_next(d, began));
     return NULL;
 }
 
 static int driver_start(void *ctx, sx_err *err)
 {
     rollout_driver *d = ctx;
+    pthread_mutex_lock(&d->mu);
+    d->stopping = false;
+    pthread_mutex_unlock(&d->mu);
     if (pthread_create(&d->thread, NULL, driver_thread, d) != 0)
         return sx_err_set(err, SX_EINTERNAL, "could not start the rollout driver thread");
     d->started = true;
@@ -159,6 +232,10 @@ static int driver_start(void *ctx, sx_err *err)
 static void driver_stop(void *ctx)
 {
     rollout_driver *d = ctx;
+    pthread_mutex_lock(&d->mu);
+    d->stopping = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
     if (d->started)
         pthread_join(d->thread, NULL);
     d->started = false;
@@ -172,12 +249,38 @@ static bool driver_ready(void *ctx)
 
 static const sup_ops driver_ops = {driver_start, driver_stop, driver_ready};
 
+static void on_notify(void *ctx, const char *channel, const char *payload)
+{
+    (void)channel;
+    (void)payload;
+    rollout_driver_wake(ctx);
+}
+
+static void on_wake(void *ctx)
+{
+    rollout_driver_wake(ctx);
+}
+
 int rollout_driver_register(rollout_driver *d, sx_err *err)
 {
-    return sup_register(d->srv->sup, "rollouts", &driver_ops, d, err);
+    struct sx_server *srv = d->srv;
+    int rc = 0;
+    static const char *const channels[] = {EVENTS_NOTIFY_CHANNEL, ROLLOUT_NOTIFY_CHANNEL,
+                                           PINS_NOTIFY_CHANNEL};
+    for (size_t i = 0; srv->listener && i < sizeof(channels) / sizeof(channels[0]); i++)
+        if ((rc = pg_listener_subscribe(srv->listener, channels[i], on_notify, i ? NULL : on_wake,
+                                        d, err)) != 0)
+            return rc;
+    if (srv->nodes)
+        node_status_on_flush(srv->nodes, on_wake, d);
+    return sup_register(srv->sup, "rollouts", &driver_ops, d, err);
 }
 
 void rollout_driver_destroy(rollout_driver *d)
 {
+    if (d == NULL)
+        return;
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
     sx_free(d);
 }

@@ -15,12 +15,16 @@
 #define SX_SNAPSHOT_COMPOSE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "server/ir/ir.h"
 
 typedef struct snap_compose_input {
     const char *namespace; /* config namespace */
     const char *name;      /* config name */
     const json_t *spec;    /* the config version's spec: a ConfigSnapshot in JSON */
+    const ir_snapshot *ir; /* spec decoded without a problem, when the change has it; or NULL */
 } snap_compose_input;
 
 /* Merges sources (in any order: they are sorted here) into one ConfigSnapshot JSON
@@ -28,5 +32,20 @@ typedef struct snap_compose_input {
  * Returns a new reference owned by the caller; never NULL. */
 json_t *snap_compose_json(const snap_compose_input *sources, size_t n, const char *id,
                           const char *generated_at);
+
+/*
+ * The same merge on the decoded inputs, so that a change decodes each spec once: fills
+ * *out with the ConfigSnapshot that decoding snap_compose_json(sources, n, id, ...)
+ * would give, with generated_at (borrowed; NULL = none), borrowing the inputs' objects.
+ * Returns false, leaving *out empty, when an input has no decoded form or its spec is
+ * not of the plain shape whose merge the decoded form can reproduce exactly (every
+ * top-level key spelled as in the proto, lists as arrays, extensions as an object);
+ * then decode the JSON instead. Release *out with snap_compose_ir_release (the inputs
+ * stay untouched).
+ */
+bool snap_compose_ir(const snap_compose_input *sources, size_t n, const char *id,
+                     Google__Protobuf__Timestamp *generated_at, ir_snapshot *out);
+/* Frees what snap_compose_ir allocated in m (not the borrowed objects). */
+void snap_compose_ir_release(ir_snapshot *m);
 
 #endif

@@ -30,6 +30,7 @@
 typedef struct fetch {
     char *group;       /* owned */
     long long version; /* the newest version announced */
+    long long id;      /* its row id, as the notification named it (0: not named) */
     int64_t due_ms;    /* monotonic time it may run; 0: now */
     int backoff_ms;    /* the next retry's delay */
 } fetch;
@@ -87,14 +88,14 @@ static fetch *fetch_of(snap_loader *l, const char *group)
     return f;
 }
 
-/* Records (group, version) unless a newer fetch of group is already pending. A newer
- * version is worth trying at once, even while an older one backs off. */
-static void want_fetch(snap_loader *l, const char *group, long long version)
+/* Records (group, version, row id) unless a newer fetch of group is already pending. A
+ * newer version is worth trying at once, even while an older one backs off. */
+static void want_fetch(snap_loader *l, const char *group, long long version, long long id)
 {
     pthread_mutex_lock(&l->mu);
     fetch *f = fetch_of(l, group);
     if (version > f->version)
-        *f = (fetch){.group = f->group, .version = version, .backoff_ms = BACKOFF_MIN_MS};
+        *f = (fetch){.group = f->group, .version = version, .id = id, .backoff_ms = BACKOFF_MIN_MS};
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -108,8 +109,8 @@ static void on_snapshot_notify(void *ctx, const char *channel, const char *paylo
     json_t *v = json_object_get(j, "version");
     if (group == NULL || !json_is_integer(v) || json_integer_value(v) < 1)
         sx_log(SX_LOG_WARN, COMPONENT, "ignoring malformed snapshot notification: %.200s", payload);
-    else
-        want_fetch(ctx, group, json_integer_value(v));
+    else /* "id" names the row whose cache entry the writer put before its commit */
+        want_fetch(ctx, group, json_integer_value(v), json_integer_value(json_object_get(j, "id")));
     json_decref(j);
 }
 
@@ -155,6 +156,7 @@ typedef struct job {
     enum { JOB_NONE, JOB_RELOAD, JOB_FETCH, JOB_SUB } kind;
     char *group; /* JOB_FETCH; owned */
     long long version;
+    long long id;    /* JOB_FETCH: the announced row id (0: not named) */
     int backoff_ms;  /* JOB_FETCH: the delay before a retry */
     sub *s;          /* JOB_SUB */
     bool resync;     /* JOB_SUB: call on_resync rather than on_notify */
@@ -200,6 +202,7 @@ static job take_job(snap_loader *l, bool deps_ready)
         j = (job){.kind = JOB_FETCH,
                   .group = f->group,
                   .version = f->version,
+                  .id = f->id,
                   .backoff_ms = f->backoff_ms};
         l->fetches[i] = l->fetches[--l->nfetches];
         return j;
@@ -252,7 +255,7 @@ static void run_fetch(snap_loader *l, const job *j)
 {
     sx_err err;
     sx_err_clear(&err);
-    int rc = snap_store_refresh(l->o.store, j->group, j->version, &err);
+    int rc = snap_store_refresh(l->o.store, j->group, j->version, j->id, &err);
     if (rc == 0)
         return;
     count_failure(l, &err);
@@ -263,6 +266,7 @@ static void run_fetch(snap_loader *l, const job *j)
     if (f->version <= j->version) /* else a newer one was announced meanwhile: it runs now */
         *f = (fetch){.group = f->group,
                      .version = j->version,
+                     .id = j->id,
                      .due_ms = sx_monotonic_ms() + j->backoff_ms,
                      .backoff_ms = next_backoff(j->backoff_ms)};
     pthread_mutex_unlock(&l->mu);

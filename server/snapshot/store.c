@@ -173,19 +173,22 @@ bool snap_store_loaded(snap_store *s)
 }
 
 /* Reads (group, version) through the repository (Redis, then PostgreSQL) into *out, a
- * new entry holding one reference; the repository's error otherwise (*out NULL). */
-static int read_entry(snap_store *s, const char *group, long long version, snap_entry **out,
-                      sx_err *err)
+ * new entry holding one reference; the repository's error otherwise (*out NULL). id is
+ * the row id a notification announced (0 when unknown): the cache entry the writer put
+ * before its commit is keyed by it. */
+static int read_entry(snap_store *s, const char *group, long long version, long long id,
+                      snap_entry **out, sx_err *err)
 {
     sx_arena *a = sx_arena_create();
     snap_record *r = NULL;
-    int rc = snap_repo_get(s->repo, group, version, 0, a, &r, err);
+    int rc = snap_repo_get_announced(s->repo, group, version, id, a, &r, err);
     *out = rc == 0 ? entry_from_record(r) : NULL;
     sx_arena_destroy(a);
     return rc;
 }
 
-int snap_store_refresh(snap_store *s, const char *group, long long version, sx_err *err)
+int snap_store_refresh(snap_store *s, const char *group, long long version, long long id,
+                       sx_err *err)
 {
     snap_entry *have = snap_store_get(s, group);
     bool current = have && have->version >= version;
@@ -193,7 +196,7 @@ int snap_store_refresh(snap_store *s, const char *group, long long version, sx_e
     if (current)
         return 0;
     snap_entry *e = NULL;
-    int rc = read_entry(s, group, version, &e, err);
+    int rc = read_entry(s, group, version, id, &e, err);
     if (rc == 0)
         publish(s, e, "notify");
     return rc;
@@ -206,7 +209,7 @@ snap_entry *snap_store_fetch(snap_store *s, const char *group, long long version
         return have;
     snap_entry_unref(have);
     snap_entry *e = NULL;
-    (void)read_entry(s, group, version, &e, err);
+    (void)read_entry(s, group, version, 0, &e, err);
     return e;
 }
 
@@ -253,9 +256,11 @@ void snap_store_unwatch(snap_store *s, int id)
     pthread_mutex_unlock(&s->mu);
 }
 
-char *snap_store_notify_payload(const char *group, long long version)
+char *snap_store_notify_payload(const char *group, long long version, long long id)
 {
     json_t *j = json_pack("{s:s,s:I}", "group", group, "version", (json_int_t)version);
+    if (id > 0)
+        json_object_set_new(j, "id", json_integer(id));
     char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     char *out = sx_strdup(text);

@@ -5,9 +5,10 @@
  * replica knows: its version, checksum and encoded bytes, shared read-only by every
  * stream that serves it (snap_entry is reference-counted and immutable). It is filled
  * at start-up by snap_store_load_all, then kept current by NOTIFY: every write path
- * NOTIFYs SNAP_NOTIFY_CHANNEL with {"group":…,"version":…} after its commit, and the
- * snapshot loader (server/snapshot/loader.h) fetches that snapshot with
- * snap_store_refresh (Redis first, PostgreSQL on a miss) on its own thread. When the
+ * NOTIFYs SNAP_NOTIFY_CHANNEL with {"group":…,"version":…[,"id":…]} after its commit,
+ * and the snapshot loader (server/snapshot/loader.h) fetches that snapshot with
+ * snap_store_refresh on its own thread (Redis first — the entry the writer put before
+ * its commit when the payload names the row id — PostgreSQL on a miss). When the
  * listener had to reconnect, the loader reloads everything, because notifications sent
  * while it was away are lost.
  *
@@ -64,8 +65,9 @@ int snap_store_load_all(snap_store *s, sx_err *err) SX_MUSTCHECK;
 /* Whether a load_all has succeeded at least once (readiness). */
 bool snap_store_loaded(snap_store *s);
 
-/* Fetches (group, version) and publishes it when newer than what is held. */
-int snap_store_refresh(snap_store *s, const char *group, long long version,
+/* Fetches (group, version), announced with row id (0 = not named; see
+ * snap_repo_get_announced), and publishes it when newer than what is held. */
+int snap_store_refresh(snap_store *s, const char *group, long long version, long long id,
                        sx_err *err) SX_MUSTCHECK;
 
 /* The current entry of group with a reference taken (release with snap_entry_unref),
@@ -84,7 +86,8 @@ size_t snap_store_group_count(snap_store *s);
 int snap_store_watch(snap_store *s, snap_store_watch_fn fn, void *ctx);
 void snap_store_unwatch(snap_store *s, int id);
 
-/* The NOTIFY payload for (group, version): a new string the caller frees. */
-char *snap_store_notify_payload(const char *group, long long version);
+/* The NOTIFY payload for (group, version) and the snapshot's row id (0 = leave it out):
+ * a new string the caller frees. */
+char *snap_store_notify_payload(const char *group, long long version, long long id);
 
 #endif

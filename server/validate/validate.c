@@ -1,6 +1,7 @@
 /*
- * validate.c — the validation pipeline: decodes the config and its peers, runs every
- * stage in order, and hands back every problem found.
+ * validate.c — the validation pipeline: decodes the config and its peers (or takes
+ * them decoded, once for the whole change: val_decode), runs every stage in order, and
+ * hands back every problem found.
  *
  * Each stage lives in its own val_*.c file and adds problems through val_add; a stage
  * never stops at the first problem and later stages run even when earlier ones failed,
@@ -113,47 +114,82 @@ const char *val_doc_label(const val_ctx *c, size_t doc, char *buf, size_t n)
 
 /* ---------------------------------------------------------------- documents */
 
-/* Decodes a peer's spec as far as it goes; its own problems are not this config's. */
-static void decode_peer(val_doc *d)
+void val_decode(const json_t *spec, bool peer, val_decoded *out)
 {
-    sx_fielderrs errs = {0};
+    memset(out, 0, sizeof *out);
     ProtobufCMessage *m = NULL;
-    int rc = pbjson_decode_partial(&gateway__control__v1__config_snapshot__descriptor,
-                                   d->peer->spec, NULL, &m, &errs);
-    d->clean = rc == 0 && errs.count == 0;
-    if (d->clean) {
+    if (peer) {
+        sx_fielderrs errs = {0};
+        int rc = pbjson_decode_partial(&gateway__control__v1__config_snapshot__descriptor, spec,
+                                       NULL, &m, &errs);
+        out->clean = rc == 0 && errs.count == 0;
         /* The range rules too: a peer the translator check merges must be whole. */
-        d->clean = ir_snapshot_check((const ir_snapshot *)m, NULL, &errs) == 0;
+        if (out->clean)
+            out->clean = ir_snapshot_check((const ir_snapshot *)m, NULL, &errs) == 0;
+        sx_fielderrs_free(&errs);
+    } else {
+        ir_snapshot *ir = NULL;
+        if (ir_snapshot_from_json(spec, "spec", &ir, &out->errs) == 0) {
+            out->ir = ir;
+            out->clean = true;
+            return;
+        }
+        /* Again, keeping what decoded, so that the later stages see as much as they can. */
+        sx_fielderrs errs = {0};
+        int rc = pbjson_decode_partial(&gateway__control__v1__config_snapshot__descriptor, spec,
+                                       "spec", &m, &errs);
+        (void)rc;
+        sx_fielderrs_free(&errs);
     }
-    sx_fielderrs_free(&errs);
-    d->ir = (ir_snapshot *)m;
-    d->ref =
-        sx_asprintf("%s/%s (%s)", VAL_S(d->peer->ns), VAL_S(d->peer->name), VAL_S(d->peer->id));
+    out->ir = (ir_snapshot *)m;
+    if (out->ir == NULL) {
+        out->ir = sx_malloc(sizeof *out->ir);
+        gateway__control__v1__config_snapshot__init(out->ir);
+        out->clean = false;
+    }
 }
 
-/* Decodes the config: the schema stage's base. Its errors are schema problems. */
-static void decode_config(val_ctx *c, const json_t *spec)
+void val_decoded_free(val_decoded *d)
 {
-    val_doc *d = &c->docs[0];
-    sx_fielderrs errs = {0};
-    ir_snapshot *ir = NULL;
-    if (ir_snapshot_from_json(spec, "spec", &ir, &errs) == 0) {
-        d->ir = ir;
-        d->clean = true;
+    if (d == NULL)
         return;
+    ir_snapshot_free(d->ir);
+    sx_fielderrs_free(&d->errs);
+    memset(d, 0, sizeof *d);
+}
+
+/* Takes the document's decoded form (borrowed: *own is false) or decodes it here. */
+static void take_doc(val_doc *d, const val_decoded *given, const json_t *spec, bool peer,
+                     val_decoded *local, bool *own)
+{
+    *own = given == NULL;
+    if (given == NULL) {
+        val_decode(spec, peer, local);
+        given = local;
     }
-    for (size_t i = 0; i < errs.count; i++)
-        val_add(c, errs.items[i].path[0] ? errs.items[i].path : "spec", "%s",
-                errs.items[i].message);
-    sx_fielderrs_free(&errs);
-    /* Again, keeping what decoded, so that the later stages see as much as they can. */
-    ProtobufCMessage *m = NULL;
-    int rc = pbjson_decode_partial(&gateway__control__v1__config_snapshot__descriptor, spec, "spec",
-                                   &m, &errs);
-    (void)rc;
-    sx_fielderrs_free(&errs);
-    d->ir = (ir_snapshot *)m;
-    d->clean = false;
+    d->ir = given->ir;
+    d->clean = given->clean;
+}
+
+/* The config: the schema stage's base. Its codec errors are schema problems. */
+static void decode_config(val_ctx *c, const json_t *spec, const val_decoded *given, bool *own)
+{
+    val_decoded local;
+    take_doc(&c->docs[0], given, spec, false, &local, own);
+    const sx_fielderrs *errs = given ? &given->errs : &local.errs;
+    for (size_t i = 0; i < errs->count; i++)
+        val_add(c, errs->items[i].path[0] ? errs->items[i].path : "spec", "%s",
+                errs->items[i].message);
+    if (*own)
+        sx_fielderrs_free(&local.errs);
+}
+
+static void decode_peer(val_doc *d, bool *own)
+{
+    val_decoded local;
+    take_doc(d, d->peer->decoded, d->peer->spec, true, &local, own);
+    d->ref =
+        sx_asprintf("%s/%s (%s)", VAL_S(d->peer->ns), VAL_S(d->peer->name), VAL_S(d->peer->id));
 }
 
 static void ensure_ir(val_doc *d)
@@ -165,10 +201,11 @@ static void ensure_ir(val_doc *d)
     }
 }
 
-static void free_docs(val_ctx *c)
+static void free_docs(val_ctx *c, const bool *own)
 {
     for (size_t i = 0; i < c->ndocs; i++) {
-        ir_snapshot_free(c->docs[i].ir);
+        if (own[i])
+            ir_snapshot_free(c->docs[i].ir);
         sx_free(c->docs[i].ref);
     }
     sx_free(c->docs);
@@ -208,18 +245,25 @@ static const struct {
 int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
             long long now_unix, val_result *out)
 {
+    return val_run_decoded(spec, NULL, peers, npeers, limits, now_unix, out);
+}
+
+int val_run_decoded(const json_t *spec, const val_decoded *decoded, const val_peer *peers,
+                    size_t npeers, const val_limits *limits, long long now_unix, val_result *out)
+{
     memset(out, 0, sizeof *out);
     val_ctx c = {.ndocs = npeers + 1, .now = now_unix, .out = out};
     if (limits)
         c.limits = *limits;
     c.docs = sx_calloc(c.ndocs, sizeof *c.docs);
+    bool *own = sx_calloc(c.ndocs, sizeof *own);
 
     c.stage = VAL_SCHEMA;
-    decode_config(&c, spec);
+    decode_config(&c, spec, decoded, &own[0]);
     ensure_ir(&c.docs[0]);
     for (size_t i = 0; i < npeers; i++) {
         c.docs[i + 1].peer = &peers[i];
-        decode_peer(&c.docs[i + 1]);
+        decode_peer(&c.docs[i + 1], &own[i + 1]);
         ensure_ir(&c.docs[i + 1]);
     }
     val_names_build(&c);
@@ -231,7 +275,8 @@ int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_
     order_by_stage(out);
 
     val_names_free(&c);
-    free_docs(&c);
+    free_docs(&c, own);
+    sx_free(own);
 
     if (out->count == 0)
         return 0;

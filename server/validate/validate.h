@@ -26,7 +26,9 @@
 #include <jansson.h>
 
 #include "server/base/err.h"
+#include "server/base/fielderr.h"
 #include "server/config.h"
+#include "server/ir/ir.h"
 
 typedef enum val_stage {
     VAL_SCHEMA,
@@ -55,12 +57,28 @@ typedef struct val_result {
     size_t cap;
 } val_result;
 
+/* A document decoded once for a whole change (val_decode), read by the pipeline and then
+ * by composition, which merges clean ones without decoding them again. */
+typedef struct val_decoded {
+    ir_snapshot *ir;   /* owned; never NULL after val_decode; partial when !clean */
+    bool clean;        /* decoded and range-checked without a problem */
+    sx_fielderrs errs; /* a config's codec problems, paths from "spec" (the schema stage's) */
+} val_decoded;
+
+/* Decodes spec once. A config (peer false) as the schema stage reads it: its problems in
+ * errs, and as much of it as decodes in ir. A peer (peer true): as far as it goes, its
+ * own problems dropped (they are not this config's). Free with val_decoded_free. */
+void val_decode(const json_t *spec, bool peer, val_decoded *out);
+void val_decoded_free(val_decoded *d);
+
 /* Another live config of one of the same groups, as the pipeline sees it. */
 typedef struct val_peer {
     const char *id;
     const char *ns;
     const char *name;
     const json_t *spec;
+    const val_decoded *decoded; /* spec decoded by val_decode(spec, true); NULL: val_run
+                                   decodes it */
 } val_peer;
 
 typedef struct val_limits {
@@ -79,6 +97,10 @@ typedef struct val_limits {
  */
 int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
             long long now_unix, val_result *out);
+/* val_run on a config already decoded: decoded is val_decode(spec, false) (borrowed;
+ * NULL: decoded here); its problems become schema problems. */
+int val_run_decoded(const json_t *spec, const val_decoded *decoded, const val_peer *peers,
+                    size_t npeers, const val_limits *limits, long long now_unix, val_result *out);
 
 /* The limits and policies of a configuration (limits.*, validation.*). */
 val_limits val_limits_from_config(const sextant_config *cfg);

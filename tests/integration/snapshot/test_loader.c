@@ -81,7 +81,7 @@ static void notify(fx *f, const char *channel, const char *payload)
 
 static void announce(fx *f, const char *group, long long version)
 {
-    char *payload = snap_store_notify_payload(group, version);
+    char *payload = snap_store_notify_payload(group, version, 0);
     notify(f, SNAP_NOTIFY_CHANNEL, payload);
     free(payload);
 }
