@@ -165,106 +165,48 @@ static int notify_pins(pg_conn *c, const deploy_record *d, sx_err *err)
 
 typedef struct apply_ctx {
     struct sx_server *srv;
-    const char *config_id;
-    const json_t *body;
+    const rollout_request *req;
     const rollout_actor *who;
     sx_arena *a;
-    bool dry_run;
-    int version;
-    rollout_strategy strategy;
-    rollout_policy policy;
-    const char **sel_groups, **sel_nodes, **sel_ns;
-    size_t nsel_groups, nsel_nodes, nsel_ns;
-    const json_t *sel_labels;
     val_result *problems;
     sx_fielderrs *verrs;
     json_t *out;
     apply_stage_result st;
 } apply_ctx;
 
-/* Strings of an optional array field of the selector into *out (in a); problems to errs. */
-static size_t selector_strings(sx_arena *a, const json_t *sel, const char *key, const char ***out,
-                               sx_fielderrs *errs)
+/* The selector as stored with the deployment: the fields the request gave. NULL when it
+ * gave none. New reference. */
+static json_t *selector_json(const rollout_request *r)
 {
-    *out = NULL;
-    const json_t *v = json_object_get(sel, key);
-    if (v == NULL)
-        return 0;
-    if (!json_is_array(v)) {
-        sx_fielderrs_add(errs, key, "must be an array of strings");
-        return 0;
+    if (!r->has_selector)
+        return NULL;
+    static const char *const names[] = {"node_ids", "groups", "namespaces"};
+    const char *const *lists[] = {r->node_ids, r->groups, r->namespaces};
+    size_t counts[] = {r->node_id_count, r->group_count, r->namespace_count};
+    json_t *sel = json_object();
+    for (size_t k = 0; k < 3; k++) {
+        if (lists[k] == NULL)
+            continue;
+        json_t *arr = json_array();
+        for (size_t i = 0; i < counts[k]; i++)
+            json_array_append_new(arr, json_string(lists[k][i]));
+        json_object_set_new(sel, names[k], arr);
     }
-    size_t n = json_array_size(v);
-    const char **s = sx_arena_alloc(a, (n ? n : 1) * sizeof(*s));
-    for (size_t i = 0; i < n; i++) {
-        s[i] = json_string_value(json_array_get(v, i));
-        if (s[i] == NULL || s[i][0] == '\0') {
-            char path[64];
-            snprintf(path, sizeof(path), "%s[%zu]", key, i);
-            sx_fielderrs_add(errs, path, "must be a non-empty string");
-            return 0;
-        }
-    }
-    *out = s;
-    return n;
+    if (r->labels)
+        json_object_set_new(sel, "labels", json_deep_copy(r->labels));
+    return sel;
 }
 
-/* Reads and checks the request; problems go to verrs. */
-static void parse_request(apply_ctx *x, sx_fielderrs *verrs)
+rollout_policy rollout_policy_defaults(const struct sx_server *srv)
 {
-    const json_t *body = x->body;
-    const sextant_config *cfg = x->srv->config;
-    x->dry_run = json_is_true(json_object_get(body, "dry_run"));
-    json_int_t v = json_integer_value(json_object_get(body, "version"));
-    if (v < 1 || v > 0x7fffffff)
-        sx_fielderrs_add(verrs, "version", "must be a positive integer (a version of the config)");
-    x->version = (int)v;
-    rollout_strategy_parse(json_object_get(body, "strategy"), &x->strategy, verrs);
-    x->policy = (rollout_policy){
+    const sextant_config *cfg = srv->config;
+    return (rollout_policy){
         .nack_threshold = (double)cfg->rollouts.nack_threshold_percent / 100.0,
         .nack_min_sample = cfg->rollouts.nack_min_sample,
         .wave_timeout_ms = cfg->rollouts.wave_timeout_ms,
         .health_failures = cfg->rollouts.health_failures,
         .promote = true,
     };
-    rollout_policy_parse(body, &x->policy, verrs);
-    const json_t *sel = json_object_get(body, "selector");
-    if (sel == NULL)
-        return;
-    sx_fielderrs errs = {0};
-    static const char *const keys[] = {"node_ids", "groups", "labels", "namespaces"};
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)sel, key, val)
-    {
-        bool known = false;
-        for (size_t i = 0; i < 4; i++)
-            known = known || strcmp(key, keys[i]) == 0;
-        if (!known)
-            sx_fielderrs_add(&errs, key,
-                             "is not a selector field (node_ids, groups, labels, "
-                             "namespaces)");
-    }
-    x->nsel_groups = selector_strings(x->a, sel, "groups", &x->sel_groups, &errs);
-    x->nsel_nodes = selector_strings(x->a, sel, "node_ids", &x->sel_nodes, &errs);
-    x->nsel_ns = selector_strings(x->a, sel, "namespaces", &x->sel_ns, &errs);
-    const json_t *labels = json_object_get(sel, "labels");
-    if (labels) {
-        bool ok = json_is_object(labels);
-        json_t *lv;
-        const char *lk;
-        json_object_foreach((json_t *)labels, lk, lv) ok = ok && json_is_string(lv);
-        if (!ok)
-            sx_fielderrs_add(&errs, "labels", "must be an object of strings");
-        else
-            x->sel_labels = labels;
-    }
-    for (size_t i = 0; i < errs.count; i++) {
-        char path[300];
-        snprintf(path, sizeof(path), "selector.%s", errs.items[i].path);
-        sx_fielderrs_add(verrs, path, "%s", errs.items[i].message);
-    }
-    sx_fielderrs_free(&errs);
 }
 
 static json_t *problems_json(const val_result *problems, const sx_fielderrs *verrs)
@@ -292,14 +234,14 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     x->out = NULL;
     char *id = NULL;
     int rc;
-    if (!x->dry_run && (rc = deploy_repo_new_id(c, a, &id, err)) != 0)
+    if (!x->req->dry_run && (rc = deploy_repo_new_id(c, a, &id, err)) != 0)
         return rc;
     val_limits limits = val_limits_from_config(x->srv->config);
     apply_stage_request sr = {
-        .config_id = x->config_id,
-        .version = x->version,
-        .groups = x->sel_groups,
-        .group_count = x->nsel_groups,
+        .config_id = x->req->config_id,
+        .version = x->req->version,
+        .groups = (const char **)x->req->groups,
+        .group_count = x->req->group_count,
         .deployment_id = id,
         .author = x->who->user,
         .limits = &limits,
@@ -307,7 +249,7 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     };
     rc = apply_stage(c, &sr, a, &x->st, x->verrs, err);
     bool invalid = rc == SX_EVALIDATION || (rc == SX_ECONFLICT && x->problems->count > 0);
-    if (rc && !(x->dry_run && invalid && x->st.config))
+    if (rc && !(x->req->dry_run && invalid && x->st.config))
         return rc;
     json_t *validation = own(a, json_pack("{s:b,s:o}", "valid", rc == 0, "problems",
                                           problems_json(x->problems, x->verrs)));
@@ -325,21 +267,23 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     }
     pin_candidate *cand = NULL;
     size_t ncand = 0;
-    if ((rc = pin_repo_select(c, groups, ngroups, x->sel_nodes, x->nsel_nodes, x->sel_labels,
-                              x->sel_ns, x->nsel_ns, a, &cand, &ncand, err)) != 0)
+    const rollout_request *r = x->req;
+    if ((rc = pin_repo_select(c, groups, ngroups, (const char **)r->node_ids, r->node_id_count,
+                              r->labels, (const char **)r->namespaces, r->namespace_count, a, &cand,
+                              &ncand, err)) != 0)
         return rc;
-    for (size_t i = 0; i < x->nsel_nodes; i++) {
+    for (size_t i = 0; i < r->node_id_count; i++) {
         bool found = false;
         for (size_t j = 0; j < ncand && !found; j++)
-            found = strcmp(cand[j].node_id, x->sel_nodes[i]) == 0;
+            found = strcmp(cand[j].node_id, r->node_ids[i]) == 0;
         if (!found) {
             char path[64];
             snprintf(path, sizeof(path), "selector.node_ids[%zu]", i);
             sx_fielderrs_add(x->verrs, path, "no known node %s in the config's groups",
-                             x->sel_nodes[i]);
+                             r->node_ids[i]);
         }
     }
-    if (x->verrs->count > 0 && !x->dry_run)
+    if (x->verrs->count > 0 && !r->dry_run)
         return sx_err_set(err, SX_EINVAL, "the selector names unknown nodes");
     const char **planned = sx_arena_alloc(a, (ncand ? ncand : 1) * sizeof(*planned));
     size_t nplanned = 0;
@@ -351,12 +295,12 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
             json_array_append_new(skipped, json_pack("{s:s,s:s}", "node_id", cand[i].node_id,
                                                      "reason", "not connected"));
     }
-    if (nplanned == 0 && !x->dry_run) {
+    if (nplanned == 0 && !r->dry_run) {
         sx_fielderrs_add(x->verrs, "selector", "matches no connected node of the config's groups");
         return sx_err_set(err, SX_EINVAL, "nothing to roll out: no connected node is selected");
     }
     size_t *sizes = NULL;
-    size_t nwaves = rollout_wave_sizes(&x->strategy, nplanned, &sizes);
+    size_t nwaves = rollout_wave_sizes(&r->strategy, nplanned, &sizes);
     sx_arena_defer(a, free, sizes);
 
     json_t *targets = own(a, json_object()), *baselines = own(a, json_object());
@@ -371,7 +315,7 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
                              g->to_version ? json_integer(g->to_version) : json_null(), "changed",
                              g->changed, "diff", g->diff ? g->diff : json_null()));
     }
-    json_t *strategy = own(a, rollout_strategy_json(&x->strategy));
+    json_t *strategy = own(a, rollout_strategy_json(&r->strategy));
 
     deploy_wave_new *waves = sx_arena_alloc(a, (nwaves ? nwaves : 1) * sizeof(*waves));
     json_t *wplan = own(a, json_array());
@@ -384,15 +328,15 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
         waves[w] = (deploy_wave_new){planned + at, sizes[w], targets, baselines};
         at += sizes[w];
     }
-    if (x->dry_run) {
+    if (r->dry_run) {
         char timeout[32];
-        config_format_duration(x->policy.wave_timeout_ms, timeout, sizeof(timeout));
+        config_format_duration(r->policy.wave_timeout_ms, timeout, sizeof(timeout));
         x->out = json_pack("{s:{s:s,s:i,s:O,s:{s:f,s:I,s:s,s:I,s:b},s:O,s:O,s:O,s:i},s:O}", "plan",
-                           "config_id", cfg->id, "version", x->version, "strategy", strategy,
-                           "policy", "nack_threshold", x->policy.nack_threshold, "nack_min_sample",
-                           (json_int_t)x->policy.nack_min_sample, "wave_timeout", timeout,
-                           "health_failures", (json_int_t)x->policy.health_failures, "promote",
-                           x->policy.promote, "waves", wplan, "groups", gplan, "skipped", skipped,
+                           "config_id", cfg->id, "version", r->version, "strategy", strategy,
+                           "policy", "nack_threshold", r->policy.nack_threshold, "nack_min_sample",
+                           (json_int_t)r->policy.nack_min_sample, "wave_timeout", timeout,
+                           "health_failures", (json_int_t)r->policy.health_failures, "promote",
+                           r->policy.promote, "waves", wplan, "groups", gplan, "skipped", skipped,
                            "nodes", (int)nplanned, "validation", validation);
         return 0;
     }
@@ -400,14 +344,14 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     deploy_new dn = {
         .id = id,
         .config_id = cfg->id,
-        .config_version = x->version,
-        .selector = json_object_get(x->body, "selector"),
+        .config_version = r->version,
+        .selector = own(a, selector_json(r)),
         .strategy = strategy,
-        .nack_threshold = x->policy.nack_threshold,
-        .nack_min_sample = (int)x->policy.nack_min_sample,
-        .wave_timeout_ms = x->policy.wave_timeout_ms,
+        .nack_threshold = r->policy.nack_threshold,
+        .nack_min_sample = (int)r->policy.nack_min_sample,
+        .wave_timeout_ms = r->policy.wave_timeout_ms,
         .created_by = x->who->user,
-        .reason = json_string_value(json_object_get(x->body, "reason")),
+        .reason = r->reason,
         .waves = waves,
         .wave_count = nwaves,
         .groups = groups,
@@ -415,15 +359,15 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
         .target_snapshots = targets,
         .baseline_snapshots = baselines,
         .previous_live_version = cfg->live_version,
-        .no_promote = !x->policy.promote,
-        .health_failure_limit = (int)x->policy.health_failures,
+        .no_promote = !r->policy.promote,
+        .health_failure_limit = (int)r->policy.health_failures,
         .skipped_nodes = skipped,
     };
     deploy_record *d = NULL;
     if ((rc = deploy_repo_create(c, &dn, a, &d, err)) != 0)
         return rc;
     json_t *details = json_pack("{s:s,s:s,s:s,s:i,s:O,s:O,s:i,s:i,s:O}", "deployment_id", d->id,
-                                "namespace", cfg->ns, "name", cfg->name, "version", x->version,
+                                "namespace", cfg->ns, "name", cfg->name, "version", r->version,
                                 "strategy", strategy, "targets", targets, "waves", (int)nwaves,
                                 "nodes", (int)nplanned, "validation", validation);
     if (dn.reason)
@@ -434,23 +378,14 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     return 0;
 }
 
-int rollout_apply(struct sx_server *srv, const char *config_id, const json_t *body,
-                  const rollout_actor *who, sx_arena *a, json_t **out, bool *created,
-                  val_result *problems, sx_fielderrs *verrs, sx_err *err)
+int rollout_apply(struct sx_server *srv, const rollout_request *req, const rollout_actor *who,
+                  sx_arena *a, json_t **out, bool *created, val_result *problems,
+                  sx_fielderrs *verrs, sx_err *err)
 {
     *out = NULL;
     *created = false;
-    apply_ctx x = {.srv = srv,
-                   .config_id = config_id,
-                   .body = body,
-                   .who = who,
-                   .a = a,
-                   .problems = problems,
-                   .verrs = verrs};
-    parse_request(&x, verrs);
-    if (verrs->count > 0)
-        return sx_err_set(err, SX_EINVAL, "the request body has %zu problem%s", verrs->count,
-                          verrs->count == 1 ? "" : "s");
+    apply_ctx x = {
+        .srv = srv, .req = req, .who = who, .a = a, .problems = problems, .verrs = verrs};
     int rc = pg_tx(srv->db, apply_tx, &x, err);
     if (rc) {
         json_decref(x.out);
@@ -459,11 +394,12 @@ int rollout_apply(struct sx_server *srv, const char *config_id, const json_t *bo
     for (size_t i = 0; i < x.st.nwritten; i++)
         snap_repo_cache_put(srv->snap_repo, x.st.written[i]);
     *out = x.out;
-    *created = !x.dry_run;
+    *created = !req->dry_run;
     if (*created)
         sx_log_fields(SX_LOG_INFO, COMPONENT,
                       json_pack("{s:O,s:s,s:i,s:s}", "deployment", json_object_get(x.out, "id"),
-                                "config_id", config_id, "version", x.version, "user", who->user),
+                                "config_id", req->config_id, "version", req->version, "user",
+                                who->user),
                       "deployment created");
     return 0;
 }
