@@ -42,7 +42,12 @@ static bool looks_rfc3339(const char *s)
 
 static const char *const results[] = {AUDIT_SUCCESS, AUDIT_DENIED, AUDIT_FAILED};
 
-static int list_audit(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+static json_t *audit_item(const void *e)
+{
+    return api_audit_json(e);
+}
+
+int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     audit_filter f = {
         .actor = http_req_query(req, "user"),
@@ -74,14 +79,6 @@ static int list_audit(http_request *req, rest_api *api, api_list_page *page, sx_
     json_decref(d);
     audit_list list;
     int rc = catalog_audit(rest_server(api), &f, http_req_arena(req), &list, err);
-    for (size_t i = 0; rc == 0 && i < list.count; i++)
-        json_array_append_new(page->items, api_audit_json(&list.items[i]));
-    page->next_cursor = rc == 0 ? list.next_cursor : NULL;
-    return rc;
-}
-
-void api_audit_list(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_audit);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), audit_item,
+                         list.next_cursor);
 }

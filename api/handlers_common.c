@@ -271,6 +271,17 @@ bool api_parse_positive(const char *s, long long *out)
     return true;
 }
 
+int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
+                  api_item_fn render, const char *next_cursor)
+{
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < count; i++)
+        json_array_append_new(page->items, render((const char *)items + i * size));
+    page->next_cursor = next_cursor;
+    return 0;
+}
+
 void api_list(http_request *req, rest_api *api, api_list_fn fn)
 {
     api_list_page page = {.limit = 0};
@@ -368,27 +379,6 @@ const char *api_role(http_request *req)
 {
     const rest_principal *p = rest_principal_of(req);
     return p && p->role ? p->role : "";
-}
-
-/* ------------------------------------------------------------------ validation */
-
-json_t *api_problem_details(const val_result *problems, const sx_fielderrs *verrs,
-                            const char *stage)
-{
-    json_t *d = json_array();
-    for (size_t i = 0; problems && i < problems->count; i++) {
-        const val_problem *p = &problems->items[i];
-        json_t *e = json_pack("{s:s,s:s,s:s}", "stage", val_stage_name(p->stage), "path",
-                              p->path ? p->path : "", "message", p->message ? p->message : "");
-        if (p->conflict_with)
-            json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
-        json_array_append_new(d, e);
-    }
-    for (size_t i = 0; verrs && i < verrs->count; i++)
-        json_array_append_new(d,
-                              json_pack("{s:s,s:s,s:s}", "stage", stage, "path",
-                                        verrs->items[i].path, "message", verrs->items[i].message));
-    return d;
 }
 
 /* ------------------------------------------------------------------ JSON forms */

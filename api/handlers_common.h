@@ -95,6 +95,15 @@ typedef struct api_list_page {
  * page->items; returns 0, or a negative code with err (and page->details) to answer. */
 typedef int (*api_list_fn)(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
+/* Renders one item of a page; item points into the array the domain returned. */
+typedef json_t *(*api_item_fn)(const void *item);
+
+/* The tail of an api_list_fn: appends render(item) for each of the count items of the
+ * array items (size bytes each) to page->items, sets page->next_cursor, and returns rc
+ * (0: items are read; else nothing is). */
+int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
+                  api_item_fn render, const char *next_cursor);
+
 /* Runs a paginated list: reads limit (1..1000; 400 otherwise) and cursor from the query,
  * calls fn, and answers 200 {"items": [...], "next_cursor": text or null}, or fn's
  * error. */
@@ -135,14 +144,6 @@ struct api_change {
     const char *resource_id;   /* "" when there is none yet */
 };
 typedef struct api_change api_change;
-
-/* ---- validation */
-
-/* The details array for a refused config: every pipeline problem as {"stage", "path",
- * "message"[, "conflict_with"]} and every field error as {"stage": stage, "path",
- * "message"}. problems and verrs may be NULL. */
-json_t *api_problem_details(const val_result *problems, const sx_fielderrs *verrs,
-                            const char *stage);
 
 /* ---- JSON forms */
 

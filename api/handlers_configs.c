@@ -77,7 +77,7 @@ static void respond_refusal(http_request *req, const api_change *ch, int rc, sx_
     bool config_refused = rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems->count > 0);
     err->code = rc;
     api_refuse(req, ch, err,
-               config_refused ? api_problem_details(problems, verrs, "compose") : NULL);
+               config_refused ? changes_problems_json(problems, verrs, "compose") : NULL);
 }
 
 static json_t *snapshots_json(const apply_result *res)
@@ -145,7 +145,17 @@ static void run_change(const api_change *ch, apply_request *ar, int ok_status,
 
 /* ------------------------------------------------------------------ collection */
 
-static int list_configs(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+static json_t *config_item(const void *c)
+{
+    return api_config_json(c, NULL);
+}
+
+static json_t *version_item(const void *v)
+{
+    return api_version_json(v);
+}
+
+int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     cfg_filter f = {
         .ns = http_req_query(req, "namespace"),
@@ -155,16 +165,8 @@ static int list_configs(http_request *req, rest_api *api, api_list_page *page, s
     };
     cfg_list list;
     int rc = catalog_configs(rest_server(api), &f, http_req_arena(req), &list, err);
-    for (size_t i = 0; rc == 0 && i < list.count; i++)
-        json_array_append_new(page->items, api_config_json(&list.items[i], NULL));
-    page->next_cursor = rc == 0 ? list.next_cursor : NULL;
-    return rc;
-}
-
-void api_configs_list(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_configs);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), config_item,
+                         list.next_cursor);
 }
 
 void api_configs_create(http_request *req, rest_api *api, void *ud)
@@ -310,10 +312,8 @@ static int list_versions(http_request *req, rest_api *api, api_list_page *page, 
     cfg_version_list list;
     int rc = catalog_versions(rest_server(api), http_req_param(req, "id"), page->limit,
                               page->cursor, http_req_arena(req), &list, err);
-    for (size_t i = 0; rc == 0 && i < list.count; i++)
-        json_array_append_new(page->items, api_version_json(&list.items[i]));
-    page->next_cursor = rc == 0 ? list.next_cursor : NULL;
-    return rc;
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), version_item,
+                         list.next_cursor);
 }
 
 void api_config_versions(http_request *req, rest_api *api, void *ud)

@@ -176,7 +176,7 @@ void api_config_apply(http_request *req, rest_api *api, void *ud)
         err.code = rc;
         json_t *details = NULL;
         if (rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems.count > 0))
-            details = api_problem_details(&problems, &verrs, "compose");
+            details = changes_problems_json(&problems, &verrs, "compose");
         else if (rc == SX_EINVAL && verrs.count > 0)
             details = fielderrs_details(&verrs);
         api_refuse(req, &ch, &err, details);
@@ -185,7 +185,12 @@ void api_config_apply(http_request *req, rest_api *api, void *ud)
     sx_fielderrs_free(&verrs);
 }
 
-static int list_deployments(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+static json_t *deployment_item(const void *d)
+{
+    return rollout_deployment_json(d);
+}
+
+int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     deploy_filter f = {.limit = page->limit, .cursor = page->cursor};
     const char *states = http_req_query(req, "state");
@@ -214,16 +219,8 @@ static int list_deployments(http_request *req, rest_api *api, api_list_page *pag
     }
     deploy_list list;
     int rc = catalog_deployments(rest_server(api), &f, http_req_arena(req), &list, err);
-    for (size_t i = 0; rc == 0 && i < list.count; i++)
-        json_array_append_new(page->items, rollout_deployment_json(&list.items[i]));
-    page->next_cursor = rc == 0 ? list.next_cursor : NULL;
-    return rc;
-}
-
-void api_deployments_list(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_deployments);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), deployment_item,
+                         list.next_cursor);
 }
 
 static bool deployment_id_or_respond(http_request *req, const api_change *ch, const char **out)

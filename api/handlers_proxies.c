@@ -14,7 +14,12 @@
 #include "api/handlers_common.h"
 #include "server/catalog.h"
 
-static int list_proxies(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+static json_t *node_item(const void *n)
+{
+    return api_node_json(n);
+}
+
+int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     int connected;
     if (api_query_bool(req, "connected", &connected, &page->details, err) != 0)
@@ -36,16 +41,8 @@ static int list_proxies(http_request *req, rest_api *api, api_list_page *page, s
     };
     node_list list;
     int rc = catalog_proxies(rest_server(api), &f, http_req_arena(req), &list, err);
-    for (size_t i = 0; rc == 0 && i < list.count; i++)
-        json_array_append_new(page->items, api_node_json(&list.items[i]));
-    page->next_cursor = rc == 0 ? list.next_cursor : NULL;
-    return rc;
-}
-
-void api_proxies_list(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_proxies);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), node_item,
+                         list.next_cursor);
 }
 
 /* The node named by the route, or the error answered (404 when there is none). */
@@ -95,9 +92,19 @@ void api_proxy_config(http_request *req, rest_api *api, void *ud)
     http_respond_json(req, 200, body);
 }
 
+/* One NACK event as {"at", "group", "version", "error", "replica"}. */
+static json_t *nack_item(const void *item)
+{
+    const event_record *e = item;
+    json_t *v = json_object_get(e->data, "version");
+    const char *error = json_string_value(json_object_get(e->data, "error"));
+    return json_pack("{s:s,s:s?,s:O?,s:s,s:s}", "at", e->at, "group", e->group, "version", v,
+                     "error", error ? error : "", "replica", e->replica_id ? e->replica_id : "");
+}
+
 /* GET /api/v1/proxies/{node_id}/nacks: the node's NACKs, newest first, from the events
  * it produced (config_rejected; kept for events.retention). */
-static int list_nacks(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     struct sx_server *srv = rest_server(api);
     sx_arena *a = http_req_arena(req);
@@ -106,25 +113,6 @@ static int list_nacks(http_request *req, rest_api *api, api_list_page *page, sx_
     int rc = catalog_proxy(srv, http_req_param(req, "node_id"), a, &n, err);
     if (rc == 0)
         rc = catalog_proxy_nacks(srv, n->node_id, page->limit, page->cursor, a, &events, err);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < events.count; i++) {
-        const event_record *e = &events.items[i];
-        json_t *v = json_object_get(e->data, "version");
-        const char *error = json_string_value(json_object_get(e->data, "error"));
-        json_array_append_new(page->items,
-                              json_pack("{s:s,s:s?,s:O?,s:s,s:s}", "at", e->at, "group", e->group,
-                                        "version", v, "error", error ? error : "", "replica",
-                                        e->replica_id ? e->replica_id : ""));
-    }
-    page->next_cursor = events.next_cursor;
-    return 0;
-}
-
-/* GET /api/v1/proxies/{node_id}/nacks: the node's NACKs, newest first, from the events
- * it produced (config_rejected; kept for events.retention). */
-void api_proxy_nacks(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_nacks);
+    return api_page_fill(page, rc, events.items, events.count, sizeof(*events.items), nack_item,
+                         events.next_cursor);
 }

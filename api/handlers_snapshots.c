@@ -15,21 +15,18 @@
 #include "server/catalog.h"
 #include "server/changes.h"
 
-static int list_snapshots(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+static json_t *snapshot_item(const void *s)
+{
+    return api_snapshot_json(s);
+}
+
+int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     snap_list list;
     int rc = catalog_snapshots(rest_server(api), http_req_query(req, "group"), page->limit,
                                page->cursor, http_req_arena(req), &list, err);
-    for (size_t i = 0; rc == 0 && i < list.count; i++)
-        json_array_append_new(page->items, api_snapshot_json(&list.items[i]));
-    page->next_cursor = rc == 0 ? list.next_cursor : NULL;
-    return rc;
-}
-
-void api_snapshots_list(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_snapshots);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), snapshot_item,
+                         list.next_cursor);
 }
 
 void api_snapshot_get(http_request *req, rest_api *api, void *ud)
@@ -63,7 +60,7 @@ void api_snapshot_get(http_request *req, rest_api *api, void *ud)
     http_respond_json(req, 200, body);
 }
 
-static int list_groups(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     snap_group_list list;
     node_state_counts *counts = NULL;
@@ -84,12 +81,6 @@ static int list_groups(http_request *req, rest_api *api, api_list_page *page, sx
     }
     page->next_cursor = list.next_cursor;
     return 0;
-}
-
-void api_groups_list(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    api_list(req, api, list_groups);
 }
 
 static const api_field rollback_fields[] = {
@@ -135,7 +126,7 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
     if (rc) {
         err.code = rc;
         api_refuse(req, &ch, &err,
-                   rc == SX_EVALIDATION ? api_problem_details(NULL, &verrs, "schema") : NULL);
+                   rc == SX_EVALIDATION ? changes_problems_json(NULL, &verrs, "schema") : NULL);
     } else {
         http_respond_json(req, 200,
                           json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", group, "snapshot_version",

@@ -62,6 +62,33 @@ struct rest_api {
  * "<type>.request_too_large", result "denied".
  */
 static const char *audit_type(const char *resource_type);
+static const char *route_resource_id(const http_request *req);
+
+/* Appends the "denied" audit row of a refused request (details taken); a row that
+ * cannot be written is logged, never answered. */
+static void audit_denied(rest_api *api, http_request *req, const char *user, const char *role,
+                         const char *action, const char *type, int status, json_t *details)
+{
+    const char *ip = rest_source_ip(req);
+    audit_new in = {.actor = user,
+                    .actor_role = role,
+                    .action = action,
+                    .resource_type = type,
+                    .resource_id = route_resource_id(req),
+                    .result = AUDIT_DENIED,
+                    .status_code = status,
+                    .request_id = http_req_id(req),
+                    .source_ip = ip[0] ? ip : NULL,
+                    .details = details};
+    sx_err err;
+    sx_err_clear(&err);
+    if (changes_audit(api->srv, &in, &err) != 0) {
+        sx_err_prefix(&err, "could not audit the %d refusal of %s by %s (request %s)", status,
+                      action, user, http_req_id(req));
+        sx_log_err(SX_LOG_ERROR, "auth", &err);
+    }
+    json_decref(details);
+}
 
 static void audit_refused_request(http_request *req, int status, const char *reason, void *ud)
 {
@@ -86,20 +113,9 @@ static void audit_refused_request(http_request *req, int status, const char *rea
         user = id.user;
         role = id.role;
     }
-    const char *ip = rest_source_ip(req);
-    json_t *details = json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path);
-    audit_new in = {.actor = user,
-                    .actor_role = role,
-                    .action = sx_arena_printf(a, "%s.request_too_large", type),
-                    .resource_type = type,
-                    .result = AUDIT_DENIED,
-                    .status_code = status,
-                    .request_id = http_req_id(req),
-                    .source_ip = ip[0] ? ip : NULL,
-                    .details = details};
-    if (changes_audit(api->srv, &in, &err) != 0)
-        sx_log_err(SX_LOG_WARN, "auth", &err);
-    json_decref(details);
+    audit_denied(api, req, user, role, sx_arena_printf(a, "%s.request_too_large", type), type,
+                 status,
+                 json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path));
 }
 
 int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
@@ -235,45 +251,17 @@ static const char *audit_type(const char *resource_type)
     return resource_type;
 }
 
-/* Writes the audit row of a refusal; failures are logged, never answered. */
-static void audit_denial(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
-                         int status, const char *reason)
-{
-    sx_arena *a = http_req_arena(req);
-    const char *type = audit_type(rc->resource_type);
-    const char *action = sx_arena_printf(a, "%s.%s", type, rc->action);
-    const char *ip = rest_source_ip(req);
-    json_t *details =
-        json_pack("{s:s,s:s,s:s,s:s}", "reason", reason, "method", http_req_method(req), "path",
-                  http_req_path(req), "route", http_req_route(req));
-    audit_new in = {.actor = user,
-                    .actor_role = role,
-                    .action = action,
-                    .resource_type = type,
-                    .resource_id = route_resource_id(req),
-                    .result = AUDIT_DENIED,
-                    .status_code = status,
-                    .request_id = http_req_id(req),
-                    .source_ip = ip[0] ? ip : NULL,
-                    .details = details};
-    sx_err err;
-    sx_err_clear(&err);
-    int rc_db = changes_audit(rc->api->srv, &in, &err);
-    json_decref(details);
-    if (rc_db != 0) {
-        sx_err_prefix(&err, "could not audit the %d refusal of %s by %s (request %s)", status,
-                      action, user, http_req_id(req));
-        sx_log_err(SX_LOG_ERROR, "auth", &err);
-    }
-}
-
 /* Records a refusal before it is answered: audit row, metric, log line, and for a 401
  * the challenge. code is SX_EUNAUTH, SX_EFORBIDDEN or SX_ERATELIMIT. */
 static void record_denial(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
                           int code, const char *message)
 {
     int status = sx_code_http_status(code);
-    audit_denial(rc, req, user, role, status, message);
+    const char *type = audit_type(rc->resource_type);
+    audit_denied(rc->api, req, user, role,
+                 sx_arena_printf(http_req_arena(req), "%s.%s", type, rc->action), type, status,
+                 json_pack("{s:s,s:s,s:s,s:s}", "reason", message, "method", http_req_method(req),
+                           "path", http_req_path(req), "route", http_req_route(req)));
     char st[8];
     snprintf(st, sizeof(st), "%d", status);
     const char *label[] = {st};

@@ -22,13 +22,23 @@ static int unavailable(sx_err *err)
     return sx_err_set(err, SX_EUNAVAILABLE, "the database is not available");
 }
 
-/* A pooled connection for one read; give it back with pg_release(srv->db, ...). */
-static int conn(const struct sx_server *srv, pg_conn **c, sx_err *err)
+/* A pooled connection for one read, or NULL with err set. */
+static pg_conn *acquire(const struct sx_server *srv, sx_err *err)
 {
-    *c = NULL;
+    pg_conn *c = NULL;
     if (srv == NULL || srv->db == NULL)
-        return unavailable(err);
-    return pg_acquire(srv->db, c, err);
+        unavailable(err);
+    else if (pg_acquire(srv->db, &c, err) != 0)
+        c = NULL;
+    return c;
+}
+
+/* Gives c (NULL allowed) back to the pool; returns rc. */
+static int release(const struct sx_server *srv, pg_conn *c, int rc)
+{
+    if (c)
+        pg_release(srv->db, c);
+    return rc;
 }
 
 static node_thresholds thresholds(const struct sx_server *srv)
@@ -44,57 +54,41 @@ static node_thresholds thresholds(const struct sx_server *srv)
 int catalog_configs(struct sx_server *srv, const cfg_filter *f, sx_arena *a, cfg_list *out,
                     sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = cfg_repo_list(c, f, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? cfg_repo_list(c, f, a, out, err) : err->code);
 }
 
 int catalog_config(struct sx_server *srv, const char *id, bool include_deleted, sx_arena *a,
                    cfg_record **cfg, cfg_version **latest, sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = cfg_repo_get(c, id, include_deleted, a, cfg, err);
+    pg_conn *c = acquire(srv, err);
+    int rc = c ? cfg_repo_get(c, id, include_deleted, a, cfg, err) : err->code;
     if (rc == 0)
         rc = cfg_repo_get_version(c, (*cfg)->id, (*cfg)->latest_version, a, latest, err);
-    pg_release(srv->db, c);
-    return rc;
+    return release(srv, c, rc);
 }
 
 int catalog_versions(struct sx_server *srv, const char *id, int limit, const char *cursor,
                      sx_arena *a, cfg_version_list *out, sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = cfg_repo_list_versions(c, id, limit, cursor, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c,
+                   c ? cfg_repo_list_versions(c, id, limit, cursor, a, out, err) : err->code);
 }
 
 int catalog_version(struct sx_server *srv, const char *id, int v, sx_arena *a, cfg_version **out,
                     sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = cfg_repo_get_version(c, id, v, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? cfg_repo_get_version(c, id, v, a, out, err) : err->code);
 }
 
 int catalog_version_pair(struct sx_server *srv, const char *id, int *from, int *to, sx_arena *a,
                          cfg_version **vfrom, cfg_version **vto, sx_err *err)
 {
-    pg_conn *c;
     cfg_record *cfg = NULL;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = cfg_repo_get(c, id, true, a, &cfg, err);
+    pg_conn *c = acquire(srv, err);
+    int rc = c ? cfg_repo_get(c, id, true, a, &cfg, err) : err->code;
     if (rc == 0) {
         if (*to == 0)
             *to = cfg->latest_version;
@@ -104,8 +98,7 @@ int catalog_version_pair(struct sx_server *srv, const char *id, int *from, int *
         if (rc == 0)
             rc = cfg_repo_get_version(c, id, *to, a, vto, err);
     }
-    pg_release(srv->db, c);
-    return rc;
+    return release(srv, c, rc);
 }
 
 int catalog_snapshots(struct sx_server *srv, const char *group, int limit, const char *cursor,
@@ -128,9 +121,9 @@ int catalog_snapshot(struct sx_server *srv, long long id, sx_arena *a, snap_reco
     int rc = snap_repo_get_by_id(srv->snap_repo, id, a, out, err);
     if (rc)
         return rc;
-    pg_conn *c;
-    if ((rc = conn(srv, &c, err)) != 0)
-        return rc;
+    pg_conn *c = acquire(srv, err);
+    if (c == NULL)
+        return err->code;
     const snap_record *s = *out;
     cfg_record **cfgs = sx_arena_alloc(a, (s->source_count ? s->source_count : 1) * sizeof(*cfgs));
     for (size_t i = 0; i < s->source_count; i++) {
@@ -139,9 +132,8 @@ int catalog_snapshot(struct sx_server *srv, long long id, sx_arena *a, snap_reco
         if (cfg_repo_get(c, s->sources[i].config_id, true, a, &cfgs[i], &ignored) != 0)
             cfgs[i] = NULL;
     }
-    pg_release(srv->db, c);
     *sources = cfgs;
-    return 0;
+    return release(srv, c, 0);
 }
 
 int catalog_groups(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
@@ -158,15 +150,12 @@ int catalog_groups(struct sx_server *srv, int limit, const char *cursor, sx_aren
     for (size_t i = 0; i < out->count; i++)
         names[i] = out->items[i].name;
     node_state_counts *k = sx_arena_alloc(a, out->count * sizeof(*k));
-    pg_conn *c;
-    if ((rc = conn(srv, &c, err)) != 0)
-        return rc;
     node_thresholds t = thresholds(srv);
-    rc = node_repo_count_groups(c, &t, names, out->count, k, err);
-    pg_release(srv->db, c);
-    if (rc == 0)
-        *counts = k;
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    if (c == NULL)
+        return err->code;
+    *counts = k;
+    return release(srv, c, node_repo_count_groups(c, &t, names, out->count, k, err));
 }
 
 int catalog_proxies(struct sx_server *srv, const node_filter *f, sx_arena *a, node_list *out,
@@ -174,24 +163,16 @@ int catalog_proxies(struct sx_server *srv, const node_filter *f, sx_arena *a, no
 {
     node_filter nf = *f;
     nf.thresholds = thresholds(srv);
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = node_repo_list(c, &nf, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? node_repo_list(c, &nf, a, out, err) : err->code);
 }
 
 int catalog_proxy(struct sx_server *srv, const char *node_id, sx_arena *a, node_record **out,
                   sx_err *err)
 {
     node_thresholds t = thresholds(srv);
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = node_repo_get_with(c, node_id, &t, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? node_repo_get_with(c, node_id, &t, a, out, err) : err->code);
 }
 
 /* Snapshot (group, version) with its IR, latest when version is 0; NULL when it does
@@ -225,43 +206,30 @@ int catalog_proxy_snapshots(struct sx_server *srv, const node_record *n, sx_aren
 int catalog_proxy_nacks(struct sx_server *srv, const char *node_id, int limit, const char *cursor,
                         sx_arena *a, event_page *out, sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = event_repo_list_node(c, node_id, EVENT_CONFIG_REJECTED, limit, cursor, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(
+        srv, c,
+        c ? event_repo_list_node(c, node_id, EVENT_CONFIG_REJECTED, limit, cursor, a, out, err)
+          : err->code);
 }
 
 int catalog_audit(struct sx_server *srv, const audit_filter *f, sx_arena *a, audit_list *out,
                   sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = audit_repo_list(c, f, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? audit_repo_list(c, f, a, out, err) : err->code);
 }
 
 int catalog_deployments(struct sx_server *srv, const deploy_filter *f, sx_arena *a,
                         deploy_list *out, sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = deploy_repo_list(c, f, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? deploy_repo_list(c, f, a, out, err) : err->code);
 }
 
 int catalog_deployment(struct sx_server *srv, const char *id, sx_arena *a, deploy_record **out,
                        sx_err *err)
 {
-    pg_conn *c;
-    int rc = conn(srv, &c, err);
-    if (rc == 0)
-        rc = deploy_repo_get(c, id, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? deploy_repo_get(c, id, a, out, err) : err->code);
 }

@@ -9,9 +9,9 @@
  * follow the repositories' keyset paging: limit 0 is the default page size, cursor NULL
  * the first page, and next_cursor NULL on the last page.
  *
- * Failures: SX_EUNAVAILABLE when the database is not wired or unreachable (the pool's
- * own code otherwise, such as SX_ETIMEOUT), SX_ENOTFOUND for a named record that does
- * not exist, and whatever the repository reports.
+ * err must not be NULL. Failures: SX_EUNAVAILABLE when the database is not wired or
+ * unreachable (the pool's own code otherwise, such as SX_ETIMEOUT), SX_ENOTFOUND for a
+ * named record that does not exist, and whatever the repository reports.
  *
  * Thread safety: every function may be called from any thread.
  */

@@ -67,3 +67,22 @@ int changes_audit(struct sx_server *srv, const audit_new *row, sx_err *err)
     pg_release(srv->db, c);
     return rc;
 }
+
+json_t *changes_problems_json(const val_result *problems, const sx_fielderrs *verrs,
+                              const char *stage)
+{
+    json_t *d = json_array();
+    for (size_t i = 0; problems && i < problems->count; i++) {
+        const val_problem *p = &problems->items[i];
+        json_t *e = json_pack("{s:s,s:s,s:s}", "stage", val_stage_name(p->stage), "path",
+                              p->path ? p->path : "", "message", p->message ? p->message : "");
+        if (p->conflict_with)
+            json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
+        json_array_append_new(d, e);
+    }
+    for (size_t i = 0; verrs && i < verrs->count; i++)
+        json_array_append_new(d,
+                              json_pack("{s:s,s:s,s:s}", "stage", stage, "path",
+                                        verrs->items[i].path, "message", verrs->items[i].message));
+    return d;
+}

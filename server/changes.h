@@ -38,6 +38,12 @@ int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_req
                            sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
                            sx_err *err) SX_MUSTCHECK;
 
+/* The problems of a refused config as a JSON array: every pipeline problem as
+ * {"stage", "path", "message"[, "conflict_with"]} and every field error as {"stage":
+ * stage, "path", "message"}. problems and verrs may be NULL. New reference. */
+json_t *changes_problems_json(const val_result *problems, const sx_fielderrs *verrs,
+                              const char *stage);
+
 /* Appends one audit row on a connection of its own (the row of a refusal: nothing else
  * is written with it). SX_EUNAVAILABLE "no database is configured" when there is no
  * pool; database errors otherwise. */

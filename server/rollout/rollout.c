@@ -14,26 +14,18 @@
 #include "server/rollout/rollout.h"
 #include "server/rollout/rollout_internal.h"
 
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "server/apply.h"
 #include "server/base/log.h"
-#include "server/base/mem.h"
 #include "server/config.h"
 #include "server/events.h"
-#include "server/rollout/strategy.h"
 #include "server/server.h"
 #include "storage/pg_listener.h"
 #include "storage/repo_audit.h"
-#include "storage/repo_common.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_pins.h"
 #include "storage/repo_snapshots.h"
-
-#define COMPONENT "rollouts"
 
 static void decref_json(void *p)
 {
@@ -197,7 +189,7 @@ int rollout_start_wave(pg_conn *c, struct sx_server *srv, const deploy_record *d
                                      rollout_strv(w->node_ids, w->node_count)),
                            err)) != 0)
         return rc;
-    sx_log_fields(SX_LOG_INFO, COMPONENT,
+    sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG,
                   json_pack("{s:s,s:i,s:i}", "deployment", d->id, "wave", k, "nodes", pinned),
                   "deployment %s: wave %d started (%d nodes)", d->id, k, pinned);
     return rollout_notify_pins(c, d, err);
@@ -250,7 +242,7 @@ int rollout_begin_rollback(pg_conn *c, struct sx_server *srv, deploy_record *d, 
                            err)) != 0)
         return rc;
     sx_log_fields(
-        SX_LOG_WARN, COMPONENT,
+        SX_LOG_WARN, ROLLOUT_LOG,
         json_pack("{s:s,s:s,s:b}", "deployment", d->id, "reason", reason, "automatic", who == NULL),
         "deployment %s rolling back: %s", d->id, reason);
     return rollout_notify_pins(c, d, err);
@@ -423,7 +415,7 @@ int rollout_act(struct sx_server *srv, const char *id, rollout_action act, const
         return rc;
     for (size_t i = 0; i < x.nwritten; i++)
         snap_repo_cache_put(srv->snap_repo, x.written[i]);
-    sx_log_fields(SX_LOG_INFO, COMPONENT,
+    sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG,
                   json_pack("{s:s,s:s,s:s,s:s}", "deployment", id, "action",
                             rollout_action_name(act), "state", deploy_state_name(x.out->state),
                             "user", who->user),

@@ -18,6 +18,9 @@
 #include "storage/repo_deployments.h"
 #include "storage/repo_snapshots.h"
 
+/* The log component of every line the rollout module writes. */
+#define ROLLOUT_LOG "rollouts"
+
 struct sx_server;
 
 /* Hands j to the arena (decref'd when it is freed); returns j. */

@@ -10,28 +10,18 @@
  */
 #include "server/rollout/rollout_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/apply.h"
 #include "server/base/log.h"
-#include "server/base/mem.h"
+#include "server/changes.h"
 #include "server/config.h"
-#include "server/events.h"
-#include "server/rollout/strategy.h"
 #include "server/server.h"
-#include "storage/pg_listener.h"
-#include "storage/repo_audit.h"
-#include "storage/repo_common.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_pins.h"
 #include "storage/repo_snapshots.h"
-
-#define COMPONENT "rollouts"
-
-/* ------------------------------------------------------------------ apply */
 
 typedef struct apply_ctx {
     struct sx_server *srv;
@@ -79,24 +69,6 @@ rollout_policy rollout_policy_defaults(const struct sx_server *srv)
     };
 }
 
-static json_t *problems_json(const val_result *problems, const sx_fielderrs *verrs)
-{
-    json_t *d = json_array();
-    for (size_t i = 0; problems && i < problems->count; i++) {
-        const val_problem *p = &problems->items[i];
-        json_t *e = json_pack("{s:s,s:s,s:s}", "stage", val_stage_name(p->stage), "path",
-                              p->path ? p->path : "", "message", p->message ? p->message : "");
-        if (p->conflict_with)
-            json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
-        json_array_append_new(d, e);
-    }
-    for (size_t i = 0; verrs && i < verrs->count; i++)
-        json_array_append_new(d,
-                              json_pack("{s:s,s:s,s:s}", "stage", "compose", "path",
-                                        verrs->items[i].path, "message", verrs->items[i].message));
-    return d;
-}
-
 static int apply_tx(pg_conn *c, void *arg, sx_err *err)
 {
     apply_ctx *x = arg;
@@ -121,8 +93,9 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     bool invalid = rc == SX_EVALIDATION || (rc == SX_ECONFLICT && x->problems->count > 0);
     if (rc && !(x->req->dry_run && invalid && x->st.config))
         return rc;
-    json_t *validation = rollout_own(a, json_pack("{s:b,s:o}", "valid", rc == 0, "problems",
-                                                  problems_json(x->problems, x->verrs)));
+    json_t *validation =
+        rollout_own(a, json_pack("{s:b,s:o}", "valid", rc == 0, "problems",
+                                 changes_problems_json(x->problems, x->verrs, "compose")));
     cfg_record *cfg = x->st.config;
 
     /* The groups: the staged ones, or (dry run of an invalid version) the selected. */
@@ -267,7 +240,7 @@ int rollout_apply(struct sx_server *srv, const rollout_request *req, const rollo
     *out = x.out;
     *created = !req->dry_run;
     if (*created)
-        sx_log_fields(SX_LOG_INFO, COMPONENT,
+        sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG,
                       json_pack("{s:O,s:s,s:i,s:s}", "deployment", json_object_get(x.out, "id"),
                                 "config_id", req->config_id, "version", req->version, "user",
                                 who->user),

@@ -9,28 +9,15 @@
  */
 #include "server/rollout/rollout_internal.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "server/apply.h"
 #include "server/base/log.h"
-#include "server/base/mem.h"
 #include "server/config.h"
-#include "server/events.h"
-#include "server/rollout/strategy.h"
 #include "server/server.h"
-#include "storage/pg_listener.h"
-#include "storage/repo_audit.h"
-#include "storage/repo_common.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_pins.h"
 #include "storage/repo_snapshots.h"
-
-#define COMPONENT "rollouts"
-
-/* ------------------------------------------------------------------ the driver's steps */
 
 typedef struct step_ctx {
     struct sx_server *srv;
@@ -89,7 +76,7 @@ static int complete(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *err)
              json_pack("{s:i,s:b}", "waves", (int)d->wave_count, "promoted", d->promote), err)) !=
             0)
         return rc;
-    sx_log_fields(SX_LOG_INFO, COMPONENT, json_pack("{s:s}", "deployment", d->id),
+    sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG, json_pack("{s:s}", "deployment", d->id),
                   "deployment %s completed", d->id);
     return 0;
 }
@@ -227,7 +214,7 @@ static int step_in_progress(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *e
                            err)) != 0)
         return rc;
     x->wave_seconds = w->started_age_s > 0 ? w->started_age_s : 1e-3;
-    sx_log_fields(SX_LOG_INFO, COMPONENT,
+    sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG,
                   json_pack("{s:s,s:i,s:i,s:i}", "deployment", d->id, "wave", k, "acks", acks,
                             "nacks", nacks),
                   "deployment %s: wave %d completed", d->id, k);
@@ -278,7 +265,7 @@ static int step_rolling_back(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *
         if ((rc = rollout_audit(c, x->srv, NULL, "deployment.rolled_back", "deployment", d->id,
                                 details, err)) != 0)
             return rc;
-        sx_log_fields(SX_LOG_INFO, COMPONENT, json_pack("{s:s}", "deployment", d->id),
+        sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG, json_pack("{s:s}", "deployment", d->id),
                       "deployment %s rolled back", d->id);
         return rollout_emit(c, x->srv, "rollback_completed", d,
                             json_pack("{s:s,s:i,s:o}", "result", "rolled_back", "nodes", (int)nans,
