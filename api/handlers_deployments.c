@@ -281,26 +281,16 @@ static void act(http_request *req, rest_api *api, rollout_action what)
     http_respond_json(req, 200, rollout_deployment_json(d));
 }
 
-void api_deployment_pause(http_request *req, rest_api *api, void *ud)
+void api_deployment_act(http_request *req, rest_api *api, void *ud)
 {
-    (void)ud;
-    act(req, api, ROLLOUT_PAUSE);
-}
-
-void api_deployment_resume(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    act(req, api, ROLLOUT_RESUME);
-}
-
-void api_deployment_cancel(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    act(req, api, ROLLOUT_CANCEL);
-}
-
-void api_deployment_rollback(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    act(req, api, ROLLOUT_ROLLBACK);
+    const api_route *route = ud;
+    for (rollout_action what = ROLLOUT_PAUSE; what <= ROLLOUT_ROLLBACK; what++) {
+        if (strcmp(route->action, rollout_action_name(what)) == 0) {
+            act(req, api, what);
+            return;
+        }
+    }
+    sx_err err;
+    sx_err_set(&err, SX_EINTERNAL, "route %s names no deployment action", route->pattern);
+    api_refuse(req, NULL, &err, NULL);
 }

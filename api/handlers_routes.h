@@ -67,10 +67,9 @@ void api_events_stream(http_request *req, rest_api *api, void *ud);
 void api_config_apply(http_request *req, rest_api *api, void *ud);
 int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_deployment_get(http_request *req, rest_api *api, void *ud);
-void api_deployment_pause(http_request *req, rest_api *api, void *ud);
-void api_deployment_resume(http_request *req, rest_api *api, void *ud);
-void api_deployment_cancel(http_request *req, rest_api *api, void *ud);
-void api_deployment_rollback(http_request *req, rest_api *api, void *ud);
+/* POST /api/v1/deployments/{id}/<action>: ud is the route, whose RBAC action names the
+ * operator action (rollout_action_name: pause, resume, cancel, rollback). */
+void api_deployment_act(http_request *req, rest_api *api, void *ud);
 
 /* the OpenAPI document itself (api/openapi.c) */
 void api_openapi(http_request *req, rest_api *api, void *ud);

@@ -47,13 +47,11 @@ static const api_route routes[] = {
 
     {"GET", "/api/v1/deployments", "deployments", "read", NULL, api_deployments_page},
     {"GET", "/api/v1/deployments/{id}", "deployments", "read", api_deployment_get, NULL},
-    {"POST", "/api/v1/deployments/{id}/pause", "deployments", "pause", api_deployment_pause, NULL},
-    {"POST", "/api/v1/deployments/{id}/resume", "deployments", "resume", api_deployment_resume,
+    {"POST", "/api/v1/deployments/{id}/pause", "deployments", "pause", api_deployment_act, NULL},
+    {"POST", "/api/v1/deployments/{id}/resume", "deployments", "resume", api_deployment_act, NULL},
+    {"POST", "/api/v1/deployments/{id}/cancel", "deployments", "cancel", api_deployment_act, NULL},
+    {"POST", "/api/v1/deployments/{id}/rollback", "deployments", "rollback", api_deployment_act,
      NULL},
-    {"POST", "/api/v1/deployments/{id}/cancel", "deployments", "cancel", api_deployment_cancel,
-     NULL},
-    {"POST", "/api/v1/deployments/{id}/rollback", "deployments", "rollback",
-     api_deployment_rollback, NULL},
 
     {"GET", "/api/v1/snapshots", "snapshots", "read", NULL, api_snapshots_page},
     {"GET", "/api/v1/snapshots/{id}", "snapshots", "read", api_snapshot_get, NULL},
