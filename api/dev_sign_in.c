@@ -21,6 +21,7 @@
 #include "api/handlers_common.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/changes.h"
 #include "server/server.h"
 
 #define PATH "/api/v1/auth/dev-sign-in"
@@ -69,13 +70,15 @@ static void handle_post(http_request *req, void *ud)
     if (user == NULL || user[0] == '\0')
         user = sx_arena_printf(a, "dev-%s", role);
     ch.resource_id = user;
+    sx_err err;
+    sx_err_clear(&err);
     if (!rest_has_role(api, role)) {
         char names[512];
-        json_t *d = json_array();
-        api_detail(d, "role",
-                   sx_arena_printf(a, "must be a role of the RBAC policy: %s",
-                                   rest_role_names(api, names, sizeof(names))));
-        api_fail(req, &ch, SX_EINVAL, sx_arena_printf(a, "unknown role %.64s", role), d);
+        sx_err_set(&err, SX_EINVAL, "unknown role %.64s", role);
+        api_refuse(
+            req, &ch, &err,
+            api_details1("role", sx_arena_printf(a, "must be a role of the RBAC policy: %s",
+                                                 rest_role_names(api, names, sizeof(names)))));
         return;
     }
 
@@ -83,12 +86,9 @@ static void handle_post(http_request *req, void *ud)
     sextant_config hs = *srv->config;
     hs.auth.rs256_private_key_pem = NULL;
     char *token = NULL;
-    sx_err err;
-    sx_err_clear(&err);
     if (auth_mint(&hs, user, role, DEV_SIGN_IN_TTL_SECONDS, &token, &err) != 0) {
-        json_t *d = json_array();
-        api_detail(d, "user", err.message);
-        api_fail(req, &ch, err.code == SX_EINVAL ? SX_EINVAL : SX_EINTERNAL, err.message, d);
+        err.code = err.code == SX_EINVAL ? SX_EINVAL : SX_EINTERNAL;
+        api_refuse(req, &ch, &err, api_details1("user", err.message));
         return;
     }
     time_t exp = time(NULL) + DEV_SIGN_IN_TTL_SECONDS;
@@ -111,22 +111,16 @@ static void handle_post(http_request *req, void *ud)
                     .request_id = http_req_id(req),
                     .source_ip = ip[0] ? ip : NULL,
                     .details = details};
-    pg_conn *c = NULL;
-    int rc = srv->db ? pg_acquire(srv->db, &c, &err) : SX_EUNAVAILABLE;
-    if (rc == 0)
-        rc = audit_repo_append(c, &in, NULL, &err);
-    if (srv->db)
-        pg_release(srv->db, c);
+    int rc = changes_audit(srv, &in, &err);
     json_decref(details);
     if (rc != 0) {
         explicit_bzero(token, strlen(token));
         sx_free(token);
         sx_log_fields(SX_LOG_WARN, "auth", json_pack("{s:s}", "request_id", http_req_id(req)),
-                      "dev sign-in refused: could not write its audit row: %s",
-                      srv->db ? err.message : "no database");
-        http_req_set_header(req, "Retry-After", "1");
-        http_respond_error(req, SX_EUNAVAILABLE,
-                           "the sign-in could not be audited: the database is not available", NULL);
+                      "dev sign-in refused: could not write its audit row: %s", err.message);
+        sx_err_set(&err, SX_EUNAVAILABLE,
+                   "the sign-in could not be audited: the database is not available");
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     sx_log_fields(SX_LOG_INFO, "auth",

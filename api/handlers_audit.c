@@ -9,7 +9,7 @@
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
-#include "server/server.h"
+#include "server/catalog.h"
 
 /* RFC 3339: a date, "T" (or "t" or a space), a time, and a zone; checked before the
  * database sees it so the caller gets a path-precise 400. */
@@ -42,13 +42,13 @@ static bool looks_rfc3339(const char *s)
 
 static const char *const results[] = {AUDIT_SUCCESS, AUDIT_DENIED, AUDIT_FAILED};
 
-void api_audit_list(http_request *req, rest_api *api, void *ud)
+static json_t *audit_item(const void *e)
 {
-    (void)ud;
-    int limit;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor))
-        return;
+    return api_audit_json(e);
+}
+
+int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+{
     audit_filter f = {
         .actor = http_req_query(req, "user"),
         .action = http_req_query(req, "action"),
@@ -57,8 +57,8 @@ void api_audit_list(http_request *req, rest_api *api, void *ud)
         .result = http_req_query(req, "result"),
         .since = http_req_query(req, "since"),
         .until = http_req_query(req, "until"),
-        .limit = limit,
-        .cursor = cursor,
+        .limit = page->limit,
+        .cursor = page->cursor,
     };
     json_t *d = json_array();
     if (f.since && !looks_rfc3339(f.since))
@@ -73,24 +73,12 @@ void api_audit_list(http_request *req, rest_api *api, void *ud)
             api_detail(d, "result", "must be success, denied or failed");
     }
     if (json_array_size(d) > 0) {
-        http_respond_error(req, SX_EINVAL, "invalid audit filter", d);
-        return;
+        page->details = d;
+        return sx_err_set(err, SX_EINVAL, "invalid audit filter");
     }
     json_decref(d);
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
     audit_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = audit_repo_list(c, &f, http_req_arena(req), &list, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items, api_audit_json(&list.items[i]));
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    int rc = catalog_audit(rest_server(api), &f, http_req_arena(req), &list, err);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), audit_item,
+                         list.next_cursor);
 }

@@ -3,9 +3,9 @@
  *
  * Request bodies are strict: a change request that carries a field the API does not
  * know is refused rather than half-understood, and every problem of the body is
- * reported at once with its field as the path. Refused changes are audited on a
- * connection of their own, before the answer goes out, so a client that reads the
- * audit log right after its refusal finds the row.
+ * reported at once with its field as the path. Refused changes are audited (through
+ * server/changes.h, on a connection of its own) before the answer goes out, so a
+ * client that reads the audit log right after its refusal finds the row.
  */
 #include "api/handlers_common.h"
 
@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "server/base/log.h"
-#include "server/server.h"
+#include "server/changes.h"
 #include "storage/repo_common.h"
 
 #define COMPONENT "api"
@@ -32,24 +32,56 @@ void api_detail(json_t *details, const char *path, const char *message)
                                              message ? message : ""));
 }
 
-void api_respond_err(http_request *req, const sx_err *err)
+json_t *api_details1(const char *path, const char *message)
 {
+    json_t *d = json_array();
+    api_detail(d, path, message);
+    return d;
+}
+
+/* The audit row of a refused change; failures are logged, never answered. */
+static void audit_refusal(const api_change *ch, int status, const char *code_name,
+                          const char *message, const json_t *details)
+{
+    json_t *meta =
+        json_pack("{s:s,s:s,s:O}", "code", code_name, "message", message, "problems", details);
+    audit_new an = {
+        .actor = api_user(ch->req),
+        .actor_role = api_role(ch->req),
+        .action = ch->action,
+        .resource_type = ch->resource_type,
+        .resource_id = ch->resource_id ? ch->resource_id : "",
+        .result = AUDIT_FAILED,
+        .status_code = status,
+        .request_id = http_req_id(ch->req),
+        .source_ip = rest_source_ip(ch->req),
+        .details = meta,
+    };
+    sx_err err;
+    sx_err_clear(&err);
+    if (changes_audit(rest_server(ch->api), &an, &err) != 0)
+        sx_log_fields(
+            SX_LOG_WARN, COMPONENT,
+            json_pack("{s:s,s:s}", "request_id", http_req_id(ch->req), "action", ch->action),
+            "could not audit a refused change: %s", err.message);
+    json_decref(meta);
+}
+
+void api_refuse(http_request *req, const api_change *ch, const sx_err *err, json_t *details)
+{
+    if (details == NULL) {
+        details = json_array();
+        if (err->detail[0])
+            api_detail(details, "", err->detail);
+        if (err->hint[0])
+            api_detail(details, "", err->hint);
+    }
     int code = err->code == SX_OK ? SX_EINTERNAL : err->code;
-    json_t *details = json_array();
-    if (err->detail[0])
-        api_detail(details, "", err->detail);
-    if (err->hint[0])
-        api_detail(details, "", err->hint);
-    if (code == SX_EUNAVAILABLE)
-        http_req_set_header(req, "Retry-After", "1");
     int status = sx_code_http_status(code);
-    if (status >= 500)
-        sx_log_fields(SX_LOG_ERROR, COMPONENT,
-                      json_pack("{s:s,s:s,s:i}", "request_id", http_req_id(req), "route",
-                                http_req_route(req), "status", status),
-                      "%s %s failed: %s", http_req_method(req), http_req_path(req),
-                      err->message[0] ? err->message : sx_code_name(code));
-    http_respond_error(req, code, err->message[0] ? err->message : sx_code_name(code), details);
+    if (ch && status != 503)
+        audit_refusal(ch, status, sx_code_name(code),
+                      err->message[0] ? err->message : sx_code_name(code), details);
+    http_respond_err(req, err, details);
 }
 
 /* ------------------------------------------------------------------ bodies */
@@ -145,33 +177,33 @@ bool api_body_or_respond(http_request *req, const api_change *ch, const api_fiel
 {
     *out = NULL;
     const char *ct = http_req_header(req, "Content-Type");
+    sx_err err;
     if (ct == NULL || !is_json_media_type(ct)) {
-        api_fail(req, ch, SX_EUNSUPPORTED,
-                 ct ? "unsupported Content-Type: the body must be application/json"
-                    : "missing Content-Type: the body must be application/json",
-                 NULL);
+        sx_err_set(&err, SX_EUNSUPPORTED, "%s Content-Type: the body must be application/json",
+                   ct ? "unsupported" : "missing");
+        api_refuse(req, ch, &err, NULL);
         return false;
     }
     size_t len = 0;
     const char *text = http_req_body(req, &len);
     if (len == 0) {
-        api_fail(req, ch, SX_EINVAL, "a JSON request body is required", NULL);
+        sx_err_set(&err, SX_EINVAL, "a JSON request body is required");
+        api_refuse(req, ch, &err, NULL);
         return false;
     }
     json_error_t jerr;
     json_t *body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (body == NULL) {
-        char msg[256], where[64];
-        snprintf(msg, sizeof(msg), "malformed JSON: %s", jerr.text);
+        char where[64];
         snprintf(where, sizeof(where), "line %d, column %d", jerr.line, jerr.column);
-        json_t *details = json_array();
-        api_detail(details, "", where);
-        api_fail(req, ch, SX_EINVAL, msg, details);
+        sx_err_set(&err, SX_EINVAL, "malformed JSON: %s", jerr.text);
+        api_refuse(req, ch, &err, api_details1("", where));
         return false;
     }
     sx_arena_defer(http_req_arena(req), decref_json, body);
     if (!json_is_object(body)) {
-        api_fail(req, ch, SX_EINVAL, "the request body must be a JSON object", NULL);
+        sx_err_set(&err, SX_EINVAL, "the request body must be a JSON object");
+        api_refuse(req, ch, &err, NULL);
         return false;
     }
     json_t *details = json_array();
@@ -195,10 +227,9 @@ bool api_body_or_respond(http_request *req, const api_change *ch, const api_fiel
         check_field(details, &fields[i], v);
     }
     if (json_array_size(details) > 0) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "the request body has %zu problem%s", json_array_size(details),
-                 json_array_size(details) == 1 ? "" : "s");
-        api_fail(req, ch, SX_EINVAL, msg, details);
+        sx_err_set(&err, SX_EINVAL, "the request body has %zu problem%s", json_array_size(details),
+                   json_array_size(details) == 1 ? "" : "s");
+        api_refuse(req, ch, &err, details);
         return false;
     }
     json_decref(details);
@@ -240,47 +271,60 @@ bool api_parse_positive(const char *s, long long *out)
     return true;
 }
 
-bool api_page_or_respond(http_request *req, int *limit, const char **cursor)
+int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
+                  api_item_fn render, const char *next_cursor)
 {
-    *limit = 0;
-    *cursor = NULL;
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < count; i++)
+        json_array_append_new(page->items, render((const char *)items + i * size));
+    page->next_cursor = next_cursor;
+    return 0;
+}
+
+void api_list(http_request *req, rest_api *api, api_list_fn fn)
+{
+    api_list_page page = {.limit = 0};
+    sx_err err;
+    sx_err_clear(&err);
     const char *l = http_req_query(req, "limit");
     if (l) {
         long long v;
         if (!api_parse_positive(l, &v) || v > REPO_LIMIT_MAX) {
-            json_t *d = json_array();
-            api_detail(d, "limit", "must be an integer between 1 and 1000");
-            http_respond_error(req, SX_EINVAL, "invalid limit", d);
-            return false;
+            sx_err_set(&err, SX_EINVAL, "invalid limit");
+            api_refuse(req, NULL, &err,
+                       api_details1("limit", "must be an integer between 1 and 1000"));
+            return;
         }
-        *limit = (int)v;
+        page.limit = (int)v;
     }
     const char *c = http_req_query(req, "cursor");
     if (c && c[0])
-        *cursor = c;
-    return true;
+        page.cursor = c;
+    page.items = json_array();
+    if (fn(req, api, &page, &err) != 0) {
+        json_decref(page.items);
+        api_refuse(req, NULL, &err, page.details);
+        return;
+    }
+    json_decref(page.details);
+    http_respond_json(req, 200,
+                      json_pack("{s:o,s:o}", "items", page.items, "next_cursor",
+                                page.next_cursor ? json_string(page.next_cursor) : json_null()));
 }
 
-bool api_query_bool_or_respond(http_request *req, const char *name, int *out)
+int api_query_bool(http_request *req, const char *name, int *out, json_t **details, sx_err *err)
 {
     *out = -1;
     const char *v = http_req_query(req, name);
     if (v == NULL)
-        return true;
-    if (strcmp(v, "true") == 0) {
-        *out = 1;
-        return true;
+        return 0;
+    if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
+        *out = v[0] == 't';
+        return 0;
     }
-    if (strcmp(v, "false") == 0) {
-        *out = 0;
-        return true;
-    }
-    json_t *d = json_array();
-    api_detail(d, name, "must be true or false");
-    char msg[128];
-    snprintf(msg, sizeof(msg), "invalid %s", name);
-    http_respond_error(req, SX_EINVAL, msg, d);
-    return false;
+    *details = api_details1(name, "must be true or false");
+    return sx_err_set(err, SX_EINVAL, "invalid %s", name);
 }
 
 /* ------------------------------------------------------------------ entity tags */
@@ -312,35 +356,15 @@ bool api_if_match_or_respond(http_request *req, const api_change *ch, int *versi
         v = v * 10 + (h[i] - '0');
     }
     if (!ok || v < 1) {
-        json_t *d = json_array();
-        api_detail(d, "If-Match",
-                   "must be \"*\" or one entity tag as returned in ETag, "
-                   "such as \"3\"");
-        api_fail(req, ch, SX_EINVAL, "invalid If-Match header", d);
+        sx_err err;
+        sx_err_set(&err, SX_EINVAL, "invalid If-Match header");
+        api_refuse(req, ch, &err,
+                   api_details1("If-Match", "must be \"*\" or one entity tag as returned in "
+                                            "ETag, such as \"3\""));
         return false;
     }
     *version = (int)v;
     return true;
-}
-
-/* ------------------------------------------------------------------ database */
-
-pg_conn *api_conn_or_respond(http_request *req, rest_api *api)
-{
-    struct sx_server *srv = rest_server(api);
-    sx_err err;
-    sx_err_clear(&err);
-    if (srv == NULL || srv->db == NULL) {
-        sx_err_set(&err, SX_EUNAVAILABLE, "the database is not available");
-        api_respond_err(req, &err);
-        return NULL;
-    }
-    pg_conn *c = NULL;
-    if (pg_acquire(srv->db, &c, &err) != 0) {
-        api_respond_err(req, &err);
-        return NULL;
-    }
-    return c;
 }
 
 /* ------------------------------------------------------------------ caller and audit */
@@ -355,97 +379,6 @@ const char *api_role(http_request *req)
 {
     const rest_principal *p = rest_principal_of(req);
     return p && p->role ? p->role : "";
-}
-
-void api_change_fail(const api_change *ch, int status, const char *code_name, const char *message,
-                     json_t *details)
-{
-    if (details == NULL)
-        details = json_array();
-    struct sx_server *srv = rest_server(ch->api);
-    if (srv && srv->db && status != 503) {
-        json_t *meta =
-            json_pack("{s:s,s:s,s:O}", "code", code_name, "message", message, "problems", details);
-        audit_new an = {
-            .actor = api_user(ch->req),
-            .actor_role = api_role(ch->req),
-            .action = ch->action,
-            .resource_type = ch->resource_type,
-            .resource_id = ch->resource_id ? ch->resource_id : "",
-            .result = AUDIT_FAILED,
-            .status_code = status,
-            .request_id = http_req_id(ch->req),
-            .source_ip = rest_source_ip(ch->req),
-            .details = meta,
-        };
-        sx_err err;
-        sx_err_clear(&err);
-        pg_conn *c = NULL;
-        long long id;
-        if (pg_acquire(srv->db, &c, &err) != 0 || audit_repo_append(c, &an, &id, &err) != 0)
-            sx_log_fields(
-                SX_LOG_WARN, COMPONENT,
-                json_pack("{s:s,s:s}", "request_id", http_req_id(ch->req), "action", ch->action),
-                "could not audit a refused change: %s", err.message);
-        pg_release(srv->db, c);
-        json_decref(meta);
-    }
-    if (status == 503)
-        http_req_set_header(ch->req, "Retry-After", "1");
-    http_respond_problem(ch->req, status, code_name, message, details);
-}
-
-void api_change_fail_err(const api_change *ch, const sx_err *err)
-{
-    int code = err->code == SX_OK ? SX_EINTERNAL : err->code;
-    json_t *details = json_array();
-    if (err->detail[0])
-        api_detail(details, "", err->detail);
-    if (err->hint[0])
-        api_detail(details, "", err->hint);
-    int status = sx_code_http_status(code);
-    if (status >= 500)
-        sx_log_fields(
-            SX_LOG_ERROR, COMPONENT,
-            json_pack("{s:s,s:s}", "request_id", http_req_id(ch->req), "action", ch->action),
-            "%s failed: %s", ch->action, err->message);
-    api_change_fail(ch, status, sx_code_name(code),
-                    err->message[0] ? err->message : sx_code_name(code), details);
-}
-
-void api_fail(http_request *req, const api_change *ch, int code, const char *message,
-              json_t *details)
-{
-    if (ch)
-        api_change_fail(ch, sx_code_http_status(code), sx_code_name(code), message, details);
-    else
-        http_respond_error(req, code, message, details);
-}
-
-/* ------------------------------------------------------------------ validation */
-
-val_limits api_limits(const struct sx_server *srv)
-{
-    return val_limits_from_config(srv->config);
-}
-
-json_t *api_problem_details(const val_result *problems, const sx_fielderrs *verrs,
-                            const char *stage)
-{
-    json_t *d = json_array();
-    for (size_t i = 0; problems && i < problems->count; i++) {
-        const val_problem *p = &problems->items[i];
-        json_t *e = json_pack("{s:s,s:s,s:s}", "stage", val_stage_name(p->stage), "path",
-                              p->path ? p->path : "", "message", p->message ? p->message : "");
-        if (p->conflict_with)
-            json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
-        json_array_append_new(d, e);
-    }
-    for (size_t i = 0; verrs && i < verrs->count; i++)
-        json_array_append_new(d,
-                              json_pack("{s:s,s:s,s:s}", "stage", stage, "path",
-                                        verrs->items[i].path, "message", verrs->items[i].message));
-    return d;
 }
 
 /* ------------------------------------------------------------------ JSON forms */
@@ -578,19 +511,4 @@ json_t *api_audit_json(const audit_entry *e)
     json_object_set_new(o, "source_ip", str_or_null(e->source_ip));
     json_object_set_new(o, "details", json_or_empty(e->details));
     return o;
-}
-
-json_t *api_page(json_t *items, const char *next_cursor)
-{
-    return json_pack("{s:o,s:o}", "items", items, "next_cursor", str_or_null(next_cursor));
-}
-
-node_thresholds api_fleet_thresholds(const struct sx_server *srv)
-{
-    node_thresholds t = {0, 0};
-    if (srv && srv->config) {
-        t.stale_after_ms = srv->config->fleet.stale_after_ms;
-        t.disconnected_after_ms = srv->config->fleet.disconnected_after_ms;
-    }
-    return t;
 }

@@ -4,7 +4,10 @@
  * for refused changes, and the JSON form of each stored record.
  *
  * Functions named ..._or_respond answer the request themselves when they fail and
- * return false; the handler then returns without answering again.
+ * return false; the handler then returns without answering again. Every error answer
+ * goes through api_refuse, which audits refused changes and hands the rest to
+ * http_respond_err; no handler holds a database connection: reads go to
+ * server/catalog.h, changes to server/changes.h and server/rollout/rollout.h.
  */
 #ifndef SX_API_HANDLERS_COMMON_H
 #define SX_API_HANDLERS_COMMON_H
@@ -16,7 +19,6 @@
 #include "api/http.h"
 #include "api/rest.h"
 #include "server/validate/validate.h"
-#include "storage/pg_pool.h"
 #include "storage/repo_audit.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_nodes.h"
@@ -24,15 +26,22 @@
 
 struct sx_server;
 
-/* ---- answering */
-
-/* Answers with err in the error shape: its status and code name, its message, and its
- * detail and hint as details entries {"path": "", "message": ...}. 503 answers carry
- * Retry-After. */
-void api_respond_err(http_request *req, const sx_err *err);
+/* ---- answering errors */
 
 /* A details array entry {"path": path, "message": message} appended to details. */
 void api_detail(json_t *details, const char *path, const char *message);
+/* A new details array with the one entry {"path": path, "message": message}. */
+json_t *api_details1(const char *path, const char *message);
+
+struct api_change;
+/* Answers err in the error shape (http_respond_err: its status and code name, its
+ * message, details, Retry-After on 503). details is taken over; NULL gives err's detail
+ * and hint as {"path": "", "message": ...} entries. When ch is not NULL the request is
+ * a refused change: one audit row with result "failed", the status, the request id and
+ * source IP, and details {"code", "message", "problems"} (a copy of details) is written
+ * first, on a connection of its own (not for 503s, which mean there is no database to
+ * write it to; a row that cannot be written is logged). */
+void api_refuse(http_request *req, const struct api_change *ch, const sx_err *err, json_t *details);
 
 /* ---- request bodies */
 
@@ -57,10 +66,9 @@ typedef struct api_field {
  * 415 unless Content-Type is application/json; 400 for an empty or malformed body, or
  * one that is not an object; 400 with every bad field as a details entry (path = field
  * name) for unknown fields, missing required ones and wrong types. A refusal is audited
- * when ch is not NULL (see api_change_fail). On success *out is the object (owned by
+ * when ch is not NULL (see api_refuse). On success *out is the object (owned by
  * the request's arena) and true is returned.
  */
-struct api_change;
 bool api_body_or_respond(http_request *req, const struct api_change *ch, const api_field *fields,
                          size_t n, json_t **out);
 
@@ -71,17 +79,46 @@ const char *api_str(const json_t *body, const char *name);
  * when absent). */
 size_t api_strv(http_request *req, const json_t *body, const char *name, const char ***out);
 
-/* ---- query parameters */
+/* ---- lists */
 
-/* limit (1..1000, default repo default) and cursor; 400 for a bad limit. */
-bool api_page_or_respond(http_request *req, int *limit, const char **cursor);
+/* One page of a list, between api_list and the function that reads it. */
+typedef struct api_list_page {
+    int limit;               /* in: 1..1000, or 0 for the default page size */
+    const char *cursor;      /* in: NULL for the first page */
+    json_t *items;           /* out: the page's items, appended in order */
+    const char *next_cursor; /* out: NULL on the last page */
+    json_t *details;         /* out on failure: the error's details (taken), NULL for the
+                                error's detail and hint */
+} api_list_page;
+
+/* Reads the query's filters, calls the domain for one page and appends its items to
+ * page->items; returns 0, or a negative code with err (and page->details) to answer. */
+typedef int (*api_list_fn)(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
+
+/* Renders one item of a page; item points into the array the domain returned. */
+typedef json_t *(*api_item_fn)(const void *item);
+
+/* The tail of an api_list_fn: appends render(item) for each of the count items of the
+ * array items (size bytes each) to page->items, sets page->next_cursor, and returns rc
+ * (0: items are read; else nothing is). */
+int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
+                  api_item_fn render, const char *next_cursor);
+
+/* Runs a paginated list: reads limit (1..1000; 400 otherwise) and cursor from the query,
+ * calls fn, and answers 200 {"items": [...], "next_cursor": text or null}, or fn's
+ * error. */
+void api_list(http_request *req, rest_api *api, api_list_fn fn);
+
+/* ---- query parameters */
 
 /* A positive integer from text (a path segment or query value); false when it is not
  * one. */
 bool api_parse_positive(const char *s, long long *out);
 
-/* Query parameter name as a boolean ("true"/"false"; -1 when absent); 400 otherwise. */
-bool api_query_bool_or_respond(http_request *req, const char *name, int *out);
+/* Query parameter name as a boolean into *out (1 "true", 0 "false", -1 when absent);
+ * anything else is SX_EINVAL "invalid <name>" with *details (new) naming it. */
+int api_query_bool(http_request *req, const char *name, int *out, json_t **details,
+                   sx_err *err) SX_MUSTCHECK;
 
 /* ---- entity tags */
 
@@ -92,11 +129,6 @@ void api_set_etag(http_request *req, int version);
  * entity tag "N". 400 for anything else (weak tags, lists, malformed), audited when ch
  * is not NULL. */
 bool api_if_match_or_respond(http_request *req, const struct api_change *ch, int *version);
-
-/* ---- database */
-
-/* A pooled connection, or 503/504 answered. Release with pg_release. */
-pg_conn *api_conn_or_respond(http_request *req, rest_api *api);
 
 /* ---- the caller and audit */
 
@@ -113,44 +145,12 @@ struct api_change {
 };
 typedef struct api_change api_change;
 
-/* Answers a refused change with the error shape and appends one audit row with result
- * "failed", the status, the request id and source IP, and details {"code", "message",
- * "problems"} (a copy of details). Takes ownership of details (NULL: []). When the
- * database is down the row cannot be written; that is logged. */
-void api_change_fail(const api_change *ch, int status, const char *code_name, const char *message,
-                     json_t *details);
-/* Same for an sx_err. */
-void api_change_fail_err(const api_change *ch, const sx_err *err);
-
-/* Answers an error with code's status and name: through api_change_fail when ch is not
- * NULL (audited), else directly. Takes ownership of details (NULL: []). */
-void api_fail(http_request *req, const api_change *ch, int code, const char *message,
-              json_t *details);
-
-/* ---- validation */
-
-/* The pipeline's limits and policies from the daemon's configuration. */
-val_limits api_limits(const struct sx_server *srv);
-
-/* The details array for a refused config: every pipeline problem as {"stage", "path",
- * "message"[, "conflict_with"]} and every field error as {"stage": stage, "path",
- * "message"}. problems and verrs may be NULL. */
-json_t *api_problem_details(const val_result *problems, const sx_fielderrs *verrs,
-                            const char *stage);
-
 /* ---- JSON forms */
 
 json_t *api_config_json(const cfg_record *c, const cfg_version *latest);
 json_t *api_version_json(const cfg_version *v);
 json_t *api_snapshot_json(const snap_record *s);
 json_t *api_node_json(const node_record *n);
-
-struct sx_server;
-/* The fleet.stale_after / fleet.disconnected_after thresholds of the server's
- * configuration (zeros, meaning the defaults, when there is none). */
-node_thresholds api_fleet_thresholds(const struct sx_server *srv);
 json_t *api_audit_json(const audit_entry *e);
-/* {"items": items, "next_cursor": cursor or null}; takes items. */
-json_t *api_page(json_t *items, const char *next_cursor);
 
 #endif

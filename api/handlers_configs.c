@@ -2,12 +2,12 @@
  * handlers_configs.c — /api/v1/configs: create, list, read, replace, delete, versions,
  * diffs between versions, the dry-run validation and the rollback of one config.
  *
- * Every change goes through apply_config (server/apply.h) with the validation limits
- * of the daemon, so one transaction validates against the other configs of the groups,
- * stores the new version, recomposes the groups' snapshots, audits and NOTIFYs. The
- * handlers only translate HTTP into an apply_request and the outcome back: 201/200 with
- * the config and its ETag (the latest version, "N"), or the error shape with every
- * problem of a refused config in details ({"stage","path","message"}). Refusals are
+ * Every change goes through changes_apply (server/changes.h: apply_config with the
+ * validation limits of the daemon), reads through server/catalog.h, so one transaction validates
+ * against the other configs of the groups, stores the new version, recomposes the groups'
+ * snapshots, audits and NOTIFYs. The handlers only translate HTTP into an apply_request and the
+ * outcome back: 201/200 with the config and its ETag (the latest version, "N"), or the error shape
+ * with every problem of a refused config in details ({"stage","path","message"}). Refusals are
  * audited here (result "failed"), successes by apply_config inside its transaction.
  */
 #include <stdio.h>
@@ -15,9 +15,9 @@
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
-#include "server/apply.h"
+#include "server/catalog.h"
+#include "server/changes.h"
 #include "server/diff.h"
-#include "server/server.h"
 #include "storage/repo_common.h"
 
 static const api_field create_fields[] = {
@@ -51,36 +51,33 @@ static const char *config_id_or_respond(http_request *req, const api_change *ch)
     const char *id = http_req_param(req, "id");
     if (repo_is_uuid(id))
         return id;
-    char msg[160];
-    snprintf(msg, sizeof(msg), "config %.64s does not exist", id ? id : "");
-    json_t *d = json_array();
-    api_detail(d, "id", "a config id is a UUID such as 9b2f6c1e-0d4e-4c3f-9a7b-1f2e3d4c5b6a");
-    api_fail(req, ch, SX_ENOTFOUND, msg, d);
+    sx_err err;
+    sx_err_set(&err, SX_ENOTFOUND, "config %.64s does not exist", id ? id : "");
+    api_refuse(
+        req, ch, &err,
+        api_details1("id", "a config id is a UUID such as 9b2f6c1e-0d4e-4c3f-9a7b-1f2e3d4c5b6a"));
     return NULL;
 }
 
 /* A write needs the database wired; 503 (audit impossible) otherwise. */
 static bool db_or_respond(http_request *req, rest_api *api)
 {
-    if (rest_server(api)->db && rest_server(api)->snap_repo)
+    sx_err err;
+    if (changes_ready(rest_server(api), &err) == 0)
         return true;
-    http_req_set_header(req, "Retry-After", "1");
-    http_respond_error(req, SX_EUNAVAILABLE, "the database is not available", NULL);
+    api_refuse(req, NULL, &err, NULL);
     return false;
 }
 
 /* Answers a refused change: a refused config with every problem, anything else as its
  * error says. */
-static void respond_refusal(const api_change *ch, int rc, const sx_err *err,
+static void respond_refusal(http_request *req, const api_change *ch, int rc, sx_err *err,
                             const val_result *problems, const sx_fielderrs *verrs)
 {
     bool config_refused = rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems->count > 0);
-    if (!config_refused) {
-        api_change_fail_err(ch, err);
-        return;
-    }
-    json_t *details = api_problem_details(problems, verrs, "compose");
-    api_change_fail(ch, sx_code_http_status(rc), sx_code_name(rc), err->message, details);
+    err->code = rc;
+    api_refuse(req, ch, err,
+               config_refused ? changes_problems_json(problems, verrs, "compose") : NULL);
 }
 
 static json_t *snapshots_json(const apply_result *res)
@@ -97,20 +94,14 @@ static json_t *snapshots_json(const apply_result *res)
 static void respond_change(http_request *req, rest_api *api, int status, const apply_result *res,
                            json_t *extra)
 {
-    struct sx_server *srv = rest_server(api);
-    sx_arena *a = http_req_arena(req);
     json_t *body = NULL;
-    pg_conn *c = NULL;
+    cfg_record *cfg = NULL;
+    cfg_version *latest = NULL;
     sx_err err;
     sx_err_clear(&err);
-    if (pg_acquire(srv->db, &c, &err) == 0) {
-        cfg_record *cfg = NULL;
-        cfg_version *latest = NULL;
-        if (cfg_repo_get(c, res->config_id, true, a, &cfg, &err) == 0 &&
-            cfg_repo_get_version(c, cfg->id, cfg->latest_version, a, &latest, &err) == 0)
-            body = api_config_json(cfg, latest);
-        pg_release(srv->db, c);
-    }
+    if (catalog_config(rest_server(api), res->config_id, true, http_req_arena(req), &cfg, &latest,
+                       &err) == 0)
+        body = api_config_json(cfg, latest);
     if (body == NULL) /* committed, but the read-back failed: say what is known */
         body = json_pack("{s:s,s:i}", "id", res->config_id, "version", res->latest_version);
     json_object_set_new(body, "changed", json_boolean(res->changed));
@@ -132,8 +123,6 @@ static void respond_change(http_request *req, rest_api *api, int status, const a
 static void run_change(const api_change *ch, apply_request *ar, int ok_status,
                        json_t *(*extra)(const apply_result *, const apply_request *))
 {
-    struct sx_server *srv = rest_server(ch->api);
-    val_limits limits = api_limits(srv);
     val_result problems = {0};
     sx_fielderrs verrs = {0};
     sx_err err;
@@ -143,12 +132,11 @@ static void run_change(const api_change *ch, apply_request *ar, int ok_status,
     ar->action = ch->action;
     ar->request_id = http_req_id(ch->req);
     ar->source_ip = rest_source_ip(ch->req);
-    ar->limits = &limits;
     ar->problems = &problems;
     apply_result res;
-    int rc = apply_config(srv->db, srv->snap_repo, ar, http_req_arena(ch->req), &res, &verrs, &err);
+    int rc = changes_apply(rest_server(ch->api), ar, http_req_arena(ch->req), &res, &verrs, &err);
     if (rc)
-        respond_refusal(ch, rc, &err, &problems, &verrs);
+        respond_refusal(ch->req, ch, rc, &err, &problems, &verrs);
     else
         respond_change(ch->req, ch->api, ok_status, &res, extra ? extra(&res, ar) : NULL);
     val_result_free(&problems);
@@ -157,35 +145,28 @@ static void run_change(const api_change *ch, apply_request *ar, int ok_status,
 
 /* ------------------------------------------------------------------ collection */
 
-void api_configs_list(http_request *req, rest_api *api, void *ud)
+static json_t *config_item(const void *c)
 {
-    (void)ud;
-    int limit;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor))
-        return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
+    return api_config_json(c, NULL);
+}
+
+static json_t *version_item(const void *v)
+{
+    return api_version_json(v);
+}
+
+int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+{
     cfg_filter f = {
         .ns = http_req_query(req, "namespace"),
         .group = http_req_query(req, "group"),
-        .limit = limit,
-        .cursor = cursor,
+        .limit = page->limit,
+        .cursor = page->cursor,
     };
     cfg_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = cfg_repo_list(c, &f, http_req_arena(req), &list, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items, api_config_json(&list.items[i], NULL));
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    int rc = catalog_configs(rest_server(api), &f, http_req_arena(req), &list, err);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), config_item,
+                         list.next_cursor);
 }
 
 void api_configs_create(http_request *req, rest_api *api, void *ud)
@@ -220,18 +201,15 @@ void api_configs_validate(http_request *req, rest_api *api, void *ud)
         !api_body_or_respond(req, NULL, validate_fields, NFIELDS(validate_fields), &body))
         return;
     const char *id = api_str(body, "id");
-    if (id && !repo_is_uuid(id)) {
-        json_t *d = json_array();
-        api_detail(d, "id", "must be a config id (a UUID)");
-        http_respond_error(req, SX_EINVAL, "the request body has 1 problem", d);
-        return;
-    }
-    struct sx_server *srv = rest_server(api);
-    val_limits limits = api_limits(srv);
-    val_result problems = {0};
-    sx_fielderrs verrs = {0};
     sx_err err;
     sx_err_clear(&err);
+    if (id && !repo_is_uuid(id)) {
+        sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
+        api_refuse(req, NULL, &err, api_details1("id", "must be a config id (a UUID)"));
+        return;
+    }
+    val_result problems = {0};
+    sx_fielderrs verrs = {0};
     const char **groups;
     size_t ngroups = api_strv(req, body, "groups", &groups);
     apply_request ar = {
@@ -241,19 +219,16 @@ void api_configs_validate(http_request *req, rest_api *api, void *ud)
         .groups = groups,
         .group_count = ngroups,
         .spec = json_object_get(body, "spec"),
-        .limits = &limits,
         .problems = &problems,
     };
-    int rc = apply_validate(srv->db, &ar, http_req_arena(req), &verrs, &err);
+    int rc = changes_validate(rest_server(api), &ar, http_req_arena(req), &verrs, &err);
     if (rc == 0) {
         json_t *g = json_array();
         for (size_t i = 0; i < ngroups; i++)
             json_array_append_new(g, json_string(groups[i]));
         http_respond_json(req, 200, json_pack("{s:b,s:o}", "valid", 1, "groups", g));
-    } else if (rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems.count > 0)) {
-        http_respond_error(req, rc, err.message, api_problem_details(&problems, &verrs, "compose"));
     } else {
-        api_respond_err(req, &err);
+        respond_refusal(req, NULL, rc, &err, &problems, &verrs);
     }
     val_result_free(&problems);
     sx_fielderrs_free(&verrs);
@@ -267,20 +242,12 @@ void api_config_get(http_request *req, rest_api *api, void *ud)
     const char *id = config_id_or_respond(req, NULL);
     if (id == NULL)
         return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
-    sx_arena *a = http_req_arena(req);
     cfg_record *cfg = NULL;
     cfg_version *latest = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = cfg_repo_get(c, id, false, a, &cfg, &err);
-    if (rc == 0)
-        rc = cfg_repo_get_version(c, id, cfg->latest_version, a, &latest, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
+    if (catalog_config(rest_server(api), id, false, http_req_arena(req), &cfg, &latest, &err)) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     api_set_etag(req, cfg->latest_version);
@@ -300,9 +267,9 @@ void api_config_put(http_request *req, rest_api *api, void *ud)
     const char **groups;
     size_t ngroups = api_strv(req, body, "groups", &groups);
     if (json_object_get(body, "groups") && ngroups == 0) {
-        json_t *d = json_array();
-        api_detail(d, "groups", "must name at least one");
-        api_fail(req, &ch, SX_EINVAL, "the request body has 1 problem", d);
+        sx_err err;
+        sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
+        api_refuse(req, &ch, &err, api_details1("groups", "must name at least one"));
         return;
     }
     const char *name = api_str(body, "name");
@@ -340,30 +307,20 @@ void api_config_delete(http_request *req, rest_api *api, void *ud)
 
 /* ------------------------------------------------------------------ versions */
 
+static int list_versions(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+{
+    cfg_version_list list;
+    int rc = catalog_versions(rest_server(api), http_req_param(req, "id"), page->limit,
+                              page->cursor, http_req_arena(req), &list, err);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), version_item,
+                         list.next_cursor);
+}
+
 void api_config_versions(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    int limit;
-    const char *cursor;
-    const char *id = config_id_or_respond(req, NULL);
-    if (id == NULL || !api_page_or_respond(req, &limit, &cursor))
-        return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
-    cfg_version_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = cfg_repo_list_versions(c, id, limit, cursor, http_req_arena(req), &list, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items, api_version_json(&list.items[i]));
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    if (config_id_or_respond(req, NULL) != NULL)
+        api_list(req, api, list_versions);
 }
 
 static bool version_param_or_respond(http_request *req, const char *id, int *out)
@@ -374,11 +331,9 @@ static bool version_param_or_respond(http_request *req, const char *id, int *out
         *out = (int)n;
         return true;
     }
-    char msg[200];
-    snprintf(msg, sizeof(msg), "version %.32s of config %s does not exist", v ? v : "", id);
-    json_t *d = json_array();
-    api_detail(d, "v", "a version is a positive integer");
-    http_respond_error(req, SX_ENOTFOUND, msg, d);
+    sx_err err;
+    sx_err_set(&err, SX_ENOTFOUND, "version %.32s of config %s does not exist", v ? v : "", id);
+    api_refuse(req, NULL, &err, api_details1("v", "a version is a positive integer"));
     return false;
 }
 
@@ -389,16 +344,11 @@ void api_config_version(http_request *req, rest_api *api, void *ud)
     const char *id = config_id_or_respond(req, NULL);
     if (id == NULL || !version_param_or_respond(req, id, &v))
         return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
     cfg_version *ver = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = cfg_repo_get_version(c, id, v, http_req_arena(req), &ver, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
+    if (catalog_version(rest_server(api), id, v, http_req_arena(req), &ver, &err)) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     http_respond_json(req, 200, api_version_json(ver));
@@ -416,11 +366,10 @@ static bool diff_param_or_respond(http_request *req, const char *name, int *out)
         *out = (int)n;
         return true;
     }
-    json_t *d = json_array();
-    api_detail(d, name, "must be a positive integer (a version number)");
-    char msg[64];
-    snprintf(msg, sizeof(msg), "invalid %s", name);
-    http_respond_error(req, SX_EINVAL, msg, d);
+    sx_err err;
+    sx_err_set(&err, SX_EINVAL, "invalid %s", name);
+    api_refuse(req, NULL, &err,
+               api_details1(name, "must be a positive integer (a version number)"));
     return false;
 }
 
@@ -432,28 +381,13 @@ void api_config_diff(http_request *req, rest_api *api, void *ud)
     if (id == NULL || !diff_param_or_respond(req, "from", &from) ||
         !diff_param_or_respond(req, "to", &to))
         return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
-    sx_arena *a = http_req_arena(req);
-    cfg_record *cfg = NULL;
     cfg_version *vf = NULL, *vt = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = cfg_repo_get(c, id, true, a, &cfg, &err);
-    if (rc == 0) {
-        /* Defaults: the latest version against the one before it. */
-        if (to == 0)
-            to = cfg->latest_version;
-        if (from == 0)
-            from = to > 1 ? to - 1 : 1;
-        rc = cfg_repo_get_version(c, id, from, a, &vf, &err);
-        if (rc == 0)
-            rc = cfg_repo_get_version(c, id, to, a, &vt, &err);
-    }
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
+    /* Defaults: the latest version against the one before it. */
+    if (catalog_version_pair(rest_server(api), id, &from, &to, http_req_arena(req), &vf, &vt,
+                             &err)) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     json_t *d = diff_json(vf->spec, vt->spec, "spec");
@@ -484,9 +418,11 @@ void api_config_rollback(http_request *req, rest_api *api, void *ud)
         return;
     json_int_t v = json_integer_value(json_object_get(body, "version"));
     if (v < 1 || v > 0x7fffffff) {
-        json_t *d = json_array();
-        api_detail(d, "version", "must be a positive integer (a version of this config)");
-        api_fail(req, &ch, SX_EINVAL, "the request body has 1 problem", d);
+        sx_err err;
+        sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
+        api_refuse(
+            req, &ch, &err,
+            api_details1("version", "must be a positive integer (a version of this config)"));
         return;
     }
     const char *msg = api_str(body, "message");

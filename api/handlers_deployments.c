@@ -3,16 +3,18 @@
  * create a deployment), GET /api/v1/deployments[/{id}], and the operator actions
  * POST /api/v1/deployments/{id}/pause|resume|cancel|rollback.
  *
- * The work is in server/rollout/rollout.h; these handlers check the request's shape,
- * map outcomes to statuses and audit refusals like every other change.
+ * The work is in server/rollout/rollout.h; these handlers read the request into a
+ * rollout_request (selector, strategy, policy overrides, dry run), map outcomes to
+ * statuses and audit refusals like every other change. Reads go to server/catalog.h.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "api/handlers_common.h"
 #include "api/handlers_routes.h"
+#include "server/catalog.h"
+#include "server/changes.h"
 #include "server/rollout/rollout.h"
-#include "server/server.h"
 #include "storage/repo_common.h"
 #include "storage/repo_deployments.h"
 
@@ -28,10 +30,10 @@ static const api_field apply_fields[] = {
 
 static bool db_ready_or_respond(http_request *req, struct sx_server *srv)
 {
-    if (srv->db != NULL && srv->snap_repo != NULL)
+    sx_err err;
+    if (changes_ready(srv, &err) == 0)
         return true;
-    http_req_set_header(req, "Retry-After", "1");
-    http_respond_error(req, SX_EUNAVAILABLE, "the database is not available", NULL);
+    api_refuse(req, NULL, &err, NULL);
     return false;
 }
 
@@ -43,33 +45,125 @@ static json_t *fielderrs_details(const sx_fielderrs *verrs)
     return d;
 }
 
+/* Strings of an optional array field of the selector into *out (in a); problems to errs.
+ * *out stays NULL when the field is absent. */
+static size_t selector_strings(sx_arena *a, const json_t *sel, const char *key,
+                               const char *const **out, sx_fielderrs *errs)
+{
+    *out = NULL;
+    const json_t *v = json_object_get(sel, key);
+    if (v == NULL)
+        return 0;
+    if (!json_is_array(v)) {
+        sx_fielderrs_add(errs, key, "must be an array of strings");
+        return 0;
+    }
+    size_t n = json_array_size(v);
+    const char **s = sx_arena_alloc(a, (n ? n : 1) * sizeof(*s));
+    for (size_t i = 0; i < n; i++) {
+        s[i] = json_string_value(json_array_get(v, i));
+        if (s[i] == NULL || s[i][0] == '\0') {
+            char path[64];
+            snprintf(path, sizeof(path), "%s[%zu]", key, i);
+            sx_fielderrs_add(errs, path, "must be a non-empty string");
+            return 0;
+        }
+    }
+    *out = s;
+    return n;
+}
+
+/* The "selector" of an apply request into r; problems go to verrs under "selector.". */
+static void parse_selector(sx_arena *a, const json_t *sel, rollout_request *r, sx_fielderrs *verrs)
+{
+    sx_fielderrs errs = {0};
+    static const char *const keys[] = {"node_ids", "groups", "labels", "namespaces"};
+    const char *key;
+    json_t *val;
+    r->has_selector = true;
+    json_object_foreach((json_t *)sel, key, val)
+    {
+        bool known = false;
+        for (size_t i = 0; i < 4; i++)
+            known = known || strcmp(key, keys[i]) == 0;
+        if (!known)
+            sx_fielderrs_add(&errs, key,
+                             "is not a selector field (node_ids, groups, labels, "
+                             "namespaces)");
+    }
+    r->group_count = selector_strings(a, sel, "groups", &r->groups, &errs);
+    r->node_id_count = selector_strings(a, sel, "node_ids", &r->node_ids, &errs);
+    r->namespace_count = selector_strings(a, sel, "namespaces", &r->namespaces, &errs);
+    const json_t *labels = json_object_get(sel, "labels");
+    if (labels) {
+        bool ok = json_is_object(labels);
+        json_t *lv;
+        const char *lk;
+        json_object_foreach((json_t *)labels, lk, lv) ok = ok && json_is_string(lv);
+        if (!ok)
+            sx_fielderrs_add(&errs, "labels", "must be an object of strings");
+        else
+            r->labels = labels;
+    }
+    for (size_t i = 0; i < errs.count; i++) {
+        char path[300];
+        snprintf(path, sizeof(path), "selector.%s", errs.items[i].path);
+        sx_fielderrs_add(verrs, path, "%s", errs.items[i].message);
+    }
+    sx_fielderrs_free(&errs);
+}
+
+/* The apply request body (its fields' types already checked) into r; every problem goes
+ * to verrs. */
+static void parse_apply(http_request *req, struct sx_server *srv, const json_t *body,
+                        rollout_request *r, sx_fielderrs *verrs)
+{
+    r->dry_run = json_is_true(json_object_get(body, "dry_run"));
+    json_int_t v = json_integer_value(json_object_get(body, "version"));
+    if (v < 1 || v > 0x7fffffff)
+        sx_fielderrs_add(verrs, "version", "must be a positive integer (a version of the config)");
+    r->version = (int)v;
+    rollout_strategy_parse(json_object_get(body, "strategy"), &r->strategy, verrs);
+    r->policy = rollout_policy_defaults(srv);
+    rollout_policy_parse(body, &r->policy, verrs);
+    r->reason = api_str(body, "reason");
+    const json_t *sel = json_object_get(body, "selector");
+    if (sel)
+        parse_selector(http_req_arena(req), sel, r, verrs);
+}
+
 void api_config_apply(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
     const char *id = http_req_param(req, "id");
     api_change ch = {req, api, "config.apply", "config", id};
     struct sx_server *srv = rest_server(api);
+    sx_err err;
+    sx_err_clear(&err);
     if (!repo_is_uuid(id)) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "config %.40s does not exist", id ? id : "");
-        json_t *d = json_array();
-        api_detail(d, "id", "a config id is a UUID");
-        api_fail(req, &ch, SX_ENOTFOUND, msg, d);
+        sx_err_set(&err, SX_ENOTFOUND, "config %.40s does not exist", id ? id : "");
+        api_refuse(req, &ch, &err, api_details1("id", "a config id is a UUID"));
         return;
     }
     json_t *body;
     if (!db_ready_or_respond(req, srv) ||
         !api_body_or_respond(req, &ch, apply_fields, NFIELDS(apply_fields), &body))
         return;
-    rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req)};
+    rollout_request r = {.config_id = id};
     val_result problems = {0};
     sx_fielderrs verrs = {0};
-    sx_err err;
-    sx_err_clear(&err);
     json_t *out = NULL;
     bool created = false;
-    int rc = rollout_apply(srv, id, body, &who, http_req_arena(req), &out, &created, &problems,
-                           &verrs, &err);
+    int rc;
+    parse_apply(req, srv, body, &r, &verrs);
+    if (verrs.count > 0) {
+        rc = sx_err_set(&err, SX_EINVAL, "the request body has %zu problem%s", verrs.count,
+                        verrs.count == 1 ? "" : "s");
+    } else {
+        rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req)};
+        rc = rollout_apply(srv, &r, &who, http_req_arena(req), &out, &created, &problems, &verrs,
+                           &err);
+    }
     if (rc == 0) {
         if (created) {
             char loc[128];
@@ -78,26 +172,27 @@ void api_config_apply(http_request *req, rest_api *api, void *ud)
             http_req_set_header(req, "Location", loc);
         }
         http_respond_json(req, created ? 201 : 200, out);
-    } else if (rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems.count > 0)) {
-        api_change_fail(&ch, rc == SX_EVALIDATION ? 422 : 409, sx_code_name(rc), err.message,
-                        api_problem_details(&problems, &verrs, "compose"));
-    } else if (rc == SX_EINVAL && verrs.count > 0) {
-        api_change_fail(&ch, 400, sx_code_name(rc), err.message, fielderrs_details(&verrs));
     } else {
-        api_change_fail_err(&ch, &err);
+        err.code = rc;
+        json_t *details = NULL;
+        if (rc == SX_EVALIDATION || (rc == SX_ECONFLICT && problems.count > 0))
+            details = changes_problems_json(&problems, &verrs, "compose");
+        else if (rc == SX_EINVAL && verrs.count > 0)
+            details = fielderrs_details(&verrs);
+        api_refuse(req, &ch, &err, details);
     }
     val_result_free(&problems);
     sx_fielderrs_free(&verrs);
 }
 
-void api_deployments_list(http_request *req, rest_api *api, void *ud)
+static json_t *deployment_item(const void *d)
 {
-    (void)ud;
-    int limit;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor))
-        return;
-    deploy_filter f = {.limit = limit, .cursor = cursor};
+    return rollout_deployment_json(d);
+}
+
+int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+{
+    deploy_filter f = {.limit = page->limit, .cursor = page->cursor};
     const char *states = http_req_query(req, "state");
     if (states && states[0]) {
         char buf[256];
@@ -105,13 +200,11 @@ void api_deployments_list(http_request *req, rest_api *api, void *ud)
         for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             deploy_state s;
             if (deploy_state_parse(t, &s) != 0) {
-                json_t *d = json_array();
-                api_detail(d, "state",
-                           "must be a comma-separated list of pending, in_progress, paused, "
-                           "completed, failed, canceling, rolling_back, rolled_back, "
-                           "rollback_failed");
-                http_respond_error(req, SX_EINVAL, "invalid state filter", d);
-                return;
+                page->details = api_details1(
+                    "state", "must be a comma-separated list of pending, in_progress, paused, "
+                             "completed, failed, canceling, rolling_back, rolled_back, "
+                             "rollback_failed");
+                return sx_err_set(err, SX_EINVAL, "invalid state filter");
             }
             f.state_mask |= 1u << s;
         }
@@ -119,29 +212,15 @@ void api_deployments_list(http_request *req, rest_api *api, void *ud)
     const char *config = http_req_query(req, "config_id");
     if (config && config[0]) {
         if (!repo_is_uuid(config)) {
-            json_t *d = json_array();
-            api_detail(d, "config_id", "must be a config id (a UUID)");
-            http_respond_error(req, SX_EINVAL, "invalid config_id filter", d);
-            return;
+            page->details = api_details1("config_id", "must be a config id (a UUID)");
+            return sx_err_set(err, SX_EINVAL, "invalid config_id filter");
         }
         f.config_id = config;
     }
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
     deploy_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = deploy_repo_list(c, &f, http_req_arena(req), &list, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items, rollout_deployment_json(&list.items[i]));
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    int rc = catalog_deployments(rest_server(api), &f, http_req_arena(req), &list, err);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), deployment_item,
+                         list.next_cursor);
 }
 
 static bool deployment_id_or_respond(http_request *req, const api_change *ch, const char **out)
@@ -151,11 +230,9 @@ static bool deployment_id_or_respond(http_request *req, const api_change *ch, co
         *out = id;
         return true;
     }
-    char msg[128];
-    snprintf(msg, sizeof(msg), "deployment %.40s does not exist", id ? id : "");
-    json_t *d = json_array();
-    api_detail(d, "id", "a deployment id is a UUID");
-    api_fail(req, ch, SX_ENOTFOUND, msg, d);
+    sx_err err;
+    sx_err_set(&err, SX_ENOTFOUND, "deployment %.40s does not exist", id ? id : "");
+    api_refuse(req, ch, &err, api_details1("id", "a deployment id is a UUID"));
     return false;
 }
 
@@ -165,16 +242,11 @@ void api_deployment_get(http_request *req, rest_api *api, void *ud)
     const char *id;
     if (!deployment_id_or_respond(req, NULL, &id))
         return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
     deploy_record *d = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = deploy_repo_get(c, id, http_req_arena(req), &d, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
+    if (catalog_deployment(rest_server(api), id, http_req_arena(req), &d, &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     http_respond_json(req, 200, rollout_deployment_json(d));
@@ -203,32 +275,22 @@ static void act(http_request *req, rest_api *api, rollout_action what)
     int rc = rollout_act(srv, id, what, body ? api_str(body, "reason") : NULL, &who,
                          http_req_arena(req), &d, &err);
     if (rc) {
-        api_change_fail_err(&ch, &err);
+        api_refuse(req, &ch, &err, NULL);
         return;
     }
     http_respond_json(req, 200, rollout_deployment_json(d));
 }
 
-void api_deployment_pause(http_request *req, rest_api *api, void *ud)
+void api_deployment_act(http_request *req, rest_api *api, void *ud)
 {
-    (void)ud;
-    act(req, api, ROLLOUT_PAUSE);
-}
-
-void api_deployment_resume(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    act(req, api, ROLLOUT_RESUME);
-}
-
-void api_deployment_cancel(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    act(req, api, ROLLOUT_CANCEL);
-}
-
-void api_deployment_rollback(http_request *req, rest_api *api, void *ud)
-{
-    (void)ud;
-    act(req, api, ROLLOUT_ROLLBACK);
+    const api_route *route = ud;
+    for (rollout_action what = ROLLOUT_PAUSE; what <= ROLLOUT_ROLLBACK; what++) {
+        if (strcmp(route->action, rollout_action_name(what)) == 0) {
+            act(req, api, what);
+            return;
+        }
+    }
+    sx_err err;
+    sx_err_set(&err, SX_EINTERNAL, "route %s names no deployment action", route->pattern);
+    api_refuse(req, NULL, &err, NULL);
 }

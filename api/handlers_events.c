@@ -42,11 +42,9 @@ static void stream_wake(void *ctx)
 
 static void bad_query(http_request *req, const char *name, const char *message)
 {
-    json_t *d = json_array();
-    api_detail(d, name, message);
-    char msg[96];
-    snprintf(msg, sizeof(msg), "invalid query parameter %s", name);
-    http_respond_error(req, SX_EINVAL, msg, d);
+    sx_err err;
+    sx_err_set(&err, SX_EINVAL, "invalid query parameter %s", name);
+    api_refuse(req, NULL, &err, api_details1(name, message));
 }
 
 /* ?types=a,b as a mask of events_type_index bits (0: every type); 400 for a name that
@@ -112,9 +110,11 @@ static bool resume_or_respond(http_request *req, bool *resume, long long *id)
     const char *h = http_req_header(req, "Last-Event-ID");
     if (h && h[0]) {
         if (!parse_id(h, id)) {
-            json_t *d = json_array();
-            api_detail(d, "Last-Event-ID", "must be the id of an event (a non-negative integer)");
-            http_respond_error(req, SX_EINVAL, "invalid Last-Event-ID header", d);
+            sx_err err;
+            sx_err_set(&err, SX_EINVAL, "invalid Last-Event-ID header");
+            api_refuse(req, NULL, &err,
+                       api_details1("Last-Event-ID",
+                                    "must be the id of an event (a non-negative integer)"));
             return false;
         }
         *resume = true;
@@ -151,11 +151,11 @@ void api_events_stream(http_request *req, rest_api *api, void *ud)
     sx_err_clear(&err);
     if (srv->events == NULL) {
         sx_err_set(&err, SX_EUNAVAILABLE, "live events are not available on this server");
-        api_respond_err(req, &err);
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     if (events_sub_open(srv->events, &o, &sub, &err) != 0) {
-        api_respond_err(req, &err);
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     /* Proxies in front must not buffer the stream. */

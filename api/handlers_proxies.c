@@ -12,70 +12,48 @@
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
-#include "server/events.h"
-#include "server/server.h"
-#include "storage/repo_events.h"
+#include "server/catalog.h"
 
-void api_proxies_list(http_request *req, rest_api *api, void *ud)
+static json_t *node_item(const void *n)
 {
-    (void)ud;
-    int limit, connected;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor) ||
-        !api_query_bool_or_respond(req, "connected", &connected))
-        return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
+    return api_node_json(n);
+}
+
+int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+{
+    int connected;
+    if (api_query_bool(req, "connected", &connected, &page->details, err) != 0)
+        return err->code;
     const char *group = http_req_query(req, "group");
     const char *state = http_req_query(req, "state");
     if (state && state[0] == '\0')
         state = NULL;
     if (state && !node_repo_state_valid(state)) {
-        pg_release(rest_server(api)->db, c);
-        json_t *d = json_array();
-        api_detail(d, "state", "must be connected, stale or disconnected");
-        http_respond_error(req, SX_EINVAL, "invalid query parameter state", d);
-        return;
+        page->details = api_details1("state", "must be connected, stale or disconnected");
+        return sx_err_set(err, SX_EINVAL, "invalid query parameter state");
     }
     node_filter f = {
         .group = group && group[0] ? group : NULL,
         .connected = connected,
         .state = state,
-        .thresholds = api_fleet_thresholds(rest_server(api)),
-        .limit = limit,
-        .cursor = cursor,
+        .limit = page->limit,
+        .cursor = page->cursor,
     };
     node_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = node_repo_list(c, &f, http_req_arena(req), &list, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items, api_node_json(&list.items[i]));
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    int rc = catalog_proxies(rest_server(api), &f, http_req_arena(req), &list, err);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), node_item,
+                         list.next_cursor);
 }
 
-/* The node named by the route, or 404 answered. */
+/* The node named by the route, or the error answered (404 when there is none). */
 static node_record *node_or_respond(http_request *req, rest_api *api)
 {
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return NULL;
     node_record *n = NULL;
     sx_err err;
     sx_err_clear(&err);
-    node_thresholds t = api_fleet_thresholds(rest_server(api));
-    int rc =
-        node_repo_get_with(c, http_req_param(req, "node_id"), &t, http_req_arena(req), &n, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
+    if (catalog_proxy(rest_server(api), http_req_param(req, "node_id"), http_req_arena(req), &n,
+                      &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
         return NULL;
     }
     return n;
@@ -89,46 +67,21 @@ void api_proxy_get(http_request *req, rest_api *api, void *ud)
         http_respond_json(req, 200, api_node_json(n));
 }
 
-/* The snapshot (group, version) with its IR, or null when it does not exist. Other
- * errors are returned. */
-static int snapshot_or_null(snap_repo *r, const char *group, long long version, sx_arena *a,
-                            json_t **out, sx_err *err)
-{
-    *out = json_null();
-    snap_record *s = NULL;
-    int rc = version > 0 ? snap_repo_get(r, group, version, SNAP_REPO_WITH_IR, a, &s, err)
-                         : snap_repo_get_latest(r, group, SNAP_REPO_WITH_IR, a, &s, err);
-    if (rc == SX_ENOTFOUND)
-        return 0;
-    if (rc)
-        return rc;
-    json_decref(*out);
-    *out = api_snapshot_json(s);
-    return 0;
-}
-
 void api_proxy_config(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
     node_record *n = node_or_respond(req, api);
     if (n == NULL)
         return;
-    struct sx_server *srv = rest_server(api);
-    sx_arena *a = http_req_arena(req);
-    json_t *desired = NULL, *acked = NULL;
+    snap_record *ds = NULL, *as = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = snapshot_or_null(srv->snap_repo, n->group, n->desired_version, a, &desired, &err);
-    if (rc == 0 && n->acked_version > 0)
-        rc = snapshot_or_null(srv->snap_repo, n->group, n->acked_version, a, &acked, &err);
-    if (rc) {
-        json_decref(desired);
-        json_decref(acked);
-        api_respond_err(req, &err);
+    if (catalog_proxy_snapshots(rest_server(api), n, http_req_arena(req), &ds, &as, &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
-    if (acked == NULL)
-        acked = json_null();
+    json_t *desired = ds ? api_snapshot_json(ds) : json_null();
+    json_t *acked = as ? api_snapshot_json(as) : json_null();
     json_int_t want = json_integer_value(json_object_get(desired, "version"));
     bool in_sync = want > 0 && want == n->acked_version;
     json_t *body =
@@ -139,39 +92,27 @@ void api_proxy_config(http_request *req, rest_api *api, void *ud)
     http_respond_json(req, 200, body);
 }
 
+/* One NACK event as {"at", "group", "version", "error", "replica"}. */
+static json_t *nack_item(const void *item)
+{
+    const event_record *e = item;
+    json_t *v = json_object_get(e->data, "version");
+    const char *error = json_string_value(json_object_get(e->data, "error"));
+    return json_pack("{s:s,s:s?,s:O?,s:s,s:s}", "at", e->at, "group", e->group, "version", v,
+                     "error", error ? error : "", "replica", e->replica_id ? e->replica_id : "");
+}
+
 /* GET /api/v1/proxies/{node_id}/nacks: the node's NACKs, newest first, from the events
  * it produced (config_rejected; kept for events.retention). */
-void api_proxy_nacks(http_request *req, rest_api *api, void *ud)
+int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
-    (void)ud;
-    int limit;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor))
-        return;
-    node_record *n = node_or_respond(req, api);
-    if (n == NULL)
-        return;
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
-    event_page page;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = event_repo_list_node(c, n->node_id, EVENT_CONFIG_REJECTED, limit, cursor,
-                                  http_req_arena(req), &page, &err);
-    pg_release(rest_server(api)->db, c);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < page.count; i++) {
-        const event_record *e = &page.items[i];
-        json_t *v = json_object_get(e->data, "version");
-        const char *error = json_string_value(json_object_get(e->data, "error"));
-        json_array_append_new(items, json_pack("{s:s,s:s?,s:O?,s:s,s:s}", "at", e->at, "group",
-                                               e->group, "version", v, "error", error ? error : "",
-                                               "replica", e->replica_id ? e->replica_id : ""));
-    }
-    http_respond_json(req, 200, api_page(items, page.next_cursor));
+    struct sx_server *srv = rest_server(api);
+    sx_arena *a = http_req_arena(req);
+    node_record *n = NULL;
+    event_page events;
+    int rc = catalog_proxy(srv, http_req_param(req, "node_id"), a, &n, err);
+    if (rc == 0)
+        rc = catalog_proxy_nacks(srv, n->node_id, page->limit, page->cursor, a, &events, err);
+    return api_page_fill(page, rc, events.items, events.count, sizeof(*events.items), nack_item,
+                         events.next_cursor);
 }

@@ -3,6 +3,8 @@
  *
  * api/routes.c owns the table of every /api/v1 route (method, pattern, the RBAC
  * resource type and action, handler) and registers it with the pipeline of api/rest.h;
+ * a paginated list names the function that reads one page (api_list_fn), and the one
+ * list runner of api/handlers_common.h does the rest;
  * the handlers live in api/handlers_<resource>.c; api/openapi.c describes the same
  * routes as an OpenAPI 3 document, and a test checks that the two agree.
  */
@@ -12,6 +14,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "api/handlers_common.h"
 #include "api/rest.h"
 
 /* One route of the REST API. */
@@ -20,7 +23,8 @@ typedef struct api_route {
     const char *pattern;       /* "/api/v1/configs/{id}" */
     const char *resource_type; /* what the RBAC policy is asked about: "configs", ... */
     const char *action;        /* "read", "create", "update", "delete", "rollback" */
-    rest_handler_fn fn;
+    rest_handler_fn fn;        /* the handler; NULL for a paginated list */
+    api_list_fn list;          /* a paginated list: api_list runs it; NULL otherwise */
 } api_route;
 
 /* The route table (static, never NULL); *n gets its length. */
@@ -30,7 +34,7 @@ const api_route *api_routes(size_t *n);
 json_t *openapi_document(void);
 
 /* configs (api/handlers_configs.c) */
-void api_configs_list(http_request *req, rest_api *api, void *ud);
+int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_configs_create(http_request *req, rest_api *api, void *ud);
 void api_configs_validate(http_request *req, rest_api *api, void *ud);
 void api_config_get(http_request *req, rest_api *api, void *ud);
@@ -42,31 +46,30 @@ void api_config_diff(http_request *req, rest_api *api, void *ud);
 void api_config_rollback(http_request *req, rest_api *api, void *ud);
 
 /* snapshots and groups (api/handlers_snapshots.c) */
-void api_snapshots_list(http_request *req, rest_api *api, void *ud);
+int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_snapshot_get(http_request *req, rest_api *api, void *ud);
-void api_groups_list(http_request *req, rest_api *api, void *ud);
+int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_group_rollback(http_request *req, rest_api *api, void *ud);
 
 /* proxies (api/handlers_proxies.c) */
-void api_proxies_list(http_request *req, rest_api *api, void *ud);
+int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_proxy_get(http_request *req, rest_api *api, void *ud);
 void api_proxy_config(http_request *req, rest_api *api, void *ud);
-void api_proxy_nacks(http_request *req, rest_api *api, void *ud);
+int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
 /* audit log (api/handlers_audit.c) */
-void api_audit_list(http_request *req, rest_api *api, void *ud);
+int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
 /* live events as server-sent events (api/handlers_events.c) */
 void api_events_stream(http_request *req, rest_api *api, void *ud);
 
 /* handlers_deployments.c */
 void api_config_apply(http_request *req, rest_api *api, void *ud);
-void api_deployments_list(http_request *req, rest_api *api, void *ud);
+int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_deployment_get(http_request *req, rest_api *api, void *ud);
-void api_deployment_pause(http_request *req, rest_api *api, void *ud);
-void api_deployment_resume(http_request *req, rest_api *api, void *ud);
-void api_deployment_cancel(http_request *req, rest_api *api, void *ud);
-void api_deployment_rollback(http_request *req, rest_api *api, void *ud);
+/* POST /api/v1/deployments/{id}/<action>: ud is the route, whose RBAC action names the
+ * operator action (rollout_action_name: pause, resume, cancel, rollback). */
+void api_deployment_act(http_request *req, rest_api *api, void *ud);
 
 /* the OpenAPI document itself (api/openapi.c) */
 void api_openapi(http_request *req, rest_api *api, void *ud);

@@ -3,47 +3,30 @@
  * of the proxy groups (list, one with its IR and the config versions it was built
  * from), the groups themselves, and a group's rollback to one of its snapshots.
  *
- * Snapshots are immutable, so reads need no transaction; the rollback goes through
- * apply_group_rollback (server/apply.h), which writes the new version, its audit row
- * and the NOTIFY in one transaction.
+ * Snapshots are immutable, so reads need no transaction (server/catalog.h); the
+ * rollback goes through changes_rollback_group (server/changes.h), which writes the new version,
+ * its audit row and the NOTIFY in one transaction.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
-#include "server/apply.h"
-#include "server/server.h"
+#include "server/catalog.h"
+#include "server/changes.h"
 
-void api_snapshots_list(http_request *req, rest_api *api, void *ud)
+static json_t *snapshot_item(const void *s)
 {
-    (void)ud;
-    int limit;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor))
-        return;
-    struct sx_server *srv = rest_server(api);
-    if (srv->snap_repo == NULL) {
-        http_req_set_header(req, "Retry-After", "1");
-        http_respond_error(req, SX_EUNAVAILABLE, "the database is not available", NULL);
-        return;
-    }
-    const char *group = http_req_query(req, "group");
+    return api_snapshot_json(s);
+}
+
+int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
+{
     snap_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    int rc = group && group[0] ? snap_repo_list_versions(srv->snap_repo, group, limit, cursor,
-                                                         http_req_arena(req), &list, &err)
-                               : snap_repo_list_all(srv->snap_repo, limit, cursor,
-                                                    http_req_arena(req), &list, &err);
-    if (rc) {
-        api_respond_err(req, &err);
-        return;
-    }
-    json_t *items = json_array();
-    for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(items, api_snapshot_json(&list.items[i]));
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    int rc = catalog_snapshots(rest_server(api), http_req_query(req, "group"), page->limit,
+                               page->cursor, http_req_arena(req), &list, err);
+    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), snapshot_item,
+                         list.next_cursor);
 }
 
 void api_snapshot_get(http_request *req, rest_api *api, void *ud)
@@ -51,92 +34,44 @@ void api_snapshot_get(http_request *req, rest_api *api, void *ud)
     (void)ud;
     const char *ids = http_req_param(req, "id");
     long long id;
-    if (!api_parse_positive(ids, &id)) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "snapshot %.32s does not exist", ids ? ids : "");
-        json_t *d = json_array();
-        api_detail(d, "id", "a snapshot id is a positive integer");
-        http_respond_error(req, SX_ENOTFOUND, msg, d);
-        return;
-    }
-    struct sx_server *srv = rest_server(api);
-    sx_arena *a = http_req_arena(req);
-    snap_record *s = NULL;
     sx_err err;
     sx_err_clear(&err);
-    if (srv->snap_repo == NULL) {
-        sx_err_set(&err, SX_EUNAVAILABLE, "the database is not available");
-        api_respond_err(req, &err);
+    if (!api_parse_positive(ids, &id)) {
+        sx_err_set(&err, SX_ENOTFOUND, "snapshot %.32s does not exist", ids ? ids : "");
+        api_refuse(req, NULL, &err, api_details1("id", "a snapshot id is a positive integer"));
         return;
     }
-    /* Before taking a connection here: the repository takes its own. */
-    if (snap_repo_get_by_id(srv->snap_repo, id, a, &s, &err) != 0) {
-        api_respond_err(req, &err);
+    snap_record *s = NULL;
+    cfg_record **cfgs = NULL;
+    if (catalog_snapshot(rest_server(api), id, http_req_arena(req), &s, &cfgs, &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
-    pg_conn *c = api_conn_or_respond(req, api);
-    if (c == NULL)
-        return;
     json_t *body = api_snapshot_json(s);
     /* Name each source config; a deleted config keeps its name. */
     json_t *sources = json_object_get(body, "sources");
     for (size_t i = 0; i < s->source_count; i++) {
-        cfg_record *cfg = NULL;
-        sx_err ignored;
-        if (cfg_repo_get(c, s->sources[i].config_id, true, a, &cfg, &ignored) == 0) {
-            json_t *e = json_array_get(sources, i);
-            json_object_set_new(e, "namespace", json_string(cfg->ns));
-            json_object_set_new(e, "name", json_string(cfg->name));
-        }
+        if (cfgs[i] == NULL)
+            continue;
+        json_t *e = json_array_get(sources, i);
+        json_object_set_new(e, "namespace", json_string(cfgs[i]->ns));
+        json_object_set_new(e, "name", json_string(cfgs[i]->name));
     }
-    pg_release(srv->db, c);
     http_respond_json(req, 200, body);
 }
 
-void api_groups_list(http_request *req, rest_api *api, void *ud)
+int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
-    (void)ud;
-    int limit;
-    const char *cursor;
-    if (!api_page_or_respond(req, &limit, &cursor))
-        return;
-    struct sx_server *srv = rest_server(api);
-    if (srv->snap_repo == NULL) {
-        http_req_set_header(req, "Retry-After", "1");
-        http_respond_error(req, SX_EUNAVAILABLE, "the database is not available", NULL);
-        return;
-    }
     snap_group_list list;
-    sx_err err;
-    sx_err_clear(&err);
-    if (snap_repo_list_groups(srv->snap_repo, limit, cursor, http_req_arena(req), &list, &err)) {
-        api_respond_err(req, &err);
-        return;
-    }
-    /* Fleet health of the page's groups, one query for all of them. */
-    sx_arena *a = http_req_arena(req);
     node_state_counts *counts = NULL;
-    if (list.count) {
-        const char **names = sx_arena_alloc(a, list.count * sizeof(*names));
-        for (size_t i = 0; i < list.count; i++)
-            names[i] = list.items[i].name;
-        counts = sx_arena_alloc(a, list.count * sizeof(*counts));
-        pg_conn *c = api_conn_or_respond(req, api);
-        if (c == NULL)
-            return;
-        node_thresholds t = api_fleet_thresholds(srv);
-        int rc = node_repo_count_groups(c, &t, names, list.count, counts, &err);
-        pg_release(srv->db, c);
-        if (rc) {
-            api_respond_err(req, &err);
-            return;
-        }
-    }
-    json_t *items = json_array();
+    int rc = catalog_groups(rest_server(api), page->limit, page->cursor, http_req_arena(req), &list,
+                            &counts, err);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < list.count; i++) {
         const node_state_counts *k = &counts[i];
         json_array_append_new(
-            items,
+            page->items,
             json_pack("{s:s,s:I,s:s,s:{s:I,s:I,s:I,s:I},s:f}", "name", list.items[i].name,
                       "latest_version", (json_int_t)list.items[i].latest_version, "updated_at",
                       list.items[i].updated_at, "proxies", "connected", (json_int_t)k->connected,
@@ -144,7 +79,8 @@ void api_groups_list(http_request *req, rest_api *api, void *ud)
                       "nacking", (json_int_t)k->nacking, "nack_rate",
                       k->responded ? (double)k->nacking / (double)k->responded : 0.0));
     }
-    http_respond_json(req, 200, api_page(items, list.next_cursor));
+    page->next_cursor = list.next_cursor;
+    return 0;
 }
 
 static const api_field rollback_fields[] = {
@@ -158,9 +94,10 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
     const char *group = http_req_param(req, "group");
     api_change ch = {req, api, "group.rollback", "group", group};
     struct sx_server *srv = rest_server(api);
-    if (srv->db == NULL || srv->snap_repo == NULL) {
-        http_req_set_header(req, "Retry-After", "1");
-        http_respond_error(req, SX_EUNAVAILABLE, "the database is not available", NULL);
+    sx_err err;
+    sx_err_clear(&err);
+    if (changes_ready(srv, &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
         return;
     }
     json_t *body;
@@ -168,9 +105,10 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
         return;
     json_int_t v = json_integer_value(json_object_get(body, "snapshot_version"));
     if (v < 1) {
-        json_t *d = json_array();
-        api_detail(d, "snapshot_version", "must be a positive integer (a version of the group)");
-        api_fail(req, &ch, SX_EINVAL, "the request body has 1 problem", d);
+        sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
+        api_refuse(req, &ch, &err,
+                   api_details1("snapshot_version",
+                                "must be a positive integer (a version of the group)"));
         return;
     }
     apply_group_rollback_request gr = {
@@ -184,15 +122,11 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
     };
     apply_group_rollback_result res;
     sx_fielderrs verrs = {0};
-    sx_err err;
-    sx_err_clear(&err);
-    int rc =
-        apply_group_rollback(srv->db, srv->snap_repo, &gr, http_req_arena(req), &res, &verrs, &err);
-    if (rc == SX_EVALIDATION) {
-        api_change_fail(&ch, 422, sx_code_name(rc), err.message,
-                        api_problem_details(NULL, &verrs, "schema"));
-    } else if (rc) {
-        api_change_fail_err(&ch, &err);
+    int rc = changes_rollback_group(srv, &gr, http_req_arena(req), &res, &verrs, &err);
+    if (rc) {
+        err.code = rc;
+        api_refuse(req, &ch, &err,
+                   rc == SX_EVALIDATION ? changes_problems_json(NULL, &verrs, "schema") : NULL);
     } else {
         http_respond_json(req, 200,
                           json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", group, "snapshot_version",

@@ -10,7 +10,7 @@
  * metrics and frees the request, arena included. The route table is built before the
  * daemon starts and is read-only afterwards.
  */
-#include "api/http.h"
+#include "api/http_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,79 +33,6 @@
 #include "server/base/buf.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
-
-#define MAX_SEGS         16
-#define MAX_PARAMS       8
-#define MAX_RESP_HEADERS 16
-#define REQUEST_ID_MAX   128
-/* Idle connections are closed after this long; SSE streams send keep-alives sooner. */
-#define CONNECTION_TIMEOUT_S 120
-
-typedef struct route {
-    char method[16];
-    char *pattern;
-    size_t nseg;
-    char *segs[MAX_SEGS]; /* literal text, or the parameter name when is_param */
-    bool is_param[MAX_SEGS];
-    size_t nliteral; /* literal segments; more literals win over parameters */
-    http_handler_fn fn;
-    void *ud;
-} route;
-
-struct http_server {
-    const sextant_config *cfg; /* borrowed */
-    sx_metrics *metrics;       /* borrowed */
-    sup_supervisor *sup;       /* borrowed, may be NULL */
-    route *routes;             /* fixed once the daemon runs */
-    size_t nroutes;
-    struct MHD_Daemon *daemon; /* NULL when stopped; touched by start/stop only */
-    atomic_bool running;       /* mirrors daemon != NULL for readiness probes */
-    int port;                  /* bound port while running */
-    char *tls_cert;            /* PEM kept alive for the daemon while it runs */
-    char *tls_key;
-    sx_metric *m_requests; /* sextant_http_requests_total{method,route,status} */
-    sx_metric *m_duration; /* sextant_http_request_duration_seconds{route} */
-    pthread_mutex_t err_mu;
-    char last_mhd_error[256];   /* the latest libmicrohttpd complaint, for start errors */
-    http_refusal_fn on_refusal; /* see http_set_refusal_hook; NULL when none */
-    void *on_refusal_ud;
-    http_handler_fn fallback; /* see http_set_fallback; NULL: the JSON 404 */
-    void *fallback_ud;
-    const char *fallback_route;  /* static label of fallback requests in logs and metrics */
-    pthread_mutex_t streams_mu;  /* guards streams and streams_ended */
-    struct http_stream *streams; /* open streamed responses (http_respond_stream) */
-    bool streams_ended;          /* http_stop ended them: new ones end at once */
-};
-
-typedef struct resp_header {
-    char *name;
-    char *value;
-} resp_header;
-
-struct http_request {
-    http_server *srv;
-    struct MHD_Connection *conn;
-    sx_arena *arena; /* everything below that is a pointer lives here */
-    const char *method;
-    const char *path;
-    const char *route; /* matched pattern, or "unmatched" */
-    char id[REQUEST_ID_MAX + 1];
-    struct timespec start;
-    sx_buf body;
-    size_t body_seen; /* bytes received, including dropped ones */
-    bool too_large;
-    bool responded;
-    int status;
-    size_t bytes_out;
-    size_t nparams;
-    const char *param_names[MAX_PARAMS];
-    const char *param_values[MAX_PARAMS];
-    size_t nheaders;
-    resp_header headers[MAX_RESP_HEADERS];
-    char remote_ip[INET6_ADDRSTRLEN]; /* filled on first http_req_remote_ip; "" before */
-    void *app_data;                   /* http_req_set_app_data; not owned */
-    struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
-};
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -156,352 +83,6 @@ static const char *method_label(const char *m)
         if (strcmp(m, known[i]) == 0)
             return known[i];
     return "OTHER";
-}
-
-/* ------------------------------------------------------------------ responses */
-
-void http_req_set_header(http_request *r, const char *name, const char *value)
-{
-    if (r->nheaders == MAX_RESP_HEADERS) {
-        SX_ERROR("http", "too many response headers; %s dropped", name);
-        return;
-    }
-    r->headers[r->nheaders].name = sx_arena_strdup(r->arena, name);
-    r->headers[r->nheaders].value = sx_arena_strdup(r->arena, value);
-    r->nheaders++;
-}
-
-void http_respond(http_request *r, int status, const char *content_type, const void *body,
-                  size_t len)
-{
-    if (r->responded) {
-        SX_ERROR("http", "bug: second response to %s %s (request %s) dropped", r->method, r->path,
-                 r->id);
-        return;
-    }
-    r->responded = true;
-    r->status = status;
-    r->bytes_out = len;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)(len ? body : ""), MHD_RESPMEM_MUST_COPY);
-    if (resp == NULL) {
-        SX_ERROR("http", "could not create a response for request %s", r->id);
-        r->status = 500;
-        return;
-    }
-    if (content_type)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, "X-Request-Id", r->id);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    for (size_t i = 0; i < r->nheaders; i++)
-        MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
-    if (MHD_queue_response(r->conn, (unsigned int)status, resp) != MHD_YES)
-        SX_ERROR("http", "could not queue the response to request %s", r->id);
-    MHD_destroy_response(resp);
-}
-
-void http_respond_json(http_request *r, int status, json_t *body)
-{
-    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(body);
-    if (text == NULL) {
-        static const char fallback[] = "{\"error\":{\"code\":\"internal\",\"message\":\"could not "
-                                       "encode the response\",\"details\":[]}}";
-        http_respond(r, 500, "application/json", fallback, sizeof(fallback) - 1);
-        return;
-    }
-    http_respond(r, status, "application/json", text, strlen(text));
-    free(text);
-}
-
-void http_respond_problem(http_request *r, int status, const char *code_name, const char *message,
-                          json_t *details)
-{
-    json_t *err = json_pack("{s:s,s:s,s:o}", "code", code_name, "message", message, "details",
-                            details ? details : json_array());
-    http_respond_json(r, status, json_pack("{s:o}", "error", err));
-}
-
-void http_respond_error(http_request *r, int code, const char *message, json_t *details)
-{
-    http_respond_problem(r, sx_code_http_status(code), sx_code_name(code), message, details);
-}
-
-void http_respond_err(http_request *r, const sx_err *err)
-{
-    json_t *details = json_array();
-    if (err->detail[0])
-        json_array_append_new(details, json_pack("{s:s}", "detail", err->detail));
-    if (err->hint[0])
-        json_array_append_new(details, json_pack("{s:s}", "hint", err->hint));
-    int code = err->code == SX_OK ? SX_EINTERNAL : err->code;
-    http_respond_error(r, code, err->message[0] ? err->message : sx_code_name(code), details);
-}
-
-void http_respond_fielderrs(http_request *r, const char *message, const sx_fielderrs *errs)
-{
-    http_respond_error(r, SX_EVALIDATION, message, sx_fielderrs_to_json(errs));
-}
-
-/* ------------------------------------------------------------------ streamed responses */
-
-/*
- * A streamed body is a libmicrohttpd callback response. When the producer has nothing,
- * the reader suspends the connection (no thread is held, nothing polls) and
- * http_stream_wake resumes it. libmicrohttpd drops a resume that arrives before the
- * suspend, so both happen under the stream's mutex: the reader parks only when no wake
- * came since it last asked the producer, and a wake resumes only a parked stream. It is
- * an API violation to stop the daemon with a suspended connection, so http_stop first
- * ends every open stream (end_streams). The state has two references, the response's
- * (dropped when libmicrohttpd frees it, after done ran) and the request's (dropped by
- * on_completed, which reads the byte count), because the two go in either order.
- */
-struct http_stream {
-    pthread_mutex_t mu;
-    http_server *srv;
-    struct MHD_Connection *conn;
-    http_stream_read_fn read;
-    http_stream_done_fn done;
-    void *ctx;
-    bool parked; /* the connection is suspended until a wake */
-    bool woken;  /* a wake came while read was running: ask again instead of parking */
-    bool ending; /* http_stop: the body ends at the next read */
-    int refs;
-    atomic_size_t bytes;             /* body bytes handed to libmicrohttpd */
-    struct http_stream *prev, *next; /* srv->streams */
-};
-
-static void stream_unref(http_stream *st)
-{
-    pthread_mutex_lock(&st->mu);
-    bool last = --st->refs == 0;
-    pthread_mutex_unlock(&st->mu);
-    if (last) {
-        pthread_mutex_destroy(&st->mu);
-        sx_free(st);
-    }
-}
-
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    http_stream *st = cls;
-    for (;;) {
-        pthread_mutex_lock(&st->mu);
-        bool ending = st->ending;
-        st->woken = false;
-        pthread_mutex_unlock(&st->mu);
-        if (ending)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        long n = st->read(st->ctx, buf, max);
-        if (n < 0)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (n > 0) {
-            atomic_fetch_add(&st->bytes, (size_t)n);
-            return (ssize_t)n;
-        }
-        pthread_mutex_lock(&st->mu);
-        if (!st->woken && !st->ending) {
-            st->parked = true;
-            MHD_suspend_connection(st->conn);
-            pthread_mutex_unlock(&st->mu);
-            return 0;
-        }
-        pthread_mutex_unlock(&st->mu);
-    }
-}
-
-/* libmicrohttpd frees the response: the stream is over. */
-static void stream_free(void *cls)
-{
-    http_stream *st = cls;
-    http_server *s = st->srv;
-    pthread_mutex_lock(&s->streams_mu);
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        s->streams = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
-    pthread_mutex_unlock(&s->streams_mu);
-    st->done(st->ctx);
-    stream_unref(st);
-}
-
-/* Resumes a parked stream; call with st->mu held. */
-static void stream_resume_locked(http_stream *st)
-{
-    if (st->parked) {
-        st->parked = false;
-        MHD_resume_connection(st->conn);
-    } else {
-        st->woken = true;
-    }
-}
-
-void http_stream_wake(http_stream *st)
-{
-    pthread_mutex_lock(&st->mu);
-    stream_resume_locked(st);
-    pthread_mutex_unlock(&st->mu);
-}
-
-/* Ends every open stream and makes new ones end at once (http_stop). */
-static void end_streams(http_server *s)
-{
-    pthread_mutex_lock(&s->streams_mu);
-    s->streams_ended = true;
-    for (http_stream *st = s->streams; st; st = st->next) {
-        pthread_mutex_lock(&st->mu);
-        st->ending = true;
-        stream_resume_locked(st);
-        pthread_mutex_unlock(&st->mu);
-    }
-    pthread_mutex_unlock(&s->streams_mu);
-}
-
-http_stream *http_respond_stream(http_request *r, int status, const char *content_type,
-                                 http_stream_read_fn read, http_stream_done_fn done, void *ctx)
-{
-    if (r->responded) {
-        SX_ERROR("http", "bug: second response to %s %s (request %s) dropped", r->method, r->path,
-                 r->id);
-        done(ctx);
-        return NULL;
-    }
-    r->responded = true;
-    r->status = status;
-    http_stream *st = sx_calloc(1, sizeof(*st));
-    pthread_mutex_init(&st->mu, NULL);
-    st->srv = r->srv;
-    st->conn = r->conn;
-    st->read = read;
-    st->done = done;
-    st->ctx = ctx;
-    st->refs = 2;
-    atomic_init(&st->bytes, 0);
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, stream_reader, st, stream_free);
-    if (resp == NULL) {
-        SX_ERROR("http", "could not create a streamed response for request %s", r->id);
-        r->status = 500;
-        pthread_mutex_destroy(&st->mu);
-        sx_free(st);
-        done(ctx);
-        return NULL;
-    }
-    r->stream = st;
-    pthread_mutex_lock(&r->srv->streams_mu);
-    st->ending = r->srv->streams_ended;
-    st->next = r->srv->streams;
-    if (st->next)
-        st->next->prev = st;
-    r->srv->streams = st;
-    pthread_mutex_unlock(&r->srv->streams_mu);
-    if (content_type)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    MHD_add_response_header(resp, "X-Request-Id", r->id);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    for (size_t i = 0; i < r->nheaders; i++)
-        MHD_add_response_header(resp, r->headers[i].name, r->headers[i].value);
-    bool queued = MHD_queue_response(r->conn, (unsigned int)status, resp) == MHD_YES;
-    if (!queued) {
-        SX_ERROR("http", "could not queue the streamed response to request %s", r->id);
-        r->status = 500;
-    }
-    MHD_destroy_response(resp); /* not queued: this frees it, and done runs */
-    return queued ? st : NULL;
-}
-
-/* ------------------------------------------------------------------ request accessors */
-
-const char *http_req_method(const http_request *r)
-{
-    return r->method;
-}
-
-const char *http_req_path(const http_request *r)
-{
-    return r->path;
-}
-
-const char *http_req_route(const http_request *r)
-{
-    return r->route;
-}
-
-const char *http_req_id(const http_request *r)
-{
-    return r->id;
-}
-
-const char *http_req_param(const http_request *r, const char *name)
-{
-    for (size_t i = 0; i < r->nparams; i++)
-        if (strcmp(r->param_names[i], name) == 0)
-            return r->param_values[i];
-    return NULL;
-}
-
-const char *http_req_header(http_request *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-}
-
-const char *http_req_query(http_request *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-const char *http_req_body(const http_request *r, size_t *len)
-{
-    if (len)
-        *len = r->body.len;
-    return sx_buf_cstr(&r->body);
-}
-
-sx_arena *http_req_arena(http_request *r)
-{
-    return r->arena;
-}
-
-/* The peer address of conn as text into out ("" when unknown). */
-static void peer_address(struct MHD_Connection *conn, char out[INET6_ADDRSTRLEN])
-{
-    out[0] = '\0';
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (ci == NULL || ci->client_addr == NULL)
-        return;
-    const struct sockaddr *sa = ci->client_addr;
-    if (sa->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
-                  INET6_ADDRSTRLEN);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
-        /* A v4 client on a dual-stack socket is shown as the v4 address it is. */
-        if (IN6_IS_ADDR_V4MAPPED(a6))
-            inet_ntop(AF_INET, &a6->s6_addr[12], out, INET6_ADDRSTRLEN);
-        else
-            inet_ntop(AF_INET6, a6, out, INET6_ADDRSTRLEN);
-    }
-}
-
-const char *http_req_remote_ip(http_request *r)
-{
-    if (r->remote_ip[0] == '\0')
-        peer_address(r->conn, r->remote_ip);
-    return r->remote_ip;
-}
-
-void http_req_set_app_data(http_request *r, void *data)
-{
-    r->app_data = data;
-}
-
-void *http_req_app_data(const http_request *r)
-{
-    return r->app_data;
 }
 
 /* ------------------------------------------------------------------ routing */
@@ -599,9 +180,9 @@ static bool method_accepts(const route *rt, const char *m)
 void http_respond_no_route(http_request *r)
 {
     r->route = "unmatched";
-    char msg[512];
-    snprintf(msg, sizeof(msg), "no route for %s %.300s", r->method, r->path);
-    http_respond_error(r, SX_ENOTFOUND, msg, NULL);
+    sx_err err;
+    sx_err_set(&err, SX_ENOTFOUND, "no route for %s %.300s", r->method, r->path);
+    http_respond_err(r, &err, NULL);
 }
 
 void http_set_fallback(http_server *s, const char *route, http_handler_fn fn, void *ud)
@@ -664,19 +245,24 @@ static void dispatch(http_request *r)
         if (!r->responded) {
             SX_ERROR("http", "bug: handler for %s %s returned without answering", best->method,
                      best->pattern);
-            http_respond_error(r, SX_EINTERNAL, "the handler did not answer", NULL);
+            sx_err err;
+            sx_err_set(&err, SX_EINTERNAL, "the handler did not answer");
+            http_respond_err(r, &err, NULL);
         }
     } else if (allow.len) {
         allow.data[allow.len - 2] = '\0'; /* drop the last ", " */
         http_req_set_header(r, "Allow", allow.data);
         char msg[512];
         snprintf(msg, sizeof(msg), "method %s is not allowed on %s", r->method, r->path);
-        http_respond_problem(r, 405, "method_not_allowed", msg, NULL);
+        http_respond_problem_raw(r, 405, "method_not_allowed", msg, NULL);
     } else if (s->fallback) {
         r->route = s->fallback_route;
         s->fallback(r, s->fallback_ud);
-        if (!r->responded)
-            http_respond_error(r, SX_EINTERNAL, "the fallback handler did not answer", NULL);
+        if (!r->responded) {
+            sx_err err;
+            sx_err_set(&err, SX_EINTERNAL, "the fallback handler did not answer");
+            http_respond_err(r, &err, NULL);
+        }
     } else {
         http_respond_no_route(r);
     }
@@ -755,13 +341,13 @@ void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud)
 
 static void respond_too_large(http_request *r)
 {
-    char msg[160];
-    snprintf(msg, sizeof(msg), "request body is larger than %lld bytes",
-             (long long)r->srv->cfg->http.max_body_bytes);
+    sx_err err;
+    sx_err_set(&err, SX_ETOOLARGE, "request body is larger than %lld bytes",
+               (long long)r->srv->cfg->http.max_body_bytes);
     if (r->srv->on_refusal)
-        r->srv->on_refusal(r, 413, msg, r->srv->on_refusal_ud);
+        r->srv->on_refusal(r, 413, err.message, r->srv->on_refusal_ud);
     http_req_set_header(r, "Connection", "close");
-    http_respond_error(r, SX_ETOOLARGE, msg, NULL);
+    http_respond_err(r, &err, NULL);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -818,8 +404,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     if (r->stream) {
-        r->bytes_out = atomic_load(&r->stream->bytes);
-        stream_unref(r->stream);
+        r->bytes_out = http_stream_bytes(r->stream);
+        http_stream_release(r->stream);
     }
     double secs = elapsed_s(&r->start);
     char status[16];
@@ -1006,7 +592,7 @@ void http_stop(http_server *s)
         return;
     atomic_store(&s->running, false);
     MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-    end_streams(s); /* libmicrohttpd must not be stopped with a suspended connection */
+    http_streams_end(s); /* libmicrohttpd must not be stopped with a suspended connection */
     MHD_stop_daemon(s->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd); /* quiesce hands the listening socket to us */

@@ -1,6 +1,8 @@
 /*
  * http.h — the HTTP server: libmicrohttpd, a small router, JSON responses and errors,
- * request ids, body limits, access logs and request metrics.
+ * request ids, body limits, access logs and request metrics (http.c: the daemon and
+ * the router; http_request.c: the request and the answers; http_stream.c: streamed
+ * answers).
  *
  * Routes are registered before http_start and never change afterwards, so handlers run
  * on libmicrohttpd's worker threads without locking the table. A handler receives an
@@ -115,18 +117,16 @@ void http_respond(http_request *r, int status, const char *content_type, const v
                   size_t len);
 /* Sends a JSON document; takes ownership of body. */
 void http_respond_json(http_request *r, int status, json_t *body);
-/* Sends the error shape with the status of code (sx_code_http_status) and the code's
- * name; details is taken over (NULL: []). */
-void http_respond_error(http_request *r, int code, const char *message, json_t *details);
-/* Same for an sx_err (its message; detail and hint go into details). */
-void http_respond_err(http_request *r, const sx_err *err);
-/* Sends a 422 whose details are the field errors. */
-void http_respond_fielderrs(http_request *r, const char *message, const sx_fielderrs *errs);
+/* The one sender of errors: the error shape {"error": {"code", "message", "details"}}
+ * with err's status (sx_code_http_status; SX_OK counts as SX_EINTERNAL), its code's name
+ * and its message (the code's name when empty). details is taken over; NULL gives
+ * http_err_details(err). A 503 carries Retry-After: 1; a 5xx is logged. */
+void http_respond_err(http_request *r, const sx_err *err, json_t *details);
+/* err's detail and hint as a details array of {"path": "", "message": ...}; new
+ * reference. */
+json_t *http_err_details(const sx_err *err);
 /* The JSON 404 of a path no route has ("no route for GET /x"). */
 void http_respond_no_route(http_request *r);
-/* The error shape with an explicit status and code name, for statuses no sx_code has. */
-void http_respond_problem(http_request *r, int status, const char *code_name, const char *message,
-                          json_t *details);
 
 /* ---- streamed answers (server-sent events): a body of unknown length, produced piece
  * by piece, that holds no thread while it waits */

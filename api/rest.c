@@ -8,9 +8,9 @@
  * the user's read or write token bucket (api/ratelimit.h; 429 with Retry-After). Only
  * then does the handler run, with the principal attached to the request. Each refusal
  * is answered in the common error shape, counted in
- * sextant_api_requests_denied_total{status} and written as one audit_log row on a
- * pooled connection before the answer goes out, so an auditor who sees the answer can
- * find the row. A refusal whose row cannot be written (database down) is still
+ * sextant_api_requests_denied_total{status} and written as one audit_log row
+ * (changes_audit, on a connection of its own) before the answer goes out, so an auditor who sees
+ * the answer can find the row. A refusal whose row cannot be written (database down) is still
  * refused: the failure is logged, never turned into an allow.
  *
  * Authentication comes first so that nothing about the policy or the rate limits is
@@ -28,8 +28,8 @@
 #include "api/ratelimit.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/changes.h"
 #include "server/server.h"
-#include "storage/pg_pool.h"
 #include "storage/repo_audit.h"
 
 #define ANONYMOUS "anonymous"
@@ -62,6 +62,33 @@ struct rest_api {
  * "<type>.request_too_large", result "denied".
  */
 static const char *audit_type(const char *resource_type);
+static const char *route_resource_id(const http_request *req);
+
+/* Appends the "denied" audit row of a refused request (details taken); a row that
+ * cannot be written is logged, never answered. */
+static void audit_denied(rest_api *api, http_request *req, const char *user, const char *role,
+                         const char *action, const char *type, int status, json_t *details)
+{
+    const char *ip = rest_source_ip(req);
+    audit_new in = {.actor = user,
+                    .actor_role = role,
+                    .action = action,
+                    .resource_type = type,
+                    .resource_id = route_resource_id(req),
+                    .result = AUDIT_DENIED,
+                    .status_code = status,
+                    .request_id = http_req_id(req),
+                    .source_ip = ip[0] ? ip : NULL,
+                    .details = details};
+    sx_err err;
+    sx_err_clear(&err);
+    if (changes_audit(api->srv, &in, &err) != 0) {
+        sx_err_prefix(&err, "could not audit the %d refusal of %s by %s (request %s)", status,
+                      action, user, http_req_id(req));
+        sx_log_err(SX_LOG_ERROR, "auth", &err);
+    }
+    json_decref(details);
+}
 
 static void audit_refused_request(http_request *req, int status, const char *reason, void *ud)
 {
@@ -70,7 +97,7 @@ static void audit_refused_request(http_request *req, int status, const char *rea
     const char *method = http_req_method(req);
     static const char prefix[] = "/api/v1/";
     if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || strcmp(method, "GET") == 0 ||
-        strcmp(method, "HEAD") == 0 || api->srv->db == NULL)
+        strcmp(method, "HEAD") == 0)
         return;
     sx_arena *a = http_req_arena(req);
     const char *seg = path + sizeof(prefix) - 1;
@@ -86,23 +113,9 @@ static void audit_refused_request(http_request *req, int status, const char *rea
         user = id.user;
         role = id.role;
     }
-    const char *ip = rest_source_ip(req);
-    json_t *details = json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path);
-    audit_new in = {.actor = user,
-                    .actor_role = role,
-                    .action = sx_arena_printf(a, "%s.request_too_large", type),
-                    .resource_type = type,
-                    .result = AUDIT_DENIED,
-                    .status_code = status,
-                    .request_id = http_req_id(req),
-                    .source_ip = ip[0] ? ip : NULL,
-                    .details = details};
-    pg_conn *c = NULL;
-    long long audit_id;
-    if (pg_acquire(api->srv->db, &c, &err) != 0 || audit_repo_append(c, &in, &audit_id, &err) != 0)
-        sx_log_err(SX_LOG_WARN, "auth", &err);
-    pg_release(api->srv->db, c);
-    json_decref(details);
+    audit_denied(api, req, user, role, sx_arena_printf(a, "%s.request_too_large", type), type,
+                 status,
+                 json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path));
 }
 
 int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
@@ -238,55 +251,17 @@ static const char *audit_type(const char *resource_type)
     return resource_type;
 }
 
-/* Writes the audit row of a refusal; failures are logged, never answered. */
-static void audit_denial(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
-                         int status, const char *reason)
-{
-    pg_pool *db = rc->api->srv->db;
-    sx_arena *a = http_req_arena(req);
-    const char *type = audit_type(rc->resource_type);
-    const char *action = sx_arena_printf(a, "%s.%s", type, rc->action);
-    if (db == NULL) {
-        SX_WARN("auth", "no database: the %d refusal of %s by %s was not audited", status, action,
-                user);
-        return;
-    }
-    const char *ip = rest_source_ip(req);
-    json_t *details =
-        json_pack("{s:s,s:s,s:s,s:s}", "reason", reason, "method", http_req_method(req), "path",
-                  http_req_path(req), "route", http_req_route(req));
-    audit_new in = {.actor = user,
-                    .actor_role = role,
-                    .action = action,
-                    .resource_type = type,
-                    .resource_id = route_resource_id(req),
-                    .result = AUDIT_DENIED,
-                    .status_code = status,
-                    .request_id = http_req_id(req),
-                    .source_ip = ip[0] ? ip : NULL,
-                    .details = details};
-    sx_err err;
-    sx_err_clear(&err);
-    pg_conn *c = NULL;
-    int rc_db = pg_acquire(db, &c, &err);
-    if (rc_db == 0)
-        rc_db = audit_repo_append(c, &in, NULL, &err);
-    pg_release(db, c);
-    json_decref(details);
-    if (rc_db != 0) {
-        sx_err_prefix(&err, "could not audit the %d refusal of %s by %s (request %s)", status,
-                      action, user, http_req_id(req));
-        sx_log_err(SX_LOG_ERROR, "auth", &err);
-    }
-}
-
-/* Answers a refusal: audit row, metric, log line, error body. code is SX_EUNAUTH,
- * SX_EFORBIDDEN or SX_ERATELIMIT. */
-static void deny(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
-                 int code, const char *message)
+/* Records a refusal before it is answered: audit row, metric, log line, and for a 401
+ * the challenge. code is SX_EUNAUTH, SX_EFORBIDDEN or SX_ERATELIMIT. */
+static void record_denial(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
+                          int code, const char *message)
 {
     int status = sx_code_http_status(code);
-    audit_denial(rc, req, user, role, status, message);
+    const char *type = audit_type(rc->resource_type);
+    audit_denied(rc->api, req, user, role,
+                 sx_arena_printf(http_req_arena(req), "%s.%s", type, rc->action), type, status,
+                 json_pack("{s:s,s:s,s:s,s:s}", "reason", message, "method", http_req_method(req),
+                           "path", http_req_path(req), "route", http_req_route(req)));
     char st[8];
     snprintf(st, sizeof(st), "%d", status);
     const char *label[] = {st};
@@ -308,65 +283,68 @@ static void deny(rest_route_ctx *rc, http_request *req, const char *user, const 
                      message);
         http_req_set_header(req, "WWW-Authenticate", challenge);
     }
-    http_respond_error(req, code, message, NULL);
 }
 
 /* ------------------------------------------------------------------ the pipeline */
 
-static void pipeline(http_request *req, void *ud)
+/* Authenticates, authorizes and rate-limits the caller of rc: 0 with *who and the rate
+ * limit's *bucket_key, or the refusal's code with err and *who as far as known. */
+static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who,
+                 const char **bucket_key, sx_err *err)
 {
-    rest_route_ctx *rc = ud;
     rest_api *api = rc->api;
     sx_arena *a = http_req_arena(req);
-    rest_principal *who = sx_arena_alloc(a, sizeof(*who));
-    const char *bucket_key;
-
+    who->user = ANONYMOUS;
+    who->role = "";
     if (!api->auth_enabled) {
-        who->user = ANONYMOUS;
         who->role = "admin";
         /* Without identities, callers are told apart by address. */
-        bucket_key = sx_arena_printf(a, "%s@%s", ANONYMOUS, rest_source_ip(req));
+        *bucket_key = sx_arena_printf(a, "%s@%s", ANONYMOUS, rest_source_ip(req));
     } else {
         auth_identity id;
-        sx_err err;
-        sx_err_clear(&err);
         if (auth_verify(api->auth, http_req_header(req, "Authorization"), (int64_t)time(NULL), a,
-                        &id, &err) != 0) {
-            deny(rc, req, ANONYMOUS, "", SX_EUNAUTH, err.message);
-            return;
+                        &id, err) != 0) {
+            char why[SX_ERR_MESSAGE_MAX];
+            snprintf(why, sizeof(why), "%s", err->message);
+            return sx_err_set(err, SX_EUNAUTH, "%s", why);
         }
         who->user = id.user;
         who->role = id.role;
-        if (!policy_has_role(api->policy, id.role)) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "role \"%s\" is not defined by the RBAC policy", id.role);
-            deny(rc, req, id.user, id.role, SX_EFORBIDDEN, msg);
-            return;
-        }
+        if (!policy_has_role(api->policy, id.role))
+            return sx_err_set(err, SX_EFORBIDDEN, "role \"%s\" is not defined by the RBAC policy",
+                              id.role);
         if (!policy_allows(api->policy, id.role, rc->resource_type, route_resource_id(req),
-                           rc->action)) {
-            char msg[256];
-            snprintf(msg, sizeof(msg), "role %s may not %s %s", id.role, rc->action,
-                     rc->resource_type);
-            deny(rc, req, id.user, id.role, SX_EFORBIDDEN, msg);
-            return;
-        }
-        bucket_key = id.user;
+                           rc->action))
+            return sx_err_set(err, SX_EFORBIDDEN, "role %s may not %s %s", id.role, rc->action,
+                              rc->resource_type);
+        *bucket_key = id.user;
     }
-
     int retry = 0;
-    if (!ratelimit_take(api->limits, bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ,
+    if (!ratelimit_take(api->limits, *bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ,
                         &retry)) {
-        char secs[16], msg[160];
+        char secs[16];
         snprintf(secs, sizeof(secs), "%d", retry);
-        snprintf(msg, sizeof(msg), "too many %s requests: retry in %d second%s",
-                 rc->write ? "write" : "read", retry, retry == 1 ? "" : "s");
         http_req_set_header(req, "Retry-After", secs);
-        deny(rc, req, who->user, who->role, SX_ERATELIMIT, msg);
+        return sx_err_set(err, SX_ERATELIMIT, "too many %s requests: retry in %d second%s",
+                          rc->write ? "write" : "read", retry, retry == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+static void pipeline(http_request *req, void *ud)
+{
+    rest_route_ctx *rc = ud;
+    rest_principal *who = sx_arena_alloc(http_req_arena(req), sizeof(*who));
+    const char *bucket_key = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    if (admit(rc, req, who, &bucket_key, &err) != 0) {
+        record_denial(rc, req, who->user, who->role, err.code, err.message);
+        http_respond_err(req, &err, json_array());
         return;
     }
     http_req_set_app_data(req, who);
-    rc->fn(req, api, rc->ud);
+    rc->fn(req, rc->api, rc->ud);
 }
 
 static bool is_read_method(const char *m)

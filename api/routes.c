@@ -30,43 +30,43 @@ static void handle_whoami(http_request *req, rest_api *api, void *ud)
 }
 
 static const api_route routes[] = {
-    {"GET", "/api/v1/whoami", "auth", "read", handle_whoami},
-    {"GET", "/api/v1/openapi.json", "openapi", "read", api_openapi},
+    {"GET", "/api/v1/whoami", "auth", "read", handle_whoami, NULL},
+    {"GET", "/api/v1/openapi.json", "openapi", "read", api_openapi, NULL},
 
-    {"GET", "/api/v1/configs", "configs", "read", api_configs_list},
-    {"POST", "/api/v1/configs", "configs", "create", api_configs_create},
-    {"POST", "/api/v1/configs/validate", "configs", "validate", api_configs_validate},
-    {"GET", "/api/v1/configs/{id}", "configs", "read", api_config_get},
-    {"PUT", "/api/v1/configs/{id}", "configs", "update", api_config_put},
-    {"DELETE", "/api/v1/configs/{id}", "configs", "delete", api_config_delete},
-    {"GET", "/api/v1/configs/{id}/versions", "configs", "read", api_config_versions},
-    {"GET", "/api/v1/configs/{id}/versions/{v}", "configs", "read", api_config_version},
-    {"GET", "/api/v1/configs/{id}/diff", "configs", "read", api_config_diff},
-    {"POST", "/api/v1/configs/{id}/rollback", "configs", "rollback", api_config_rollback},
-    {"POST", "/api/v1/configs/{id}/apply", "configs", "apply", api_config_apply},
+    {"GET", "/api/v1/configs", "configs", "read", NULL, api_configs_page},
+    {"POST", "/api/v1/configs", "configs", "create", api_configs_create, NULL},
+    {"POST", "/api/v1/configs/validate", "configs", "validate", api_configs_validate, NULL},
+    {"GET", "/api/v1/configs/{id}", "configs", "read", api_config_get, NULL},
+    {"PUT", "/api/v1/configs/{id}", "configs", "update", api_config_put, NULL},
+    {"DELETE", "/api/v1/configs/{id}", "configs", "delete", api_config_delete, NULL},
+    {"GET", "/api/v1/configs/{id}/versions", "configs", "read", api_config_versions, NULL},
+    {"GET", "/api/v1/configs/{id}/versions/{v}", "configs", "read", api_config_version, NULL},
+    {"GET", "/api/v1/configs/{id}/diff", "configs", "read", api_config_diff, NULL},
+    {"POST", "/api/v1/configs/{id}/rollback", "configs", "rollback", api_config_rollback, NULL},
+    {"POST", "/api/v1/configs/{id}/apply", "configs", "apply", api_config_apply, NULL},
 
-    {"GET", "/api/v1/deployments", "deployments", "read", api_deployments_list},
-    {"GET", "/api/v1/deployments/{id}", "deployments", "read", api_deployment_get},
-    {"POST", "/api/v1/deployments/{id}/pause", "deployments", "pause", api_deployment_pause},
-    {"POST", "/api/v1/deployments/{id}/resume", "deployments", "resume", api_deployment_resume},
-    {"POST", "/api/v1/deployments/{id}/cancel", "deployments", "cancel", api_deployment_cancel},
-    {"POST", "/api/v1/deployments/{id}/rollback", "deployments", "rollback",
-     api_deployment_rollback},
+    {"GET", "/api/v1/deployments", "deployments", "read", NULL, api_deployments_page},
+    {"GET", "/api/v1/deployments/{id}", "deployments", "read", api_deployment_get, NULL},
+    {"POST", "/api/v1/deployments/{id}/pause", "deployments", "pause", api_deployment_act, NULL},
+    {"POST", "/api/v1/deployments/{id}/resume", "deployments", "resume", api_deployment_act, NULL},
+    {"POST", "/api/v1/deployments/{id}/cancel", "deployments", "cancel", api_deployment_act, NULL},
+    {"POST", "/api/v1/deployments/{id}/rollback", "deployments", "rollback", api_deployment_act,
+     NULL},
 
-    {"GET", "/api/v1/snapshots", "snapshots", "read", api_snapshots_list},
-    {"GET", "/api/v1/snapshots/{id}", "snapshots", "read", api_snapshot_get},
+    {"GET", "/api/v1/snapshots", "snapshots", "read", NULL, api_snapshots_page},
+    {"GET", "/api/v1/snapshots/{id}", "snapshots", "read", api_snapshot_get, NULL},
 
-    {"GET", "/api/v1/groups", "groups", "read", api_groups_list},
-    {"POST", "/api/v1/groups/{group}/rollback", "groups", "rollback", api_group_rollback},
+    {"GET", "/api/v1/groups", "groups", "read", NULL, api_groups_page},
+    {"POST", "/api/v1/groups/{group}/rollback", "groups", "rollback", api_group_rollback, NULL},
 
-    {"GET", "/api/v1/proxies", "proxies", "read", api_proxies_list},
-    {"GET", "/api/v1/proxies/{node_id}", "proxies", "read", api_proxy_get},
-    {"GET", "/api/v1/proxies/{node_id}/config", "proxies", "read", api_proxy_config},
-    {"GET", "/api/v1/proxies/{node_id}/nacks", "proxies", "read", api_proxy_nacks},
+    {"GET", "/api/v1/proxies", "proxies", "read", NULL, api_proxies_page},
+    {"GET", "/api/v1/proxies/{node_id}", "proxies", "read", api_proxy_get, NULL},
+    {"GET", "/api/v1/proxies/{node_id}/config", "proxies", "read", api_proxy_config, NULL},
+    {"GET", "/api/v1/proxies/{node_id}/nacks", "proxies", "read", NULL, api_proxy_nacks_page},
 
-    {"GET", "/api/v1/audit", "audit", "read", api_audit_list},
+    {"GET", "/api/v1/audit", "audit", "read", NULL, api_audit_page},
 
-    {"GET", "/api/v1/events", "events", "read", api_events_stream},
+    {"GET", "/api/v1/events", "events", "read", api_events_stream, NULL},
 };
 
 static json_t *permissions_of(const rest_api *api, const char *role)
@@ -96,12 +96,18 @@ const api_route *api_routes(size_t *n)
     return routes;
 }
 
+/* A paginated list route: ud is its api_route. */
+static void handle_list(http_request *req, rest_api *api, void *ud)
+{
+    api_list(req, api, ((const api_route *)ud)->list);
+}
+
 int rest_register_all(rest_api *api, sx_err *err)
 {
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const api_route *r = &routes[i];
-        int rc =
-            rest_route(api, r->method, r->pattern, r->resource_type, r->action, r->fn, NULL, err);
+        int rc = rest_route(api, r->method, r->pattern, r->resource_type, r->action,
+                            r->list ? handle_list : r->fn, (void *)r, err);
         if (rc)
             return rc;
     }

@@ -222,7 +222,9 @@ static void send_file(http_request *r, ui_file *f, const char *name, bool gzippe
     if (f->st.st_size > MAX_FILE_BYTES) {
         close(f->fd);
         SX_WARN("ui", "%s is larger than %ld bytes and is not served", name, MAX_FILE_BYTES);
-        http_respond_problem(r, 500, "internal", "the file is too large to serve", NULL);
+        sx_err err;
+        sx_err_set(&err, SX_EINTERNAL, "the file is too large to serve");
+        http_respond_err(r, &err, NULL);
         return;
     }
     size_t len = (size_t)f->st.st_size, got = 0;
@@ -239,7 +241,9 @@ static void send_file(http_request *r, ui_file *f, const char *name, bool gzippe
     if (got != len) {
         sx_free(body);
         SX_WARN("ui", "could not read %s: %s", name, got < len ? "short read" : strerror(errno));
-        http_respond_problem(r, 500, "internal", "could not read the file", NULL);
+        sx_err err;
+        sx_err_set(&err, SX_EINTERNAL, "could not read the file");
+        http_respond_err(r, &err, NULL);
         return;
     }
     if (gzipped)

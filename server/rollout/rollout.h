@@ -42,6 +42,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
+#include "server/rollout/strategy.h"
 #include "server/validate/validate.h"
 #include "storage/repo_deployments.h"
 
@@ -55,19 +56,41 @@ typedef struct rollout_actor {
     const char *source_ip;  /* NULL = none */
 } rollout_actor;
 
+/* A rollout asked for: config_id at version, to the nodes the selector picks, with a
+ * strategy and a policy. Pointers are borrowed for the call. The selector's lists are
+ * NULL when not given (an empty list given is a non-NULL pointer with count 0). */
+typedef struct rollout_request {
+    const char *config_id; /* required: the config (a UUID) */
+    int version;           /* required: one of its versions (1..INT_MAX) */
+    bool dry_run;          /* plan only: nothing is written */
+    rollout_strategy strategy;
+    rollout_policy policy; /* rollout_policy_defaults, with the request's overrides */
+    bool has_selector;     /* a selector was given (stored with the deployment) */
+    const char *const *node_ids;
+    size_t node_id_count;
+    const char *const *groups; /* subset of the config's groups; NULL = all of them */
+    size_t group_count;
+    const char *const *namespaces;
+    size_t namespace_count;
+    const json_t *labels; /* an object of strings every selected node must carry; NULL = any */
+    const char *reason;   /* NULL = none */
+} rollout_request;
+
+/* The rollout policy of the daemon's configuration (rollouts.*), promote on: what a
+ * request's overrides start from. */
+rollout_policy rollout_policy_defaults(const struct sx_server *srv);
+
 /*
- * POST /configs/{id}/apply: body holds "version" (required), "selector", "strategy",
- * "dry_run", "reason", "nack_threshold", "nack_min_sample", "wave_timeout",
- * "health_failures", "promote" (types already checked by the caller). A dry run sets
- * *out to {"plan": {...}, "validation": {...}} and writes nothing; otherwise the
- * deployment is created (pending) and audited, and *out is its JSON (*created true).
- * Failures: SX_EINVAL with verrs (bad selector, strategy, policy, unknown nodes),
- * SX_ENOTFOUND (config, version, group), SX_ECONFLICT (a deployment already holds one of
- * the groups, or no connected node is selected), SX_EVALIDATION with problems/verrs.
+ * Plans req. A dry run sets *out to {"plan": {...}, "validation": {...}} and writes
+ * nothing; otherwise the deployment is created (pending) and audited, and *out is its
+ * JSON (*created true). *out is a new reference. Failures: SX_EINVAL with verrs
+ * (selector names unknown nodes, or no connected node is selected), SX_ENOTFOUND
+ * (config, version, group), SX_ECONFLICT (a deployment already holds one of the groups),
+ * SX_EVALIDATION with problems/verrs.
  */
-int rollout_apply(struct sx_server *srv, const char *config_id, const json_t *body,
-                  const rollout_actor *who, sx_arena *a, json_t **out, bool *created,
-                  val_result *problems, sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
+int rollout_apply(struct sx_server *srv, const rollout_request *req, const rollout_actor *who,
+                  sx_arena *a, json_t **out, bool *created, val_result *problems,
+                  sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;
 
 typedef enum rollout_action {
     ROLLOUT_PAUSE,

@@ -36,6 +36,7 @@ server/ir/ server/xds/ the IR depends on nothing but jansson, protobuf-c and bas
 server/ir/ server/translate/ the IR depends on nothing but jansson, protobuf-c and base
 server/ir/ server/snapshot/ the IR depends on nothing but jansson, protobuf-c and base
 server/k8s/ server/xds/ Gateway API objects become IR, never xDS resources directly
+api/ storage/pg_pool.h handlers call the domain; no request holds a database connection
 '
 
 floor_of() {

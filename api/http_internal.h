@@ -1,0 +1,116 @@
+/*
+ * http_internal.h — what the files of the HTTP server share and nothing else sees: the
+ * server and request structs, and the few functions that cross between the router and
+ * libmicrohttpd glue (http.c), the request and response helpers (http_request.c) and
+ * the streamed answers (http_stream.c). Only api/http*.c include it.
+ */
+#ifndef SX_API_HTTP_INTERNAL_H
+#define SX_API_HTTP_INTERNAL_H
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "api/http.h"
+#include "server/base/buf.h"
+
+#define MAX_SEGS         16
+#define MAX_PARAMS       8
+#define MAX_RESP_HEADERS 16
+#define REQUEST_ID_MAX   128
+/* Idle connections are closed after this long; SSE streams send keep-alives sooner. */
+#define CONNECTION_TIMEOUT_S 120
+
+typedef struct route {
+    char method[16];
+    char *pattern;
+    size_t nseg;
+    char *segs[MAX_SEGS]; /* literal text, or the parameter name when is_param */
+    bool is_param[MAX_SEGS];
+    size_t nliteral; /* literal segments; more literals win over parameters */
+    http_handler_fn fn;
+    void *ud;
+} route;
+
+struct http_server {
+    const sextant_config *cfg; /* borrowed */
+    sx_metrics *metrics;       /* borrowed */
+    sup_supervisor *sup;       /* borrowed, may be NULL */
+    route *routes;             /* fixed once the daemon runs */
+    size_t nroutes;
+    struct MHD_Daemon *daemon; /* NULL when stopped; touched by start/stop only */
+    atomic_bool running;       /* mirrors daemon != NULL for readiness probes */
+    int port;                  /* bound port while running */
+    char *tls_cert;            /* PEM kept alive for the daemon while it runs */
+    char *tls_key;
+    sx_metric *m_requests; /* sextant_http_requests_total{method,route,status} */
+    sx_metric *m_duration; /* sextant_http_request_duration_seconds{route} */
+    pthread_mutex_t err_mu;
+    char last_mhd_error[256];   /* the latest libmicrohttpd complaint, for start errors */
+    http_refusal_fn on_refusal; /* see http_set_refusal_hook; NULL when none */
+    void *on_refusal_ud;
+    http_handler_fn fallback; /* see http_set_fallback; NULL: the JSON 404 */
+    void *fallback_ud;
+    const char *fallback_route;  /* static label of fallback requests in logs and metrics */
+    pthread_mutex_t streams_mu;  /* guards streams and streams_ended */
+    struct http_stream *streams; /* open streamed responses (http_respond_stream) */
+    bool streams_ended;          /* http_stop ended them: new ones end at once */
+};
+
+typedef struct resp_header {
+    char *name;
+    char *value;
+} resp_header;
+
+struct http_request {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    sx_arena *arena; /* everything below that is a pointer lives here */
+    const char *method;
+    const char *path;
+    const char *route; /* matched pattern, or "unmatched" */
+    char id[REQUEST_ID_MAX + 1];
+    struct timespec start;
+    sx_buf body;
+    size_t body_seen; /* bytes received, including dropped ones */
+    bool too_large;
+    bool responded;
+    int status;
+    size_t bytes_out;
+    size_t nparams;
+    const char *param_names[MAX_PARAMS];
+    const char *param_values[MAX_PARAMS];
+    size_t nheaders;
+    resp_header headers[MAX_RESP_HEADERS];
+    char remote_ip[INET6_ADDRSTRLEN]; /* filled on first http_req_remote_ip; "" before */
+    void *app_data;                   /* http_req_set_app_data; not owned */
+    struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
+};
+
+/* ---- http_request.c */
+
+/* Marks r answered with status; false (logged as a bug) when it already was. */
+bool http_resp_begin(http_request *r, int status);
+/* Adds Content-Type (when not NULL), X-Request-Id, X-Content-Type-Options and the
+ * headers set with http_req_set_header to resp. */
+void http_resp_add_headers(http_request *r, struct MHD_Response *resp, const char *content_type);
+/* The error shape on the wire with an explicit status and code name: the one writer of
+ * error bodies, used by http_respond_err and for the 405 no sx_code has. Takes details
+ * (NULL: []). */
+void http_respond_problem_raw(http_request *r, int status, const char *code_name,
+                              const char *message, json_t *details);
+
+/* ---- http_stream.c */
+
+/* Drops the request's reference to its stream (on_completed). */
+void http_stream_release(http_stream *st);
+/* Body bytes the stream handed to libmicrohttpd so far. */
+size_t http_stream_bytes(http_stream *st);
+/* Ends every open stream and makes new ones end at once (http_stop). */
+void http_streams_end(http_server *s);
+
+#endif

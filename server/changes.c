@@ -1,0 +1,88 @@
+/*
+ * changes.c — the write side of the REST API (see changes.h).
+ *
+ * Thin on purpose: the work of a change is in server/apply.c, which owns its
+ * transaction; this module is where the REST API's requests meet the daemon's pool, its
+ * snapshot repository and its configured limits, so that no handler holds a database
+ * connection or reads the validation settings itself.
+ */
+#include "server/changes.h"
+
+#include "server/config.h"
+#include "server/server.h"
+#include "storage/pg_pool.h"
+
+int changes_ready(const struct sx_server *srv, sx_err *err)
+{
+    if (srv && srv->db && srv->snap_repo)
+        return 0;
+    return sx_err_set(err, SX_EUNAVAILABLE, "the database is not available");
+}
+
+int changes_apply(struct sx_server *srv, apply_request *req, sx_arena *a, apply_result *out,
+                  sx_fielderrs *verrs, sx_err *err)
+{
+    int rc = changes_ready(srv, err);
+    if (rc)
+        return rc;
+    val_limits limits = val_limits_from_config(srv->config);
+    req->limits = &limits;
+    rc = apply_config(srv->db, srv->snap_repo, req, a, out, verrs, err);
+    req->limits = NULL;
+    return rc;
+}
+
+int changes_validate(struct sx_server *srv, apply_request *req, sx_arena *a, sx_fielderrs *verrs,
+                     sx_err *err)
+{
+    int rc = changes_ready(srv, err);
+    if (rc)
+        return rc;
+    val_limits limits = val_limits_from_config(srv->config);
+    req->limits = &limits;
+    rc = apply_validate(srv->db, req, a, verrs, err);
+    req->limits = NULL;
+    return rc;
+}
+
+int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_request *req,
+                           sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
+                           sx_err *err)
+{
+    int rc = changes_ready(srv, err);
+    if (rc)
+        return rc;
+    return apply_group_rollback(srv->db, srv->snap_repo, req, a, out, verrs, err);
+}
+
+int changes_audit(struct sx_server *srv, const audit_new *row, sx_err *err)
+{
+    if (srv == NULL || srv->db == NULL)
+        return sx_err_set(err, SX_EUNAVAILABLE, "no database is configured");
+    pg_conn *c = NULL;
+    long long id;
+    int rc = pg_acquire(srv->db, &c, err);
+    if (rc == 0)
+        rc = audit_repo_append(c, row, &id, err);
+    pg_release(srv->db, c);
+    return rc;
+}
+
+json_t *changes_problems_json(const val_result *problems, const sx_fielderrs *verrs,
+                              const char *stage)
+{
+    json_t *d = json_array();
+    for (size_t i = 0; problems && i < problems->count; i++) {
+        const val_problem *p = &problems->items[i];
+        json_t *e = json_pack("{s:s,s:s,s:s}", "stage", val_stage_name(p->stage), "path",
+                              p->path ? p->path : "", "message", p->message ? p->message : "");
+        if (p->conflict_with)
+            json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
+        json_array_append_new(d, e);
+    }
+    for (size_t i = 0; verrs && i < verrs->count; i++)
+        json_array_append_new(d,
+                              json_pack("{s:s,s:s,s:s}", "stage", stage, "path",
+                                        verrs->items[i].path, "message", verrs->items[i].message));
+    return d;
+}
