@@ -7,16 +7,6 @@ import {ApiError} from '../lib/api';
 import {showJson, when} from '../lib/format';
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
-import type {Proxy, ProxyConfig} from '../lib/types';
-
-/** One NACK of GET /api/v1/proxies/{id}/nacks. */
-interface NackEntry {
-  at: string;
-  group: string | null;
-  version: number | null;
-  error: string;
-  replica: string;
-}
 import {Badge, Empty, ErrorBox, Labels, PageHead, Section, StateBadge, Time} from '../components/ui';
 import {JsonView, SideBySide} from '../components/editors';
 
@@ -31,9 +21,10 @@ function Row({k, children}: {k: string; children: ComponentChildren}) {
 
 export function ProxyPage({id}: {id: string}) {
   useTitle(id);
-  const p = useApi<Proxy>(`/api/v1/proxies/${seg(id)}`);
-  const c = useApi<ProxyConfig>(`/api/v1/proxies/${seg(id)}/config`);
-  const nacks = useApi<{items: NackEntry[]}>(`/api/v1/proxies/${seg(id)}/nacks?limit=20`);
+  const node = {path: {node_id: id}};
+  const p = useApi('getProxy', node);
+  const c = useApi('getProxyConfig', node);
+  const nacks = useApi('listProxyNacks', {...node, query: {limit: 20}});
   const [tab, setTab] = useState<'desired' | 'acked' | 'diff'>('desired');
   const mine = (e: {data: Record<string, unknown> | null}) => !e.data?.node_id || e.data.node_id === id;
   useLive(
