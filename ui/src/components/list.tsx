@@ -1,10 +1,39 @@
 // list.tsx — what the list pages share: the table of one paged list (its error, its
 // empty state, skeleton rows while the first page loads, "load more"), the group
 // filter, and the box that says why the server refused an action.
-import type {ComponentChildren} from 'preact';
+import {isValidElement, type ComponentChildren, type VNode} from 'preact';
 import {describeError} from '../lib/api';
 import type {Group} from '../lib/types';
-import {ErrorBox, Field, SkeletonRows, val} from './ui';
+import {ErrorBox, Field, SkeletonRows, SortHeader, val, type SortDir} from './ui';
+
+/** A column header: a label, [label, col] for one that sorts the table on col, or an
+ * element of its own. */
+export type Head = string | [string, string] | VNode;
+
+/** The sort state of a table (useSort). */
+export interface Sorting {
+  sort: {col: string; dir: SortDir};
+  onSort: (col: string) => void;
+}
+
+/** A table's header cells. */
+export function Heads({cols, sorting}: {cols: Head[]; sorting?: Sorting}) {
+  return (
+    <>
+      {cols.map((h, i) =>
+        isValidElement(h) ? (
+          h
+        ) : Array.isArray(h) && sorting ? (
+          <SortHeader key={h[1]} label={h[0]} col={h[1]} sort={sorting.sort} onSort={sorting.onSort} />
+        ) : (
+          <th key={i} scope="col">
+            {Array.isArray(h) ? h[0] : h}
+          </th>
+        ),
+      )}
+    </>
+  );
+}
 
 /** What ListTable needs of usePaged's answer. */
 export interface PagedList {
@@ -18,16 +47,16 @@ export interface PagedList {
 
 /**
  * The table of a paged list: an error box, else the empty state when nothing is there
- * (shown: the rows left after the page's own filters), else the table with head and
- * the rows (children), placeholder rows while the first page loads, and a button for
+ * (shown: the rows left after the page's own filters), else the table with its column
+ * headers (head, sorting) and the rows (children), placeholder rows while the first page loads, and a button for
  * the next page.
  */
 export function ListTable({
   list,
   what,
   testid,
-  cols,
   head,
+  sorting,
   empty,
   shown = list.items.length,
   more = 'Load more',
@@ -36,8 +65,8 @@ export function ListTable({
   list: PagedList;
   what: string;
   testid: string;
-  cols: number;
-  head: ComponentChildren;
+  head: Head[];
+  sorting?: Sorting;
   empty: ComponentChildren;
   shown?: number;
   more?: string;
@@ -52,10 +81,12 @@ export function ListTable({
         <div class="table-wrap">
           <table class="table" data-testid={testid}>
             <thead>
-              <tr>{head}</tr>
+              <tr>
+                <Heads cols={head} sorting={sorting} />
+              </tr>
             </thead>
             <tbody>
-              {list.loading && !list.items.length && <SkeletonRows cols={cols} />}
+              {list.loading && !list.items.length && <SkeletonRows cols={head.length} />}
               {children}
             </tbody>
           </table>

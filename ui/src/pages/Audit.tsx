@@ -42,6 +42,15 @@ function Details({d}: {d: Record<string, unknown>}) {
   );
 }
 
+/** One end of the time window, edited in local time and kept as RFC 3339. */
+function TimeField({label, iso, onPick}: {label: string; iso: string; onPick: (iso: string) => void}) {
+  return (
+    <Field label={label}>
+      <input type="datetime-local" value={isoToLocalInput(iso || null)} onInput={(e) => onPick(localInputToIso(val(e)))} />
+    </Field>
+  );
+}
+
 export function AuditPage() {
   useTitle('Audit log');
   const {query} = useLocation();
@@ -94,20 +103,8 @@ export function AuditPage() {
             <option value="denied">denied</option>
           </select>
         </Field>
-        <Field label="Since">
-          <input
-            type="datetime-local"
-            value={isoToLocalInput(draft.since || null)}
-            onInput={(e) => setDraft({...draft, since: localInputToIso(val(e))})}
-          />
-        </Field>
-        <Field label="Until">
-          <input
-            type="datetime-local"
-            value={isoToLocalInput(draft.until || null)}
-            onInput={(e) => setDraft({...draft, until: localInputToIso(val(e))})}
-          />
-        </Field>
+        <TimeField label="Since" iso={draft.since} onPick={(since) => setDraft({...draft, since})} />
+        <TimeField label="Until" iso={draft.until} onPick={(until) => setDraft({...draft, until})} />
         <div class="btn-row">
           <button type="submit" class="btn btn-primary">
             Filter
@@ -131,19 +128,8 @@ export function AuditPage() {
         list={list}
         what="the audit log"
         testid="audit-table"
-        cols={7}
         more="Older entries"
-        head={
-          <>
-            <th scope="col">When</th>
-            <th scope="col">User</th>
-            <th scope="col">Action</th>
-            <th scope="col">Resource</th>
-            <th scope="col">Result</th>
-            <th scope="col">Details</th>
-            <th scope="col">From</th>
-          </>
-        }
+        head={['When', 'User', 'Action', 'Resource', 'Result', 'Details', 'From']}
         empty={<Empty title={any ? 'No entry matches these filters' : 'The audit log is empty'} />}
       >
         {list.items.map((e) => (

@@ -7,7 +7,7 @@ import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
 import type {Config} from '../lib/types';
 import {GroupFilter, ListTable} from '../components/list';
-import {Badge, compare, Empty, Field, PageHead, SortHeader, Time, useSort, val} from '../components/ui';
+import {Badge, compare, Empty, Field, PageHead, Time, useSort, val} from '../components/ui';
 
 export function ConfigsPage() {
   useTitle('Configs');
@@ -50,19 +50,17 @@ export function ConfigsPage() {
         list={list}
         what="configs"
         testid="configs-table"
-        cols={6}
-        head={
-          <>
-            <SortHeader label="Config" col="name" sort={sort} onSort={onSort} />
-            <SortHeader label="Groups" col="groups" sort={sort} onSort={onSort} />
-            <SortHeader label="Version" col="version" sort={sort} onSort={onSort} />
-            <th scope="col">Live</th>
-            <SortHeader label="Updated" col="updated" sort={sort} onSort={onSort} />
-            <th scope="col">
-              <span class="sr-only">History</span>
-            </th>
-          </>
-        }
+        head={[
+          ['Config', 'name'],
+          ['Groups', 'groups'],
+          ['Version', 'version'],
+          'Live',
+          ['Updated', 'updated'],
+          <th key="history" scope="col">
+            <span class="sr-only">History</span>
+          </th>,
+        ]}
+        sorting={{sort, onSort}}
         empty={
           <Empty title={ns || group ? 'No config matches these filters' : 'No configs yet'}>
             {can(me, 'configs', 'create') && !ns && !group && (

@@ -56,18 +56,8 @@ export function DeploymentsPage() {
         list={list}
         what="deployments"
         testid="deployments-table"
-        cols={6}
         shown={rows.length}
-        head={
-          <>
-            <th scope="col">Deployment</th>
-            <th scope="col">Config</th>
-            <th scope="col">State</th>
-            <th scope="col">Progress</th>
-            <th scope="col">By</th>
-            <th scope="col">Started</th>
-          </>
-        }
+        head={['Deployment', 'Config', 'State', 'Progress', 'By', 'Started']}
         empty={
           <Empty title={state ? 'No deployment in this state' : 'No deployments yet'}>
             Start one from a config's <em>Apply</em> button.

@@ -6,7 +6,7 @@ import {useGroups, useLive, usePaged, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
 import type {Proxy} from '../lib/types';
 import {GroupFilter, ListTable} from '../components/list';
-import {compare, Empty, Field, Labels, PageHead, SortHeader, StateBadge, Time, useSort, val} from '../components/ui';
+import {compare, Empty, Field, Labels, PageHead, StateBadge, Time, useSort, val} from '../components/ui';
 
 const STATE_FILTERS = ['', 'connected', 'stale', 'disconnected', 'nacking'];
 
@@ -106,19 +106,17 @@ export function ProxiesPage() {
         list={list}
         what="proxies"
         testid="proxies-table"
-        cols={8}
-        head={
-          <>
-            <SortHeader label="Node ID" col="node" sort={sort} onSort={onSort} />
-            <SortHeader label="Group" col="group" sort={sort} onSort={onSort} />
-            <SortHeader label="State" col="state" sort={sort} onSort={onSort} />
-            <th scope="col">Labels</th>
-            <SortHeader label="Replica" col="replica" sort={sort} onSort={onSort} />
-            <SortHeader label="Acked" col="acked" sort={sort} onSort={onSort} />
-            <SortHeader label="Last seen" col="seen" sort={sort} onSort={onSort} />
-            <SortHeader label="Last NACK" col="nack" sort={sort} onSort={onSort} />
-          </>
-        }
+        head={[
+          ['Node ID', 'node'],
+          ['Group', 'group'],
+          ['State', 'state'],
+          'Labels',
+          ['Replica', 'replica'],
+          ['Acked', 'acked'],
+          ['Last seen', 'seen'],
+          ['Last NACK', 'nack'],
+        ]}
+        sorting={{sort, onSort}}
         empty={
           filtering ? (
             <Empty title="No proxy matches these filters" />

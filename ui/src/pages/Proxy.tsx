@@ -9,6 +9,7 @@ import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
 import {Badge, Empty, ErrorBox, Labels, PageHead, Section, StateBadge, Time} from '../components/ui';
 import {JsonView, SideBySide} from '../components/editors';
+import {Heads} from '../components/list';
 
 function Row({k, children}: {k: string; children: ComponentChildren}) {
   return (
@@ -142,10 +143,7 @@ export function ProxyPage({id}: {id: string}) {
                   <table class="table" data-testid="nack-history">
                     <thead>
                       <tr>
-                        <th scope="col">When</th>
-                        <th scope="col">Version</th>
-                        <th scope="col">Error</th>
-                        <th scope="col">Replica</th>
+                        <Heads cols={['When', 'Version', 'Error', 'Replica']} />
                       </tr>
                     </thead>
                     <tbody>
