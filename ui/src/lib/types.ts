@@ -12,7 +12,6 @@ export type Whoami = Schemas['Whoami'];
 export type Config = Schemas['Config'];
 /** A config's spec: a gateway.control.v1 ConfigSnapshot in its JSON mapping. */
 export type Spec = Schemas['Spec'];
-export type ChangeResult = Schemas['ChangeResult'];
 export type ConfigVersion = Schemas['ConfigVersion'];
 export type DiffEntry = Schemas['DiffEntry'];
 /** The added, removed and changed paths between two specs. */
@@ -20,7 +19,6 @@ export type Diff = Schemas['SpecDiff'];
 export type ConfigDiff = Schemas['Diff'];
 export type Group = Schemas['Group'];
 export type Nack = Schemas['Nack'];
-export type NackEntry = Schemas['NackEntry'];
 export type Proxy = Schemas['Proxy'];
 export type Snapshot = Schemas['Snapshot'];
 export type ProxyConfig = Schemas['ProxyConfig'];
@@ -37,7 +35,6 @@ export type Skipped = Schemas['Skipped'];
 /** A deployment's waves summed up (on list items too). */
 export type DeploymentProgress = Required<Schemas['DeploymentProgress']>;
 export type Deployment = Schemas['Deployment'];
-export type ApplyInput = Schemas['ApplyInput'];
 /** A dry run's plan. */
 export type Plan = Schemas['DeploymentPlan'];
 export type ApplyValidation = Schemas['ApplyValidation'];
