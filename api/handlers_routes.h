@@ -30,7 +30,8 @@ typedef struct api_route {
 /* The route table (static, never NULL); *n gets its length. */
 const api_route *api_routes(size_t *n);
 
-/* The OpenAPI 3.0 document of the REST API. New reference owned by the caller. */
+/* The OpenAPI 3.0 document of the REST API (api/openapi.json with the build's version).
+ * New reference owned by the caller; NULL only when out of memory. */
 json_t *openapi_document(void);
 
 /* configs (api/handlers_configs.c) */

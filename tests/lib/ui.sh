@@ -11,7 +11,7 @@ ui_sources_hash() {
     (
         cd "$root" &&
             find ui/src ui/scripts ui/public ui/index.html ui/package.json ui/package-lock.json \
-                ui/tsconfig.json ui/vite.config.ts proto/gateway/control/v1/control.proto \
+                ui/tsconfig.json ui/vite.config.ts proto/gateway/control/v1/control.proto api/openapi.json \
                 -type f ! -path 'ui/src/gen/*' 2>/dev/null | LC_ALL=C sort | xargs sha256sum
     ) | sha256sum | cut -c1-64
 }

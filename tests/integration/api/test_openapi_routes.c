@@ -1,10 +1,11 @@
 /*
  * test_openapi_routes.c — the OpenAPI document served at /api/v1/openapi.json
- * (api/openapi.c) describes exactly the routes the router registers (api/routes.c):
- * every route of the table is an operation of the document and every operation of the
- * document is a route, each operation is well-formed (an operationId, a 2xx response,
- * the error responses of the pipeline), every $ref resolves, and operationIds are
- * unique.
+ * (api/openapi.json, compiled in by api/openapi.c) describes exactly the routes the
+ * router registers (api/routes.c): every route of the table is an operation of the
+ * document and every operation of the document is a route, each operation is
+ * well-formed (an operationId, a 2xx response, the error responses of the pipeline),
+ * every $ref resolves, operationIds are unique, every required field of a schema is
+ * one of its properties, and info.version is the build's.
  */
 #include "tests/lib/testlib.h"
 
@@ -122,6 +123,8 @@ static void test_document_is_well_formed(void **state)
     json_t *doc = openapi_document();
     assert_string_equal(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
     assert_non_null(json_object_get(json_object_get(doc, "info"), "title"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "info"), "version")),
+                        SEXTANT_VERSION);
     assert_int_equal(check_refs(doc, doc), 0);
 
     json_t *ids = json_object();
@@ -169,12 +172,56 @@ static void test_document_is_well_formed(void **state)
     json_decref(doc);
 }
 
+/* Counts the names in v's "required" lists (v and everything under it) that are not
+ * among the "properties" beside them: the UI's generated types would make them
+ * required fields that no answer carries. */
+static size_t check_required(json_t *v)
+{
+    size_t bad = 0;
+    if (json_is_object(v)) {
+        json_t *req = json_object_get(v, "required"), *props = json_object_get(v, "properties");
+        size_t i;
+        json_t *name;
+        if (json_is_array(req))
+            json_array_foreach(req, i, name)
+            {
+                if (json_object_get(props, json_string_value(name)) == NULL) {
+                    print_error("required field %s is not a property\n", json_string_value(name));
+                    bad++;
+                }
+            }
+        const char *k;
+        json_t *c;
+        json_object_foreach(v, k, c)
+        {
+            bad += check_required(c);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(v, i, c)
+        {
+            bad += check_required(c);
+        }
+    }
+    return bad;
+}
+
+static void test_required_fields_are_properties(void **state)
+{
+    (void)state;
+    json_t *doc = openapi_document();
+    assert_int_equal(check_required(json_object_get(doc, "components")), 0);
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_route_is_documented),
         cmocka_unit_test(test_every_documented_operation_is_a_route),
         cmocka_unit_test(test_document_is_well_formed),
+        cmocka_unit_test(test_required_fields_are_properties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

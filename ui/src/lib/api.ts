@@ -1,17 +1,14 @@
-// api.ts — every call to /api/v1: the bearer token, JSON in and out, the error shape
-// {"error": {"code", "message", "details"}} turned into an ApiError, and two app-wide
-// reactions: a 401 ends the session (the app goes back to sign-in) and a 503 marks the
-// database as down until a call succeeds again (the layout shows a banner).
+// api.ts — every call to /api/v1, made by operationId through the typed client: the
+// path table, parameters, bodies and answers all come from the OpenAPI document
+// (api/openapi.json -> src/gen/openapi.ts at build time), so no page writes a path and
+// a renamed field fails the build. Around each call: the bearer token, JSON in and out,
+// the error shape {"error": {"code", "message", "details"}} turned into an ApiError,
+// and two app-wide reactions: a 401 ends the session (the app goes back to sign-in)
+// and a 503 marks the database as down until a call succeeds again (the layout shows a
+// banner).
+import {routes, type operations} from '../gen/openapi';
 import {createStore} from './store';
-
-export interface ErrorDetail {
-  path?: string;
-  message?: string;
-  stage?: string;
-  conflict_with?: string;
-  detail?: string;
-  hint?: string;
-}
+import type {ErrorDetail} from './types';
 
 export class ApiError extends Error {
   constructor(
@@ -70,6 +67,8 @@ function setHealth(patch: Partial<ReturnType<typeof apiHealth.get>>) {
   if (next.unavailable !== cur.unavailable || next.unreachable !== cur.unreachable) apiHealth.set(next);
 }
 
+/** The bare call under the typed client, for the one route outside the document (the local
+ * demo's sign-in, lib/session.ts). */
 export async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
   const headers: Record<string, string> = {Accept: 'application/json', ...authHeader(), ...opts.headers};
   let body: string | undefined;
@@ -115,17 +114,63 @@ export async function request<T>(method: string, path: string, opts: RequestOpti
   throw e;
 }
 
-export const get = <T>(path: string, opts?: RequestOptions) => request<T>('GET', path, opts).then((a) => a.data);
-export const post = <T>(path: string, body?: unknown, opts?: RequestOptions) =>
-  request<T>('POST', path, {...opts, body}).then((a) => a.data);
-
 /** A path with its query string; empty and undefined values are left out. */
-export function withQuery(path: string, q: Record<string, string | number | boolean | undefined | null>): string {
+function withQuery(path: string, q: Record<string, unknown> | undefined): string {
   const sp = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== null && v !== '') sp.set(k, String(v));
+  for (const [k, v] of Object.entries(q ?? {})) if (v !== undefined && v !== null && v !== '') sp.set(k, String(v));
   const s = sp.toString();
   return s ? `${path}?${s}` : path;
 }
+
+// ------------------------------------------------------------------ the typed client
+
+/** An operation of the document, by its operationId. */
+export type OpId = keyof operations;
+type Op<I extends OpId> = operations[I];
+type Params<I extends OpId> = Op<I> extends {parameters: infer P} ? P : {};
+type PathParams<I extends OpId> = Params<I> extends {path: infer X} ? X : never;
+type QueryParams<I extends OpId> = Params<I> extends {query?: infer Q} ? Q : never;
+/** The JSON body an operation takes. */
+export type Body<I extends OpId> = Op<I> extends {requestBody: {content: {'application/json': infer B}}} ? B : never;
+type Responses<I extends OpId> = Op<I>['responses'];
+/** The success statuses of an operation (200, 201). */
+export type Success<I extends OpId> = Extract<keyof Responses<I>, 200 | 201>;
+type Json<R> = R extends {content: {'application/json': infer J}} ? J : never;
+/** What an operation answers with status S (by default: any of its successes). */
+export type Reply<I extends OpId, S extends Success<I> = Success<I>> = Json<Responses<I>[S]>;
+
+/** The parameters and body of a call: path parameters and body when the operation has
+ * them, query parameters always optional. */
+export type Args<I extends OpId> = ([PathParams<I>] extends [never] ? {} : {path: PathParams<I>}) & {
+  query?: [QueryParams<I>] extends [never] ? never : QueryParams<I>;
+} & ([Body<I>] extends [never] ? {} : {body: Body<I>});
+
+/** The URL of a call: the path template of id with its path parameters filled in
+ * (each one encoded as a segment), then its query string. */
+export function url<I extends OpId>(id: I, args?: Args<I>): string {
+  const a = (args ?? {}) as {path?: Record<string, string | number>; query?: Record<string, unknown>};
+  const path = routes[id].path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const v = a.path?.[name];
+    if (v === undefined) throw new Error(`${id}: missing path parameter ${name}`);
+    return encodeURIComponent(String(v));
+  });
+  return withQuery(path, a.query);
+}
+
+/** Calls an operation; the answer (data, status, headers) is typed by the document. */
+export function call<I extends OpId, S extends Success<I> = Success<I>>(
+  id: I,
+  ...[args, opts]: {} extends Args<I> ? [Args<I>?, RequestOptions?] : [Args<I>, RequestOptions?]
+): Promise<Answer<Reply<I, S>>> {
+  const body = (args as {body?: unknown} | undefined)?.body;
+  return request<Reply<I, S>>(routes[id].method, url(id, args), {...opts, body});
+}
+
+/** call() for the data alone. */
+export const fetchOp = <I extends OpId, S extends Success<I> = Success<I>>(
+  id: I,
+  ...rest: {} extends Args<I> ? [Args<I>?, RequestOptions?] : [Args<I>, RequestOptions?]
+): Promise<Reply<I, S>> => call<I, S>(id, ...rest).then((a) => a.data);
 
 /** One line for an error, with its details (field paths) when there are few. */
 export function describeError(e: unknown): string {

@@ -15,7 +15,7 @@ export function waveNumber(d: Pick<Deployment, 'waves'>, index: number): number 
  * when neither is there (a list item from an older server).
  */
 export function progress(d: Pick<Deployment, 'waves' | 'progress'>): DeploymentProgress | null {
-  if (d.progress && typeof d.progress.waves === 'number') return d.progress;
+  if (d.progress && typeof d.progress.waves === 'number') return d.progress as DeploymentProgress;
   if (!d.waves) return null;
   const p: DeploymentProgress = {waves: d.waves.length, waves_completed: 0, nodes: 0, acks: 0, nacks: 0};
   for (const w of d.waves) {

@@ -9,7 +9,7 @@
 // or the connection is down), subscribers get a {type: "poll"} tick every 5 s instead,
 // and the endpoint is tried again now and then. After every (re)connection a
 // {type: "resync"} tells pages to reload once, since events may have been missed.
-import {authHeader} from './api';
+import {authHeader, url} from './api';
 import {createStore} from './store';
 
 export interface LiveEvent {
@@ -136,21 +136,21 @@ async function connect() {
   try {
     const headers: Record<string, string> = {Accept: 'text/event-stream', ...authHeader()};
     if (lastId) headers['Last-Event-ID'] = lastId;
-    const res = await fetch('/api/v1/events', {headers, signal, cache: 'no-store'});
+    const res = await fetch(url('streamEvents'), {headers, signal, cache: 'no-store'});
     if (res.status === 401) {
       onUnauthorized();
       return;
     }
     if (res.status === 404 || res.status === 405 || res.status === 501) {
       void res.body?.cancel();
-      startPolling(`this server has no event stream yet (GET /api/v1/events: ${res.status}); refreshing every ${POLL_MS / 1000} s`);
+      startPolling(`this server has no event stream yet (GET ${url('streamEvents')}: ${res.status}); refreshing every ${POLL_MS / 1000} s`);
       schedule(RETRY_ABSENT_MS);
       return;
     }
     const ct = res.headers.get('Content-Type') ?? '';
     if (!res.ok || !res.body || !ct.includes('text/event-stream')) {
       void res.body?.cancel();
-      throw new Error(`GET /api/v1/events answered ${res.status} ${ct}`);
+      throw new Error(`GET ${url('streamEvents')} answered ${res.status} ${ct}`);
     }
     stopPolling();
     retryMs = RETRY_MIN_MS;

@@ -1,8 +1,9 @@
-// hooks.ts — data loading for pages: useApi (GET with reload, keeping the last good
-// data on screen while reloading so live refreshes never blank a table), useLive
-// (refresh when events arrive, throttled), useNow (a clock for relative times).
+// hooks.ts — data loading for pages: useApi (GET an operation with reload, keeping the
+// last good data on screen while reloading so live refreshes never blank a table),
+// usePaged (every page of a list operation with "load more"), useLive (refresh when
+// events arrive, throttled), useNow (a clock for relative times).
 import {useCallback, useEffect, useRef, useState} from 'preact/hooks';
-import {ApiError, get} from './api';
+import {ApiError, request, url, type Args, type OpId, type Reply} from './api';
 import {onLive, type LiveEvent} from './events';
 
 export interface Loaded<T> {
@@ -12,8 +13,13 @@ export interface Loaded<T> {
   reload: () => Promise<void>;
 }
 
-/** GETs path (null: nothing yet) and keeps the answer; reload() fetches it again. */
-export function useApi<T>(path: string | null): Loaded<T> {
+/** GETs operation id with args (null: nothing yet) and keeps the answer; reload()
+ * fetches it again. */
+export function useApi<I extends OpId>(id: I, args: Args<I> | null): Loaded<Reply<I>> {
+  return useGet<Reply<I>>(args === null ? null : url(id, args));
+}
+
+function useGet<T>(path: string | null): Loaded<T> {
   const [state, setState] = useState<{data?: T; error?: ApiError | Error; loading: boolean; path: string | null}>({
     loading: path !== null,
     path,
@@ -30,7 +36,7 @@ export function useApi<T>(path: string | null): Loaded<T> {
     current.current = ac;
     setState((s) => ({...s, loading: true}));
     try {
-      const data = await get<T>(p, {signal: ac.signal});
+      const {data} = await request<T>('GET', p, {signal: ac.signal});
       if (ac.signal.aborted || pathRef.current !== p) return;
       setState({data, error: undefined, loading: false, path: p});
     } catch (e) {
@@ -85,6 +91,32 @@ export function useLive(refresh: () => unknown, matches?: (e: LiveEvent) => bool
   }, [minMs]);
 }
 
+/** Every proxy group (the first 1,000), for filters and pickers. */
+export const useGroups = () => useApi('listGroups', {query: {limit: 1000}});
+
+/**
+ * A button's action: run(fn) marks it busy and clears the last error, runs fn, and
+ * keeps what it threw (error, null when none) for the page to show.
+ */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = async (fn: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  /** Forgets the last error (a dialog opened again). */
+  const reset = () => setError(null);
+  return {busy, error, run, reset};
+}
+
 /** The current time, updated every periodMs (relative times stay true). */
 export function useNow(periodMs = 10000): number {
   const [now, setNow] = useState(Date.now());
@@ -101,8 +133,17 @@ export function useTitle(title: string) {
   }, [title]);
 }
 
-/** Loads every page of a paginated list path (up to max items) with "load more". */
-export function usePaged<T>(path: string | null, pageSize = 100) {
+/** The list operations: those answering {items, next_cursor}. */
+type ListOp = {[I in OpId]: Reply<I> extends {items: unknown[]; next_cursor: string | null} ? I : never}[OpId];
+type Item<I extends ListOp> = Reply<I> extends {items: (infer T)[]} ? T : never;
+
+/** Loads every page of list operation id with args (null: nothing yet), pageSize at a
+ * time, with "load more". */
+export function usePaged<I extends ListOp>(id: I, args: Args<I> | null, pageSize = 100) {
+  type T = Item<I>;
+  const path = args === null ? null : url(id, args);
+  const argsRef = useRef(args);
+  argsRef.current = args;
   const [state, setState] = useState<{items: T[]; next: string | null; error?: Error; loading: boolean; path: string | null}>({
     items: [],
     next: null,
@@ -114,12 +155,12 @@ export function usePaged<T>(path: string | null, pageSize = 100) {
   const fetchPage = useCallback(
     async (cursor: string | null, replace: boolean) => {
       const p = pathRef.current;
-      if (p === null) return;
-      const sep = p.includes('?') ? '&' : '?';
-      const url = `${p}${sep}limit=${pageSize}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const a = argsRef.current as {query?: object} | null;
+      if (p === null || a === null) return;
+      const q = {...a.query, limit: pageSize, cursor: cursor ?? undefined};
       setState((s) => ({...s, loading: true}));
       try {
-        const page = await get<{items: T[]; next_cursor: string | null}>(url);
+        const {data: page} = await request<{items: T[]; next_cursor: string | null}>('GET', url(id, {...a, query: q} as Args<I>));
         if (pathRef.current !== p) return;
         setState((s) => ({
           items: replace ? page.items : [...s.items, ...page.items],
@@ -132,7 +173,7 @@ export function usePaged<T>(path: string | null, pageSize = 100) {
         setState((s) => ({...s, error: e as Error, loading: false, path: p, items: s.path === p ? s.items : []}));
       }
     },
-    [pageSize],
+    [id, pageSize],
   );
   useEffect(() => {
     setState((s) => (s.path === path ? s : {items: [], next: null, loading: path !== null, path}));

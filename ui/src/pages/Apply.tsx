@@ -2,14 +2,16 @@
 // groups, labels, namespaces), the strategy (all at once, rolling waves, canary), a dry
 // run that shows the plan (waves and their nodes, each group's change, the nodes left
 // out and why), then the real apply, which starts a deployment and opens its page.
-import {useState} from 'preact/hooks';
-import {ApiError, describeError, post, request} from '../lib/api';
-import {useApi, usePaged, useTitle} from '../lib/hooks';
+import {useReducer} from 'preact/hooks';
+import {routes} from '../gen/openapi';
+import {ApiError, call, fetchOp, type Body} from '../lib/api';
+import {useApi, useGroups, usePaged, useTitle} from '../lib/hooks';
 import {navigate, seg} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
-import type {ApplyValidation, Config, ConfigVersion, Deployment, Group, Page, Plan, Selector, Strategy} from '../lib/types';
+import type {ApplyValidation, Plan, Strategy, StrategyType} from '../lib/types';
 import {DiffList} from '../components/editors';
+import {Refusal} from '../components/list';
 import {Badge, Empty, ErrorBox, Field, PageHead, Section, val} from '../components/ui';
 
 const list = (s: string) =>
@@ -32,35 +34,103 @@ function parseLabels(s: string): {labels: Record<string, string>; bad: string[]}
 
 const DURATION = /^(\d+(ms|s|m|h))+$/;
 
+/** What the operator typed, as typed (numbers stay text until the request is built). */
+interface Form {
+  /** null: the config's newest version. */
+  version: number | null;
+  nodeIds: string;
+  /** null: the config's own groups. */
+  groups: string[] | null;
+  labels: string;
+  namespaces: string;
+  type: StrategyType;
+  waveMode: 'size' | 'percent';
+  waveSize: string;
+  wavePercent: string;
+  pause: string;
+  initialPercent: string;
+  incrementPercent: string;
+  interval: string;
+  reason: string;
+  nackPercent: string;
+  minSample: string;
+  waveTimeout: string;
+  promote: boolean;
+}
+
+const INITIAL_FORM: Form = {
+  version: null,
+  nodeIds: '',
+  groups: null,
+  labels: '',
+  namespaces: '',
+  type: 'rolling',
+  waveMode: 'percent',
+  waveSize: '1',
+  wavePercent: '25',
+  pause: '30s',
+  initialPercent: '10',
+  incrementPercent: '30',
+  interval: '1m',
+  reason: '',
+  nackPercent: '',
+  minSample: '',
+  waveTimeout: '',
+  promote: true,
+};
+
+/** The fields whose change makes the plan on screen stale: which nodes, which
+ * version, and the gates. */
+const VOIDS_PLAN = new Set<keyof Form>(['version', 'nodeIds', 'groups', 'labels', 'namespaces', 'type', 'nackPercent', 'minSample', 'waveTimeout', 'promote']);
+
+interface State {
+  form: Form;
+  /** The last dry run's plan, null before one (or once the form changed). */
+  plan: Plan | null;
+  validation: ApplyValidation | null;
+  busy: boolean;
+  error: unknown;
+}
+
+type Action =
+  | {[K in keyof Form]: {type: 'set'; field: K; value: Form[K]}}[keyof Form]
+  | {type: 'planning'}
+  | {type: 'planned'; plan: Plan; validation: ApplyValidation | null}
+  | {type: 'applying'}
+  | {type: 'failed'; error: unknown}
+  | {type: 'settled'};
+
+function reduce(s: State, a: Action): State {
+  switch (a.type) {
+    case 'set':
+      return {...s, form: {...s.form, [a.field]: a.value}, plan: VOIDS_PLAN.has(a.field) ? null : s.plan};
+    case 'planning':
+      return {...s, busy: true, error: null, plan: null, validation: null};
+    case 'planned':
+      return {...s, busy: false, plan: a.plan, validation: a.validation};
+    case 'applying':
+      return {...s, busy: true, error: null};
+    case 'failed':
+      return {...s, busy: false, error: a.error};
+    case 'settled':
+      return {...s, busy: false};
+  }
+}
+
 export function ApplyPage({id}: {id: string}) {
   const me = useStore(session).me;
-  const cfg = useApi<Config>(`/api/v1/configs/${seg(id)}`);
-  const versions = usePaged<ConfigVersion>(`/api/v1/configs/${seg(id)}/versions`, 200);
-  const groups = useApi<Page<Group>>('/api/v1/groups?limit=1000');
+  const cfg = useApi('getConfig', {path: {id}});
+  const versions = usePaged('listConfigVersions', {path: {id}}, 200);
+  const groups = useGroups();
   useTitle(cfg.data ? `Apply ${cfg.data.namespace}/${cfg.data.name}` : 'Apply');
-
-  const [version, setVersion] = useState<number | null>(null);
-  const [nodeIds, setNodeIds] = useState('');
-  const [selGroups, setSelGroups] = useState<string[] | null>(null);
-  const [labels, setLabels] = useState('');
-  const [namespaces, setNamespaces] = useState('');
-  const [type, setType] = useState<Strategy['type']>('rolling');
-  const [waveMode, setWaveMode] = useState<'size' | 'percent'>('percent');
-  const [waveSize, setWaveSize] = useState('1');
-  const [wavePercent, setWavePercent] = useState('25');
-  const [pause, setPause] = useState('30s');
-  const [initialPercent, setInitialPercent] = useState('10');
-  const [incrementPercent, setIncrementPercent] = useState('30');
-  const [interval, setIntervalText] = useState('1m');
-  const [reason, setReason] = useState('');
-  const [nackPercent, setNackPercent] = useState('');
-  const [minSample, setMinSample] = useState('');
-  const [waveTimeout, setWaveTimeout] = useState('');
-  const [promote, setPromote] = useState(true);
-  const [plan, setPlan] = useState<Plan | null>(null);
-  const [validation, setValidation] = useState<ApplyValidation | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const [{form: f, plan, validation, busy, error}, dispatch] = useReducer(reduce, {
+    form: INITIAL_FORM,
+    plan: null,
+    validation: null,
+    busy: false,
+    error: null,
+  });
+  const set = <K extends keyof Form>(field: K, value: Form[K]) => dispatch({type: 'set', field, value} as Action);
 
   const c = cfg.data;
   if (cfg.error && !c) return <ErrorBox error={cfg.error} retry={cfg.reload} what="the config" />;
@@ -72,75 +142,74 @@ export function ApplyPage({id}: {id: string}) {
       </Empty>
     );
   // The newest version by default: typically a draft saved to be rolled out.
-  const chosenVersion = version ?? c.version;
-  const chosenGroups = selGroups ?? c.groups;
-  const lab = parseLabels(labels);
+  const chosenVersion = f.version ?? c.version;
+  const chosenGroups = f.groups ?? c.groups;
+  const lab = parseLabels(f.labels);
 
-  const build = (dryRun: boolean) => {
-    const selector: Selector = {
-      node_ids: list(nodeIds),
-      groups: chosenGroups,
-      labels: lab.labels,
-      namespaces: list(namespaces),
-    };
-    const strategy: Strategy = {type};
-    if (type === 'rolling') {
-      if (waveMode === 'size') strategy.wave_size = Number(waveSize);
-      else strategy.wave_percent = Number(wavePercent);
-      strategy.pause = pause;
-    } else if (type === 'canary') {
-      strategy.initial_percent = Number(initialPercent);
-      strategy.increment_percent = Number(incrementPercent);
-      strategy.interval = interval;
+  const build = (dryRun: boolean): Body<'applyConfig'> => {
+    const strategy: Strategy = {type: f.type};
+    if (f.type === 'rolling') {
+      if (f.waveMode === 'size') strategy.wave_size = Number(f.waveSize);
+      else strategy.wave_percent = Number(f.wavePercent);
+      strategy.pause = f.pause;
+    } else if (f.type === 'canary') {
+      strategy.initial_percent = Number(f.initialPercent);
+      strategy.increment_percent = Number(f.incrementPercent);
+      strategy.interval = f.interval;
     }
-    const body: Record<string, unknown> = {version: chosenVersion, selector, strategy, dry_run: dryRun, reason: reason || undefined};
-    if (nackPercent !== '') body.nack_threshold = Number(nackPercent) / 100;
-    if (minSample !== '') body.nack_min_sample = Number(minSample);
-    if (waveTimeout !== '') body.wave_timeout = waveTimeout;
-    if (!promote) body.promote = false;
+    const body: Body<'applyConfig'> = {
+      version: chosenVersion,
+      selector: {node_ids: list(f.nodeIds), groups: chosenGroups, labels: lab.labels, namespaces: list(f.namespaces)},
+      strategy,
+      dry_run: dryRun,
+      reason: f.reason || undefined,
+    };
+    if (f.nackPercent !== '') body.nack_threshold = Number(f.nackPercent) / 100;
+    if (f.minSample !== '') body.nack_min_sample = Number(f.minSample);
+    if (f.waveTimeout !== '') body.wave_timeout = f.waveTimeout;
+    if (!f.promote) body.promote = false;
     return body;
   };
 
   const problems: string[] = [];
   if (lab.bad.length) problems.push(`labels must be key=value: ${lab.bad.join(', ')}`);
-  if (!chosenGroups.length && !list(nodeIds).length && !Object.keys(lab.labels).length && !list(namespaces).length)
+  if (!chosenGroups.length && !list(f.nodeIds).length && !Object.keys(lab.labels).length && !list(f.namespaces).length)
     problems.push('choose at least one group, node, label or namespace');
-  if (type === 'rolling' && waveMode === 'size' && !(Number(waveSize) >= 1)) problems.push('the wave size must be at least 1');
-  if (type === 'rolling' && waveMode === 'percent' && !(Number(wavePercent) > 0 && Number(wavePercent) <= 100))
+  if (f.type === 'rolling' && f.waveMode === 'size' && !(Number(f.waveSize) >= 1)) problems.push('the wave size must be at least 1');
+  if (f.type === 'rolling' && f.waveMode === 'percent' && !(Number(f.wavePercent) > 0 && Number(f.wavePercent) <= 100))
     problems.push('the wave percentage must be between 1 and 100');
-  if (type === 'rolling' && !DURATION.test(pause)) problems.push('the pause is a duration such as 30s or 2m');
-  if (type === 'canary' && !DURATION.test(interval)) problems.push('the interval is a duration such as 1m');
-  if (nackPercent !== '' && !(Number(nackPercent) >= 0 && Number(nackPercent) <= 100)) problems.push('the NACK threshold is a percentage from 0 to 100');
-  if (minSample !== '' && !(Number.isInteger(Number(minSample)) && Number(minSample) >= 0)) problems.push('the minimum sample is a whole number');
-  if (waveTimeout !== '' && !DURATION.test(waveTimeout)) problems.push('the wave timeout is a duration such as 10m');
+  if (f.type === 'rolling' && !DURATION.test(f.pause)) problems.push('the pause is a duration such as 30s or 2m');
+  if (f.type === 'canary' && !DURATION.test(f.interval)) problems.push('the interval is a duration such as 1m');
+  if (f.nackPercent !== '' && !(Number(f.nackPercent) >= 0 && Number(f.nackPercent) <= 100)) problems.push('the NACK threshold is a percentage from 0 to 100');
+  if (f.minSample !== '' && !(Number.isInteger(Number(f.minSample)) && Number(f.minSample) >= 0)) problems.push('the minimum sample is a whole number');
+  if (f.waveTimeout !== '' && !DURATION.test(f.waveTimeout)) problems.push('the wave timeout is a duration such as 10m');
 
   const dryRun = async () => {
-    setBusy(true);
-    setError(null);
-    setPlan(null);
-    setValidation(null);
+    dispatch({type: 'planning'});
     try {
-      const r = await post<{plan: Plan; validation?: ApplyValidation}>(`/api/v1/configs/${seg(id)}/apply`, build(true));
-      setPlan(r.plan);
-      setValidation(r.validation ?? null);
+      const r = await fetchOp<'applyConfig', 200>('applyConfig', {path: {id}, body: build(true)});
+      dispatch({type: 'planned', plan: r.plan, validation: r.validation ?? null});
     } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
+      dispatch({type: 'failed', error: e});
     }
   };
   const apply = async () => {
-    setBusy(true);
-    setError(null);
+    dispatch({type: 'applying'});
     try {
-      const r = await request<Deployment>('POST', `/api/v1/configs/${seg(id)}/apply`, {body: build(false)});
+      const r = await call<'applyConfig', 201>('applyConfig', {path: {id}, body: build(false)});
       navigate(`/deployments/${seg(r.data.id)}`);
+      dispatch({type: 'settled'});
     } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
+      dispatch({type: 'failed', error: e});
     }
   };
+
+  /** A whole-number input of the strategy (percentages: 1 to 100). */
+  const count = (label: string, field: 'waveSize' | 'wavePercent' | 'initialPercent' | 'incrementPercent', percent = true) => (
+    <Field label={label}>
+      <input type="number" min={1} max={percent ? 100 : undefined} value={f[field]} onInput={(e) => set(field, val(e))} />
+    </Field>
+  );
 
   const missing = error instanceof ApiError && error.routeMissing;
   const planNodes = plan ? (plan.nodes ?? plan.waves.reduce((n, w) => n + w.node_ids.length, 0)) : 0;
@@ -156,7 +225,7 @@ export function ApplyPage({id}: {id: string}) {
       <div class="grid-2">
         <Section title="What and where" id="h-target">
           <Field label="Version">
-            <select value={chosenVersion} onChange={(e) => (setVersion(Number(val(e))), setPlan(null))} data-testid="apply-version">
+            <select value={chosenVersion} onChange={(e) => set('version', Number(val(e)))} data-testid="apply-version">
               {versions.items.map((v) => (
                 <option key={v.version} value={v.version}>
                   v{v.version}
@@ -174,8 +243,7 @@ export function ApplyPage({id}: {id: string}) {
                   checked={chosenGroups.includes(g.name)}
                   onChange={(e) => {
                     const on = e.currentTarget.checked;
-                    setSelGroups(on ? [...chosenGroups, g.name] : chosenGroups.filter((x) => x !== g.name));
-                    setPlan(null);
+                    set('groups', on ? [...chosenGroups, g.name] : chosenGroups.filter((x) => x !== g.name));
                   }}
                 />{' '}
                 {g.name} <span class="muted small">(v{g.latest_version}, {g.proxies.connected} connected)</span>
@@ -183,61 +251,49 @@ export function ApplyPage({id}: {id: string}) {
             ))}
           </fieldset>
           <Field label="Node ids" hint="Only these proxies (separated by spaces, commas or lines); empty: every proxy of the groups.">
-            <textarea rows={2} value={nodeIds} onInput={(e) => (setNodeIds(val(e)), setPlan(null))} />
+            <textarea rows={2} value={f.nodeIds} onInput={(e) => set('nodeIds', val(e))} />
           </Field>
           <Field label="Labels" hint="key=value pairs every chosen proxy must carry, e.g. zone=a.">
-            <input value={labels} onInput={(e) => (setLabels(val(e)), setPlan(null))} />
+            <input value={f.labels} onInput={(e) => set('labels', val(e))} />
           </Field>
           <Field label="Namespaces" hint="Only proxies of these node namespaces.">
-            <input value={namespaces} onInput={(e) => (setNamespaces(val(e)), setPlan(null))} />
+            <input value={f.namespaces} onInput={(e) => set('namespaces', val(e))} />
           </Field>
         </Section>
         <Section title="How" id="h-strategy">
-          <fieldset class="fieldset" onChange={() => setPlan(null)}>
+          <fieldset class="fieldset">
             <legend>Strategy</legend>
             <label class="check">
-              <input type="radio" name="strategy" checked={type === 'all_at_once'} onChange={() => setType('all_at_once')} /> All at once
+              <input type="radio" name="strategy" checked={f.type === 'all_at_once'} onChange={() => set('type', 'all_at_once')} /> All at once
             </label>
             <label class="check">
-              <input type="radio" name="strategy" checked={type === 'rolling'} onChange={() => setType('rolling')} /> Rolling, in waves
+              <input type="radio" name="strategy" checked={f.type === 'rolling'} onChange={() => set('type', 'rolling')} /> Rolling, in waves
             </label>
             <label class="check">
-              <input type="radio" name="strategy" checked={type === 'canary'} onChange={() => setType('canary')} /> Canary, growing
+              <input type="radio" name="strategy" checked={f.type === 'canary'} onChange={() => set('type', 'canary')} /> Canary, growing
               share
             </label>
           </fieldset>
-          {type === 'rolling' && (
+          {f.type === 'rolling' && (
             <div class="row-fields">
               <Field label="Wave by">
-                <select value={waveMode} onChange={(e) => setWaveMode(val(e) as 'size' | 'percent')}>
+                <select value={f.waveMode} onChange={(e) => set('waveMode', val(e) as Form['waveMode'])}>
                   <option value="percent">percent of the proxies</option>
                   <option value="size">number of proxies</option>
                 </select>
               </Field>
-              {waveMode === 'size' ? (
-                <Field label="Proxies per wave">
-                  <input type="number" min={1} value={waveSize} onInput={(e) => setWaveSize(val(e))} />
-                </Field>
-              ) : (
-                <Field label="Percent per wave">
-                  <input type="number" min={1} max={100} value={wavePercent} onInput={(e) => setWavePercent(val(e))} />
-                </Field>
-              )}
+              {f.waveMode === 'size' ? count('Proxies per wave', 'waveSize', false) : count('Percent per wave', 'wavePercent')}
               <Field label="Pause between waves">
-                <input value={pause} onInput={(e) => setPause(val(e))} placeholder="30s" />
+                <input value={f.pause} onInput={(e) => set('pause', val(e))} placeholder="30s" />
               </Field>
             </div>
           )}
-          {type === 'canary' && (
+          {f.type === 'canary' && (
             <div class="row-fields">
-              <Field label="First wave, percent">
-                <input type="number" min={1} max={100} value={initialPercent} onInput={(e) => setInitialPercent(val(e))} />
-              </Field>
-              <Field label="Then add, percent">
-                <input type="number" min={1} max={100} value={incrementPercent} onInput={(e) => setIncrementPercent(val(e))} />
-              </Field>
+              {count('First wave, percent', 'initialPercent')}
+              {count('Then add, percent', 'incrementPercent')}
               <Field label="Every">
-                <input value={interval} onInput={(e) => setIntervalText(val(e))} placeholder="1m" />
+                <input value={f.interval} onInput={(e) => set('interval', val(e))} placeholder="1m" />
               </Field>
             </div>
           )}
@@ -246,22 +302,22 @@ export function ApplyPage({id}: {id: string}) {
             <p class="muted small">Empty fields keep the server's defaults (rollouts.* settings); the dry run shows them.</p>
             <div class="row-fields">
               <Field label="NACK threshold, percent">
-                <input type="number" min={0} max={100} step="any" value={nackPercent} placeholder={plan?.policy ? String(plan.policy.nack_threshold * 100) : ''} onInput={(e) => (setNackPercent(val(e)), setPlan(null))} />
+                <input type="number" min={0} max={100} step="any" value={f.nackPercent} placeholder={plan?.policy ? String(plan.policy.nack_threshold * 100) : ''} onInput={(e) => set('nackPercent', val(e))} />
               </Field>
               <Field label="Minimum answers">
-                <input type="number" min={0} value={minSample} placeholder={plan?.policy ? String(plan.policy.nack_min_sample) : ''} onInput={(e) => (setMinSample(val(e)), setPlan(null))} />
+                <input type="number" min={0} value={f.minSample} placeholder={plan?.policy ? String(plan.policy.nack_min_sample) : ''} onInput={(e) => set('minSample', val(e))} />
               </Field>
               <Field label="Wave timeout">
-                <input value={waveTimeout} placeholder={plan?.policy?.wave_timeout ?? '10m'} onInput={(e) => (setWaveTimeout(val(e)), setPlan(null))} />
+                <input value={f.waveTimeout} placeholder={plan?.policy?.wave_timeout ?? '10m'} onInput={(e) => set('waveTimeout', val(e))} />
               </Field>
             </div>
             <label class="check">
-              <input type="checkbox" checked={promote} onChange={(e) => (setPromote(e.currentTarget.checked), setPlan(null))} /> Make it the
+              <input type="checkbox" checked={f.promote} onChange={(e) => set('promote', e.currentTarget.checked)} /> Make it the
               groups' current version once every wave has ACKed
             </label>
           </details>
           <Field label="Reason" hint="Kept with the deployment and in the audit log.">
-            <input value={reason} onInput={(e) => setReason(val(e))} placeholder="e.g. ship the new timeouts" />
+            <input value={f.reason} onInput={(e) => set('reason', val(e))} placeholder="e.g. ship the new timeouts" />
           </Field>
           {problems.length > 0 && (
             <ul class="small text-bad">
@@ -284,13 +340,10 @@ export function ApplyPage({id}: {id: string}) {
       {error !== null &&
         (missing ? (
           <Empty title="This server cannot apply configs yet">
-            <code>POST /api/v1/configs/{'{id}'}/apply</code> is not there. Saving a config still publishes it to its groups at once.
+            <code>POST {routes.applyConfig.path}</code> is not there. Saving a config still publishes it to its groups at once.
           </Empty>
         ) : (
-          <div class="error-box" role="alert">
-            <strong>The server refused</strong>
-            <p>{describeError(error)}</p>
-          </div>
+          <Refusal title="The server refused" error={error} />
         ))}
       {plan && (
         <Section title="Plan" id="h-plan">
@@ -330,7 +383,7 @@ export function ApplyPage({id}: {id: string}) {
               <h3>
                 {g.group}: v{g.from_version ?? '—'} → {g.changed === false ? 'no change' : g.to_version ? `v${g.to_version}` : 'a new version'}
               </h3>
-              <DiffList diff={g.diff} />
+              <DiffList diff={g.diff ?? undefined} />
             </div>
           ))}
           {plan.skipped.length > 0 && (

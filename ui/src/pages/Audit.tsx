@@ -1,12 +1,12 @@
 // Audit.tsx — the audit log, newest first, filtered by user, action, resource, result
-// and time window (the filters of GET /api/v1/audit, kept in the address).
+// and time window (the filters of the audit list, kept in the address).
 import {useState} from 'preact/hooks';
-import {withQuery} from '../lib/api';
 import {isoToLocalInput, localInputToIso, when} from '../lib/format';
 import {usePaged, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
 import type {AuditEntry} from '../lib/types';
-import {Empty, ErrorBox, Field, PageHead, SkeletonRows, StateBadge, Time, val} from '../components/ui';
+import {ListTable} from '../components/list';
+import {Empty, Field, PageHead, StateBadge, Time, val} from '../components/ui';
 
 const FILTERS = ['user', 'action', 'resource_type', 'resource_id', 'result', 'since', 'until'] as const;
 
@@ -42,11 +42,20 @@ function Details({d}: {d: Record<string, unknown>}) {
   );
 }
 
+/** One end of the time window, edited in local time and kept as RFC 3339. */
+function TimeField({label, iso, onPick}: {label: string; iso: string; onPick: (iso: string) => void}) {
+  return (
+    <Field label={label}>
+      <input type="datetime-local" value={isoToLocalInput(iso || null)} onInput={(e) => onPick(localInputToIso(val(e)))} />
+    </Field>
+  );
+}
+
 export function AuditPage() {
   useTitle('Audit log');
   const {query} = useLocation();
   const f = Object.fromEntries(FILTERS.map((k) => [k, query.get(k) ?? ''])) as Record<(typeof FILTERS)[number], string>;
-  const list = usePaged<AuditEntry>(withQuery('/api/v1/audit', f), 100);
+  const list = usePaged('listAudit', {query: f}, 100);
   const [draft, setDraft] = useState(f);
   const apply = (e: Event) => {
     e.preventDefault();
@@ -61,7 +70,12 @@ export function AuditPage() {
           <input value={draft.user} onInput={(e) => setDraft({...draft, user: val(e)})} />
         </Field>
         <Field label="Action">
-          <input value={draft.action} onInput={(e) => setDraft({...draft, action: val(e)})} placeholder="config.update" list="audit-actions" />
+          <input
+            value={draft.action}
+            onInput={(e) => setDraft({...draft, action: val(e)})}
+            placeholder="config.update"
+            list="audit-actions"
+          />
           <datalist id="audit-actions">
             {['config.create', 'config.update', 'config.delete', 'config.rollback', 'group.rollback', 'auth.dev_sign_in'].map((a) => (
               <option key={a} value={a} />
@@ -89,12 +103,8 @@ export function AuditPage() {
             <option value="denied">denied</option>
           </select>
         </Field>
-        <Field label="Since">
-          <input type="datetime-local" value={isoToLocalInput(draft.since || null)} onInput={(e) => setDraft({...draft, since: localInputToIso(val(e))})} />
-        </Field>
-        <Field label="Until">
-          <input type="datetime-local" value={isoToLocalInput(draft.until || null)} onInput={(e) => setDraft({...draft, until: localInputToIso(val(e))})} />
-        </Field>
+        <TimeField label="Since" iso={draft.since} onPick={(since) => setDraft({...draft, since})} />
+        <TimeField label="Until" iso={draft.until} onPick={(until) => setDraft({...draft, until})} />
         <div class="btn-row">
           <button type="submit" class="btn btn-primary">
             Filter
@@ -114,57 +124,38 @@ export function AuditPage() {
           )}
         </div>
       </form>
-      {list.error && <ErrorBox error={list.error} retry={list.reload} what="the audit log" />}
-      {!list.loading && !list.error && !list.items.length ? (
-        <Empty title={any ? 'No entry matches these filters' : 'The audit log is empty'} />
-      ) : (
-        <div class="table-wrap">
-          <table class="table" data-testid="audit-table">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">User</th>
-                <th scope="col">Action</th>
-                <th scope="col">Resource</th>
-                <th scope="col">Result</th>
-                <th scope="col">Details</th>
-                <th scope="col">From</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.loading && !list.items.length && <SkeletonRows cols={7} />}
-              {list.items.map((e) => (
-                <tr key={e.id} data-action={e.action}>
-                  <td title={when(e.at)}>
-                    <Time iso={e.at} />
-                  </td>
-                  <td>
-                    {e.user} {e.role && <span class="muted small">({e.role})</span>}
-                  </td>
-                  <td>
-                    <code class="mono">{e.action}</code>
-                  </td>
-                  <td>{resourceLink(e)}</td>
-                  <td class="nowrap">
-                    <StateBadge state={e.result} /> {e.status_code && <span class="muted small">{e.status_code}</span>}
-                  </td>
-                  <td class="details-cell">
-                    <Details d={e.details} />
-                  </td>
-                  <td class="mono small" title={e.request_id ?? ''}>
-                    {e.source_ip ?? '—'}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {list.next && (
-        <button type="button" class="btn" onClick={list.more} disabled={list.loading}>
-          Older entries
-        </button>
-      )}
+      <ListTable
+        list={list}
+        what="the audit log"
+        testid="audit-table"
+        more="Older entries"
+        head={['When', 'User', 'Action', 'Resource', 'Result', 'Details', 'From']}
+        empty={<Empty title={any ? 'No entry matches these filters' : 'The audit log is empty'} />}
+      >
+        {list.items.map((e) => (
+          <tr key={e.id} data-action={e.action}>
+            <td title={when(e.at)}>
+              <Time iso={e.at} />
+            </td>
+            <td>
+              {e.user} {e.role && <span class="muted small">({e.role})</span>}
+            </td>
+            <td>
+              <code class="mono">{e.action}</code>
+            </td>
+            <td>{resourceLink(e)}</td>
+            <td class="nowrap">
+              <StateBadge state={e.result} /> {e.status_code && <span class="muted small">{e.status_code}</span>}
+            </td>
+            <td class="details-cell">
+              <Details d={e.details} />
+            </td>
+            <td class="mono small" title={e.request_id ?? ''}>
+              {e.source_ip ?? '—'}
+            </td>
+          </tr>
+        ))}
+      </ListTable>
     </>
   );
 }

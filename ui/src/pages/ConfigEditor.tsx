@@ -4,12 +4,12 @@
 // version the edit started from, so a change someone else saved meanwhile is not
 // overwritten: the page says so and keeps the text.
 import {useEffect, useRef, useState} from 'preact/hooks';
-import {ApiError, describeError, post, request} from '../lib/api';
+import {ApiError, call, describeError, fetchOp, type Body} from '../lib/api';
 import {useApi, useTitle} from '../lib/hooks';
 import {navigate, seg, setLeaveGuard} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
-import type {Config} from '../lib/types';
+import type {Config, Spec} from '../lib/types';
 import type {EditorStatus, Problem, Validation} from '../editor/jsonEditor';
 import {EditorStatusLine, SpecEditor, type SpecEditorHandle} from '../components/editors';
 import {Badge, Empty, ErrorBox, Field, PageHead, Time, toast, val} from '../components/ui';
@@ -36,7 +36,7 @@ function problemsOf(e: ApiError): Problem[] {
 export function ConfigEditorPage({id}: {id: string | null}) {
   const me = useStore(session).me;
   const creating = id === null;
-  const loaded = useApi<Config>(id ? `/api/v1/configs/${seg(id)}` : null);
+  const loaded = useApi('getConfig', id ? {path: {id}} : null);
   useTitle(creating ? 'New config' : loaded.data ? `${loaded.data.namespace}/${loaded.data.name}` : 'Config');
 
   const mayEdit = creating ? can(me, 'configs', 'create') : can(me, 'configs', 'update');
@@ -78,14 +78,14 @@ export function ConfigEditorPage({id}: {id: string | null}) {
 
   const validate = async (spec: Record<string, unknown>): Promise<Validation> => {
     const m = meta.current;
-    const body: Record<string, unknown> = {spec};
+    const body: Body<'validateConfig'> = {spec: spec as Spec};
     if (m.base) body.id = m.base.id;
     if (m.namespace) body.namespace = m.namespace;
     if (m.name) body.name = m.name;
     const gs = splitList(m.groups);
     if (gs.length) body.groups = gs;
     try {
-      await post('/api/v1/configs/validate', body);
+      await call('validateConfig', {body});
       return {ok: true};
     } catch (e) {
       if (e instanceof ApiError && (e.status === 422 || e.status === 409 || e.status === 400))
@@ -109,8 +109,8 @@ export function ConfigEditorPage({id}: {id: string | null}) {
     setSaveError(null);
     try {
       if (creating) {
-        const res = await request<Config>('POST', '/api/v1/configs', {
-          body: {namespace, name, groups: gs, spec, message: message || undefined, draft: draft || undefined},
+        const res = await call('createConfig', {
+          body: {namespace, name, groups: gs, spec: spec as Spec, message: message || undefined, draft: draft || undefined},
         });
         setDirty(false);
         setLeaveGuard(null);
@@ -119,13 +119,10 @@ export function ConfigEditorPage({id}: {id: string | null}) {
         return;
       }
       const b = base!;
-      const body: Record<string, unknown> = {spec, message: message || undefined, draft: draft || undefined};
+      const body: Body<'updateConfig'> = {spec: spec as Spec, message: message || undefined, draft: draft || undefined};
       if (gs.join(',') !== b.groups.join(',')) body.groups = gs;
       if (name && name !== b.name) body.name = name;
-      const res = await request<Config & {changed: boolean}>('PUT', `/api/v1/configs/${seg(b.id)}`, {
-        body,
-        headers: {'If-Match': `"${b.version}"`},
-      });
+      const res = await call('updateConfig', {path: {id: b.id}, body}, {headers: {'If-Match': `"${b.version}"`}});
       const c = res.data;
       setBase(c);
       setGroups(c.groups.join(', '));
@@ -135,8 +132,8 @@ export function ConfigEditorPage({id}: {id: string | null}) {
       toast(c.changed ? `Saved version ${c.version}` : `Nothing to save: the spec is the same as version ${c.version}`, c.changed ? 'ok' : 'info');
     } catch (e) {
       if (e instanceof ApiError && e.status === 412) {
-        const latest = await request<Config>('GET', `/api/v1/configs/${seg(base!.id)}`).catch(() => null);
-        setStale(latest?.data.version ?? null);
+        const latest = await fetchOp('getConfig', {path: {id: base!.id}}).catch(() => null);
+        setStale(latest?.version ?? null);
       }
       setSaveError(e as Error);
     } finally {
@@ -146,10 +143,10 @@ export function ConfigEditorPage({id}: {id: string | null}) {
 
   const reloadLatest = async () => {
     if (!base) return;
-    const r = await request<Config>('GET', `/api/v1/configs/${seg(base.id)}`);
-    setBase(r.data);
-    setGroups(r.data.groups.join(', '));
-    initial.current = `${JSON.stringify(r.data.spec ?? {}, null, 2)}\n`;
+    const c = await fetchOp('getConfig', {path: {id: base.id}});
+    setBase(c);
+    setGroups(c.groups.join(', '));
+    initial.current = `${JSON.stringify(c.spec ?? {}, null, 2)}\n`;
     setEditorKey((k) => k + 1);
     setDirty(false);
     setStale(null);

@@ -2,14 +2,15 @@
 // two of them (the API's structured diff and the two specs side by side), and the
 // rollback to a chosen version after a confirmation that shows what will change.
 import {useEffect, useState} from 'preact/hooks';
-import {ApiError, describeError, request} from '../lib/api';
+import {ApiError, call} from '../lib/api';
 import {when} from '../lib/format';
-import {useApi, usePaged, useTitle} from '../lib/hooks';
+import {useAction, useApi, usePaged, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
-import type {Config, ConfigDiff, ConfigVersion} from '../lib/types';
+import type {Config} from '../lib/types';
 import {DiffList, SideBySide} from '../components/editors';
+import {ConfirmButtons, Refusal} from '../components/list';
 import {Badge, Dialog, Empty, ErrorBox, Field, PageHead, Section, Time, toast, val} from '../components/ui';
 
 function RollbackDialog({
@@ -23,32 +24,25 @@ function RollbackDialog({
   onClose: () => void;
   onDone: (c: Config) => void;
 }) {
-  const diff = useApi<ConfigDiff>(`/api/v1/configs/${seg(config.id)}/diff?from=${config.version}&to=${target}`);
+  const diff = useApi('diffConfigVersions', {path: {id: config.id}, query: {from: config.version, to: target}});
   const [message, setMessage] = useState(`rollback to version ${target}`);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const confirm = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await request<Config & {rollback: {after_version: number}}>('POST', `/api/v1/configs/${seg(config.id)}/rollback`, {
-        body: {version: target, message},
-        headers: {'If-Match': `"${config.version}"`},
-      });
+  const {busy, error, run} = useAction();
+  const confirm = () =>
+    run(async () => {
+      const r = await call(
+        'rollbackConfig',
+        {path: {id: config.id}, body: {version: target, message}},
+        {headers: {'If-Match': `"${config.version}"`}},
+      );
       toast(`Rolled back: version ${r.data.version} has version ${target}'s spec`);
       onDone(r.data);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const n = diff.data ? diff.data.added.length + diff.data.removed.length + diff.data.changed.length : 0;
   return (
     <Dialog title={`Roll back to version ${target}?`} open onClose={onClose} wide>
       <p>
-        This writes version <strong>{config.version + 1}</strong> with the spec of version {target}, validated again, and publishes it
-        to the groups <strong>{config.groups.join(', ')}</strong>. What changes from the current version {config.version}:
+        This writes version <strong>{config.version + 1}</strong> with the spec of version {target}, validated again, and publishes it to
+        the groups <strong>{config.groups.join(', ')}</strong>. What changes from the current version {config.version}:
       </p>
       <div class="dialog-scroll" data-testid="rollback-diff">
         {diff.error && <ErrorBox error={diff.error} retry={diff.reload} what="the difference" />}
@@ -58,32 +52,54 @@ function RollbackDialog({
         <input value={message} onInput={(e) => setMessage(val(e))} />
       </Field>
       {error !== null && (
-        <div class="error-box" role="alert">
-          <strong>Not rolled back</strong>
-          <p>
-            {error instanceof ApiError && error.status === 412
-              ? 'Someone saved a new version meanwhile; close this dialog and look at the history again.'
-              : describeError(error)}
-          </p>
-        </div>
+        <Refusal title="Not rolled back" error={error}>
+          {error instanceof ApiError && error.status === 412
+            ? 'Someone saved a new version meanwhile; close this dialog and look at the history again.'
+            : undefined}
+        </Refusal>
       )}
-      <div class="btn-row dialog-actions">
-        <button type="button" class="btn" onClick={onClose}>
-          Cancel
-        </button>
+      <ConfirmButtons onCancel={onClose}>
         <button type="button" class="btn btn-danger" onClick={confirm} disabled={busy || !diff.data} data-testid="confirm-rollback">
           {busy ? 'Rolling back…' : n === 0 ? `Roll back (no change)` : `Roll back to version ${target}`}
         </button>
-      </div>
+      </ConfirmButtons>
     </Dialog>
+  );
+}
+
+/** One end of the compared pair: a version picked from the list. */
+function VersionPick({
+  label,
+  aria,
+  value,
+  options,
+  onPick,
+}: {
+  label: string;
+  aria: string;
+  value: number;
+  options: number[];
+  onPick: (v: string) => void;
+}) {
+  return (
+    <label>
+      {label}{' '}
+      <select value={value} onChange={(e) => onPick(val(e))} aria-label={aria}>
+        {options.map((v) => (
+          <option key={v} value={v}>
+            v{v}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
 
 export function ConfigHistoryPage({id}: {id: string}) {
   const me = useStore(session).me;
   const {query} = useLocation();
-  const cfg = useApi<Config>(`/api/v1/configs/${seg(id)}`);
-  const versions = usePaged<ConfigVersion>(`/api/v1/configs/${seg(id)}/versions`, 200);
+  const cfg = useApi('getConfig', {path: {id}});
+  const versions = usePaged('listConfigVersions', {path: {id}}, 200);
   useTitle(cfg.data ? `History of ${cfg.data.namespace}/${cfg.data.name}` : 'History');
   const latest = cfg.data?.version ?? 0;
   const to = Number(query.get('to')) || latest;
@@ -91,9 +107,9 @@ export function ConfigHistoryPage({id}: {id: string}) {
   const [rollbackTo, setRollbackTo] = useState<number | null>(null);
 
   const ready = latest > 0;
-  const diff = useApi<ConfigDiff>(ready ? `/api/v1/configs/${seg(id)}/diff?from=${from}&to=${to}` : null);
-  const va = useApi<ConfigVersion>(ready ? `/api/v1/configs/${seg(id)}/versions/${from}` : null);
-  const vb = useApi<ConfigVersion>(ready ? `/api/v1/configs/${seg(id)}/versions/${to}` : null);
+  const diff = useApi('diffConfigVersions', ready ? {path: {id}, query: {from, to}} : null);
+  const va = useApi('getConfigVersion', ready ? {path: {id, v: from}} : null);
+  const vb = useApi('getConfigVersion', ready ? {path: {id, v: to}} : null);
   const [view, setView] = useState<'list' | 'side'>('list');
 
   useEffect(() => {
@@ -115,7 +131,15 @@ export function ConfigHistoryPage({id}: {id: string}) {
     <>
       <PageHead
         title={c ? `${c.namespace}/${c.name}` : 'History'}
-        sub={c ? <>History: {c.version} version{c.version === 1 ? '' : 's'}, live v{c.live_version ?? '—'}</> : 'Loading…'}
+        sub={
+          c ? (
+            <>
+              History: {c.version} version{c.version === 1 ? '' : 's'}, live v{c.live_version ?? '—'}
+            </>
+          ) : (
+            'Loading…'
+          )
+        }
       >
         {c && (
           <a class="btn" href={`/configs/${seg(c.id)}`}>
@@ -128,7 +152,11 @@ export function ConfigHistoryPage({id}: {id: string}) {
           {versions.error && <ErrorBox error={versions.error} retry={versions.reload} what="versions" />}
           <ol class="timeline" data-testid="timeline">
             {versions.items.map((v) => (
-              <li key={v.version} class={v.version === to || v.version === from ? 'tl-item tl-selected' : 'tl-item'} data-version={v.version}>
+              <li
+                key={v.version}
+                class={v.version === to || v.version === from ? 'tl-item tl-selected' : 'tl-item'}
+                data-version={v.version}
+              >
                 <div class="tl-head">
                   <strong>v{v.version}</strong>
                   {v.version === latest && <Badge tone="info">latest</Badge>}
@@ -142,7 +170,11 @@ export function ConfigHistoryPage({id}: {id: string}) {
                 </div>
                 <div class="tl-actions">
                   {v.version > 1 && (
-                    <button type="button" class="btn btn-small" onClick={() => setQuery({from: String(v.version - 1), to: String(v.version)})}>
+                    <button
+                      type="button"
+                      class="btn btn-small"
+                      onClick={() => setQuery({from: String(v.version - 1), to: String(v.version)})}
+                    >
                       Changes in v{v.version}
                     </button>
                   )}
@@ -171,26 +203,8 @@ export function ConfigHistoryPage({id}: {id: string}) {
           id="h-diff"
           actions={
             <div class="diff-controls">
-              <label>
-                From{' '}
-                <select value={from} onChange={(e) => setQuery({from: val(e)})} aria-label="From version">
-                  {options.map((v) => (
-                    <option key={v} value={v}>
-                      v{v}
-                    </option>
-                  ))}
-                </select>
-              </label>
-              <label>
-                to{' '}
-                <select value={to} onChange={(e) => setQuery({to: val(e)})} aria-label="To version">
-                  {options.map((v) => (
-                    <option key={v} value={v}>
-                      v{v}
-                    </option>
-                  ))}
-                </select>
-              </label>
+              <VersionPick label="From" aria="From version" value={from} options={options} onPick={(v) => setQuery({from: v})} />
+              <VersionPick label="to" aria="To version" value={to} options={options} onPick={(v) => setQuery({to: v})} />
               <div class="tabs" role="tablist" aria-label="Diff view">
                 <button type="button" role="tab" class="tab" aria-selected={view === 'list'} onClick={() => setView('list')}>
                   Changes

@@ -2,13 +2,14 @@
 // current snapshot, rollouts in progress, the latest changes from the audit log, and
 // what the event stream just said. Everything refreshes on live events (or every 5 s
 // while the server has no event stream).
+import {routes} from '../gen/openapi';
 import {ApiError} from '../lib/api';
 import {describeEvent, recentEvents} from '../lib/events';
 import {percent} from '../lib/format';
-import {useApi, useLive, useTitle} from '../lib/hooks';
+import {useApi, useGroups, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
 import {useStore} from '../lib/store';
-import {ACTIVE_DEPLOYMENT_STATES, type AuditEntry, type Deployment, type Group, type Page} from '../lib/types';
+import {ACTIVE_DEPLOYMENT_STATES, type Group} from '../lib/types';
 import {DeploymentProgressLine} from '../components/progress';
 import {Empty, ErrorBox, PageHead, Section, SkeletonRows, StateBadge, Time} from '../components/ui';
 
@@ -89,10 +90,10 @@ function GroupsTable({groups, loading}: {groups: Group[] | undefined; loading: b
 }
 
 function ActiveDeployments() {
-  const d = useApi<Page<Deployment>>('/api/v1/deployments?limit=50');
+  const d = useApi('listDeployments', {query: {limit: 50}});
   useLive(d.reload, (e) => /^(wave|rollout|rollback|config_)/.test(e.type), 1500);
   if (d.error instanceof ApiError && d.error.status === 404)
-    return <p class="muted">This server does not run rollouts yet (no <code>GET /api/v1/deployments</code>).</p>;
+    return <p class="muted">This server does not run rollouts yet (no <code>GET {routes.listDeployments.path}</code>).</p>;
   if (d.error && !d.data) return <ErrorBox error={d.error} retry={d.reload} what="deployments" />;
   const active = (d.data?.items ?? []).filter((x) => ACTIVE_DEPLOYMENT_STATES.includes(x.state));
   if (!d.data) return <p class="muted">Loading…</p>;
@@ -124,7 +125,7 @@ function ActiveDeployments() {
 }
 
 function RecentChanges() {
-  const a = useApi<Page<AuditEntry>>('/api/v1/audit?limit=30&result=success');
+  const a = useApi('listAudit', {query: {limit: 30, result: 'success'}});
   useLive(a.reload, undefined, 3000);
   if (a.error && !a.data) return <ErrorBox error={a.error} retry={a.reload} what="the audit log" />;
   if (!a.data) return <p class="muted">Loading…</p>;
@@ -180,7 +181,7 @@ function Activity() {
 
 export function Dashboard() {
   useTitle('Dashboard');
-  const groups = useApi<Page<Group>>('/api/v1/groups?limit=1000');
+  const groups = useGroups();
   useLive(groups.reload, (e) => /^(proxy_|config_|rollout|rollback)/.test(e.type), 1000);
   return (
     <>

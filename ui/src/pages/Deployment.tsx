@@ -2,16 +2,24 @@
 // NACKs, the NACK errors, and the controls (pause, resume, cancel, roll back) its state
 // allows, each asking for a reason first.
 import {useState} from 'preact/hooks';
-import {ApiError, describeError, post} from '../lib/api';
+import {ApiError, call} from '../lib/api';
 import {actionsFor, waveNumber, type DeploymentAction} from '../lib/deploy';
 import {when} from '../lib/format';
-import {useApi, useLive, useTitle} from '../lib/hooks';
+import {useAction, useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
-import {ACTIVE_DEPLOYMENT_STATES, type Config, type Deployment, type Wave} from '../lib/types';
+import {ACTIVE_DEPLOYMENT_STATES, type Deployment, type Wave} from '../lib/types';
+import {ConfirmButtons, Refusal} from '../components/list';
 import {DeploymentProgressLine} from '../components/progress';
 import {Dialog, Empty, ErrorBox, Field, PageHead, Section, StateBadge, Time, toast, val} from '../components/ui';
+
+const OPERATION = {
+  pause: 'pauseDeployment',
+  resume: 'resumeDeployment',
+  cancel: 'cancelDeployment',
+  rollback: 'rollbackDeployment',
+} as const;
 
 const LABEL: Record<DeploymentAction, string> = {pause: 'Pause', resume: 'Resume', cancel: 'Cancel', rollback: 'Roll back'};
 const EXPLAIN: Record<DeploymentAction, string> = {
@@ -92,13 +100,13 @@ function WaveCard({d, w}: {d: Deployment; w: Wave}) {
 export function DeploymentPage({id}: {id: string}) {
   useTitle(`Deployment ${id.slice(0, 8)}`);
   const me = useStore(session).me;
-  const d = useApi<Deployment>(`/api/v1/deployments/${seg(id)}`);
-  const cfg = useApi<Config>(d.data ? `/api/v1/configs/${seg(d.data.config_id)}` : null);
+  const d = useApi('getDeployment', {path: {id}});
+  const cfg = useApi('getConfig', d.data ? {path: {id: d.data.config_id}} : null);
   useLive(d.reload, (e) => !e.data?.deployment_id || e.data.deployment_id === id || /^config_/.test(e.type), 500);
   const [asking, setAsking] = useState<DeploymentAction | null>(null);
   const [reason, setReason] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
+  const action = useAction();
+  const {busy, error} = action;
 
   if (d.error instanceof ApiError && d.error.status === 404)
     return (
@@ -109,26 +117,18 @@ export function DeploymentPage({id}: {id: string}) {
   if (d.error && !d.data) return <ErrorBox error={d.error} retry={d.reload} what="the deployment" />;
   const x = d.data;
   if (!x) return <p class="muted">Loading…</p>;
-  const mayControl = (a: DeploymentAction) =>
-    can(me, 'deployments', a) || can(me, 'deployments', 'update') || can(me, 'deployments', '*');
+  const mayControl = (a: DeploymentAction) => can(me, 'deployments', a) || can(me, 'deployments', 'update') || can(me, 'deployments', '*');
   const actions = actionsFor(x.state).filter(mayControl);
 
-  const run = async () => {
-    if (!asking) return;
-    setBusy(true);
-    setError(null);
-    try {
-      await post(`/api/v1/deployments/${seg(id)}/${asking}`, {reason: reason || undefined});
+  const run = () =>
+    action.run(async () => {
+      if (!asking) return;
+      await call(OPERATION[asking], {path: {id}, body: {reason: reason || undefined}});
       toast(`${LABEL[asking]}: requested`);
       setAsking(null);
       setReason('');
       void d.reload();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   const sel = x.selector ?? {};
   const st = x.strategy ?? {type: 'all_at_once'};
@@ -153,7 +153,7 @@ export function DeploymentPage({id}: {id: string}) {
             key={a}
             type="button"
             class={a === 'rollback' || a === 'cancel' ? 'btn btn-danger-outline' : 'btn'}
-            onClick={() => (setAsking(a), setError(null))}
+            onClick={() => (setAsking(a), action.reset())}
             data-testid={`action-${a}`}
           >
             {LABEL[a]}
@@ -233,8 +233,8 @@ export function DeploymentPage({id}: {id: string}) {
               <>
                 <dt>Stops when</dt>
                 <dd class="small">
-                  NACKs exceed {Math.round(x.policy.nack_threshold * 1000) / 10} % (from {x.policy.nack_min_sample} answers), a wave
-                  takes over {x.policy.wave_timeout}, or {x.policy.health_failures} proxies report not ready
+                  NACKs exceed {Math.round(x.policy.nack_threshold * 1000) / 10} % (from {x.policy.nack_min_sample} answers), a wave takes
+                  over {x.policy.wave_timeout}, or {x.policy.health_failures} proxies report not ready
                 </dd>
               </>
             )}
@@ -243,8 +243,8 @@ export function DeploymentPage({id}: {id: string}) {
               {x.promote === false
                 ? 'no: proxies go back to following their group when it ends'
                 : x.promoted
-                  ? 'done: the version is now the groups\' current one'
-                  : 'when every wave has ACKed, the version becomes the groups\' current one'}
+                  ? "done: the version is now the groups' current one"
+                  : "when every wave has ACKed, the version becomes the groups' current one"}
             </dd>
             {x.reason && (
               <>
@@ -284,20 +284,18 @@ export function DeploymentPage({id}: {id: string}) {
           <Field label="Reason">
             <input value={reason} onInput={(e) => setReason(val(e))} placeholder="why (kept in the audit log)" />
           </Field>
-          {error !== null && (
-            <div class="error-box" role="alert">
-              <strong>Refused</strong>
-              <p>{describeError(error)}</p>
-            </div>
-          )}
-          <div class="btn-row dialog-actions">
-            <button type="button" class="btn" onClick={() => setAsking(null)}>
-              Back
-            </button>
-            <button type="button" class={asking === 'resume' ? 'btn btn-primary' : 'btn btn-danger'} onClick={run} disabled={busy} data-testid="confirm-action">
+          {error !== null && <Refusal title="Refused" error={error} />}
+          <ConfirmButtons onCancel={() => setAsking(null)} cancel="Back">
+            <button
+              type="button"
+              class={asking === 'resume' ? 'btn btn-primary' : 'btn btn-danger'}
+              onClick={run}
+              disabled={busy}
+              data-testid="confirm-action"
+            >
               {LABEL[asking]}
             </button>
-          </div>
+          </ConfirmButtons>
         </Dialog>
       )}
     </>

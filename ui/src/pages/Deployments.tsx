@@ -1,10 +1,12 @@
 // Deployments.tsx — every rollout, newest first, with its state and progress.
+import {routes} from '../gen/openapi';
 import {ApiError} from '../lib/api';
 import {usePaged, useLive, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
-import type {Deployment, DeploymentState} from '../lib/types';
+import type {DeploymentState} from '../lib/types';
+import {ListTable} from '../components/list';
 import {DeploymentProgressLine} from '../components/progress';
-import {Empty, ErrorBox, Field, PageHead, SkeletonRows, StateBadge, Time, val} from '../components/ui';
+import {Empty, Field, PageHead, StateBadge, Time, val} from '../components/ui';
 
 const STATES: DeploymentState[] = [
   'pending',
@@ -22,7 +24,7 @@ export function DeploymentsPage() {
   useTitle('Deployments');
   const {query} = useLocation();
   const state = query.get('state') ?? '';
-  const list = usePaged<Deployment>('/api/v1/deployments', 100);
+  const list = usePaged('listDeployments', {}, 100);
   // ACKs and NACKs (config_*) move the progress of the waves under way.
   useLive(list.reload, (e) => /^(wave|rollout|rollback|config_)/.test(e.type), 1500);
   if (list.error instanceof ApiError && list.error.status === 404)
@@ -30,7 +32,7 @@ export function DeploymentsPage() {
       <>
         <PageHead title="Deployments" />
         <Empty title="This server does not run rollouts yet">
-          <code>GET /api/v1/deployments</code> is not there. Saving a config publishes it to its groups at once.
+          <code>GET {routes.listDeployments.path}</code> is not there. Saving a config publishes it to its groups at once.
         </Empty>
       </>
     );
@@ -50,61 +52,45 @@ export function DeploymentsPage() {
           </select>
         </Field>
       </form>
-      {list.error && <ErrorBox error={list.error} retry={list.reload} what="deployments" />}
-      {!list.loading && !list.error && !rows.length ? (
-        <Empty title={state ? 'No deployment in this state' : 'No deployments yet'}>
-          Start one from a config's <em>Apply</em> button.
-        </Empty>
-      ) : (
-        <div class="table-wrap">
-          <table class="table" data-testid="deployments-table">
-            <thead>
-              <tr>
-                <th scope="col">Deployment</th>
-                <th scope="col">Config</th>
-                <th scope="col">State</th>
-                <th scope="col">Progress</th>
-                <th scope="col">By</th>
-                <th scope="col">Started</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.loading && !list.items.length && <SkeletonRows cols={6} />}
-              {rows.map((d) => {
-                return (
-                  <tr key={d.id} data-testid={`deployment-row-${d.id}`}>
-                    <td>
-                      <a class="mono" href={`/deployments/${seg(d.id)}`}>
-                        {d.id.slice(0, 8)}
-                      </a>{' '}
-                      <span class="muted small">{d.strategy?.type?.replace(/_/g, ' ')}</span>
-                    </td>
-                    <td>
-                      <a href={`/configs/${seg(d.config_id)}/history`}>v{d.config_version}</a>
-                      {d.groups?.length ? <span class="muted small"> · {d.groups.join(', ')}</span> : null}
-                    </td>
-                    <td>
-                      <StateBadge state={d.state} title={d.state_reason ?? undefined} />
-                    </td>
-                    <td class="progress-cell">
-                      <DeploymentProgressLine d={d} />
-                    </td>
-                    <td>{d.created_by}</td>
-                    <td>
-                      <Time iso={d.started_at ?? d.created_at} />
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {list.next && (
-        <button type="button" class="btn" onClick={list.more}>
-          Load more
-        </button>
-      )}
+      <ListTable
+        list={list}
+        what="deployments"
+        testid="deployments-table"
+        shown={rows.length}
+        head={['Deployment', 'Config', 'State', 'Progress', 'By', 'Started']}
+        empty={
+          <Empty title={state ? 'No deployment in this state' : 'No deployments yet'}>
+            Start one from a config's <em>Apply</em> button.
+          </Empty>
+        }
+      >
+        {rows.map((d) => {
+          return (
+            <tr key={d.id} data-testid={`deployment-row-${d.id}`}>
+              <td>
+                <a class="mono" href={`/deployments/${seg(d.id)}`}>
+                  {d.id.slice(0, 8)}
+                </a>{' '}
+                <span class="muted small">{d.strategy?.type?.replace(/_/g, ' ')}</span>
+              </td>
+              <td>
+                <a href={`/configs/${seg(d.config_id)}/history`}>v{d.config_version}</a>
+                {d.groups?.length ? <span class="muted small"> · {d.groups.join(', ')}</span> : null}
+              </td>
+              <td>
+                <StateBadge state={d.state} title={d.state_reason ?? undefined} />
+              </td>
+              <td class="progress-cell">
+                <DeploymentProgressLine d={d} />
+              </td>
+              <td>{d.created_by}</td>
+              <td>
+                <Time iso={d.started_at ?? d.created_at} />
+              </td>
+            </tr>
+          );
+        })}
+      </ListTable>
     </>
   );
 }

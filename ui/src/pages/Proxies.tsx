@@ -2,24 +2,11 @@
 // (node id, label, replica), sortable by any column. Filters live in the address so a
 // dashboard card or a colleague's link opens the same view.
 import {useMemo} from 'preact/hooks';
-import {withQuery} from '../lib/api';
-import {useApi, useLive, usePaged, useTitle} from '../lib/hooks';
+import {useGroups, useLive, usePaged, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
-import type {Group, Page, Proxy} from '../lib/types';
-import {
-  compare,
-  Empty,
-  ErrorBox,
-  Field,
-  Labels,
-  PageHead,
-  SkeletonRows,
-  SortHeader,
-  StateBadge,
-  Time,
-  useSort,
-  val,
-} from '../components/ui';
+import type {Proxy} from '../lib/types';
+import {GroupFilter, ListTable} from '../components/list';
+import {compare, Empty, Field, Labels, PageHead, StateBadge, Time, useSort, val} from '../components/ui';
 
 const STATE_FILTERS = ['', 'connected', 'stale', 'disconnected', 'nacking'];
 
@@ -62,9 +49,8 @@ export function ProxiesPage() {
   const group = query.get('group') ?? '';
   const state = query.get('state') ?? '';
   const q = query.get('q') ?? '';
-  const groups = useApi<Page<Group>>('/api/v1/groups?limit=1000');
-  const path = withQuery('/api/v1/proxies', {group, state: state === 'nacking' ? '' : state});
-  const list = usePaged<Proxy>(path, 500);
+  const groups = useGroups();
+  const list = usePaged('listProxies', {query: {group, state: state === 'nacking' ? '' : state}}, 500);
   useLive(
     () => {
       void list.reload();
@@ -97,17 +83,7 @@ export function ProxiesPage() {
             aria-label="Search proxies by node id, label or replica"
           />
         </Field>
-        <Field label="Group">
-          <select value={group} onChange={(e) => setQuery({group: val(e)})}>
-            <option value="">all groups</option>
-            {(groups.data?.items ?? []).map((g) => (
-              <option key={g.name} value={g.name}>
-                {g.name}
-              </option>
-            ))}
-            {group && !latest.has(group) && <option value={group}>{group}</option>}
-          </select>
-        </Field>
+        <GroupFilter groups={groups.data?.items} value={group} onChange={(g) => setQuery({group: g})} keep />
         <Field label="State">
           <select value={state} onChange={(e) => setQuery({state: val(e)})}>
             {STATE_FILTERS.map((s) => (
@@ -126,85 +102,75 @@ export function ProxiesPage() {
           {list.items.length ? `${rows.length} of ${list.items.length}${list.next ? '+' : ''} shown` : ''}
         </span>
       </form>
-      {list.error && <ErrorBox error={list.error} retry={list.reload} what="proxies" />}
-      {!list.loading && !list.error && list.items.length === 0 ? (
-        filtering ? (
-          <Empty title="No proxy matches these filters" />
-        ) : (
-          <Empty title="No proxies yet">
-            Proxies appear once they connect to Sextant's xDS port with a node id; their node <code>cluster</code> names their
-            group.
-          </Empty>
-        )
-      ) : (
-        <div class="table-wrap">
-          <table class="table" data-testid="proxies-table">
-            <thead>
-              <tr>
-                <SortHeader label="Node ID" col="node" sort={sort} onSort={onSort} />
-                <SortHeader label="Group" col="group" sort={sort} onSort={onSort} />
-                <SortHeader label="State" col="state" sort={sort} onSort={onSort} />
-                <th scope="col">Labels</th>
-                <SortHeader label="Replica" col="replica" sort={sort} onSort={onSort} />
-                <SortHeader label="Acked" col="acked" sort={sort} onSort={onSort} />
-                <SortHeader label="Last seen" col="seen" sort={sort} onSort={onSort} />
-                <SortHeader label="Last NACK" col="nack" sort={sort} onSort={onSort} />
-              </tr>
-            </thead>
-            <tbody>
-              {list.loading && !list.items.length && <SkeletonRows cols={8} />}
-              {rows.map((p) => {
-                const want = p.desired_version ?? latest.get(p.group) ?? null;
-                const behind = p.acked_version !== null && want !== null && p.acked_version !== want;
-                return (
-                  <tr key={p.node_id} data-node={p.node_id}>
-                    <td>
-                      <a href={`/proxies/${seg(p.node_id)}`} class="mono">
-                        {p.node_id}
-                      </a>
-                    </td>
-                    <td>{p.group}</td>
-                    <td class="nowrap">
-                      <StateBadge state={p.state} title={p.disconnect_reason ?? undefined} /> {p.nacking && <StateBadge state="nacking" />}
-                    </td>
-                    <td>
-                      <Labels labels={p.labels} />
-                    </td>
-                    <td class="mono small">{p.replica_id ?? '—'}</td>
-                    <td class="num nowrap">
-                      <span data-testid="acked">{p.acked_version !== null ? `v${p.acked_version}` : 'none'}</span>
-                      {behind && (
-                        <span class="muted small" data-testid="behind" title={`should have v${want}`}>
-                          {' '}
-                          → v{want}
-                        </span>
-                      )}
-                    </td>
-                    <td>
-                      <Time iso={p.last_seen} />
-                    </td>
-                    <td class="nack-cell">
-                      {p.last_nack ? (
-                        <span title={p.last_nack.error ?? ''}>
-                          <span class="text-bad">v{p.last_nack.version ?? '?'}</span> <Time iso={p.last_nack.at} />
-                          <span class="small muted ellipsis">{p.last_nack.error}</span>
-                        </span>
-                      ) : (
-                        <span class="muted">—</span>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {list.next && (
-        <button type="button" class="btn" onClick={list.more} disabled={list.loading}>
-          Load more
-        </button>
-      )}
+      <ListTable
+        list={list}
+        what="proxies"
+        testid="proxies-table"
+        head={[
+          ['Node ID', 'node'],
+          ['Group', 'group'],
+          ['State', 'state'],
+          'Labels',
+          ['Replica', 'replica'],
+          ['Acked', 'acked'],
+          ['Last seen', 'seen'],
+          ['Last NACK', 'nack'],
+        ]}
+        sorting={{sort, onSort}}
+        empty={
+          filtering ? (
+            <Empty title="No proxy matches these filters" />
+          ) : (
+            <Empty title="No proxies yet">
+              Proxies appear once they connect to Sextant's xDS port with a node id; their node <code>cluster</code> names their group.
+            </Empty>
+          )
+        }
+      >
+        {rows.map((p) => {
+          const want = p.desired_version ?? latest.get(p.group) ?? null;
+          const behind = p.acked_version !== null && want !== null && p.acked_version !== want;
+          return (
+            <tr key={p.node_id} data-node={p.node_id}>
+              <td>
+                <a href={`/proxies/${seg(p.node_id)}`} class="mono">
+                  {p.node_id}
+                </a>
+              </td>
+              <td>{p.group}</td>
+              <td class="nowrap">
+                <StateBadge state={p.state} title={p.disconnect_reason ?? undefined} /> {p.nacking && <StateBadge state="nacking" />}
+              </td>
+              <td>
+                <Labels labels={p.labels} />
+              </td>
+              <td class="mono small">{p.replica_id ?? '—'}</td>
+              <td class="num nowrap">
+                <span data-testid="acked">{p.acked_version !== null ? `v${p.acked_version}` : 'none'}</span>
+                {behind && (
+                  <span class="muted small" data-testid="behind" title={`should have v${want}`}>
+                    {' '}
+                    → v{want}
+                  </span>
+                )}
+              </td>
+              <td>
+                <Time iso={p.last_seen} />
+              </td>
+              <td class="nack-cell">
+                {p.last_nack ? (
+                  <span title={p.last_nack.error ?? ''}>
+                    <span class="text-bad">v{p.last_nack.version ?? '?'}</span> <Time iso={p.last_nack.at} />
+                    <span class="small muted ellipsis">{p.last_nack.error}</span>
+                  </span>
+                ) : (
+                  <span class="muted">—</span>
+                )}
+              </td>
+            </tr>
+          );
+        })}
+      </ListTable>
     </>
   );
 }

@@ -7,18 +7,9 @@ import {ApiError} from '../lib/api';
 import {showJson, when} from '../lib/format';
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
-import type {Proxy, ProxyConfig} from '../lib/types';
-
-/** One NACK of GET /api/v1/proxies/{id}/nacks. */
-interface NackEntry {
-  at: string;
-  group: string | null;
-  version: number | null;
-  error: string;
-  replica: string;
-}
 import {Badge, Empty, ErrorBox, Labels, PageHead, Section, StateBadge, Time} from '../components/ui';
 import {JsonView, SideBySide} from '../components/editors';
+import {Heads} from '../components/list';
 
 function Row({k, children}: {k: string; children: ComponentChildren}) {
   return (
@@ -31,9 +22,10 @@ function Row({k, children}: {k: string; children: ComponentChildren}) {
 
 export function ProxyPage({id}: {id: string}) {
   useTitle(id);
-  const p = useApi<Proxy>(`/api/v1/proxies/${seg(id)}`);
-  const c = useApi<ProxyConfig>(`/api/v1/proxies/${seg(id)}/config`);
-  const nacks = useApi<{items: NackEntry[]}>(`/api/v1/proxies/${seg(id)}/nacks?limit=20`);
+  const node = {path: {node_id: id}};
+  const p = useApi('getProxy', node);
+  const c = useApi('getProxyConfig', node);
+  const nacks = useApi('listProxyNacks', {...node, query: {limit: 20}});
   const [tab, setTab] = useState<'desired' | 'acked' | 'diff'>('desired');
   const mine = (e: {data: Record<string, unknown> | null}) => !e.data?.node_id || e.data.node_id === id;
   useLive(
@@ -151,10 +143,7 @@ export function ProxyPage({id}: {id: string}) {
                   <table class="table" data-testid="nack-history">
                     <thead>
                       <tr>
-                        <th scope="col">When</th>
-                        <th scope="col">Version</th>
-                        <th scope="col">Error</th>
-                        <th scope="col">Replica</th>
+                        <Heads cols={['When', 'Version', 'Error', 'Replica']} />
                       </tr>
                     </thead>
                     <tbody>

@@ -2,7 +2,8 @@
 // with auth.dev_sign_in, sign in as a role with one click.
 import {useEffect, useState} from 'preact/hooks';
 import {ApiError, describeError} from '../lib/api';
-import {devSignIn, devSignInOptions, signIn, signInWithoutToken, type DevSignIn} from '../lib/session';
+import {devSignIn, devSignInOptions, signIn, signInWithoutToken} from '../lib/session';
+import type {DevSignIn} from '../lib/types';
 import {useTitle} from '../lib/hooks';
 
 export function SignIn({ended}: {ended: string | null}) {

@@ -2,34 +2,41 @@
 // one with the config versions it was built from, and the republishing of an older
 // one as the group's newest version (after a confirmation showing what changes).
 import {useEffect, useState} from 'preact/hooks';
-import {describeError, post} from '../lib/api';
+import {fetchOp} from '../lib/api';
 import {bytes} from '../lib/format';
-import {useApi, useLive, usePaged, useTitle} from '../lib/hooks';
+import {useAction, useApi, useGroups, useLive, usePaged, useTitle} from '../lib/hooks';
 import {navigate, seg, setQuery, useLocation} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
-import type {Group, Page, Snapshot} from '../lib/types';
+import type {Group, Snapshot} from '../lib/types';
 import {JsonView, SideBySide} from '../components/editors';
+import {ConfirmButtons, Refusal} from '../components/list';
 import {Badge, Dialog, Empty, ErrorBox, Field, PageHead, Section, Time, toast, val} from '../components/ui';
 
-function RepublishDialog({group, snap, latest, onClose, onDone}: {group: string; snap: Snapshot; latest: Snapshot | undefined; onClose: () => void; onDone: () => void}) {
+function RepublishDialog({
+  group,
+  snap,
+  latest,
+  onClose,
+  onDone,
+}: {
+  group: string;
+  snap: Snapshot;
+  latest: Snapshot | undefined;
+  onClose: () => void;
+  onDone: () => void;
+}) {
   const [message, setMessage] = useState(`republish snapshot v${snap.version}`);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const cur = useApi<Snapshot>(latest ? `/api/v1/snapshots/${latest.id}` : null);
-  const go = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      const r = await post<{version: number; changed: boolean}>(`/api/v1/groups/${seg(group)}/rollback`, {snapshot_version: snap.version, message});
-      toast(r.changed ? `Group ${group} now serves v${snap.version}'s content as v${r.version}` : `Group ${group} already serves this content`);
+  const {busy, error, run} = useAction();
+  const cur = useApi('getSnapshot', latest ? {path: {id: latest.id}} : null);
+  const go = () =>
+    run(async () => {
+      const r = await fetchOp('rollbackGroup', {path: {group}, body: {snapshot_version: snap.version, message}});
+      toast(
+        r.changed ? `Group ${group} now serves v${snap.version}'s content as v${r.version}` : `Group ${group} already serves this content`,
+      );
       onDone();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <Dialog title={`Republish snapshot v${snap.version} of ${group}?`} open onClose={onClose} wide>
       <p>
@@ -44,20 +51,12 @@ function RepublishDialog({group, snap, latest, onClose, onDone}: {group: string;
       <Field label="Message">
         <input value={message} onInput={(e) => setMessage(val(e))} />
       </Field>
-      {error !== null && (
-        <div class="error-box" role="alert">
-          <strong>Not republished</strong>
-          <p>{describeError(error)}</p>
-        </div>
-      )}
-      <div class="btn-row dialog-actions">
-        <button type="button" class="btn" onClick={onClose}>
-          Cancel
-        </button>
+      {error !== null && <Refusal title="Not republished" error={error} />}
+      <ConfirmButtons onCancel={onClose}>
         <button type="button" class="btn btn-danger" onClick={go} disabled={busy} data-testid="confirm-republish">
           Republish v{snap.version}
         </button>
-      </div>
+      </ConfirmButtons>
     </Dialog>
   );
 }
@@ -66,12 +65,12 @@ export function SnapshotsPage({group}: {group: string | null}) {
   useTitle(group ? `Snapshots of ${group}` : 'Snapshots');
   const me = useStore(session).me;
   const {query} = useLocation();
-  const groups = useApi<Page<Group>>('/api/v1/groups?limit=1000');
-  const versions = usePaged<Snapshot>(group ? `/api/v1/snapshots?group=${seg(group)}` : null, 100);
+  const groups = useGroups();
+  const versions = usePaged('listSnapshots', group ? {query: {group}} : null, 100);
   useLive(versions.reload, (e) => /^(config_|rollout|rollback)/.test(e.type), 2000);
   const selectedVersion = Number(query.get('v')) || versions.items[0]?.version;
   const selected = versions.items.find((s) => s.version === selectedVersion);
-  const detail = useApi<Snapshot>(selected ? `/api/v1/snapshots/${selected.id}` : null);
+  const detail = useApi('getSnapshot', selected ? {path: {id: selected.id}} : null);
   const [republish, setRepublish] = useState(false);
   const only = !group && groups.data?.items.length === 1 ? groups.data.items[0].name : null;
   useEffect(() => {
@@ -102,7 +101,10 @@ export function SnapshotsPage({group}: {group: string | null}) {
   const mayRepublish = can(me, 'groups', 'rollback');
   return (
     <>
-      <PageHead title={`Snapshots of ${group}`} sub="Snapshots are immutable; republishing an old one writes a new version with its content.">
+      <PageHead
+        title={`Snapshots of ${group}`}
+        sub="Snapshots are immutable; republishing an old one writes a new version with its content."
+      >
         <label class="inline-field">
           Group{' '}
           <select value={group} onChange={(e) => navigate(`/snapshots/${seg(val(e))}`)}>
@@ -121,7 +123,12 @@ export function SnapshotsPage({group}: {group: string | null}) {
           <ol class="timeline" data-testid="snapshot-versions">
             {versions.items.map((s) => (
               <li key={s.id} class={s.version === selectedVersion ? 'tl-item tl-selected' : 'tl-item'}>
-                <button type="button" class="tl-button" onClick={() => setQuery({v: String(s.version)})} aria-pressed={s.version === selectedVersion}>
+                <button
+                  type="button"
+                  class="tl-button"
+                  onClick={() => setQuery({v: String(s.version)})}
+                  aria-pressed={s.version === selectedVersion}
+                >
                   <span class="tl-head">
                     <strong>v{s.version}</strong> {s === latest && <Badge tone="info">serving</Badge>}
                   </span>
