@@ -13,10 +13,7 @@ WORK=$(mktemp -d /tmp/sextant-frame-XXXXXX)
 PID=
 
 cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -KILL "$PID" 2>/dev/null
-        wait "$PID" 2>/dev/null
-    fi
+    serve_kill
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -194,25 +191,10 @@ check "log lines carry the replica id" contains "$WORK/serve.log" '"replica":"fr
 check "every log line is one JSON object" bash -c "! grep -vq '^{.*}$' '$WORK/serve.log'"
 
 # ------------------------------------------------------------------ SIGTERM
-kill -TERM "$PID"
-exited=0
-for _ in $(seq 1 50); do
-    if ! kill -0 "$PID" 2>/dev/null; then
-        exited=1
-        break
-    fi
-    sleep 0.1
-done
-if [ $exited -eq 1 ]; then
-    wait "$PID"
-    rc=$?
-    PID=
-    check "SIGTERM exits 0 (got $rc)" [ $rc -eq 0 ]
+if serve_stop 5; then
     check "the last log line says sextant stopped" \
         bash -c "tail -n 1 '$WORK/serve.log' | grep -q '\"msg\":\"sextant stopped\"'"
     check "the port is closed after exit" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$HTTP_PORT) 2>/dev/null"
-else
-    fail "sextant serve did not exit within 5 s of SIGTERM"
 fi
 
 if [ $FAILS -ne 0 ]; then

@@ -18,6 +18,8 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
+#include "tests/lib/testlib.h"
+
 #include "server/base/mem.h"
 #include "server/config.h"
 
@@ -26,14 +28,6 @@
 static char dir[64];
 static char cert[128], key[128], ca[128], junk[128], secret_file[128], short_secret_file[128],
     rsa_pub[128], rsa_priv[128], rsa_other[128], policy[128], yaml_path[128];
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static int setup(void **state)
 {
@@ -52,13 +46,13 @@ static int setup(void **state)
     snprintf(rsa_other, sizeof(rsa_other), "%s/other.key.pem", dir);
     snprintf(policy, sizeof(policy), "%s/rbac.yaml", dir);
     snprintf(yaml_path, sizeof(yaml_path), "%s/sextant.yaml", dir);
-    write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
-    write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
-    write_file(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
-    write_file(junk, "not a key\n");
-    write_file(secret_file, "0123456789abcdef0123456789abcdef-from-file\n");
-    write_file(short_secret_file, "short\n");
-    write_file(policy, "roles: []\n");
+    tl_write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
+    tl_write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
+    tl_write_file(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
+    tl_write_file(junk, "not a key\n");
+    tl_write_file(secret_file, "0123456789abcdef0123456789abcdef-from-file\n");
+    tl_write_file(short_secret_file, "short\n");
+    tl_write_file(policy, "roles: []\n");
 
     EVP_PKEY *pk = EVP_RSA_gen(1024);
     if (pk == NULL)
@@ -135,7 +129,7 @@ static int load(const char *yaml, const char **env, sextant_config **cfg, sx_fie
     envv[n] = NULL;
     if (yaml) {
         char *y = expand(yaml);
-        write_file(yaml_path, y);
+        tl_write_file(yaml_path, y);
         sx_free(y);
     }
     int rc = config_load(yaml ? yaml_path : NULL, envv, cfg, errs);

@@ -22,7 +22,7 @@ api_init events
 SSE="$SRC/tests/integration/api/sse.js"
 CONF="$SRC/tests/conformance"
 # The protocol-level ADS client needs the conformance tests' node_modules.
-(source "$CONF/lib/harness.sh" && conf_node_modules) || { echo "npm ci of $CONF failed" >&2; exit 1; }
+npm_ready "$CONF" || { echo "npm ci of $CONF failed" >&2; exit 1; }
 
 PID_B=
 CURLS=()
@@ -79,13 +79,10 @@ SEXTANT_REPLICA_ID=events-a SEXTANT_EVENTS_MAX_STREAMS=2 api_serve
 # Replica B: where the streams are read.
 HTTP_B=$(free_port) || exit 1
 GRPC_B=$(free_port) || exit 1
-env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL \
-    -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT \
-    SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_B" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_B" \
+"${SX_ENV[@]}" SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_B" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_B" \
     SEXTANT_REPLICA_ID=events-b "$BIN" serve >>"$WORK/serve_b.log" 2>&1 &
 PID_B=$!
-ready_b() { [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$HTTP_B/readyz")" = 200 ]; }
-wait_for 20 ready_b || { echo "replica B did not become ready" >&2; exit 1; }
+wait_for 20 ready "$HTTP_B" || { echo "replica B did not become ready" >&2; exit 1; }
 
 ADMIN=$(api_token ada admin)
 OPER=$(api_token olga operator)
@@ -250,25 +247,14 @@ check "two streams open on replica A" wait_for 10 bash -c "node '$SSE' '$WORK/a1
 st=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' --max-time 5 \
     -H "Authorization: Bearer $VIEW" "http://127.0.0.1:$HTTP_PORT/api/v1/events")
 expect_error "a third stream on replica A (events.max_streams=2)" 503 unavailable "$st"
-metric() { # metric PORT NAME
-    curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
-}
 check "sextant_events_streams on B counts its open streams" \
-    [ "$(metric "$HTTP_B" sextant_events_streams)" -ge 5 ]
+    [ "$(metric sextant_events_streams "$HTTP_B")" -ge 5 ]
 check "sextant_events_sent_total on B is positive" \
-    awk -v v="$(metric "$HTTP_B" sextant_events_sent_total)" 'BEGIN { exit !(v > 0) }'
+    awk -v v="$(metric sextant_events_sent_total "$HTTP_B")" 'BEGIN { exit !(v > 0) }'
 
 # ---------------------------------------------------------------- shutdown with open streams
-kill -TERM "$PID_B"
-for i in $(seq 1 100); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$PID_B" 2>/dev/null; then
-    fail "replica B did not exit within 10 s of SIGTERM with streams open"
-    kill -KILL "$PID_B"
-fi
-wait "$PID_B"
-rc=$?
+stop_daemon "replica B (streams open)" "$PID_B" 10
 PID_B=
-check "replica B exits 0 on SIGTERM with streams open (got $rc)" [ "$rc" = 0 ]
 check "its streams ended (curl exited)" wait_for 5 bash -c "! kill -0 $PID_live 2>/dev/null"
 api_stop
 finish

@@ -55,14 +55,9 @@ st=$(api_call "$VIEW" GET /api/v1/proxies/n-idle)
 expect_status "GET /proxies/n-idle" 200 "$st"
 check "one proxy carries its state" jtrue 'j.state === "stale" && j.nacking === false'
 
-proxies_gauge() { # proxies_gauge STATE: the value of sextant_proxies{state="STATE"}
-    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
-        awk -v s="sextant_proxies{state=\"$1\"}" '$1 == s { print $2 }'
-}
-gauge_is() { [ "$(proxies_gauge "$1")" = "$2" ]; }
-check "/metrics: sextant_proxies{state=\"stale\"} 1 within 12 s" wait_for 12 gauge_is stale 1
+check "/metrics: sextant_proxies{state=\"stale\"} 1 within 12 s" wait_for 12 metric_is 'sextant_proxies{state="stale"}' 1
 check "/metrics: connected 1, disconnected 2" \
-    [ "$(proxies_gauge connected)/$(proxies_gauge disconnected)" = "1/2" ]
+    [ "$(metric 'sextant_proxies{state="connected"}')/$(metric 'sextant_proxies{state="disconnected"}')" = "1/2" ]
 
 st=$(api_call "$VIEW" GET /api/v1/groups)
 expect_status "GET /groups" 200 "$st"

@@ -11,7 +11,6 @@
 #include "server/base/arena.h"
 #include "server/base/metrics.h"
 #include "server/nodes/status.h"
-#include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
@@ -25,10 +24,8 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
+    f->url = tl_db_create_migrated();
     sx_err err;
-    int applied = 0;
-    assert_int_equal(migrate_run(f->url, NULL, &applied, &err), 0);
     pg_pool_options po = {.url = f->url, .size = 4};
     assert_int_equal(pg_pool_create(&po, &f->pool, &err), 0);
     f->metrics = sx_metrics_create();

@@ -18,8 +18,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init control
 rt_serve r1 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
+echo_backend OLD || exit 1
+echo_backend NEW || exit 1
 G=rt-ctl
 
 rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1

@@ -16,8 +16,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 rt_init events
 rt_serve r1 || exit 1
 SEXTANT_ROLLOUTS_TICK=1h rt_serve r2 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
+echo_backend OLD || exit 1
+echo_backend NEW || exit 1
 G=rt-events
 
 rt_use r2
@@ -48,7 +48,7 @@ expect_status "the deployment is created (through r1)" 201 "$ST"
 check "r1 drives it" wait_for 10 rt_deploy_true "$DEPLOY" 'j.owner_replica === "r1"'
 check "r2's events client sees wave 0 start and complete" \
     wait_for 20 sse_has "$WORK/sse_b1.log" "e.event === 'wave_completed' && e.data.deployment_id === '$DEPLOY' && e.data.wave === 0"
-conf_stop sse_b1
+bg_stop sse_b1
 LAST=$(jq_ "sse('$WORK/sse_b1.log').slice(-1)[0].id" /dev/null)
 IN_B1=$(sse_count "$WORK/sse_b1.log" "e.data.deployment_id === '$DEPLOY'")
 echo "disconnected after event $LAST ($IN_B1 events of the deployment so far)"
@@ -61,7 +61,7 @@ rt_use r1
 check "the deployment completes" wait_for 40 rt_deploy_in "$DEPLOY" completed
 check "the reconnected client receives rollout_completed" \
     wait_for 10 sse_has "$WORK/sse_b2.log" "e.event === 'rollout_completed' && e.data.deployment_id === '$DEPLOY'"
-conf_stop sse_b2
+bg_stop sse_b2
 
 # ---------------------------------------------------------------- none lost, none repeated
 sql "SELECT json_agg(json_build_object('id', id, 'type', type, 'deployment_id', deployment_id, 'replica', replica_id) ORDER BY txid, id) FROM events" >"$WORK/db_events.json"

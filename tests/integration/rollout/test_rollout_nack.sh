@@ -20,8 +20,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init nack
 rt_serve r1 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
+echo_backend OLD || exit 1
+echo_backend NEW || exit 1
 G=rt-nack
 MARKER=nackme
 NACK_MESSAGE="fleet: refusing the nackme backend"

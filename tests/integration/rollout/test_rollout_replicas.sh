@@ -23,8 +23,8 @@ PAUSE_MS=5000
 rt_init replicas
 rt_serve r1 || exit 1
 rt_serve r2 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
+echo_backend OLD || exit 1
+echo_backend NEW || exit 1
 G=rt-repl
 
 rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
@@ -54,7 +54,7 @@ check "wave 0 completes" wait_for 20 rt_deploy_true "$DEPLOY" 'j.waves[0].state 
 cp "$WORK/deploy.json" "$WORK/before_kill.json"
 check "... and wave 1 is still pending (in the pause)" jtrue 'j.waves[1].state === "pending" && j.owner_replica' "$WORK/before_kill.json"
 KILL_MS=$(now_ms)
-conf_stop "$OWNER" KILL
+bg_stop "$OWNER" KILL
 echo "SIGKILLed $OWNER"
 
 check "$SURVIVOR takes the deployment over within the lease (+ slack)" \

@@ -15,8 +15,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init timeout
 rt_serve r1 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
+echo_backend OLD || exit 1
+echo_backend NEW || exit 1
 G=rt-timeout
 MARKER=hangs
 

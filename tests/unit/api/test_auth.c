@@ -23,6 +23,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "tests/lib/testlib.h"
+
 #include "api/auth.h"
 #include "api/policy.h"
 #include "server/base/arena.h"
@@ -645,32 +647,24 @@ static void test_builtin_policy_table(void **state)
     policy_free(p);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_policy_file(void **state)
 {
     (void)state;
-    write_text(policy_path, "# a custom policy\n"
-                            "roles:\n"
-                            "  - name: edge-oncall\n"
-                            "    description: rolls back the edge groups only\n"
-                            "    permissions:\n"
-                            "      - resource: \"groups/edge-*\"\n"
-                            "        actions: [rollback, read]\n"
-                            "      - resource: \"configs/*\"\n"
-                            "        actions: [read]\n"
-                            "  - name: auditor\n"
-                            "    permissions:\n"
-                            "      - resource: audit\n"
-                            "        actions: [\"*\"]\n"
-                            "  - name: nobody\n"
-                            "    permissions: []\n");
+    tl_write_file(policy_path, "# a custom policy\n"
+                               "roles:\n"
+                               "  - name: edge-oncall\n"
+                               "    description: rolls back the edge groups only\n"
+                               "    permissions:\n"
+                               "      - resource: \"groups/edge-*\"\n"
+                               "        actions: [rollback, read]\n"
+                               "      - resource: \"configs/*\"\n"
+                               "        actions: [read]\n"
+                               "  - name: auditor\n"
+                               "    permissions:\n"
+                               "      - resource: audit\n"
+                               "        actions: [\"*\"]\n"
+                               "  - name: nobody\n"
+                               "    permissions: []\n");
     policy *p = NULL;
     sx_err err;
     assert_int_equal(policy_load_file(policy_path, &p, NULL, &err), 0);
@@ -689,7 +683,7 @@ static void test_policy_file(void **state)
     policy_free(p);
 
     /* The built-in text loads as a file too (the README shows it). */
-    write_text(policy_path, policy_builtin_yaml());
+    tl_write_file(policy_path, policy_builtin_yaml());
     assert_int_equal(policy_load_file(policy_path, &p, NULL, &err), 0);
     assert_true(policy_allows(p, "operator", "deployments", "d", "pause"));
     policy_free(p);

@@ -8,7 +8,7 @@
 #   source "$SEXTANT_SOURCE_DIR/tests/integration/rollout/lib/rollout.sh"
 #   rt_init NAME                       # services, auth, SEXTANT_ROLLOUTS_TICK/LEASE
 #   rt_serve r1                        # replica r1 (R1_HTTP, R1_GRPC); REST goes to the first
-#   conf_echo_backend OLD; conf_echo_backend NEW
+#   echo_backend OLD; echo_backend NEW
 #   rt_config_create web GROUP "$(rt_echo_spec echo-old "$ECHO_OLD")"   # CONFIG_ID
 #   rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group G --kinds grpcjs:2,ads:4 >"$WORK/spec.json"
 #   rt_fleet_start "$WORK/spec.json"   # FLEET_PORT
@@ -45,13 +45,8 @@ rt_init() {
     export SEXTANT_ROLLOUTS_LEASE=${SEXTANT_ROLLOUTS_LEASE:-3s}
     # ACKs reach node_status (where the driver counts them) within 100 ms.
     export SEXTANT_NODES_FLUSH_INTERVAL=${SEXTANT_NODES_FLUSH_INTERVAL:-100ms}
-    TOKEN=$(rt_token rollout-tester operator) || exit 1
+    TOKEN=$(token rollout-tester operator) || exit 1
     [ -n "$TOKEN" ] || { echo "rollout: sextant token minted nothing" >&2; exit 1; }
-}
-
-# rt_token USER ROLE: a bearer token from `sextant token`.
-rt_token() {
-    env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR "$BIN" token --user "$1" --role "$2" --ttl 1h
 }
 
 # rt_serve NAME: a replica (see conf_serve); the first one started receives the REST
@@ -93,7 +88,7 @@ rt_finish() {
         rt_dump >&2 2>/dev/null || true
         RT_DUMPED=1
     fi
-    [ -n "$FLEET_PORT" ] && conf_stop fleet
+    [ -n "$FLEET_PORT" ] && bg_stop fleet
     FLEET_PORT=
     for r in "$@"; do conf_stop_serve "$r"; done
     finish
@@ -132,9 +127,6 @@ jq_() {
     shift
     node "$RT_LIB/q.js" "$e" "$@"
 }
-sql() {
-    psql "$SEXTANT_DATABASE_URL" -qtAXc "$1"
-}
 
 # ---------------------------------------------------------------- REST
 
@@ -150,15 +142,6 @@ rt_api() {
     fi
     curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' -X "$method" --max-time 20 \
         -H "Authorization: Bearer $TOKEN" "${data[@]}" "$@" "http://127.0.0.1:$HTTP_PORT$path"
-}
-
-# expect_status WHAT WANT GOT: a check on a status that prints the body when it fails.
-expect_status() {
-    if [ "$3" = "$2" ]; then
-        pass "$1 ($3)"
-    else
-        fail "$1: want $2, got $3: $(head -c 800 "$WORK/body" 2>/dev/null)"
-    fi
 }
 
 # rt_echo_spec BACKEND PORT: a config spec routing xds:///echo.test (listener echo-grpc,
@@ -267,7 +250,7 @@ rt_fleet_spec() {
 # rt_fleet_start SPEC_FILE: starts fleet.js (log fleet.log); sets FLEET_PORT.
 rt_fleet_start() {
     rm -f "$WORK/fleet.port"
-    conf_bg fleet node "$RT_LIB/fleet.js" --spec "$1" --port-file "$WORK/fleet.port"
+    bg_run fleet node "$RT_LIB/fleet.js" --spec "$1" --port-file "$WORK/fleet.port"
     if ! wait_for 30 test -s "$WORK/fleet.port"; then
         echo "rollout: the fleet did not start" >&2
         return 1
@@ -314,7 +297,7 @@ rt_fleet_ids() {
 # version (and reach OLD_BACKEND) and nodes of completed waves the target; its report
 # goes to $WORK/watch.json once the deployment is final.
 rt_watch_start() {
-    conf_bg watch node "$RT_LIB/watch.js" --api "http://127.0.0.1:$HTTP_PORT" --token "$TOKEN" \
+    bg_run watch node "$RT_LIB/watch.js" --api "http://127.0.0.1:$HTTP_PORT" --token "$TOKEN" \
         --fleet "http://127.0.0.1:$FLEET_PORT" --deployment "$1" --old-version "$2" \
         --old-backend "$3" --out "$WORK/watch.json"
 }
@@ -327,7 +310,7 @@ rt_sse_start() {
     local name=$1 last=${2:-}
     local hdr=()
     [ -n "$last" ] && hdr=(-H "Last-Event-ID: $last")
-    conf_bg "sse_$name" curl -sN --max-time 600 -H "Authorization: Bearer $TOKEN" \
+    bg_run "sse_$name" curl -sN --max-time 600 -H "Authorization: Bearer $TOKEN" \
         -H 'Accept: text/event-stream' "${hdr[@]}" "http://127.0.0.1:$HTTP_PORT/api/v1/events"
 }
 
