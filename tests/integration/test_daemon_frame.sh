@@ -9,18 +9,15 @@
 set -u
 
 BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
-WORK=$(mktemp -d /tmp/sextant-frame-XXXXXX)
-PID=
+# shellcheck source=tests/lib/shtest.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/shtest.sh"
 
+PID=
 cleanup() {
     serve_kill
     rm -rf "$WORK"
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-# shellcheck source=tests/lib/shtest.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/shtest.sh"
+work_init frame cleanup
 
 HTTP_PORT=$(free_port) || exit 1
 GRPC_PORT=$(free_port) || exit 1

@@ -143,17 +143,43 @@ metric_is() { # metric_is NAME VALUE
     [ "$(metric "$1")" = "$2" ]
 }
 
-# own_init NAME: for a test that runs its own PostgreSQL, Redis and daemon: WORK, free
-# ports PG_PORT, REDIS_PORT, HTTP_PORT and GRPC_PORT, the environment of sextant on them
-# (replica id NAME-test), and a cleanup on exit that kills the daemon, stops the
-# services, prints the tail of the daemon's log when the test failed and removes WORK.
-# Starts nothing.
-own_init() {
+# work_init NAME CLEANUP: WORK, a fresh scratch folder /tmp/sextant-NAME-*, readable by
+# the postgres account; CLEANUP runs on exit, and Ctrl-C or SIGTERM exit 1.
+work_init() {
     WORK=$(mktemp -d "/tmp/sextant-$1-XXXXXX")
     chmod 755 "$WORK"
-    PID=
-    trap own_cleanup EXIT
+    trap "$2" EXIT
     trap 'exit 1' INT TERM
+}
+
+# rbac_policy FILE PERMISSION...: writes an RBAC policy file (auth.policy_file); each
+# PERMISSION is "ROLE RESOURCE=ACTION[,ACTION...]", roles in the order first named:
+#   rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'viewer configs=read'
+rbac_policy() {
+    local file=$1
+    shift
+    printf '%s\n' "$@" | awk '
+        BEGIN { print "roles:" }
+        {
+            split($2, p, "=")
+            n = split(p[2], a, ",")
+            acts = ""
+            for (i = 1; i <= n; i++) acts = acts (i > 1 ? ", " : "") "\"" a[i] "\""
+            if (!($1 in seen)) { seen[$1] = ++nroles; order[nroles] = $1 }
+            perms[$1] = perms[$1] "      - resource: \"" p[1] "\"\n        actions: [" acts "]\n"
+        }
+        END {
+            for (r = 1; r <= nroles; r++)
+                printf "  - name: %s\n    permissions:\n%s", order[r], perms[order[r]]
+        }' >"$file"
+}
+
+# own_init NAME: for a test that runs its own PostgreSQL, Redis and daemon: WORK, free
+# ports PG_PORT, REDIS_PORT, HTTP_PORT and GRPC_PORT, the environment of sextant on them
+# (replica id NAME-test), and test_cleanup on exit. Starts nothing.
+own_init() {
+    work_init "$1" test_cleanup
+    PID=
     PG_PORT=$(free_port) || exit 1
     REDIS_PORT=$(free_port) || exit 1
     HTTP_PORT=$(free_port) || exit 1
@@ -164,14 +190,16 @@ own_init() {
     export SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
     export SEXTANT_REPLICA_ID="$1-test"
 }
-own_cleanup() {
+# test_cleanup: the EXIT trap of own_init and api_init: kills the daemon (PID), prints
+# the tails of the logs when the test failed, stops the background processes (bg_run)
+# and what own_services or test_db started, and removes WORK.
+test_cleanup() {
     local rc=$?
     serve_kill
-    if { [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; } && [ -f "$WORK/serve.log" ]; then
-        echo "--- serve log (tail)" >&2
-        tail -n 40 "$WORK/serve.log" >&2
-    fi
+    [ "$rc" -eq 0 ] && [ "$FAILS" -eq 0 ] || log_tails 40
+    bg_stop_all
     own_services_stop
+    test_db_drop
     rm -rf "$WORK"
     exit "$rc"
 }

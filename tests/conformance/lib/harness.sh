@@ -37,10 +37,7 @@ CONF_NAME=
 # conf_init NAME: scratch folder, cleanup trap, node_modules ready.
 conf_init() {
     CONF_NAME=$1
-    WORK=$(mktemp -d "/tmp/sextant-conf-$1-XXXXXX")
-    chmod 755 "$WORK"
-    trap conf_cleanup EXIT
-    trap 'exit 1' INT TERM
+    work_init "conf-$1" conf_cleanup
     npm_ready "$CONF" || exit 1
 }
 

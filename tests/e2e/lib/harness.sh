@@ -38,10 +38,7 @@ E2E_NAME=
 # e2e_init NAME: scratch folder, screenshot folder, cleanup trap, node modules, UI.
 e2e_init() {
     E2E_NAME=$1
-    WORK=$(mktemp -d "/tmp/sextant-e2e-$1-XXXXXX")
-    chmod 755 "$WORK"
-    trap e2e_cleanup EXIT
-    trap 'exit 1' INT TERM
+    work_init "e2e-$1" e2e_cleanup
     # Screenshots outlive the run: tests/out/e2e/<build>/ when tests/run.sh says so (it
     # runs the tests of two builds), else test-out/e2e/ in the build folder ctest runs in.
     if [ -n "${SEXTANT_TEST_OUT:-}" ]; then

@@ -26,25 +26,10 @@ source "$SRC/tests/lib/shtest.sh"
 WORK=
 PID=
 
-api_cleanup() {
-    local rc=$?
-    serve_kill
-    if { [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; } && [ -f "$WORK/serve.log" ]; then
-        echo "--- serve log (tail)" >&2
-        tail -n 30 "$WORK/serve.log" >&2
-    fi
-    test_db_drop
-    rm -rf "$WORK"
-    exit "$rc"
-}
-
 # api_init NAME: scratch folder, database (migrated), Redis, and the environment
-# `sextant serve` and `sextant token` read.
+# `sextant serve` and `sextant token` read; test_cleanup (tests/lib/shtest.sh) on exit.
 api_init() {
-    WORK=$(mktemp -d "/tmp/sextant-api-$1-XXXXXX")
-    chmod 755 "$WORK"
-    trap api_cleanup EXIT
-    trap 'exit 1' INT TERM
+    work_init "api-$1" test_cleanup
     HTTP_PORT=$(free_port) || exit 1
     GRPC_PORT=$(free_port) || exit 1
     export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT"

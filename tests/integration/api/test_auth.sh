@@ -24,21 +24,7 @@ export SEXTANT_RATELIMIT_READ_BURST=5
 export SEXTANT_RATELIMIT_READ_RATE=1
 # viewer may read configs only, so whoami (auth.read) is refused to it; operator reads
 # everything; admin does everything.
-cat >"$WORK/rbac.yaml" <<'YAML'
-roles:
-  - name: admin
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: operator
-    permissions:
-      - resource: "*"
-        actions: [read]
-  - name: viewer
-    permissions:
-      - resource: configs
-        actions: [read]
-YAML
+rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'viewer configs=read'
 export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
 
 # ------------------------------------------------------------------ tokens made by hand

@@ -24,51 +24,8 @@ CONF="$SRC/tests/conformance"
 # The protocol-level ADS client needs the conformance tests' node_modules.
 npm_ready "$CONF" || { echo "npm ci of $CONF failed" >&2; exit 1; }
 
-PID_B=
-CURLS=()
-events_cleanup() {
-    local rc=$? p
-    for p in "${CURLS[@]}"; do kill "$p" 2>/dev/null; done
-    if [ -n "$PID_B" ] && kill -0 "$PID_B" 2>/dev/null; then
-        kill -KILL "$PID_B" 2>/dev/null
-        wait "$PID_B" 2>/dev/null
-    fi
-    if { [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; } && [ -f "$WORK/serve_b.log" ]; then
-        echo "--- replica B log (tail)" >&2
-        tail -n 30 "$WORK/serve_b.log" >&2
-    fi
-    (exit "$rc")
-    api_cleanup
-}
-trap events_cleanup EXIT
-
-cat >"$WORK/rbac.yaml" <<'YAML'
-roles:
-  - name: admin
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: operator
-    permissions:
-      - resource: "*"
-        actions: [read]
-      - resource: configs
-        actions: ["*"]
-  - name: viewer
-    permissions:
-      - resource: "*"
-        actions: [read]
-  - name: fleetwatch
-    permissions:
-      - resource: events
-        actions: [read]
-      - resource: proxies
-        actions: [read]
-  - name: configreader
-    permissions:
-      - resource: configs
-        actions: [read]
-YAML
+rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'operator configs=*' 'viewer *=read' \
+    'fleetwatch events=read' 'fleetwatch proxies=read' 'configreader configs=read'
 export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
 export SEXTANT_EVENTS_KEEPALIVE=1s
 export SEXTANT_FLEET_STALE_AFTER=30s SEXTANT_FLEET_DISCONNECTED_AFTER=600s
@@ -79,9 +36,8 @@ SEXTANT_REPLICA_ID=events-a SEXTANT_EVENTS_MAX_STREAMS=2 api_serve
 # Replica B: where the streams are read.
 HTTP_B=$(free_port) || exit 1
 GRPC_B=$(free_port) || exit 1
-"${SX_ENV[@]}" SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_B" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_B" \
-    SEXTANT_REPLICA_ID=events-b "$BIN" serve >>"$WORK/serve_b.log" 2>&1 &
-PID_B=$!
+SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_B" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_B" SEXTANT_REPLICA_ID=events-b \
+    bg_run serve_b "${SX_ENV[@]}" "$BIN" serve
 wait_for 20 ready "$HTTP_B" || { echo "replica B did not become ready" >&2; exit 1; }
 
 ADMIN=$(api_token ada admin)
@@ -90,15 +46,13 @@ VIEW=$(api_token victor viewer)
 WATCH=$(api_token wanda fleetwatch)
 CONFR=$(api_token carl configreader)
 
-# stream NAME PORT TOKEN [curl args...]: an event stream in the background, body to
-# $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in CURLS and in PID_NAME.
+# stream NAME PORT TOKEN [curl args...]: an event stream in the background (bg_run),
+# body to $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in PID_NAME.
 stream() {
     local name=$1 port=$2 tok=$3
     shift 3
-    curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
-        "http://127.0.0.1:$port/api/v1/events" &
-    CURLS+=($!)
-    printf -v "PID_$name" '%s' "$!"
+    bg_run "$name" curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
+        "http://127.0.0.1:$port/api/v1/events"
 }
 # sse NAME EXPR: EXPR (over e, the events, and comments) is true for stream NAME.
 sse() { node "$SSE" "$WORK/$1.sse" "$2"; }
@@ -137,7 +91,7 @@ CFG=$(jv .id)
 node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$GRPC_PORT" --group "$G" --node "$NODE" \
     --until-version 2 --timeout-ms 30000 --ready-file "$WORK/ads.ready" >"$WORK/ads.out" 2>"$WORK/ads.err" &
 PID_ADS=$!
-CURLS+=($PID_ADS)
+BG_PIDS+=("$PID_ADS")
 check "the ADS client on replica A holds version 1" wait_for 15 test -e "$WORK/ads.ready"
 node_has() { # node_has STREAM EXPR-over-x (the node's events)
     sse "$1" "(() => { const x = e.filter(v => v.data.node_id === '$NODE'); return $2; })()"
@@ -253,8 +207,7 @@ check "sextant_events_sent_total on B is positive" \
     awk -v v="$(metric sextant_events_sent_total "$HTTP_B")" 'BEGIN { exit !(v > 0) }'
 
 # ---------------------------------------------------------------- shutdown with open streams
-stop_daemon "replica B (streams open)" "$PID_B" 10
-PID_B=
+stop_daemon "replica B (streams open)" "$PID_serve_b" 10
 check "its streams ended (curl exited)" wait_for 5 bash -c "! kill -0 $PID_live 2>/dev/null"
 api_stop
 finish

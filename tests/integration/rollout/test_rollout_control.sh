@@ -18,19 +18,11 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init control
 rt_serve r1 || exit 1
-echo_backend OLD || exit 1
-echo_backend NEW || exit 1
 G=rt-ctl
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix ctl- \
-    --kinds grpcjs:3,ads:5,envoy:2 >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "10 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
-acked_all() { [ "$(sql "SELECT count(*) FROM node_status s JOIN proxy_nodes p USING (node_id) WHERE p.group_name = '$G' AND p.connected AND s.acked_snapshot_version = $1")" = 10 ]; }
-check "node_status: 10 nodes acked v$V1" wait_for 10 acked_all "$V1"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix ctl- --kinds grpcjs:3,ads:5,envoy:2
+check "node_status: 10 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 10
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
 
 # ---------------------------------------------------------------- canary, pause, resume

@@ -16,8 +16,6 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 rt_init events
 rt_serve r1 || exit 1
 SEXTANT_ROLLOUTS_TICK=1h rt_serve r2 || exit 1
-echo_backend OLD || exit 1
-echo_backend NEW || exit 1
 G=rt-events
 
 rt_use r2
@@ -27,12 +25,8 @@ if ! rt_events_route; then
 fi
 rt_sse_start b1
 rt_use r1
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix ev- --kinds grpcjs:2,ads:4 \
-    >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-check "6 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix ev- --kinds grpcjs:2,ads:4
 # The capture is live once it has the clients' proxy_connected events.
 sse_count() { # sse_count FILE EXPR: events of the capture for which EXPR (over e) holds
     jq_ "sse('$1').filter(e => $2).length" /dev/null

@@ -23,17 +23,11 @@ PAUSE_MS=5000
 rt_init replicas
 rt_serve r1 || exit 1
 rt_serve r2 || exit 1
-echo_backend OLD || exit 1
-echo_backend NEW || exit 1
 G=rt-repl
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC,127.0.0.1:$R2_GRPC" --spread --group "$G" \
-    --prefix repl- --kinds grpcjs:3,ads:6,envoy:3 >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "12 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC,127.0.0.1:$R2_GRPC" --spread --prefix repl- \
+    --kinds grpcjs:3,ads:6,envoy:3
 spread() { [ "$(sql "SELECT count(DISTINCT replica_id) FROM proxy_nodes WHERE group_name = '$G' AND connected")" = 2 ]; }
 check "the clients are connected to both replicas" wait_for 10 spread
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1

@@ -22,19 +22,12 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init rolling
 rt_serve r1 || exit 1
-echo_backend OLD || exit 1
-echo_backend NEW || exit 1
 G=rt-roll
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
+rt_old_config
 check "the config's first version is the group's current snapshot ($V1)" [ "$V1" -ge 1 ]
 
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix roll- \
-    --kinds grpcjs:6,ads:10,envoy:4 --labels app=web >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "20 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix roll- --kinds grpcjs:6,ads:10,envoy:4 --labels app=web
 # shellcheck disable=SC2086
 check "the grpc-js clients reach the old backend" wait_for 20 rt_fleet_all "x.backend === 'OLD'" $GRPCJS
 proxies_acked() {

@@ -15,24 +15,16 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init timeout
 rt_serve r1 || exit 1
-echo_backend OLD || exit 1
-echo_backend NEW || exit 1
 G=rt-timeout
 MARKER=hangs
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix to- --kinds grpcjs:2,ads:4 \
-    >"$WORK/spec.json" || exit 1
+rt_old_config
+FLEET=(--servers "127.0.0.1:$R1_GRPC" --prefix to- --kinds grpcjs:2,ads:4)
+rt_fleet_spec --group "$G" "${FLEET[@]}" >"$WORK/spec.json" || exit 1
 SILENT=$(jq_ 'j.clients.find(c => c.kind === "ads").id' "$WORK/spec.json")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix to- --kinds grpcjs:2,ads:4 \
-    --set "$SILENT.silent_if=$MARKER" >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
+rt_fleet_up "${FLEET[@]}" --set "$SILENT.silent_if=$MARKER"
 OTHERS=$(jq_ "j.clients.filter(c => c.id !== '$SILENT').map(c => c.id).join(' ')" "$WORK/spec.json")
-check "6 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
-acked_all() { [ "$(sql "SELECT count(*) FROM node_status s JOIN proxy_nodes p USING (node_id) WHERE p.group_name = '$G' AND p.connected AND s.acked_snapshot_version = $1")" = "$2" ]; }
-check "node_status: 6 nodes acked v$V1" wait_for 10 acked_all "$V1" 6
+check "node_status: 6 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 6
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec "echo-$MARKER" "$ECHO_NEW")") || exit 1
 
 rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"all_at_once\"},\"wave_timeout\":\"3s\",\"reason\":\"timeout test\"}"

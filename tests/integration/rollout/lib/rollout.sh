@@ -8,11 +8,8 @@
 #   source "$SEXTANT_SOURCE_DIR/tests/integration/rollout/lib/rollout.sh"
 #   rt_init NAME                       # services, auth, SEXTANT_ROLLOUTS_TICK/LEASE
 #   rt_serve r1                        # replica r1 (R1_HTTP, R1_GRPC); REST goes to the first
-#   echo_backend OLD; echo_backend NEW
-#   rt_config_create web GROUP "$(rt_echo_spec echo-old "$ECHO_OLD")"   # CONFIG_ID
-#   rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group G --kinds grpcjs:2,ads:4 >"$WORK/spec.json"
-#   rt_fleet_start "$WORK/spec.json"   # FLEET_PORT
-#   wait_for 30 rt_fleet_all '.version === "1"'
+#   G=rt-demo; rt_old_config           # echo backends OLD and NEW; CONFIG_ID, V1
+#   rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix d- --kinds grpcjs:2,ads:4   # FLEET_PORT, GRPCJS
 #   V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")")
 #   rt_apply "$CONFIG_ID" '{"version": 2, ...}'   # ST (status), DEPLOY, body in $WORK/body
 #   wait_for 60 rt_deploy_in "$DEPLOY" completed
@@ -168,6 +165,15 @@ rt_config_create() {
     CONFIG_ID=$(jv .id)
 }
 
+# rt_old_config: the echo backends OLD and NEW (ECHO_OLD, ECHO_NEW) and the config
+# "web" of group G routing to OLD (CONFIG_ID); V1 is the group's snapshot of it.
+rt_old_config() {
+    echo_backend OLD || exit 1
+    echo_backend NEW || exit 1
+    rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
+    V1=$(rt_group_current "$G")
+}
+
 # rt_config_draft ID SPEC [MESSAGE]: PUT a new version as a draft (stored and
 # validated, not composed into any snapshot); prints its version.
 rt_config_draft() {
@@ -256,6 +262,24 @@ rt_fleet_start() {
         return 1
     fi
     FLEET_PORT=$(cat "$WORK/fleet.port")
+}
+
+# rt_fleet_up ARGS...: the fleet of group G that fleet_spec.js makes of ARGS
+# ($WORK/spec.json), started; GRPCJS names its grpc-js clients; a check that every
+# client connects and runs V1.
+rt_fleet_up() {
+    rt_fleet_spec --group "$G" "$@" >"$WORK/spec.json" || exit 1
+    rt_fleet_start "$WORK/spec.json" || exit 1
+    GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
+    local n
+    n=$(jq_ 'j.clients.length' "$WORK/spec.json")
+    check "$n clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+}
+
+# rt_acked_all VERSION COUNT: node_status says COUNT connected nodes of group G acked
+# VERSION.
+rt_acked_all() {
+    [ "$(sql "SELECT count(*) FROM node_status s JOIN proxy_nodes p USING (node_id) WHERE p.group_name = '$G' AND p.connected AND s.acked_snapshot_version = $1")" = "$2" ]
 }
 
 # rt_fleet_state [FILE]: the fleet's state into FILE ($WORK/fleet.json).
