@@ -105,6 +105,24 @@ expect_error() {
     fi
 }
 
+# call_status WHAT STATUS COMMAND...: runs a call (api_call, api_json) and checks its
+# status with expect_status.
+call_status() {
+    local what=$1 want=$2 st
+    shift 2
+    st=$("$@")
+    expect_status "$what" "$want" "$st"
+}
+
+# call_error WHAT STATUS CODE COMMAND...: runs a call (api_call, api_json) and checks the
+# status and the error shape with expect_error.
+call_error() {
+    local what=$1 want=$2 code=$3 st
+    shift 3
+    st=$("$@")
+    expect_error "$what" "$want" "$code" "$st"
+}
+
 # api_spec PORT HOST [ENDPOINT_ADDRESS]: a valid config spec: an HTTP listener on
 # 0.0.0.0:PORT for HOST, a route for it and a backend at ENDPOINT_ADDRESS:8080. Names
 # derive from HOST (a.example: listener l-a-example, route r-a-example, backend

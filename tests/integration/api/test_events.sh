@@ -85,8 +85,7 @@ check "the stream answers text/event-stream" grep -qi '^content-type: text/event
 # ---------------------------------------------------------------- an xDS client on A
 G=events-g
 NODE=events-node-1
-st=$(api_json "$OPER" POST /api/v1/configs "$(api_config_body web "$G" "$(api_spec 10080 a.example)")")
-expect_status "POST /configs (group $G, snapshot 1)" 201 "$st"
+call_status "POST /configs (group $G, snapshot 1)" 201 api_json "$OPER" POST /api/v1/configs "$(api_config_body web "$G" "$(api_spec 10080 a.example)")"
 CFG=$(jv .id)
 node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$GRPC_PORT" --group "$G" --node "$NODE" \
     --until-version 2 --timeout-ms 30000 --ready-file "$WORK/ads.ready" >"$WORK/ads.out" 2>"$WORK/ads.err" &
@@ -104,8 +103,7 @@ check "stream cut got config_applied version 1 too" \
     wait_for 5 node_has cut 'x.some(v => v.event === "config_applied" && v.data.version === 1)'
 kill "$PID_cut" 2>/dev/null
 
-st=$(api_json "$OPER" PUT "/api/v1/configs/$CFG" "{\"spec\":$(api_spec 10080 a.example 10.0.0.2)}")
-expect_status "PUT /configs/$CFG (snapshot 2)" 200 "$st"
+call_status "PUT /configs/$CFG (snapshot 2)" 200 api_json "$OPER" PUT "/api/v1/configs/$CFG" "{\"spec\":$(api_spec 10080 a.example 10.0.0.2)}"
 check "B's stream: config_applied version 2" \
     wait_for 15 node_has live 'x.some(v => v.event === "config_applied" && v.data.version === 2)'
 wait "$PID_ADS" 2>/dev/null

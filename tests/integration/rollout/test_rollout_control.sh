@@ -47,8 +47,7 @@ expect_status "POST .../pause during the interval" 200 "$st"
 check "... answers the deployment, paused, the next wave still pending" \
     jtrue "j.id === '$D1' && j.state === 'paused' && j.waves[1].state === 'pending'"
 check "the canary node runs v$T" wait_for 10 rt_fleet_true "c('$CANARY').version === '$T'"
-st=$(rt_deploy_action "$D1" pause "again")
-expect_status "pausing a paused deployment is refused" 409 "$st"
+rt_refused "pausing a paused deployment is refused" "$D1" pause "again"
 check "... with a conflict error saying why" jtrue 'j.error.code === "conflict" && /paused/.test(j.error.message)'
 # Nothing may happen while paused, well past the 3 s interval: a negative check needs
 # the time to pass.
@@ -61,8 +60,7 @@ RESUMED_MS=$(now_ms)
 st=$(rt_deploy_action "$D1" resume "canary looks fine")
 expect_status "POST .../resume" 200 "$st"
 check "... answers in_progress" jtrue 'j.state === "in_progress"'
-st=$(rt_deploy_action "$D1" resume "twice")
-expect_status "resuming a deployment in progress is refused" 409 "$st"
+rt_refused "resuming a deployment in progress is refused" "$D1" resume "twice"
 check "wave 1 starts after the resume and completes" wait_for 20 rt_deploy_true "$D1" "j.waves[1].state === 'completed' && ms(j.waves[1].started_at) >= $RESUMED_MS - 50"
 # shellcheck disable=SC2086
 check "wave 1's 4 nodes run v$T" wait_for 10 rt_fleet_all "x.version === '$T'" $W1
@@ -89,10 +87,8 @@ check "events: the operator's pause, resume and cancel, each once with its reaso
     [ "$(sql "SELECT string_agg(type || ':' || (data->>'reason'), ',' ORDER BY id) FROM events WHERE deployment_id = '$D1' AND type IN ('rollout_paused', 'rollout_resumed', 'rollout_canceled')")" = "rollout_paused:look at the canary,rollout_resumed:canary looks fine,rollout_canceled:changed my mind" ]
 check "the group's current snapshot stayed v$V1 and the live version 1" \
     [ "$(rt_group_current "$G")/$(sql "SELECT live_version FROM configs WHERE id = '$CONFIG_ID'")" = "$V1/1" ]
-st=$(rt_deploy_action "$D1" resume "too late")
-expect_status "resuming a rolled-back deployment is refused" 409 "$st"
-st=$(rt_deploy_action "$D1" cancel "again")
-expect_status "canceling a rolled-back deployment is refused" 409 "$st"
+rt_refused "resuming a rolled-back deployment is refused" "$D1" resume "too late"
+rt_refused "canceling a rolled-back deployment is refused" "$D1" cancel "again"
 
 # ---------------------------------------------------------------- all at once, then a manual rollback
 rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"all_at_once\"},\"wave_timeout\":\"30s\",\"reason\":\"all at once\"}"
@@ -107,10 +103,8 @@ check "every client runs v$T2" wait_for 10 rt_fleet_all "x.version === '$T2'"
 check "the grpc-js clients reach the new backend" wait_for 10 rt_fleet_all "x.backend === 'NEW'" $GRPCJS
 check "the group's current snapshot is v$T2, the config's live version 2" \
     [ "$(rt_group_current "$G")/$(sql "SELECT live_version FROM configs WHERE id = '$CONFIG_ID'")" = "$T2/2" ]
-st=$(rt_deploy_action "$D2" cancel "too late")
-expect_status "canceling a completed deployment is refused" 409 "$st"
-st=$(rt_deploy_action "$D2" pause "too late")
-expect_status "pausing a completed deployment is refused" 409 "$st"
+rt_refused "canceling a completed deployment is refused" "$D2" cancel "too late"
+rt_refused "pausing a completed deployment is refused" "$D2" pause "too late"
 st=$(rt_deploy_action "$D2" rollback "new backend misbehaves")
 expect_status "POST .../rollback of the completed deployment" 200 "$st"
 check "... answers rolling_back (or already rolled_back)" jtrue "['rolling_back', 'rolled_back'].includes(j.state)"
@@ -128,8 +122,7 @@ proxies_acked() {
         jtrue "j.items.length === 10 && j.items.every(n => n.acked_version === $1)"
 }
 check "GET /proxies: every node acked v$CUR" wait_for 10 proxies_acked "$CUR"
-st=$(rt_deploy_action "$D2" rollback "twice")
-expect_status "rolling back a rolled-back deployment is refused" 409 "$st"
+rt_refused "rolling back a rolled-back deployment is refused" "$D2" rollback "twice"
 
 # ---------------------------------------------------------------- audit
 check "audit: pause, resume and cancel of $D1 by rollout-tester with their reasons" \

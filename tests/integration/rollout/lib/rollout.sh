@@ -235,6 +235,13 @@ rt_deploy_action() {
     rt_api POST "/api/v1/deployments/$1/$2" "{\"reason\":\"$3\"}"
 }
 
+# rt_refused WHAT ID ACTION REASON: POST /api/v1/deployments/ID/ACTION is refused (409).
+rt_refused() {
+    local st
+    st=$(rt_deploy_action "$2" "$3" "$4")
+    expect_status "$1" 409 "$st"
+}
+
 # rt_audit_count ACTION ID [SQL CONDITION]: audit rows of ACTION on deployment ID.
 rt_audit_count() {
     sql "SELECT count(*) FROM audit_log WHERE action = '$1' AND resource_id = '$2'${3:+ AND ($3)}"
