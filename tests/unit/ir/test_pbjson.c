@@ -250,11 +250,6 @@ static int setup_descriptors(void **state)
 
 /* ------------------------------------------------------------------ helpers */
 
-static char *dump(const json_t *j)
-{
-    return json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
 /* Decodes text as desc and asserts it fails with exactly the errors given. */
 static void expect_errors(const ProtobufCMessageDescriptor *desc, const char *text,
                           const char *prefix, const tl_want_err *want, size_t n)
