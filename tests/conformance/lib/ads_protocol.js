@@ -233,14 +233,18 @@ function nodeKept(impostor, real, group) {
 
 // ------------------------------------------------------------------ state of the world
 
+// The services both protocol variants publish (echo.test and the others, one port each).
+const SERVICES = {
+  echo: {host: 'echo.test', name: 'echo', ports: [10001]},
+  other: {host: 'other.test', name: 'other', ports: [10002]},
+  third: {host: 'third.test', name: 'third', ports: [10003]},
+  fourth: {host: 'fourth.test', name: 'fourth', ports: [10005]},
+  late: {host: 'late.test', name: 'late', ports: [10004]},
+};
+
 async function sotw(client) {
   const G = 'conf-sotw';
-  const svc = {
-    echo: {host: 'echo.test', name: 'echo', ports: [10001]},
-    other: {host: 'other.test', name: 'other', ports: [10002]},
-    third: {host: 'third.test', name: 'third', ports: [10003]},
-    late: {host: 'late.test', name: 'late', ports: [10004]},
-  };
+  const svc = SERVICES;
   const v1 = x.publish(G, build([svc.echo, svc.other]));
   const A = new Sotw(client, 'ads-sotw-a', G);
 
@@ -490,13 +494,7 @@ async function sotw(client) {
 
 async function delta(client) {
   const G = 'conf-delta';
-  const svc = {
-    echo: {host: 'echo.test', name: 'echo', ports: [10001]},
-    other: {host: 'other.test', name: 'other', ports: [10002]},
-    third: {host: 'third.test', name: 'third', ports: [10003]},
-    fourth: {host: 'fourth.test', name: 'fourth', ports: [10005]},
-    late: {host: 'late.test', name: 'late', ports: [10004]},
-  };
+  const svc = SERVICES;
   x.publish(G, build([svc.echo, svc.other]));
   const E = new Delta(client, 'ads-delta-e', G);
   const ver = {}; // type -> name -> version, as E knows them

@@ -60,17 +60,28 @@ static json_t *parse(const char *s)
     return json_loads(s, 0, &e);
 }
 
+/* A queue of replica on the fixture's pool with a long debounce window (only critical
+ * events may be written early), at most max_pending nodes with routine updates (0: the
+ * default) and the fixture's metrics when with_metrics. */
+static node_status_queue *open_queue(fixture *f, const char *replica, int max_pending,
+                                     bool with_metrics)
+{
+    node_status_options o = {.pool = f->pool,
+                             .replica_id = replica,
+                             .flush_interval_ms = 60000,
+                             .max_pending = max_pending,
+                             .metrics = with_metrics ? f->metrics : NULL};
+    node_status_queue *q = NULL;
+    sx_err err;
+    assert_int_equal(node_status_create(&o, &q, &err), 0);
+    return q;
+}
+
 static void test_events_reach_the_database(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q;
+    node_status_queue *q = open_queue(f, "replica-a", 0, true);
     sx_err err;
-    /* A long debounce window: only critical events may be written early. */
-    node_status_options o = {.pool = f->pool,
-                             .replica_id = "replica-a",
-                             .flush_interval_ms = 60000,
-                             .metrics = f->metrics};
-    assert_int_equal(node_status_create(&o, &q, &err), 0);
 
     json_t *labels = parse("{\"tier\":\"edge\"}");
     json_t *locality = parse("{\"region\":\"eu\",\"zone\":\"eu-1a\"}");
@@ -197,11 +208,8 @@ static void expect_events(fixture *f, sx_arena *a, const char *want)
 static void test_flush_writes_events(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q;
+    node_status_queue *q = open_queue(f, "replica-e", 0, false);
     sx_err err;
-    node_status_options o = {
-        .pool = f->pool, .replica_id = "replica-e", .flush_interval_ms = 60000};
-    assert_int_equal(node_status_create(&o, &q, &err), 0);
     node_identity id = {.node_id = "n1",
                         .group = "edge",
                         .protocol = "ads-delta",
@@ -244,14 +252,7 @@ static void test_flush_writes_events(void **state)
 static void test_bounded_queue_counts_drops(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q;
-    sx_err err;
-    node_status_options o = {.pool = f->pool,
-                             .replica_id = "replica-b",
-                             .flush_interval_ms = 60000,
-                             .max_pending = 2,
-                             .metrics = f->metrics};
-    assert_int_equal(node_status_create(&o, &q, &err), 0);
+    node_status_queue *q = open_queue(f, "replica-b", 2, true);
     sx_metric *dropped =
         sx_metrics_counter(f->metrics, "sextant_node_status_dropped_total", "", NULL);
     double before = sx_metric_value(dropped, NULL);
