@@ -75,9 +75,9 @@ fi
 check "events: one wave_started and one wave_completed per wave, one rollout_completed" \
     [ "$(sql "SELECT string_agg(type || coalesce(':' || (data->>'wave'), ''), ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY'")" = \
       "wave_started:0 wave_completed:0 wave_started:1 wave_completed:1 wave_started:2 wave_completed:2 rollout_completed" ]
-check "events: wave 0 written by $OWNER, waves 1-2 and the completion by $SURVIVOR" \
-    [ "$(sql "SELECT string_agg(replica_id, ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY' AND type IN ('wave_started', 'rollout_completed')")" = \
-      "$OWNER $SURVIVOR $SURVIVOR $SURVIVOR" ]
+WRITERS=$(sql "SELECT string_agg(replica_id, ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY' AND type IN ('wave_started', 'rollout_completed')")
+check "events: wave 0 written by $OWNER, waves 1-2 and the completion by $SURVIVOR (got: $WRITERS)" \
+    [ "$WRITERS" = "$OWNER $SURVIVOR $SURVIVOR $SURVIVOR" ]
 check "audit: one deployment.complete, by $SURVIVOR's driver" \
     [ "$(rt_audit_count deployment.complete "$DEPLOY")/$(rt_audit_count deployment.complete "$DEPLOY" "details->>'replica' = '$SURVIVOR'")" = "1/1" ]
 
