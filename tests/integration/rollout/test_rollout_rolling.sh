@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_rollout_rolling.sh — a rolling deployment to 20 real xDS clients of one group
 # (6 @grpc/grpc-js-xds channels making calls, 10 proxyless-like and 4 Envoy-like ADS
-# clients), waves of 5 with a 1 s pause:
+# clients), waves of 5 with a 3 s pause (long enough for the watcher to sample each step
+# even on a loaded machine):
 #   - the new version, saved as a draft, moves nobody; a dry run answers the plan (4
 #     waves of 5, the group's change) and writes nothing;
 #   - at every moment of the rollout (watch.js samples the deployment and the fleet
@@ -47,7 +48,7 @@ check "GET /configs/{id}: version 2 is a draft, the live version is still 1" \
     jtrue 'j.version === 2 && j.draft === true && j.live_version === 1'
 
 # ---------------------------------------------------------------- dry run
-PLAN_BODY="{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":5,\"pause\":\"1s\"}"
+PLAN_BODY="{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":5,\"pause\":\"3s\"}"
 rt_apply "$CONFIG_ID" "$PLAN_BODY,\"dry_run\":true}"
 expect_status "a dry run answers the plan" 200 "$ST"
 cp "$WORK/body" "$WORK/plan.json"
@@ -89,8 +90,8 @@ fi
 # ---------------------------------------------------------------- wave order
 check "every wave completed with 5 ACKs and no NACK" \
     jtrue 'j.waves.every(w => w.state === "completed" && w.acks === 5 && w.nacks === 0 && w.errors.length === 0)' "$WORK/final.json"
-check "wave k+1 started at least the 1 s pause after wave k completed (deployment timestamps)" \
-    jtrue 'j.waves.every((w, k) => ms(w.started_at) <= ms(w.completed_at) && (k === 0 || ms(w.started_at) - ms(j.waves[k - 1].completed_at) >= 999))' "$WORK/final.json"
+check "wave k+1 started at least the 3 s pause after wave k completed (deployment timestamps)" \
+    jtrue 'j.waves.every((w, k) => ms(w.started_at) <= ms(w.completed_at) && (k === 0 || ms(w.started_at) - ms(j.waves[k - 1].completed_at) >= 2999))' "$WORK/final.json"
 rt_fleet_state "$WORK/fleet_after.json"
 check "each client first received v$T after its wave started (clients' clocks)" \
     jtrue "j.waves.every(w => w.node_ids.every(id => { const x = c(id, j2); return x.versions['$T'] && x.versions['$T'].first_response_at >= ms(w.started_at); }))" \
