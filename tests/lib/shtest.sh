@@ -1,8 +1,13 @@
-# shtest.sh — helpers for the shell integration tests: checks that record failures and
-# keep going, free ports, HTTP calls, waiting with a deadline.
+# shtest.sh — what every shell test shares: checks that record failures and keep going,
+# free ports, HTTP calls, waiting with a deadline; `sextant serve` started, stopped and
+# checked to exit 0; tokens; the test's database and Redis (its own cluster, or a fresh
+# database on the runner's); background processes and their cleanup; echo backends and
+# xDS bootstraps for the gRPC clients; JSON, headers, SQL and metrics read back.
 #
-# A test sources it, sets WORK (a scratch folder) and calls `finish` at the end, which
-# exits 1 when any check failed.
+# A test sources it (directly or through tests/integration/api/lib.sh,
+# tests/conformance/lib/harness.sh, tests/e2e/lib/harness.sh), gets WORK (a scratch
+# folder) from work_init or its harness, and calls `finish` at the end, which exits 1
+# when any check failed.
 
 FAILS=0
 
