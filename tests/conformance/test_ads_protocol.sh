@@ -9,10 +9,4 @@
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/conformance/lib/harness.sh"
 
 conf_init ads-protocol
-conf_services || exit 1
-conf_serve r1 || exit 1
-
-XDS_SERVER="127.0.0.1:$R1_GRPC" HTTP_PORT=$R1_HTTP node "$CONF/lib/ads_protocol.js" | tee "$WORK/ads_protocol.out"
-check "every ADS protocol check passed (lib/ads_protocol.js)" [ "${PIPESTATUS[0]}" = 0 ]
-conf_stop_serve r1
-finish
+conf_run_checks ads_protocol.js "ADS protocol"

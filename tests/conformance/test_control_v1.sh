@@ -6,10 +6,4 @@
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/conformance/lib/harness.sh"
 
 conf_init control-v1
-conf_services || exit 1
-conf_serve r1 || exit 1
-
-XDS_SERVER="127.0.0.1:$R1_GRPC" HTTP_PORT=$R1_HTTP node "$CONF/lib/control_v1.js" | tee "$WORK/control_v1.out"
-check "every gateway.control.v1 check passed (lib/control_v1.js)" [ "${PIPESTATUS[0]}" = 0 ]
-conf_stop_serve r1
-finish
+conf_run_checks control_v1.js "gateway.control.v1"

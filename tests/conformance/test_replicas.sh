@@ -17,8 +17,8 @@ NODE=replicas-js-client
 CALLS="$WORK/calls.log"
 
 conf_services || exit 1
-conf_echo_backend X || exit 1
-conf_echo_backend Y || exit 1
+echo_backend X || exit 1
+echo_backend Y || exit 1
 
 conf_echo_snapshot "$WORK/x.json" "$ECHO_X"
 v1=$(conf_publish "$G" "$WORK/x.json") || exit 1
@@ -52,17 +52,17 @@ check "both replicas serve the same version_info and byte-identical resources" \
 
 # ---------------------------------------------------------------- a real client behind a forwarder
 echo "127.0.0.1:$R1_GRPC" >"$WORK/target"
-conf_bg forward node "$CONF/lib/tcp_forward.js" --port-file "$WORK/forward.port" --target-file "$WORK/target"
+bg_run forward node "$CONF/lib/tcp_forward.js" --port-file "$WORK/forward.port" --target-file "$WORK/target"
 wait_for 10 test -s "$WORK/forward.port" || { fail "the TCP forwarder started"; finish; }
 FWD=$(cat "$WORK/forward.port")
-GRPC_XDS_BOOTSTRAP_CONFIG=$(conf_bootstrap "$NODE" "$G" "$FWD") \
-    conf_bg client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$CALLS" --interval-ms 50
+GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$NODE" "$G" "$FWD") \
+    bg_run client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$CALLS" --interval-ms 50
 check "the client (through the forwarder to r1) reaches backend X" wait_for 20 last_is "$CALLS" "ok X"
 check "Sextant records the client on r1" \
     wait_for 10 bash -c "[ \"\$(psql '$SEXTANT_DATABASE_URL' -qtAXc \"SELECT replica_id FROM proxy_nodes WHERE node_id = '$NODE'\")\" = r1 ]"
 
 # ---------------------------------------------------------------- publish while both run
-conf_bg watch_r2 node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$R2_GRPC" --group "$G" \
+bg_run watch_r2 node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$R2_GRPC" --group "$G" \
     --node watch-r2 --until-version 2 --timeout-ms 20000 --ready-file "$WORK/watch_r2.ready"
 check "a protocol-level client on r2 holds version 1" wait_for 10 test -e "$WORK/watch_r2.ready"
 conf_echo_snapshot "$WORK/y.json" "$ECHO_Y"
@@ -88,7 +88,7 @@ echo "127.0.0.1:$R2_GRPC" >"$WORK/target"
 kill -HUP "$PID_forward"
 sleep 0.2
 t_kill=$(now_ms)
-conf_stop r1 KILL
+bg_stop r1 KILL
 check "after r1 is killed the client reconnects to r2 (proxy_nodes.replica_id)" \
     wait_for 15 bash -c "[ \"\$(psql '$SEXTANT_DATABASE_URL' -qtAXc \"SELECT replica_id FROM proxy_nodes WHERE node_id = '$NODE'\")\" = r2 ]"
 q="SELECT acked_snapshot_version FROM node_status WHERE node_id = '$NODE' AND acked_at > to_timestamp($t_kill / 1000.0)"
@@ -116,6 +116,6 @@ total=$(wc -l <"$CALLS")
 check "no call failed at any point ($errs of $total failed; r1 killed at $t_kill)" [ "$errs" = 0 ]
 [ "$errs" = 0 ] || awk '$2 == "err"' "$CALLS" | head -n 5 >&2
 
-conf_stop client
+bg_stop client
 conf_stop_serve r2
 finish

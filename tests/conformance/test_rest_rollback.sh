@@ -10,29 +10,14 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 conf_init rest-rollback
 conf_services || exit 1
-export SEXTANT_AUTH_ENABLED=true
-export SEXTANT_AUTH_HS256_SECRET="conformance-rest-rollback-secret-0123456789"
-conf_echo_backend A || exit 1
-conf_echo_backend B || exit 1
+conf_rest_auth "conformance-rest-rollback-secret-0123456789" rollback-tester
+check "sextant token mints a token" [ -n "$TOKEN" ]
+echo_backend A || exit 1
+echo_backend B || exit 1
 conf_serve r1 || exit 1
 HTTP_PORT=$R1_HTTP
 GROUP=conf-rest
 NODE=conformance-rest-client
-TOKEN=$(env -u SEXTANT_BIN "$BIN" token --user rollback-tester --role operator --ttl 1h)
-check "sextant token mints a token" [ -n "$TOKEN" ]
-
-# rest METHOD PATH [JSON]: prints the status; the body goes to $WORK/body.
-rest() {
-    local data=()
-    [ $# -ge 3 ] && data=(-H 'Content-Type: application/json' --data-binary "$3")
-    http "$1" "$2" -H "Authorization: Bearer $TOKEN" "${data[@]}"
-}
-# jv EXPR: a value of the last answer's JSON (.id, .version, ...).
-jv() {
-    node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-        const v = eval("j" + process.argv[2]); console.log(typeof v === "string" ? v : JSON.stringify(v));' \
-        "$WORK/body" "$1"
-}
 errors_since() { results_since "$LOG" "$1" | grep -c '^err' || true; }
 
 conf_echo_snapshot "$WORK/a.json" "$ECHO_A"
@@ -40,14 +25,14 @@ conf_echo_snapshot "$WORK/b.json" "$ECHO_B"
 body() { printf '{"namespace":"conformance","name":"echo","groups":["%s"],"spec":%s%s}' "$GROUP" "$(cat "$1")" "${2:+,$2}"; }
 
 # ---------------------------------------------------------------- v1: backend A
-st=$(rest POST /api/v1/configs "$(body "$WORK/a.json" '"message":"to A"')")
+st=$(conf_rest POST /api/v1/configs "$(body "$WORK/a.json" '"message":"to A"')")
 check "POST /api/v1/configs creates the config (got $st)" [ "$st" = 201 ]
 ID=$(jv .id)
 check "version 1 wrote snapshot $GROUP v1" [ "$(jv '.snapshots[0].version')" = 1 ]
 
 LOG="$WORK/calls.log"
-GRPC_XDS_BOOTSTRAP_CONFIG=$(conf_bootstrap "$NODE" "$GROUP" "$R1_GRPC") \
-    conf_bg client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$LOG" --interval-ms 50
+GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$NODE" "$GROUP" "$R1_GRPC") \
+    bg_run client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$LOG" --interval-ms 50
 check "grpc-js: calls to xds:///echo.test reach backend A" wait_for 20 last_is "$LOG" "ok A"
 if ! last_is "$LOG" "ok A"; then
     echo "last outcome: $(last_result "$LOG")" >&2
@@ -56,7 +41,7 @@ fi
 
 # ---------------------------------------------------------------- v2: backend B
 t0=$(now_ms)
-st=$(rest PUT "/api/v1/configs/$ID" "{\"spec\":$(cat "$WORK/b.json"),\"message\":\"to B\"}" -H 'If-Match: "1"')
+st=$(conf_rest PUT "/api/v1/configs/$ID" "{\"spec\":$(cat "$WORK/b.json"),\"message\":\"to B\"}" -H 'If-Match: "1"')
 check "PUT moves the config to backend B (got $st)" [ "$st" = 200 ]
 check "version 2 wrote snapshot v2" [ "$(jv .version) $(jv '.snapshots[0].version')" = "2 2" ]
 check "grpc-js: after the PUT, calls land on backend B" wait_for 10 last_is "$LOG" "ok B"
@@ -64,7 +49,7 @@ check "grpc-js: no call failed during the change ($(errors_since "$t0") failed)"
 
 # ---------------------------------------------------------------- v3 = v1: back to A
 t0=$(now_ms)
-st=$(rest POST "/api/v1/configs/$ID/rollback" '{"version": 1, "message": "B misbehaves"}')
+st=$(conf_rest POST "/api/v1/configs/$ID/rollback" '{"version": 1, "message": "B misbehaves"}')
 check "POST .../rollback to version 1 (got $st)" [ "$st" = 200 ]
 check "the rollback is version 3 with version 1's spec" \
     [ "$(jv .version) $(jv .source_version) $(jv .rollback.before_version)" = "3 1 2" ]
@@ -75,7 +60,7 @@ check "the audit log has the rollback with its versions" \
 
 # ---------------------------------------------------------------- group rollback to snapshot 2: B
 t0=$(now_ms)
-st=$(rest POST "/api/v1/groups/$GROUP/rollback" '{"snapshot_version": 2}')
+st=$(conf_rest POST "/api/v1/groups/$GROUP/rollback" '{"snapshot_version": 2}')
 check "POST /api/v1/groups/$GROUP/rollback to snapshot 2 (got $st)" [ "$st" = 200 ]
 check "the group rollback is snapshot v4" [ "$(jv .version) $(jv .before_version)" = "4 3" ]
 check "grpc-js: after the group rollback, calls land on backend B" wait_for 10 last_is "$LOG" "ok B"
@@ -85,21 +70,21 @@ check "the audit log has the group rollback" \
 
 # ---------------------------------------------------------------- what the API says about the client
 proxy_acked_4() {
-    [ "$(rest GET "/api/v1/proxies/$NODE/config")" = 200 ] &&
+    [ "$(conf_rest GET "/api/v1/proxies/$NODE/config")" = 200 ] &&
         [ "$(jv .acked_version) $(jv .desired.version) $(jv .in_sync)" = "4 4 true" ]
 }
 check "GET /api/v1/proxies/{node}/config: the client acked snapshot 4, the one it should have" \
     wait_for 10 proxy_acked_4
-st=$(rest GET "/api/v1/proxies/$NODE")
+st=$(conf_rest GET "/api/v1/proxies/$NODE")
 check "GET /api/v1/proxies/{node}: connected, group $GROUP, no NACK" \
     [ "$st $(jv .connected) $(jv .group) $(jv .nack_count)" = "200 true $GROUP 0" ]
-st=$(rest GET "/api/v1/snapshots?group=$GROUP")
+st=$(conf_rest GET "/api/v1/snapshots?group=$GROUP")
 check "GET /api/v1/snapshots lists the group's four snapshots" [ "$(jv '.items.map(s => s.version).join()')" = "4,3,2,1" ]
 
 if [ "$FAILS" -gt 0 ]; then
     echo "--- client outcomes" >&2
     cut -d' ' -f2- "$LOG" | uniq -c | tail -n 20 >&2
 fi
-conf_stop client
+bg_stop client
 conf_stop_serve r1
 finish

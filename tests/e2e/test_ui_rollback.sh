@@ -15,8 +15,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 e2e_init rollback
 e2e_services || exit 1
 e2e_serve || exit 1
-e2e_echo A || exit 1
-e2e_echo B || exit 1
+echo_backend A || exit 1
+echo_backend B || exit 1
 ADMIN=$(e2e_token e2e-admin admin)
 OPERATOR=$(e2e_token olga operator)
 GROUP=e2e-rollback
@@ -27,7 +27,7 @@ CALLS="$WORK/calls.log"
 e2e_grpc_client e2e-grpc-client "$GROUP" "$CALLS"
 e2e_dataplane dp-rb-1 "$GROUP"
 e2e_dataplane dp-rb-2 "$GROUP"
-on() { [ "$(last_call "$CALLS")" = "ok $1" ]; }
+on() { [ "$(last_result "$CALLS")" = "ok $1" ]; }
 check "the gRPC client's calls land on backend B (v2)" wait_for 20 on B
 for n in e2e-grpc-client dp-rb-1 dp-rb-2; do
     check "$n acked v2" e2e_wait_acked "$ADMIN" "$n" 2

@@ -9,21 +9,15 @@
 set -u
 
 BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
-WORK=$(mktemp -d /tmp/sextant-frame-XXXXXX)
-PID=
-
-cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -KILL "$PID" 2>/dev/null
-        wait "$PID" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
 # shellcheck source=tests/lib/shtest.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/shtest.sh"
+
+PID=
+cleanup() {
+    serve_kill
+    rm -rf "$WORK"
+}
+work_init frame cleanup
 
 HTTP_PORT=$(free_port) || exit 1
 GRPC_PORT=$(free_port) || exit 1
@@ -194,25 +188,10 @@ check "log lines carry the replica id" contains "$WORK/serve.log" '"replica":"fr
 check "every log line is one JSON object" bash -c "! grep -vq '^{.*}$' '$WORK/serve.log'"
 
 # ------------------------------------------------------------------ SIGTERM
-kill -TERM "$PID"
-exited=0
-for _ in $(seq 1 50); do
-    if ! kill -0 "$PID" 2>/dev/null; then
-        exited=1
-        break
-    fi
-    sleep 0.1
-done
-if [ $exited -eq 1 ]; then
-    wait "$PID"
-    rc=$?
-    PID=
-    check "SIGTERM exits 0 (got $rc)" [ $rc -eq 0 ]
+if serve_stop 5; then
     check "the last log line says sextant stopped" \
         bash -c "tail -n 1 '$WORK/serve.log' | grep -q '\"msg\":\"sextant stopped\"'"
     check "the port is closed after exit" bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$HTTP_PORT) 2>/dev/null"
-else
-    fail "sextant serve did not exit within 5 s of SIGTERM"
 fi
 
 if [ $FAILS -ne 0 ]; then

@@ -14,72 +14,23 @@ set -u
 BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
 SRC=${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}
 source "$SRC/tests/lib/shtest.sh"
-source "$SRC/tests/lib/services.sh"
 
-WORK=$(mktemp -d /tmp/sextant-storage-XXXXXX)
-chmod 755 "$WORK"
-PID=
-cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -KILL "$PID" 2>/dev/null
-        wait "$PID" 2>/dev/null
-    fi
-    svc_redis_stop "$WORK/redis"
-    svc_pg_stop "$WORK/pg"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-PG_PORT=$(free_port) || exit 1
-REDIS_PORT=$(free_port) || exit 1
-HTTP_PORT=$(free_port) || exit 1
-GRPC_PORT=$(free_port) || exit 1
-export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
-export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
-export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT"
-export SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
-export SEXTANT_REPLICA_ID="storage-test"
+own_init storage
 export SEXTANT_DATABASE_CONNECT_TIMEOUT=2s
 
-start_serve() {
-    "$BIN" serve >>"$WORK/serve.log" 2>&1 &
-    PID=$!
-    wait_for 10 listening "$HTTP_PORT"
-}
-stop_serve() { # stop_serve: SIGTERM, expect exit 0 within 10 s
-    kill -TERM "$PID"
-    local i
-    for i in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$PID" 2>/dev/null; then
-        fail "sextant did not exit within 10 s of SIGTERM"
-        return
-    fi
-    wait "$PID"
-    local rc=$?
-    PID=
-    check "SIGTERM exits 0 (got $rc)" [ $rc -eq 0 ]
-}
-metric() { # metric NAME_WITH_LABELS: prints the value, or nothing
-    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
-        awk -v m="$1" '$1 == m { print $2 }'
-}
-metric_is() { [ "$(metric "$1")" = "$2" ]; }
-ready() { [ "$(http GET /readyz)" = 200 ]; }
 snapshot_count() {
     psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM snapshots"
 }
 
 # ------------------------------------------------------------------ database down
-start_serve
+serve_start
 check "sextant listens while the database is down" listening "$HTTP_PORT"
 check "/healthz is 200 while the database is down" [ "$(http GET /healthz)" = 200 ]
 check "/readyz is 503 while the database is down" [ "$(http GET /readyz)" = 503 ]
 check "/readyz names the database as not ready" contains "$WORK/body" '"database":false'
 
 # ------------------------------------------------------------------ database up, not migrated
-svc_pg_start "$WORK/pg" "$PG_PORT" || exit 1
-psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" || exit 1
+own_pg_start || exit 1
 check "the log says migrations are pending" wait_for 15 grep -qE "migrations? (is|are) pending" "$WORK/serve.log"
 check "/readyz stays 503 while migrations are pending" [ "$(http GET /readyz)" = 503 ]
 
@@ -87,7 +38,7 @@ check "/readyz stays 503 while migrations are pending" [ "$(http GET /readyz)" =
 check "sextant migrate exits 0" [ $? -eq 0 ]
 check "/readyz turns 200 once the database is migrated" wait_for 15 ready
 check "/readyz reports every component ready" \
-    bash -c "grep -q '\"database\":true' '$WORK/body' && grep -q '\"snapshots\":true' '$WORK/body'"
+    bash -c "grep -q '\"database\":true' '$WORK/readyz.json' && grep -q '\"snapshots\":true' '$WORK/readyz.json'"
 check "the tables are there for psql" \
     bash -c "psql '$SEXTANT_DATABASE_URL' -tAc '\\dt' | grep -q audit_log"
 
@@ -161,20 +112,16 @@ check "an invalid publish writes nothing" \
     [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM snapshots WHERE group_name = 'edge'")" = 1 ]
 
 # ------------------------------------------------------------------ restart loads snapshots
-stop_serve
+serve_stop
 check "the last log line says sextant stopped" \
     bash -c "tail -n 1 '$WORK/serve.log' | grep -q '\"msg\":\"sextant stopped\"'"
 svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
-start_serve
+serve_start
 check "a restarted replica becomes ready" wait_for 15 ready
 check "a restarted replica loaded the snapshot at start-up" \
     metric_is 'sextant_snapshot_updates_total{source="load"}' 2
 check "audit_log holds every import" \
     [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM audit_log WHERE action = 'config.import'")" = 3 ]
-stop_serve
+serve_stop
 
-if [ "$FAILS" -ne 0 ]; then
-    echo "--- serve log (tail)" >&2
-    tail -n 40 "$WORK/serve.log" >&2
-fi
 finish

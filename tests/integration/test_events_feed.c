@@ -18,7 +18,6 @@
 #include "server/base/buf.h"
 #include "server/events.h"
 #include "server/events_feed.h"
-#include "storage/migrate.h"
 #include "storage/pg_pool.h"
 
 typedef struct fx {
@@ -28,34 +27,15 @@ typedef struct fx {
     bool started;
 } fx;
 
-static void fail_err(const char *what, int rc, const sx_err *err)
-{
-    fprintf(stderr, "%s failed (%d): %s | %s | %s\n", what, rc, err->message, err->detail,
-            err->sqlstate);
-    fail();
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sx_err e_;                                                                                 \
-        sx_err_clear(&e_);                                                                         \
-        int rc_ = (call);                                                                          \
-        if (rc_ != 0)                                                                              \
-            fail_err(#call, rc_, &e_);                                                             \
-    } while (0)
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
-    sx_err err;
-    if (migrate_run(f->url, NULL, NULL, &err) != 0)
-        fail_err("migrate_run", err.code, &err);
+    f->url = tl_db_create_migrated();
     pg_pool_options po = {.url = f->url, .size = 6, .connect_timeout_ms = 2000};
     assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
     events_feed_options fo = {.pool = f->pool, .keepalive_ms = 300, .max_streams = 4};
-    OK(events_feed_create(&fo, &f->feed, &e_));
-    OK(sup_thread_ops.start(events_feed_component(f->feed), &e_));
+    TL_OK(events_feed_create(&fo, &f->feed, &e_));
+    TL_OK(sup_thread_ops.start(events_feed_component(f->feed), &e_));
     f->started = true;
     for (long long end = tl_now_ms() + 5000;
          !sup_thread_ops.ready(events_feed_component(f->feed)) && tl_now_ms() < end;)
@@ -81,7 +61,7 @@ static int teardown(void **state)
 static long long emit(fx *f, const char *type, const char *node, size_t pad)
 {
     pg_conn *c;
-    OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_acquire(f->pool, &c, &e_));
     char *big = calloc(1, pad + 1);
     memset(big, 'x', pad);
     json_t *data = json_pack("{s:s}", "pad", big);
@@ -90,9 +70,9 @@ static long long emit(fx *f, const char *type, const char *node, size_t pad)
                   .deployment_id =
                       strncmp(type, "wave", 4) == 0 ? "3f1d2c44-5b6e-4f70-8a91-b2c3d4e5f607" : NULL,
                   .data = data};
-    OK(events_emit(c, "r1", &e, &e_));
+    TL_OK(events_emit(c, "r1", &e, &e_));
     PGresult *r;
-    OK(pg_exec(c, "SELECT max(id) FROM events", 0, NULL, &r, &e_));
+    TL_OK(pg_exec(c, "SELECT max(id) FROM events", 0, NULL, &r, &e_));
     long long id = atoll(PQgetvalue(r, 0, 0));
     PQclear(r);
     pg_release(f->pool, c);
@@ -119,7 +99,7 @@ static void on_wake(void *ctx)
 static reader *open_reader(fx *f, const events_sub_options *o)
 {
     reader *r = calloc(1, sizeof(*r));
-    OK(events_sub_open(f->feed, o, &r->sub, &e_));
+    TL_OK(events_sub_open(f->feed, o, &r->sub, &e_));
     events_sub_set_wake(r->sub, on_wake, r);
     return r;
 }
@@ -334,15 +314,15 @@ static void *write_loop(void *arg)
     unsigned seed = (unsigned)w->seed;
     for (int t = 0; t < 40; t++) {
         pg_conn *c;
-        OK(pg_acquire(w->f->pool, &c, &e_));
-        OK(pg_begin(c, &e_));
+        TL_OK(pg_acquire(w->f->pool, &c, &e_));
+        TL_OK(pg_begin(c, &e_));
         int n = 1 + rand_r(&seed) % 3;
         for (int i = 0; i < n; i++) {
             sx_event e = {.type = EVENT_PROXY_CONNECTED, .node_id = "w"};
-            OK(events_emit(c, "r1", &e, &e_));
+            TL_OK(events_emit(c, "r1", &e, &e_));
             tl_sleep_ms(rand_r(&seed) % 4);
         }
-        OK(pg_commit(c, &e_));
+        TL_OK(pg_commit(c, &e_));
         pg_release(w->f->pool, c);
         events_feed_on_notify(w->f->feed, EVENTS_NOTIFY_CHANNEL, "");
     }
@@ -368,9 +348,9 @@ static void test_concurrent_writers(void **state)
         pthread_join(t[i], NULL);
 
     pg_conn *c;
-    OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_acquire(f->pool, &c, &e_));
     PGresult *res;
-    OK(pg_exec(c, "SELECT count(*), max(id) FROM events", 0, NULL, &res, &e_));
+    TL_OK(pg_exec(c, "SELECT count(*), max(id) FROM events", 0, NULL, &res, &e_));
     long long count = atoll(PQgetvalue(res, 0, 0));
     PQclear(res);
     pg_release(f->pool, c);

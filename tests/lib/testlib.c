@@ -19,6 +19,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "server/base/mem.h"
+#include "storage/migrate.h"
+
 const char *tl_env(const char *name)
 {
     const char *v = getenv(name);
@@ -175,4 +178,71 @@ void tl_redis_stop(tl_redis *r)
     int st;
     waitpid(r->pid, &st, 0);
     r->pid = 0;
+}
+
+char *tl_db_create_migrated(void)
+{
+    char *url = tl_db_create();
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = migrate_run(url, NULL, NULL, &err);
+    if (rc != 0)
+        tl_fail_err("migrate_run", rc, &err);
+    return url;
+}
+
+void tl_fail_err(const char *what, int rc, const sx_err *err)
+{
+    fprintf(stderr, "%s failed (%d): %s | %s | %s\n", what, rc, err->message, err->detail,
+            err->sqlstate);
+    fail();
+}
+
+void tl_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+json_t *tl_json(const char *text)
+{
+    char *s = sx_strdup(text);
+    for (char *p = s; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    json_error_t e;
+    json_t *j = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    if (j == NULL)
+        fail_msg("bad test JSON at line %d column %d: %s", e.line, e.column, e.text);
+    sx_free(s);
+    return j;
+}
+
+void tl_assert_json_equal(const json_t *got, const json_t *want)
+{
+    if (!json_equal(got, want)) {
+        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        char *w = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        print_error("got:  %s\nwant: %s\n", g, w);
+        free(g);
+        free(w);
+        fail();
+    }
+}
+
+void tl_assert_fielderrs(const sx_fielderrs *errs, const tl_want_err *want, size_t n)
+{
+    bool ok = errs->count == n;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = strcmp(errs->items[i].path, want[i].path) == 0 &&
+             strcmp(errs->items[i].message, want[i].message) == 0;
+    if (!ok) {
+        for (size_t i = 0; i < errs->count; i++)
+            print_error("got:  %s: %s\n", errs->items[i].path, errs->items[i].message);
+        for (size_t i = 0; i < n; i++)
+            print_error("want: %s: %s\n", want[i].path, want[i].message);
+        fail();
+    }
 }

@@ -1,6 +1,7 @@
 /*
  * testlib.h — helpers shared by the C tests: the environment tests/run.sh sets up, a
- * private database per test, a private Redis a test may stop and start.
+ * private database per test, a private Redis a test may stop and start, files, JSON
+ * fixtures and the assertions that compare JSON documents and field errors.
  *
  * The runner exports SEXTANT_TEST_DATABASE_URL (a superuser URL of the test
  * PostgreSQL), SEXTANT_TEST_REDIS_URL (the shared test Redis) and
@@ -17,6 +18,11 @@
 #include <sys/types.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+
+#include "server/base/err.h"
+#include "server/base/fielderr.h"
+
 /* Value of an environment variable the runner must set; fails the test when absent. */
 const char *tl_env(const char *name);
 
@@ -25,6 +31,40 @@ const char *tl_env(const char *name);
 char *tl_db_create(void);
 /* Drops a database created by tl_db_create (terminating its sessions); frees url. */
 void tl_db_drop(char *url);
+/* tl_db_create, then every migration applied (fails the test when migrating fails). */
+char *tl_db_create_migrated(void);
+
+/* Fails the test, printing what failed with the code and every part of err. */
+void tl_fail_err(const char *what, int rc, const sx_err *err);
+
+/* TL_OK(call): runs a call that fills an sx_err named e_ and fails the test with that
+ * error unless it returns 0: TL_OK(repo_get(c, id, &out, &e_)). */
+#define TL_OK(call)                                                                                \
+    do {                                                                                           \
+        sx_err e_;                                                                                 \
+        sx_err_clear(&e_);                                                                         \
+        int rc_ = (call);                                                                          \
+        if (rc_ != 0)                                                                              \
+            tl_fail_err(#call, rc_, &e_);                                                          \
+    } while (0)
+
+/* Writes text to path (replacing the file); fails the test when it cannot. */
+void tl_write_file(const char *path, const char *text);
+
+/* Parses a JSON value written with single quotes for double quotes (readable in C
+ * strings); fails the test on bad JSON. The caller owns the result (json_decref). */
+json_t *tl_json(const char *text);
+/* Fails the test, printing both documents, unless got and want are equal JSON. */
+void tl_assert_json_equal(const json_t *got, const json_t *want);
+
+/* One expected field error: its path and its exact message. */
+typedef struct tl_want_err {
+    const char *path;
+    const char *message;
+} tl_want_err;
+/* Fails the test, printing what came and what was wanted, unless errs holds exactly the
+ * n errors of want, in that order. */
+void tl_assert_fielderrs(const sx_fielderrs *errs, const tl_want_err *want, size_t n);
 
 /* A loopback TCP port nothing listens on now. */
 int tl_free_port(void);

@@ -18,6 +18,8 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
+#include "tests/lib/testlib.h"
+
 #include "server/base/mem.h"
 #include "server/config.h"
 
@@ -26,14 +28,6 @@
 static char dir[64];
 static char cert[128], key[128], ca[128], junk[128], secret_file[128], short_secret_file[128],
     rsa_pub[128], rsa_priv[128], rsa_other[128], policy[128], yaml_path[128];
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static int setup(void **state)
 {
@@ -52,13 +46,13 @@ static int setup(void **state)
     snprintf(rsa_other, sizeof(rsa_other), "%s/other.key.pem", dir);
     snprintf(policy, sizeof(policy), "%s/rbac.yaml", dir);
     snprintf(yaml_path, sizeof(yaml_path), "%s/sextant.yaml", dir);
-    write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
-    write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
-    write_file(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
-    write_file(junk, "not a key\n");
-    write_file(secret_file, "0123456789abcdef0123456789abcdef-from-file\n");
-    write_file(short_secret_file, "short\n");
-    write_file(policy, "roles: []\n");
+    tl_write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
+    tl_write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
+    tl_write_file(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
+    tl_write_file(junk, "not a key\n");
+    tl_write_file(secret_file, "0123456789abcdef0123456789abcdef-from-file\n");
+    tl_write_file(short_secret_file, "short\n");
+    tl_write_file(policy, "roles: []\n");
 
     EVP_PKEY *pk = EVP_RSA_gen(1024);
     if (pk == NULL)
@@ -135,7 +129,7 @@ static int load(const char *yaml, const char **env, sextant_config **cfg, sx_fie
     envv[n] = NULL;
     if (yaml) {
         char *y = expand(yaml);
-        write_file(yaml_path, y);
+        tl_write_file(yaml_path, y);
         sx_free(y);
     }
     int rc = config_load(yaml ? yaml_path : NULL, envv, cfg, errs);
@@ -285,14 +279,25 @@ static void test_full_file(void **state)
     sx_fielderrs_free(&errs);
 }
 
+/* Loads yaml (NULL: no file) and env, asserting that nothing is wrong with them; the
+ * caller frees the configuration with config_free. */
+static sextant_config *load_ok(const char *yaml, const char **env)
+{
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    int rc = load(yaml, env, &c, &errs);
+    dump_errs(&errs);
+    assert_int_equal(rc, 0);
+    assert_int_equal(errs.count, 0);
+    sx_fielderrs_free(&errs);
+    return c;
+}
+
 static void test_defaults_env_only(void **state)
 {
     (void)state;
     const char *env[] = {DBURL, "PATH=/usr/bin", "HOME=/root", NULL};
-    sextant_config *c = NULL;
-    sx_fielderrs errs = {0};
-    assert_int_equal(load(NULL, env, &c, &errs), 0);
-    assert_int_equal(errs.count, 0);
+    sextant_config *c = load_ok(NULL, env);
     assert_null(c->source_file);
     assert_int_equal(c->database.pool_size, 8);
     assert_int_equal(c->database.connect_timeout_ms, 5000);
@@ -332,21 +337,16 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->fleet.stale_after_ms, 120000);
     assert_int_equal(c->fleet.disconnected_after_ms, 300000);
     config_free(c);
-    sx_fielderrs_free(&errs);
 }
 
 static void test_fleet_thresholds(void **state)
 {
     (void)state;
     const char *env[] = {DBURL, "SEXTANT_FLEET_DISCONNECTED_AFTER=10m", NULL};
-    sextant_config *c = NULL;
-    sx_fielderrs errs = {0};
-    assert_int_equal(load("fleet:\n  stale_after: 90s\n", env, &c, &errs), 0);
-    assert_int_equal(errs.count, 0);
+    sextant_config *c = load_ok("fleet:\n  stale_after: 90s\n", env);
     assert_int_equal(c->fleet.stale_after_ms, 90000);
     assert_int_equal(c->fleet.disconnected_after_ms, 600000);
     config_free(c);
-    sx_fielderrs_free(&errs);
 }
 
 static void test_env_overrides_file(void **state)
@@ -366,11 +366,7 @@ static void test_env_overrides_file(void **state)
                          "SEXTANT_AUTH_CLOCK_SKEW=0",
                          "SEXTANT_DATABSE_URL=typo",
                          NULL};
-    sextant_config *c = NULL;
-    sx_fielderrs errs = {0};
-    int rc = load(yaml, env, &c, &errs);
-    dump_errs(&errs);
-    assert_int_equal(rc, 0);
+    sextant_config *c = load_ok(yaml, env);
     assert_string_equal(c->database.url, "postgres://file/db"); /* file kept */
     assert_int_equal(c->database.pool_size, 12);                /* env wins */
     assert_string_equal(c->http.listen.text, "127.0.0.1:2222");
@@ -389,24 +385,18 @@ static void test_env_overrides_file(void **state)
     assert_string_equal(c->warnings.items[0].path, "SEXTANT_DATABSE_URL");
     assert_non_null(strstr(c->warnings.items[0].message, "SEXTANT_DATABASE_URL"));
     config_free(c);
-    sx_fielderrs_free(&errs);
 }
 
 static void test_empty_and_null_values(void **state)
 {
     (void)state;
     const char *env[] = {DBURL, NULL};
-    sextant_config *c = NULL;
-    sx_fielderrs errs = {0};
     /* An empty file, then null values: both mean "use the default". */
-    assert_int_equal(load("", env, &c, &errs), 0);
-    config_free(c);
-    assert_int_equal(load("http:\n  listen:\n  threads: ~\nredis:\n", env, &c, &errs), 0);
+    config_free(load_ok("", env));
+    sextant_config *c = load_ok("http:\n  listen:\n  threads: ~\nredis:\n", env);
     assert_string_equal(c->http.listen.text, "127.0.0.1:8080");
     assert_int_equal(c->http.threads, 4);
     config_free(c);
-    assert_int_equal(errs.count, 0);
-    sx_fielderrs_free(&errs);
 }
 
 /* ------------------------------------------------------------------ bad input */

@@ -23,14 +23,7 @@ static void expect_diff(const char *from, const char *to, const char *root, cons
 {
     json_t *a = parse(from), *b = parse(to), *w = parse(want);
     json_t *d = diff_json(a, b, root);
-    if (!json_equal(d, w)) {
-        char *got = json_dumps(d, JSON_SORT_KEYS | JSON_COMPACT);
-        char *exp = json_dumps(w, JSON_SORT_KEYS | JSON_COMPACT);
-        print_error("got  %s\nwant %s\n", got, exp);
-        free(got);
-        free(exp);
-        fail();
-    }
+    tl_assert_json_equal(d, w);
     json_decref(a);
     json_decref(b);
     json_decref(w);

@@ -23,10 +23,7 @@ const x = require('./xds');
 const ec = require('./envoy_checks');
 const {TYPE} = x;
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg} = require('../../lib/cli.js');
 const server = arg('server');
 const group = arg('group');
 const nodeId = arg('node', 'ads-fetch');

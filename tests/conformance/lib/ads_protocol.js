@@ -101,12 +101,32 @@ function node(id, group) {
 
 // ------------------------------------------------------------------ clients
 
-class Sotw {
-  constructor(client, id, group) {
+// What both variants of the ADS stream share: the stream, the node sent with the first
+// request only, and reading the responses of one type.
+class Ads {
+  constructor(call, id, group) {
     this.id = id;
     this.group = group;
-    this.stream = new x.Stream(client.StreamAggregatedResources(), id);
+    this.stream = new x.Stream(call, id);
     this.first = true;
+  }
+  // send(req): sends a request, with the node when it is the stream's first.
+  send(req) {
+    if (this.first) req.node = node(this.id, this.group);
+    this.first = false;
+    this.stream.send(req);
+  }
+  next(type, ms = WAIT_MS) {
+    return this.stream.nextOfType(type, ms);
+  }
+  quiet(type, ms = QUIET_MS) {
+    return this.stream.quiet(ms, (m) => m.type_url === type);
+  }
+}
+
+class Sotw extends Ads {
+  constructor(client, id, group) {
+    super(client.StreamAggregatedResources(), id, group);
     this.state = {};
   }
   st(type) {
@@ -117,10 +137,7 @@ class Sotw {
   request(type, names, extra = {}) {
     const s = this.st(type);
     s.names = names;
-    const req = {type_url: type, resource_names: names, version_info: s.version, response_nonce: s.nonce, ...extra};
-    if (this.first) req.node = node(this.id, this.group);
-    this.first = false;
-    this.stream.send(req);
+    this.send({type_url: type, resource_names: names, version_info: s.version, response_nonce: s.nonce, ...extra});
   }
   ack(r) {
     const s = this.st(r.type_url);
@@ -139,28 +156,17 @@ class Sotw {
       error_detail: {code: 3, message},
     });
   }
-  next(type, ms = WAIT_MS) {
-    return this.stream.nextOfType(type, ms);
-  }
-  quiet(type, ms = QUIET_MS) {
-    return this.stream.quiet(ms, (m) => m.type_url === type);
-  }
 }
 
-class Delta {
+class Delta extends Ads {
   constructor(client, id, group) {
-    this.id = id;
-    this.group = group;
-    this.stream = new x.Stream(client.DeltaAggregatedResources(), id);
-    this.first = true;
+    super(client.DeltaAggregatedResources(), id, group);
     this.nonce = {};
   }
   request(type, sub = [], unsub = [], extra = {}) {
     const req = {type_url: type, resource_names_subscribe: sub, resource_names_unsubscribe: unsub, ...extra};
     if (req.response_nonce === undefined) req.response_nonce = this.nonce[type] || '';
-    if (this.first) req.node = node(this.id, this.group);
-    this.first = false;
-    this.stream.send(req);
+    this.send(req);
   }
   ack(r) {
     this.nonce[r.type_url] = r.nonce;
@@ -169,12 +175,6 @@ class Delta {
   nack(r, message) {
     this.nonce[r.type_url] = r.nonce;
     this.stream.send({type_url: r.type_url, response_nonce: r.nonce, error_detail: {code: 3, message}});
-  }
-  next(type, ms = WAIT_MS) {
-    return this.stream.nextOfType(type, ms);
-  }
-  quiet(type, ms = QUIET_MS) {
-    return this.stream.quiet(ms, (m) => m.type_url === type);
   }
 }
 
@@ -233,14 +233,18 @@ function nodeKept(impostor, real, group) {
 
 // ------------------------------------------------------------------ state of the world
 
+// The services both protocol variants publish (echo.test and the others, one port each).
+const SERVICES = {
+  echo: {host: 'echo.test', name: 'echo', ports: [10001]},
+  other: {host: 'other.test', name: 'other', ports: [10002]},
+  third: {host: 'third.test', name: 'third', ports: [10003]},
+  fourth: {host: 'fourth.test', name: 'fourth', ports: [10005]},
+  late: {host: 'late.test', name: 'late', ports: [10004]},
+};
+
 async function sotw(client) {
   const G = 'conf-sotw';
-  const svc = {
-    echo: {host: 'echo.test', name: 'echo', ports: [10001]},
-    other: {host: 'other.test', name: 'other', ports: [10002]},
-    third: {host: 'third.test', name: 'third', ports: [10003]},
-    late: {host: 'late.test', name: 'late', ports: [10004]},
-  };
+  const svc = SERVICES;
   const v1 = x.publish(G, build([svc.echo, svc.other]));
   const A = new Sotw(client, 'ads-sotw-a', G);
 
@@ -490,13 +494,7 @@ async function sotw(client) {
 
 async function delta(client) {
   const G = 'conf-delta';
-  const svc = {
-    echo: {host: 'echo.test', name: 'echo', ports: [10001]},
-    other: {host: 'other.test', name: 'other', ports: [10002]},
-    third: {host: 'third.test', name: 'third', ports: [10003]},
-    fourth: {host: 'fourth.test', name: 'fourth', ports: [10005]},
-    late: {host: 'late.test', name: 'late', ports: [10004]},
-  };
+  const svc = SERVICES;
   x.publish(G, build([svc.echo, svc.other]));
   const E = new Delta(client, 'ads-delta-e', G);
   const ver = {}; // type -> name -> version, as E knows them

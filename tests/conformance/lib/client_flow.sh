@@ -18,8 +18,8 @@ conf_client_flow() {
     log="$WORK/calls.log"
 
     conf_services || exit 1
-    conf_echo_backend A || exit 1
-    conf_echo_backend B || exit 1
+    echo_backend A || exit 1
+    echo_backend B || exit 1
     conf_serve r1 || exit 1
 
     conf_echo_snapshot "$WORK/a.json" "$ECHO_A"
@@ -30,8 +30,8 @@ conf_client_flow() {
     js) client=(env GRPC_TRACE=xds_resolver GRPC_VERBOSITY=DEBUG node "$CONF/lib/xds_client.js") ;;
     py) client=("$PYTHON" "$CONF/lib/xds_client.py") ;;
     esac
-    GRPC_XDS_BOOTSTRAP_CONFIG=$(conf_bootstrap "$node" "$group" "$R1_GRPC") \
-        conf_bg client "${client[@]}" --target xds:///echo.test --out "$log" --interval-ms 50
+    GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$node" "$group" "$R1_GRPC") \
+        bg_run client "${client[@]}" --target xds:///echo.test --out "$log" --interval-ms 50
     check "$kind: a call to xds:///echo.test reaches backend A" wait_for 20 last_is "$log" "ok A"
     if ! last_is "$log" "ok A"; then
         echo "last outcome: $(last_result "$log")" >&2
@@ -94,6 +94,6 @@ conf_client_flow() {
         cut -d' ' -f2- "$log" | uniq -c | tail -n 20 >&2
     fi
 
-    conf_stop client
+    bg_stop client
     conf_stop_serve r1
 }

@@ -8,14 +8,10 @@
 // SIGTERM/SIGINT.
 'use strict';
 const path = require('path');
-const fs = require('fs');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg, writePortFile} = require('../../lib/cli.js');
 const name = arg('name', 'echo');
 const port = Number(arg('port', '0'));
 const portFile = arg('port-file', '');
@@ -36,8 +32,7 @@ server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (
   }
   console.log(`echo_server ${name} listening on 127.0.0.1:${bound}`);
   if (portFile) {
-    fs.writeFileSync(portFile + '.tmp', String(bound));
-    fs.renameSync(portFile + '.tmp', portFile);
+    writePortFile(portFile, bound);
   }
 });
 for (const sig of ['SIGTERM', 'SIGINT']) {

@@ -5,13 +5,15 @@
 #
 # A test sets nothing but SEXTANT_BIN and SEXTANT_SOURCE_DIR (ctest does), sources
 # this file, calls conf_init NAME, starts what it needs, checks, and calls finish.
-# Every background process goes through conf_bg, so cleanup knows its pid.
+# Every background process goes through bg_run (tests/lib/shtest.sh, with the echo
+# backends, xDS bootstraps and the rest of what the harnesses share), so cleanup knows
+# its pid.
 #
 #   source "$SEXTANT_SOURCE_DIR/tests/conformance/lib/harness.sh"
 #   conf_init demo
 #   conf_services                 # PostgreSQL + Redis + sextant migrate
 #   conf_serve r1                 # a replica: R1_HTTP, R1_GRPC, R1_PID
-#   conf_echo_backend A           # ECHO_A (port)
+#   echo_backend A                # ECHO_A (port)
 #   conf_publish GROUP FILE       # prints the version
 #   finish
 
@@ -28,75 +30,29 @@ export GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=100
 
 # shellcheck source=tests/lib/shtest.sh
 source "$SRC/tests/lib/shtest.sh"
-# shellcheck source=tests/lib/services.sh
-source "$SRC/tests/lib/services.sh"
 
-BG_PIDS=()
-BG_NAMES=()
 WORK=
 CONF_NAME=
 
 # conf_init NAME: scratch folder, cleanup trap, node_modules ready.
 conf_init() {
     CONF_NAME=$1
-    WORK=$(mktemp -d "/tmp/sextant-conf-$1-XXXXXX")
-    chmod 755 "$WORK"
-    trap conf_cleanup EXIT
-    trap 'exit 1' INT TERM
-    conf_node_modules || exit 1
+    work_init "conf-$1" conf_cleanup
+    npm_ready "$CONF" || exit 1
 }
 
 # conf_cleanup: stops every background process (SIGTERM, then SIGKILL after 3 s),
 # Redis and PostgreSQL, and removes the scratch folder. On failure it first prints
 # the tail of every log, so ctest --output-on-failure shows what happened.
 conf_cleanup() {
-    local rc=$? i pid f
+    local rc=$?
     if [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; then
-        for f in "$WORK"/*.log; do
-            [ -f "$f" ] || continue
-            echo "--- $(basename "$f") (tail)" >&2
-            tail -n 25 "$f" >&2
-        done
+        log_tails 25
     fi
-    for i in "${!BG_PIDS[@]}"; do
-        pid=${BG_PIDS[$i]}
-        kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
-    done
-    for i in "${!BG_PIDS[@]}"; do
-        pid=${BG_PIDS[$i]}
-        conf_wait_gone "$pid" 30 || kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    svc_redis_stop "$WORK/redis"
-    svc_pg_stop "$WORK/pg"
+    bg_stop_all
+    own_services_stop
     rm -rf "$WORK"
     exit "$rc"
-}
-
-# conf_wait_gone PID TENTHS: true once PID has exited (within TENTHS × 0.1 s).
-conf_wait_gone() {
-    local pid=$1 n=$2 i
-    for i in $(seq 1 "$n"); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    ! kill -0 "$pid" 2>/dev/null
-}
-
-# conf_node_modules: installs tests/conformance/node_modules with `npm ci` when it is
-# missing or older than package-lock.json (a stamp holds the lock it was built from).
-# Serialised with flock, since ctest -j may start several tests at once.
-conf_node_modules() {
-    local stamp="$CONF/node_modules/.sextant-lock-stamp"
-    cmp -s "$CONF/package-lock.json" "$stamp" 2>/dev/null && return 0
-    command -v npm >/dev/null || { echo "conformance: npm is missing (tests/run.sh installs it)" >&2; return 1; }
-    (
-        flock -w 300 9 || exit 1
-        cmp -s "$CONF/package-lock.json" "$stamp" 2>/dev/null && exit 0
-        echo "conformance: npm ci in $CONF" >&2
-        cd "$CONF" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2 &&
-            cp package-lock.json "$stamp"
-    ) 9>"/tmp/sextant-conformance-npm.lock"
 }
 
 # conf_need_python_grpc: fails the test (with a reason) when Debian's grpcio is absent.
@@ -106,66 +62,18 @@ conf_need_python_grpc() {
     return 1
 }
 
-# conf_services: PostgreSQL and Redis on free ports, database created and migrated.
-# Exports SEXTANT_DATABASE_URL and SEXTANT_REDIS_URL for sextant and for psql.
+# conf_services: PostgreSQL and Redis on free ports, database created and migrated
+# (own_services). Exports SEXTANT_DATABASE_URL and SEXTANT_REDIS_URL for sextant and
+# for psql.
 conf_services() {
-    local pg_port redis_port
-    pg_port=$(free_port) || return 1
-    redis_port=$(free_port) || return 1
-    svc_pg_start "$WORK/pg" "$pg_port" || return 1
-    psql "postgresql://sextant@127.0.0.1:$pg_port/postgres" -qc "CREATE DATABASE sextant" >/dev/null ||
-        return 1
-    svc_redis_start "$WORK/redis" "$redis_port" || return 1
-    export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$pg_port/sextant"
-    export SEXTANT_REDIS_URL="redis://127.0.0.1:$redis_port"
-    "$BIN" migrate >"$WORK/migrate.log" 2>&1 || { echo "sextant migrate failed" >&2; cat "$WORK/migrate.log" >&2; return 1; }
-}
-
-# conf_bg NAME COMMAND...: runs COMMAND in the background, output to $WORK/NAME.log;
-# its pid goes to BG_PIDS (for cleanup) and to the variable PID_NAME.
-conf_bg() {
-    local name=$1
-    shift
-    "$@" >>"$WORK/$name.log" 2>&1 &
-    local pid=$!
-    BG_PIDS+=("$pid")
-    BG_NAMES+=("$name")
-    printf -v "PID_$name" '%s' "$pid"
-}
-
-# conf_stop NAME [SIGNAL]: signals a background process (default TERM) and waits for
-# it to exit (3 s, then SIGKILL).
-conf_stop() {
-    local var="PID_$1" sig=${2:-TERM}
-    local pid=${!var}
-    # bash reports a job killed by a signal ("Killed") on stderr when it reaps it;
-    # that is what we asked for, so keep it out of the test output.
-    exec 3>&2 2>/dev/null
-    kill "-$sig" "$pid"
-    conf_wait_gone "$pid" 30 || kill -KILL "$pid"
-    wait "$pid"
-    exec 2>&3 3>&-
-    return 0
+    own_services
 }
 
 # conf_stop_serve NAME: SIGTERM to a replica; checks that it exits 0 within 15 s
 # (under the sanitizer build that also means no leak and no memory error).
 conf_stop_serve() {
-    local var="PID_$1" rc
-    local pid=${!var}
-    kill -TERM "$pid" 2>/dev/null
-    if ! conf_wait_gone "$pid" 150; then
-        fail "replica $1 exits within 15 s of SIGTERM"
-        return
-    fi
-    wait "$pid"
-    rc=$?
-    check "replica $1 exits 0 on SIGTERM (got $rc)" [ "$rc" = 0 ]
-}
-
-# conf_ready HTTP_PORT: /readyz answers 200.
-conf_ready() {
-    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$1/readyz")" = 200 ]
+    local var="PID_$1"
+    stop_daemon "replica $1" "${!var}" 15
 }
 
 # conf_serve NAME: a `sextant serve` replica with its own HTTP and gRPC ports and
@@ -180,19 +88,43 @@ conf_serve() {
     printf -v "${up}_GRPC" '%s' "$grpc"
     SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
         SEXTANT_REPLICA_ID="$name" SEXTANT_LOG_LEVEL=${SEXTANT_LOG_LEVEL:-info} \
-        conf_bg "$name" env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR "$BIN" serve
-    if ! wait_for 20 conf_ready "$http" || ! wait_for 5 listening "$grpc"; then
+        bg_run "$name" "${SX_ENV[@]}" "$BIN" serve
+    if ! wait_for 20 ready "$http" || ! wait_for 5 listening "$grpc"; then
         echo "conformance: replica $name did not become ready" >&2
         return 1
     fi
 }
 
-# conf_echo_backend NAME: a test gRPC backend answering with NAME; sets ECHO_NAME (port).
-conf_echo_backend() {
-    local name=$1
-    conf_bg "echo_$name" node "$CONF/lib/echo_server.js" --name "$name" --port-file "$WORK/echo_$name.port"
-    wait_for 10 test -s "$WORK/echo_$name.port" || { echo "echo backend $name did not start" >&2; return 1; }
-    printf -v "ECHO_$name" '%s' "$(cat "$WORK/echo_$name.port")"
+# conf_run_checks SCRIPT WHAT: the whole of a protocol test: services, one replica r1,
+# the node program lib/SCRIPT driven against it (XDS_SERVER, HTTP_PORT), a check that
+# it passed, the replica's clean exit, finish.
+conf_run_checks() {
+    conf_services || exit 1
+    conf_serve r1 || exit 1
+    XDS_SERVER="127.0.0.1:$R1_GRPC" HTTP_PORT=$R1_HTTP node "$CONF/lib/$1" | tee "$WORK/${1%.js}.out"
+    check "every $2 check passed (lib/$1)" [ "${PIPESTATUS[0]}" = 0 ]
+    conf_stop_serve r1
+    finish
+}
+
+# conf_rest_auth SECRET [USER]: JWT auth on for the replicas started next (HS256 with SECRET);
+# TOKEN is a token of USER (conformance-tester), an operator, for conf_rest.
+conf_rest_auth() {
+    export SEXTANT_AUTH_ENABLED=true
+    export SEXTANT_AUTH_HS256_SECRET="$1"
+    TOKEN=$(token "${2:-conformance-tester}" operator)
+}
+
+# conf_rest METHOD PATH [JSON [curl args...]]: a REST call with TOKEN to HTTP_PORT;
+# prints the status; the body goes to $WORK/body and the headers to $WORK/headers.
+conf_rest() {
+    local method=$1 path=$2 data=()
+    shift 2
+    if [ $# -gt 0 ]; then
+        data=(-H 'Content-Type: application/json' --data-binary "$1")
+        shift
+    fi
+    http "$method" "$path" -H "Authorization: Bearer $TOKEN" "${data[@]}" "$@"
 }
 
 # conf_publish GROUP FILE: `sextant publish`; prints the new version (output kept in
@@ -214,17 +146,6 @@ conf_echo_snapshot() {
     node "$CONF/lib/snapshots.js" echo "$@" >"$file"
 }
 
-# conf_bootstrap NODE_ID GROUP SERVER_PORT: the xDS bootstrap JSON for the clients.
-# grpc-js needs node.id and node.locality; node.cluster is the proxy group.
-conf_bootstrap() {
-    printf '{"xds_servers":[{"server_uri":"127.0.0.1:%s","channel_creds":[{"type":"insecure"}]}],"node":{"id":"%s","cluster":"%s","locality":{}}}' \
-        "$3" "$1" "$2"
-}
-
-# last_result LOG: the last outcome an xds_client logged, without its time stamp.
-last_result() {
-    tail -n 1 "$1" 2>/dev/null | cut -d' ' -f2-
-}
 # last_is LOG TEXT: the last outcome starts with TEXT.
 last_is() {
     case "$(last_result "$1")" in "$2"*) return 0 ;; esac

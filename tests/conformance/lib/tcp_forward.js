@@ -12,10 +12,7 @@
 const fs = require('fs');
 const net = require('net');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg, writePortFile} = require('../../lib/cli.js');
 const portFile = arg('port-file', '');
 const targetFile = arg('target-file', '');
 let target = null;
@@ -43,7 +40,6 @@ const server = net.createServer((down) => {
 server.listen(0, '127.0.0.1', () => {
   const port = server.address().port;
   console.log(`tcp_forward: listening on 127.0.0.1:${port}`);
-  fs.writeFileSync(portFile + '.tmp', String(port));
-  fs.renameSync(portFile + '.tmp', portFile);
+  writePortFile(portFile, port);
 });
 for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(0));

@@ -17,10 +17,7 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 require('@grpc/grpc-js-xds').register();
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg} = require('../../lib/cli.js');
 const target = arg('target', 'xds:///echo.test');
 const out = arg('out', '/dev/stdout');
 const interval = Number(arg('interval-ms', '50'));

@@ -115,6 +115,17 @@ export async function signInWithToken(p, token) {
   await p.getByRole('button', {name: 'Sign in', exact: true}).click();
 }
 
+/** Selects the first occurrence of text in the config editor (CodeMirror's search panel). */
+export async function selectInEditor(p, text) {
+  await p.locator('.cm-content').click();
+  await p.keyboard.press('Control+Home');
+  await p.keyboard.press('Control+f');
+  await p.keyboard.press('Control+a');
+  await p.keyboard.type(text);
+  await p.keyboard.press('Enter');
+  await p.keyboard.press('Escape');
+}
+
 /**
  * Runs a scenario: launches Chromium, opens a page at 1280×800, runs fn, takes the
  * final screenshot (printed), prints the summary and exits non-zero on any failure.

@@ -13,10 +13,7 @@
 'use strict';
 const x = require('../../conformance/lib/xds');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg} = require('../../lib/cli.js');
 const SERVER = arg('server');
 const NODE = arg('node');
 const GROUP = arg('group');

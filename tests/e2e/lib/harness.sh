@@ -12,6 +12,7 @@
 #   ADMIN=$(e2e_token alice admin)
 #   st=$(e2e_rest "$ADMIN" POST /api/v1/configs "$json")   # status; body in $WORK/body
 #   e2e_dataplane dp-1 GROUP      # a gateway.control.v1 data plane that ACKs
+#   echo_backend A; e2e_grpc_client NODE GROUP LOG   # (tests/lib/shtest.sh: bg_run, jv, ...)
 #   e2e_browser "$E2E/scenarios/viewer.mjs"   # runs the scenario; its checks count
 #   finish
 #
@@ -27,27 +28,17 @@ export SEXTANT_BIN SEXTANT_SOURCE_DIR
 
 # shellcheck source=tests/lib/shtest.sh
 source "$SRC/tests/lib/shtest.sh"
-# shellcheck source=tests/lib/services.sh
-source "$SRC/tests/lib/services.sh"
 # shellcheck source=tests/lib/ui.sh
 source "$SRC/tests/lib/ui.sh"
 
 WORK=
 OUT=
 E2E_NAME=
-BG_PIDS=()
-DB_ADMIN_URL=
-DB_NAME=
-OWN_PG=0
-OWN_REDIS=0
 
 # e2e_init NAME: scratch folder, screenshot folder, cleanup trap, node modules, UI.
 e2e_init() {
     E2E_NAME=$1
-    WORK=$(mktemp -d "/tmp/sextant-e2e-$1-XXXXXX")
-    chmod 755 "$WORK"
-    trap e2e_cleanup EXIT
-    trap 'exit 1' INT TERM
+    work_init "e2e-$1" e2e_cleanup
     # Screenshots outlive the run: tests/out/e2e/<build>/ when tests/run.sh says so (it
     # runs the tests of two builds), else test-out/e2e/ in the build folder ctest runs in.
     if [ -n "${SEXTANT_TEST_OUT:-}" ]; then
@@ -58,8 +49,8 @@ e2e_init() {
     rm -rf "$OUT"
     mkdir -p "$OUT"
     echo "screenshots and browser log: $OUT"
-    e2e_node_modules "$CONF" || exit 1
-    e2e_node_modules "$E2E" || exit 1
+    npm_ready "$CONF" || exit 1
+    npm_ready "$E2E" || exit 1
     ui_build "$SRC" || { echo "e2e: the web UI does not build" >&2; exit 1; }
     CHROMIUM=$(e2e_chromium) || exit 1
     export CHROMIUM
@@ -76,96 +67,30 @@ e2e_chromium() {
     return 1
 }
 
-# e2e_node_modules DIR: `npm ci` in DIR when node_modules was built from another lock.
-e2e_node_modules() {
-    local dir=$1
-    local stamp="$dir/node_modules/.sextant-lock-stamp"
-    cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null && return 0
-    command -v npm >/dev/null || { echo "e2e: npm is missing (tests/run.sh installs it)" >&2; return 1; }
-    (
-        flock -w 300 9 || exit 1
-        cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null && exit 0
-        echo "e2e: npm ci in $dir" >&2
-        cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2 &&
-            cp package-lock.json "$stamp"
-    ) 9>"/tmp/sextant-npm-$(basename "$dir").lock"
-}
-
 e2e_cleanup() {
-    local rc=$? pid f
+    local rc=$?
     if [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; then
-        for f in "$WORK"/*.log; do
-            [ -f "$f" ] || continue
-            echo "--- $(basename "$f") (tail)" >&2
-            tail -n 20 "$f" >&2
-        done
+        log_tails 20
         echo "screenshots and browser log: $OUT" >&2
     fi
-    for pid in "${BG_PIDS[@]}"; do
-        kill -0 "$pid" 2>/dev/null && kill -TERM "$pid" 2>/dev/null
-    done
-    for pid in "${BG_PIDS[@]}"; do
-        for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
-    done
-    if [ "$OWN_PG" = 1 ]; then
-        svc_pg_stop "$WORK/pg"
-    elif [ -n "$DB_NAME" ]; then
-        psql "$DB_ADMIN_URL" -qXc "DROP DATABASE IF EXISTS \"$DB_NAME\" WITH (FORCE)" >/dev/null 2>&1 || true
-    fi
-    [ "$OWN_REDIS" = 1 ] && svc_redis_stop "$WORK/redis"
+    bg_stop_all
+    test_db_drop
     [ -f "$WORK/browser.log" ] && cp "$WORK/browser.log" "$OUT/" 2>/dev/null
     rm -rf "$WORK"
     exit "$rc"
 }
 
-# e2e_services: a fresh database (on the runner's PostgreSQL when tests/run.sh started
-# one, else a private cluster), Redis, the environment of `sextant serve`, migrated.
+# e2e_services: a fresh database (test_db: on the runner's PostgreSQL when tests/run.sh
+# started one, else a private cluster), Redis, the environment of `sextant serve`,
+# migrated.
 e2e_services() {
-    DB_NAME="sextant_e2e_${E2E_NAME//-/_}_$$_$RANDOM"
-    if [ -n "${SEXTANT_TEST_DATABASE_URL:-}" ]; then
-        DB_ADMIN_URL=$SEXTANT_TEST_DATABASE_URL
-    else
-        local port
-        port=$(free_port) || return 1
-        svc_pg_start "$WORK/pg" "$port" || return 1
-        OWN_PG=1
-        DB_ADMIN_URL="postgresql://sextant@127.0.0.1:$port/postgres"
-    fi
-    psql "$DB_ADMIN_URL" -qXc "CREATE DATABASE \"$DB_NAME\"" >/dev/null || return 1
-    export SEXTANT_DATABASE_URL="${DB_ADMIN_URL%/*}/$DB_NAME"
-    if [ -n "${SEXTANT_TEST_REDIS_URL:-}" ]; then
-        export SEXTANT_REDIS_URL=$SEXTANT_TEST_REDIS_URL
-    else
-        local rport
-        rport=$(free_port) || return 1
-        svc_redis_start "$WORK/redis" "$rport" || return 1
-        OWN_REDIS=1
-        export SEXTANT_REDIS_URL="redis://127.0.0.1:$rport"
-    fi
-    export SEXTANT_REDIS_KEY_PREFIX="sx-$DB_NAME:"
     export SEXTANT_AUTH_ENABLED=true
     export SEXTANT_AUTH_HS256_SECRET="e2e-test-secret-0123456789abcdef-0123456789"
     export SEXTANT_REPLICA_ID="e2e-$E2E_NAME"
     # Browsers and xDS clients poll; the default per-user limits are not what is tested.
     export SEXTANT_RATELIMIT_READ_RATE=1000 SEXTANT_RATELIMIT_READ_BURST=1000
     export SEXTANT_RATELIMIT_WRITE_RATE=1000 SEXTANT_RATELIMIT_WRITE_BURST=1000
-    "$BIN" migrate >"$WORK/migrate.log" 2>&1 || { echo "sextant migrate failed" >&2; cat "$WORK/migrate.log" >&2; return 1; }
-}
-
-e2e_ready() {
-    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$HTTP_PORT/readyz")" = 200 ]
-}
-
-# e2e_bg NAME COMMAND...: runs COMMAND in the background (output in $WORK/NAME.log),
-# stopped by the cleanup; its pid is in PID_NAME.
-e2e_bg() {
-    local name=$1
-    shift
-    "$@" >>"$WORK/$name.log" 2>&1 &
-    BG_PIDS+=("$!")
-    printf -v "PID_${name//-/_}" '%s' "$!"
+    test_db "e2e_$E2E_NAME"
 }
 
 # e2e_serve: `sextant serve` on fresh ports (HTTP_PORT, GRPC_PORT), waiting for
@@ -174,30 +99,23 @@ e2e_serve() {
     HTTP_PORT=$(free_port) || return 1
     GRPC_PORT=$(free_port) || return 1
     SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT" \
-        e2e_bg serve env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL \
-        -u SEXTANT_TEST_REDIS_URL -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT \
-        "$BIN" serve
+        bg_run serve "${SX_ENV[@]}" "$BIN" serve
     if [ "${UNREADY:-0}" = 1 ]; then
         wait_for 20 listening "$HTTP_PORT" || { echo "sextant serve did not listen" >&2; return 1; }
     else
-        wait_for 20 e2e_ready || { echo "sextant serve did not become ready" >&2; return 1; }
+        wait_for 20 ready || { echo "sextant serve did not become ready" >&2; return 1; }
     fi
     export SEXTANT_URL="http://127.0.0.1:$HTTP_PORT"
 }
 
 # e2e_stop_serve: SIGTERM, and a check that it exits 0.
 e2e_stop_serve() {
-    local rc
-    kill -TERM "$PID_serve"
-    for _ in $(seq 1 150); do kill -0 "$PID_serve" 2>/dev/null || break; sleep 0.1; done
-    wait "$PID_serve"
-    rc=$?
-    check "sextant serve exits 0 on SIGTERM (got $rc)" [ "$rc" = 0 ]
+    stop_daemon "sextant serve" "$PID_serve" 15
 }
 
 # e2e_token USER ROLE: a bearer token from `sextant token`.
 e2e_token() {
-    env -u SEXTANT_BIN "$BIN" token --user "$1" --role "$2" --ttl 1h
+    token "$1" "$2"
 }
 
 # e2e_rest TOKEN METHOD PATH [JSON] [curl args...]: prints the status; body in $WORK/body.
@@ -212,20 +130,13 @@ e2e_rest() {
         -H "Authorization: Bearer $tok" "${data[@]}" "$@" "http://127.0.0.1:$HTTP_PORT$path"
 }
 
-# jv EXPR: a value of $WORK/body (.id, .items.length): strings raw, the rest as JSON.
-jv() {
-    node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-        const v = eval("j" + process.argv[2]); console.log(typeof v === "string" ? v : JSON.stringify(v));' \
-        "$WORK/body" "$1"
-}
-
 # e2e_dataplane NAME GROUP [--nack-matching TEXT]: a gateway.control.v1 data plane
 # (tests/e2e/lib/dataplane.cjs) with node id NAME in GROUP that ACKs every snapshot
 # (NACKs the ones whose JSON contains TEXT).
 e2e_dataplane() {
     local name=$1 group=$2
     shift 2
-    e2e_bg "$name" node "$E2E/lib/dataplane.cjs" --server "127.0.0.1:$GRPC_PORT" --node "$name" --group "$group" "$@"
+    bg_run "$name" node "$E2E/lib/dataplane.cjs" --server "127.0.0.1:$GRPC_PORT" --node "$name" --group "$group" "$@"
 }
 
 # e2e_wait_acked TOKEN NODE VERSION [SECONDS]: the API says NODE acked VERSION.
@@ -277,15 +188,6 @@ e2e_group_version() {
         "$WORK/body" "$2"
 }
 
-# e2e_echo NAME: a gRPC echo backend answering with NAME (tests/conformance/lib);
-# sets ECHO_NAME to its port.
-e2e_echo() {
-    local name=$1
-    e2e_bg "echo_$name" node "$CONF/lib/echo_server.js" --name "$name" --port-file "$WORK/echo_$name.port"
-    wait_for 10 test -s "$WORK/echo_$name.port" || { echo "echo backend $name did not start" >&2; return 1; }
-    printf -v "ECHO_$name" '%s' "$(cat "$WORK/echo_$name.port")"
-}
-
 # e2e_echo_spec PORT: the spec routing xds:///echo.test to the echo backend on PORT.
 e2e_echo_spec() {
     node "$CONF/lib/snapshots.js" echo "$1"
@@ -293,13 +195,8 @@ e2e_echo_spec() {
 
 # e2e_grpc_client NODE GROUP LOG: a proxyless gRPC client (@grpc/grpc-js-xds) calling
 # xds:///echo.test through Sextant as NODE in GROUP; one line per call in LOG
-# ("<ms> ok <backend>" or "<ms> err ...").
+# ("<ms> ok <backend>" or "<ms> err ...", read with last_result).
 e2e_grpc_client() {
-    GRPC_XDS_BOOTSTRAP_CONFIG=$(printf '{"xds_servers":[{"server_uri":"127.0.0.1:%s","channel_creds":[{"type":"insecure"}]}],"node":{"id":"%s","cluster":"%s","locality":{}}}' "$GRPC_PORT" "$1" "$2") \
-        e2e_bg "$1" node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$3" --interval-ms 100
-}
-
-# last_call LOG: the last outcome of an e2e_grpc_client, without its time ("ok B").
-last_call() {
-    tail -n 1 "$1" 2>/dev/null | cut -d' ' -f2-
+    GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$1" "$2" "$GRPC_PORT") \
+        bg_run "$1" node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$3" --interval-ms 100
 }

@@ -1,20 +1,9 @@
 // config_edit.mjs — an operator edits a config (tests/e2e/test_ui_config_edit.sh).
-import {check, expectAbsent, expectVisible, rest, run, waitFor} from '../lib/browser.mjs';
+import {check, expectAbsent, expectVisible, rest, run, selectInEditor, waitFor} from '../lib/browser.mjs';
 
 const {ADMIN, CONFIG_ID, NODES} = process.env;
 const nodes = NODES.split(' ');
 const MESSAGE = 'e2e: endpoint on 8081, 2s request timeout';
-
-/** Selects the first occurrence of text in the editor (CodeMirror's search panel). */
-async function select(page, text) {
-  await page.locator('.cm-content').click();
-  await page.keyboard.press('Control+Home');
-  await page.keyboard.press('Control+f');
-  await page.keyboard.press('Control+a');
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-  await page.keyboard.press('Escape');
-}
 
 run('config-edit', async ({page, shot}) => {
   await page.goto('/');
@@ -29,7 +18,7 @@ run('config-edit', async ({page, shot}) => {
   await expectVisible('version 1 is valid as loaded', page.getByText('✓ Valid'));
 
   // ---- an error, inline, as you type
-  await select(page, '"port": 8080,');
+  await selectInEditor(page, '"port": 8080,');
   await page.keyboard.type('"port": 70000,');
   await expectVisible('the out-of-range port is underlined', page.locator('.cm-lintRange-error').filter({hasText: '70000'}), 8000);
   const problems = page.getByTestId('problems');
@@ -42,7 +31,7 @@ run('config-edit', async ({page, shot}) => {
   await shot('inline-error');
 
   // ---- completion from the schema
-  await select(page, '"protocol": "http",');
+  await selectInEditor(page, '"protocol": "http",');
   await page.keyboard.press('End');
   await page.keyboard.press('Enter');
   await page.keyboard.type('"req');
@@ -54,7 +43,7 @@ run('config-edit', async ({page, shot}) => {
   await page.keyboard.type('2s');
 
   // ---- fix, then save
-  await select(page, '70000');
+  await selectInEditor(page, '70000');
   await page.keyboard.type('8081');
   await expectVisible('the fixed spec is valid again', page.getByText('✓ Valid'), 8000);
   await check('no error is underlined any more', waitFor(async () => (await page.locator('.cm-lintRange-error').count()) === 0));
@@ -91,7 +80,7 @@ run('config-edit', async ({page, shot}) => {
   spec.backends[0].connect_timeout = '3s';
   const put = await rest(ADMIN, 'PUT', `/api/v1/configs/${CONFIG_ID}`, {spec, message: 'changed by someone else'});
   await check('another user saves version 3 meanwhile', put.status === 200 && put.json.version === 3, put.text);
-  await select(page, '"connect_timeout": "1s"');
+  await selectInEditor(page, '"connect_timeout": "1s"');
   await page.keyboard.type('"connect_timeout": "5s"');
   await expectVisible('the edit validates', page.getByText('✓ Valid'), 8000);
   await page.getByTestId('save').click();

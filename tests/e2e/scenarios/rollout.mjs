@@ -1,25 +1,15 @@
 // rollout.mjs — rollouts from the web UI (tests/e2e/test_ui_rollout.sh).
 import {spawn} from 'node:child_process';
-import {check, expectAbsent, expectVisible, rest, run, waitFor} from '../lib/browser.mjs';
+import {check, expectAbsent, expectVisible, rest, run, selectInEditor, waitFor} from '../lib/browser.mjs';
 
 const {ADMIN, CONFIG_ID, GROUP, NODES, BAD, DATAPLANE_CMD, DATAPLANE_LOG} = process.env;
 const nodes = NODES.split(' ');
-
-async function select(page, text) {
-  await page.locator('.cm-content').click();
-  await page.keyboard.press('Control+Home');
-  await page.keyboard.press('Control+f');
-  await page.keyboard.press('Control+a');
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-  await page.keyboard.press('Escape');
-}
 
 /** Edits the config in the browser and saves it as a draft; returns the new version. */
 async function saveDraft(page, from, to, message) {
   await page.goto(`/configs/${CONFIG_ID}`);
   await page.locator('.cm-content').filter({hasText: 'b-web-example'}).waitFor();
-  await select(page, from);
+  await selectInEditor(page, from);
   await page.keyboard.type(to);
   await expectVisible(`the change "${to}" validates`, page.getByText('✓ Valid'), 8000);
   await page.getByTestId('save-message').fill(message);

@@ -16,10 +16,7 @@
 const fs = require('fs');
 const http = require('http');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 ? process.argv[i + 1] : dflt;
-}
+const {arg} = require('../../lib/cli.js');
 
 const port = Number(arg('port'));
 const token = arg('token');

@@ -1,12 +1,12 @@
-# lib.sh — what the REST API tests share (sourced by tests/integration/api/test_*.sh
-# and tests/bench/api.sh): a scratch folder, a fresh database and a Redis key prefix of
-# their own, `sextant serve` with JWT auth on, tokens minted with `sextant token`, curl
-# calls that keep the body and headers, JSON reading with node, and psql.
+# lib.sh — what the REST API tests share (sourced by tests/integration/api/test_*.sh): a
+# scratch folder, a fresh database and a Redis key prefix of their own, `sextant serve`
+# with JWT auth on, tokens minted with `sextant token`, curl calls that keep the body
+# and headers. JSON reading with node (jv, jtrue, header), psql (sql) and the daemon's
+# start and stop come from tests/lib/shtest.sh.
 #
-# The database: a new one on the runner's PostgreSQL (SEXTANT_TEST_DATABASE_URL, as
-# tests/run.sh exports it) when there is one, else a private cluster started here. The
-# same for Redis (SEXTANT_TEST_REDIS_URL). Everything started is stopped by the EXIT
-# trap; on failure the tail of the daemon's log is printed.
+# The database: test_db (tests/lib/shtest.sh), a new one on the runner's PostgreSQL when
+# there is one, else a private cluster started here. Everything started is stopped by
+# the EXIT trap; on failure the tail of the daemon's log is printed.
 #
 #   source "$SEXTANT_SOURCE_DIR/tests/integration/api/lib.sh"
 #   api_init NAME          # WORK, database, redis, environment for sextant
@@ -22,67 +22,14 @@ BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
 SRC=${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}
 # shellcheck source=tests/lib/shtest.sh
 source "$SRC/tests/lib/shtest.sh"
-# shellcheck source=tests/lib/services.sh
-source "$SRC/tests/lib/services.sh"
 
 WORK=
 PID=
-API_DB_ADMIN_URL= # superuser URL of the server holding our database (to drop it)
-API_DB_NAME=
-API_OWN_PG=0
-API_OWN_REDIS=0
-
-api_cleanup() {
-    local rc=$?
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -KILL "$PID" 2>/dev/null
-        wait "$PID" 2>/dev/null
-    fi
-    if { [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; } && [ -f "$WORK/serve.log" ]; then
-        echo "--- serve log (tail)" >&2
-        tail -n 30 "$WORK/serve.log" >&2
-    fi
-    if [ "$API_OWN_PG" = 1 ]; then
-        svc_pg_stop "$WORK/pg"
-    elif [ -n "$API_DB_NAME" ]; then
-        psql "$API_DB_ADMIN_URL" -qXc "DROP DATABASE IF EXISTS \"$API_DB_NAME\" WITH (FORCE)" \
-            >/dev/null 2>&1 || true
-    fi
-    [ "$API_OWN_REDIS" = 1 ] && svc_redis_stop "$WORK/redis"
-    rm -rf "$WORK"
-    exit "$rc"
-}
 
 # api_init NAME: scratch folder, database (migrated), Redis, and the environment
-# `sextant serve` and `sextant token` read.
+# `sextant serve` and `sextant token` read; test_cleanup (tests/lib/shtest.sh) on exit.
 api_init() {
-    WORK=$(mktemp -d "/tmp/sextant-api-$1-XXXXXX")
-    chmod 755 "$WORK"
-    trap api_cleanup EXIT
-    trap 'exit 1' INT TERM
-    API_DB_NAME="sextant_api_$1_$$_$RANDOM"
-    API_DB_NAME=${API_DB_NAME//-/_}
-    if [ -n "${SEXTANT_TEST_DATABASE_URL:-}" ]; then
-        API_DB_ADMIN_URL=$SEXTANT_TEST_DATABASE_URL
-    else
-        local port
-        port=$(free_port) || exit 1
-        svc_pg_start "$WORK/pg" "$port" || exit 1
-        API_OWN_PG=1
-        API_DB_ADMIN_URL="postgresql://sextant@127.0.0.1:$port/postgres"
-    fi
-    psql "$API_DB_ADMIN_URL" -qXc "CREATE DATABASE \"$API_DB_NAME\"" >/dev/null || exit 1
-    export SEXTANT_DATABASE_URL="${API_DB_ADMIN_URL%/*}/$API_DB_NAME"
-    if [ -n "${SEXTANT_TEST_REDIS_URL:-}" ]; then
-        export SEXTANT_REDIS_URL=$SEXTANT_TEST_REDIS_URL
-    else
-        local rport
-        rport=$(free_port) || exit 1
-        svc_redis_start "$WORK/redis" "$rport" || exit 1
-        API_OWN_REDIS=1
-        export SEXTANT_REDIS_URL="redis://127.0.0.1:$rport"
-    fi
-    export SEXTANT_REDIS_KEY_PREFIX="sx-$API_DB_NAME:"
+    work_init "api-$1" test_cleanup
     HTTP_PORT=$(free_port) || exit 1
     GRPC_PORT=$(free_port) || exit 1
     export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT"
@@ -94,23 +41,18 @@ api_init() {
     export SEXTANT_RATELIMIT_WRITE_BURST=${SEXTANT_RATELIMIT_WRITE_BURST:-1000}
     export SEXTANT_RATELIMIT_READ_RATE=${SEXTANT_RATELIMIT_READ_RATE:-1000}
     export SEXTANT_RATELIMIT_READ_BURST=${SEXTANT_RATELIMIT_READ_BURST:-1000}
-    "$BIN" migrate >"$WORK/migrate.log" 2>&1 || {
-        echo "sextant migrate failed:" >&2
-        cat "$WORK/migrate.log" >&2
-        exit 1
-    }
+    test_db "api_$1" || exit 1
 }
 
+# api_ready: the daemon's /readyz answers 200.
 api_ready() {
-    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$HTTP_PORT/readyz")" = 200 ]
+    ready "$HTTP_PORT"
 }
 
 # api_serve: starts `sextant serve` in the background and waits until it is ready.
 api_serve() {
-    env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL \
-        -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT "$BIN" serve >>"$WORK/serve.log" 2>&1 &
-    PID=$!
-    if ! wait_for 20 api_ready; then
+    serve_start 20 || true
+    if ! wait_for 20 ready; then
         echo "sextant serve did not become ready" >&2
         exit 1
     fi
@@ -119,10 +61,7 @@ api_serve() {
 # api_serve_unready: starts `sextant serve` and waits only for its HTTP port (for a
 # daemon that cannot become ready, such as one without its database).
 api_serve_unready() {
-    env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL \
-        -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT "$BIN" serve >>"$WORK/serve.log" 2>&1 &
-    PID=$!
-    if ! wait_for 20 listening "$HTTP_PORT"; then
+    if ! serve_start 20; then
         echo "sextant serve did not listen" >&2
         exit 1
     fi
@@ -130,22 +69,12 @@ api_serve_unready() {
 
 # api_stop: SIGTERM; checks it exits 0 (under the sanitizer build: no leak).
 api_stop() {
-    kill -TERM "$PID"
-    local i rc
-    for i in $(seq 1 150); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$PID" 2>/dev/null; then
-        fail "sextant did not exit within 15 s of SIGTERM"
-        kill -KILL "$PID"
-    fi
-    wait "$PID"
-    rc=$?
-    PID=
-    check "sextant exits 0 on SIGTERM (got $rc)" [ "$rc" = 0 ]
+    serve_stop 15
 }
 
 # api_token USER ROLE [TTL]: a bearer token from `sextant token`.
 api_token() {
-    env -u SEXTANT_BIN "$BIN" token --user "$1" --role "$2" --ttl "${3:-1h}"
+    token "$@"
 }
 
 # api_call TOKEN METHOD PATH [curl args...]: prints the status; the body goes to
@@ -166,49 +95,6 @@ api_json() {
     api_call "$tok" "$method" "$path" -H 'Content-Type: application/json' --data-binary "$body" "$@"
 }
 
-# jv EXPR [FILE]: the value at EXPR (a JavaScript accessor such as .error.code or
-# .items.length) of the JSON in FILE ($WORK/body): strings raw, others as JSON,
-# "undefined" when absent.
-jv() {
-    node -e '
-        const fs = require("fs");
-        let j;
-        try { j = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); } catch (e) { console.log("not-json"); process.exit(0); }
-        let v;
-        try { v = eval("j" + process.argv[2]); } catch (e) { v = undefined; }
-        console.log(typeof v === "string" ? v : v === undefined ? "undefined" : JSON.stringify(v));
-    ' "${2:-$WORK/body}" "$1"
-}
-
-# jtrue EXPR [FILE]: the JavaScript expression (with the body as j) is true.
-jtrue() {
-    node -e '
-        const fs = require("fs");
-        const j = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-        process.exit(eval(process.argv[2]) ? 0 : 1);
-    ' "${2:-$WORK/body}" "$1" 2>/dev/null
-}
-
-# header NAME: a response header of the last call (value only, no CR).
-header() {
-    awk -v n="$(echo "$1" | tr '[:upper:]' '[:lower:]')" -F': ' \
-        'tolower($1) == n { sub(/\r$/, "", $2); print $2 }' "$WORK/headers" | tail -n 1
-}
-
-# sql QUERY: one value (or rows) from our database.
-sql() {
-    psql "$SEXTANT_DATABASE_URL" -qtAXc "$1"
-}
-
-# expect_status WHAT WANT GOT: a check on a status code that prints the body on failure.
-expect_status() {
-    if [ "$3" = "$2" ]; then
-        pass "$1 ($3)"
-    else
-        fail "$1: want $2, got $3: $(head -c 600 "$WORK/body" 2>/dev/null)"
-    fi
-}
-
 # expect_error WHAT STATUS CODE GOT: the status and the error shape with that code.
 expect_error() {
     expect_status "$1" "$2" "$4"
@@ -217,6 +103,24 @@ expect_error() {
         check "$1: error has a message and details" \
             jtrue 'typeof j.error.message === "string" && j.error.message.length > 0 && Array.isArray(j.error.details)'
     fi
+}
+
+# call_status WHAT STATUS COMMAND...: runs a call (api_call, api_json) and checks its
+# status with expect_status.
+call_status() {
+    local what=$1 want=$2 st
+    shift 2
+    st=$("$@")
+    expect_status "$what" "$want" "$st"
+}
+
+# call_error WHAT STATUS CODE COMMAND...: runs a call (api_call, api_json) and checks the
+# status and the error shape with expect_error.
+call_error() {
+    local what=$1 want=$2 code=$3 st
+    shift 3
+    st=$("$@")
+    expect_error "$what" "$want" "$code" "$st"
 }
 
 # api_spec PORT HOST [ENDPOINT_ADDRESS]: a valid config spec: an HTTP listener on

@@ -14,33 +14,9 @@ set -u
 BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
 SRC=${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}
 source "$SRC/tests/lib/shtest.sh"
-source "$SRC/tests/lib/services.sh"
 
-WORK=$(mktemp -d /tmp/sextant-auth-XXXXXX)
-chmod 755 "$WORK"
-PID=
-cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        kill -KILL "$PID" 2>/dev/null
-        wait "$PID" 2>/dev/null
-    fi
-    svc_redis_stop "$WORK/redis"
-    svc_pg_stop "$WORK/pg"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-PG_PORT=$(free_port) || exit 1
-REDIS_PORT=$(free_port) || exit 1
-HTTP_PORT=$(free_port) || exit 1
-GRPC_PORT=$(free_port) || exit 1
+own_init auth
 SECRET="integration-test-secret-0123456789abcdef"
-export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
-export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
-export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT"
-export SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
-export SEXTANT_REPLICA_ID="auth-test"
 export SEXTANT_AUTH_HS256_SECRET="$SECRET"
 export SEXTANT_AUTH_ISSUER="https://sextant.test"
 export SEXTANT_AUTH_AUDIENCE="sextant-api"
@@ -48,50 +24,8 @@ export SEXTANT_RATELIMIT_READ_BURST=5
 export SEXTANT_RATELIMIT_READ_RATE=1
 # viewer may read configs only, so whoami (auth.read) is refused to it; operator reads
 # everything; admin does everything.
-cat >"$WORK/rbac.yaml" <<'YAML'
-roles:
-  - name: admin
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: operator
-    permissions:
-      - resource: "*"
-        actions: [read]
-  - name: viewer
-    permissions:
-      - resource: configs
-        actions: [read]
-YAML
+rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'viewer configs=read'
 export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
-
-start_serve() {
-    "$BIN" serve >>"$WORK/serve.log" 2>&1 &
-    PID=$!
-    wait_for 10 listening "$HTTP_PORT"
-}
-stop_serve() { # SIGTERM, expect exit 0 within 10 s (under ASan that also means no leak)
-    kill -TERM "$PID"
-    local i
-    for i in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$PID" 2>/dev/null; then
-        fail "sextant did not exit within 10 s of SIGTERM"
-        return
-    fi
-    wait "$PID"
-    local rc=$?
-    PID=
-    check "SIGTERM exits 0 (got $rc)" [ $rc -eq 0 ]
-}
-ready() { [ "$(http GET /readyz)" = 200 ]; }
-metric() { # metric NAME_WITH_LABELS: prints the value, or nothing
-    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
-        awk -v m="$1" '$1 == m { print $2 }'
-}
-sql() { psql "$SEXTANT_DATABASE_URL" -tAc "$1"; }
-json_field() { # json_field FILE JQ-LIKE-PATH (python-free: grep the compact JSON)
-    grep -o "\"$2\":\"[^\"]*\"" "$1" | head -n 1 | sed 's/.*:"\(.*\)"/\1/'
-}
 
 # ------------------------------------------------------------------ tokens made by hand
 b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
@@ -126,11 +60,8 @@ denied() {
 }
 
 # ------------------------------------------------------------------ services and daemon
-svc_pg_start "$WORK/pg" "$PG_PORT" || exit 1
-psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" || exit 1
-svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
-"$BIN" migrate >"$WORK/migrate.out" 2>&1 || { cat "$WORK/migrate.out" >&2; exit 1; }
-start_serve
+own_services || exit 1
+serve_start
 check "the daemon becomes ready" wait_for 15 ready
 
 # ------------------------------------------------------------------ open endpoints
@@ -238,27 +169,27 @@ check "every refusal wrote exactly one row" [ "$(sql "SELECT count(*) FROM audit
 check "successful reads wrote no denial rows" [ "$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied' AND actor = 'alice@example.com'")" = 0 ]
 check "the log names the auth settings" grep -q '"msg":"API authentication enabled"' "$WORK/serve.log"
 check "no secret in the log" bash -c "! grep -q '$SECRET' '$WORK/serve.log'"
-stop_serve
+serve_stop
 
 # ------------------------------------------------------------------ auth.enabled=false
-SEXTANT_AUTH_ENABLED=false start_serve
+SEXTANT_AUTH_ENABLED=false serve_start
 check "auth disabled: the daemon becomes ready" wait_for 15 ready
 status=$(http GET /api/v1/whoami)
 check "auth disabled: /api/v1 answers without a token (got $status)" [ "$status" = 200 ]
 check "auth disabled: the caller is anonymous" contains "$WORK/body" '"user":"anonymous"'
 check "auth disabled: a warning at start" \
     bash -c "grep '\"level\":\"warn\"' '$WORK/serve.log' | grep -q 'authentication is disabled'"
-stop_serve
+serve_stop
 
 # ------------------------------------------------------------------ no key: fail closed
 : >"$WORK/serve.log"
-SEXTANT_AUTH_HS256_SECRET= start_serve
+SEXTANT_AUTH_HS256_SECRET= serve_start
 check "no key: the daemon still starts" wait_for 15 ready
 check "no key: a warning at start" grep -q 'no token verification key is configured' "$WORK/serve.log"
 status=$(http GET /api/v1/whoami -H "Authorization: Bearer $OPERATOR")
 check "no key: every token is refused (got $status)" [ "$status" = 401 ]
 check "no key: the reason says so" contains "$WORK/body" "no token verification key is configured"
-stop_serve
+serve_stop
 
 # ------------------------------------------------------------------ bad policy: no start
 printf 'roles:\n  - name: viewer\n    permisions: []\n' >"$WORK/bad.yaml"
@@ -266,8 +197,4 @@ SEXTANT_AUTH_POLICY_FILE="$WORK/bad.yaml" "$BIN" serve >"$WORK/bad.log" 2>&1
 check "a bad policy file stops the start (exit 1)" [ $? -eq 1 ]
 check "the error names the file and line" contains "$WORK/bad.log" "bad.yaml:3"
 
-if [ "$FAILS" -ne 0 ]; then
-    echo "--- serve log (tail)" >&2
-    tail -n 40 "$WORK/serve.log" >&2
-fi
 finish

@@ -22,53 +22,10 @@ api_init events
 SSE="$SRC/tests/integration/api/sse.js"
 CONF="$SRC/tests/conformance"
 # The protocol-level ADS client needs the conformance tests' node_modules.
-(source "$CONF/lib/harness.sh" && conf_node_modules) || { echo "npm ci of $CONF failed" >&2; exit 1; }
+npm_ready "$CONF" || { echo "npm ci of $CONF failed" >&2; exit 1; }
 
-PID_B=
-CURLS=()
-events_cleanup() {
-    local rc=$? p
-    for p in "${CURLS[@]}"; do kill "$p" 2>/dev/null; done
-    if [ -n "$PID_B" ] && kill -0 "$PID_B" 2>/dev/null; then
-        kill -KILL "$PID_B" 2>/dev/null
-        wait "$PID_B" 2>/dev/null
-    fi
-    if { [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; } && [ -f "$WORK/serve_b.log" ]; then
-        echo "--- replica B log (tail)" >&2
-        tail -n 30 "$WORK/serve_b.log" >&2
-    fi
-    (exit "$rc")
-    api_cleanup
-}
-trap events_cleanup EXIT
-
-cat >"$WORK/rbac.yaml" <<'YAML'
-roles:
-  - name: admin
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: operator
-    permissions:
-      - resource: "*"
-        actions: [read]
-      - resource: configs
-        actions: ["*"]
-  - name: viewer
-    permissions:
-      - resource: "*"
-        actions: [read]
-  - name: fleetwatch
-    permissions:
-      - resource: events
-        actions: [read]
-      - resource: proxies
-        actions: [read]
-  - name: configreader
-    permissions:
-      - resource: configs
-        actions: [read]
-YAML
+rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'operator configs=*' 'viewer *=read' \
+    'fleetwatch events=read' 'fleetwatch proxies=read' 'configreader configs=read'
 export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
 export SEXTANT_EVENTS_KEEPALIVE=1s
 export SEXTANT_FLEET_STALE_AFTER=30s SEXTANT_FLEET_DISCONNECTED_AFTER=600s
@@ -79,13 +36,9 @@ SEXTANT_REPLICA_ID=events-a SEXTANT_EVENTS_MAX_STREAMS=2 api_serve
 # Replica B: where the streams are read.
 HTTP_B=$(free_port) || exit 1
 GRPC_B=$(free_port) || exit 1
-env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL \
-    -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT \
-    SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_B" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_B" \
-    SEXTANT_REPLICA_ID=events-b "$BIN" serve >>"$WORK/serve_b.log" 2>&1 &
-PID_B=$!
-ready_b() { [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$HTTP_B/readyz")" = 200 ]; }
-wait_for 20 ready_b || { echo "replica B did not become ready" >&2; exit 1; }
+SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_B" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_B" SEXTANT_REPLICA_ID=events-b \
+    bg_run serve_b "${SX_ENV[@]}" "$BIN" serve
+wait_for 20 ready "$HTTP_B" || { echo "replica B did not become ready" >&2; exit 1; }
 
 ADMIN=$(api_token ada admin)
 OPER=$(api_token olga operator)
@@ -93,15 +46,13 @@ VIEW=$(api_token victor viewer)
 WATCH=$(api_token wanda fleetwatch)
 CONFR=$(api_token carl configreader)
 
-# stream NAME PORT TOKEN [curl args...]: an event stream in the background, body to
-# $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in CURLS and in PID_NAME.
+# stream NAME PORT TOKEN [curl args...]: an event stream in the background (bg_run),
+# body to $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in PID_NAME.
 stream() {
     local name=$1 port=$2 tok=$3
     shift 3
-    curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
-        "http://127.0.0.1:$port/api/v1/events" &
-    CURLS+=($!)
-    printf -v "PID_$name" '%s' "$!"
+    bg_run "$name" curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
+        "http://127.0.0.1:$port/api/v1/events"
 }
 # sse NAME EXPR: EXPR (over e, the events, and comments) is true for stream NAME.
 sse() { node "$SSE" "$WORK/$1.sse" "$2"; }
@@ -134,13 +85,12 @@ check "the stream answers text/event-stream" grep -qi '^content-type: text/event
 # ---------------------------------------------------------------- an xDS client on A
 G=events-g
 NODE=events-node-1
-st=$(api_json "$OPER" POST /api/v1/configs "$(api_config_body web "$G" "$(api_spec 10080 a.example)")")
-expect_status "POST /configs (group $G, snapshot 1)" 201 "$st"
+call_status "POST /configs (group $G, snapshot 1)" 201 api_json "$OPER" POST /api/v1/configs "$(api_config_body web "$G" "$(api_spec 10080 a.example)")"
 CFG=$(jv .id)
 node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$GRPC_PORT" --group "$G" --node "$NODE" \
     --until-version 2 --timeout-ms 30000 --ready-file "$WORK/ads.ready" >"$WORK/ads.out" 2>"$WORK/ads.err" &
 PID_ADS=$!
-CURLS+=($PID_ADS)
+BG_PIDS+=("$PID_ADS")
 check "the ADS client on replica A holds version 1" wait_for 15 test -e "$WORK/ads.ready"
 node_has() { # node_has STREAM EXPR-over-x (the node's events)
     sse "$1" "(() => { const x = e.filter(v => v.data.node_id === '$NODE'); return $2; })()"
@@ -153,8 +103,7 @@ check "stream cut got config_applied version 1 too" \
     wait_for 5 node_has cut 'x.some(v => v.event === "config_applied" && v.data.version === 1)'
 kill "$PID_cut" 2>/dev/null
 
-st=$(api_json "$OPER" PUT "/api/v1/configs/$CFG" "{\"spec\":$(api_spec 10080 a.example 10.0.0.2)}")
-expect_status "PUT /configs/$CFG (snapshot 2)" 200 "$st"
+call_status "PUT /configs/$CFG (snapshot 2)" 200 api_json "$OPER" PUT "/api/v1/configs/$CFG" "{\"spec\":$(api_spec 10080 a.example 10.0.0.2)}"
 check "B's stream: config_applied version 2" \
     wait_for 15 node_has live 'x.some(v => v.event === "config_applied" && v.data.version === 2)'
 wait "$PID_ADS" 2>/dev/null
@@ -250,25 +199,13 @@ check "two streams open on replica A" wait_for 10 bash -c "node '$SSE' '$WORK/a1
 st=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' --max-time 5 \
     -H "Authorization: Bearer $VIEW" "http://127.0.0.1:$HTTP_PORT/api/v1/events")
 expect_error "a third stream on replica A (events.max_streams=2)" 503 unavailable "$st"
-metric() { # metric PORT NAME
-    curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'
-}
 check "sextant_events_streams on B counts its open streams" \
-    [ "$(metric "$HTTP_B" sextant_events_streams)" -ge 5 ]
+    [ "$(metric sextant_events_streams "$HTTP_B")" -ge 5 ]
 check "sextant_events_sent_total on B is positive" \
-    awk -v v="$(metric "$HTTP_B" sextant_events_sent_total)" 'BEGIN { exit !(v > 0) }'
+    awk -v v="$(metric sextant_events_sent_total "$HTTP_B")" 'BEGIN { exit !(v > 0) }'
 
 # ---------------------------------------------------------------- shutdown with open streams
-kill -TERM "$PID_B"
-for i in $(seq 1 100); do kill -0 "$PID_B" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$PID_B" 2>/dev/null; then
-    fail "replica B did not exit within 10 s of SIGTERM with streams open"
-    kill -KILL "$PID_B"
-fi
-wait "$PID_B"
-rc=$?
-PID_B=
-check "replica B exits 0 on SIGTERM with streams open (got $rc)" [ "$rc" = 0 ]
+stop_daemon "replica B (streams open)" "$PID_serve_b" 10
 check "its streams ended (curl exited)" wait_for 5 bash -c "! kill -0 $PID_live 2>/dev/null"
 api_stop
 finish

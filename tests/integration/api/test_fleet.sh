@@ -15,8 +15,7 @@ VIEW=$(api_token victor viewer)
 OPER=$(api_token olga operator)
 
 # A snapshot makes the group "edge" exist for GET /groups.
-st=$(api_json "$OPER" POST /api/v1/configs "$(api_config_body web edge "$(api_spec 10080 a.example)")")
-expect_status "POST /configs creates group edge" 201 "$st"
+call_status "POST /configs creates group edge" 201 api_json "$OPER" POST /api/v1/configs "$(api_config_body web edge "$(api_spec 10080 a.example)")"
 
 sql "INSERT INTO proxy_nodes (node_id, group_name, connected, last_seen) VALUES
        ('n-fresh', 'edge', true,  now()),
@@ -30,8 +29,7 @@ sql "INSERT INTO proxy_nodes (node_id, group_name, connected, last_seen) VALUES
        ('n-gone',  NULL, NULL, NULL, NULL, NULL, 0),
        ('n-down',  NULL, NULL, NULL, NULL, NULL, 0)" >/dev/null
 
-st=$(api_call "$VIEW" GET /api/v1/proxies)
-expect_status "GET /proxies" 200 "$st"
+call_status "GET /proxies" 200 api_call "$VIEW" GET /api/v1/proxies
 check "states: fresh connected, idle stale, gone and down disconnected" \
     [ "$(jv '.items.map(n => n.node_id + "=" + n.state).join(",")')" = \
       "n-down=disconnected,n-fresh=connected,n-gone=disconnected,n-idle=stale" ]
@@ -39,33 +37,23 @@ check "nacking: only the node whose NACK is newer than its ACK" \
     [ "$(jv '.items.filter(n => n.nacking).map(n => n.node_id).join(",")')" = n-fresh ]
 check "the stream flag stays as stored" jtrue 'j.items.find(n => n.node_id === "n-gone").connected === true'
 
-st=$(api_call "$VIEW" GET "/api/v1/proxies?state=stale")
-expect_status "GET /proxies?state=stale" 200 "$st"
+call_status "GET /proxies?state=stale" 200 api_call "$VIEW" GET "/api/v1/proxies?state=stale"
 check "?state=stale lists only n-idle" [ "$(jv '.items.map(n => n.node_id).join(",")')" = n-idle ]
-st=$(api_call "$VIEW" GET "/api/v1/proxies?state=disconnected&limit=1")
-expect_status "GET /proxies?state=disconnected&limit=1" 200 "$st"
+call_status "GET /proxies?state=disconnected&limit=1" 200 api_call "$VIEW" GET "/api/v1/proxies?state=disconnected&limit=1"
 check "?state=disconnected pages: n-down first, with a cursor" \
     jtrue 'j.items.length === 1 && j.items[0].node_id === "n-down" && j.next_cursor'
 st=$(api_call "$VIEW" GET "/api/v1/proxies?state=disconnected&limit=1&cursor=$(jv .next_cursor)")
 check "... then n-gone" jtrue 'j.items.length === 1 && j.items[0].node_id === "n-gone"'
-st=$(api_call "$VIEW" GET "/api/v1/proxies?state=sleepy")
-expect_error "GET /proxies?state=sleepy" 400 invalid_argument "$st"
+call_error "GET /proxies?state=sleepy" 400 invalid_argument api_call "$VIEW" GET "/api/v1/proxies?state=sleepy"
 
-st=$(api_call "$VIEW" GET /api/v1/proxies/n-idle)
-expect_status "GET /proxies/n-idle" 200 "$st"
+call_status "GET /proxies/n-idle" 200 api_call "$VIEW" GET /api/v1/proxies/n-idle
 check "one proxy carries its state" jtrue 'j.state === "stale" && j.nacking === false'
 
-proxies_gauge() { # proxies_gauge STATE: the value of sextant_proxies{state="STATE"}
-    curl -s --max-time 5 "http://127.0.0.1:$HTTP_PORT/metrics" |
-        awk -v s="sextant_proxies{state=\"$1\"}" '$1 == s { print $2 }'
-}
-gauge_is() { [ "$(proxies_gauge "$1")" = "$2" ]; }
-check "/metrics: sextant_proxies{state=\"stale\"} 1 within 12 s" wait_for 12 gauge_is stale 1
+check "/metrics: sextant_proxies{state=\"stale\"} 1 within 12 s" wait_for 12 metric_is 'sextant_proxies{state="stale"}' 1
 check "/metrics: connected 1, disconnected 2" \
-    [ "$(proxies_gauge connected)/$(proxies_gauge disconnected)" = "1/2" ]
+    [ "$(metric 'sextant_proxies{state="connected"}')/$(metric 'sextant_proxies{state="disconnected"}')" = "1/2" ]
 
-st=$(api_call "$VIEW" GET /api/v1/groups)
-expect_status "GET /groups" 200 "$st"
+call_status "GET /groups" 200 api_call "$VIEW" GET /api/v1/groups
 check "group edge: proxies by state and nacking" \
     jtrue 'const g = j.items.find(g => g.name === "edge"); g.proxies.connected === 1 && g.proxies.stale === 1 && g.proxies.disconnected === 2 && g.proxies.nacking === 1'
 check "group edge: nack_rate 0.5 (one of two nodes that answered)" \

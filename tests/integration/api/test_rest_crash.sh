@@ -72,11 +72,9 @@ newest=$(q "SELECT latest_snapshot_version FROM proxy_groups WHERE name = 'burst
 check "the restarted replica loaded snapshot burst v$newest" \
     grep -q "\"msg\":\"snapshot burst v$newest in force\"" "$WORK/serve.log"
 ID=$(q "SELECT id FROM configs ORDER BY created_at LIMIT 1")
-st=$(api_call "$OPER" GET "/api/v1/configs/$ID")
-expect_status "GET a config after the restart" 200 "$st"
+call_status "GET a config after the restart" 200 api_call "$OPER" GET "/api/v1/configs/$ID"
 V=$(jv .version)
-st=$(api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":$(api_spec 30000 after.example)}" -H "If-Match: \"$V\"")
-expect_status "PUT after the restart" 200 "$st"
+call_status "PUT after the restart" 200 api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":$(api_spec 30000 after.example)}" -H "If-Match: \"$V\""
 check "and it writes the next version" jtrue "j.version === $((V + 1)) && j.snapshots.length === 1"
 
 api_stop

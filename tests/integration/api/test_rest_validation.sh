@@ -41,13 +41,10 @@ has_problem() {
 }
 
 # ------------------------------------------------------------------ a peer, and the config to change
-st=$(api_json "$OPER" POST /api/v1/configs "{\"namespace\":\"team\",\"name\":\"peer\",\"groups\":[\"g\"],\"spec\":$(api_spec 9090 peer.example)}")
-expect_status "a peer config in group g" 201 "$st"
-st=$(api_json "$OPER" POST /api/v1/configs "{\"namespace\":\"team\",\"name\":\"target\",\"groups\":[\"g\"],\"spec\":$GOOD}")
-expect_status "the config under test in group g" 201 "$st"
+call_status "a peer config in group g" 201 api_json "$OPER" POST /api/v1/configs "{\"namespace\":\"team\",\"name\":\"peer\",\"groups\":[\"g\"],\"spec\":$(api_spec 9090 peer.example)}"
+call_status "the config under test in group g" 201 api_json "$OPER" POST /api/v1/configs "{\"namespace\":\"team\",\"name\":\"target\",\"groups\":[\"g\"],\"spec\":$GOOD}"
 ID=$(jv .id)
-st=$(api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$GOOD}")
-expect_status "the dry run passes the config as it is" 200 "$st"
+call_status "the dry run passes the config as it is" 200 api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$GOOD}"
 
 versions_before=$(sql "SELECT count(*) FROM config_versions")
 snaps_before=$(sql "SELECT count(*) FROM snapshots")
@@ -66,20 +63,16 @@ done
 
 # ------------------------------------------------------------------ conflict: 409 naming the other config
 CONFLICT="{\"listeners\":[${L/8080/9090}],\"http_routes\":[$R],\"backends\":[$B]}"
-st=$(api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$CONFLICT}")
-expect_error "validate: a listener address:port another config of the group claims" 409 conflict "$st"
+call_error "validate: a listener address:port another config of the group claims" 409 conflict api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$CONFLICT}"
 check "validate: the conflict names team/peer" \
     jtrue "j.error.details.some(d => d.stage === 'conflict' && d.path.startsWith('spec.listeners[0]') && d.conflict_with.includes('team/peer'))"
 check "validate: the message names team/peer" jtrue "j.error.message.includes('team/peer')"
-st=$(api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":$CONFLICT}")
-expect_error "PUT: the same conflict" 409 conflict "$st"
+call_error "PUT: the same conflict" 409 conflict api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":$CONFLICT}"
 check "PUT: the conflict names team/peer" \
     jtrue "j.error.details.some(d => d.stage === 'conflict' && d.conflict_with.includes('team/peer'))"
-st=$(api_json "$OPER" POST /api/v1/configs "{\"namespace\":\"team\",\"name\":\"third\",\"groups\":[\"g\"],\"spec\":$(api_spec 9090 third.example)}")
-expect_error "POST: a new config with the same conflict" 409 conflict "$st"
+call_error "POST: a new config with the same conflict" 409 conflict api_json "$OPER" POST /api/v1/configs "{\"namespace\":\"team\",\"name\":\"third\",\"groups\":[\"g\"],\"spec\":$(api_spec 9090 third.example)}"
 # The same listener in another group is no conflict.
-st=$(api_json "$OPER" POST /api/v1/configs/validate "{\"namespace\":\"team\",\"name\":\"third\",\"groups\":[\"elsewhere\"],\"spec\":$(api_spec 9090 third.example)}")
-expect_status "validate: the same listener in another group" 200 "$st"
+call_status "validate: the same listener in another group" 200 api_json "$OPER" POST /api/v1/configs/validate "{\"namespace\":\"team\",\"name\":\"third\",\"groups\":[\"elsewhere\"],\"spec\":$(api_spec 9090 third.example)}"
 
 # ------------------------------------------------------------------ several stages at once
 MANY="{\"listeners\":[${L/8080/70000},${HTTPS/SECRET/nope},${L3/8080/8082}],
@@ -109,8 +102,7 @@ check "refused changes wrote no version" [ "$(sql "SELECT count(*) FROM config_v
 check "refused changes wrote no snapshot" [ "$(sql "SELECT count(*) FROM snapshots")" = "$snaps_before" ]
 st=$(api_call "$OPER" GET "/api/v1/configs/$ID")
 check "the config is still at version 1" jtrue 'j.version === 1'
-st=$(api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":${GOOD//s.example/t.example}}")
-expect_status "a good change still passes" 200 "$st"
+call_status "a good change still passes" 200 api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":${GOOD//s.example/t.example}}"
 
 # ------------------------------------------------------------------ rollback against today's rules
 # Version 1 passed when it was written; with private endpoints refused by policy it no
@@ -119,8 +111,7 @@ api_stop
 export SEXTANT_VALIDATION_REFUSE_PRIVATE_ENDPOINTS=true
 api_serve
 versions_before=$(sql "SELECT count(*) FROM config_versions WHERE config_id = '$ID'")
-st=$(api_json "$OPER" POST "/api/v1/configs/$ID/rollback" '{"version": 1}' -H 'X-Request-Id: rb-today')
-expect_error "rollback to a version today's rules refuse" 422 validation_failed "$st"
+call_error "rollback to a version today's rules refuse" 422 validation_failed api_json "$OPER" POST "/api/v1/configs/$ID/rollback" '{"version": 1}' -H 'X-Request-Id: rb-today'
 check "the rollback's problem is the private endpoint, at its path" \
     jtrue "j.error.details.some(d => d.stage === 'security' && d.path.startsWith('spec.backends[0].endpoints[0]'))"
 check "the refused rollback wrote no version" \

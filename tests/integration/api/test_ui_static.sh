@@ -136,9 +136,7 @@ check "a body that is not JSON is refused (got $st)" [ "$st" = 415 ]
 api_stop
 
 # ---------------------------------------------------------------- http.ui_dir misconfigured or off
-SEXTANT_HTTP_UI_DIR="$WORK/nothing-built" timeout 20 env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR \
-    -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL -u SEXTANT_TEST_REDIS_SERVER \
-    -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT "$BIN" serve >"$WORK/bad-ui.log" 2>&1
+SEXTANT_HTTP_UI_DIR="$WORK/nothing-built" timeout 20 "${SX_ENV[@]}" "$BIN" serve >"$WORK/bad-ui.log" 2>&1
 rc=$?
 check "a configured http.ui_dir without index.html stops the daemon (exit $rc)" [ "$rc" != 0 ] && [ "$rc" != 124 ]
 check "the error names http.ui_dir" contains "$WORK/bad-ui.log" "http.ui_dir $WORK/nothing-built has no index.html"

@@ -11,7 +11,6 @@
 #include "server/base/arena.h"
 #include "server/base/metrics.h"
 #include "server/nodes/status.h"
-#include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
@@ -25,10 +24,8 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
+    f->url = tl_db_create_migrated();
     sx_err err;
-    int applied = 0;
-    assert_int_equal(migrate_run(f->url, NULL, &applied, &err), 0);
     pg_pool_options po = {.url = f->url, .size = 4};
     assert_int_equal(pg_pool_create(&po, &f->pool, &err), 0);
     f->metrics = sx_metrics_create();
@@ -63,17 +60,28 @@ static json_t *parse(const char *s)
     return json_loads(s, 0, &e);
 }
 
+/* A queue of replica on the fixture's pool with a long debounce window (only critical
+ * events may be written early), at most max_pending nodes with routine updates (0: the
+ * default) and the fixture's metrics when with_metrics. */
+static node_status_queue *open_queue(fixture *f, const char *replica, int max_pending,
+                                     bool with_metrics)
+{
+    node_status_options o = {.pool = f->pool,
+                             .replica_id = replica,
+                             .flush_interval_ms = 60000,
+                             .max_pending = max_pending,
+                             .metrics = with_metrics ? f->metrics : NULL};
+    node_status_queue *q = NULL;
+    sx_err err;
+    assert_int_equal(node_status_create(&o, &q, &err), 0);
+    return q;
+}
+
 static void test_events_reach_the_database(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q;
+    node_status_queue *q = open_queue(f, "replica-a", 0, true);
     sx_err err;
-    /* A long debounce window: only critical events may be written early. */
-    node_status_options o = {.pool = f->pool,
-                             .replica_id = "replica-a",
-                             .flush_interval_ms = 60000,
-                             .metrics = f->metrics};
-    assert_int_equal(node_status_create(&o, &q, &err), 0);
 
     json_t *labels = parse("{\"tier\":\"edge\"}");
     json_t *locality = parse("{\"region\":\"eu\",\"zone\":\"eu-1a\"}");
@@ -200,11 +208,8 @@ static void expect_events(fixture *f, sx_arena *a, const char *want)
 static void test_flush_writes_events(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q;
+    node_status_queue *q = open_queue(f, "replica-e", 0, false);
     sx_err err;
-    node_status_options o = {
-        .pool = f->pool, .replica_id = "replica-e", .flush_interval_ms = 60000};
-    assert_int_equal(node_status_create(&o, &q, &err), 0);
     node_identity id = {.node_id = "n1",
                         .group = "edge",
                         .protocol = "ads-delta",
@@ -247,14 +252,7 @@ static void test_flush_writes_events(void **state)
 static void test_bounded_queue_counts_drops(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q;
-    sx_err err;
-    node_status_options o = {.pool = f->pool,
-                             .replica_id = "replica-b",
-                             .flush_interval_ms = 60000,
-                             .max_pending = 2,
-                             .metrics = f->metrics};
-    assert_int_equal(node_status_create(&o, &q, &err), 0);
+    node_status_queue *q = open_queue(f, "replica-b", 2, true);
     sx_metric *dropped =
         sx_metrics_counter(f->metrics, "sextant_node_status_dropped_total", "", NULL);
     double before = sx_metric_value(dropped, NULL);

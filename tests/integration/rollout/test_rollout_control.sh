@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_rollout_control.sh — an operator steering rollouts of 10 real xDS clients (3
 # @grpc/grpc-js-xds, 7 ADS) in one group:
-#   - canary by percent (initial 10 %, then 40 % more per wave, 3 s apart): the waves
+#   - canary by percent (initial 10 %, then 40 % more per wave, 10 s apart): the waves
 #     cover 10 %, 50 %, 90 %, 100 % of the nodes, i.e. 1, 4, 4 and 1 nodes
 #     (server/rollout/strategy.h: cumulative percentages, rounded up);
 #   - pause after the canary wave: the deployment stays paused well past the interval,
@@ -18,23 +18,15 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init control
 rt_serve r1 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
 G=rt-ctl
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix ctl- \
-    --kinds grpcjs:3,ads:5,envoy:2 >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "10 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
-acked_all() { [ "$(sql "SELECT count(*) FROM node_status s JOIN proxy_nodes p USING (node_id) WHERE p.group_name = '$G' AND p.connected AND s.acked_snapshot_version = $1")" = 10 ]; }
-check "node_status: 10 nodes acked v$V1" wait_for 10 acked_all "$V1"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix ctl- --kinds grpcjs:3,ads:5,envoy:2
+check "node_status: 10 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 10
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
 
 # ---------------------------------------------------------------- canary, pause, resume
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":40,\"interval\":\"3s\"},\"wave_timeout\":\"30s\",\"reason\":\"canary\"}"
+rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":40,\"interval\":\"10s\"},\"wave_timeout\":\"30s\",\"reason\":\"canary\"}"
 expect_status "a canary deployment is created" 201 "$ST"
 [ "$ST" = 201 ] || rt_finish r1
 D1=$DEPLOY
@@ -42,26 +34,27 @@ cp "$WORK/body" "$WORK/d1.json"
 T=$(jv ".target_snapshots[\"$G\"]" "$WORK/d1.json")
 check "canary 10 % + 40 %: waves of 1, 4, 4, 1 nodes (10 %, 50 %, 90 %, 100 %)" \
     jtrue 'j.waves.map(w => w.node_ids.length).join() === "1,4,4,1"' "$WORK/d1.json"
-check "the stored strategy says canary 10/40 every 3 s" \
-    jtrue 'j.strategy.type === "canary" && j.strategy.initial_percent === 10 && j.strategy.increment_percent === 40 && j.strategy.interval === "3s"' "$WORK/d1.json"
+check "the stored strategy says canary 10/40 every 10 s" \
+    jtrue 'j.strategy.type === "canary" && j.strategy.initial_percent === 10 && j.strategy.increment_percent === 40 && j.strategy.interval === "10s"' "$WORK/d1.json"
 W1=$(jq_ 'j.waves[1].node_ids.join(" ")' "$WORK/d1.json")
 LATER=$(jq_ 'j.waves.slice(2).flatMap(w => w.node_ids).join(" ")' "$WORK/d1.json")
 FIRST_TWO=$(jq_ 'j.waves.slice(0, 2).flatMap(w => w.node_ids).join(" ")' "$WORK/d1.json")
 CANARY=$(jq_ 'j.waves[0].node_ids[0]' "$WORK/d1.json")
 
 check "the canary wave completes" wait_for 20 rt_deploy_true "$D1" 'j.waves[0].state === "completed"'
+CANARY_DONE_MS=$(jq_ 'Math.floor(ms(j.waves[0].completed_at))' "$WORK/deploy.json")
 st=$(rt_deploy_action "$D1" pause "look at the canary")
 expect_status "POST .../pause during the interval" 200 "$st"
 check "... answers the deployment, paused, the next wave still pending" \
     jtrue "j.id === '$D1' && j.state === 'paused' && j.waves[1].state === 'pending'"
 check "the canary node runs v$T" wait_for 10 rt_fleet_true "c('$CANARY').version === '$T'"
-st=$(rt_deploy_action "$D1" pause "again")
-expect_status "pausing a paused deployment is refused" 409 "$st"
+rt_refused "pausing a paused deployment is refused" "$D1" pause "again"
 check "... with a conflict error saying why" jtrue 'j.error.code === "conflict" && /paused/.test(j.error.message)'
-# Nothing may happen while paused, well past the 3 s interval: a negative check needs
-# the time to pass.
-sleep 4
-check "4 s later (past the interval) the deployment is still paused and wave 1 has not started" \
+# Nothing may happen while paused, until well past the 10 s interval after the canary
+# wave: a negative check needs the time to pass.
+[[ $CANARY_DONE_MS =~ ^[0-9]+$ ]] || fail "the canary wave has a completion time (got '$CANARY_DONE_MS')"
+while [ "$(now_ms)" -lt $((CANARY_DONE_MS + 11000)) ]; do sleep 0.2; done
+check "past the interval the deployment is still paused and wave 1 has not started" \
     rt_deploy_true "$D1" 'j.state === "paused" && j.waves[1].state === "pending" && !j.waves[1].started_at'
 # shellcheck disable=SC2086
 check "... and wave 1's nodes received nothing new" rt_fleet_all "x.version === '$V1' && !x.versions['$T']" $W1
@@ -69,8 +62,7 @@ RESUMED_MS=$(now_ms)
 st=$(rt_deploy_action "$D1" resume "canary looks fine")
 expect_status "POST .../resume" 200 "$st"
 check "... answers in_progress" jtrue 'j.state === "in_progress"'
-st=$(rt_deploy_action "$D1" resume "twice")
-expect_status "resuming a deployment in progress is refused" 409 "$st"
+rt_refused "resuming a deployment in progress is refused" "$D1" resume "twice"
 check "wave 1 starts after the resume and completes" wait_for 20 rt_deploy_true "$D1" "j.waves[1].state === 'completed' && ms(j.waves[1].started_at) >= $RESUMED_MS - 50"
 # shellcheck disable=SC2086
 check "wave 1's 4 nodes run v$T" wait_for 10 rt_fleet_all "x.version === '$T'" $W1
@@ -97,10 +89,8 @@ check "events: the operator's pause, resume and cancel, each once with its reaso
     [ "$(sql "SELECT string_agg(type || ':' || (data->>'reason'), ',' ORDER BY id) FROM events WHERE deployment_id = '$D1' AND type IN ('rollout_paused', 'rollout_resumed', 'rollout_canceled')")" = "rollout_paused:look at the canary,rollout_resumed:canary looks fine,rollout_canceled:changed my mind" ]
 check "the group's current snapshot stayed v$V1 and the live version 1" \
     [ "$(rt_group_current "$G")/$(sql "SELECT live_version FROM configs WHERE id = '$CONFIG_ID'")" = "$V1/1" ]
-st=$(rt_deploy_action "$D1" resume "too late")
-expect_status "resuming a rolled-back deployment is refused" 409 "$st"
-st=$(rt_deploy_action "$D1" cancel "again")
-expect_status "canceling a rolled-back deployment is refused" 409 "$st"
+rt_refused "resuming a rolled-back deployment is refused" "$D1" resume "too late"
+rt_refused "canceling a rolled-back deployment is refused" "$D1" cancel "again"
 
 # ---------------------------------------------------------------- all at once, then a manual rollback
 rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"all_at_once\"},\"wave_timeout\":\"30s\",\"reason\":\"all at once\"}"
@@ -115,10 +105,8 @@ check "every client runs v$T2" wait_for 10 rt_fleet_all "x.version === '$T2'"
 check "the grpc-js clients reach the new backend" wait_for 10 rt_fleet_all "x.backend === 'NEW'" $GRPCJS
 check "the group's current snapshot is v$T2, the config's live version 2" \
     [ "$(rt_group_current "$G")/$(sql "SELECT live_version FROM configs WHERE id = '$CONFIG_ID'")" = "$T2/2" ]
-st=$(rt_deploy_action "$D2" cancel "too late")
-expect_status "canceling a completed deployment is refused" 409 "$st"
-st=$(rt_deploy_action "$D2" pause "too late")
-expect_status "pausing a completed deployment is refused" 409 "$st"
+rt_refused "canceling a completed deployment is refused" "$D2" cancel "too late"
+rt_refused "pausing a completed deployment is refused" "$D2" pause "too late"
 st=$(rt_deploy_action "$D2" rollback "new backend misbehaves")
 expect_status "POST .../rollback of the completed deployment" 200 "$st"
 check "... answers rolling_back (or already rolled_back)" jtrue "['rolling_back', 'rolled_back'].includes(j.state)"
@@ -136,8 +124,7 @@ proxies_acked() {
         jtrue "j.items.length === 10 && j.items.every(n => n.acked_version === $1)"
 }
 check "GET /proxies: every node acked v$CUR" wait_for 10 proxies_acked "$CUR"
-st=$(rt_deploy_action "$D2" rollback "twice")
-expect_status "rolling back a rolled-back deployment is refused" 409 "$st"
+rt_refused "rolling back a rolled-back deployment is refused" "$D2" rollback "twice"
 
 # ---------------------------------------------------------------- audit
 check "audit: pause, resume and cancel of $D1 by rollout-tester with their reasons" \

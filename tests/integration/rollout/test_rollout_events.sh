@@ -16,8 +16,6 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 rt_init events
 rt_serve r1 || exit 1
 SEXTANT_ROLLOUTS_TICK=1h rt_serve r2 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
 G=rt-events
 
 rt_use r2
@@ -27,12 +25,8 @@ if ! rt_events_route; then
 fi
 rt_sse_start b1
 rt_use r1
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix ev- --kinds grpcjs:2,ads:4 \
-    >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-check "6 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix ev- --kinds grpcjs:2,ads:4
 # The capture is live once it has the clients' proxy_connected events.
 sse_count() { # sse_count FILE EXPR: events of the capture for which EXPR (over e) holds
     jq_ "sse('$1').filter(e => $2).length" /dev/null
@@ -48,7 +42,7 @@ expect_status "the deployment is created (through r1)" 201 "$ST"
 check "r1 drives it" wait_for 10 rt_deploy_true "$DEPLOY" 'j.owner_replica === "r1"'
 check "r2's events client sees wave 0 start and complete" \
     wait_for 20 sse_has "$WORK/sse_b1.log" "e.event === 'wave_completed' && e.data.deployment_id === '$DEPLOY' && e.data.wave === 0"
-conf_stop sse_b1
+bg_stop sse_b1
 LAST=$(jq_ "sse('$WORK/sse_b1.log').slice(-1)[0].id" /dev/null)
 IN_B1=$(sse_count "$WORK/sse_b1.log" "e.data.deployment_id === '$DEPLOY'")
 echo "disconnected after event $LAST ($IN_B1 events of the deployment so far)"
@@ -61,7 +55,7 @@ rt_use r1
 check "the deployment completes" wait_for 40 rt_deploy_in "$DEPLOY" completed
 check "the reconnected client receives rollout_completed" \
     wait_for 10 sse_has "$WORK/sse_b2.log" "e.event === 'rollout_completed' && e.data.deployment_id === '$DEPLOY'"
-conf_stop sse_b2
+bg_stop sse_b2
 
 # ---------------------------------------------------------------- none lost, none repeated
 sql "SELECT json_agg(json_build_object('id', id, 'type', type, 'deployment_id', deployment_id, 'replica', replica_id) ORDER BY txid, id) FROM events" >"$WORK/db_events.json"

@@ -15,8 +15,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 rt_init fleet
 rt_serve r1 || exit 1
 rt_serve r2 || exit 1
-conf_echo_backend A || exit 1
-conf_echo_backend B || exit 1
+echo_backend A || exit 1
+echo_backend B || exit 1
 G=rt-fleet
 
 rt_echo_spec echo-a "$ECHO_A" >"$WORK/v1.json"
@@ -82,7 +82,7 @@ check "POST /clients/$SILENT/behaviour clears silent_if" rt_fleet_post "/clients
 check "$SILENT answers what it held back: it ACKs v$V2 now" wait_for 10 rt_fleet_true "c('$SILENT').version === '$V2'"
 
 # ---------------------------------------------------------------- failover: r1 dies
-conf_stop r1 KILL
+bg_stop r1 KILL
 check "every client fails over to r2" \
     wait_for 30 rt_fleet_all "x.server === '127.0.0.1:$R2_GRPC' && x.connected"
 V3=$(conf_publish "$G" "$WORK/v3.json") || exit 1

@@ -20,21 +20,13 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init nack
 rt_serve r1 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
 G=rt-nack
 MARKER=nackme
 NACK_MESSAGE="fleet: refusing the nackme backend"
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix nack- \
-    --kinds grpcjs:4,ads:12,envoy:4 >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "20 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
-acked_all() { [ "$(sql "SELECT count(*) FROM node_status s JOIN proxy_nodes p USING (node_id) WHERE p.group_name = '$G' AND p.connected AND s.acked_snapshot_version = $1")" = 20 ]; }
-check "node_status: 20 nodes acked v$V1" wait_for 10 acked_all "$V1"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix nack- --kinds grpcjs:4,ads:12,envoy:4
+check "node_status: 20 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 20
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec "echo-$MARKER" "$ECHO_NEW")" "backend that some clients refuse") || exit 1
 
 EVENTS=0

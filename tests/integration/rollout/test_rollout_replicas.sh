@@ -23,17 +23,11 @@ PAUSE_MS=5000
 rt_init replicas
 rt_serve r1 || exit 1
 rt_serve r2 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
 G=rt-repl
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC,127.0.0.1:$R2_GRPC" --spread --group "$G" \
-    --prefix repl- --kinds grpcjs:3,ads:6,envoy:3 >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "12 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+rt_old_config
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC,127.0.0.1:$R2_GRPC" --spread --prefix repl- \
+    --kinds grpcjs:3,ads:6,envoy:3
 spread() { [ "$(sql "SELECT count(DISTINCT replica_id) FROM proxy_nodes WHERE group_name = '$G' AND connected")" = 2 ]; }
 check "the clients are connected to both replicas" wait_for 10 spread
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
@@ -54,7 +48,7 @@ check "wave 0 completes" wait_for 20 rt_deploy_true "$DEPLOY" 'j.waves[0].state 
 cp "$WORK/deploy.json" "$WORK/before_kill.json"
 check "... and wave 1 is still pending (in the pause)" jtrue 'j.waves[1].state === "pending" && j.owner_replica' "$WORK/before_kill.json"
 KILL_MS=$(now_ms)
-conf_stop "$OWNER" KILL
+bg_stop "$OWNER" KILL
 echo "SIGKILLed $OWNER"
 
 check "$SURVIVOR takes the deployment over within the lease (+ slack)" \
@@ -81,9 +75,9 @@ fi
 check "events: one wave_started and one wave_completed per wave, one rollout_completed" \
     [ "$(sql "SELECT string_agg(type || coalesce(':' || (data->>'wave'), ''), ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY'")" = \
       "wave_started:0 wave_completed:0 wave_started:1 wave_completed:1 wave_started:2 wave_completed:2 rollout_completed" ]
-check "events: wave 0 written by $OWNER, waves 1-2 and the completion by $SURVIVOR" \
-    [ "$(sql "SELECT string_agg(replica_id, ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY' AND type IN ('wave_started', 'rollout_completed')")" = \
-      "$OWNER $SURVIVOR $SURVIVOR $SURVIVOR" ]
+WRITERS=$(sql "SELECT string_agg(replica_id, ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY' AND type IN ('wave_started', 'rollout_completed')")
+check "events: wave 0 written by $OWNER, waves 1-2 and the completion by $SURVIVOR (got: $WRITERS)" \
+    [ "$WRITERS" = "$OWNER $SURVIVOR $SURVIVOR $SURVIVOR" ]
 check "audit: one deployment.complete, by $SURVIVOR's driver" \
     [ "$(rt_audit_count deployment.complete "$DEPLOY")/$(rt_audit_count deployment.complete "$DEPLOY" "details->>'replica' = '$SURVIVOR'")" = "1/1" ]
 

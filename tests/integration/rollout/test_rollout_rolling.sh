@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_rollout_rolling.sh — a rolling deployment to 20 real xDS clients of one group
 # (6 @grpc/grpc-js-xds channels making calls, 10 proxyless-like and 4 Envoy-like ADS
-# clients), waves of 5 with a 1 s pause:
+# clients), waves of 5 with a 3 s pause (long enough for the watcher to sample each step
+# even on a loaded machine):
 #   - the new version, saved as a draft, moves nobody; a dry run answers the plan (4
 #     waves of 5, the group's change) and writes nothing;
 #   - at every moment of the rollout (watch.js samples the deployment and the fleet
@@ -22,19 +23,12 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 rt_init rolling
 rt_serve r1 || exit 1
-conf_echo_backend OLD || exit 1
-conf_echo_backend NEW || exit 1
 G=rt-roll
 
-rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
-V1=$(rt_group_current "$G")
+rt_old_config
 check "the config's first version is the group's current snapshot ($V1)" [ "$V1" -ge 1 ]
 
-rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group "$G" --prefix roll- \
-    --kinds grpcjs:6,ads:10,envoy:4 --labels app=web >"$WORK/spec.json" || exit 1
-rt_fleet_start "$WORK/spec.json" || exit 1
-GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
-check "20 clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix roll- --kinds grpcjs:6,ads:10,envoy:4 --labels app=web
 # shellcheck disable=SC2086
 check "the grpc-js clients reach the old backend" wait_for 20 rt_fleet_all "x.backend === 'OLD'" $GRPCJS
 proxies_acked() {
@@ -54,7 +48,7 @@ check "GET /configs/{id}: version 2 is a draft, the live version is still 1" \
     jtrue 'j.version === 2 && j.draft === true && j.live_version === 1'
 
 # ---------------------------------------------------------------- dry run
-PLAN_BODY="{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":5,\"pause\":\"1s\"}"
+PLAN_BODY="{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":5,\"pause\":\"3s\"}"
 rt_apply "$CONFIG_ID" "$PLAN_BODY,\"dry_run\":true}"
 expect_status "a dry run answers the plan" 200 "$ST"
 cp "$WORK/body" "$WORK/plan.json"
@@ -96,8 +90,8 @@ fi
 # ---------------------------------------------------------------- wave order
 check "every wave completed with 5 ACKs and no NACK" \
     jtrue 'j.waves.every(w => w.state === "completed" && w.acks === 5 && w.nacks === 0 && w.errors.length === 0)' "$WORK/final.json"
-check "wave k+1 started at least the 1 s pause after wave k completed (deployment timestamps)" \
-    jtrue 'j.waves.every((w, k) => ms(w.started_at) <= ms(w.completed_at) && (k === 0 || ms(w.started_at) - ms(j.waves[k - 1].completed_at) >= 999))' "$WORK/final.json"
+check "wave k+1 started at least the 3 s pause after wave k completed (deployment timestamps)" \
+    jtrue 'j.waves.every((w, k) => ms(w.started_at) <= ms(w.completed_at) && (k === 0 || ms(w.started_at) - ms(j.waves[k - 1].completed_at) >= 2999))' "$WORK/final.json"
 rt_fleet_state "$WORK/fleet_after.json"
 check "each client first received v$T after its wave started (clients' clocks)" \
     jtrue "j.waves.every(w => w.node_ids.every(id => { const x = c(id, j2); return x.versions['$T'] && x.versions['$T'].first_response_at >= ms(w.started_at); }))" \

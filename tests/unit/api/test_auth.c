@@ -23,6 +23,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "tests/lib/testlib.h"
+
 #include "api/auth.h"
 #include "api/policy.h"
 #include "server/base/arena.h"
@@ -247,6 +249,21 @@ static void expect_accepted(const sextant_config *cfg, const char *token)
     assert_int_equal(rc, 0);
 }
 
+/* Signs claims(exp_off, more) with HS256 and SECRET; cfg refuses the token with reason, or
+ * accepts it when reason is NULL. */
+static void expect_hs256(const sextant_config *cfg, int64_t exp_off, const char *more,
+                         const char *reason)
+{
+    char *c = claims(exp_off, more);
+    char *t = sign(JWT_ALG_HS256, SECRET, c);
+    if (reason != NULL)
+        expect_refused(cfg, t, reason);
+    else
+        expect_accepted(cfg, t);
+    free(t);
+    sx_free(c);
+}
+
 /* ------------------------------------------------------------------ accepted */
 
 static void test_hs256_and_rs256_accepted(void **state)
@@ -304,34 +321,18 @@ static void test_time_claims(void **state)
         {600, "\"nbf\":0", NULL},
         {600, NULL, NULL},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *c = claims(cases[i].exp_off, cases[i].more);
-        char *t = sign(JWT_ALG_HS256, SECRET, c);
-        if (cases[i].reason)
-            expect_refused(cfg, t, cases[i].reason);
-        else
-            expect_accepted(cfg, t);
-        free(t);
-        sx_free(c);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        expect_hs256(cfg, cases[i].exp_off, cases[i].more, cases[i].reason);
     /* nbf in the future, beyond and within the skew. */
     char more[64];
     snprintf(more, sizeof(more), "\"nbf\":%lld", (long long)(now + 120));
-    char *c = claims(600, more);
-    char *t = sign(JWT_ALG_HS256, SECRET, c);
-    expect_refused(cfg, t, "token not yet valid");
-    free(t);
-    sx_free(c);
+    expect_hs256(cfg, 600, more, "token not yet valid");
     snprintf(more, sizeof(more), "\"nbf\":%lld", (long long)(now + 30));
-    c = claims(600, more);
-    t = sign(JWT_ALG_HS256, SECRET, c);
-    expect_accepted(cfg, t);
-    free(t);
-    sx_free(c);
+    expect_hs256(cfg, 600, more, NULL);
     /* exp is required, and must be a number. */
-    t = sign(JWT_ALG_HS256, SECRET,
-             "{\"sub\":\"alice\",\"role\":\"viewer\",\"iss\":\"" ISSUER "\",\"aud\":\"" AUDIENCE
-             "\"}");
+    char *t = sign(JWT_ALG_HS256, SECRET,
+                   "{\"sub\":\"alice\",\"role\":\"viewer\",\"iss\":\"" ISSUER
+                   "\",\"aud\":\"" AUDIENCE "\"}");
     expect_refused(cfg, t, "token has no expiry");
     free(t);
     t = sign(JWT_ALG_HS256, SECRET,
@@ -344,16 +345,8 @@ static void test_time_claims(void **state)
     /* Without skew, a token a second past its exp is refused. */
     const char *extra[] = {"SEXTANT_AUTH_HS256_SECRET=" SECRET, "SEXTANT_AUTH_CLOCK_SKEW=0", NULL};
     cfg = load_cfg(extra);
-    c = claims(-1, NULL);
-    t = sign(JWT_ALG_HS256, SECRET, c);
-    expect_refused(cfg, t, "token expired");
-    free(t);
-    sx_free(c);
-    c = claims(1, NULL);
-    t = sign(JWT_ALG_HS256, SECRET, c);
-    expect_accepted(cfg, t);
-    free(t);
-    sx_free(c);
+    expect_hs256(cfg, -1, NULL, "token expired");
+    expect_hs256(cfg, 1, NULL, NULL);
     config_free(cfg);
 }
 
@@ -525,11 +518,7 @@ static void test_missing_and_garbled(void **state)
     v = auth_verifier_create(cfg);
     assert_false(auth_has_keys(v));
     auth_verifier_destroy(v);
-    char *c = claims(600, NULL);
-    char *t = sign(JWT_ALG_HS256, SECRET, c);
-    expect_refused(cfg, t, "no token verification key is configured");
-    free(t);
-    sx_free(c);
+    expect_hs256(cfg, 600, NULL, "no token verification key is configured");
     config_free(cfg);
 }
 
@@ -645,32 +634,24 @@ static void test_builtin_policy_table(void **state)
     policy_free(p);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_policy_file(void **state)
 {
     (void)state;
-    write_text(policy_path, "# a custom policy\n"
-                            "roles:\n"
-                            "  - name: edge-oncall\n"
-                            "    description: rolls back the edge groups only\n"
-                            "    permissions:\n"
-                            "      - resource: \"groups/edge-*\"\n"
-                            "        actions: [rollback, read]\n"
-                            "      - resource: \"configs/*\"\n"
-                            "        actions: [read]\n"
-                            "  - name: auditor\n"
-                            "    permissions:\n"
-                            "      - resource: audit\n"
-                            "        actions: [\"*\"]\n"
-                            "  - name: nobody\n"
-                            "    permissions: []\n");
+    tl_write_file(policy_path, "# a custom policy\n"
+                               "roles:\n"
+                               "  - name: edge-oncall\n"
+                               "    description: rolls back the edge groups only\n"
+                               "    permissions:\n"
+                               "      - resource: \"groups/edge-*\"\n"
+                               "        actions: [rollback, read]\n"
+                               "      - resource: \"configs/*\"\n"
+                               "        actions: [read]\n"
+                               "  - name: auditor\n"
+                               "    permissions:\n"
+                               "      - resource: audit\n"
+                               "        actions: [\"*\"]\n"
+                               "  - name: nobody\n"
+                               "    permissions: []\n");
     policy *p = NULL;
     sx_err err;
     assert_int_equal(policy_load_file(policy_path, &p, NULL, &err), 0);
@@ -689,7 +670,7 @@ static void test_policy_file(void **state)
     policy_free(p);
 
     /* The built-in text loads as a file too (the README shows it). */
-    write_text(policy_path, policy_builtin_yaml());
+    tl_write_file(policy_path, policy_builtin_yaml());
     assert_int_equal(policy_load_file(policy_path, &p, NULL, &err), 0);
     assert_true(policy_allows(p, "operator", "deployments", "d", "pause"));
     policy_free(p);

@@ -13,74 +13,29 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/lib/testlib.h"
+
 #include "server/base/fielderr.h"
 #include "server/base/hash.h"
 #include "server/base/mem.h"
 #include "server/ir/ir.h"
 #include "server/ir/pbjson.h"
 
-/* Parses JSON written with single quotes (for readability in C). */
-static json_t *J(const char *text)
+static void expect_errors(const char *text, const tl_want_err *want, size_t n)
 {
-    char *s = sx_strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t e;
-    json_t *j = json_loads(s, JSON_DECODE_ANY, &e);
-    if (j == NULL)
-        fail_msg("bad test JSON at line %d column %d: %s", e.line, e.column, e.text);
-    sx_free(s);
-    return j;
-}
-
-static void assert_json_equal(const json_t *got, const json_t *want)
-{
-    if (!json_equal(got, want)) {
-        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
-        char *w = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
-        print_error("got:  %s\nwant: %s\n", g, w);
-        free(g);
-        free(w);
-        fail();
-    }
-}
-
-typedef struct want_err {
-    const char *path;
-    const char *message;
-} want_err;
-
-static void assert_errors(const sx_fielderrs *e, const want_err *want, size_t n)
-{
-    bool ok = e->count == n;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = strcmp(e->items[i].path, want[i].path) == 0 &&
-             strcmp(e->items[i].message, want[i].message) == 0;
-    if (!ok) {
-        for (size_t i = 0; i < e->count; i++)
-            print_error("got:  %s: %s\n", e->items[i].path, e->items[i].message);
-        for (size_t i = 0; i < n; i++)
-            print_error("want: %s: %s\n", want[i].path, want[i].message);
-        fail();
-    }
-}
-
-static void expect_errors(const char *text, const want_err *want, size_t n)
-{
-    json_t *j = J(text);
+    json_t *j = tl_json(text);
     sx_fielderrs errs = {0};
     ir_snapshot *snap = (ir_snapshot *)1;
     assert_int_equal(ir_snapshot_from_json(j, "spec", &snap, &errs), SX_EINVAL);
     assert_null(snap);
-    assert_errors(&errs, want, n);
+    tl_assert_fielderrs(&errs, want, n);
     sx_fielderrs_free(&errs);
     json_decref(j);
 }
 
 #define EXPECT_ERRORS(text, ...)                                                                   \
     do {                                                                                           \
-        const want_err w_[] = {__VA_ARGS__};                                                       \
+        const tl_want_err w_[] = {__VA_ARGS__};                                                    \
         expect_errors(text, w_, sizeof(w_) / sizeof(w_[0]));                                       \
     } while (0)
 
@@ -242,7 +197,7 @@ static void all_fields(const ProtobufCMessageDescriptor *d, json_t *out, json_t 
 static void test_full_fixture_sets_every_field(void **state)
 {
     (void)state;
-    json_t *j = J(FULL);
+    json_t *j = tl_json(FULL);
     ir_snapshot *snap = decode_ok(j);
     seen_set s = {json_object()};
     pbjson_walk(&snap->base, "", mark_seen, &s);
@@ -272,7 +227,7 @@ static void test_full_fixture_sets_every_field(void **state)
 static void test_full_round_trip(void **state)
 {
     (void)state;
-    json_t *in = J(FULL);
+    json_t *in = tl_json(FULL);
     ir_snapshot *s1 = decode_ok(in);
 
     size_t n1 = 0;
@@ -282,7 +237,7 @@ static void test_full_round_trip(void **state)
     sx_err err = {0};
     assert_int_equal(ir_snapshot_unpack(b1, n1, &s2, &err), 0);
     json_t *out = ir_snapshot_to_json(s2);
-    assert_json_equal(out, in);
+    tl_assert_json_equal(out, in);
 
     size_t n2 = 0;
     uint8_t *b2 = ir_snapshot_pack(s2, &n2);
@@ -315,13 +270,15 @@ static void test_full_round_trip(void **state)
 static void test_camel_case_input(void **state)
 {
     (void)state;
-    json_t *in = J("{'generatedAt': '2026-01-02T03:04:05+01:00', 'httpRoutes': [{'parentRefs':"
-                   " [{'sectionName': 'a'}], 'rules': [{'backendRefs': [{'name': 'b'}]}]}]}");
-    json_t *want = J("{'generated_at': '2026-01-02T02:04:05Z', 'http_routes': [{'parent_refs':"
-                     " [{'section_name': 'a'}], 'rules': [{'backend_refs': [{'name': 'b'}]}]}]}");
+    json_t *in =
+        tl_json("{'generatedAt': '2026-01-02T03:04:05+01:00', 'httpRoutes': [{'parentRefs':"
+                " [{'sectionName': 'a'}], 'rules': [{'backendRefs': [{'name': 'b'}]}]}]}");
+    json_t *want =
+        tl_json("{'generated_at': '2026-01-02T02:04:05Z', 'http_routes': [{'parent_refs':"
+                " [{'section_name': 'a'}], 'rules': [{'backend_refs': [{'name': 'b'}]}]}]}");
     ir_snapshot *s = decode_ok(in);
     json_t *out = ir_snapshot_to_json(s);
-    assert_json_equal(out, want);
+    tl_assert_json_equal(out, want);
     json_decref(in);
     json_decref(want);
     json_decref(out);
@@ -493,8 +450,8 @@ static void test_check_unpacked(void **state)
     ep.port = 0;
     sx_fielderrs errs = {0};
     assert_int_equal(ir_snapshot_check(&snap, "", &errs), SX_EINVAL);
-    const want_err want[] = {{"backends[0].endpoints[0].port", "must be between 1 and 65535"}};
-    assert_errors(&errs, want, 1);
+    const tl_want_err want[] = {{"backends[0].endpoints[0].port", "must be between 1 and 65535"}};
+    tl_assert_fielderrs(&errs, want, 1);
     sx_fielderrs_free(&errs);
     ep.port = 1;
     assert_int_equal(ir_snapshot_check(&snap, "", &errs), 0);
@@ -526,8 +483,8 @@ static void test_unpack_invalid(void **state)
 static void test_canonical_json(void **state)
 {
     (void)state;
-    json_t *a = J("{'b': [1, {'z': 1, 'a': 2.5}], 'a': 'x\\u00e9', 'c': null}");
-    json_t *b = J("{'c': null, 'a': 'x\\u00e9', 'b': [1, {'a': 2.5, 'z': 1}]}");
+    json_t *a = tl_json("{'b': [1, {'z': 1, 'a': 2.5}], 'a': 'x\\u00e9', 'c': null}");
+    json_t *b = tl_json("{'c': null, 'a': 'x\\u00e9', 'b': [1, {'a': 2.5, 'z': 1}]}");
     char *ca = ir_canonical_json(a), *cb = ir_canonical_json(b);
     assert_string_equal(ca, "{\"a\":\"x\xc3\xa9\",\"b\":[1,{\"a\":2.5,\"z\":1}],\"c\":null}");
     assert_string_equal(ca, cb);
@@ -541,8 +498,8 @@ static void test_canonical_json(void **state)
     json_decref(b);
 
     /* The canonical text of a decoded document does not depend on how it was written. */
-    json_t *x = J("{'listeners': [{'port': '80', 'name': 'a'}], 'id': 's'}");
-    json_t *y = J("{'id': 's', 'listeners': [{'name': 'a', 'port': 80.0}]}");
+    json_t *x = tl_json("{'listeners': [{'port': '80', 'name': 'a'}], 'id': 's'}");
+    json_t *y = tl_json("{'id': 's', 'listeners': [{'name': 'a', 'port': 80.0}]}");
     ir_snapshot *sx = decode_ok(x), *sy = decode_ok(y);
     json_t *ex = ir_snapshot_to_json(sx), *ey = ir_snapshot_to_json(sy);
     char *cx = ir_canonical_json(ex), *cy = ir_canonical_json(ey);

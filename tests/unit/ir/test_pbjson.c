@@ -16,6 +16,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/lib/testlib.h"
+
 #include "gateway/control/v1/control.pb-c.h"
 #include "google/protobuf/duration.pb-c.h"
 #include "google/protobuf/empty.pb-c.h"
@@ -248,79 +250,36 @@ static int setup_descriptors(void **state)
 
 /* ------------------------------------------------------------------ helpers */
 
-/* Parses JSON written with single quotes (for readability in C) or NULL on bad text. */
-static json_t *J(const char *text)
-{
-    char *s = sx_strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t e;
-    json_t *j = json_loads(s, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
-    if (j == NULL)
-        fail_msg("bad test JSON at line %d column %d: %s", e.line, e.column, e.text);
-    sx_free(s);
-    return j;
-}
-
-static char *dump(const json_t *j)
-{
-    return json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-/* Asserts that two JSON values are equal, printing both when not. */
-static void assert_json_equal(const json_t *got, const json_t *want)
-{
-    if (!json_equal(got, want)) {
-        char *g = dump(got), *w = dump(want);
-        print_error("got:  %s\nwant: %s\n", g, w);
-        free(g);
-        free(w);
-        fail();
-    }
-}
-
-typedef struct want_err {
-    const char *path;
-    const char *message;
-} want_err;
-
-static void assert_errors(const sx_fielderrs *e, const want_err *want, size_t n)
-{
-    bool ok = e->count == n;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = strcmp(e->items[i].path, want[i].path) == 0 &&
-             strcmp(e->items[i].message, want[i].message) == 0;
-    if (!ok) {
-        char *got = sx_fielderrs_join(e);
-        print_error("got %zu errors: %s\n", e->count, got);
-        for (size_t i = 0; i < n; i++)
-            print_error("want: %s: %s\n", want[i].path, want[i].message);
-        sx_free(got);
-        fail();
-    }
-}
-
 /* Decodes text as desc and asserts it fails with exactly the errors given. */
 static void expect_errors(const ProtobufCMessageDescriptor *desc, const char *text,
-                          const char *prefix, const want_err *want, size_t n)
+                          const char *prefix, const tl_want_err *want, size_t n)
 {
-    json_t *j = J(text);
+    json_t *j = tl_json(text);
     sx_fielderrs errs = {0};
     ProtobufCMessage *m = (ProtobufCMessage *)1;
     int rc = pbjson_decode(desc, j, prefix, &m, &errs);
     assert_int_equal(rc, SX_EINVAL);
     assert_null(m);
-    assert_errors(&errs, want, n);
+    tl_assert_fielderrs(&errs, want, n);
     sx_fielderrs_free(&errs);
     json_decref(j);
 }
 
-#define EXPECT1(desc, text, path, msg)                                                             \
-    do {                                                                                           \
-        const want_err w_[] = {{path, msg}};                                                       \
-        expect_errors(desc, text, "k", w_, 1);                                                     \
-    } while (0)
+/* A test.Kitchen document that fails with exactly one error. */
+typedef struct one_err_case {
+    const char *text;
+    const char *path;
+    const char *message;
+} one_err_case;
+
+/* Each case's document is refused with its one error, under the prefix "k". */
+static void expect_each(const one_err_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tl_want_err w = {cases[i].path, cases[i].message};
+        expect_errors(&kitchen_descriptor, cases[i].text, "k", &w, 1);
+    }
+}
 
 /* Decodes text, asserting success; the caller frees the message. */
 static ProtobufCMessage *decode_ok(const ProtobufCMessageDescriptor *desc, const json_t *j)
@@ -343,7 +302,7 @@ static ProtobufCMessage *decode_ok(const ProtobufCMessageDescriptor *desc, const
  * same bytes; returns nothing, asserts everything. */
 static void assert_round_trip(const ProtobufCMessageDescriptor *desc, const char *text)
 {
-    json_t *in = J(text);
+    json_t *in = tl_json(text);
     ProtobufCMessage *m1 = decode_ok(desc, in);
     size_t n1 = protobuf_c_message_get_packed_size(m1);
     uint8_t *b1 = sx_malloc(n1);
@@ -351,7 +310,7 @@ static void assert_round_trip(const ProtobufCMessageDescriptor *desc, const char
     ProtobufCMessage *m2 = protobuf_c_message_unpack(desc, NULL, n1, b1);
     assert_non_null(m2);
     json_t *out = pbjson_encode(m2, 0);
-    assert_json_equal(out, in);
+    tl_assert_json_equal(out, in);
     size_t n2 = protobuf_c_message_get_packed_size(m2);
     assert_int_equal(n2, n1);
     uint8_t *b2 = sx_malloc(n2);
@@ -369,10 +328,10 @@ static void assert_round_trip(const ProtobufCMessageDescriptor *desc, const char
 static void assert_normalises(const ProtobufCMessageDescriptor *desc, const char *in,
                               const char *want)
 {
-    json_t *ji = J(in), *jw = J(want);
+    json_t *ji = tl_json(in), *jw = tl_json(want);
     ProtobufCMessage *m = decode_ok(desc, ji);
     json_t *out = pbjson_encode(m, 0);
-    assert_json_equal(out, jw);
+    tl_assert_json_equal(out, jw);
     json_decref(out);
     json_decref(ji);
     json_decref(jw);
@@ -429,12 +388,12 @@ static void test_emit_defaults(void **state)
     Kitchen k;
     kitchen_init(&k.base);
     json_t *got = pbjson_encode(&k.base, PBJSON_EMIT_DEFAULTS);
-    json_t *want = J("{'i32': 0, 'i64': '0', 'u32': 0, 'u64': '0', 's32': 0, 's64': '0',"
-                     " 'f32': 0, 'f64': '0', 'sf32': 0, 'sf64': '0', 'fl': 0, 'db': 0,"
-                     " 'b': false, 's': '', 'by': '', 'color': 'COLOR_UNSPECIFIED',"
-                     " 'rep_i64': [], 'ints': {}, 'flags': {}, 'child': null,"
-                     " 'wrapped': null, 'tags': []}");
-    assert_json_equal(got, want);
+    json_t *want = tl_json("{'i32': 0, 'i64': '0', 'u32': 0, 'u64': '0', 's32': 0, 's64': '0',"
+                           " 'f32': 0, 'f64': '0', 'sf32': 0, 'sf64': '0', 'fl': 0, 'db': 0,"
+                           " 'b': false, 's': '', 'by': '', 'color': 'COLOR_UNSPECIFIED',"
+                           " 'rep_i64': [], 'ints': {}, 'flags': {}, 'child': null,"
+                           " 'wrapped': null, 'tags': []}");
+    tl_assert_json_equal(got, want);
     json_decref(got);
     json_decref(want);
     json_t *empty = pbjson_encode(&k.base, 0);
@@ -499,25 +458,25 @@ static void test_timestamp(void **state)
     assert_normalises(ts, "'0001-01-01T00:00:00Z'", "'0001-01-01T00:00:00Z'");
     assert_normalises(ts, "'9999-12-31T23:59:59.999999999Z'", "'9999-12-31T23:59:59.999999999Z'");
 
-    const want_err e1[] = {
+    const tl_want_err e1[] = {
         {"t", "invalid timestamp \"2026-01-02 03:04:05Z\": expected RFC 3339 format such as "
               "2026-01-02T03:04:05Z"}};
     expect_errors(ts, "'2026-01-02 03:04:05Z'", "t", e1, 1);
-    const want_err e2[] = {
+    const tl_want_err e2[] = {
         {"t", "invalid timestamp \"2026-02-30T00:00:00Z\": date/time field value out of range"}};
     expect_errors(ts, "'2026-02-30T00:00:00Z'", "t", e2, 1);
-    const want_err e3[] = {
+    const tl_want_err e3[] = {
         {"t", "invalid timestamp \"2026-01-02T03:04:05\": expected RFC 3339 format such as "
               "2026-01-02T03:04:05Z"}};
     expect_errors(ts, "'2026-01-02T03:04:05'", "t", e3, 1);
-    const want_err e4[] = {{"t",
-                            "invalid timestamp \"0001-01-01T00:00:00+00:01\": must be "
-                            "between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z"}};
+    const tl_want_err e4[] = {{"t",
+                               "invalid timestamp \"0001-01-01T00:00:00+00:01\": must be "
+                               "between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z"}};
     expect_errors(ts, "'0001-01-01T00:00:00+00:01'", "t", e4, 1);
-    const want_err e5[] = {{"t", "invalid timestamp \"2026-01-02T03:04:05.1234567891Z\": at "
-                                 "most 9 fractional digits are allowed"}};
+    const tl_want_err e5[] = {{"t", "invalid timestamp \"2026-01-02T03:04:05.1234567891Z\": at "
+                                    "most 9 fractional digits are allowed"}};
     expect_errors(ts, "'2026-01-02T03:04:05.1234567891Z'", "t", e5, 1);
-    const want_err e6[] = {{"t", "expected a timestamp string, got a number"}};
+    const tl_want_err e6[] = {{"t", "expected a timestamp string, got a number"}};
     expect_errors(ts, "1767322800", "t", e6, 1);
 }
 
@@ -531,17 +490,17 @@ static void test_duration(void **state)
     assert_normalises(d, "'-3.000010s'", "'-3.000010s'");
     assert_normalises(d, "'315576000000.999999999s'", "'315576000000.999999999s'");
 
-    const want_err e1[] = {{"d", "invalid duration \"5\": must end in s"}};
+    const tl_want_err e1[] = {{"d", "invalid duration \"5\": must end in s"}};
     expect_errors(d, "'5'", "d", e1, 1);
-    const want_err e2[] = {{"d", "invalid duration \"1.1234567891s\": at most 9 fractional "
-                                 "digits are allowed"}};
+    const tl_want_err e2[] = {{"d", "invalid duration \"1.1234567891s\": at most 9 fractional "
+                                    "digits are allowed"}};
     expect_errors(d, "'1.1234567891s'", "d", e2, 1);
-    const want_err e3[] = {{"d", "invalid duration \"315576000001s\": must be between "
-                                 "-315576000000s and 315576000000s"}};
+    const tl_want_err e3[] = {{"d", "invalid duration \"315576000001s\": must be between "
+                                    "-315576000000s and 315576000000s"}};
     expect_errors(d, "'315576000001s'", "d", e3, 1);
-    const want_err e4[] = {{"d", "invalid duration \"1ms\": expected seconds such as \"1.5s\""}};
+    const tl_want_err e4[] = {{"d", "invalid duration \"1ms\": expected seconds such as \"1.5s\""}};
     expect_errors(d, "'1ms'", "d", e4, 1);
-    const want_err e5[] = {{"d", "invalid duration \"s\": expected seconds such as \"1.5s\""}};
+    const tl_want_err e5[] = {{"d", "invalid duration \"s\": expected seconds such as \"1.5s\""}};
     expect_errors(d, "'s'", "d", e5, 1);
 }
 
@@ -563,15 +522,15 @@ static void test_struct_value_wrappers(void **state)
     assert_round_trip(&google__protobuf__float_value__descriptor, "-0.25");
     assert_round_trip(&google__protobuf__empty__descriptor, "{}");
 
-    const want_err e1[] = {{"w", "must be between 0 and 4294967295"}};
+    const tl_want_err e1[] = {{"w", "must be between 0 and 4294967295"}};
     expect_errors(&google__protobuf__uint32_value__descriptor, "-1", "w", e1, 1);
-    const want_err e2[] = {{"w", "expected a boolean, got null"}};
+    const tl_want_err e2[] = {{"w", "expected a boolean, got null"}};
     expect_errors(&google__protobuf__bool_value__descriptor, "null", "w", e2, 1);
-    const want_err e3[] = {{"", "unknown field \"x\""}};
+    const tl_want_err e3[] = {{"", "unknown field \"x\""}};
     expect_errors(&google__protobuf__empty__descriptor, "{'x': 1}", "", e3, 1);
-    const want_err e4[] = {{"s", "expected an object, got an array"}};
+    const tl_want_err e4[] = {{"s", "expected an object, got an array"}};
     expect_errors(&google__protobuf__struct__descriptor, "[]", "s", e4, 1);
-    const want_err e5[] = {{"w", "must be between -3.40282347e+38 and 3.40282347e+38"}};
+    const tl_want_err e5[] = {{"w", "must be between -3.40282347e+38 and 3.40282347e+38"}};
     expect_errors(&google__protobuf__float_value__descriptor, "1e39", "w", e5, 1);
 }
 
@@ -580,88 +539,90 @@ static void test_struct_value_wrappers(void **state)
 static void test_unknown_and_wrong_type(void **state)
 {
     (void)state;
-    const ProtobufCMessageDescriptor *k = &kitchen_descriptor;
-    EXPECT1(k, "{'prot': 1}", "k", "unknown field \"prot\"");
-    EXPECT1(k, "{'child': {'Child': {}}}", "k.child", "unknown field \"Child\"");
-    EXPECT1(k, "{'i32': 'abc'}", "k.i32", "expected a number, got a string");
-    EXPECT1(k, "{'i64': true}", "k.i64", "expected a number, got a boolean");
-    EXPECT1(k, "{'db': {}}", "k.db", "expected a number, got an object");
-    EXPECT1(k, "{'s': 5}", "k.s", "expected a string, got a number");
-    EXPECT1(k, "{'b': 'true'}", "k.b", "expected a boolean, got a string");
-    EXPECT1(k, "{'child': []}", "k.child", "expected an object, got an array");
-    EXPECT1(k, "{'rep_i64': '1'}", "k.rep_i64", "expected an array, got a string");
-    EXPECT1(k, "{'rep_i64': ['1', null]}", "k.rep_i64[1]", "must not be null");
-    EXPECT1(k, "{'tags': ['a', 2]}", "k.tags[1]", "expected a string, got a number");
-    EXPECT1(k, "{'ints': []}", "k.ints", "expected an object, got an array");
-    EXPECT1(k, "{'by': 5}", "k.by", "expected a base64 string, got a number");
-    EXPECT1(k, "{'s': 'a\\u0000b'}", "k.s", "must not contain NUL characters");
-    EXPECT1(k, "{'wrapped': 'x'}", "k.wrapped", "expected a number, got a string");
-    EXPECT1(k, "{'rep_i64': [], 'repI64': []}", "k",
-            "field \"rep_i64\" is given twice, as \"rep_i64\" and \"repI64\"");
-    EXPECT1(k, "[]", "k", "expected an object, got an array");
+    static const one_err_case cases[] = {
+        {"{'prot': 1}", "k", "unknown field \"prot\""},
+        {"{'child': {'Child': {}}}", "k.child", "unknown field \"Child\""},
+        {"{'i32': 'abc'}", "k.i32", "expected a number, got a string"},
+        {"{'i64': true}", "k.i64", "expected a number, got a boolean"},
+        {"{'db': {}}", "k.db", "expected a number, got an object"},
+        {"{'s': 5}", "k.s", "expected a string, got a number"},
+        {"{'b': 'true'}", "k.b", "expected a boolean, got a string"},
+        {"{'child': []}", "k.child", "expected an object, got an array"},
+        {"{'rep_i64': '1'}", "k.rep_i64", "expected an array, got a string"},
+        {"{'rep_i64': ['1', null]}", "k.rep_i64[1]", "must not be null"},
+        {"{'tags': ['a', 2]}", "k.tags[1]", "expected a string, got a number"},
+        {"{'ints': []}", "k.ints", "expected an object, got an array"},
+        {"{'by': 5}", "k.by", "expected a base64 string, got a number"},
+        {"{'s': 'a\\u0000b'}", "k.s", "must not contain NUL characters"},
+        {"{'wrapped': 'x'}", "k.wrapped", "expected a number, got a string"},
+        {"{'rep_i64': [], 'repI64': []}", "k",
+         "field \"rep_i64\" is given twice, as \"rep_i64\" and \"repI64\""},
+        {"[]", "k", "expected an object, got an array"},
+    };
+    expect_each(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_integer_ranges(void **state)
 {
     (void)state;
-    const ProtobufCMessageDescriptor *k = &kitchen_descriptor;
-    EXPECT1(k, "{'u32': 4294967296}", "k.u32", "must be between 0 and 4294967295");
-    EXPECT1(k, "{'u32': -1}", "k.u32", "must be between 0 and 4294967295");
-    EXPECT1(k, "{'f32': '4294967296'}", "k.f32", "must be between 0 and 4294967295");
-    EXPECT1(k, "{'i32': 2147483648}", "k.i32", "must be between -2147483648 and 2147483647");
-    EXPECT1(k, "{'sf32': -2147483649}", "k.sf32", "must be between -2147483648 and 2147483647");
-    EXPECT1(k, "{'s32': '99999999999'}", "k.s32", "must be between -2147483648 and 2147483647");
-    EXPECT1(k, "{'u64': '-1'}", "k.u64", "must be between 0 and 18446744073709551615");
-    EXPECT1(k, "{'f64': '18446744073709551616'}", "k.f64",
-            "must be between 0 and 18446744073709551615");
-    EXPECT1(k, "{'i64': '9223372036854775808'}", "k.i64",
-            "must be between -9223372036854775808 and 9223372036854775807");
-    EXPECT1(k, "{'sf64': 1e19}", "k.sf64",
-            "must be between -9223372036854775808 and 9223372036854775807");
-    EXPECT1(k, "{'i32': 1.5}", "k.i32", "must be an integer");
-    EXPECT1(k, "{'u64': '2.5'}", "k.u64", "must be an integer");
-    EXPECT1(k, "{'i32': ' 1'}", "k.i32", "expected a number, got a string");
-    EXPECT1(k, "{'opt': 4294967296}", "k.opt", "must be between 0 and 4294967295");
-    EXPECT1(k, "{'db': '1e400'}", "k.db",
-            "must be between -1.7976931348623157e+308 and 1.7976931348623157e+308");
+    static const one_err_case cases[] = {
+        {"{'u32': 4294967296}", "k.u32", "must be between 0 and 4294967295"},
+        {"{'u32': -1}", "k.u32", "must be between 0 and 4294967295"},
+        {"{'f32': '4294967296'}", "k.f32", "must be between 0 and 4294967295"},
+        {"{'i32': 2147483648}", "k.i32", "must be between -2147483648 and 2147483647"},
+        {"{'sf32': -2147483649}", "k.sf32", "must be between -2147483648 and 2147483647"},
+        {"{'s32': '99999999999'}", "k.s32", "must be between -2147483648 and 2147483647"},
+        {"{'u64': '-1'}", "k.u64", "must be between 0 and 18446744073709551615"},
+        {"{'f64': '18446744073709551616'}", "k.f64", "must be between 0 and 18446744073709551615"},
+        {"{'i64': '9223372036854775808'}", "k.i64",
+         "must be between -9223372036854775808 and 9223372036854775807"},
+        {"{'sf64': 1e19}", "k.sf64",
+         "must be between -9223372036854775808 and 9223372036854775807"},
+        {"{'i32': 1.5}", "k.i32", "must be an integer"},
+        {"{'u64': '2.5'}", "k.u64", "must be an integer"},
+        {"{'i32': ' 1'}", "k.i32", "expected a number, got a string"},
+        {"{'opt': 4294967296}", "k.opt", "must be between 0 and 4294967295"},
+        {"{'db': '1e400'}", "k.db",
+         "must be between -1.7976931348623157e+308 and 1.7976931348623157e+308"},
+    };
+    expect_each(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_enum_bytes_map_oneof_errors(void **state)
 {
     (void)state;
-    const ProtobufCMessageDescriptor *k = &kitchen_descriptor;
-    EXPECT1(k, "{'color': 'FOO'}", "k.color", "invalid enum value \"FOO\" for test.Color");
-    EXPECT1(k, "{'color': 'color_red'}", "k.color",
-            "invalid enum value \"color_red\" for test.Color");
-    EXPECT1(k, "{'color': 7}", "k.color", "invalid enum value 7 for test.Color");
-    EXPECT1(k, "{'color': true}", "k.color", "expected a string or a number, got a boolean");
-    EXPECT1(k, "{'by': '@@@@'}", "k.by", "invalid base64 data");
-    EXPECT1(k, "{'by': 'YWJjZ'}", "k.by", "invalid base64 data");
-    EXPECT1(k, "{'by': 'YQ='}", "k.by", "invalid base64 data");
-    EXPECT1(k, "{'by': 'YW I='}", "k.by", "invalid base64 data");
-    EXPECT1(k, "{'ints': {'x': '1'}}", "k.ints[\"x\"]",
-            "invalid map key \"x\": expected an integer");
-    EXPECT1(k, "{'ints': {'3000000000': '1'}}", "k.ints[\"3000000000\"]",
-            "invalid map key \"3000000000\": out of range");
-    EXPECT1(k, "{'ints': {'1': 'y'}}", "k.ints[\"1\"]", "expected a number, got a string");
-    EXPECT1(k, "{'ints': {'1': null}}", "k.ints[\"1\"]", "must not be null");
-    EXPECT1(k, "{'flags': {'maybe': 'a'}}", "k.flags[\"maybe\"]",
-            "invalid map key \"maybe\": expected true or false");
-    EXPECT1(k, "{'flags': {'true': 1}}", "k.flags[\"true\"]", "expected a string, got a number");
-    EXPECT1(k, "{'c_str': 'a', 'c_int': '1'}", "k.c_int",
-            "only one of \"c_str\" and \"c_int\" may be set");
-    EXPECT1(k, "{'c_msg': {}, 'cStr': 'a'}", "k.c_str",
-            "only one of \"c_msg\" and \"c_str\" may be set");
-    /* A key with quotes is escaped in the path. */
-    EXPECT1(k, "{'ints': {'a\\'b': '1'}}", "k.ints[\"a\\\"b\"]",
-            "invalid map key \"a\"b\": expected an integer");
+    static const one_err_case cases[] = {
+        {"{'color': 'FOO'}", "k.color", "invalid enum value \"FOO\" for test.Color"},
+        {"{'color': 'color_red'}", "k.color", "invalid enum value \"color_red\" for test.Color"},
+        {"{'color': 7}", "k.color", "invalid enum value 7 for test.Color"},
+        {"{'color': true}", "k.color", "expected a string or a number, got a boolean"},
+        {"{'by': '@@@@'}", "k.by", "invalid base64 data"},
+        {"{'by': 'YWJjZ'}", "k.by", "invalid base64 data"},
+        {"{'by': 'YQ='}", "k.by", "invalid base64 data"},
+        {"{'by': 'YW I='}", "k.by", "invalid base64 data"},
+        {"{'ints': {'x': '1'}}", "k.ints[\"x\"]", "invalid map key \"x\": expected an integer"},
+        {"{'ints': {'3000000000': '1'}}", "k.ints[\"3000000000\"]",
+         "invalid map key \"3000000000\": out of range"},
+        {"{'ints': {'1': 'y'}}", "k.ints[\"1\"]", "expected a number, got a string"},
+        {"{'ints': {'1': null}}", "k.ints[\"1\"]", "must not be null"},
+        {"{'flags': {'maybe': 'a'}}", "k.flags[\"maybe\"]",
+         "invalid map key \"maybe\": expected true or false"},
+        {"{'flags': {'true': 1}}", "k.flags[\"true\"]", "expected a string, got a number"},
+        {"{'c_str': 'a', 'c_int': '1'}", "k.c_int",
+         "only one of \"c_str\" and \"c_int\" may be set"},
+        {"{'c_msg': {}, 'cStr': 'a'}", "k.c_str", "only one of \"c_msg\" and \"c_str\" may be set"},
+        /* A key with quotes is escaped in the path. */
+        {"{'ints': {'a\\'b': '1'}}", "k.ints[\"a\\\"b\"]",
+         "invalid map key \"a\"b\": expected an integer"},
+    };
+    expect_each(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void test_all_errors_reported(void **state)
 {
     (void)state;
     /* Decoding goes on past every error, in nested messages, arrays and maps. */
-    const want_err want[] = {
+    const tl_want_err want[] = {
         {"spec", "unknown field \"prot\""},
         {"spec.u32", "must be between 0 and 4294967295"},
         {"spec.child.color", "invalid enum value \"FOO\" for test.Color"},
@@ -686,8 +647,8 @@ static void test_partial_decode(void **state)
 {
     (void)state;
     /* The partial message keeps what decoded cleanly; it must still free cleanly. */
-    json_t *j = J("{'i32': 7, 'u32': -1, 'child': {'s': 1, 'i32': 2}, 'rep_i64': [null, '3'],"
-                  " 'c_msg': {'b': 'no'}, 'ints': {'z': 'q'}}");
+    json_t *j = tl_json("{'i32': 7, 'u32': -1, 'child': {'s': 1, 'i32': 2}, 'rep_i64': [null, '3'],"
+                        " 'c_msg': {'b': 'no'}, 'ints': {'z': 'q'}}");
     sx_fielderrs errs = {0};
     ProtobufCMessage *m = NULL;
     assert_int_equal(pbjson_decode_partial(&kitchen_descriptor, j, "", &m, &errs), SX_EINVAL);
@@ -715,12 +676,12 @@ static void visit_count(const ProtobufCMessage *m, const char *path, void *ctx)
 static void test_walk_paths(void **state)
 {
     (void)state;
-    json_t *j = J("{'child': {'child': {}}, 'c_msg': {}, 'wrapped': '1'}");
+    json_t *j = tl_json("{'child': {'child': {}}, 'c_msg': {}, 'wrapped': '1'}");
     ProtobufCMessage *m = decode_ok(&kitchen_descriptor, j);
     json_t *paths = json_array();
     pbjson_walk(m, "x", visit_count, paths);
-    json_t *want = J("['x', 'x.child', 'x.child.child', 'x.wrapped', 'x.c_msg']");
-    assert_json_equal(paths, want);
+    json_t *want = tl_json("['x', 'x.child', 'x.child.child', 'x.wrapped', 'x.c_msg']");
+    tl_assert_json_equal(paths, want);
     json_decref(want);
     json_decref(paths);
     json_decref(j);

@@ -80,10 +80,7 @@ const LONG = {LDS: TYPE.LDS, RDS: TYPE.RDS, CDS: TYPE.CDS, EDS: TYPE.EDS};
 const HCM_NAME = 'envoy.filters.network.http_connection_manager';
 const MAX_EVENTS = 300;
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg, writePortFile} = require('../../../lib/cli.js');
 function log(...a) {
   console.log(new Date().toISOString(), ...a);
 }
@@ -764,8 +761,7 @@ async function main() {
   const port = server.address().port;
   log(`fleet: ${fleet.nodes.size} clients, state on http://127.0.0.1:${port}/state`);
   if (portFile) {
-    fs.writeFileSync(portFile + '.tmp', String(port));
-    fs.renameSync(portFile + '.tmp', portFile);
+    writePortFile(portFile, port);
   }
 }
 

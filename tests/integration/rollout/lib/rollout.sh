@@ -8,11 +8,8 @@
 #   source "$SEXTANT_SOURCE_DIR/tests/integration/rollout/lib/rollout.sh"
 #   rt_init NAME                       # services, auth, SEXTANT_ROLLOUTS_TICK/LEASE
 #   rt_serve r1                        # replica r1 (R1_HTTP, R1_GRPC); REST goes to the first
-#   conf_echo_backend OLD; conf_echo_backend NEW
-#   rt_config_create web GROUP "$(rt_echo_spec echo-old "$ECHO_OLD")"   # CONFIG_ID
-#   rt_fleet_spec --servers "127.0.0.1:$R1_GRPC" --group G --kinds grpcjs:2,ads:4 >"$WORK/spec.json"
-#   rt_fleet_start "$WORK/spec.json"   # FLEET_PORT
-#   wait_for 30 rt_fleet_all '.version === "1"'
+#   G=rt-demo; rt_old_config           # echo backends OLD and NEW; CONFIG_ID, V1
+#   rt_fleet_up --servers "127.0.0.1:$R1_GRPC" --prefix d- --kinds grpcjs:2,ads:4   # FLEET_PORT, GRPCJS
 #   V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")")
 #   rt_apply "$CONFIG_ID" '{"version": 2, ...}'   # ST (status), DEPLOY, body in $WORK/body
 #   wait_for 60 rt_deploy_in "$DEPLOY" completed
@@ -45,13 +42,8 @@ rt_init() {
     export SEXTANT_ROLLOUTS_LEASE=${SEXTANT_ROLLOUTS_LEASE:-3s}
     # ACKs reach node_status (where the driver counts them) within 100 ms.
     export SEXTANT_NODES_FLUSH_INTERVAL=${SEXTANT_NODES_FLUSH_INTERVAL:-100ms}
-    TOKEN=$(rt_token rollout-tester operator) || exit 1
+    TOKEN=$(token rollout-tester operator) || exit 1
     [ -n "$TOKEN" ] || { echo "rollout: sextant token minted nothing" >&2; exit 1; }
-}
-
-# rt_token USER ROLE: a bearer token from `sextant token`.
-rt_token() {
-    env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR "$BIN" token --user "$1" --role "$2" --ttl 1h
 }
 
 # rt_serve NAME: a replica (see conf_serve); the first one started receives the REST
@@ -93,7 +85,7 @@ rt_finish() {
         rt_dump >&2 2>/dev/null || true
         RT_DUMPED=1
     fi
-    [ -n "$FLEET_PORT" ] && conf_stop fleet
+    [ -n "$FLEET_PORT" ] && bg_stop fleet
     FLEET_PORT=
     for r in "$@"; do conf_stop_serve "$r"; done
     finish
@@ -132,9 +124,6 @@ jq_() {
     shift
     node "$RT_LIB/q.js" "$e" "$@"
 }
-sql() {
-    psql "$SEXTANT_DATABASE_URL" -qtAXc "$1"
-}
 
 # ---------------------------------------------------------------- REST
 
@@ -150,15 +139,6 @@ rt_api() {
     fi
     curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' -X "$method" --max-time 20 \
         -H "Authorization: Bearer $TOKEN" "${data[@]}" "$@" "http://127.0.0.1:$HTTP_PORT$path"
-}
-
-# expect_status WHAT WANT GOT: a check on a status that prints the body when it fails.
-expect_status() {
-    if [ "$3" = "$2" ]; then
-        pass "$1 ($3)"
-    else
-        fail "$1: want $2, got $3: $(head -c 800 "$WORK/body" 2>/dev/null)"
-    fi
 }
 
 # rt_echo_spec BACKEND PORT: a config spec routing xds:///echo.test (listener echo-grpc,
@@ -183,6 +163,15 @@ rt_config_create() {
     fi
     # shellcheck disable=SC2034 # for the test that called it
     CONFIG_ID=$(jv .id)
+}
+
+# rt_old_config: the echo backends OLD and NEW (ECHO_OLD, ECHO_NEW) and the config
+# "web" of group G routing to OLD (CONFIG_ID); V1 is the group's snapshot of it.
+rt_old_config() {
+    echo_backend OLD || exit 1
+    echo_backend NEW || exit 1
+    rt_config_create web "$G" "$(rt_echo_spec echo-old "$ECHO_OLD")" || exit 1
+    V1=$(rt_group_current "$G")
 }
 
 # rt_config_draft ID SPEC [MESSAGE]: PUT a new version as a draft (stored and
@@ -246,6 +235,13 @@ rt_deploy_action() {
     rt_api POST "/api/v1/deployments/$1/$2" "{\"reason\":\"$3\"}"
 }
 
+# rt_refused WHAT ID ACTION REASON: POST /api/v1/deployments/ID/ACTION is refused (409).
+rt_refused() {
+    local st
+    st=$(rt_deploy_action "$2" "$3" "$4")
+    expect_status "$1" 409 "$st"
+}
+
 # rt_audit_count ACTION ID [SQL CONDITION]: audit rows of ACTION on deployment ID.
 rt_audit_count() {
     sql "SELECT count(*) FROM audit_log WHERE action = '$1' AND resource_id = '$2'${3:+ AND ($3)}"
@@ -267,12 +263,30 @@ rt_fleet_spec() {
 # rt_fleet_start SPEC_FILE: starts fleet.js (log fleet.log); sets FLEET_PORT.
 rt_fleet_start() {
     rm -f "$WORK/fleet.port"
-    conf_bg fleet node "$RT_LIB/fleet.js" --spec "$1" --port-file "$WORK/fleet.port"
+    bg_run fleet node "$RT_LIB/fleet.js" --spec "$1" --port-file "$WORK/fleet.port"
     if ! wait_for 30 test -s "$WORK/fleet.port"; then
         echo "rollout: the fleet did not start" >&2
         return 1
     fi
     FLEET_PORT=$(cat "$WORK/fleet.port")
+}
+
+# rt_fleet_up ARGS...: the fleet of group G that fleet_spec.js makes of ARGS
+# ($WORK/spec.json), started; GRPCJS names its grpc-js clients; a check that every
+# client connects and runs V1.
+rt_fleet_up() {
+    rt_fleet_spec --group "$G" "$@" >"$WORK/spec.json" || exit 1
+    rt_fleet_start "$WORK/spec.json" || exit 1
+    GRPCJS=$(jq_ 'j.clients.filter(c => c.kind === "grpcjs").map(c => c.id).join(" ")' "$WORK/spec.json")
+    local n
+    n=$(jq_ 'j.clients.length' "$WORK/spec.json")
+    check "$n clients run v$V1" wait_for 40 rt_fleet_all "x.version === '$V1' && x.connected"
+}
+
+# rt_acked_all VERSION COUNT: node_status says COUNT connected nodes of group G acked
+# VERSION.
+rt_acked_all() {
+    [ "$(sql "SELECT count(*) FROM node_status s JOIN proxy_nodes p USING (node_id) WHERE p.group_name = '$G' AND p.connected AND s.acked_snapshot_version = $1")" = "$2" ]
 }
 
 # rt_fleet_state [FILE]: the fleet's state into FILE ($WORK/fleet.json).
@@ -314,7 +328,7 @@ rt_fleet_ids() {
 # version (and reach OLD_BACKEND) and nodes of completed waves the target; its report
 # goes to $WORK/watch.json once the deployment is final.
 rt_watch_start() {
-    conf_bg watch node "$RT_LIB/watch.js" --api "http://127.0.0.1:$HTTP_PORT" --token "$TOKEN" \
+    bg_run watch node "$RT_LIB/watch.js" --api "http://127.0.0.1:$HTTP_PORT" --token "$TOKEN" \
         --fleet "http://127.0.0.1:$FLEET_PORT" --deployment "$1" --old-version "$2" \
         --old-backend "$3" --out "$WORK/watch.json"
 }
@@ -327,7 +341,7 @@ rt_sse_start() {
     local name=$1 last=${2:-}
     local hdr=()
     [ -n "$last" ] && hdr=(-H "Last-Event-ID: $last")
-    conf_bg "sse_$name" curl -sN --max-time 600 -H "Authorization: Bearer $TOKEN" \
+    bg_run "sse_$name" curl -sN --max-time 600 -H "Authorization: Bearer $TOKEN" \
         -H 'Accept: text/event-stream' "${hdr[@]}" "http://127.0.0.1:$HTTP_PORT/api/v1/events"
 }
 

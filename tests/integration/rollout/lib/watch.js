@@ -18,10 +18,7 @@
 'use strict';
 const fs = require('fs');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf('--' + name);
-  return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
-}
+const {arg} = require('../../../lib/cli.js');
 const API = arg('api');
 const TOKEN = arg('token');
 const FLEET = arg('fleet');
