@@ -109,12 +109,11 @@ static void load_balancing(tr_ctx *tr, ev_cluster *c,
             tr_error(tr, tr_printf(tr, "%s.minimum_ring_size", lp), "must be at most %u",
                      MAX_RING_SIZE);
         } else if (lb->minimum_ring_size > 0) {
-            Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig *r =
+            c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_RING_HASH_LB_CONFIG;
+            c->ring_hash_lb_config =
                 TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__RingHashLbConfig,
                        ENVOY__CONFIG__CLUSTER__V3__CLUSTER__RING_HASH_LB_CONFIG__INIT);
-            r->minimum_ring_size = tr_u64(tr, lb->minimum_ring_size);
-            c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_RING_HASH_LB_CONFIG;
-            c->ring_hash_lb_config = r;
+            c->ring_hash_lb_config->minimum_ring_size = tr_u64(tr, lb->minimum_ring_size);
         }
         break;
     case GATEWAY__CONTROL__V1__LOAD_BALANCING_ALGORITHM__LOAD_BALANCING_ALGORITHM_MAGLEV:
@@ -125,12 +124,11 @@ static void load_balancing(tr_ctx *tr, ev_cluster *c,
                 tr_error(tr, tr_printf(tr, "%s.maglev_table_size", lp),
                          "must be a prime number at most %u", MAX_MAGLEV_TABLE);
             } else {
-                Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig *m =
+                c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_MAGLEV_LB_CONFIG;
+                c->maglev_lb_config =
                     TR_NEW(tr, Envoy__Config__Cluster__V3__Cluster__MaglevLbConfig,
                            ENVOY__CONFIG__CLUSTER__V3__CLUSTER__MAGLEV_LB_CONFIG__INIT);
-                m->table_size = tr_u64(tr, lb->maglev_table_size);
-                c->lb_config_case = ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_CONFIG_MAGLEV_LB_CONFIG;
-                c->maglev_lb_config = m;
+                c->maglev_lb_config->table_size = tr_u64(tr, lb->maglev_table_size);
             }
         }
         break;

@@ -98,6 +98,38 @@ static void header_matchers(tr_ctx *tr, ir_header_match **in, size_t n, const ch
     }
 }
 
+/* The query parameter matchers of HTTP match m (at IR path path) into out. */
+static void query_matchers(tr_ctx *tr, const Gateway__Control__V1__HttpMatch *m, const char *path,
+                           tr_pvec *out)
+{
+    for (size_t q = 0; q < m->n_query_params; q++) {
+        const Gateway__Control__V1__QueryMatch *qm = m->query_params[q];
+        if (tr_empty(qm->name)) {
+            tr_error(tr, tr_printf(tr, "%s.query_params[%zu].name", path, q),
+                     "query parameter name must not be empty");
+            continue;
+        }
+        ev_query_matcher *qp =
+            TR_NEW(tr, ev_query_matcher, ENVOY__CONFIG__ROUTE__V3__QUERY_PARAMETER_MATCHER__INIT);
+        qp->name = tr_strdup(tr, qm->name);
+        qp->query_parameter_match_specifier_case =
+            ENVOY__CONFIG__ROUTE__V3__QUERY_PARAMETER_MATCHER__QUERY_PARAMETER_MATCH_SPECIFIER_STRING_MATCH;
+        Envoy__Type__Matcher__V3__StringMatcher *sm =
+            TR_NEW(tr, Envoy__Type__Matcher__V3__StringMatcher,
+                   ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
+        if (is_regex_type(qm->type)) {
+            sm->match_pattern_case =
+                ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_SAFE_REGEX;
+            sm->safe_regex = tr_regex(tr, qm->value);
+        } else {
+            sm->match_pattern_case = ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_EXACT;
+            sm->exact = tr_strdup(tr, qm->value);
+        }
+        qp->string_match = sm;
+        tr_pv_push(tr, out, qp);
+    }
+}
+
 /* One path matcher of an IR match: kind, value, ordering keys, and the prefix rewrite
  * that ReplacePrefixMatch needs for it. */
 typedef struct path_part {
@@ -316,33 +348,7 @@ static void http_route_set(tr_ctx *tr, size_t ri)
             size_t np = http_parts(tr, m, repl, mp, parts);
             tr_pvec headers = {0}, query = {0};
             header_matchers(tr, m->headers, m->n_headers, m->method, mp, &headers);
-            for (size_t q = 0; q < m->n_query_params; q++) {
-                const Gateway__Control__V1__QueryMatch *qm = m->query_params[q];
-                if (tr_empty(qm->name)) {
-                    tr_error(tr, tr_printf(tr, "%s.query_params[%zu].name", mp, q),
-                             "query parameter name must not be empty");
-                    continue;
-                }
-                ev_query_matcher *qp = TR_NEW(
-                    tr, ev_query_matcher, ENVOY__CONFIG__ROUTE__V3__QUERY_PARAMETER_MATCHER__INIT);
-                qp->name = tr_strdup(tr, qm->name);
-                qp->query_parameter_match_specifier_case =
-                    ENVOY__CONFIG__ROUTE__V3__QUERY_PARAMETER_MATCHER__QUERY_PARAMETER_MATCH_SPECIFIER_STRING_MATCH;
-                Envoy__Type__Matcher__V3__StringMatcher *sm =
-                    TR_NEW(tr, Envoy__Type__Matcher__V3__StringMatcher,
-                           ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__INIT);
-                if (is_regex_type(qm->type)) {
-                    sm->match_pattern_case =
-                        ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_SAFE_REGEX;
-                    sm->safe_regex = tr_regex(tr, qm->value);
-                } else {
-                    sm->match_pattern_case =
-                        ENVOY__TYPE__MATCHER__V3__STRING_MATCHER__MATCH_PATTERN_EXACT;
-                    sm->exact = tr_strdup(tr, qm->value);
-                }
-                qp->string_match = sm;
-                tr_pv_push(tr, &query, qp);
-            }
+            query_matchers(tr, m, mp, &query);
             for (size_t p = 0; p < np; p++)
                 add_route(tr, set, &ro, &parts[p], &headers, &query, !tr_empty(m->method), qname,
                           TR_ROUTE_HTTP, k, j, p, where);
