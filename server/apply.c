@@ -24,13 +24,11 @@
 #include "server/base/mem.h"
 #include "server/diff.h"
 #include "server/ir/ir.h"
-#include "server/rollout/driver.h"
 #include "server/snapshot/compose.h"
 #include "server/snapshot/writer.h"
 #include "storage/repo_audit.h"
 #include "storage/repo_common.h"
 #include "storage/repo_configs.h"
-#include "storage/pg_listener.h"
 #include "storage/repo_deployments.h"
 
 /* The decoded forms of a change's documents: validation decodes each once and
@@ -845,9 +843,6 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
         sg->diff = repo_own_json(
             a, diff_json(content_only(a, sg->from_ir), content_only(a, sg->to_ir), NULL));
     }
-    if (verrs->count == 0 && req->deployment_id &&
-        (rc = pg_notify(c, ROLLOUT_NOTIFY_CHANNEL, req->deployment_id, err)) != 0)
-        return rc;
     if (verrs->count > 0)
         return sx_err_set(err, SX_EVALIDATION,
                           "the snapshot of a group would be invalid: %zu "

@@ -209,8 +209,7 @@ typedef struct apply_stage_result {
  * (SX_ECONFLICT) when a deployment in progress already changes one of them, runs the
  * validation pipeline on the version against the other live configs of the config's
  * groups, composes each group with the version in place and, unless dry run, writes a
- * staged snapshot for req->deployment_id where the content changes (and NOTIFYs
- * ROLLOUT_NOTIFY_CHANNEL, so that the rollout drivers start it at once). Errors as
+ * staged snapshot for req->deployment_id where the content changes. Errors as
  * apply_config; SX_ENOTFOUND for an unknown config, version, or a group the config does
  * not apply to.
  */

@@ -6,15 +6,16 @@
  * repeated every tick; the next tick retries.
  *
  * The thread sleeps until something a deployment waits for happens, with the tick as a
- * fallback (a wave's pause or timeout running out, a lease lapsing): rollout_driver_wake
- * is called by this replica's node-status flusher after it commits ACKs, NACKs,
- * connections or disconnections, and by the NOTIFY handlers of the events channel (every
- * replica's node-status flush and every deployment change, operator actions included,
- * write events), of the deployments channel (a deployment created) and of the
- * assignments channel (pins). Wake-ups that arrive during a
- * tick fold into one more tick; ticks are at least MIN_GAP_MS apart, so a storm of
- * events costs at most one list query per gap. The state stays in the database
- * (leases, waves), so which replica wakes changes nothing but latency.
+ * fallback (a wave's pause or timeout running out, a lease lapsing, a new deployment):
+ * rollout_driver_wake is called by this replica's node-status flusher after it commits
+ * ACKs, NACKs, connections or disconnections, and by the NOTIFY handlers of the events
+ * channel (every replica's node-status flush and every deployment change, operator
+ * actions included, write events) and of the assignments channel (pins). Wake-ups that
+ * arrive during a pass fold into one more pass; passes are at least MIN_GAP_MS apart,
+ * so a storm of events costs at most one list query per gap. A pass on a wake-up steps
+ * only the deployments this replica already drives: leases are taken on the tick alone,
+ * so which replica drives what is decided as before, and the state stays in the
+ * database (leases, waves).
  */
 #include "server/rollout/driver.h"
 
@@ -98,7 +99,10 @@ static void refresh_gauge(rollout_driver *d, pg_conn *c)
     }
 }
 
-static void tick(rollout_driver *d)
+/* One pass over the deployments that need driving. A full pass (the tick) claims any
+ * whose lease is free or lapsed; a pass on a wake-up only steps those this replica
+ * already drives, so which replica drives a deployment is decided by the ticks alone. */
+static void tick(rollout_driver *d, bool full)
 {
     struct sx_server *srv = d->srv;
     const sextant_config *cfg = srv->config;
@@ -125,6 +129,9 @@ static void tick(rollout_driver *d)
     if (rc == 0) {
         mine = list.count ? sx_arena_alloc(a, list.count * sizeof(*mine)) : NULL;
         for (size_t i = 0; i < list.count; i++) {
+            const char *owner = list.items[i].owner_replica;
+            if (!full && (owner == NULL || strcmp(owner, replica) != 0))
+                continue;
             bool claimed = false;
             if ((rc = deploy_repo_claim(c, list.items[i].id, replica, cfg->rollouts.lease_ms,
                                         &claimed, &err)) != 0)
@@ -184,13 +191,12 @@ static void deadline_after(struct timespec *ts, long long ms)
     ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
-/* Waits until the driver is woken (but at least MIN_GAP_MS after the tick began at
- * began_ms) or tick_ms has passed; false when the driver is stopping. */
-static bool wait_next(rollout_driver *d, long long began_ms)
+/* Waits until the driver is woken (but at least MIN_GAP_MS after the pass began at
+ * began_ms) or the next tick is due at due_ms; false when the driver is stopping. */
+static bool wait_next(rollout_driver *d, long long began_ms, long long due_ms)
 {
-    long long tick_ms = d->srv->config->rollouts.tick_ms;
     struct timespec full, gap;
-    deadline_after(&full, tick_ms - (sx_monotonic_ms() - began_ms));
+    deadline_after(&full, due_ms - sx_monotonic_ms());
     deadline_after(&gap, MIN_GAP_MS - (sx_monotonic_ms() - began_ms));
     pthread_mutex_lock(&d->mu);
     int rc = 0;
@@ -209,11 +215,14 @@ static bool wait_next(rollout_driver *d, long long began_ms)
 static void *driver_thread(void *arg)
 {
     rollout_driver *d = arg;
-    long long began;
+    long long began, due = 0;
     do {
         began = sx_monotonic_ms();
-        tick(d);
-    } while (wait_next(d, began));
+        bool full = began >= due;
+        if (full)
+            due = began + d->srv->config->rollouts.tick_ms;
+        tick(d, full);
+    } while (wait_next(d, began, due));
     return NULL;
 }
 
@@ -265,8 +274,7 @@ int rollout_driver_register(rollout_driver *d, sx_err *err)
 {
     struct sx_server *srv = d->srv;
     int rc = 0;
-    static const char *const channels[] = {EVENTS_NOTIFY_CHANNEL, ROLLOUT_NOTIFY_CHANNEL,
-                                           PINS_NOTIFY_CHANNEL};
+    static const char *const channels[] = {EVENTS_NOTIFY_CHANNEL, PINS_NOTIFY_CHANNEL};
     for (size_t i = 0; srv->listener && i < sizeof(channels) / sizeof(channels[0]); i++)
         if ((rc = pg_listener_subscribe(srv->listener, channels[i], on_notify, i ? NULL : on_wake,
                                         d, err)) != 0)
