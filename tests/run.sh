@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tests/run.sh — the whole test suite, from a fresh Debian machine.
 #
-# Installs the missing Debian packages, checks formatting, builds the tested trees (a
-# Release build, the one users deploy and benchmarks measure, and an AddressSanitizer +
-# UndefinedBehaviorSanitizer build), builds every other CMake build type with GCC and
-# clang (tests/build_matrix.sh), starts a private PostgreSQL and Redis on free loopback
-# ports, runs every ctest label in both tested builds, stops what it started (also on
-# failure or Ctrl-C) and ends with ctest's summary.
+# Installs the missing Debian packages, checks formatting and the architecture's rules
+# (tests/arch: includes point down the floors, no C file past 1,000 lines), builds the
+# tested trees (a Release build, the one users deploy and benchmarks measure, and an
+# AddressSanitizer + UndefinedBehaviorSanitizer build), builds every other CMake build
+# type with GCC and clang (tests/build_matrix.sh), starts a private PostgreSQL and Redis
+# on free loopback ports, runs every ctest label in both tested builds, stops what it
+# started (also on failure or Ctrl-C) and ends with ctest's summary.
 #
 #   tests/run.sh                 everything
 #   tests/run.sh --no-asan       skip the sanitizer build
@@ -44,7 +45,7 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     -L | -R) CTEST_ARGS+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "tests/run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -73,16 +74,21 @@ echo "== format"
 mapfile -t CFILES < <(git ls-files '*.c' '*.h' 2>/dev/null || find server storage api tests -name '*.[ch]')
 clang-format --dry-run -Werror "${CFILES[@]}"
 
+# The architecture checks itself: includes point down the floors, files stay readable.
+echo "== architecture"
+tests/arch/floors.sh
+tests/arch/file_size.sh
+
 JOBS=$(nproc 2>/dev/null || echo 2)
 build() {
     local dir=$1 type=$2
     shift 2
     echo "== build $dir ($type)"
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >/dev/null
-    # A stale binary from an earlier build must not pass for this one.
-    rm -f "$dir/sextant"
-    cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\]|^-- ' || true
-    [ -x "$dir/sextant" ] || { echo "build in $dir failed" >&2; exit 1; }
+    # A failed build stops here: stale test binaries from an earlier build must not run
+    # as if they were this one's.
+    cmake --build "$dir" -j"$JOBS" 2>&1 | { grep -Ev '^\[ *[0-9]+%\]|^-- ' || true; } ||
+        { echo "build in $dir failed" >&2; exit 1; }
 }
 build build-release Release
 [ $ASAN = 0 ] || build build-asan RelWithDebInfo -DSEXTANT_SANITIZE=ON
