@@ -2,9 +2,9 @@
 # test_rollout_nack.sh — a rollout some clients refuse: 20 clients of one group (4
 # @grpc/grpc-js-xds, 12 proxyless-like and 4 Envoy-like ADS clients), rolling waves of
 # 5, NACK threshold 15 % over at least 10 responses. The new version routes to a backend
-# whose name carries a marker; once the deployment exists, three ADS clients of its
-# second wave are told to NACK any response carrying the marker (before that wave
-# starts: the pause is 2 s). Then:
+# whose name carries a marker; three ADS clients of the second wave of the plan (a dry
+# run of the same request) are told to NACK any response carrying the marker before
+# the deployment is created, so nothing races the driver. Then:
 #   - wave 0 completes, wave 1 gets 3 NACKs of 5: the rollout halts there (the NACK
 #     rate is over the threshold), waves 2 and 3 never start and their nodes never
 #     receive the new version;
@@ -36,19 +36,26 @@ if rt_events_route; then
 fi
 
 # ---------------------------------------------------------------- the rollout
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":5,\"pause\":\"2s\"},\"nack_threshold\":0.15,\"nack_min_sample\":10,\"wave_timeout\":\"30s\",\"reason\":\"nack test\"}"
-expect_status "the deployment is created" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-cp "$WORK/body" "$WORK/created.json"
-T=$(jv ".target_snapshots[\"$G\"]" "$WORK/created.json")
-# Three ADS clients of wave 1 refuse the marked version.
-NACKERS=$(jq_ "j.waves[1].node_ids.filter(id => j2.clients.find(x => x.id === id).kind === 'ads').slice(0, 3).join(' ')" "$WORK/created.json" "$WORK/spec.json")
+BODY="{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":5,\"pause\":\"2s\"},\"nack_threshold\":0.15,\"nack_min_sample\":10,\"wave_timeout\":\"30s\",\"reason\":\"nack test\""
+rt_apply "$CONFIG_ID" "$BODY,\"dry_run\":true}"
+expect_status "a dry run answers the plan" 200 "$ST"
+cp "$WORK/body" "$WORK/plan.json"
+# Three ADS clients of the plan's wave 1 refuse the marked version, told before the
+# deployment exists.
+NACKERS=$(jq_ "j.plan.waves[1].node_ids.filter(id => j2.clients.find(x => x.id === id).kind === 'ads').slice(0, 3).join(' ')" "$WORK/plan.json" "$WORK/spec.json")
 for n in $NACKERS; do
     rt_fleet_post "/clients/$n/behaviour" "{\"nack_if\":\"$MARKER\",\"nack_message\":\"$NACK_MESSAGE\"}" ||
         fail "the fleet takes $n's behaviour"
 done
-check "three ADS clients of wave 1 NACK the marker ($NACKERS)" [ "$(echo "$NACKERS" | wc -w)" = 3 ]
-check "... told so before wave 1 started" rt_deploy_true "$DEPLOY" 'j.waves[1].state === "pending"'
+check "three ADS clients of the plan's wave 1 NACK the marker ($NACKERS)" [ "$(echo "$NACKERS" | wc -w)" = 3 ]
+rt_apply "$CONFIG_ID" "$BODY}"
+expect_status "the deployment is created" 201 "$ST"
+[ "$ST" = 201 ] || rt_finish r1
+cp "$WORK/body" "$WORK/created.json"
+T=$(jv ".target_snapshots[\"$G\"]" "$WORK/created.json")
+check "... with the plan's waves (the NACKing clients are in wave 1)" \
+    [ "$(jq_ 'j.waves.map(w => w.node_ids.join()).join(";")' "$WORK/created.json")" = \
+        "$(jq_ 'j.plan.waves.map(w => w.node_ids.join()).join(";")' "$WORK/plan.json")" ]
 STARTED_BEFORE=$(jq_ 'j.waves.slice(0, 2).flatMap(w => w.node_ids).join(" ")' "$WORK/created.json")
 NEVER=$(jq_ 'j.waves.slice(2).flatMap(w => w.node_ids).join(" ")' "$WORK/created.json")
 
