@@ -617,11 +617,7 @@ static void *feed_main(void *arg)
             if (until == INT64_MAX) {
                 pthread_cond_wait(&f->cv, &f->mu);
             } else {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                int64_t ns = (int64_t)ts.tv_nsec + (until - now) * 1000000;
-                ts.tv_sec += ns / 1000000000;
-                ts.tv_nsec = ns % 1000000000;
+                struct timespec ts = sx_deadline_in(until - now);
                 pthread_cond_timedwait(&f->cv, &f->mu, &ts);
             }
             continue;
@@ -651,11 +647,7 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
     f->keepalive_ms = opt->keepalive_ms > 0 ? opt->keepalive_ms : DEFAULT_KEEPALIVE_MS;
     f->max_streams = opt->max_streams > 0 ? (size_t)opt->max_streams : DEFAULT_MAX_STREAMS;
     pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&f->cv);
     static const char hello[] = ": connected\n\n", keepalive[] = ": keep-alive\n\n";
     f->hello = frame_new(hello, sizeof(hello) - 1, false);
     f->keepalive = frame_new(keepalive, sizeof(keepalive) - 1, false);

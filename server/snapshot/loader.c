@@ -289,14 +289,7 @@ static void *worker(void *arg)
             if (j.wait_ms < 0) {
                 pthread_cond_wait(&l->cv, &l->mu);
             } else if (j.wait_ms > 0) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_sec += j.wait_ms / 1000;
-                ts.tv_nsec += (long)(j.wait_ms % 1000) * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
+                struct timespec ts = sx_deadline_in(j.wait_ms);
                 pthread_cond_timedwait(&l->cv, &l->mu, &ts);
             }
             pthread_mutex_unlock(&l->mu);
@@ -360,11 +353,7 @@ int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err
                              .ctx = l,
                              .what = "the snapshot loader"};
     pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&l->cv);
     l->reload = true; /* the first load, once the database and the listener are up */
     l->reload_backoff_ms = BACKOFF_MIN_MS;
     if (opt->metrics)
