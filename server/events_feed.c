@@ -565,16 +565,12 @@ static void run_round(events_feed *f)
     int64_t now = sx_monotonic_ms();
     pthread_mutex_lock(&f->mu);
     if (rc) {
-        f->retry_ms = f->retry_ms
-                          ? (f->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : f->retry_ms * 2)
-                          : RETRY_MIN_MS;
+        f->retry_ms = sx_backoff_next(f->retry_ms, RETRY_MIN_MS, RETRY_MAX_MS);
         f->retry_at = now + f->retry_ms;
     } else {
         f->retry_ms = 0;
         if (pending) {
-            f->pending_ms = f->pending_ms ? (f->pending_ms * 2 > PENDING_MAX_MS ? PENDING_MAX_MS
-                                                                                : f->pending_ms * 2)
-                                          : PENDING_MIN_MS;
+            f->pending_ms = sx_backoff_next(f->pending_ms, PENDING_MIN_MS, PENDING_MAX_MS);
             f->retry_at = now + f->pending_ms;
         } else {
             f->pending_ms = 0;

@@ -416,9 +416,7 @@ static void *thread_main(void *arg)
             break;
         if (rc == STEP_FAILED) {
             drop_conn(l);
-            backoff_ms = backoff_ms ? backoff_ms * 2 : BACKOFF_MIN_MS;
-            if (backoff_ms > BACKOFF_MAX_MS)
-                backoff_ms = BACKOFF_MAX_MS;
+            backoff_ms = sx_backoff_next(backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
             retry_at = sx_monotonic_ms() + backoff_ms;
             if (!outage_logged) {
                 outage_logged = true;

@@ -244,9 +244,7 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             pthread_mutex_lock(&p->mu);
             if (conn == NULL) {
                 p->open--;
-                p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
-                if (p->backoff_ms > BACKOFF_MAX_MS)
-                    p->backoff_ms = BACKOFF_MAX_MS;
+                p->backoff_ms = sx_backoff_next(p->backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
                 p->retry_at = sx_monotonic_ms() + p->backoff_ms;
                 snprintf(p->last_error, sizeof(p->last_error), "%s", why);
                 pthread_cond_broadcast(&p->cv);

@@ -38,6 +38,13 @@ struct timespec sx_deadline_in(int64_t ms)
     return ts;
 }
 
+int sx_backoff_next(int ms, int min_ms, int max_ms)
+{
+    if (ms == 0)
+        return min_ms;
+    return ms * 2 > max_ms ? max_ms : ms * 2;
+}
+
 char *sx_rfc3339_now(char out[SX_RFC3339_LEN])
 {
     struct timespec ts;

@@ -65,11 +65,6 @@ struct snap_loader {
     sx_metric *m_fetch_errors;
 };
 
-static int next_backoff(int ms)
-{
-    return ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
-}
-
 /* ------------------------------------------------------------------ listener side */
 
 /* The pending fetch of group, added (version 0, due now) when there is none. Call with
@@ -247,7 +242,7 @@ static void run_reload(snap_loader *l)
     pthread_mutex_lock(&l->mu);
     l->reload = true;
     l->reload_due_ms = sx_monotonic_ms() + l->reload_backoff_ms;
-    l->reload_backoff_ms = next_backoff(l->reload_backoff_ms);
+    l->reload_backoff_ms = sx_backoff_next(l->reload_backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -268,7 +263,7 @@ static void run_fetch(snap_loader *l, const job *j)
                      .version = j->version,
                      .id = j->id,
                      .due_ms = sx_monotonic_ms() + j->backoff_ms,
-                     .backoff_ms = next_backoff(j->backoff_ms)};
+                     .backoff_ms = sx_backoff_next(j->backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS)};
     pthread_mutex_unlock(&l->mu);
 }
 
