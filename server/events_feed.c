@@ -565,16 +565,12 @@ static void run_round(events_feed *f)
     int64_t now = sx_monotonic_ms();
     pthread_mutex_lock(&f->mu);
     if (rc) {
-        f->retry_ms = f->retry_ms
-                          ? (f->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : f->retry_ms * 2)
-                          : RETRY_MIN_MS;
+        f->retry_ms = sx_backoff_next(f->retry_ms, RETRY_MIN_MS, RETRY_MAX_MS);
         f->retry_at = now + f->retry_ms;
     } else {
         f->retry_ms = 0;
         if (pending) {
-            f->pending_ms = f->pending_ms ? (f->pending_ms * 2 > PENDING_MAX_MS ? PENDING_MAX_MS
-                                                                                : f->pending_ms * 2)
-                                          : PENDING_MIN_MS;
+            f->pending_ms = sx_backoff_next(f->pending_ms, PENDING_MIN_MS, PENDING_MAX_MS);
             f->retry_at = now + f->pending_ms;
         } else {
             f->pending_ms = 0;
@@ -617,11 +613,7 @@ static void *feed_main(void *arg)
             if (until == INT64_MAX) {
                 pthread_cond_wait(&f->cv, &f->mu);
             } else {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                int64_t ns = (int64_t)ts.tv_nsec + (until - now) * 1000000;
-                ts.tv_sec += ns / 1000000000;
-                ts.tv_nsec = ns % 1000000000;
+                struct timespec ts = sx_deadline_in(until - now);
                 pthread_cond_timedwait(&f->cv, &f->mu, &ts);
             }
             continue;
@@ -651,11 +643,7 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
     f->keepalive_ms = opt->keepalive_ms > 0 ? opt->keepalive_ms : DEFAULT_KEEPALIVE_MS;
     f->max_streams = opt->max_streams > 0 ? (size_t)opt->max_streams : DEFAULT_MAX_STREAMS;
     pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&f->cv);
     static const char hello[] = ": connected\n\n", keepalive[] = ": keep-alive\n\n";
     f->hello = frame_new(hello, sizeof(hello) - 1, false);
     f->keepalive = frame_new(keepalive, sizeof(keepalive) - 1, false);

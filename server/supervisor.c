@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 
@@ -77,37 +78,8 @@ static void change_state(sup_supervisor *sup, sup_component *c, sup_state to)
         c->ready_flag = false;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Absolute CLOCK_MONOTONIC deadline ms from now, for condition variables created with
  * that clock. */
-static struct timespec deadline_in(int64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    return ts;
-}
-
-static void cond_init_monotonic(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-}
-
 int sup_block_signals(sx_err *err)
 {
     sigset_t set;
@@ -130,7 +102,7 @@ sup_supervisor *sup_create(sx_metrics *metrics, int64_t shutdown_timeout_ms)
 {
     sup_supervisor *sup = sx_calloc(1, sizeof(*sup));
     pthread_mutex_init(&sup->mu, NULL);
-    cond_init_monotonic(&sup->wake);
+    sx_cond_init_monotonic(&sup->wake);
     sup->shutdown_timeout_ms = shutdown_timeout_ms > 0 ? shutdown_timeout_ms : 1;
     if (metrics) {
         sup->m_ready =
@@ -322,7 +294,7 @@ sup_state sup_component_state(sup_supervisor *sup, size_t i)
 
 bool sup_sleep(sup_supervisor *sup, int64_t ms)
 {
-    struct timespec dl = deadline_in(ms > 0 ? ms : 0);
+    struct timespec dl = sx_deadline_in(ms > 0 ? ms : 0);
     pthread_mutex_lock(&sup->mu);
     int rc = 0;
     while (!sup->stopping && rc != ETIMEDOUT)
@@ -411,7 +383,7 @@ static bool stop_one(sup_component *c, int64_t deadline)
         return true;
     stop_job *j = sx_calloc(1, sizeof(*j));
     pthread_mutex_init(&j->mu, NULL);
-    cond_init_monotonic(&j->done_cv);
+    sx_cond_init_monotonic(&j->done_cv);
     j->refs = 2;
     j->stop = c->ops.stop;
     j->ctx = c->ctx;
@@ -431,10 +403,10 @@ static bool stop_one(sup_component *c, int64_t deadline)
         return true;
     }
 
-    int64_t wait = deadline - now_ms();
+    int64_t wait = deadline - sx_monotonic_ms();
     if (wait < MIN_STOP_GRACE_MS)
         wait = MIN_STOP_GRACE_MS;
-    struct timespec dl = deadline_in(wait);
+    struct timespec dl = sx_deadline_in(wait);
     pthread_mutex_lock(&j->mu);
     int w = 0;
     while (!j->done && w != ETIMEDOUT)
@@ -448,7 +420,7 @@ static bool stop_one(sup_component *c, int64_t deadline)
 int sup_stop_all(sup_supervisor *sup)
 {
     begin_shutdown(sup);
-    int64_t start = now_ms();
+    int64_t start = sx_monotonic_ms();
     int64_t deadline = start + sup->shutdown_timeout_ms;
     int rc = 0;
     for (size_t k = sup->ncomps; k-- > 0;) {
@@ -460,7 +432,7 @@ int sup_stop_all(sup_supervisor *sup)
         pthread_mutex_unlock(&sup->mu);
         if (!running)
             continue;
-        int64_t t0 = now_ms();
+        int64_t t0 = sx_monotonic_ms();
         bool done = stop_one(c, deadline);
         pthread_mutex_lock(&sup->mu);
         change_state(sup, c, done ? SUP_STOPPED : SUP_ABANDONED);
@@ -468,7 +440,7 @@ int sup_stop_all(sup_supervisor *sup)
         if (done) {
             sx_log_fields(SX_LOG_INFO, "supervisor",
                           json_pack("{s:s,s:I}", "component_name", c->name, "duration_ms",
-                                    (json_int_t)(now_ms() - t0)),
+                                    (json_int_t)(sx_monotonic_ms() - t0)),
                           "stopped %s", c->name);
         } else {
             sx_log_fields(SX_LOG_ERROR, "supervisor",

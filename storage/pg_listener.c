@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 
@@ -80,13 +81,6 @@ struct pg_listener {
     sx_metric *m_notifies;   /* sextant_db_notifications_total{channel} */
 };
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* libpq messages end in a newline and may span lines; keep the first line. */
 static void first_line(char *dst, size_t n, const char *src)
 {
@@ -127,12 +121,12 @@ static void drain(pg_listener *l)
  */
 static int wait_io(pg_listener *l, int fd, short events, long long timeout_ms, bool *woken)
 {
-    long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    long long deadline = timeout_ms < 0 ? -1 : sx_monotonic_ms() + timeout_ms;
     for (;;) {
         struct pollfd p[2] = {{l->wake[0], POLLIN, 0}, {fd, events, 0}};
         int t = -1;
         if (deadline >= 0) {
-            long long left = deadline - now_ms();
+            long long left = deadline - sx_monotonic_ms();
             t = left < 0 ? 0 : (int)left;
         }
         int n = poll(p, fd >= 0 ? 2 : 1, t);
@@ -149,7 +143,7 @@ static int wait_io(pg_listener *l, int fd, short events, long long timeout_ms, b
             return STEP_OK;
         if (n < 0 && fd >= 0)
             return STEP_OK; /* let libpq run into the error and report it */
-        if (n <= 0 || (deadline >= 0 && now_ms() >= deadline))
+        if (n <= 0 || (deadline >= 0 && sx_monotonic_ms() >= deadline))
             return STEP_FAILED;
         if (woken && *woken)
             return STEP_FAILED; /* let the caller look at the new subscription */
@@ -189,7 +183,7 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
     }
     PostgresPollingStatusType st =
         PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
-    long long deadline = now_ms() + l->connect_timeout_ms;
+    long long deadline = sx_monotonic_ms() + l->connect_timeout_ms;
     while (st != PGRES_POLLING_OK) {
         if (st == PGRES_POLLING_FAILED) {
             first_line(why, whylen, PQerrorMessage(c));
@@ -202,12 +196,12 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
         }
         short ev = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
         bool woken = false;
-        int rc = wait_io(l, PQsocket(c), ev, deadline - now_ms(), &woken);
+        int rc = wait_io(l, PQsocket(c), ev, deadline - sx_monotonic_ms(), &woken);
         if (rc == STEP_STOPPED) {
             PQfinish(c);
             return STEP_STOPPED;
         }
-        if (rc == STEP_FAILED && woken && now_ms() < deadline)
+        if (rc == STEP_FAILED && woken && sx_monotonic_ms() < deadline)
             continue; /* a subscription arrived; it is picked up once connected */
         if (rc == STEP_FAILED) {
             snprintf(why, whylen, "timeout expired after %d ms", l->connect_timeout_ms);
@@ -408,7 +402,7 @@ static void *thread_main(void *arg)
     long long retry_at = 0;
     char why[512];
     for (;;) {
-        long long wait = retry_at - now_ms();
+        long long wait = retry_at - sx_monotonic_ms();
         if (wait > 0) {
             if (wait_io(l, -1, 0, wait, NULL) == STEP_STOPPED)
                 break;
@@ -422,10 +416,8 @@ static void *thread_main(void *arg)
             break;
         if (rc == STEP_FAILED) {
             drop_conn(l);
-            backoff_ms = backoff_ms ? backoff_ms * 2 : BACKOFF_MIN_MS;
-            if (backoff_ms > BACKOFF_MAX_MS)
-                backoff_ms = BACKOFF_MAX_MS;
-            retry_at = now_ms() + backoff_ms;
+            backoff_ms = sx_backoff_next(backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+            retry_at = sx_monotonic_ms() + backoff_ms;
             if (!outage_logged) {
                 outage_logged = true;
                 SX_WARN(COMPONENT, "database listener could not connect to postgresql: %s", why);
@@ -452,7 +444,7 @@ static void *thread_main(void *arg)
         drop_conn(l);
         outage_logged = true;
         SX_WARN(COMPONENT, "database listener lost its connection: %s", why);
-        retry_at = now_ms() + BACKOFF_MIN_MS;
+        retry_at = sx_monotonic_ms() + BACKOFF_MIN_MS;
         backoff_ms = BACKOFF_MIN_MS;
     }
     drop_conn(l);
@@ -475,11 +467,7 @@ int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err
     }
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->stop_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&l->cv);
     l->url = sx_strdup(opt->url);
     l->app = sx_strdup(opt->application_name ? opt->application_name : "sextant-listener");
     l->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
@@ -591,11 +579,7 @@ bool pg_listener_connected(pg_listener *l)
 
 bool pg_listener_wait_connected(pg_listener *l, int timeout_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long until = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
-    ts.tv_sec = until / 1000;
-    ts.tv_nsec = (until % 1000) * 1000000;
+    struct timespec ts = sx_deadline_in(timeout_ms);
     pthread_mutex_lock(&l->mu);
     while (!l->connected && !l->stopping) {
         if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 
@@ -54,13 +55,6 @@ struct pg_pool {
     sx_metric *m_errors;
 };
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
 {
     *out = NULL;
@@ -70,11 +64,7 @@ int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
         return sx_err_set(err, SX_EINVAL, "pool size must be at least 1");
     pg_pool *p = sx_calloc(1, sizeof(*p));
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&p->cv);
     p->url = sx_strdup(opt->url);
     p->app = sx_strdup(opt->application_name ? opt->application_name : "sextant");
     p->size = opt->size;
@@ -215,7 +205,7 @@ static bool idle_conn_alive(pg_conn *c)
 int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
 {
     *out = NULL;
-    long long deadline = now_ms() + p->acquire_timeout_ms;
+    long long deadline = sx_monotonic_ms() + p->acquire_timeout_ms;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (p->idle) {
@@ -236,7 +226,7 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             continue;
         }
         if (p->open < p->size) {
-            long long now = now_ms();
+            long long now = sx_monotonic_ms();
             if (now < p->retry_at) {
                 long long wait = p->retry_at - now;
                 sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s",
@@ -254,10 +244,8 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             pthread_mutex_lock(&p->mu);
             if (conn == NULL) {
                 p->open--;
-                p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
-                if (p->backoff_ms > BACKOFF_MAX_MS)
-                    p->backoff_ms = BACKOFF_MAX_MS;
-                p->retry_at = now_ms() + p->backoff_ms;
+                p->backoff_ms = sx_backoff_next(p->backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+                p->retry_at = sx_monotonic_ms() + p->backoff_ms;
                 snprintf(p->last_error, sizeof(p->last_error), "%s", why);
                 pthread_cond_broadcast(&p->cv);
                 pthread_mutex_unlock(&p->mu);
@@ -276,17 +264,13 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             *out = c;
             return 0;
         }
-        long long now = now_ms();
+        long long now = sx_monotonic_ms();
         if (now >= deadline) {
             pthread_mutex_unlock(&p->mu);
             return sx_err_set(err, SX_ETIMEOUT,
                               "could not get a database connection: all %d in use", p->size);
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        long long until = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + (deadline - now);
-        ts.tv_sec = until / 1000;
-        ts.tv_nsec = (until % 1000) * 1000000;
+        struct timespec ts = sx_deadline_in(deadline - now);
         pthread_cond_timedwait(&p->cv, &p->mu, &ts);
     }
 }

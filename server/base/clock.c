@@ -1,5 +1,6 @@
 /*
- * clock.c — monotonic milliseconds and RFC 3339 timestamps.
+ * clock.c — monotonic milliseconds, monotonic condition deadlines and RFC 3339
+ * timestamps.
  */
 #include "server/base/clock.h"
 
@@ -11,6 +12,37 @@ int64_t sx_monotonic_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sx_cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+struct timespec sx_deadline_in(int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int sx_backoff_next(int ms, int min_ms, int max_ms)
+{
+    if (ms == 0)
+        return min_ms;
+    return ms * 2 > max_ms ? max_ms : ms * 2;
 }
 
 char *sx_rfc3339_now(char out[SX_RFC3339_LEN])

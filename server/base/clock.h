@@ -1,17 +1,29 @@
 /*
  * clock.h — time as the rest of the code needs it: monotonic milliseconds for
- * deadlines and back-off, and RFC 3339 UTC text for logs, IR and APIs.
+ * deadlines and back-off, the back-off steps themselves, and RFC 3339 UTC text for logs, IR and
+ * APIs.
  */
 #ifndef SX_BASE_CLOCK_H
 #define SX_BASE_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 /* "2026-11-21T02:04:34.123Z" and its terminator fit in this many bytes. */
 #define SX_RFC3339_LEN 32
 
 /* Milliseconds on the monotonic clock (for intervals only). */
 int64_t sx_monotonic_ms(void);
+/* Initialises *cv so that its timed waits run on the monotonic clock (pair it
+ * with sx_deadline_in). cv must not be NULL; destroy it with pthread_cond_destroy. */
+void sx_cond_init_monotonic(pthread_cond_t *cv);
+/* The monotonic instant ms milliseconds from now (a negative ms counts as 0),
+ * as pthread_cond_timedwait takes it on a condition from sx_cond_init_monotonic. */
+struct timespec sx_deadline_in(int64_t ms);
+/* The next delay of a doubling back-off: min_ms after none (ms == 0), else twice ms, at
+ * most max_ms. */
+int sx_backoff_next(int ms, int min_ms, int max_ms);
 /* The current UTC time with milliseconds, as RFC 3339, into out. Returns out. */
 char *sx_rfc3339_now(char out[SX_RFC3339_LEN]);
 

@@ -266,6 +266,47 @@ void ir_snapshot_free(ir_snapshot *snap)
         protobuf_c_message_free_unpacked(&snap->base, NULL);
 }
 
+#define CONCAT(field)                                                                              \
+    do {                                                                                           \
+        size_t total = 0;                                                                          \
+        for (size_t i = 0; i < n; i++)                                                             \
+            total += part(ctx, i)->n_##field;                                                      \
+        out->field = sx_calloc(total ? total : 1, sizeof(*out->field));                            \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            const ir_snapshot *p = part(ctx, i);                                                   \
+            for (size_t j = 0; j < p->n_##field; j++)                                              \
+                out->field[out->n_##field++] = p->field[j];                                        \
+        }                                                                                          \
+    } while (0)
+
+void ir_snapshot_concat(ir_snapshot *out, size_t n, ir_snapshot_part_fn part, const void *ctx)
+{
+    gateway__control__v1__config_snapshot__init(out);
+    CONCAT(listeners);
+    CONCAT(http_routes);
+    CONCAT(grpc_routes);
+    CONCAT(stream_routes);
+    CONCAT(backends);
+    CONCAT(secrets);
+}
+
+#define UNCONCAT(field)                                                                            \
+    do {                                                                                           \
+        sx_free(m->field);                                                                         \
+        m->field = NULL;                                                                           \
+        m->n_##field = 0;                                                                          \
+    } while (0)
+
+void ir_snapshot_unconcat(ir_snapshot *m)
+{
+    UNCONCAT(listeners);
+    UNCONCAT(http_routes);
+    UNCONCAT(grpc_routes);
+    UNCONCAT(stream_routes);
+    UNCONCAT(backends);
+    UNCONCAT(secrets);
+}
+
 char *ir_canonical_json(const json_t *json)
 {
     char *s =

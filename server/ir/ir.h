@@ -52,6 +52,19 @@ int ir_snapshot_unpack(const uint8_t *data, size_t len, ir_snapshot **out,
 /* Frees a snapshot from any function of this module; NULL allowed. */
 void ir_snapshot_free(ir_snapshot *snap);
 
+/* The i-th of the snapshots ir_snapshot_concat joins; never NULL. */
+typedef const ir_snapshot *(*ir_snapshot_part_fn)(const void *ctx, size_t i);
+
+/* Sets *out to a snapshot whose listeners, HTTP, gRPC and stream routes, backends and
+ * secrets are those of part(ctx, 0..n) one after the other. The objects are borrowed from
+ * the parts (which must outlive *out); only the six lists are allocated, and every other
+ * field is left at its default. Release with ir_snapshot_unconcat, never
+ * ir_snapshot_free. out and part must not be NULL. */
+void ir_snapshot_concat(ir_snapshot *out, size_t n, ir_snapshot_part_fn part, const void *ctx);
+/* Frees the six lists ir_snapshot_concat allocated in m (not the objects) and leaves
+ * those lists empty; the other fields are left as they are. m must not be NULL. */
+void ir_snapshot_unconcat(ir_snapshot *m);
+
 /* The canonical text of a JSON value: compact, object keys sorted, UTF-8, reals with 17
  * significant digits. Equal documents give equal text, so sha256 of it is a checksum.
  * json must not be NULL. Returns a new string the caller frees with free; never NULL. */

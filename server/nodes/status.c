@@ -541,11 +541,7 @@ static void *flusher(void *arg)
     while (!q->stopping) {
         uint64_t asked = q->flush_requests;
         if (!q->urgent && asked == q->flushes_done) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t ns = (int64_t)ts.tv_nsec + (int64_t)q->interval_ms * 1000000;
-            ts.tv_sec += ns / 1000000000;
-            ts.tv_nsec = ns % 1000000000;
+            struct timespec ts = sx_deadline_in(q->interval_ms);
             pthread_cond_timedwait(&q->cv, &q->mu, &ts);
             if (q->stopping)
                 break;
@@ -574,12 +570,8 @@ int node_status_create(const node_status_options *opt, node_status_queue **out, 
         return sx_err_set(err, SX_EINVAL, "node status needs a database pool and a replica id");
     node_status_queue *q = sx_calloc(1, sizeof(*q));
     pthread_mutex_init(&q->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cv, &ca);
+    sx_cond_init_monotonic(&q->cv);
     pthread_cond_init(&q->flushed, NULL);
-    pthread_condattr_destroy(&ca);
     q->pool = opt->pool;
     q->replica_id = sx_strdup(opt->replica_id);
     q->interval_ms = opt->flush_interval_ms > 0 ? opt->flush_interval_ms : 1000;

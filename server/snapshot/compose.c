@@ -108,16 +108,11 @@ static bool plain_shape(const json_t *spec, bool *ext)
     return true;
 }
 
-#define CAT(field)                                                                                 \
-    do {                                                                                           \
-        size_t total = 0;                                                                          \
-        for (size_t i = 0; i < n; i++)                                                             \
-            total += order[i]->ir->n_##field;                                                      \
-        out->field = sx_calloc(total ? total : 1, sizeof(*out->field));                            \
-        for (size_t i = 0; i < n; i++)                                                             \
-            for (size_t j = 0; j < order[i]->ir->n_##field; j++)                                   \
-                out->field[out->n_##field++] = order[i]->ir->field[j];                             \
-    } while (0)
+static const ir_snapshot *ordered_ir(const void *ctx, size_t i)
+{
+    const snap_compose_input *const *order = ctx;
+    return order[i]->ir;
+}
 
 bool snap_compose_ir(const snap_compose_input *sources, size_t n, const char *id,
                      Google__Protobuf__Timestamp *generated_at, ir_snapshot *out)
@@ -129,14 +124,9 @@ bool snap_compose_ir(const snap_compose_input *sources, size_t n, const char *id
             !plain_shape(sources[i].spec, &ext))
             return false;
     const snap_compose_input **order = merge_order(sources, n);
+    ir_snapshot_concat(out, n, ordered_ir, order);
     out->id = (char *)id;
     out->generated_at = generated_at;
-    CAT(listeners);
-    CAT(http_routes);
-    CAT(grpc_routes);
-    CAT(stream_routes);
-    CAT(backends);
-    CAT(secrets);
     if (ext) {
         /* Key by key, a later config's value replacing an earlier one's in place, as
          * json_object_update does. */
@@ -166,12 +156,7 @@ bool snap_compose_ir(const snap_compose_input *sources, size_t n, const char *id
 
 void snap_compose_ir_release(ir_snapshot *m)
 {
-    sx_free(m->listeners);
-    sx_free(m->http_routes);
-    sx_free(m->grpc_routes);
-    sx_free(m->stream_routes);
-    sx_free(m->backends);
-    sx_free(m->secrets);
+    ir_snapshot_unconcat(m);
     if (m->extensions) {
         sx_free(m->extensions->fields);
         sx_free(m->extensions);

@@ -65,11 +65,6 @@ struct snap_loader {
     sx_metric *m_fetch_errors;
 };
 
-static int next_backoff(int ms)
-{
-    return ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
-}
-
 /* ------------------------------------------------------------------ listener side */
 
 /* The pending fetch of group, added (version 0, due now) when there is none. Call with
@@ -247,7 +242,7 @@ static void run_reload(snap_loader *l)
     pthread_mutex_lock(&l->mu);
     l->reload = true;
     l->reload_due_ms = sx_monotonic_ms() + l->reload_backoff_ms;
-    l->reload_backoff_ms = next_backoff(l->reload_backoff_ms);
+    l->reload_backoff_ms = sx_backoff_next(l->reload_backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -268,7 +263,7 @@ static void run_fetch(snap_loader *l, const job *j)
                      .version = j->version,
                      .id = j->id,
                      .due_ms = sx_monotonic_ms() + j->backoff_ms,
-                     .backoff_ms = next_backoff(j->backoff_ms)};
+                     .backoff_ms = sx_backoff_next(j->backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS)};
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -289,14 +284,7 @@ static void *worker(void *arg)
             if (j.wait_ms < 0) {
                 pthread_cond_wait(&l->cv, &l->mu);
             } else if (j.wait_ms > 0) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_sec += j.wait_ms / 1000;
-                ts.tv_nsec += (long)(j.wait_ms % 1000) * 1000000L;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
+                struct timespec ts = sx_deadline_in(j.wait_ms);
                 pthread_cond_timedwait(&l->cv, &l->mu, &ts);
             }
             pthread_mutex_unlock(&l->mu);
@@ -360,11 +348,7 @@ int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err
                              .ctx = l,
                              .what = "the snapshot loader"};
     pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&l->cv);
     l->reload = true; /* the first load, once the database and the listener are up */
     l->reload_backoff_ms = BACKOFF_MIN_MS;
     if (opt->metrics)

@@ -194,10 +194,11 @@ static void describe_grpc(const val_grpc_match *m, char *buf, size_t n)
                  m->n_headers == 1 ? "" : "es");
 }
 
-/* The peer HTTP route of document d that claims (h, m), or NULL. */
-static const val_http_route *http_claim(const ir_snapshot *ir, const char *h,
-                                        const val_http_match *m)
+/* The claim_fn (below) of HTTP routes, and then of gRPC routes. */
+static bool http_claim(const ir_snapshot *ir, const char *h, const void *match, const char **ns,
+                       const char **name)
 {
+    const val_http_match *m = match;
     for (size_t i = 0; i < ir->n_http_routes; i++) {
         const val_http_route *r = ir->http_routes[i];
         if (r == NULL || !host_in(h, r->hostnames, r->n_hostnames))
@@ -206,19 +207,23 @@ static const val_http_route *http_claim(const ir_snapshot *ir, const char *h,
             const val_http_rule *rule = r->rules[k];
             if (rule == NULL)
                 continue;
-            if (rule->n_matches == 0 && same_http(m, &ANY_PATH))
-                return r;
-            for (size_t j = 0; j < rule->n_matches; j++)
-                if (rule->matches[j] && same_http(m, rule->matches[j]))
-                    return r;
+            bool hit = rule->n_matches == 0 && same_http(m, &ANY_PATH);
+            for (size_t j = 0; j < rule->n_matches && !hit; j++)
+                hit = rule->matches[j] && same_http(m, rule->matches[j]);
+            if (hit) {
+                *ns = r->namespace_;
+                *name = r->name;
+                return true;
+            }
         }
     }
-    return NULL;
+    return false;
 }
 
-static const val_grpc_route *grpc_claim(const ir_snapshot *ir, const char *h,
-                                        const val_grpc_match *m)
+static bool grpc_claim(const ir_snapshot *ir, const char *h, const void *match, const char **ns,
+                       const char **name)
 {
+    const val_grpc_match *m = match;
     for (size_t i = 0; i < ir->n_grpc_routes; i++) {
         const val_grpc_route *r = ir->grpc_routes[i];
         if (r == NULL || !host_in(h, r->hostnames, r->n_hostnames))
@@ -227,19 +232,49 @@ static const val_grpc_route *grpc_claim(const ir_snapshot *ir, const char *h,
             const val_grpc_rule *rule = r->rules[k];
             if (rule == NULL)
                 continue;
-            if (rule->n_matches == 0 && same_grpc(m, &ANY_METHOD))
-                return r;
-            for (size_t j = 0; j < rule->n_matches; j++)
-                if (rule->matches[j] && same_grpc(m, rule->matches[j]))
-                    return r;
+            bool hit = rule->n_matches == 0 && same_grpc(m, &ANY_METHOD);
+            for (size_t j = 0; j < rule->n_matches && !hit; j++)
+                hit = rule->matches[j] && same_grpc(m, rule->matches[j]);
+            if (hit) {
+                *ns = r->namespace_;
+                *name = r->name;
+                return true;
+            }
         }
     }
-    return NULL;
+    return false;
+}
+
+/* Finds the route of one kind (HTTP or gRPC) in ir that claims host h with match m: its
+ * namespace and name in *ns and *name; false when none does. */
+typedef bool (*claim_fn)(const ir_snapshot *ir, const char *h, const void *m, const char **ns,
+                         const char **name);
+
+/* Reports at p every other document whose kind route already claims m (described as what)
+ * on one of the hostnames. */
+static void report_claims(val_ctx *c, const char *p, char **hostnames, size_t nhostnames,
+                          const void *m, const char *what, const char *kind, claim_fn claim)
+{
+    char host[300], q[VAL_PATH_MAX];
+    const char *h;
+    size_t nh = hosts_of(hostnames, nhostnames, &h, 0);
+    for (size_t x = 0; x < nh; x++) {
+        hosts_of(hostnames, nhostnames, &h, x);
+        for (size_t d = 1; d < c->ndocs; d++) {
+            const char *ns, *name;
+            if (!claim(c->docs[d].ir, h, m, &ns, &name))
+                continue;
+            val_add_conflict(c, p, c->docs[d].ref,
+                             "%s with %s is already routed by %s route \"%s\" of config %s",
+                             host_text(h, host, sizeof host), what, kind,
+                             val_qname(ns, name, q, sizeof q), c->docs[d].ref);
+        }
+    }
 }
 
 static void http_routes(val_ctx *c, const ir_snapshot *ir)
 {
-    char p[VAL_PATH_MAX], what[160], host[300], q[VAL_PATH_MAX];
+    char p[VAL_PATH_MAX], what[160];
     for (size_t i = 0; i < ir->n_http_routes; i++) {
         const val_http_route *r = ir->http_routes[i];
         for (size_t k = 0; r && k < r->n_rules; k++) {
@@ -256,22 +291,7 @@ static void http_routes(val_ctx *c, const ir_snapshot *ir)
                 else
                     snprintf(p, sizeof p, "spec.http_routes[%zu].rules[%zu]", i, k);
                 describe_http(m, what, sizeof what);
-                const char *h;
-                size_t nh = hosts_of(r->hostnames, r->n_hostnames, &h, 0);
-                for (size_t x = 0; x < nh; x++) {
-                    hosts_of(r->hostnames, r->n_hostnames, &h, x);
-                    for (size_t d = 1; d < c->ndocs; d++) {
-                        const val_http_route *o = http_claim(c->docs[d].ir, h, m);
-                        if (o == NULL)
-                            continue;
-                        val_add_conflict(c, p, c->docs[d].ref,
-                                         "%s with %s is already routed by http route \"%s\" of "
-                                         "config %s",
-                                         host_text(h, host, sizeof host), what,
-                                         val_qname(o->namespace_, o->name, q, sizeof q),
-                                         c->docs[d].ref);
-                    }
-                }
+                report_claims(c, p, r->hostnames, r->n_hostnames, m, what, "http", http_claim);
             }
         }
     }
@@ -279,7 +299,7 @@ static void http_routes(val_ctx *c, const ir_snapshot *ir)
 
 static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
 {
-    char p[VAL_PATH_MAX], what[300], host[300], q[VAL_PATH_MAX];
+    char p[VAL_PATH_MAX], what[300];
     for (size_t i = 0; i < ir->n_grpc_routes; i++) {
         const val_grpc_route *r = ir->grpc_routes[i];
         for (size_t k = 0; r && k < r->n_rules; k++) {
@@ -296,22 +316,7 @@ static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
                 else
                     snprintf(p, sizeof p, "spec.grpc_routes[%zu].rules[%zu]", i, k);
                 describe_grpc(m, what, sizeof what);
-                const char *h;
-                size_t nh = hosts_of(r->hostnames, r->n_hostnames, &h, 0);
-                for (size_t x = 0; x < nh; x++) {
-                    hosts_of(r->hostnames, r->n_hostnames, &h, x);
-                    for (size_t d = 1; d < c->ndocs; d++) {
-                        const val_grpc_route *o = grpc_claim(c->docs[d].ir, h, m);
-                        if (o == NULL)
-                            continue;
-                        val_add_conflict(c, p, c->docs[d].ref,
-                                         "%s with %s is already routed by grpc route \"%s\" of "
-                                         "config %s",
-                                         host_text(h, host, sizeof host), what,
-                                         val_qname(o->namespace_, o->name, q, sizeof q),
-                                         c->docs[d].ref);
-                    }
-                }
+                report_claims(c, p, r->hostnames, r->n_hostnames, m, what, "grpc", grpc_claim);
             }
         }
     }

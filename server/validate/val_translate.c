@@ -51,37 +51,16 @@ static size_t list_count(const ir_snapshot *ir, int l)
 
 /* ---------------------------------------------------------------- merging */
 
-#define CAT(field)                                                                                 \
-    do {                                                                                           \
-        size_t n = 0;                                                                              \
-        for (size_t d = 0; d < ndocs; d++)                                                         \
-            n += docs[order[d]].ir->n_##field;                                                     \
-        m->field = sx_calloc(n ? n : 1, sizeof *m->field);                                         \
-        for (size_t d = 0; d < ndocs; d++)                                                         \
-            for (size_t i = 0; i < docs[order[d]].ir->n_##field; i++)                              \
-                m->field[m->n_##field++] = docs[order[d]].ir->field[i];                            \
-    } while (0)
+/* The documents translate merges: docs[order[0..n)]. */
+typedef struct merge_parts {
+    const val_doc *docs;
+    const size_t *order;
+} merge_parts;
 
-/* A snapshot borrowing the objects of docs[order[0..ndocs)]; free with unmerge. */
-static void merge(ir_snapshot *m, const val_doc *docs, const size_t *order, size_t ndocs)
+static const ir_snapshot *merge_part(const void *ctx, size_t i)
 {
-    gateway__control__v1__config_snapshot__init(m);
-    CAT(listeners);
-    CAT(http_routes);
-    CAT(grpc_routes);
-    CAT(stream_routes);
-    CAT(backends);
-    CAT(secrets);
-}
-
-static void unmerge(ir_snapshot *m)
-{
-    sx_free(m->listeners);
-    sx_free(m->http_routes);
-    sx_free(m->grpc_routes);
-    sx_free(m->stream_routes);
-    sx_free(m->backends);
-    sx_free(m->secrets);
+    const merge_parts *mp = ctx;
+    return mp->docs[mp->order[i]].ir;
 }
 
 /* ---------------------------------------------------------------- translator problems */
@@ -171,13 +150,14 @@ static void parse(const sx_err *err, tr_items *out)
 static bool translate(const val_ctx *c, const size_t *order, size_t n, tr_items *out)
 {
     ir_snapshot m;
-    merge(&m, c->docs, order, n);
+    merge_parts mp = {c->docs, order};
+    ir_snapshot_concat(&m, n, merge_part, &mp); /* borrows the documents' objects */
     tr_resources *res = NULL;
     sx_err err;
     sx_err_clear(&err);
     int rc = tr_resources_build(&m, "validation", 0, &res, &err);
     tr_resources_unref(res);
-    unmerge(&m);
+    ir_snapshot_unconcat(&m);
     if (rc == 0)
         return true;
     parse(&err, out);

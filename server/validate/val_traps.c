@@ -60,6 +60,18 @@ static bool has_action(val_backend_ref **refs, size_t n, val_filter **f, size_t 
     return false;
 }
 
+/* The checks on one route rule at p: its backend refs, and that it has an action (a
+ * backend ref with weight, or one of filters that redirects); missing says so. */
+static void rule_action(val_ctx *c, const char *p, val_backend_ref **refs, size_t nrefs,
+                        const char *ns, val_filter **filters, size_t nfilters, const char *missing)
+{
+    refs_to_empty(c, p, refs, nrefs, ns);
+    if (!has_action(refs, nrefs, filters, nfilters))
+        val_add(c, p, "%s", missing);
+}
+
+#define NO_ACTION "rule has no action: no backend_ref with a weight above 0"
+
 static void routes(val_ctx *c, const ir_snapshot *ir)
 {
     char p[VAL_PATH_MAX];
@@ -70,12 +82,8 @@ static void routes(val_ctx *c, const ir_snapshot *ir)
             if (rule == NULL)
                 continue;
             snprintf(p, sizeof p, "spec.http_routes[%zu].rules[%zu]", i, k);
-            refs_to_empty(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_);
-            if (!has_action(rule->backend_refs, rule->n_backend_refs, rule->filters,
-                            rule->n_filters))
-                val_add(c, p,
-                        "rule has no action: no backend_ref with a weight above 0 and no "
-                        "RequestRedirect filter");
+            rule_action(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_,
+                        rule->filters, rule->n_filters, NO_ACTION " and no RequestRedirect filter");
         }
     }
     for (size_t i = 0; i < ir->n_grpc_routes; i++) {
@@ -85,9 +93,8 @@ static void routes(val_ctx *c, const ir_snapshot *ir)
             if (rule == NULL)
                 continue;
             snprintf(p, sizeof p, "spec.grpc_routes[%zu].rules[%zu]", i, k);
-            refs_to_empty(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_);
-            if (!has_action(rule->backend_refs, rule->n_backend_refs, NULL, 0))
-                val_add(c, p, "rule has no action: no backend_ref with a weight above 0");
+            rule_action(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_, NULL, 0,
+                        NO_ACTION);
         }
     }
     for (size_t i = 0; i < ir->n_stream_routes; i++) {
@@ -97,9 +104,8 @@ static void routes(val_ctx *c, const ir_snapshot *ir)
             if (rule == NULL)
                 continue;
             snprintf(p, sizeof p, "spec.stream_routes[%zu].rules[%zu]", i, k);
-            refs_to_empty(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_);
-            if (!has_action(rule->backend_refs, rule->n_backend_refs, NULL, 0))
-                val_add(c, p, "rule has no action: no backend_ref with a weight above 0");
+            rule_action(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_, NULL, 0,
+                        NO_ACTION);
         }
     }
 }

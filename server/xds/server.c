@@ -260,9 +260,7 @@ static void *sweeper_thread(void *arg)
     xds_server *s = arg;
     pthread_mutex_lock(&s->mu);
     while (s->sweeper_running) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += SWEEP_INTERVAL_MS / 1000;
+        struct timespec ts = sx_deadline_in(SWEEP_INTERVAL_MS);
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         if (!s->sweeper_running)
             break;
@@ -309,11 +307,7 @@ int xds_server_create(const xds_server_options *opt, xds_server **out, sx_err *e
     s->control_plane_id = sx_asprintf("sextant/%s", s->cfg->replica.id ? s->cfg->replica.id : "");
     s->listen = sx_strdup(s->cfg->grpc.listen.text ? s->cfg->grpc.listen.text : "");
     pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_cond_init_monotonic(&s->cv);
     atomic_init(&s->stopping, false);
     atomic_init(&s->running, false);
     s->t_shutdown = (xds_tag){XDS_TAG_SHUTDOWN, s};
