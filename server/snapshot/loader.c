@@ -235,6 +235,19 @@ static void run_reload(snap_loader *l)
                 "snapshots loaded");
         pthread_mutex_lock(&l->mu);
         l->reload_backoff_ms = BACKOFF_MIN_MS;
+        /* The listener resyncs its subscribers only after a reconnect, so state kept
+         * beside the snapshots (the rollout pins) would otherwise wait for its next
+         * NOTIFY: a replica started during a rollout would serve pinned nodes their
+         * group's current snapshot. Once the first load is held, every subscription
+         * that can resync does. */
+        for (size_t i = 0; first && i < l->nsubs; i++) {
+            sub *su = l->subs[i];
+            if (su->on_resync == NULL)
+                continue;
+            su->pending = SUB_RESYNC;
+            sx_free(su->payload);
+            su->payload = NULL;
+        }
         pthread_mutex_unlock(&l->mu);
         return;
     }

@@ -300,6 +300,41 @@ static void test_subscription_coalesces(void **state)
     pthread_mutex_unlock(&s.mu);
 }
 
+/* A subscription's resync runs once after the first load, on the loader's thread: state
+ * kept beside the snapshots (the rollout pins) is loaded at start-up, not only after a
+ * reconnect of the listener or the next NOTIFY. */
+static atomic_int resyncs;
+
+static void on_resync_count(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&resyncs, 1);
+}
+
+static void on_ignore(void *ctx, const char *channel, const char *payload)
+{
+    (void)ctx;
+    (void)channel;
+    (void)payload;
+}
+
+static void test_resync_after_first_load(void **state)
+{
+    fx *f = *state;
+    atomic_store(&resyncs, 0);
+    ok(snap_loader_subscribe(f->loader, "test_pins", on_ignore, on_resync_count, NULL, &err));
+    start(f);
+    for (long long end = tl_now_ms() + 10000; atomic_load(&resyncs) == 0 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_int_equal(atomic_load(&resyncs), 1);
+    /* Later loads of single groups do not resync it again. */
+    long long v = insert_snapshot(f, "edge");
+    announce(f, "edge", v);
+    assert_true(wait_held(f, "edge", v));
+    tl_sleep_ms(100);
+    assert_int_equal(atomic_load(&resyncs), 1);
+}
+
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
@@ -307,6 +342,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_load_then_notify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_back_in_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscription_coalesces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resync_after_first_load, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
