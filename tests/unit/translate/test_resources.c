@@ -5,15 +5,12 @@
  * empty prefix, is absent after decoding), and followed from listener to route
  * configuration to cluster to endpoints as a client would.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdbool.h>
+#include "tests/lib/testlib.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
 
 #include "envoy/config/cluster/v3/cluster.pb-c.h"
 #include "envoy/config/endpoint/v3/endpoint.pb-c.h"
@@ -48,15 +45,7 @@ typedef Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext Upstrea
 /* An IR snapshot from JSON written with single quotes (for readability in C). */
 static ir_snapshot *ir_from(const char *text)
 {
-    char *s = sx_strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t e;
-    json_t *j = json_loads(s, 0, &e);
-    if (j == NULL)
-        fail_msg("bad test JSON at line %d column %d: %s", e.line, e.column, e.text);
-    sx_free(s);
+    json_t *j = tl_json(text);
     sx_fielderrs errs = {0};
     ir_snapshot *snap = NULL;
     if (ir_snapshot_from_json(j, NULL, &snap, &errs) != 0) {
