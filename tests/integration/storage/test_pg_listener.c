@@ -115,6 +115,16 @@ static void fx_open_subscribed(fixture *f, rec *r)
     assert_int_equal(pg_listener_subscribe(f->l, "sx_changes", on_notify, on_resync, r, &err), 0);
 }
 
+/* fx_open_subscribed, then the listener started and connected. */
+static void fx_open_listening(fixture *f, rec *r)
+{
+    fx_open_subscribed(f, r);
+    sx_err err;
+    assert_false(pg_listener_connected(f->l));
+    assert_int_equal(pg_listener_start(f->l, &err), 0);
+    assert_true(pg_listener_wait_connected(f->l, 5000));
+}
+
 static void fx_close(fixture *f)
 {
     pg_listener_destroy(f->l);
@@ -167,11 +177,8 @@ static void test_notify_reaches_subscriber(void **state)
     (void)state;
     fixture f;
     rec r;
-    fx_open_subscribed(&f, &r);
+    fx_open_listening(&f, &r);
     sx_err err;
-    assert_false(pg_listener_connected(f.l));
-    assert_int_equal(pg_listener_start(f.l, &err), 0);
-    assert_true(pg_listener_wait_connected(f.l, 5000));
     assert_int_equal(metric(f.m, "sextant_db_listener_connected", NULL, NULL), 1);
 
     notify(&f, "sx_changes", "group=edge version=7");
@@ -248,10 +255,8 @@ static void test_reconnect_after_backend_killed(void **state)
     (void)state;
     fixture f;
     rec r;
-    fx_open_subscribed(&f, &r);
+    fx_open_listening(&f, &r);
     sx_err err;
-    assert_int_equal(pg_listener_start(f.l, &err), 0);
-    assert_true(pg_listener_wait_connected(f.l, 5000));
 
     pg_conn *c;
     assert_int_equal(pg_acquire(f.pool, &c, &err), 0);
