@@ -104,6 +104,13 @@ static bool next(fx *f)
     return true;
 }
 
+/* Takes the next response, which must come and be of type t. */
+static void next_is(fx *f, tr_type t)
+{
+    assert_true(next(f));
+    assert_int_equal(f->last.type, t);
+}
+
 /* Answers the last response with its nonce: an ACK, or a NACK when nack. */
 static void answer_last(fx *f, bool nack)
 {
@@ -138,8 +145,7 @@ static void test_legacy_wildcard_and_versions(void **state)
     fx *f = *state;
     tr_resources *r = publish(f, 1, "cds:a=1,b=1;eds:a=1");
     assert_int_equal(request(f, (dreq){.type = TR_CDS}), XDS_REQ_SUBSCRIBE);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->sent, "a,b");
     assert_string_equal(f->removed, "");
     assert_int_equal(f->last.version, 1);
@@ -296,8 +302,7 @@ static void test_nack_no_resend(void **state)
     fx *f = *state;
     publish(f, 1, "cds:a=1");
     request(f, (dreq){.type = TR_CDS});
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     nack(f);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 0);
@@ -320,16 +325,13 @@ static void test_push_order_and_endpoint_refresh(void **state)
     request(f, (dreq){.type = TR_SDS, .sub = (char *[]){"s", NULL}});
     tr_type want[] = {TR_SDS, TR_CDS, TR_EDS, TR_LDS, TR_RDS};
     for (int i = 0; i < 5; i++) {
-        assert_true(next(f));
-        assert_int_equal(f->last.type, want[i]);
+        next_is(f, want[i]);
         ack(f);
     }
     /* Cluster a changes, its endpoints do not: they follow it anyway. */
     publish(f, 2, "sds:s=1;cds:a=2;eds:a=1;lds:l=1;rds:r=1");
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS);
+    next_is(f, TR_CDS);
+    next_is(f, TR_EDS);
     assert_string_equal(f->sent, "a");
     assert_false(next(f));
 }
@@ -375,25 +377,21 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     }
     assert_int_equal(xds_delta_synced_version(&f->d), 1);
     publish(f, 2, "cds:new=1;lds:l=2;rds:r=2");
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->sent, "new");
     assert_string_equal(f->removed, ""); /* "old" is still routed to */
     ack(f);
     assert_true(next(f)); /* LDS */
     ack(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     /* NACKed routes: the client runs the old ones, so "old" stays. */
     nack(f);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 0);
     publish(f, 3, "cds:new=1;lds:l=2;rds:r=3");
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     ack(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->sent, "");
     assert_string_equal(f->removed, "old");
     ack(f);

@@ -95,6 +95,13 @@ static bool next(fx *f)
     return true;
 }
 
+/* Takes the next response, which must come and be of type t. */
+static void next_is(fx *f, tr_type t)
+{
+    assert_true(next(f));
+    assert_int_equal(f->last.type, t);
+}
+
 /* ACKs the last response, the request naming names (NULL for none). */
 static void ack_names(fx *f, char **names)
 {
@@ -137,8 +144,7 @@ static void test_fresh_nonce_and_version_per_response(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     assert_int_equal(request(f, TR_CDS, "", false, NULL), XDS_REQ_SUBSCRIBE);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_int_equal(f->last.version, 1);
     assert_string_equal(f->names, "a,b");
     char first[XDS_NONCE_LEN];
@@ -239,8 +245,7 @@ static void test_empty_nonce_always_answered(void **state)
     assert_string_equal(f->names, "l");
     /* A nonce this stream never sent for the type also starts it over. */
     request(f, TR_RDS, "feedfacefeedface", false, (char *[]){"r", NULL});
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     assert_string_equal(f->names, "r");
 }
 
@@ -255,8 +260,7 @@ static void test_legacy_wildcard_lds_cds_only(void **state)
     assert_string_equal(f->names, "l,m");
     /* For EDS an empty list is nothing, but the first request is still answered. */
     request(f, TR_EDS, "", false, NULL);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS);
+    next_is(f, TR_EDS);
     assert_int_equal(f->last.n, 0);
 }
 
@@ -380,22 +384,18 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     fx *f = *state;
     routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
     publish(f, 2, "cds:new=1;lds:l=2;rds:r=2", XDS_ADOPT_NEW); /* r moves from old to new */
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->names, "new");
     assert_int_equal(f->last.nkept, 1);
     assert_string_equal(f->last.kept[0].name, "old");
     ack_r(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_LDS);
+    next_is(f, TR_LDS);
     ack_r(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* not in step yet */
     ack_r(f);
     /* Routes accepted: the last CDS response drops the old cluster. */
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->names, "new");
     assert_int_equal(f->last.nkept, 0);
     assert_int_equal(f->last.version, 2);
@@ -414,8 +414,7 @@ static void test_nacked_routes_keep_their_cluster(void **state)
         assert_true(next(f));
         ack_r(f);
     }
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
     char *rds[] = {"r", NULL};
@@ -424,11 +423,9 @@ static void test_nacked_routes_keep_their_cluster(void **state)
     assert_int_equal(f->s.nkept, 1);
     /* The next snapshot is accepted; then "old" goes. */
     publish(f, 3, "cds:new=1;lds:l=2;rds:r=3", XDS_ADOPT_NEW);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     ack_r(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_int_equal(f->last.nkept, 0);
     assert_string_equal(f->names, "new");
 }
@@ -463,8 +460,7 @@ static void test_push_order_make_before_break(void **state)
     request(f, TR_SDS, "", false, s);
     tr_type want[] = {TR_SDS, TR_CDS, TR_EDS, TR_LDS, TR_RDS};
     for (int i = 0; i < 5; i++) {
-        assert_true(next(f));
-        assert_int_equal(f->last.type, want[i]);
+        next_is(f, want[i]);
     }
     assert_false(next(f));
     /* ACK each (in any order), then a change to every type goes out in order again. */
@@ -477,8 +473,7 @@ static void test_push_order_make_before_break(void **state)
     }
     publish(f, 2, "sds:s=2;cds:a=2,b=1;eds:a=2,b=1;lds:l=2,m=1;rds:r=2", XDS_ADOPT_NEW);
     for (int i = 0; i < 5; i++) {
-        assert_true(next(f));
-        assert_int_equal(f->last.type, want[i]);
+        next_is(f, want[i]);
         assert_int_equal(f->last.version, 2);
     }
 }
@@ -493,10 +488,8 @@ static void test_changed_cluster_resends_its_endpoints(void **state)
     /* Cluster a changes, its endpoints do not: Envoy still needs them to finish
      * warming the updated cluster. */
     publish(f, 2, "sds:s=1;cds:a=2,b=1;eds:a=1,b=1", XDS_ADOPT_NEW);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS);
+    next_is(f, TR_CDS);
+    next_is(f, TR_EDS);
     assert_string_equal(f->names, "a");
 }
 
@@ -510,8 +503,7 @@ static void test_unchanged_types_not_sent_and_synced(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 1);
     publish(f, 2, "sds:s=1;cds:a=1,b=1;eds:a=1,b=9;lds:l=1,m=1;rds:r=1", XDS_ADOPT_NEW);
     assert_int_equal(xds_sotw_synced_version(&f->s), 0);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS); /* CDS did not change: not sent */
+    next_is(f, TR_EDS); /* CDS did not change: not sent */
     assert_string_equal(f->names, "b");
     assert_false(next(f));
     assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* EDS awaits its ACK */
