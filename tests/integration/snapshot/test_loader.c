@@ -32,29 +32,23 @@ typedef struct fx {
     snap_loader *loader;
 } fx;
 
-/* Inserts the next snapshot of group and returns its version (nothing is announced). */
-typedef struct insert_args {
-    const char *group;
-    sx_arena *a;
-    snap_record *out;
-} insert_args;
-
-static int insert_tx(pg_conn *c, void *p, sx_err *e)
-{
-    insert_args *x = p;
-    json_t *ir = json_pack("{s:s}", "version_info", "test");
-    snap_new in = {.group = x->group, .ir = ir, .created_by = "test"};
-    int rc = snap_repo_insert(c, &in, x->a, &x->out, e);
-    json_decref(ir);
-    return rc;
-}
-
+/* Inserts the next snapshot of group in a transaction of its own and returns its
+ * version (nothing is announced). */
 static long long insert_snapshot(fx *f, const char *group)
 {
-    insert_args x = {.group = group, .a = sx_arena_create()};
-    TL_OK(pg_tx(f->pool, insert_tx, &x, &e_));
-    long long v = x.out->version;
-    sx_arena_destroy(x.a);
+    sx_arena *a = sx_arena_create();
+    json_t *ir = json_pack("{s:s}", "version_info", "test");
+    snap_new in = {.group = group, .ir = ir, .created_by = "test"};
+    snap_record *out = NULL;
+    pg_conn *c = NULL;
+    TL_OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_begin(c, &e_));
+    TL_OK(snap_repo_insert(c, &in, a, &out, &e_));
+    TL_OK(pg_commit(c, &e_));
+    pg_release(f->pool, c);
+    long long v = out->version;
+    json_decref(ir);
+    sx_arena_destroy(a);
     return v;
 }
 
