@@ -52,19 +52,6 @@ static redis_cache *make_cache(const char *url, int timeout_ms, sx_metrics *m)
 }
 
 /* A direct hiredis connection to check what the cache really stored. */
-static redisContext *raw_connect(const char *url)
-{
-    int port = 0;
-    const char *colon = strrchr(url, ':');
-    assert_non_null(colon);
-    port = (int)strtol(colon + 1, NULL, 10);
-    struct timeval tv = {2, 0};
-    redisContext *r = redisConnectWithTimeout("127.0.0.1", port, tv);
-    assert_non_null(r);
-    assert_int_equal(r->err, 0);
-    return r;
-}
-
 static long long raw_integer(redisContext *r, const char *fmt, const char *arg)
 {
     redisReply *rep = redisCommand(r, fmt, arg);
@@ -133,7 +120,7 @@ static void test_round_trip_binary(void **state)
     free(got);
 
     /* The key in Redis carries the prefix. */
-    redisContext *raw = raw_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
+    redisContext *raw = tl_redis_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
     char full[160];
     snprintf(full, sizeof(full), "%ssnap/edge/42", prefix);
     assert_int_equal(raw_integer(raw, "EXISTS %s", full), 1);
@@ -174,7 +161,7 @@ static void test_ttl(void **state)
 {
     (void)state;
     redis_cache *c = make_cache(tl_env("SEXTANT_TEST_REDIS_URL"), 0, NULL);
-    redisContext *raw = raw_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
+    redisContext *raw = tl_redis_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
     char full[160];
 
     redis_cache_set(c, "ttl/long", "x", 1, 60);
@@ -327,7 +314,7 @@ static void test_auth_and_select(void **state)
     (void)state;
     tl_redis r = {0};
     tl_redis_start(&r);
-    redisContext *raw = raw_connect(r.url);
+    redisContext *raw = tl_redis_connect(r.url);
     redisReply *rep = redisCommand(raw, "CONFIG SET requirepass %s", "s3cr3t-pw");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STATUS);

@@ -508,20 +508,10 @@ static void test_snapshots_concurrent_versions(void **state)
 
 /* ------------------------------------------------------------ snapshot cache */
 
-static redisContext *redis_at(const char *url)
-{
-    int port = (int)strtol(strrchr(url, ':') + 1, NULL, 10);
-    struct timeval tv = {1, 0};
-    redisContext *r = redisConnectWithTimeout("127.0.0.1", port, tv);
-    assert_non_null(r);
-    assert_int_equal(r->err, 0);
-    return r;
-}
-
 /* The raw value of prefix+key in Redis, or NULL (caller frees). */
 static char *redis_raw(const char *url, const char *prefix, const char *key, size_t *len)
 {
-    redisContext *r = redis_at(url);
+    redisContext *r = tl_redis_connect(url);
     redisReply *rep = redisCommand(r, "GET %s%s", prefix, key);
     char *v = NULL;
     if (rep && rep->type == REDIS_REPLY_STRING) {
@@ -538,7 +528,7 @@ static char *redis_raw(const char *url, const char *prefix, const char *key, siz
 
 static void redis_del(const char *url, const char *prefix, const char *key)
 {
-    redisContext *r = redis_at(url);
+    redisContext *r = tl_redis_connect(url);
     freeReplyObject(redisCommand(r, "DEL %s%s", prefix, key));
     redisFree(r);
 }
@@ -596,7 +586,7 @@ static void test_snapshot_reads_fill_cache(void **state)
     pg_pool_destroy(dead);
 
     /* A malformed cache entry is ignored and replaced. */
-    redisContext *r = redis_at(rurl);
+    redisContext *r = tl_redis_connect(rurl);
     freeReplyObject(redisCommand(r, "SET %ssnapshot:edge:1 garbage", f->prefix));
     redisFree(r);
     TL_OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
