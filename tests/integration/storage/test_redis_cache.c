@@ -51,7 +51,8 @@ static redis_cache *make_cache(const char *url, int timeout_ms, sx_metrics *m)
     return c;
 }
 
-/* A direct hiredis connection to check what the cache really stored. */
+/* The integer reply of a command on a direct hiredis connection, to check what the
+ * cache really stored. */
 static long long raw_integer(redisContext *r, const char *fmt, const char *arg)
 {
     redisReply *rep = redisCommand(r, fmt, arg);
@@ -101,6 +102,45 @@ static int count_substr(const char *hay, const char *needle)
     for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
         n++;
     return n;
+}
+
+/* A cache on a Redis server of the test's own, with metrics and the log captured. */
+typedef struct own {
+    tl_redis r;
+    sx_metrics *m;
+    redis_cache *c;
+} own;
+
+static void own_open(own *o, int timeout_ms)
+{
+    memset(o, 0, sizeof(*o));
+    tl_redis_start(&o->r);
+    o->m = sx_metrics_create();
+    o->c = make_cache(o->r.url, timeout_ms, o->m);
+    log_capture_start();
+}
+
+static void own_close(own *o)
+{
+    log_capture_stop();
+    redis_cache_destroy(o->c);
+    sx_metrics_destroy(o->m);
+    tl_redis_stop(&o->r);
+}
+
+/* Polls key every 50 ms for up to 10 s (writing refill first when not NULL) until it
+ * is a hit; returns the last code of redis_cache_get. */
+static int wait_hit(redis_cache *c, const char *key, const char *refill, char **got, size_t *len)
+{
+    long long deadline = tl_now_ms() + 10000;
+    int rc = SX_ENOTFOUND;
+    while (rc != 0 && tl_now_ms() < deadline) {
+        tl_sleep_ms(50);
+        if (refill)
+            redis_cache_set(c, key, refill, strlen(refill), 0);
+        rc = redis_cache_get(c, key, got, len);
+    }
+    return rc;
 }
 
 static void test_round_trip_binary(void **state)
@@ -198,12 +238,11 @@ static void test_ttl(void **state)
 static void test_outage_and_recovery(void **state)
 {
     (void)state;
-    tl_redis r = {0};
-    tl_redis_start(&r);
-    sx_metrics *m = sx_metrics_create();
     const int timeout_ms = 500;
-    redis_cache *c = make_cache(r.url, timeout_ms, m);
-    log_capture_start();
+    own o;
+    own_open(&o, timeout_ms);
+    redis_cache *c = o.c;
+    sx_metrics *m = o.m;
 
     redis_cache_set(c, "k", "before", 6, 0);
     char *got = NULL;
@@ -212,7 +251,7 @@ static void test_outage_and_recovery(void **state)
     free(got);
     assert_true(redis_cache_up(c));
 
-    tl_redis_stop(&r);
+    tl_redis_stop(&o.r);
 
     /* Every read is a quick miss and every write is skipped; nothing fails. */
     for (int i = 0; i < 20; i++) {
@@ -232,15 +271,8 @@ static void test_outage_and_recovery(void **state)
     assert_true(rendered_has(m, "\nsextant_cache_up 0\n"));
 
     /* Back on the same port: once the back-off has passed, the cache is used again. */
-    tl_redis_start(&r);
-    long long deadline = tl_now_ms() + 10000;
-    int rc = SX_ENOTFOUND;
-    while (rc != 0 && tl_now_ms() < deadline) {
-        tl_sleep_ms(50);
-        redis_cache_set(c, "k", "after", 5, 0);
-        rc = redis_cache_get(c, "k", &got, &len);
-    }
-    assert_int_equal(rc, 0);
+    tl_redis_start(&o.r);
+    assert_int_equal(wait_hit(c, "k", "after", &got, &len), 0);
     assert_int_equal(len, 5);
     assert_memory_equal(got, "after", 5);
     free(got);
@@ -254,27 +286,23 @@ static void test_outage_and_recovery(void **state)
     assert_non_null(strstr(log, "\"level\":\"warn\""));
     free(log);
 
-    log_capture_stop();
-    redis_cache_destroy(c);
-    sx_metrics_destroy(m);
-    tl_redis_stop(&r);
+    own_close(&o);
 }
 
 static void test_hung_redis_times_out(void **state)
 {
     (void)state;
-    tl_redis r = {0};
-    tl_redis_start(&r);
-    sx_metrics *m = sx_metrics_create();
     const int timeout_ms = 200;
-    redis_cache *c = make_cache(r.url, timeout_ms, m);
-    log_capture_start();
+    own o;
+    own_open(&o, timeout_ms);
+    redis_cache *c = o.c;
+    sx_metrics *m = o.m;
 
     redis_cache_set(c, "k", "v", 1, 0);
     assert_true(redis_cache_up(c));
 
     /* A stopped (not exited) server accepts nothing and answers nothing. */
-    kill(r.pid, SIGSTOP);
+    kill(o.r.pid, SIGSTOP);
     long long t0 = tl_now_ms();
     char *got = NULL;
     size_t len;
@@ -289,24 +317,15 @@ static void test_hung_redis_times_out(void **state)
     assert_true(requests(m, "get", "error") >= 1);
     assert_false(redis_cache_up(c));
 
-    kill(r.pid, SIGCONT);
-    long long deadline = tl_now_ms() + 10000;
-    int rc = SX_ENOTFOUND;
-    while (rc != 0 && tl_now_ms() < deadline) {
-        tl_sleep_ms(50);
-        rc = redis_cache_get(c, "k", &got, &len);
-    }
-    assert_int_equal(rc, 0);
+    kill(o.r.pid, SIGCONT);
+    assert_int_equal(wait_hit(c, "k", NULL, &got, &len), 0);
     free(got);
 
     char *log = log_capture_read();
     assert_non_null(strstr(log, "redis unavailable, serving from postgresql: get failed at "));
     assert_non_null(strstr(log, "timed out after 200 ms"));
     free(log);
-    log_capture_stop();
-    redis_cache_destroy(c);
-    sx_metrics_destroy(m);
-    tl_redis_stop(&r);
+    own_close(&o);
 }
 
 static void test_auth_and_select(void **state)
