@@ -241,15 +241,13 @@ static void test_outage_and_recovery(void **state)
     const int timeout_ms = 500;
     own o;
     own_open(&o, timeout_ms);
-    redis_cache *c = o.c;
-    sx_metrics *m = o.m;
 
-    redis_cache_set(c, "k", "before", 6, 0);
+    redis_cache_set(o.c, "k", "before", 6, 0);
     char *got = NULL;
     size_t len;
-    assert_int_equal(redis_cache_get(c, "k", &got, &len), 0);
+    assert_int_equal(redis_cache_get(o.c, "k", &got, &len), 0);
     free(got);
-    assert_true(redis_cache_up(c));
+    assert_true(redis_cache_up(o.c));
 
     tl_redis_stop(&o.r);
 
@@ -257,27 +255,27 @@ static void test_outage_and_recovery(void **state)
     for (int i = 0; i < 20; i++) {
         long long t0 = tl_now_ms();
         got = (char *)"sentinel";
-        assert_int_equal(redis_cache_get(c, "k", &got, &len), SX_ENOTFOUND);
+        assert_int_equal(redis_cache_get(o.c, "k", &got, &len), SX_ENOTFOUND);
         assert_null(got);
-        redis_cache_set(c, "k", "during", 6, 10);
-        redis_cache_del(c, "k");
+        redis_cache_set(o.c, "k", "during", 6, 10);
+        redis_cache_del(o.c, "k");
         assert_true(tl_now_ms() - t0 < timeout_ms);
         tl_sleep_ms(10);
     }
-    assert_false(redis_cache_up(c));
-    assert_true(requests(m, "get", "error") >= 1);
-    assert_true(requests(m, "get", "skipped") >= 1);
-    assert_true(requests(m, "set", "skipped") >= 1);
-    assert_true(rendered_has(m, "\nsextant_cache_up 0\n"));
+    assert_false(redis_cache_up(o.c));
+    assert_true(requests(o.m, "get", "error") >= 1);
+    assert_true(requests(o.m, "get", "skipped") >= 1);
+    assert_true(requests(o.m, "set", "skipped") >= 1);
+    assert_true(rendered_has(o.m, "\nsextant_cache_up 0\n"));
 
     /* Back on the same port: once the back-off has passed, the cache is used again. */
     tl_redis_start(&o.r);
-    assert_int_equal(wait_hit(c, "k", "after", &got, &len), 0);
+    assert_int_equal(wait_hit(o.c, "k", "after", &got, &len), 0);
     assert_int_equal(len, 5);
     assert_memory_equal(got, "after", 5);
     free(got);
-    assert_true(redis_cache_up(c));
-    assert_true(rendered_has(m, "\nsextant_cache_up 1\n"));
+    assert_true(redis_cache_up(o.c));
+    assert_true(rendered_has(o.m, "\nsextant_cache_up 1\n"));
 
     /* One line when Redis went away, one when it came back. */
     char *log = log_capture_read();
@@ -295,30 +293,28 @@ static void test_hung_redis_times_out(void **state)
     const int timeout_ms = 200;
     own o;
     own_open(&o, timeout_ms);
-    redis_cache *c = o.c;
-    sx_metrics *m = o.m;
 
-    redis_cache_set(c, "k", "v", 1, 0);
-    assert_true(redis_cache_up(c));
+    redis_cache_set(o.c, "k", "v", 1, 0);
+    assert_true(redis_cache_up(o.c));
 
     /* A stopped (not exited) server accepts nothing and answers nothing. */
     kill(o.r.pid, SIGSTOP);
     long long t0 = tl_now_ms();
     char *got = NULL;
     size_t len;
-    assert_int_equal(redis_cache_get(c, "k", &got, &len), SX_ENOTFOUND);
+    assert_int_equal(redis_cache_get(o.c, "k", &got, &len), SX_ENOTFOUND);
     long long took = tl_now_ms() - t0;
     assert_true(took >= timeout_ms - 20 && took < 4 * timeout_ms);
     /* The next calls are inside the back-off window and do not wait at all. */
     t0 = tl_now_ms();
-    redis_cache_set(c, "k", "v", 1, 0);
-    assert_int_equal(redis_cache_get(c, "k", &got, &len), SX_ENOTFOUND);
+    redis_cache_set(o.c, "k", "v", 1, 0);
+    assert_int_equal(redis_cache_get(o.c, "k", &got, &len), SX_ENOTFOUND);
     assert_true(tl_now_ms() - t0 < timeout_ms);
-    assert_true(requests(m, "get", "error") >= 1);
-    assert_false(redis_cache_up(c));
+    assert_true(requests(o.m, "get", "error") >= 1);
+    assert_false(redis_cache_up(o.c));
 
     kill(o.r.pid, SIGCONT);
-    assert_int_equal(wait_hit(c, "k", NULL, &got, &len), 0);
+    assert_int_equal(wait_hit(o.c, "k", NULL, &got, &len), 0);
     free(got);
 
     char *log = log_capture_read();
