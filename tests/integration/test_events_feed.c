@@ -96,6 +96,9 @@ static void on_wake(void *ctx)
     atomic_fetch_add(&r->wakes, 1);
 }
 
+/* A subscription to every event type. */
+static const events_sub_options ALL = {.proxies = true, .deployments = true};
+
 static reader *open_reader(fx *f, const events_sub_options *o)
 {
     reader *r = calloc(1, sizeof(*r));
@@ -171,13 +174,12 @@ static void test_live_and_resume(void **state)
 {
     fx *f = *state;
     /* An event the feed has handed out (to a probe) before the subscription opens. */
-    events_sub_options all = {.proxies = true, .deployments = true};
-    reader *probe = open_reader(f, &all);
+    reader *probe = open_reader(f, &ALL);
     long long old = emit(f, "proxy_connected", "before", 0);
     char line[64];
     assert_true(wait_text(probe, id_line(old, line, sizeof(line)), 15000));
     close_reader(probe);
-    reader *live = open_reader(f, &all);
+    reader *live = open_reader(f, &ALL);
     assert_true(wait_text(live, ": connected\n\n", 10000));
     long long e1 = emit(f, "config_applied", "n1", 0);
     assert_true(wait_text(live, id_line(e1, line, sizeof(line)), 10000));
@@ -263,9 +265,8 @@ static void test_filters_keepalive_limit(void **state)
 static void test_slow_reader_is_ended(void **state)
 {
     fx *f = *state;
-    events_sub_options all = {.proxies = true, .deployments = true};
-    reader *slow = open_reader(f, &all);
-    reader *fast = open_reader(f, &all);
+    reader *slow = open_reader(f, &ALL);
+    reader *fast = open_reader(f, &ALL);
     long long last = 0;
     for (int i = 0; i < 70; i++) { /* ~1.4 MB: over the 1 MB bound */
         last = emit(f, "config_rejected", "n1", 20000);
@@ -284,8 +285,7 @@ static void test_slow_reader_is_ended(void **state)
 static void test_stop_ends_subscriptions(void **state)
 {
     fx *f = *state;
-    events_sub_options all = {.proxies = true, .deployments = true};
-    reader *r = open_reader(f, &all);
+    reader *r = open_reader(f, &ALL);
     assert_true(wait_text(r, ": connected", 10000));
     int before = atomic_load(&r->wakes);
     sup_thread_ops.stop(events_feed_component(f->feed));
@@ -295,7 +295,7 @@ static void test_stop_ends_subscriptions(void **state)
     assert_true(r->ended);
     events_sub *s;
     sx_err err;
-    assert_int_equal(events_sub_open(f->feed, &all, &s, &err), SX_EUNAVAILABLE);
+    assert_int_equal(events_sub_open(f->feed, &ALL, &s, &err), SX_EUNAVAILABLE);
     close_reader(r);
 }
 
@@ -333,8 +333,7 @@ static void *write_loop(void *arg)
 static void test_concurrent_writers(void **state)
 {
     fx *f = *state;
-    events_sub_options all = {.proxies = true, .deployments = true};
-    reader *r = open_reader(f, &all);
+    reader *r = open_reader(f, &ALL);
     assert_true(wait_text(r, ": connected", 10000));
     pthread_t t[2];
     writer w[2] = {{f, 1, false}, {f, 2, false}};

@@ -170,6 +170,18 @@ void tl_redis_start(tl_redis *r)
     fail();
 }
 
+struct redisContext *tl_redis_connect(const char *url)
+{
+    const char *colon = strrchr(url, ':');
+    assert_non_null(colon);
+    int port = (int)strtol(colon + 1, NULL, 10);
+    struct timeval tv = {2, 0};
+    redisContext *r = redisConnectWithTimeout("127.0.0.1", port, tv);
+    assert_non_null(r);
+    assert_int_equal(r->err, 0);
+    return r;
+}
+
 void tl_redis_stop(tl_redis *r)
 {
     if (r->pid <= 0)

@@ -82,6 +82,10 @@ typedef struct tl_redis {
 void tl_redis_start(tl_redis *r);
 /* Stops it (SIGTERM, wait); keeps the port so a later start reuses it. */
 void tl_redis_stop(tl_redis *r);
+/* A plain hiredis connection (2 s timeout) to the Redis of a redis://127.0.0.1:PORT
+ * url, for looking at what the code under test stored; fails the test when it cannot
+ * connect. The caller frees it with redisFree. */
+struct redisContext *tl_redis_connect(const char *url);
 
 /* Milliseconds since an arbitrary fixed point (monotonic). */
 long long tl_now_ms(void);

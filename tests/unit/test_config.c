@@ -29,6 +29,18 @@ static char dir[64];
 static char cert[128], key[128], ca[128], junk[128], secret_file[128], short_secret_file[128],
     rsa_pub[128], rsa_priv[128], rsa_other[128], policy[128], yaml_path[128];
 
+/* Writes key to path as PEM: its public half when public_only, else the private key.
+ * Returns whether the file was written. */
+static bool write_pem(const char *path, EVP_PKEY *key, bool public_only)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return false;
+    int ok = public_only ? PEM_write_PUBKEY(f, key)
+                         : PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+    return fclose(f) == 0 && ok == 1;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -54,28 +66,13 @@ static int setup(void **state)
     tl_write_file(short_secret_file, "short\n");
     tl_write_file(policy, "roles: []\n");
 
-    EVP_PKEY *pk = EVP_RSA_gen(1024);
-    if (pk == NULL)
-        return -1;
-    FILE *f = fopen(rsa_pub, "w");
-    if (f == NULL)
-        return -1;
-    PEM_write_PUBKEY(f, pk);
-    fclose(f);
-    f = fopen(rsa_priv, "w");
-    if (f == NULL)
-        return -1;
-    PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
-    fclose(f);
+    /* An RSA key pair, and the private key of another pair. */
+    EVP_PKEY *pk = EVP_RSA_gen(1024), *other = EVP_RSA_gen(1024);
+    bool written = pk && other && write_pem(rsa_pub, pk, true) && write_pem(rsa_priv, pk, false) &&
+                   write_pem(rsa_other, other, false);
     EVP_PKEY_free(pk);
-    pk = EVP_RSA_gen(1024);
-    f = pk ? fopen(rsa_other, "w") : NULL;
-    if (f == NULL)
-        return -1;
-    PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
-    fclose(f);
-    EVP_PKEY_free(pk);
-    return 0;
+    EVP_PKEY_free(other);
+    return written ? 0 : -1;
 }
 
 static int teardown(void **state)

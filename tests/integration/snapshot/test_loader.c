@@ -19,7 +19,6 @@
 #include "server/base/log.h"
 #include "server/snapshot/loader.h"
 #include "server/snapshot/store.h"
-#include "storage/migrate.h"
 #include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_snapshots.h"
@@ -33,49 +32,31 @@ typedef struct fx {
     snap_loader *loader;
 } fx;
 
-/* The error of the last call the test made on the main thread. */
-static sx_err err;
-
-/* Fails the test when a call returned an error. */
-static void ok(int rc)
-{
-    if (rc != 0) {
-        fprintf(stderr, "failed (%d): %s | %s\n", rc, err.message, err.detail);
-        fail();
-    }
-}
-
-/* Inserts the next snapshot of group and returns its version (nothing is announced). */
-typedef struct insert_args {
-    const char *group;
-    sx_arena *a;
-    snap_record *out;
-} insert_args;
-
-static int insert_tx(pg_conn *c, void *p, sx_err *e)
-{
-    insert_args *x = p;
-    json_t *ir = json_pack("{s:s}", "version_info", "test");
-    snap_new in = {.group = x->group, .ir = ir, .created_by = "test"};
-    int rc = snap_repo_insert(c, &in, x->a, &x->out, e);
-    json_decref(ir);
-    return rc;
-}
-
+/* Inserts the next snapshot of group in a transaction of its own and returns its
+ * version (nothing is announced). */
 static long long insert_snapshot(fx *f, const char *group)
 {
-    insert_args x = {.group = group, .a = sx_arena_create()};
-    ok(pg_tx(f->pool, insert_tx, &x, &err));
-    long long v = x.out->version;
-    sx_arena_destroy(x.a);
+    sx_arena *a = sx_arena_create();
+    json_t *ir = json_pack("{s:s}", "version_info", "test");
+    snap_new in = {.group = group, .ir = ir, .created_by = "test"};
+    snap_record *out = NULL;
+    pg_conn *c = NULL;
+    TL_OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_begin(c, &e_));
+    TL_OK(snap_repo_insert(c, &in, a, &out, &e_));
+    TL_OK(pg_commit(c, &e_));
+    pg_release(f->pool, c);
+    long long v = out->version;
+    json_decref(ir);
+    sx_arena_destroy(a);
     return v;
 }
 
 static void notify(fx *f, const char *channel, const char *payload)
 {
     pg_conn *c = NULL;
-    ok(pg_acquire(f->pool, &c, &err));
-    ok(pg_notify(c, channel, payload, &err));
+    TL_OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_notify(c, channel, payload, &e_));
     pg_release(f->pool, c);
 }
 
@@ -123,16 +104,15 @@ static void on_store(void *ctx, snap_entry *e)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
-    ok(migrate_run(f->url, NULL, NULL, &err));
+    f->url = tl_db_create_migrated();
     pg_pool_options po = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
     assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
     pg_listener_options lo = {.url = f->url, .connect_timeout_ms = 2000};
-    ok(pg_listener_create(&lo, &f->listener, &err));
+    TL_OK(pg_listener_create(&lo, &f->listener, &e_));
     f->repo = snap_repo_create(f->pool, NULL);
     f->store = snap_store_create(f->repo, NULL);
     snap_loader_options o = {.store = f->store, .listener = f->listener};
-    ok(snap_loader_create(&o, &f->loader, &err));
+    TL_OK(snap_loader_create(&o, &f->loader, &e_));
     nseen = 0;
     *state = f;
     return 0;
@@ -140,8 +120,8 @@ static int setup(void **state)
 
 static void start(fx *f)
 {
-    ok(pg_listener_start(f->listener, &err));
-    ok(sup_thread_ops.start(snap_loader_component(f->loader), &err));
+    TL_OK(pg_listener_start(f->listener, &e_));
+    TL_OK(sup_thread_ops.start(snap_loader_component(f->loader), &e_));
     for (long long end = tl_now_ms() + 10000;
          !sup_thread_ops.ready(snap_loader_component(f->loader)) && tl_now_ms() < end;)
         tl_sleep_ms(10);
@@ -252,8 +232,8 @@ static void test_subscription_coalesces(void **state)
 {
     fx *f = *state;
     slow_sub s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-    ok(snap_loader_subscribe(f->loader, "test_slow", on_slow, NULL, &s, &err));
-    ok(pg_listener_subscribe(f->listener, "test_fast", on_fast, NULL, NULL, &err));
+    TL_OK(snap_loader_subscribe(f->loader, "test_slow", on_slow, NULL, &s, &e_));
+    TL_OK(pg_listener_subscribe(f->listener, "test_fast", on_fast, NULL, NULL, &e_));
     start(f);
     notify(f, "test_slow", "1");
     pthread_mutex_lock(&s.mu);
@@ -322,7 +302,7 @@ static void test_resync_after_first_load(void **state)
 {
     fx *f = *state;
     atomic_store(&resyncs, 0);
-    ok(snap_loader_subscribe(f->loader, "test_pins", on_ignore, on_resync_count, NULL, &err));
+    TL_OK(snap_loader_subscribe(f->loader, "test_pins", on_ignore, on_resync_count, NULL, &e_));
     start(f);
     for (long long end = tl_now_ms() + 10000; atomic_load(&resyncs) == 0 && tl_now_ms() < end;)
         tl_sleep_ms(10);

@@ -68,13 +68,19 @@ static int rec_resyncs(rec *r)
     return n;
 }
 
+/* Polls until count(r) reaches n or ms passed; returns whether it has. */
+static bool wait_count(rec *r, int (*count)(rec *), int n, int ms)
+{
+    long long deadline = tl_now_ms() + ms;
+    while (count(r) < n && tl_now_ms() < deadline)
+        tl_sleep_ms(10);
+    return count(r) >= n;
+}
+
 /* Polls until r has seen n notifications or 5 s passed; returns whether it has. */
 static bool wait_notifies(rec *r, int n)
 {
-    long long deadline = tl_now_ms() + 5000;
-    while (rec_notifies(r) < n && tl_now_ms() < deadline)
-        tl_sleep_ms(10);
-    return rec_notifies(r) >= n;
+    return wait_count(r, rec_notifies, n, 5000);
 }
 
 /* One test's database, pool and listener. */
@@ -97,6 +103,26 @@ static void fx_open(fixture *f)
     assert_int_equal(pg_pool_create(&po, &f->pool, &err), 0);
     pg_listener_options lo = {.url = f->url, .application_name = f->app, .metrics = f->m};
     assert_int_equal(pg_listener_create(&lo, &f->l, &err), 0);
+}
+
+/* fx_open, and r subscribed to "sx_changes" (notifications and resyncs); the listener
+ * is not started. */
+static void fx_open_subscribed(fixture *f, rec *r)
+{
+    fx_open(f);
+    rec_init(r);
+    sx_err err;
+    assert_int_equal(pg_listener_subscribe(f->l, "sx_changes", on_notify, on_resync, r, &err), 0);
+}
+
+/* fx_open_subscribed, then the listener started and connected. */
+static void fx_open_listening(fixture *f, rec *r)
+{
+    fx_open_subscribed(f, r);
+    sx_err err;
+    assert_false(pg_listener_connected(f->l));
+    assert_int_equal(pg_listener_start(f->l, &err), 0);
+    assert_true(pg_listener_wait_connected(f->l, 5000));
 }
 
 static void fx_close(fixture *f)
@@ -127,18 +153,32 @@ static double metric(sx_metrics *m, const char *name, const char *labels, const 
     return sx_metric_value(f, labels ? v : NULL);
 }
 
+/* Starts a listener for url (connect_timeout_ms 0: the default). */
+static pg_listener *start_listener(const char *url, int connect_timeout_ms)
+{
+    pg_listener_options lo = {.url = url, .connect_timeout_ms = connect_timeout_ms};
+    pg_listener *l;
+    sx_err err;
+    assert_int_equal(pg_listener_create(&lo, &l, &err), 0);
+    assert_int_equal(pg_listener_start(l, &err), 0);
+    return l;
+}
+
+/* Destroys l and asserts that it took less than a second. */
+static void assert_destroy_prompt(pg_listener *l)
+{
+    long long t0 = tl_now_ms();
+    pg_listener_destroy(l);
+    assert_true(tl_now_ms() - t0 < 1000);
+}
+
 static void test_notify_reaches_subscriber(void **state)
 {
     (void)state;
     fixture f;
-    fx_open(&f);
     rec r;
-    rec_init(&r);
+    fx_open_listening(&f, &r);
     sx_err err;
-    assert_int_equal(pg_listener_subscribe(f.l, "sx_changes", on_notify, on_resync, &r, &err), 0);
-    assert_false(pg_listener_connected(f.l));
-    assert_int_equal(pg_listener_start(f.l, &err), 0);
-    assert_true(pg_listener_wait_connected(f.l, 5000));
     assert_int_equal(metric(f.m, "sextant_db_listener_connected", NULL, NULL), 1);
 
     notify(&f, "sx_changes", "group=edge version=7");
@@ -214,13 +254,9 @@ static void test_reconnect_after_backend_killed(void **state)
 {
     (void)state;
     fixture f;
-    fx_open(&f);
     rec r;
-    rec_init(&r);
+    fx_open_listening(&f, &r);
     sx_err err;
-    assert_int_equal(pg_listener_subscribe(f.l, "sx_changes", on_notify, on_resync, &r, &err), 0);
-    assert_int_equal(pg_listener_start(f.l, &err), 0);
-    assert_true(pg_listener_wait_connected(f.l, 5000));
 
     pg_conn *c;
     assert_int_equal(pg_acquire(f.pool, &c, &err), 0);
@@ -236,9 +272,7 @@ static void test_reconnect_after_backend_killed(void **state)
     PQclear(res);
     pg_release(f.pool, c);
 
-    long long deadline = tl_now_ms() + 10000;
-    while (rec_resyncs(&r) < 1 && tl_now_ms() < deadline)
-        tl_sleep_ms(10);
+    wait_count(&r, rec_resyncs, 1, 10000);
     assert_int_equal(rec_resyncs(&r), 1);
     /* Resync comes after LISTEN is active again. */
     assert_true(pg_listener_connected(f.l));
@@ -254,11 +288,9 @@ static void test_stop_is_prompt(void **state)
 {
     (void)state;
     fixture f;
-    fx_open(&f);
     rec r;
-    rec_init(&r);
+    fx_open_subscribed(&f, &r);
     sx_err err;
-    assert_int_equal(pg_listener_subscribe(f.l, "sx_changes", on_notify, on_resync, &r, &err), 0);
     assert_int_equal(pg_listener_start(f.l, &err), 0);
     assert_int_equal(pg_listener_start(f.l, &err), SX_EINVAL);
     assert_true(pg_listener_wait_connected(f.l, 5000));
@@ -274,14 +306,9 @@ static void test_stop_is_prompt(void **state)
     /* While backing off from an unreachable server. */
     char url[128];
     snprintf(url, sizeof(url), "postgresql://sextant@127.0.0.1:%d/none", tl_free_port());
-    pg_listener_options lo = {.url = url};
-    pg_listener *l;
-    assert_int_equal(pg_listener_create(&lo, &l, &err), 0);
-    assert_int_equal(pg_listener_start(l, &err), 0);
+    pg_listener *l = start_listener(url, 0);
     assert_false(pg_listener_wait_connected(l, 300));
-    t0 = tl_now_ms();
-    pg_listener_destroy(l);
-    assert_true(tl_now_ms() - t0 < 1000);
+    assert_destroy_prompt(l);
 
     /* While connecting to a server that accepts TCP but never answers. */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -293,14 +320,9 @@ static void test_stop_is_prompt(void **state)
     assert_int_equal(listen(fd, 8), 0);
     assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
     snprintf(url, sizeof(url), "postgresql://sextant@127.0.0.1:%d/none", ntohs(a.sin_port));
-    lo.url = url;
-    lo.connect_timeout_ms = 30000;
-    assert_int_equal(pg_listener_create(&lo, &l, &err), 0);
-    assert_int_equal(pg_listener_start(l, &err), 0);
+    l = start_listener(url, 30000);
     tl_sleep_ms(200);
-    t0 = tl_now_ms();
-    pg_listener_destroy(l);
-    assert_true(tl_now_ms() - t0 < 1000);
+    assert_destroy_prompt(l);
     close(fd);
 }
 

@@ -66,6 +66,14 @@ static void exec_ok(pg_conn *c, const char *sql)
     assert_int_equal(rc, 0);
 }
 
+/* Asserts that sql, run on c, returns want as its single value. */
+static void assert_query_one(pg_conn *c, const char *sql, const char *want)
+{
+    char *got = query_one(c, sql);
+    assert_string_equal(got, want);
+    free(got);
+}
+
 static void test_acquire_release_reuse(void **state)
 {
     (void)state;
@@ -151,9 +159,7 @@ static void test_errors_map_to_codes(void **state)
     assert_string_equal(err.sqlstate, "22P02");
 
     /* The connection is still good after errors outside a transaction. */
-    char *one = query_one(c, "SELECT 1");
-    assert_string_equal(one, "1");
-    free(one);
+    assert_query_one(c, "SELECT 1", "1");
     pg_release(p, c);
     pg_pool_destroy(p);
 }
@@ -165,9 +171,7 @@ static void test_statement_timeout(void **state)
     sx_err err;
     pg_conn *c;
     assert_int_equal(pg_acquire(p, &c, &err), 0);
-    char *st = query_one(c, "SHOW statement_timeout");
-    assert_string_equal(st, "200ms");
-    free(st);
+    assert_query_one(c, "SHOW statement_timeout", "200ms");
 
     long long t0 = tl_now_ms();
     assert_int_equal(pg_exec(c, "SELECT pg_sleep(2)", 0, NULL, NULL, &err), SX_ETIMEOUT);
@@ -178,9 +182,7 @@ static void test_statement_timeout(void **state)
 
     /* The timed-out connection goes back to the pool and works. */
     assert_int_equal(pg_acquire(p, &c, &err), 0);
-    char *one = query_one(c, "SELECT 1");
-    assert_string_equal(one, "1");
-    free(one);
+    assert_query_one(c, "SELECT 1", "1");
     pg_release(p, c);
     pg_pool_destroy(p);
 }

@@ -51,20 +51,8 @@ static redis_cache *make_cache(const char *url, int timeout_ms, sx_metrics *m)
     return c;
 }
 
-/* A direct hiredis connection to check what the cache really stored. */
-static redisContext *raw_connect(const char *url)
-{
-    int port = 0;
-    const char *colon = strrchr(url, ':');
-    assert_non_null(colon);
-    port = (int)strtol(colon + 1, NULL, 10);
-    struct timeval tv = {2, 0};
-    redisContext *r = redisConnectWithTimeout("127.0.0.1", port, tv);
-    assert_non_null(r);
-    assert_int_equal(r->err, 0);
-    return r;
-}
-
+/* The integer reply of a command on a direct hiredis connection, to check what the
+ * cache really stored. */
 static long long raw_integer(redisContext *r, const char *fmt, const char *arg)
 {
     redisReply *rep = redisCommand(r, fmt, arg);
@@ -116,6 +104,45 @@ static int count_substr(const char *hay, const char *needle)
     return n;
 }
 
+/* A cache on a Redis server of the test's own, with metrics and the log captured. */
+typedef struct own {
+    tl_redis r;
+    sx_metrics *m;
+    redis_cache *c;
+} own;
+
+static void own_open(own *o, int timeout_ms)
+{
+    memset(o, 0, sizeof(*o));
+    tl_redis_start(&o->r);
+    o->m = sx_metrics_create();
+    o->c = make_cache(o->r.url, timeout_ms, o->m);
+    log_capture_start();
+}
+
+static void own_close(own *o)
+{
+    log_capture_stop();
+    redis_cache_destroy(o->c);
+    sx_metrics_destroy(o->m);
+    tl_redis_stop(&o->r);
+}
+
+/* Polls key every 50 ms for up to 10 s (writing refill first when not NULL) until it
+ * is a hit; returns the last code of redis_cache_get. */
+static int wait_hit(redis_cache *c, const char *key, const char *refill, char **got, size_t *len)
+{
+    long long deadline = tl_now_ms() + 10000;
+    int rc = SX_ENOTFOUND;
+    while (rc != 0 && tl_now_ms() < deadline) {
+        tl_sleep_ms(50);
+        if (refill)
+            redis_cache_set(c, key, refill, strlen(refill), 0);
+        rc = redis_cache_get(c, key, got, len);
+    }
+    return rc;
+}
+
 static void test_round_trip_binary(void **state)
 {
     (void)state;
@@ -133,7 +160,7 @@ static void test_round_trip_binary(void **state)
     free(got);
 
     /* The key in Redis carries the prefix. */
-    redisContext *raw = raw_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
+    redisContext *raw = tl_redis_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
     char full[160];
     snprintf(full, sizeof(full), "%ssnap/edge/42", prefix);
     assert_int_equal(raw_integer(raw, "EXISTS %s", full), 1);
@@ -174,7 +201,7 @@ static void test_ttl(void **state)
 {
     (void)state;
     redis_cache *c = make_cache(tl_env("SEXTANT_TEST_REDIS_URL"), 0, NULL);
-    redisContext *raw = raw_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
+    redisContext *raw = tl_redis_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
     char full[160];
 
     redis_cache_set(c, "ttl/long", "x", 1, 60);
@@ -211,54 +238,44 @@ static void test_ttl(void **state)
 static void test_outage_and_recovery(void **state)
 {
     (void)state;
-    tl_redis r = {0};
-    tl_redis_start(&r);
-    sx_metrics *m = sx_metrics_create();
     const int timeout_ms = 500;
-    redis_cache *c = make_cache(r.url, timeout_ms, m);
-    log_capture_start();
+    own o;
+    own_open(&o, timeout_ms);
 
-    redis_cache_set(c, "k", "before", 6, 0);
+    redis_cache_set(o.c, "k", "before", 6, 0);
     char *got = NULL;
     size_t len;
-    assert_int_equal(redis_cache_get(c, "k", &got, &len), 0);
+    assert_int_equal(redis_cache_get(o.c, "k", &got, &len), 0);
     free(got);
-    assert_true(redis_cache_up(c));
+    assert_true(redis_cache_up(o.c));
 
-    tl_redis_stop(&r);
+    tl_redis_stop(&o.r);
 
     /* Every read is a quick miss and every write is skipped; nothing fails. */
     for (int i = 0; i < 20; i++) {
         long long t0 = tl_now_ms();
         got = (char *)"sentinel";
-        assert_int_equal(redis_cache_get(c, "k", &got, &len), SX_ENOTFOUND);
+        assert_int_equal(redis_cache_get(o.c, "k", &got, &len), SX_ENOTFOUND);
         assert_null(got);
-        redis_cache_set(c, "k", "during", 6, 10);
-        redis_cache_del(c, "k");
+        redis_cache_set(o.c, "k", "during", 6, 10);
+        redis_cache_del(o.c, "k");
         assert_true(tl_now_ms() - t0 < timeout_ms);
         tl_sleep_ms(10);
     }
-    assert_false(redis_cache_up(c));
-    assert_true(requests(m, "get", "error") >= 1);
-    assert_true(requests(m, "get", "skipped") >= 1);
-    assert_true(requests(m, "set", "skipped") >= 1);
-    assert_true(rendered_has(m, "\nsextant_cache_up 0\n"));
+    assert_false(redis_cache_up(o.c));
+    assert_true(requests(o.m, "get", "error") >= 1);
+    assert_true(requests(o.m, "get", "skipped") >= 1);
+    assert_true(requests(o.m, "set", "skipped") >= 1);
+    assert_true(rendered_has(o.m, "\nsextant_cache_up 0\n"));
 
     /* Back on the same port: once the back-off has passed, the cache is used again. */
-    tl_redis_start(&r);
-    long long deadline = tl_now_ms() + 10000;
-    int rc = SX_ENOTFOUND;
-    while (rc != 0 && tl_now_ms() < deadline) {
-        tl_sleep_ms(50);
-        redis_cache_set(c, "k", "after", 5, 0);
-        rc = redis_cache_get(c, "k", &got, &len);
-    }
-    assert_int_equal(rc, 0);
+    tl_redis_start(&o.r);
+    assert_int_equal(wait_hit(o.c, "k", "after", &got, &len), 0);
     assert_int_equal(len, 5);
     assert_memory_equal(got, "after", 5);
     free(got);
-    assert_true(redis_cache_up(c));
-    assert_true(rendered_has(m, "\nsextant_cache_up 1\n"));
+    assert_true(redis_cache_up(o.c));
+    assert_true(rendered_has(o.m, "\nsextant_cache_up 1\n"));
 
     /* One line when Redis went away, one when it came back. */
     char *log = log_capture_read();
@@ -267,59 +284,44 @@ static void test_outage_and_recovery(void **state)
     assert_non_null(strstr(log, "\"level\":\"warn\""));
     free(log);
 
-    log_capture_stop();
-    redis_cache_destroy(c);
-    sx_metrics_destroy(m);
-    tl_redis_stop(&r);
+    own_close(&o);
 }
 
 static void test_hung_redis_times_out(void **state)
 {
     (void)state;
-    tl_redis r = {0};
-    tl_redis_start(&r);
-    sx_metrics *m = sx_metrics_create();
     const int timeout_ms = 200;
-    redis_cache *c = make_cache(r.url, timeout_ms, m);
-    log_capture_start();
+    own o;
+    own_open(&o, timeout_ms);
 
-    redis_cache_set(c, "k", "v", 1, 0);
-    assert_true(redis_cache_up(c));
+    redis_cache_set(o.c, "k", "v", 1, 0);
+    assert_true(redis_cache_up(o.c));
 
     /* A stopped (not exited) server accepts nothing and answers nothing. */
-    kill(r.pid, SIGSTOP);
+    kill(o.r.pid, SIGSTOP);
     long long t0 = tl_now_ms();
     char *got = NULL;
     size_t len;
-    assert_int_equal(redis_cache_get(c, "k", &got, &len), SX_ENOTFOUND);
+    assert_int_equal(redis_cache_get(o.c, "k", &got, &len), SX_ENOTFOUND);
     long long took = tl_now_ms() - t0;
     assert_true(took >= timeout_ms - 20 && took < 4 * timeout_ms);
     /* The next calls are inside the back-off window and do not wait at all. */
     t0 = tl_now_ms();
-    redis_cache_set(c, "k", "v", 1, 0);
-    assert_int_equal(redis_cache_get(c, "k", &got, &len), SX_ENOTFOUND);
+    redis_cache_set(o.c, "k", "v", 1, 0);
+    assert_int_equal(redis_cache_get(o.c, "k", &got, &len), SX_ENOTFOUND);
     assert_true(tl_now_ms() - t0 < timeout_ms);
-    assert_true(requests(m, "get", "error") >= 1);
-    assert_false(redis_cache_up(c));
+    assert_true(requests(o.m, "get", "error") >= 1);
+    assert_false(redis_cache_up(o.c));
 
-    kill(r.pid, SIGCONT);
-    long long deadline = tl_now_ms() + 10000;
-    int rc = SX_ENOTFOUND;
-    while (rc != 0 && tl_now_ms() < deadline) {
-        tl_sleep_ms(50);
-        rc = redis_cache_get(c, "k", &got, &len);
-    }
-    assert_int_equal(rc, 0);
+    kill(o.r.pid, SIGCONT);
+    assert_int_equal(wait_hit(o.c, "k", NULL, &got, &len), 0);
     free(got);
 
     char *log = log_capture_read();
     assert_non_null(strstr(log, "redis unavailable, serving from postgresql: get failed at "));
     assert_non_null(strstr(log, "timed out after 200 ms"));
     free(log);
-    log_capture_stop();
-    redis_cache_destroy(c);
-    sx_metrics_destroy(m);
-    tl_redis_stop(&r);
+    own_close(&o);
 }
 
 static void test_auth_and_select(void **state)
@@ -327,7 +329,7 @@ static void test_auth_and_select(void **state)
     (void)state;
     tl_redis r = {0};
     tl_redis_start(&r);
-    redisContext *raw = raw_connect(r.url);
+    redisContext *raw = tl_redis_connect(r.url);
     redisReply *rep = redisCommand(raw, "CONFIG SET requirepass %s", "s3cr3t-pw");
     assert_non_null(rep);
     assert_int_equal(rep->type, REDIS_REPLY_STATUS);

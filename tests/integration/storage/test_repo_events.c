@@ -15,7 +15,6 @@
 
 #include "server/base/arena.h"
 #include "server/events.h"
-#include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_events.h"
 
@@ -29,29 +28,10 @@ typedef struct fx {
     char *other_url; /* that database, dropped by teardown */
 } fx;
 
-static void fail_err(const char *what, int rc, const sx_err *err)
-{
-    fprintf(stderr, "%s failed (%d): %s | %s | %s\n", what, rc, err->message, err->detail,
-            err->sqlstate);
-    fail();
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sx_err e_;                                                                                 \
-        sx_err_clear(&e_);                                                                         \
-        int rc_ = (call);                                                                          \
-        if (rc_ != 0)                                                                              \
-            fail_err(#call, rc_, &e_);                                                             \
-    } while (0)
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
-    sx_err err;
-    if (migrate_run(f->url, NULL, NULL, &err) != 0)
-        fail_err("migrate_run", err.code, &err);
+    f->url = tl_db_create_migrated();
     pg_pool_options opt = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
     assert_int_equal(pg_pool_create(&opt, &f->pool, NULL), 0);
     assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
@@ -81,7 +61,7 @@ static long long insert(pg_conn *c, const char *type, const char *node)
 {
     event_new in = {.type = type, .replica_id = "r1", .node_id = node};
     long long id = 0;
-    OK(event_repo_insert(c, &in, &id, &e_));
+    TL_OK(event_repo_insert(c, &in, &id, &e_));
     assert_true(id > 0);
     return id;
 }
@@ -91,7 +71,7 @@ static const char *ids_after(fx *f, event_pos pos, long long min_id, char *out, 
                              bool *pending)
 {
     event_list l;
-    OK(event_repo_list_after(f->c, &pos, min_id, NULL, 1000, f->a, &l, &e_));
+    TL_OK(event_repo_list_after(f->c, &pos, min_id, NULL, 1000, f->a, &l, &e_));
     out[0] = '\0';
     for (size_t i = 0; i < l.count; i++) {
         size_t len = strlen(out);
@@ -106,10 +86,10 @@ static const char *ids_after(fx *f, event_pos pos, long long min_id, char *out, 
  * in the same cluster may hold committed events back for a moment. */
 static void list_settled(fx *f, const event_pos *after, int limit, event_list *l)
 {
-    OK(event_repo_list_after(f->c, after, 0, NULL, limit, f->a, l, &e_));
+    TL_OK(event_repo_list_after(f->c, after, 0, NULL, limit, f->a, l, &e_));
     for (long long until = tl_now_ms() + 10000; l->pending && tl_now_ms() < until;) {
         tl_sleep_ms(20);
-        OK(event_repo_list_after(f->c, after, 0, NULL, limit, f->a, l, &e_));
+        TL_OK(event_repo_list_after(f->c, after, 0, NULL, limit, f->a, l, &e_));
     }
 }
 
@@ -128,7 +108,7 @@ static void settle(fx *f)
 
 static void exec(pg_conn *c, const char *sql)
 {
-    OK(pg_exec(c, sql, 0, NULL, NULL, &e_));
+    TL_OK(pg_exec(c, sql, 0, NULL, NULL, &e_));
 }
 
 static void test_round_trip(void **state)
@@ -141,13 +121,13 @@ static void test_round_trip(void **state)
                     .group = "edge",
                     .data = data};
     long long id;
-    OK(event_repo_insert(f->c, &in, &id, &e_));
+    TL_OK(event_repo_insert(f->c, &in, &id, &e_));
     json_decref(data);
     event_new dep = {.type = "wave_started",
                      .deployment_id = "3F1D2C44-5B6E-4F70-8A91-B2C3D4E5F607",
                      .notify_channel = "sextant_events"};
     long long id2;
-    OK(event_repo_insert(f->c, &dep, &id2, &e_));
+    TL_OK(event_repo_insert(f->c, &dep, &id2, &e_));
     assert_true(id2 > id);
 
     event_pos zero = {0, 0};
@@ -202,14 +182,14 @@ static void test_open_transaction_holds_back(void **state)
 {
     fx *f = *state;
     event_pos head;
-    OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->c, &head, &e_));
     assert_int_equal(head.id, 0);
     long long a = insert(f->c, "proxy_connected", "a");
     settle(f);
-    OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->c, &head, &e_));
     assert_int_equal(head.id, a);
 
-    OK(pg_begin(f->w, &e_));
+    TL_OK(pg_begin(f->w, &e_));
     long long b = insert(f->w, "proxy_connected", "b"); /* not committed */
     long long c = insert(f->c, "proxy_connected", "c"); /* committed, newer transaction */
     assert_true(c > b);
@@ -221,10 +201,10 @@ static void test_open_transaction_holds_back(void **state)
     snprintf(want, sizeof(want), "%lld", a);
     assert_string_equal(ids, want);
     assert_true(pending);
-    OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->c, &head, &e_));
     assert_int_equal(head.id, a); /* the head does not pass the open transaction */
 
-    OK(pg_commit(f->w, &e_));
+    TL_OK(pg_commit(f->w, &e_));
     settle(f);
     ids_after(f, head, 0, ids, sizeof(ids), &pending);
     snprintf(want, sizeof(want), "%lld,%lld", b, c);
@@ -248,10 +228,10 @@ static void test_other_database_holds_nothing_back(void **state)
 
     long long a = insert(f->c, "proxy_connected", "a");
     event_pos head;
-    OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->c, &head, &e_));
     for (long long until = tl_now_ms() + 10000; head.id != a && tl_now_ms() < until;) {
         tl_sleep_ms(20);
-        OK(event_repo_head(f->c, &head, &e_));
+        TL_OK(event_repo_head(f->c, &head, &e_));
     }
     assert_int_equal(head.id, a);
     char ids[256], want[64];
@@ -262,7 +242,7 @@ static void test_other_database_holds_nothing_back(void **state)
     assert_false(pending);
     bool found = false;
     event_pos pos;
-    OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->c, 0, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     assert_string_equal(ids, want);
 
@@ -275,7 +255,7 @@ static void test_other_database_holds_nothing_back(void **state)
 static void test_stream_order_is_transaction_order(void **state)
 {
     fx *f = *state;
-    OK(pg_begin(f->w, &e_));
+    TL_OK(pg_begin(f->w, &e_));
     exec(f->w, "SELECT pg_current_xact_id()"); /* the old transaction's id, taken now */
     long long newer = insert(f->c, "proxy_connected", "newer");
     char ids[256];
@@ -285,7 +265,7 @@ static void test_stream_order_is_transaction_order(void **state)
     assert_true(pending);
     long long older = insert(f->w, "proxy_connected", "older");
     assert_true(older > newer);
-    OK(pg_commit(f->w, &e_));
+    TL_OK(pg_commit(f->w, &e_));
     settle(f);
     ids_after(f, (event_pos){0, 0}, 0, ids, sizeof(ids), &pending);
     char want[64];
@@ -295,20 +275,20 @@ static void test_stream_order_is_transaction_order(void **state)
     /* Resuming after the first streamed event gives the second, though its id is lower. */
     event_pos pos;
     bool found;
-    OK(event_repo_position(f->c, older, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->c, older, &pos, &found, &e_));
     assert_true(found);
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     snprintf(want, sizeof(want), "%lld", newer);
     assert_string_equal(ids, want);
-    OK(event_repo_position(f->c, newer, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->c, newer, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     assert_string_equal(ids, "");
 
     /* upto bounds a page, inclusive. */
     event_pos zero = {0, 0}, upto;
-    OK(event_repo_position(f->c, older, &upto, &found, &e_));
+    TL_OK(event_repo_position(f->c, older, &upto, &found, &e_));
     event_list l;
-    OK(event_repo_list_after(f->c, &zero, 0, &upto, 10, f->a, &l, &e_));
+    TL_OK(event_repo_list_after(f->c, &zero, 0, &upto, 10, f->a, &l, &e_));
     assert_int_equal(l.count, 1);
     assert_int_equal(l.items[0].id, older);
     assert_false(l.pending);
@@ -328,7 +308,7 @@ static void test_position_prune(void **state)
     /* A pruned id: before every event with a greater id, which min_id keeps to. */
     event_pos pos;
     bool found = true;
-    OK(event_repo_position(f->c, b, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->c, b, &pos, &found, &e_));
     assert_false(found);
     char ids[256], want[64];
     ids_after(f, pos, b, ids, sizeof(ids), NULL);
@@ -336,13 +316,13 @@ static void test_position_prune(void **state)
     assert_string_equal(ids, want);
     /* An id past every event: the head. */
     event_pos head;
-    OK(event_repo_head(f->c, &head, &e_));
-    OK(event_repo_position(f->c, c + 1000, &pos, &found, &e_));
+    TL_OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_position(f->c, c + 1000, &pos, &found, &e_));
     assert_false(found);
     assert_int_equal(pos.id, head.id);
     assert_true(pos.txid == head.txid);
     /* 0: everything retained. */
-    OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->c, 0, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     snprintf(want, sizeof(want), "%lld,%lld", a, c);
     assert_string_equal(ids, want);
@@ -354,9 +334,9 @@ static void test_position_prune(void **state)
              a);
     exec(f->c, sql);
     long long deleted = -1;
-    OK(event_repo_prune(f->c, 24LL * 3600 * 1000, &deleted, &e_));
+    TL_OK(event_repo_prune(f->c, 24LL * 3600 * 1000, &deleted, &e_));
     assert_int_equal(deleted, 1);
-    OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->c, 0, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     snprintf(want, sizeof(want), "%lld", c);
     assert_string_equal(ids, want);
@@ -372,12 +352,12 @@ static void test_emit(void **state)
 
     json_t *data = json_pack("{s:I}", "version", (json_int_t)7);
     sx_event e = {.type = EVENT_CONFIG_APPLIED, .node_id = "n1", .group = "edge", .data = data};
-    OK(pg_begin(f->c, &e_));
-    OK(events_emit(f->c, "r9", &e, &e_));
-    OK(events_emit(f->c, "r9", &e, &e_));
+    TL_OK(pg_begin(f->c, &e_));
+    TL_OK(events_emit(f->c, "r9", &e, &e_));
+    TL_OK(events_emit(f->c, "r9", &e, &e_));
     PQconsumeInput(l);
     assert_null(PQnotifies(l)); /* not before the commit */
-    OK(pg_commit(f->c, &e_));
+    TL_OK(pg_commit(f->c, &e_));
     json_decref(data);
     PGnotify *n = NULL;
     for (int i = 0; i < 100 && n == NULL; i++) {
@@ -401,14 +381,14 @@ static void test_emit(void **state)
     assert_string_equal(list.items[0].type, "config_applied");
 
     /* A rolled back emit leaves nothing and notifies nothing. */
-    OK(pg_begin(f->c, &e_));
+    TL_OK(pg_begin(f->c, &e_));
     sx_event e2 = {.type = EVENT_PROXY_STALE, .node_id = "n2"};
-    OK(events_emit(f->c, "r9", &e2, &e_));
+    TL_OK(events_emit(f->c, "r9", &e2, &e_));
     pg_rollback(f->c);
     tl_sleep_ms(100);
     PQconsumeInput(l);
     assert_null(PQnotifies(l));
-    OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &list, &e_));
+    TL_OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &list, &e_));
     assert_int_equal(list.count, 2);
 
     sx_err err;

@@ -16,7 +16,6 @@
 
 #include "server/base/arena.h"
 #include "server/base/hash.h"
-#include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
 #include "storage/repo_audit.h"
@@ -38,23 +37,6 @@ typedef struct fx {
     char prefix[96];
 } fx;
 
-static void fail_err(const char *what, int rc, const sx_err *err)
-{
-    fprintf(stderr, "%s failed (%d): %s | %s | %s\n", what, rc, err->message, err->detail,
-            err->sqlstate);
-    fail();
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sx_err e_;                                                                                 \
-        sx_err_clear(&e_);                                                                         \
-        int rc_ = (call);                                                                          \
-        if (rc_ != 0)                                                                              \
-            fail_err(#call, rc_, &e_);                                                             \
-    } while (0)
-/* Calls must name the error struct e_ as their last argument inside OK(). */
-
 static pg_pool *make_pool(const char *url, int size)
 {
     pg_pool *p;
@@ -74,10 +56,7 @@ static redis_cache *make_cache(const char *url, const char *prefix)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
-    sx_err err;
-    if (migrate_run(f->url, NULL, NULL, &err) != 0)
-        fail_err("migrate_run", err.code, &err);
+    f->url = tl_db_create_migrated();
     f->pool = make_pool(f->url, 6);
     assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
     const char *db = strrchr(f->url, '/') + 1;
@@ -124,7 +103,7 @@ static cfg_record *create_config(fx *f, const char *ns, const char *name, const 
                   .author = "alice",
                   .message = "created"};
     cfg_record *cfg;
-    OK(cfg_repo_create(f->c, &in, f->a, &cfg, &e_));
+    TL_OK(cfg_repo_create(f->c, &in, f->a, &cfg, &e_));
     json_decref(spec);
     return cfg;
 }
@@ -166,7 +145,7 @@ static void test_configs_round_trip(void **state)
                   .author = "alice",
                   .message = "first"};
     cfg_record *cfg;
-    OK(cfg_repo_create(f->c, &in, f->a, &cfg, &e_));
+    TL_OK(cfg_repo_create(f->c, &in, f->a, &cfg, &e_));
     assert_int_equal(cfg->latest_version, 1);
     assert_int_equal(cfg->live_version, 1);
     assert_null(cfg->deleted_at);
@@ -176,17 +155,17 @@ static void test_configs_round_trip(void **state)
 
     /* Get by id and by name give the same config. */
     cfg_record *got;
-    OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
     assert_string_equal(got->name, "web");
     assert_string_equal(got->ns, "default");
     assert_string_equal(got->created_by, "alice");
     assert_string_equal(got->created_at, cfg->created_at);
-    OK(cfg_repo_get_by_name(f->c, "default", "web", f->a, &got, &e_));
+    TL_OK(cfg_repo_get_by_name(f->c, "default", "web", f->a, &got, &e_));
     assert_string_equal(got->id, cfg->id);
 
     /* Version 1 holds the spec and the sha256 of its canonical JSON. */
     cfg_version *v1;
-    OK(cfg_repo_get_version(f->c, cfg->id, 1, f->a, &v1, &e_));
+    TL_OK(cfg_repo_get_version(f->c, cfg->id, 1, f->a, &v1, &e_));
     assert_true(json_equal(v1->spec, spec));
     char want[SX_SHA256_HEX_LEN + 1];
     char *canon = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT);
@@ -210,7 +189,7 @@ static void test_configs_round_trip(void **state)
     json_t *spec2 = js("{\"listeners\": [], \"b\": 2}");
     cfg_change ch = {.spec = spec2, .author = "bob", .message = "second"};
     cfg_version *v2;
-    OK(cfg_repo_add_version(f->c, cfg->id, 1, &ch, f->a, &v2, &e_));
+    TL_OK(cfg_repo_add_version(f->c, cfg->id, 1, &ch, f->a, &v2, &e_));
     assert_int_equal(v2->version, 2);
     assert_string_equal(v2->author, "bob");
     cfg_version *stale;
@@ -231,35 +210,35 @@ static void test_configs_round_trip(void **state)
     pthread_barrier_destroy(&start);
     assert_true((w[0].rc == 0 && w[1].rc == SX_EPRECONDITION) ||
                 (w[1].rc == 0 && w[0].rc == SX_EPRECONDITION));
-    OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
     assert_int_equal(got->latest_version, 3);
 
     /* A draft moves latest_version but not live_version; a rollback records its source. */
     cfg_change draft = {.spec = spec, .author = "bob", .draft = true};
     cfg_version *v4;
-    OK(cfg_repo_add_version(f->c, cfg->id, 3, &draft, f->a, &v4, &e_));
+    TL_OK(cfg_repo_add_version(f->c, cfg->id, 3, &draft, f->a, &v4, &e_));
     assert_true(v4->draft);
-    OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
     assert_int_equal(got->latest_version, 4);
     assert_int_equal(got->live_version, 3);
     cfg_change rollback = {.spec = v1->spec, .author = "carol", .source_version = 1};
     cfg_version *v5;
-    OK(cfg_repo_add_version(f->c, cfg->id, 4, &rollback, f->a, &v5, &e_));
+    TL_OK(cfg_repo_add_version(f->c, cfg->id, 4, &rollback, f->a, &v5, &e_));
     assert_int_equal(v5->source_version, 1);
     assert_string_equal(v5->checksum, v1->checksum);
 
     /* Versions list newest first, in pages. */
     cfg_version_list vl;
-    OK(cfg_repo_list_versions(f->c, cfg->id, 2, NULL, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, NULL, f->a, &vl, &e_));
     assert_int_equal(vl.count, 2);
     assert_int_equal(vl.items[0].version, 5);
     assert_int_equal(vl.items[1].version, 4);
     assert_null(vl.items[0].spec);
     assert_non_null(vl.next_cursor);
-    OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->a, &vl, &e_));
     assert_int_equal(vl.count, 2);
     assert_int_equal(vl.items[0].version, 3);
-    OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->a, &vl, &e_));
     assert_int_equal(vl.count, 1);
     assert_int_equal(vl.items[0].version, 1);
     assert_null(vl.next_cursor);
@@ -272,24 +251,24 @@ static void test_configs_round_trip(void **state)
     create_config(f, "other", "web", "internal", "{\"a\": 2}");
     cfg_filter filter = {.limit = 2};
     cfg_list cl;
-    OK(cfg_repo_list(f->c, &filter, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &filter, f->a, &cl, &e_));
     assert_int_equal(cl.count, 2);
     assert_string_equal(cl.items[0].name, "api");
     assert_string_equal(cl.items[1].name, "web");
     assert_string_equal(cl.items[1].ns, "default");
     filter.cursor = cl.next_cursor;
-    OK(cfg_repo_list(f->c, &filter, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &filter, f->a, &cl, &e_));
     assert_int_equal(cl.count, 1);
     assert_string_equal(cl.items[0].ns, "other");
     assert_null(cl.next_cursor);
     cfg_filter by_group = {.group = "edge"};
-    OK(cfg_repo_list(f->c, &by_group, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &by_group, f->a, &cl, &e_));
     assert_int_equal(cl.count, 2);
 
     /* The live versions of a group, in merge order. */
     cfg_version *live;
     size_t nlive;
-    OK(cfg_repo_live_for_group(f->c, "edge", f->a, &live, &nlive, &e_));
+    TL_OK(cfg_repo_live_for_group(f->c, "edge", f->a, &live, &nlive, &e_));
     assert_int_equal(nlive, 2);
     assert_int_equal(live[1].version, 5);
     assert_true(json_equal(live[1].spec, spec));
@@ -301,12 +280,12 @@ static void test_configs_round_trip(void **state)
 
     /* Soft delete: stale refused; then gone from reads, history kept, name reusable. */
     assert_int_equal(cfg_repo_delete(f->c, cfg->id, 4, &err), SX_EPRECONDITION);
-    OK(cfg_repo_delete(f->c, cfg->id, 5, &e_));
+    TL_OK(cfg_repo_delete(f->c, cfg->id, 5, &e_));
     assert_int_equal(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &err), SX_ENOTFOUND);
     assert_int_equal(cfg_repo_delete(f->c, cfg->id, -1, &err), SX_ENOTFOUND);
-    OK(cfg_repo_get(f->c, cfg->id, true, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, true, f->a, &got, &e_));
     assert_non_null(got->deleted_at);
-    OK(cfg_repo_get_version(f->c, cfg->id, 2, f->a, &v2, &e_));
+    TL_OK(cfg_repo_get_version(f->c, cfg->id, 2, f->a, &v2, &e_));
     assert_true(json_equal(v2->spec, spec2));
     assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 5, &ch, f->a, NULL, &err), SX_ENOTFOUND);
     cfg_record *again_web = create_config(f, "default", "web", "edge", "{}");
@@ -360,7 +339,7 @@ static snap_record *insert_snapshot(fx *f, snap_repo *repo, const char *group, i
                    .reason = "config change",
                    .created_by = "alice"};
     ins_ctx x = {&in, f->a, NULL};
-    OK(pg_tx(f->pool, insert_tx, &x, &e_));
+    TL_OK(pg_tx(f->pool, insert_tx, &x, &e_));
     json_decref(ir);
     snap_repo_cache_put(repo, x.out);
     return x.out;
@@ -404,20 +383,20 @@ static void test_snapshots_round_trip(void **state)
 
     /* Latest and by version equal what was stored, bytes included. */
     snap_record *got;
-    OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
     assert_same_snapshot(got, s[2]);
     for (int i = 0; i < 3; i++) {
-        OK(snap_repo_get(f->snaps, "edge", i + 1, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(f->snaps, "edge", i + 1, 0, f->a, &got, &e_));
         assert_same_snapshot(got, s[i]);
         assert_null(got->ir);
-        OK(snap_repo_get(f->snaps, "edge", i + 1, SNAP_REPO_WITH_IR, f->a, &got, &e_));
+        TL_OK(snap_repo_get(f->snaps, "edge", i + 1, SNAP_REPO_WITH_IR, f->a, &got, &e_));
         assert_same_snapshot(got, s[i]);
         assert_true(json_equal(got->ir, s[i]->ir));
     }
-    OK(snap_repo_get_latest(f->snaps, "edge", SNAP_REPO_WITH_IR, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->snaps, "edge", SNAP_REPO_WITH_IR, f->a, &got, &e_));
     assert_same_snapshot(got, s[2]);
     assert_true(json_equal(got->ir, s[2]->ir));
-    OK(snap_repo_get_by_id(f->snaps, s[1]->id, f->a, &got, &e_));
+    TL_OK(snap_repo_get_by_id(f->snaps, s[1]->id, f->a, &got, &e_));
     assert_same_snapshot(got, s[1]);
     assert_true(json_equal(got->ir, s[1]->ir));
 
@@ -428,22 +407,22 @@ static void test_snapshots_round_trip(void **state)
 
     /* Versions of a group, newest first, in pages; groups with their latest. */
     snap_list sl;
-    OK(snap_repo_list_versions(f->snaps, "edge", 2, NULL, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->snaps, "edge", 2, NULL, f->a, &sl, &e_));
     assert_int_equal(sl.count, 2);
     assert_int_equal(sl.items[0].version, 3);
     assert_int_equal(sl.items[1].version, 2);
     assert_int_equal(sl.items[0].encoded_len, 700);
     assert_null(sl.items[0].encoded);
-    OK(snap_repo_list_versions(f->snaps, "edge", 2, sl.next_cursor, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->snaps, "edge", 2, sl.next_cursor, f->a, &sl, &e_));
     assert_int_equal(sl.count, 1);
     assert_int_equal(sl.items[0].version, 1);
     assert_null(sl.next_cursor);
     snap_group_list gl;
-    OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
+    TL_OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
     assert_int_equal(gl.count, 1);
     assert_string_equal(gl.items[0].name, "edge");
     assert_int_equal(gl.items[0].latest_version, 3);
-    OK(snap_repo_list_groups(f->snaps, 1, gl.next_cursor, f->a, &gl, &e_));
+    TL_OK(snap_repo_list_groups(f->snaps, 1, gl.next_cursor, f->a, &gl, &e_));
     assert_int_equal(gl.count, 1);
     assert_string_equal(gl.items[0].name, "internal");
     assert_int_equal(gl.items[0].latest_version, 1);
@@ -451,7 +430,7 @@ static void test_snapshots_round_trip(void **state)
     /* Start-up load: every group's latest. */
     snap_record *all;
     size_t n;
-    OK(snap_repo_load_latest_all(f->snaps, f->a, &all, &n, &e_));
+    TL_OK(snap_repo_load_latest_all(f->snaps, f->a, &all, &n, &e_));
     assert_int_equal(n, 2);
     assert_same_snapshot(&all[0], s[2]);
     assert_string_equal(all[1].group, "internal");
@@ -460,7 +439,7 @@ static void test_snapshots_round_trip(void **state)
     /* Bad input changes nothing. */
     snap_new bad = {.group = "edge", .created_by = "alice"};
     assert_int_equal(snap_repo_insert(f->c, &bad, f->a, &got, &err), SX_EINVAL);
-    OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
     assert_int_equal(got->version, 3);
 }
 
@@ -523,26 +502,16 @@ static void test_snapshots_concurrent_versions(void **state)
         for (int i = 1; i < 25; i++)
             assert_true(r[w].versions[i] > r[w].versions[i - 1]);
     snap_record *got;
-    OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
     assert_int_equal(got->version, 50);
 }
 
 /* ------------------------------------------------------------ snapshot cache */
 
-static redisContext *redis_at(const char *url)
-{
-    int port = (int)strtol(strrchr(url, ':') + 1, NULL, 10);
-    struct timeval tv = {1, 0};
-    redisContext *r = redisConnectWithTimeout("127.0.0.1", port, tv);
-    assert_non_null(r);
-    assert_int_equal(r->err, 0);
-    return r;
-}
-
 /* The raw value of prefix+key in Redis, or NULL (caller frees). */
 static char *redis_raw(const char *url, const char *prefix, const char *key, size_t *len)
 {
-    redisContext *r = redis_at(url);
+    redisContext *r = tl_redis_connect(url);
     redisReply *rep = redisCommand(r, "GET %s%s", prefix, key);
     char *v = NULL;
     if (rep && rep->type == REDIS_REPLY_STRING) {
@@ -559,7 +528,7 @@ static char *redis_raw(const char *url, const char *prefix, const char *key, siz
 
 static void redis_del(const char *url, const char *prefix, const char *key)
 {
-    redisContext *r = redis_at(url);
+    redisContext *r = tl_redis_connect(url);
     freeReplyObject(redisCommand(r, "DEL %s%s", prefix, key));
     redisFree(r);
 }
@@ -594,12 +563,12 @@ static void test_snapshot_reads_fill_cache(void **state)
     redis_del(rurl, f->prefix, "snapshot:edge:1");
     redis_del(rurl, f->prefix, "snapshot:edge:latest");
     snap_record *got;
-    OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
     assert_same_snapshot(got, s1);
     raw = redis_raw(rurl, f->prefix, "snapshot:edge:1", NULL);
     assert_non_null(raw);
     free(raw);
-    OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
     raw = redis_raw(rurl, f->prefix, "snapshot:edge:latest", NULL);
     assert_string_equal(raw, "1");
     free(raw);
@@ -607,9 +576,9 @@ static void test_snapshot_reads_fill_cache(void **state)
     /* The cache really serves reads: a repo without PostgreSQL still answers. */
     pg_pool *dead;
     snap_repo *only = cache_only_repo(f->cache, &dead);
-    OK(snap_repo_get(only, "edge", 1, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(only, "edge", 1, 0, f->a, &got, &e_));
     assert_same_snapshot(got, s1);
-    OK(snap_repo_get_latest(only, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(only, "edge", 0, f->a, &got, &e_));
     assert_same_snapshot(got, s1);
     sx_err err;
     assert_int_equal(snap_repo_get(only, "edge", 2, 0, f->a, &got, &err), SX_EUNAVAILABLE);
@@ -617,10 +586,10 @@ static void test_snapshot_reads_fill_cache(void **state)
     pg_pool_destroy(dead);
 
     /* A malformed cache entry is ignored and replaced. */
-    redisContext *r = redis_at(rurl);
+    redisContext *r = tl_redis_connect(rurl);
     freeReplyObject(redisCommand(r, "SET %ssnapshot:edge:1 garbage", f->prefix));
     redisFree(r);
-    OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
     assert_same_snapshot(got, s1);
     raw = redis_raw(rurl, f->prefix, "snapshot:edge:1", NULL);
     assert_non_null(raw);
@@ -645,17 +614,17 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     tl_redis_stop(&redis);
     snap_record *got;
     for (int round = 0; round < 3; round++) {
-        OK(snap_repo_get(repo, "edge", 1, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(repo, "edge", 1, 0, f->a, &got, &e_));
         assert_same_snapshot(got, s1);
-        OK(snap_repo_get(repo, "edge", 2, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(repo, "edge", 2, 0, f->a, &got, &e_));
         assert_same_snapshot(got, s2);
     }
     snap_record *s3 = insert_snapshot(f, repo, "edge", 3, NULL); /* cache put skipped */
-    OK(snap_repo_get_latest(repo, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(repo, "edge", 0, f->a, &got, &e_));
     assert_same_snapshot(got, s3);
     snap_record *all;
     size_t n;
-    OK(snap_repo_load_latest_all(repo, f->a, &all, &n, &e_));
+    TL_OK(snap_repo_load_latest_all(repo, f->a, &all, &n, &e_));
     assert_int_equal(n, 1);
     assert_same_snapshot(&all[0], s3);
 
@@ -664,7 +633,7 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     bool filled = false;
     long long deadline = tl_now_ms() + 10000;
     while (!filled && tl_now_ms() < deadline) {
-        OK(snap_repo_get(repo, "edge", 3, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(repo, "edge", 3, 0, f->a, &got, &e_));
         assert_same_snapshot(got, s3);
         raw = redis_raw(redis.url, f->prefix, "snapshot:edge:3", NULL);
         filled = raw != NULL;
@@ -676,7 +645,7 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     /* ... and used: a repo without PostgreSQL reads it. */
     pg_pool *dead;
     snap_repo *only = cache_only_repo(cache, &dead);
-    OK(snap_repo_get(only, "edge", 3, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(only, "edge", 3, 0, f->a, &got, &e_));
     assert_same_snapshot(got, s3);
     snap_repo_destroy(only);
     pg_pool_destroy(dead);
@@ -699,7 +668,7 @@ static void upsert(fx *f, const char *id, const char *group, const char *replica
                     .metadata = meta,
                     .client = "envoy/1.30.1",
                     .replica_id = replica};
-    OK(node_repo_upsert(f->c, &h, &e_));
+    TL_OK(node_repo_upsert(f->c, &h, &e_));
     json_decref(labels);
     json_decref(meta);
 }
@@ -713,34 +682,34 @@ static void test_nodes_lost(void **state)
     upsert(f, "quiet", "edge", "r1");
     upsert(f, "gone", "edge", "r1");
     upsert(f, "busy", "edge", "r1");
-    OK(pg_exec(f->c,
-               "UPDATE proxy_nodes SET last_seen = now() - interval '10 minutes'"
-               " WHERE node_id IN ('quiet', 'gone')",
-               0, NULL, NULL, &e_));
+    TL_OK(pg_exec(f->c,
+                  "UPDATE proxy_nodes SET last_seen = now() - interval '10 minutes'"
+                  " WHERE node_id IN ('quiet', 'gone')",
+                  0, NULL, NULL, &e_));
     bool changed = false;
     node_stale_list lost;
-    OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
     assert_int_equal(lost.count, 2); /* busy was seen just now */
     bool first_gone = strcmp(lost.items[0].node_id, "gone") == 0;
     assert_string_equal(lost.items[first_gone ? 0 : 1].node_id, "gone");
     assert_string_equal(lost.items[first_gone ? 1 : 0].node_id, "quiet");
     assert_string_equal(lost.items[0].group, "edge");
-    OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
     assert_int_equal(lost.count, 0); /* once */
     node_record *n;
-    OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
     assert_false(n->connected);
     assert_string_equal(n->disconnect_reason, "no_activity");
 
     /* "quiet" turns out to be alive (its replica was only slow); "busy" really ended. */
-    OK(node_repo_mark_disconnected(f->c, "busy", "r1", "client_disconnect", &changed, &e_));
+    TL_OK(node_repo_mark_disconnected(f->c, "busy", "r1", "client_disconnect", &changed, &e_));
     assert_true(changed);
     const char *ids[] = {"quiet", "busy"};
-    OK(node_repo_touch(f->c, ids, 2, NULL, &e_));
-    OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
+    TL_OK(node_repo_touch(f->c, ids, 2, NULL, &e_));
+    TL_OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
     assert_true(n->connected);
     assert_null(n->disconnect_reason);
-    OK(node_repo_get(f->c, "busy", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "busy", f->a, &n, &e_));
     assert_false(n->connected);
     assert_string_equal(n->disconnect_reason, "client_disconnect");
 }
@@ -753,7 +722,7 @@ static void test_nodes(void **state)
     upsert(f, "n3", "internal", "r1");
 
     node_record *n;
-    OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
     assert_string_equal(n->group, "edge");
     assert_string_equal(n->ns, "prod");
     assert_string_equal(n->client, "envoy/1.30.1");
@@ -767,19 +736,19 @@ static void test_nodes(void **state)
 
     const char *ids[] = {"n1", "n2", "ghost"};
     int updated = -1;
-    OK(node_repo_touch(f->c, ids, 3, &updated, &e_));
+    TL_OK(node_repo_touch(f->c, ids, 3, &updated, &e_));
     assert_int_equal(updated, 2);
 
-    OK(node_repo_record_ack(f->c, "n1", 3, &e_));
-    OK(node_repo_record_nack(f->c, "n2", 4, "route r1: unknown cluster", &e_));
-    OK(node_repo_record_nack(f->c, "n2", 4, "route r1: unknown cluster again", &e_));
+    TL_OK(node_repo_record_ack(f->c, "n1", 3, &e_));
+    TL_OK(node_repo_record_nack(f->c, "n2", 4, "route r1: unknown cluster", &e_));
+    TL_OK(node_repo_record_nack(f->c, "n2", 4, "route r1: unknown cluster again", &e_));
     sx_err err;
     assert_int_equal(node_repo_record_ack(f->c, "ghost", 3, &err), SX_ENOTFOUND);
     assert_string_equal(err.message, "node ghost does not exist");
-    OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
     assert_int_equal(n->acked_version, 3);
     assert_non_null(n->acked_at);
-    OK(node_repo_get(f->c, "n2", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n2", f->a, &n, &e_));
     assert_int_equal(n->last_nack_version, 4);
     assert_string_equal(n->last_nack_error, "route r1: unknown cluster again");
     assert_int_equal(n->nack_count, 2);
@@ -788,46 +757,46 @@ static void test_nodes(void **state)
     /* List by group, in pages. */
     node_filter nf = {.group = "edge", .connected = -1, .limit = 1};
     node_list nl;
-    OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n1");
     assert_int_equal(nl.items[0].acked_version, 3);
     nf.cursor = nl.next_cursor;
-    OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n2");
     assert_null(nl.next_cursor);
 
     /* Only the holding replica marks a node disconnected. */
     bool changed = true;
-    OK(node_repo_mark_disconnected(f->c, "n1", "r2", "client_disconnect", &changed, &e_));
+    TL_OK(node_repo_mark_disconnected(f->c, "n1", "r2", "client_disconnect", &changed, &e_));
     assert_false(changed);
-    OK(node_repo_mark_disconnected(f->c, "n1", "r1", "client_disconnect", &changed, &e_));
+    TL_OK(node_repo_mark_disconnected(f->c, "n1", "r1", "client_disconnect", &changed, &e_));
     assert_true(changed);
     node_filter down = {.connected = 0};
-    OK(node_repo_list(f->c, &down, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &down, f->a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n1");
 
     /* Reconnecting elsewhere keeps its status; a replica's nodes go down together. */
     upsert(f, "n1", "edge", "r2");
-    OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
     assert_true(n->connected);
     assert_string_equal(n->replica_id, "r2");
     assert_int_equal(n->acked_version, 3);
     int count = 0;
-    OK(node_repo_disconnect_replica(f->c, "r1", &count, &e_));
+    TL_OK(node_repo_disconnect_replica(f->c, "r1", &count, &e_));
     assert_int_equal(count, 2);
     node_filter up = {.connected = 1};
-    OK(node_repo_list(f->c, &up, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &up, f->a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n1");
 
     /* Assignments. */
     const char *wave[] = {"n1", "n2"};
-    OK(node_repo_assign(f->c, wave, 2, 5, NULL, &updated, &e_));
+    TL_OK(node_repo_assign(f->c, wave, 2, 5, NULL, &updated, &e_));
     assert_int_equal(updated, 2);
-    OK(node_repo_get(f->c, "n2", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n2", f->a, &n, &e_));
     assert_int_equal(n->desired_version, 5);
 
     node_hello bad = {.node_id = "n9", .group = "", .replica_id = "r1"};
@@ -857,7 +826,7 @@ static void test_deployments(void **state)
                      .waves = waves,
                      .wave_count = 3};
     deploy_record *d;
-    OK(deploy_repo_create(f->c, &in, f->a, &d, &e_));
+    TL_OK(deploy_repo_create(f->c, &in, f->a, &d, &e_));
     assert_int_equal(d->state, DEPLOY_PENDING);
     assert_int_equal(d->wave_count, 3);
     assert_int_equal(d->current_wave, -1);
@@ -874,29 +843,29 @@ static void test_deployments(void **state)
 
     /* Compare-and-set on the state: right expectation moves it, a stale one does not. */
     sx_err err;
-    OK(deploy_repo_set_state(f->c, d->id, DEPLOY_PENDING, DEPLOY_IN_PROGRESS, NULL, &e_));
+    TL_OK(deploy_repo_set_state(f->c, d->id, DEPLOY_PENDING, DEPLOY_IN_PROGRESS, NULL, &e_));
     assert_int_equal(
         deploy_repo_set_state(f->c, d->id, DEPLOY_PENDING, DEPLOY_PAUSED, "pause", &err),
         SX_EPRECONDITION);
     assert_non_null(strstr(err.message, "is in_progress, not pending"));
-    OK(deploy_repo_set_current_wave(f->c, d->id, DEPLOY_IN_PROGRESS, 0, &e_));
+    TL_OK(deploy_repo_set_current_wave(f->c, d->id, DEPLOY_IN_PROGRESS, 0, &e_));
 
     /* Waves: counters, state and errors; a stale wave expectation is refused. */
     deploy_wave_update u = DEPLOY_WAVE_UPDATE_INIT;
     u.expected_state = DEPLOY_WAVE_PENDING;
     u.state = DEPLOY_WAVE_IN_PROGRESS;
-    OK(deploy_repo_update_wave(f->c, d->id, 0, &u, &e_));
+    TL_OK(deploy_repo_update_wave(f->c, d->id, 0, &u, &e_));
     assert_int_equal(deploy_repo_update_wave(f->c, d->id, 0, &u, &err), SX_EPRECONDITION);
     json_t *nack = json_pack("{s:s, s:i, s:s}", "node_id", "n1", "version", 7, "error", "bad");
     deploy_wave_update counts = DEPLOY_WAVE_UPDATE_INIT;
     counts.acks = 0;
     counts.nacks = 1;
     counts.append_error = nack;
-    OK(deploy_repo_update_wave(f->c, d->id, 0, &counts, &e_));
+    TL_OK(deploy_repo_update_wave(f->c, d->id, 0, &counts, &e_));
     assert_int_equal(deploy_repo_update_wave(f->c, d->id, 9, &counts, &err), SX_ENOTFOUND);
 
     deploy_record *got;
-    OK(deploy_repo_get(f->c, d->id, f->a, &got, &e_));
+    TL_OK(deploy_repo_get(f->c, d->id, f->a, &got, &e_));
     assert_int_equal(got->state, DEPLOY_IN_PROGRESS);
     assert_non_null(got->started_at);
     assert_int_equal(got->current_wave, 0);
@@ -909,29 +878,30 @@ static void test_deployments(void **state)
 
     /* Lease: one driver at a time; the holder renews. */
     bool claimed = false;
-    OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
+    TL_OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
     assert_true(claimed);
-    OK(deploy_repo_claim(f->c, d->id, "r2", 30000, &claimed, &e_));
+    TL_OK(deploy_repo_claim(f->c, d->id, "r2", 30000, &claimed, &e_));
     assert_false(claimed);
-    OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
+    TL_OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
     assert_true(claimed);
 
     /* List by state. */
     deploy_filter active = {.state_mask = 1u << DEPLOY_IN_PROGRESS};
     deploy_list dl;
-    OK(deploy_repo_list(f->c, &active, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &active, f->a, &dl, &e_));
     assert_int_equal(dl.count, 1);
     assert_string_equal(dl.items[0].id, d->id);
     deploy_filter pending = {.state_mask = 1u << DEPLOY_PENDING};
-    OK(deploy_repo_list(f->c, &pending, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &pending, f->a, &dl, &e_));
     assert_int_equal(dl.count, 0);
 
     /* Final state: finished_at set, nothing left to drive. */
-    OK(deploy_repo_set_state(f->c, d->id, DEPLOY_IN_PROGRESS, DEPLOY_COMPLETED, "all acked", &e_));
-    OK(deploy_repo_get(f->c, d->id, f->a, &got, &e_));
+    TL_OK(
+        deploy_repo_set_state(f->c, d->id, DEPLOY_IN_PROGRESS, DEPLOY_COMPLETED, "all acked", &e_));
+    TL_OK(deploy_repo_get(f->c, d->id, f->a, &got, &e_));
     assert_non_null(got->finished_at);
     assert_string_equal(got->state_reason, "all acked");
-    OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
+    TL_OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
     assert_false(claimed);
 
     in.config_version = 9;
@@ -969,14 +939,14 @@ static void test_audit(void **state)
                         .request_id = "req-1",
                         .source_ip = i == 2 ? "2001:db8::7" : "10.0.0.7",
                         .details = details};
-        OK(audit_repo_append(f->c, &in, &ids[i], &e_));
+        TL_OK(audit_repo_append(f->c, &in, &ids[i], &e_));
         json_decref(details);
         if (i)
             assert_true(ids[i] > ids[i - 1]);
     }
 
     audit_list al;
-    OK(audit_repo_list(f->c, NULL, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, NULL, f->a, &al, &e_));
     assert_int_equal(al.count, 5);
     for (int i = 0; i < 5; i++)
         assert_int_equal(al.items[i].id, ids[4 - i]); /* newest first */
@@ -991,24 +961,24 @@ static void test_audit(void **state)
     assert_non_null(e->at);
 
     audit_filter by_actor = {.actor = "alice"};
-    OK(audit_repo_list(f->c, &by_actor, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &by_actor, f->a, &al, &e_));
     assert_int_equal(al.count, 3);
     assert_string_equal(al.items[0].action, "config.rollback");
     audit_filter by_res = {.resource_type = "config", .resource_id = "c1"};
-    OK(audit_repo_list(f->c, &by_res, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &by_res, f->a, &al, &e_));
     assert_int_equal(al.count, 3);
     audit_filter denied = {.result = AUDIT_DENIED};
-    OK(audit_repo_list(f->c, &denied, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &denied, f->a, &al, &e_));
     assert_int_equal(al.count, 1);
     assert_string_equal(al.items[0].actor, "mallory");
     audit_filter by_action = {.action = "deployment.pause"};
-    OK(audit_repo_list(f->c, &by_action, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &by_action, f->a, &al, &e_));
     assert_int_equal(al.count, 1);
     audit_filter future = {.since = "2999-01-01T00:00:00Z"};
-    OK(audit_repo_list(f->c, &future, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &future, f->a, &al, &e_));
     assert_int_equal(al.count, 0);
     audit_filter past = {.since = "2000-01-01T00:00:00Z", .until = "2999-01-01T00:00:00Z"};
-    OK(audit_repo_list(f->c, &past, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &past, f->a, &al, &e_));
     assert_int_equal(al.count, 5);
 
     /* Paging: 2 + 2 + 1, no overlap, newest first throughout. */
@@ -1016,7 +986,7 @@ static void test_audit(void **state)
     long long seen[5];
     size_t total = 0;
     for (int p = 0; p < 3; p++) {
-        OK(audit_repo_list(f->c, &page, f->a, &al, &e_));
+        TL_OK(audit_repo_list(f->c, &page, f->a, &al, &e_));
         for (size_t i = 0; i < al.count; i++)
             seen[total++] = al.items[i].id;
         page.cursor = al.next_cursor;
@@ -1035,7 +1005,7 @@ static void test_audit(void **state)
     assert_non_null(strstr(err.message, "source_ip"));
     audit_filter bad_time = {.since = "yesterday-ish"};
     assert_int_equal(audit_repo_list(f->c, &bad_time, f->a, &al, &err), SX_EINVAL);
-    OK(audit_repo_list(f->c, NULL, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, NULL, f->a, &al, &e_));
     assert_int_equal(al.count, 5); /* nothing was written by the refused calls */
 }
 
@@ -1088,7 +1058,7 @@ static void test_cursor_wire_format(void **state)
     create_config(f, "other", "web", "internal", "{}");
     cfg_filter cf = {.limit = 2};
     cfg_list cl;
-    OK(cfg_repo_list(f->c, &cf, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &cf, f->a, &cl, &e_));
     snprintf(want, sizeof(want), "[\"default\",\"web\",\"%s\"]", web->id);
     assert_cursor(f, cl.next_cursor, want);
     cf.cursor = "WyJkZWZhdWx0Iiwid2ViIiwibm9wZSJd"; /* ["default","web","nope"] */
@@ -1100,13 +1070,13 @@ static void test_cursor_wire_format(void **state)
     for (int v = 1; v < 3; v++) {
         json_t *spec = json_pack("{s:i}", "v", v);
         cfg_change ch = {.spec = spec, .author = "bob"};
-        OK(cfg_repo_add_version(f->c, api->id, v, &ch, f->a, NULL, &e_));
+        TL_OK(cfg_repo_add_version(f->c, api->id, v, &ch, f->a, NULL, &e_));
         json_decref(spec);
     }
     cfg_version_list vl;
-    OK(cfg_repo_list_versions(f->c, api->id, 1, NULL, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, api->id, 1, NULL, f->a, &vl, &e_));
     assert_cursor(f, vl.next_cursor, "[3]");
-    OK(cfg_repo_list_versions(f->c, api->id, 5, "WzJd", f->a, &vl, &e_)); /* [2] */
+    TL_OK(cfg_repo_list_versions(f->c, api->id, 5, "WzJd", f->a, &vl, &e_)); /* [2] */
     assert_int_equal(vl.count, 1);
     assert_int_equal(vl.items[0].version, 1);
     assert_null(vl.next_cursor);
@@ -1117,19 +1087,19 @@ static void test_cursor_wire_format(void **state)
     snap_record *s2 = insert_snapshot(f, f->snaps, "edge", 2, api->id);
     insert_snapshot(f, f->snaps, "internal", 3, NULL);
     snap_group_list gl;
-    OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
+    TL_OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
     assert_cursor(f, gl.next_cursor, "[\"edge\"]");
-    OK(snap_repo_list_groups(f->snaps, 1, "WyJ4Il0", f->a, &gl, &e_)); /* after "x" */
+    TL_OK(snap_repo_list_groups(f->snaps, 1, "WyJ4Il0", f->a, &gl, &e_)); /* after "x" */
     assert_int_equal(gl.count, 0);
     assert_null(gl.next_cursor);
     assert_int_equal(snap_repo_list_groups(f->snaps, 1, "WzFd", f->a, &gl, &err), SX_EINVAL);
     snap_list sl;
-    OK(snap_repo_list_versions(f->snaps, "edge", 1, NULL, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->snaps, "edge", 1, NULL, f->a, &sl, &e_));
     assert_cursor(f, sl.next_cursor, "[2]");
-    OK(snap_repo_list_versions(f->snaps, "edge", 1, "WzJd", f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->snaps, "edge", 1, "WzJd", f->a, &sl, &e_));
     assert_int_equal(sl.items[0].version, 1);
     assert_null(sl.next_cursor);
-    OK(snap_repo_list_all(f->snaps, 2, NULL, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_all(f->snaps, 2, NULL, f->a, &sl, &e_));
     assert_int_equal(sl.items[1].id, s2->id);
     snprintf(want, sizeof(want), "[%lld]", s2->id);
     assert_cursor(f, sl.next_cursor, want);
@@ -1139,7 +1109,7 @@ static void test_cursor_wire_format(void **state)
     upsert(f, "n2", "edge", "r1");
     node_filter nf = {.connected = -1, .limit = 1};
     node_list nl;
-    OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
     assert_cursor(f, nl.next_cursor, "[\"n1\"]");
     nf.cursor = "WzFd";
     assert_int_equal(node_repo_list(f->c, &nf, f->a, &nl, &err), SX_EINVAL);
@@ -1150,15 +1120,15 @@ static void test_cursor_wire_format(void **state)
                      .nack_min_sample = -1,
                      .created_by = "alice"};
     deploy_record *d1, *d2;
-    OK(deploy_repo_create(f->c, &dn, f->a, &d1, &e_));
-    OK(deploy_repo_create(f->c, &dn, f->a, &d2, &e_));
+    TL_OK(deploy_repo_create(f->c, &dn, f->a, &d1, &e_));
+    TL_OK(deploy_repo_create(f->c, &dn, f->a, &d2, &e_));
     deploy_filter df = {.limit = 1};
     deploy_list dl;
-    OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
     snprintf(want, sizeof(want), "[\"%s\",\"%s\"]", dl.items[0].created_at, dl.items[0].id);
     assert_cursor(f, dl.next_cursor, want);
     df.cursor = dl.next_cursor;
-    OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
     assert_int_equal(dl.count, 1);
     assert_null(dl.next_cursor);
     df.cursor = "WyJ4Il0";
@@ -1170,11 +1140,11 @@ static void test_cursor_wire_format(void **state)
                         .action = "config.update",
                         .resource_type = "config",
                         .result = AUDIT_SUCCESS};
-        OK(audit_repo_append(f->c, &an, &aid[i], &e_));
+        TL_OK(audit_repo_append(f->c, &an, &aid[i], &e_));
     }
     audit_filter af = {.limit = 1};
     audit_list al;
-    OK(audit_repo_list(f->c, &af, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &af, f->a, &al, &e_));
     snprintf(want, sizeof(want), "[%lld]", aid[1]);
     assert_cursor(f, al.next_cursor, want);
     af.cursor = "WyJ4Il0";
@@ -1183,13 +1153,13 @@ static void test_cursor_wire_format(void **state)
     long long eid[2];
     for (int i = 0; i < 2; i++) {
         event_new en = {.type = "config_rejected", .node_id = "n1", .group = "edge"};
-        OK(event_repo_insert(f->c, &en, &eid[i], &e_));
+        TL_OK(event_repo_insert(f->c, &en, &eid[i], &e_));
     }
     event_page ep;
-    OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, NULL, f->a, &ep, &e_));
+    TL_OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, NULL, f->a, &ep, &e_));
     snprintf(want, sizeof(want), "[%lld]", eid[1]);
     assert_cursor(f, ep.next_cursor, want);
-    OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, ep.next_cursor, f->a, &ep, &e_));
+    TL_OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, ep.next_cursor, f->a, &ep, &e_));
     assert_int_equal(ep.count, 1);
     assert_int_equal(ep.items[0].id, eid[0]);
     assert_null(ep.next_cursor);

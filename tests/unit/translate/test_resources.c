@@ -5,15 +5,12 @@
  * empty prefix, is absent after decoding), and followed from listener to route
  * configuration to cluster to endpoints as a client would.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdbool.h>
+#include "tests/lib/testlib.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
 
 #include "envoy/config/cluster/v3/cluster.pb-c.h"
 #include "envoy/config/endpoint/v3/endpoint.pb-c.h"
@@ -48,15 +45,7 @@ typedef Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext Upstrea
 /* An IR snapshot from JSON written with single quotes (for readability in C). */
 static ir_snapshot *ir_from(const char *text)
 {
-    char *s = sx_strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t e;
-    json_t *j = json_loads(s, 0, &e);
-    if (j == NULL)
-        fail_msg("bad test JSON at line %d column %d: %s", e.line, e.column, e.text);
-    sx_free(s);
+    json_t *j = tl_json(text);
     sx_fielderrs errs = {0};
     ir_snapshot *snap = NULL;
     if (ir_snapshot_from_json(j, NULL, &snap, &errs) != 0) {
@@ -107,7 +96,23 @@ static const tr_resource *get(const tr_resources *r, tr_type t, const char *name
     return x;
 }
 
-#define UNPACK(fn, res) fn(NULL, (res)->len, (res)->bytes)
+/* The resource of type t named name, decoded from its bytes as the Envoy message of its
+ * type; fails the test when it is missing or does not decode. The caller frees it with
+ * protobuf_c_message_free_unpacked. */
+static void *decode(const tr_resources *r, tr_type t, const char *name)
+{
+    static const ProtobufCMessageDescriptor *const types[TR_TYPE_COUNT] = {
+        [TR_SDS] = &envoy__extensions__transport_sockets__tls__v3__secret__descriptor,
+        [TR_CDS] = &envoy__config__cluster__v3__cluster__descriptor,
+        [TR_EDS] = &envoy__config__endpoint__v3__cluster_load_assignment__descriptor,
+        [TR_LDS] = &envoy__config__listener__v3__listener__descriptor,
+        [TR_RDS] = &envoy__config__route__v3__route_configuration__descriptor,
+    };
+    const tr_resource *x = get(r, t, name);
+    ProtobufCMessage *m = protobuf_c_message_unpack(types[t], NULL, x->len, x->bytes);
+    assert_non_null(m);
+    return m;
+}
 
 /* The message inside an Any, after checking its type URL. */
 static ProtobufCMessage *unpack_any(const Google__Protobuf__Any *any,
@@ -195,8 +200,7 @@ static void test_proxyless_chain(void **state)
     assert_string_equal(r->group, "edge");
 
     /* LDS: a Listener named exactly the target, with an api_listener. */
-    Listener *l =
-        UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "echo.test"));
+    Listener *l = decode(r, TR_LDS, "echo.test");
     assert_string_equal(l->name, "echo.test");
     assert_non_null(l->api_listener);
     assert_null(l->address);
@@ -205,8 +209,7 @@ static void test_proxyless_chain(void **state)
     assert_string_equal(rds_name, "grpc-clients");
 
     /* RDS: a virtual host whose only domain is the target, prefix "" to the cluster. */
-    RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, rds_name));
+    RouteConfiguration *rc = decode(r, TR_RDS, rds_name);
     assert_string_equal(rc->name, rds_name);
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "echo.test");
     assert_int_equal(vh->n_domains, 1);
@@ -222,7 +225,7 @@ static void test_proxyless_chain(void **state)
     assert_string_equal(cluster_name, "demo/echo-backend");
 
     /* CDS: EDS over ADS, round robin, HTTP/2 upstream for gRPC. */
-    Cluster *c = UNPACK(envoy__config__cluster__v3__cluster__unpack, get(r, TR_CDS, cluster_name));
+    Cluster *c = decode(r, TR_CDS, cluster_name);
     assert_int_equal(c->cluster_discovery_type_case,
                      ENVOY__CONFIG__CLUSTER__V3__CLUSTER__CLUSTER_DISCOVERY_TYPE_TYPE);
     assert_int_equal(c->type, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__DISCOVERY_TYPE__EDS);
@@ -244,9 +247,7 @@ static void test_proxyless_chain(void **state)
     protobuf_c_message_free_unpacked(&po->base, NULL);
 
     /* EDS: localities by zone, each with a weight above 0, endpoints and health. */
-    ClusterLoadAssignment *cla =
-        UNPACK(envoy__config__endpoint__v3__cluster_load_assignment__unpack,
-               get(r, TR_EDS, c->eds_cluster_config->service_name));
+    ClusterLoadAssignment *cla = decode(r, TR_EDS, c->eds_cluster_config->service_name);
     assert_string_equal(cla->cluster_name, cluster_name);
     assert_int_equal(cla->n_endpoints, 2);
     assert_non_null(cla->endpoints[0]->locality);
@@ -330,7 +331,7 @@ static void test_http_routes(void **state)
 {
     (void)state;
     tr_resources *r = build(HTTP);
-    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "web"));
+    Listener *l = decode(r, TR_LDS, "web");
     assert_int_equal(l->address->socket_address->port_value, 8080);
     assert_string_equal(l->address->socket_address->address, "0.0.0.0");
     assert_null(l->api_listener);
@@ -338,8 +339,7 @@ static void test_http_routes(void **state)
     assert_string_equal(h->rds->route_config_name, "web");
     assert_string_equal(h->stat_prefix, "web");
 
-    RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "web"));
+    RouteConfiguration *rc = decode(r, TR_RDS, "web");
     assert_int_equal(rc->n_virtual_hosts, 1);
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "example.com");
     /* Precedence: exact paths longest first, regex, then prefixes longest first, "/" last. */
@@ -437,8 +437,7 @@ static void test_prefix_rewrite(void **state)
               "     'path': {'type': 'ReplacePrefixMatch', 'replace_prefix_match': '/v2'}}}],"
               "   'backend_refs': [{'name': 'b'}]}]}],"
               " 'backends': [{'name': 'b', 'endpoints': [{'address': '::1', 'port': 80}]}]}");
-    RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "l"));
+    RouteConfiguration *rc = decode(r, TR_RDS, "l");
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "*");
     assert_int_equal(vh->n_routes, 2);
     assert_string_equal(vh->routes[0]->match->path, "/foo");
@@ -480,7 +479,7 @@ static void test_tls(void **state)
     tr_resources *r = build(TLS);
 
     /* Listener: SNI match, the TLS inspector, a DownstreamTlsContext naming SDS secrets. */
-    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "https"));
+    Listener *l = decode(r, TR_LDS, "https");
     assert_string_equal(l->address->socket_address->address, "::");
     assert_int_equal(l->n_listener_filters, 1);
     assert_string_equal(l->listener_filters[0]->name, "envoy.filters.listener.tls_inspector");
@@ -508,26 +507,22 @@ static void test_tls(void **state)
     protobuf_c_message_free_unpacked(&d->base, NULL);
 
     /* Secrets: the listener certificate and the generated CA bundles. */
-    Secret *s = UNPACK(envoy__extensions__transport_sockets__tls__v3__secret__unpack,
-                       get(r, TR_SDS, "default/example-tls"));
+    Secret *s = decode(r, TR_SDS, "default/example-tls");
     assert_int_equal(s->type_case,
                      ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__TLS__V3__SECRET__TYPE_TLS_CERTIFICATE);
     assert_string_equal(s->tls_certificate->certificate_chain->inline_string, "CERT");
     assert_string_equal(s->tls_certificate->private_key->inline_string, "KEY");
     protobuf_c_message_free_unpacked(&s->base, NULL);
-    s = UNPACK(envoy__extensions__transport_sockets__tls__v3__secret__unpack,
-               get(r, TR_SDS, "client-ca:https"));
+    s = decode(r, TR_SDS, "client-ca:https");
     assert_non_null(strstr(s->validation_context->trusted_ca->inline_string, "\nCA\n"));
     protobuf_c_message_free_unpacked(&s->base, NULL);
-    s = UNPACK(envoy__extensions__transport_sockets__tls__v3__secret__unpack,
-               get(r, TR_SDS, "ca:default/api"));
+    s = decode(r, TR_SDS, "ca:default/api");
     assert_non_null(strstr(s->validation_context->trusted_ca->inline_string, "BACKEND"));
     protobuf_c_message_free_unpacked(&s->base, NULL);
     assert_int_equal(r->count[TR_SDS], 4);
 
     /* Cluster: upstream TLS through SDS, client certificate from the listener, ring hash. */
-    Cluster *cl =
-        UNPACK(envoy__config__cluster__v3__cluster__unpack, get(r, TR_CDS, "default/api"));
+    Cluster *cl = decode(r, TR_CDS, "default/api");
     assert_int_equal(cl->connect_timeout->seconds, 1);
     assert_int_equal(cl->connect_timeout->nanos, 500000000);
     assert_int_equal(cl->lb_policy, ENVOY__CONFIG__CLUSTER__V3__CLUSTER__LB_POLICY__RING_HASH);
@@ -554,8 +549,7 @@ static void test_tls(void **state)
     protobuf_c_message_free_unpacked(&cl->base, NULL);
 
     /* The route hashes on the header the ring-hash backend names. */
-    RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "https"));
+    RouteConfiguration *rc = decode(r, TR_RDS, "https");
     const Route *rt = vhost(rc, "example.com")->routes[0];
     assert_int_equal(rt->route->n_hash_policy, 1);
     assert_string_equal(rt->route->hash_policy[0]->header->header_name, "x-user");
@@ -586,7 +580,7 @@ static void test_tcp_proxy(void **state)
         " 'backends': [{'name': 'postgres', 'namespace': 'data',"
         "   'endpoints': [{'address': '10.2.0.1', 'port': 5432, 'healthy': true}]},"
         "  {'name': 'other', 'namespace': 'data', 'endpoints': []}]}");
-    Listener *l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "pg"));
+    Listener *l = decode(r, TR_LDS, "pg");
     assert_int_equal(l->n_filter_chains, 1);
     assert_string_equal(l->filter_chains[0]->filters[0]->name, "envoy.filters.network.tcp_proxy");
     TcpProxy *tp = (TcpProxy *)unpack_any(
@@ -597,7 +591,7 @@ static void test_tcp_proxy(void **state)
     protobuf_c_message_free_unpacked(&tp->base, NULL);
     protobuf_c_message_free_unpacked(&l->base, NULL);
 
-    l = UNPACK(envoy__config__listener__v3__listener__unpack, get(r, TR_LDS, "sni"));
+    l = decode(r, TR_LDS, "sni");
     assert_int_equal(l->n_listener_filters, 1);
     assert_int_equal(l->n_filter_chains, 2);
     assert_string_equal(l->filter_chains[0]->filter_chain_match->server_names[0], "a.example.com");
@@ -615,8 +609,7 @@ static void test_tcp_proxy(void **state)
     protobuf_c_message_free_unpacked(&l->base, NULL);
 
     /* A backend without endpoints still gets its (empty) load assignment. */
-    ClusterLoadAssignment *cla = UNPACK(
-        envoy__config__endpoint__v3__cluster_load_assignment__unpack, get(r, TR_EDS, "data/other"));
+    ClusterLoadAssignment *cla = decode(r, TR_EDS, "data/other");
     assert_int_equal(cla->n_endpoints, 0);
     protobuf_c_message_free_unpacked(&cla->base, NULL);
     tr_resources_unref(r);
@@ -789,8 +782,7 @@ static void test_shared_route_name(void **state)
         "'s'}],"
         "   'backend_refs': [{'name': 'b'}]}]}],"
         " 'backends': [{'name': 'b', 'namespace': 'n'}]}");
-    RouteConfiguration *rc =
-        UNPACK(envoy__config__route__v3__route_configuration__unpack, get(r, TR_RDS, "l"));
+    RouteConfiguration *rc = decode(r, TR_RDS, "l");
     const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "*");
     assert_int_equal(vh->n_routes, 2);
     assert_string_equal(vh->routes[0]->match->path, "/h");

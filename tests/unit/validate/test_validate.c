@@ -5,16 +5,13 @@
  * config passing, references and conflicts across configs, and certificates made here
  * with OpenSSL (valid, expired, not yet valid, a key of another certificate).
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdbool.h>
+#include "tests/lib/testlib.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <cmocka.h>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -30,21 +27,6 @@
 #define DAY 86400LL
 
 /* ---------------------------------------------------------------- helpers */
-
-/* Parses JSON written with single quotes (for readability in C). */
-static json_t *J(const char *text)
-{
-    char *s = sx_strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t e;
-    json_t *j = json_loads(s, 0, &e);
-    if (j == NULL)
-        fail_msg("bad test JSON at line %d column %d: %s", e.line, e.column, e.text);
-    sx_free(s);
-    return j;
-}
 
 typedef struct row {
     const char *stage, *path, *message, *conflict_with;
@@ -99,7 +81,7 @@ static const val_limits NO_LIMITS = {0};
 static int run(const char *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
                val_result *out)
 {
-    json_t *j = J(spec);
+    json_t *j = tl_json(spec);
     int rc = val_run(j, peers, npeers, limits ? limits : &NO_LIMITS, NOW, out);
     json_decref(j);
     return rc;
@@ -338,11 +320,12 @@ static void test_dependency(void **state)
     json_t *peer_spec = json_pack("{s:[o, o]}", "secrets", good_secret("team", "shared"),
                                   good_secret("team", "dup"));
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
-    json_t *spec = J("{'listeners': ["
-                     "  {'name': 'tls', 'protocol': 'LISTENER_PROTOCOL_HTTPS', 'port': 8443,"
-                     "   'tls': {'secret_refs': ['missing', 'shared', 'dup', 'team/dup']},"
-                     "   'backend_tls': {'client_certificate_ref': 'nope'}},"
-                     "  {'name': 'bare', 'protocol': 'LISTENER_PROTOCOL_HTTPS', 'port': 9443}]}");
+    json_t *spec =
+        tl_json("{'listeners': ["
+                "  {'name': 'tls', 'protocol': 'LISTENER_PROTOCOL_HTTPS', 'port': 8443,"
+                "   'tls': {'secret_refs': ['missing', 'shared', 'dup', 'team/dup']},"
+                "   'backend_tls': {'client_certificate_ref': 'nope'}},"
+                "  {'name': 'bare', 'protocol': 'LISTENER_PROTOCOL_HTTPS', 'port': 9443}]}");
     json_object_set_new(spec, "secrets", json_pack("[o]", good_secret("shop", "dup")));
     val_result r;
     int rc = run_json(spec, &peer, 1, NULL, &r);
@@ -388,7 +371,7 @@ static void test_security(void **state)
     sx_free(leaf);
     sx_free(old);
 
-    json_t *spec = J(
+    json_t *spec = tl_json(
         "{'listeners': ["
         "  {'name': 'admin', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 443},"
         "  {'name': 'plain', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80},"
@@ -453,11 +436,12 @@ static void test_quota(void **state)
                        "  {'name': 'x', 'endpoints': [{'address': '192.0.2.1', 'port': 80},"
                        "                               {'address': '192.0.2.2', 'port': 80}]},"
                        "  {'name': 'y', 'endpoints': [{'address': '192.0.2.3', 'port': 80}]}]}";
-    json_t *peer_spec = J("{'listeners': [{'name': 'p', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
-                          "'port': 9090}],"
-                          " 'http_routes': [{'name': 'ph'}],"
-                          " 'backends': [{'name': 'z', 'endpoints': [{'address': '192.0.2.9', "
-                          "'port': 80}]}]}");
+    json_t *peer_spec =
+        tl_json("{'listeners': [{'name': 'p', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
+                "'port': 9090}],"
+                " 'http_routes': [{'name': 'ph'}],"
+                " 'backends': [{'name': 'z', 'endpoints': [{'address': '192.0.2.9', "
+                "'port': 80}]}]}");
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
 
     /* Within every limit. */
@@ -504,7 +488,7 @@ static const char *const PEER_WEB =
 static void test_conflict(void **state)
 {
     (void)state;
-    json_t *peer_spec = J(PEER_WEB);
+    json_t *peer_spec = tl_json(PEER_WEB);
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
     val_result r;
     int rc = run(
@@ -604,23 +588,23 @@ static void test_every_stage_at_once(void **state)
 {
     (void)state;
     EVP_PKEY *k = new_key();
-    json_t *peer_spec = J(PEER_WEB);
+    json_t *peer_spec = tl_json(PEER_WEB);
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
     json_t *spec =
-        J("{'listeners': ["
-          "  {'name': 'edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
-          "   'hostnames': ['shop.example.com'], 'attached_routes': ['shop/web']},"
-          "  {'name': 'tls', 'protocol': 'LISTENER_PROTOCOL_HTTPS', 'port': 8443,"
-          "   'hostnames': ['bad_name'], 'tls': {'secret_refs': ['shop/cert', 'gone']}}],"
-          " 'http_routes': [{'name': 'web', 'namespace': 'shop',"
-          "   'hostnames': ['shop.example.com'], 'rules': ["
-          "   {'matches': [{'path': '/api', 'method': 'GET'}],"
-          "    'backend_refs': [{'name': 'api'}, {'name': 'missing'}]},"
-          "   {'matches': [{'path': '/empty'}], 'backend_refs': [{'name': 'idle'}]}]}],"
-          " 'backends': ["
-          "  {'name': 'api', 'namespace': 'shop', 'endpoints': ["
-          "    {'address': '192.0.2.1', 'port': 80}, {'address': '192.0.2.2', 'port': 80}]},"
-          "  {'name': 'idle', 'namespace': 'shop'}]}");
+        tl_json("{'listeners': ["
+                "  {'name': 'edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
+                "   'hostnames': ['shop.example.com'], 'attached_routes': ['shop/web']},"
+                "  {'name': 'tls', 'protocol': 'LISTENER_PROTOCOL_HTTPS', 'port': 8443,"
+                "   'hostnames': ['bad_name'], 'tls': {'secret_refs': ['shop/cert', 'gone']}}],"
+                " 'http_routes': [{'name': 'web', 'namespace': 'shop',"
+                "   'hostnames': ['shop.example.com'], 'rules': ["
+                "   {'matches': [{'path': '/api', 'method': 'GET'}],"
+                "    'backend_refs': [{'name': 'api'}, {'name': 'missing'}]},"
+                "   {'matches': [{'path': '/empty'}], 'backend_refs': [{'name': 'idle'}]}]}],"
+                " 'backends': ["
+                "  {'name': 'api', 'namespace': 'shop', 'endpoints': ["
+                "    {'address': '192.0.2.1', 'port': 80}, {'address': '192.0.2.2', 'port': 80}]},"
+                "  {'name': 'idle', 'namespace': 'shop'}]}");
     json_object_set_new(
         spec, "secrets",
         json_pack("[o]",
@@ -671,11 +655,11 @@ static void test_references_across_configs(void **state)
 {
     (void)state;
     /* The peer owns the backend, a route and the certificates. */
-    json_t *peer_spec = J("{'http_routes': [{'name': 'status', 'namespace': 'team',"
-                          "   'hostnames': ['status.example.com'],"
-                          "   'rules': [{'backend_refs': [{'name': 'web'}]}]}],"
-                          " 'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
-                          "   {'address': '192.0.2.50', 'port': 80}]}]}");
+    json_t *peer_spec = tl_json("{'http_routes': [{'name': 'status', 'namespace': 'team',"
+                                "   'hostnames': ['status.example.com'],"
+                                "   'rules': [{'backend_refs': [{'name': 'web'}]}]}],"
+                                " 'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
+                                "   {'address': '192.0.2.50', 'port': 80}]}]}");
     json_object_set_new(
         peer_spec, "secrets",
         json_pack("[o, o]", good_secret("team", "edge-cert"), good_secret("team", "client-cert")));
@@ -727,7 +711,7 @@ static void test_names_that_collide_once_merged(void **state)
 {
     (void)state;
     /* The peer attaches its route by bare name and serves echo.test to proxyless clients. */
-    json_t *peer_spec = J(
+    json_t *peer_spec = tl_json(
         "{'listeners': [{'name': 'team-edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 9000,"
         "   'attached_routes': ['status']},"
         "  {'name': 'mesh', 'protocol': 'LISTENER_PROTOCOL_GRPC', 'port': 0,"
@@ -770,7 +754,7 @@ static void test_broken_documents(void **state)
 {
     (void)state;
     /* Null elements and wrong types: the later stages see what decoded, nothing more. */
-    json_t *broken_peer = J("{'listeners': [null, {'name': 7}], 'backends': 'none'}");
+    json_t *broken_peer = tl_json("{'listeners': [null, {'name': 7}], 'backends': 'none'}");
     val_peer peer = {.id = "c-9", .ns = "old", .name = "broken", .spec = broken_peer};
     val_result r;
     int rc = run("{'listeners': [null, {'name': 5}],"

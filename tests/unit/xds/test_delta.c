@@ -104,11 +104,38 @@ static bool next(fx *f)
     return true;
 }
 
-static void ack(fx *f)
+/* Takes the next response, which must come and be of type t. */
+static void next_is(fx *f, tr_type t)
+{
+    assert_true(next(f));
+    assert_int_equal(f->last.type, t);
+}
+
+/* Answers the last response with its nonce: an ACK, or a NACK when nack. */
+static void answer_last(fx *f, bool nack)
 {
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
-    assert_int_equal(request(f, (dreq){.type = f->last.type, .nonce = nonce}), XDS_REQ_ACK);
+    assert_int_equal(request(f, (dreq){.type = f->last.type, .nonce = nonce, .nack = nack}),
+                     nack ? XDS_REQ_NACK : XDS_REQ_ACK);
+}
+
+static void ack(fx *f)
+{
+    answer_last(f, false);
+}
+
+static void nack(fx *f)
+{
+    answer_last(f, true);
+}
+
+/* Sends q, which must be answered, and ACKs the response. */
+static void request_acked(fx *f, dreq q)
+{
+    request(f, q);
+    assert_true(next(f));
+    ack(f);
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -118,8 +145,7 @@ static void test_legacy_wildcard_and_versions(void **state)
     fx *f = *state;
     tr_resources *r = publish(f, 1, "cds:a=1,b=1;eds:a=1");
     assert_int_equal(request(f, (dreq){.type = TR_CDS}), XDS_REQ_SUBSCRIBE);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->sent, "a,b");
     assert_string_equal(f->removed, "");
     assert_int_equal(f->last.version, 1);
@@ -139,9 +165,7 @@ static void test_only_changes_and_removals(void **state)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1,b=1,c=1");
-    request(f, (dreq){.type = TR_CDS, .sub = (char *[]){"*", NULL}});
-    assert_true(next(f));
-    ack(f);
+    request_acked(f, (dreq){.type = TR_CDS, .sub = (char *[]){"*", NULL}});
     publish(f, 2, "cds:a=1,b=2,d=1"); /* b changed, c removed, d added */
     assert_true(next(f));
     assert_string_equal(f->sent, "b,d");
@@ -225,9 +249,7 @@ static void test_unsubscribe_and_resubscribe(void **state)
 {
     fx *f = *state;
     publish(f, 1, "rds:a=1,b=1");
-    request(f, (dreq){.type = TR_RDS, .sub = (char *[]){"a", "b", NULL}});
-    assert_true(next(f));
-    ack(f);
+    request_acked(f, (dreq){.type = TR_RDS, .sub = (char *[]){"a", "b", NULL}});
     /* Unsubscribing needs no answer. */
     request(f, (dreq){.type = TR_RDS, .unsub = (char *[]){"b", NULL}});
     assert_false(next(f));
@@ -265,9 +287,7 @@ static void test_legacy_wildcard_survives_named_subscribe(void **state)
 {
     fx *f = *state;
     publish(f, 1, "lds:a=1,b=1");
-    request(f, (dreq){.type = TR_LDS});
-    assert_true(next(f));
-    ack(f);
+    request_acked(f, (dreq){.type = TR_LDS});
     request(f, (dreq){.type = TR_LDS, .sub = (char *[]){"a", NULL}});
     assert_true(next(f)); /* named again: sent again */
     assert_string_equal(f->sent, "a");
@@ -282,10 +302,8 @@ static void test_nack_no_resend(void **state)
     fx *f = *state;
     publish(f, 1, "cds:a=1");
     request(f, (dreq){.type = TR_CDS});
-    assert_true(next(f));
-    char n1[XDS_NONCE_LEN];
-    memcpy(n1, f->last.nonce, sizeof(n1));
-    assert_int_equal(request(f, (dreq){.type = TR_CDS, .nonce = n1, .nack = true}), XDS_REQ_NACK);
+    next_is(f, TR_CDS);
+    nack(f);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 0);
     publish(f, 2, "cds:a=1;eds:a=1"); /* a unchanged: not re-sent */
@@ -307,16 +325,13 @@ static void test_push_order_and_endpoint_refresh(void **state)
     request(f, (dreq){.type = TR_SDS, .sub = (char *[]){"s", NULL}});
     tr_type want[] = {TR_SDS, TR_CDS, TR_EDS, TR_LDS, TR_RDS};
     for (int i = 0; i < 5; i++) {
-        assert_true(next(f));
-        assert_int_equal(f->last.type, want[i]);
+        next_is(f, want[i]);
         ack(f);
     }
     /* Cluster a changes, its endpoints do not: they follow it anyway. */
     publish(f, 2, "sds:s=1;cds:a=2;eds:a=1;lds:l=1;rds:r=1");
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS);
+    next_is(f, TR_CDS);
+    next_is(f, TR_EDS);
     assert_string_equal(f->sent, "a");
     assert_false(next(f));
 }
@@ -362,28 +377,21 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     }
     assert_int_equal(xds_delta_synced_version(&f->d), 1);
     publish(f, 2, "cds:new=1;lds:l=2;rds:r=2");
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->sent, "new");
     assert_string_equal(f->removed, ""); /* "old" is still routed to */
     ack(f);
     assert_true(next(f)); /* LDS */
     ack(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     /* NACKed routes: the client runs the old ones, so "old" stays. */
-    char nonce[XDS_NONCE_LEN];
-    memcpy(nonce, f->last.nonce, sizeof(nonce));
-    assert_int_equal(request(f, (dreq){.type = TR_RDS, .nonce = nonce, .nack = true}),
-                     XDS_REQ_NACK);
+    nack(f);
     assert_false(next(f));
     assert_int_equal(xds_delta_synced_version(&f->d), 0);
     publish(f, 3, "cds:new=1;lds:l=2;rds:r=3");
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     ack(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->sent, "");
     assert_string_equal(f->removed, "old");
     ack(f);

@@ -95,19 +95,46 @@ static bool next(fx *f)
     return true;
 }
 
-/* ACKs the last response. */
-static void ack(fx *f)
+/* Takes the next response, which must come and be of type t. */
+static void next_is(fx *f, tr_type t)
 {
-    char nonce[XDS_NONCE_LEN];
-    memcpy(nonce, f->last.nonce, sizeof(nonce));
-    assert_int_equal(request(f, f->last.type, nonce, false, NULL), XDS_REQ_ACK);
+    assert_true(next(f));
+    assert_int_equal(f->last.type, t);
 }
 
+/* ACKs the last response, the request naming names (NULL for none). */
 static void ack_names(fx *f, char **names)
 {
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
     assert_int_equal(request(f, f->last.type, nonce, false, names), XDS_REQ_ACK);
+}
+
+/* ACKs the last response with no names. */
+static void ack(fx *f)
+{
+    ack_names(f, NULL);
+}
+
+/* Answers the last response with a request of type t carrying its nonce (a NACK when
+ * nack) at time when, and returns the outcome. */
+static xds_req_outcome answer_last(fx *f, tr_type t, bool nack, int64_t when)
+{
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    xds_sotw_request r = {.type = t, .nonce = nonce, .is_nack = nack};
+    xds_req_outcome oc;
+    xds_sotw_on_request(&f->s, &r, when, &oc);
+    return oc;
+}
+
+/* Subscribes type t to names (NULL for none) with a first request, which is answered,
+ * and ACKs that response with the same names. */
+static void subscribe_acked(fx *f, tr_type t, char **names)
+{
+    request(f, t, "", false, names);
+    assert_true(next(f));
+    ack_names(f, names);
 }
 
 /* ------------------------------------------------------------------ nonces, versions */
@@ -117,8 +144,7 @@ static void test_fresh_nonce_and_version_per_response(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     assert_int_equal(request(f, TR_CDS, "", false, NULL), XDS_REQ_SUBSCRIBE);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_int_equal(f->last.version, 1);
     assert_string_equal(f->names, "a,b");
     char first[XDS_NONCE_LEN];
@@ -150,9 +176,7 @@ static void test_ack_never_resends(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, TR_LDS, "", false, NULL);
-    assert_true(next(f));
-    ack(f);
+    subscribe_acked(f, TR_LDS, NULL);
     assert_false(next(f));
     /* A repeated ACK (same nonce, same names) changes nothing either. */
     assert_int_equal(request(f, TR_LDS, f->last.nonce, false, NULL), XDS_REQ_SUBSCRIBE);
@@ -164,16 +188,10 @@ static void test_nack_keeps_last_good(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, TR_CDS, "", false, NULL);
-    assert_true(next(f));
-    ack(f);
+    subscribe_acked(f, TR_CDS, NULL);
     publish(f, 2, "cds:a=bad,b=1", XDS_ADOPT_NEW);
     assert_true(next(f));
-    char nonce[XDS_NONCE_LEN];
-    memcpy(nonce, f->last.nonce, sizeof(nonce));
-    xds_sotw_request r = {.type = TR_CDS, .nonce = nonce, .is_nack = true};
-    xds_req_outcome oc;
-    xds_sotw_on_request(&f->s, &r, f->now, &oc);
+    xds_req_outcome oc = answer_last(f, TR_CDS, true, f->now);
     assert_int_equal(oc.kind, XDS_REQ_NACK);
     assert_int_equal(oc.version, 2);
     /* Nothing is re-sent: the client keeps version 1. */
@@ -195,11 +213,9 @@ static void test_stale_nonce_ignored(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *a[] = {"a", NULL};
-    request(f, TR_EDS, "", false, a);
-    assert_true(next(f));
+    subscribe_acked(f, TR_EDS, a);
     char old[XDS_NONCE_LEN];
     memcpy(old, f->last.nonce, sizeof(old));
-    ack_names(f, a);
     publish(f, 2, "eds:a=2,b=1", XDS_ADOPT_NEW);
     assert_true(next(f));
     /* A request carrying the older nonce is stale: its names are not applied and it
@@ -220,9 +236,7 @@ static void test_empty_nonce_always_answered(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *l[] = {"l", NULL};
-    request(f, TR_LDS, "", false, l);
-    assert_true(next(f));
-    ack_names(f, l);
+    subscribe_acked(f, TR_LDS, l);
     assert_false(next(f));
     /* The client starts the type over (it reconnected carrying version "1" from
      * another replica): answered although nothing changed. */
@@ -231,8 +245,7 @@ static void test_empty_nonce_always_answered(void **state)
     assert_string_equal(f->names, "l");
     /* A nonce this stream never sent for the type also starts it over. */
     request(f, TR_RDS, "feedfacefeedface", false, (char *[]){"r", NULL});
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     assert_string_equal(f->names, "r");
 }
 
@@ -247,8 +260,7 @@ static void test_legacy_wildcard_lds_cds_only(void **state)
     assert_string_equal(f->names, "l,m");
     /* For EDS an empty list is nothing, but the first request is still answered. */
     request(f, TR_EDS, "", false, NULL);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS);
+    next_is(f, TR_EDS);
     assert_int_equal(f->last.n, 0);
 }
 
@@ -329,9 +341,7 @@ static void test_lds_cds_full_state_absence_deletes(void **state)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
-    request(f, TR_CDS, "", false, NULL);
-    assert_true(next(f));
-    ack(f);
+    subscribe_acked(f, TR_CDS, NULL);
     publish(f, 2, "cds:a=1,b=2", XDS_ADOPT_NEW); /* only b changed */
     assert_true(next(f));
     assert_string_equal(f->names, "a,b"); /* every cluster, not just b */
@@ -374,22 +384,18 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     fx *f = *state;
     routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
     publish(f, 2, "cds:new=1;lds:l=2;rds:r=2", XDS_ADOPT_NEW); /* r moves from old to new */
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->names, "new");
     assert_int_equal(f->last.nkept, 1);
     assert_string_equal(f->last.kept[0].name, "old");
     ack_r(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_LDS);
+    next_is(f, TR_LDS);
     ack_r(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* not in step yet */
     ack_r(f);
     /* Routes accepted: the last CDS response drops the old cluster. */
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_string_equal(f->names, "new");
     assert_int_equal(f->last.nkept, 0);
     assert_int_equal(f->last.version, 2);
@@ -408,8 +414,7 @@ static void test_nacked_routes_keep_their_cluster(void **state)
         assert_true(next(f));
         ack_r(f);
     }
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     char nonce[XDS_NONCE_LEN];
     memcpy(nonce, f->last.nonce, sizeof(nonce));
     char *rds[] = {"r", NULL};
@@ -418,11 +423,9 @@ static void test_nacked_routes_keep_their_cluster(void **state)
     assert_int_equal(f->s.nkept, 1);
     /* The next snapshot is accepted; then "old" goes. */
     publish(f, 3, "cds:new=1;lds:l=2;rds:r=3", XDS_ADOPT_NEW);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_RDS);
+    next_is(f, TR_RDS);
     ack_r(f);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
+    next_is(f, TR_CDS);
     assert_int_equal(f->last.nkept, 0);
     assert_string_equal(f->names, "new");
 }
@@ -457,8 +460,7 @@ static void test_push_order_make_before_break(void **state)
     request(f, TR_SDS, "", false, s);
     tr_type want[] = {TR_SDS, TR_CDS, TR_EDS, TR_LDS, TR_RDS};
     for (int i = 0; i < 5; i++) {
-        assert_true(next(f));
-        assert_int_equal(f->last.type, want[i]);
+        next_is(f, want[i]);
     }
     assert_false(next(f));
     /* ACK each (in any order), then a change to every type goes out in order again. */
@@ -471,8 +473,7 @@ static void test_push_order_make_before_break(void **state)
     }
     publish(f, 2, "sds:s=2;cds:a=2,b=1;eds:a=2,b=1;lds:l=2,m=1;rds:r=2", XDS_ADOPT_NEW);
     for (int i = 0; i < 5; i++) {
-        assert_true(next(f));
-        assert_int_equal(f->last.type, want[i]);
+        next_is(f, want[i]);
         assert_int_equal(f->last.version, 2);
     }
 }
@@ -482,19 +483,13 @@ static void test_changed_cluster_resends_its_endpoints(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *ab[] = {"a", "b", NULL};
-    request(f, TR_CDS, "", false, NULL);
-    assert_true(next(f));
-    ack(f);
-    request(f, TR_EDS, "", false, ab);
-    assert_true(next(f));
-    ack_names(f, ab);
+    subscribe_acked(f, TR_CDS, NULL);
+    subscribe_acked(f, TR_EDS, ab);
     /* Cluster a changes, its endpoints do not: Envoy still needs them to finish
      * warming the updated cluster. */
     publish(f, 2, "sds:s=1;cds:a=2,b=1;eds:a=1,b=1", XDS_ADOPT_NEW);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_CDS);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS);
+    next_is(f, TR_CDS);
+    next_is(f, TR_EDS);
     assert_string_equal(f->names, "a");
 }
 
@@ -503,17 +498,12 @@ static void test_unchanged_types_not_sent_and_synced(void **state)
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
     char *ab[] = {"a", "b", NULL};
-    request(f, TR_CDS, "", false, NULL);
-    assert_true(next(f));
-    ack(f);
-    request(f, TR_EDS, "", false, ab);
-    assert_true(next(f));
-    ack_names(f, ab);
+    subscribe_acked(f, TR_CDS, NULL);
+    subscribe_acked(f, TR_EDS, ab);
     assert_int_equal(xds_sotw_synced_version(&f->s), 1);
     publish(f, 2, "sds:s=1;cds:a=1,b=1;eds:a=1,b=9;lds:l=1,m=1;rds:r=1", XDS_ADOPT_NEW);
     assert_int_equal(xds_sotw_synced_version(&f->s), 0);
-    assert_true(next(f));
-    assert_int_equal(f->last.type, TR_EDS); /* CDS did not change: not sent */
+    next_is(f, TR_EDS); /* CDS did not change: not sent */
     assert_string_equal(f->names, "b");
     assert_false(next(f));
     assert_int_equal(xds_sotw_synced_version(&f->s), 0); /* EDS awaits its ACK */
@@ -547,11 +537,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
     assert_true(next(f));
     assert_int_equal(f->last.version, 3);
     /* The ACK of v3 reports the latency from its publication. */
-    char n3[XDS_NONCE_LEN];
-    memcpy(n3, f->last.nonce, sizeof(n3));
-    xds_sotw_request r = {.type = TR_CDS, .nonce = n3};
-    xds_req_outcome oc;
-    xds_sotw_on_request(&f->s, &r, f->now + 100, &oc);
+    xds_req_outcome oc = answer_last(f, TR_CDS, false, f->now + 100);
     assert_int_equal(oc.kind, XDS_REQ_ACK);
     assert_int_equal(oc.version, 3);
     assert_true(oc.latency_ms >= 100);

@@ -43,6 +43,42 @@ static uint8_t *take(grpc_byte_buffer *bb, size_t *len)
     return out;
 }
 
+/* Decodes bb (destroyed) as a message of descriptor d; fails the test when it does not
+ * decode. The caller frees the message with its free_unpacked. */
+static void *unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *d)
+{
+    size_t len;
+    uint8_t *buf = take(bb, &len);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, buf);
+    sx_free(buf);
+    assert_non_null(m);
+    return m;
+}
+
+static Envoy__Service__Discovery__V3__DiscoveryResponse *sotw_msg(grpc_byte_buffer *bb)
+{
+    return unpack(bb, &envoy__service__discovery__v3__discovery_response__descriptor);
+}
+
+static Envoy__Service__Discovery__V3__DeltaDiscoveryResponse *delta_msg(grpc_byte_buffer *bb)
+{
+    return unpack(bb, &envoy__service__discovery__v3__delta_discovery_response__descriptor);
+}
+
+static Gateway__Control__V1__DiscoveryResponse *control_msg(grpc_byte_buffer *bb)
+{
+    return unpack(bb, &gateway__control__v1__discovery_response__descriptor);
+}
+
+/* The shared slices of a snapshot built from fx_res(version, spec). */
+static xds_wire_res *wire_res(long long version, const char *spec)
+{
+    tr_resources *r = fx_res(version, spec);
+    xds_wire_res *w = xds_wire_res_create(r);
+    tr_resources_unref(r); /* w holds its own reference */
+    return w;
+}
+
 static void assert_any(const Google__Protobuf__Any *a, const tr_resource *x)
 {
     assert_string_equal(a->type_url, CDS_URL);
@@ -53,17 +89,11 @@ static void assert_any(const Google__Protobuf__Any *a, const tr_resource *x)
 static void test_sotw_response(void **state)
 {
     (void)state;
-    tr_resources *r = fx_res(7, "cds:a=1,b=2,c=3");
-    xds_wire_res *w = xds_wire_res_create(r);
-    tr_resources_unref(r); /* w holds its own reference */
+    xds_wire_res *w = wire_res(7, "cds:a=1,b=2,c=3");
 
     uint32_t idx[] = {0, 2};
-    size_t len;
-    uint8_t *buf =
-        take(xds_wire_sotw_response(w, TR_CDS, 7, "00000000000000ab", idx, 2, "sextant/r1"), &len);
     Envoy__Service__Discovery__V3__DiscoveryResponse *m =
-        envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
-    assert_non_null(m);
+        sotw_msg(xds_wire_sotw_response(w, TR_CDS, 7, "00000000000000ab", idx, 2, "sextant/r1"));
     assert_string_equal(m->version_info, "7");
     assert_string_equal(m->type_url, CDS_URL);
     assert_string_equal(m->nonce, "00000000000000ab");
@@ -73,41 +103,30 @@ static void test_sotw_response(void **state)
     assert_any(m->resources[0], &w->res->items[TR_CDS][0]);
     assert_any(m->resources[1], &w->res->items[TR_CDS][2]);
     envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
 
     /* A full response (one contiguous run) and an empty one. */
     uint32_t all[] = {0, 1, 2};
-    buf = take(xds_wire_sotw_response(w, TR_CDS, 7, "n", all, 3, NULL), &len);
-    m = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
+    m = sotw_msg(xds_wire_sotw_response(w, TR_CDS, 7, "n", all, 3, NULL));
     assert_int_equal(m->n_resources, 3);
     assert_null(m->control_plane);
     for (int i = 0; i < 3; i++)
         assert_any(m->resources[i], &w->res->items[TR_CDS][i]);
     envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
-    buf = take(xds_wire_sotw_response(w, TR_LDS, 7, "n", NULL, 0, NULL), &len);
-    m = envoy__service__discovery__v3__discovery_response__unpack(NULL, len, buf);
+    m = sotw_msg(xds_wire_sotw_response(w, TR_LDS, 7, "n", NULL, 0, NULL));
     assert_int_equal(m->n_resources, 0);
     assert_string_equal(m->type_url, "type.googleapis.com/envoy.config.listener.v3.Listener");
     envoy__service__discovery__v3__discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
     xds_wire_res_unref(w);
 }
 
 static void test_delta_response(void **state)
 {
     (void)state;
-    tr_resources *r = fx_res(9, "cds:a=1,b=2,c=3");
-    xds_wire_res *w = xds_wire_res_create(r);
-    tr_resources_unref(r);
+    xds_wire_res *w = wire_res(9, "cds:a=1,b=2,c=3");
     uint32_t idx[] = {1, 2};
     char *removed[] = {"x", "y"};
-    size_t len;
-    uint8_t *buf = take(
-        xds_wire_delta_response(w, TR_CDS, 9, "00000000000000cd", idx, 2, removed, 2, "cp"), &len);
-    Envoy__Service__Discovery__V3__DeltaDiscoveryResponse *m =
-        envoy__service__discovery__v3__delta_discovery_response__unpack(NULL, len, buf);
-    assert_non_null(m);
+    Envoy__Service__Discovery__V3__DeltaDiscoveryResponse *m = delta_msg(
+        xds_wire_delta_response(w, TR_CDS, 9, "00000000000000cd", idx, 2, removed, 2, "cp"));
     assert_string_equal(m->system_version_info, "9");
     assert_string_equal(m->type_url, CDS_URL);
     assert_string_equal(m->nonce, "00000000000000cd");
@@ -123,15 +142,12 @@ static void test_delta_response(void **state)
     assert_string_equal(m->removed_resources[0], "x");
     assert_string_equal(m->removed_resources[1], "y");
     envoy__service__discovery__v3__delta_discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
 
     /* Removals only. */
-    buf = take(xds_wire_delta_response(w, TR_CDS, 9, "n", NULL, 0, removed, 1, NULL), &len);
-    m = envoy__service__discovery__v3__delta_discovery_response__unpack(NULL, len, buf);
+    m = delta_msg(xds_wire_delta_response(w, TR_CDS, 9, "n", NULL, 0, removed, 1, NULL));
     assert_int_equal(m->n_resources, 0);
     assert_int_equal(m->n_removed_resources, 1);
     envoy__service__discovery__v3__delta_discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
     xds_wire_res_unref(w);
 }
 
@@ -168,11 +184,8 @@ static void test_control_response_parts(void **state)
     xds_wire_snap *s = xds_wire_snap_create(e, NULL, 0);
     snap_entry_unref(e); /* s holds its own */
 
-    size_t len;
-    uint8_t *buf = take(xds_wire_control_response(s, "00000000000000ef", XDS_CTL_ALL), &len);
     Gateway__Control__V1__DiscoveryResponse *m =
-        gateway__control__v1__discovery_response__unpack(NULL, len, buf);
-    assert_non_null(m);
+        control_msg(xds_wire_control_response(s, "00000000000000ef", XDS_CTL_ALL));
     assert_string_equal(m->version, "5");
     assert_string_equal(m->nonce, "00000000000000ef");
     assert_string_equal(m->snapshot->id, "g:5");
@@ -180,25 +193,20 @@ static void test_control_response_parts(void **state)
     assert_string_equal(m->snapshot->listeners[0]->name, "web");
     assert_int_equal(m->snapshot->n_backends, 1);
     gateway__control__v1__discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
 
     /* Listeners only: the id stays, backends go. */
-    buf = take(xds_wire_control_response(s, "n", 1u << 0), &len);
-    m = gateway__control__v1__discovery_response__unpack(NULL, len, buf);
+    m = control_msg(xds_wire_control_response(s, "n", 1u << 0));
     assert_string_equal(m->snapshot->id, "g:5");
     assert_int_equal(m->snapshot->n_listeners, 1);
     assert_int_equal(m->snapshot->listeners[0]->port, 8080);
     assert_int_equal(m->snapshot->n_backends, 0);
     gateway__control__v1__discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
 
     /* Backends only. */
-    buf = take(xds_wire_control_response(s, "n", 1u << 4), &len);
-    m = gateway__control__v1__discovery_response__unpack(NULL, len, buf);
+    m = control_msg(xds_wire_control_response(s, "n", 1u << 4));
     assert_int_equal(m->snapshot->n_listeners, 0);
     assert_string_equal(m->snapshot->backends[0]->name, "api");
     gateway__control__v1__discovery_response__free_unpacked(m, NULL);
-    sx_free(buf);
     xds_wire_snap_unref(s);
 }
 
@@ -207,12 +215,10 @@ static void test_pack(void **state)
     (void)state;
     Gateway__Control__V1__StatusAck ack = GATEWAY__CONTROL__V1__STATUS_ACK__INIT;
     ack.accepted = true;
-    size_t len;
-    uint8_t *buf = take(xds_wire_pack(&ack.base), &len);
-    Gateway__Control__V1__StatusAck *m = gateway__control__v1__status_ack__unpack(NULL, len, buf);
+    Gateway__Control__V1__StatusAck *m =
+        unpack(xds_wire_pack(&ack.base), &gateway__control__v1__status_ack__descriptor);
     assert_true(m->accepted);
     gateway__control__v1__status_ack__free_unpacked(m, NULL);
-    sx_free(buf);
 }
 
 int main(void)

@@ -24,6 +24,15 @@ static inline int fx_cmp(const void *a, const void *b)
     return strcmp(((const tr_resource *)a)->name, ((const tr_resource *)b)->name);
 }
 
+/* Ends s at its first sep and returns what follows it, or NULL when s has none. */
+static inline char *fx_cut(char *s, char sep)
+{
+    char *at = strchr(s, sep);
+    if (at)
+        *at++ = '\0';
+    return at;
+}
+
 static inline tr_resources *fx_res(long long version, const char *spec)
 {
     static const char *const types[TR_TYPE_COUNT] = {"sds", "cds", "eds", "lds", "rds"};
@@ -35,33 +44,26 @@ static inline tr_resources *fx_res(long long version, const char *spec)
     char *copy = sx_strdup(spec);
     char *part = copy;
     while (part && *part) {
-        char *next_part = strchr(part, ';');
-        if (next_part)
-            *next_part++ = '\0';
-        char *colon = strchr(part, ':');
-        if (colon == NULL)
+        char *next_part = fx_cut(part, ';');
+        char *item = fx_cut(part, ':');
+        if (item == NULL)
             abort();
-        *colon = '\0';
         int t = -1;
         for (int i = 0; i < TR_TYPE_COUNT; i++)
             if (strcmp(part, types[i]) == 0)
                 t = i;
         if (t < 0)
             abort();
-        char *item = colon + 1;
         while (item && *item) {
-            char *next_item = strchr(item, ',');
-            if (next_item)
-                *next_item++ = '\0';
-            char *eq = strchr(item, '=');
-            if (eq == NULL)
+            char *next_item = fx_cut(item, ',');
+            char *tag = fx_cut(item, '=');
+            if (tag == NULL)
                 abort();
-            *eq = '\0';
             r->items[t] = sx_realloc(r->items[t], (r->count[t] + 1) * sizeof(tr_resource));
             tr_resource *x = &r->items[t][r->count[t]++];
             memset(x, 0, sizeof(*x));
             x->name = sx_strdup(item);
-            char *bytes = sx_asprintf("%s/%s", item, eq + 1);
+            char *bytes = sx_asprintf("%s/%s", item, tag);
             x->bytes = (uint8_t *)bytes;
             x->len = strlen(bytes);
             char hex[SX_SHA256_HEX_LEN + 1];
