@@ -147,6 +147,10 @@ run_ctest() {
             tr '\n' ' ')")
     fi
 }
+# glibc writes its fatal messages (a double free, a failed malloc check) to the terminal
+# unless told otherwise; under ctest there is none, and the reason for an abort would be
+# lost. Into each process's stderr, the test's logs, they go.
+export LIBC_FATAL_STDERR_=1
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
