@@ -21,6 +21,8 @@
 
 #include "server/base/mem.h"
 #include "storage/migrate.h"
+#include "storage/pg_pool.h"
+#include "storage/redis_cache.h"
 
 const char *tl_env(const char *name)
 {
@@ -257,4 +259,20 @@ void tl_assert_fielderrs(const sx_fielderrs *errs, const tl_want_err *want, size
             print_error("want: %s: %s\n", want[i].path, want[i].message);
         fail();
     }
+}
+
+struct pg_pool *tl_pool(const char *url, int size)
+{
+    pg_pool *p = NULL;
+    pg_pool_options opt = {.url = url, .size = size, .connect_timeout_ms = 2000};
+    assert_int_equal(pg_pool_create(&opt, &p, NULL), 0);
+    return p;
+}
+
+struct redis_cache *tl_cache(const char *url, const char *prefix)
+{
+    redis_cache *c = NULL;
+    redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
+    assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
+    return c;
 }

@@ -87,6 +87,15 @@ void tl_redis_stop(tl_redis *r);
  * connect. The caller frees it with redisFree. */
 struct redisContext *tl_redis_connect(const char *url);
 
+struct pg_pool;
+struct redis_cache;
+/* A pool of size connections to url (2 s connect timeout); fails the test when it cannot
+ * be created. Free it with pg_pool_destroy. */
+struct pg_pool *tl_pool(const char *url, int size);
+/* A Redis cache on url (300 ms timeouts) whose keys start with prefix; fails the test
+ * when it cannot be created. Free it with redis_cache_destroy. */
+struct redis_cache *tl_cache(const char *url, const char *prefix);
+
 /* Milliseconds since an arbitrary fixed point (monotonic). */
 long long tl_now_ms(void);
 void tl_sleep_ms(int ms);

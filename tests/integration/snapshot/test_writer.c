@@ -34,37 +34,21 @@ typedef struct fx {
     char prefix[96];
 } fx;
 
-static pg_pool *make_pool(const char *url, int size)
-{
-    pg_pool *p;
-    pg_pool_options opt = {.url = url, .size = size, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&opt, &p, NULL), 0);
-    return p;
-}
-
-static redis_cache *make_cache(const char *url, const char *prefix)
-{
-    redis_cache *c;
-    redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
-    assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
-    return c;
-}
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create();
     sx_err err;
     assert_int_equal(migrate_run(f->url, NULL, NULL, &err), 0);
-    f->pool = make_pool(f->url, 4);
+    f->pool = tl_pool(f->url, 4);
     const char *db = strrchr(f->url, '/') + 1;
     snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->cache = make_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
+    f->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
     f->snaps = snap_repo_create(f->pool, f->cache);
     char dead[128];
     snprintf(dead, sizeof(dead), "postgresql://sextant@127.0.0.1:%d/none?connect_timeout=2",
              tl_free_port());
-    f->dead_pool = make_pool(dead, 1);
+    f->dead_pool = tl_pool(dead, 1);
     f->only = snap_repo_create(f->dead_pool, f->cache);
     f->a = sx_arena_create();
     *state = f;
@@ -197,7 +181,7 @@ static void test_failed_transaction_leaves_no_stale_entry(void **state)
     /* B: the next writer, while this replica's Redis is unreachable (its SET is lost). */
     char dead[128];
     snprintf(dead, sizeof(dead), "redis://127.0.0.1:%d", tl_free_port());
-    redis_cache *down = make_cache(dead, f->prefix);
+    redis_cache *down = tl_cache(dead, f->prefix);
     snap_repo *no_cache = snap_repo_create(f->pool, down);
     body b = {.f = f, .spec = "{\"extensions\": {\"fresh\": true}}"};
     assert_int_equal(snap_writer_tx(f->pool, no_cache, f->a, write_body, &b, &err), 0);

@@ -37,31 +37,15 @@ typedef struct fx {
     char prefix[96];
 } fx;
 
-static pg_pool *make_pool(const char *url, int size)
-{
-    pg_pool *p;
-    pg_pool_options opt = {.url = url, .size = size, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&opt, &p, NULL), 0);
-    return p;
-}
-
-static redis_cache *make_cache(const char *url, const char *prefix)
-{
-    redis_cache *c;
-    redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
-    assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
-    return c;
-}
-
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    f->pool = make_pool(f->url, 6);
+    f->pool = tl_pool(f->url, 6);
     assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
     const char *db = strrchr(f->url, '/') + 1;
     snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->cache = make_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
+    f->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
     f->snaps = snap_repo_create(f->pool, f->cache);
     f->a = sx_arena_create();
     *state = f;
@@ -539,7 +523,7 @@ static snap_repo *cache_only_repo(redis_cache *cache, pg_pool **pool)
     char url[128];
     snprintf(url, sizeof(url), "postgresql://sextant@127.0.0.1:%d/none?connect_timeout=2",
              tl_free_port());
-    *pool = make_pool(url, 1);
+    *pool = tl_pool(url, 1);
     return snap_repo_create(*pool, cache);
 }
 
@@ -602,7 +586,7 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     fx *f = *state;
     tl_redis redis = {0};
     tl_redis_start(&redis);
-    redis_cache *cache = make_cache(redis.url, f->prefix);
+    redis_cache *cache = tl_cache(redis.url, f->prefix);
     snap_repo *repo = snap_repo_create(f->pool, cache);
     snap_record *s1 = insert_snapshot(f, repo, "edge", 1, NULL);
     snap_record *s2 = insert_snapshot(f, repo, "edge", 2, NULL);
