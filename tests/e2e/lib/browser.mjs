@@ -85,10 +85,12 @@ export async function waitFor(fn, timeout = 10000, every = 200) {
   }
 }
 
-/** A screenshot of p (the scenario's first tab by default) in E2E_OUT; its path. */
-export async function shot(name, p = page) {
+/** A screenshot of p (the scenario's first tab by default) in E2E_OUT; its path. A full-page
+ * screenshot lays the page out again at its whole height for a moment; fullPage: false
+ * takes the viewport as it is, for a page whose layout is being watched. */
+export async function shot(name, p = page, {fullPage = true} = {}) {
   const file = path.join(OUT, `${scenario}-${String(++shots).padStart(2, '0')}-${name}.png`);
-  await p.screenshot({path: file, fullPage: true});
+  await p.screenshot({path: file, fullPage});
   return file;
 }
 

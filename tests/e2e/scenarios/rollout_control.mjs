@@ -156,7 +156,9 @@ run('rollout-control', async ({page, context, shot}) => {
   await expectVisible(`the open dashboard shows the canary with "${progressText}"`, item.getByTestId('deployment-progress').filter({hasText: progressText}));
   const bar = item.getByRole('progressbar');
   await check(`its bar says ${first} of ${total} ACKed`, Promise.all([bar.getAttribute('aria-valuenow'), bar.getAttribute('aria-valuemax')]).then(([n, m]) => n === String(first) && m === String(total)));
-  await shot('dashboard-progress', dash);
+  // Its layout is being recorded: the viewport as it is, not a full-page capture, which
+  // lays the page out again at its whole height while it runs.
+  await shot('dashboard-progress', dash, {fullPage: false});
 
   await page.getByRole('link', {name: 'Deployments', exact: true}).click();
   const row = page.getByTestId(`deployment-row-${canaryId}`);
