@@ -76,6 +76,8 @@ e2e_cleanup() {
     bg_stop_all
     test_db_drop
     [ -f "$WORK/browser.log" ] && cp "$WORK/browser.log" "$OUT/" 2>/dev/null
+    # A failed run keeps every log (the daemons' too) beside its screenshots.
+    if [ "$rc" -ne 0 ] || [ "$FAILS" -gt 0 ]; then cp "$WORK"/*.log "$OUT/" 2>/dev/null; fi
     rm -rf "$WORK"
     exit "$rc"
 }
