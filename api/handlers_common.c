@@ -405,6 +405,8 @@ json_t *api_config_json(const cfg_record *c, const cfg_version *latest)
         c->created_by, "created_at", c->created_at, "updated_at", c->updated_at);
     if (c->deleted_at)
         json_object_set_new(o, "deleted_at", json_string(c->deleted_at));
+    json_object_set_new(o, "source", json_string(cfg_source_name(c->source)));
+    json_object_set_new(o, "source_ref", c->source_ref ? json_string(c->source_ref) : json_null());
     if (latest) {
         json_object_set_new(o, "checksum", json_string(latest->checksum));
         json_object_set_new(o, "author", json_string(latest->author));

@@ -8,7 +8,9 @@
  * snapshots, audits and NOTIFYs. The handlers only translate HTTP into an apply_request and the
  * outcome back: 201/200 with the config and its ETag (the latest version, "N"), or the error shape
  * with every problem of a refused config in details ({"stage","path","message"}). Refusals are
- * audited here (result "failed"), successes by apply_config inside its transaction.
+ * audited here (result "failed"), successes by apply_config inside its transaction. A config
+ * the Kubernetes source manages is refused by apply_config itself (409 managed_by_kubernetes,
+ * naming its Gateway) for PUT and DELETE; its rollback goes through like any other.
  */
 #include <stdio.h>
 #include <string.h>
@@ -157,9 +159,16 @@ static json_t *version_item(const void *v)
 
 int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
+    const char *source = http_req_query(req, "source");
+    cfg_source known;
+    if (source && source[0] && cfg_source_parse(source, &known) != 0) {
+        page->details = api_details1("source", "must be rest or kubernetes");
+        return sx_err_set(err, SX_EINVAL, "invalid source filter");
+    }
     cfg_filter f = {
         .ns = http_req_query(req, "namespace"),
         .group = http_req_query(req, "group"),
+        .source = source && source[0] ? source : NULL,
         .limit = page->limit,
         .cursor = page->cursor,
     };

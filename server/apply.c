@@ -270,6 +270,36 @@ static bool empty(const char *s)
     return s == NULL || s[0] == '\0';
 }
 
+/* Whether req's source may change old (see Ownership in apply.h). */
+static int check_owner(const apply_request *req, const cfg_record *old, sx_err *err)
+{
+    if (old->source == req->source || (req->source == CFG_SOURCE_REST && req->op == APPLY_ROLLBACK))
+        return 0;
+    if (req->source != CFG_SOURCE_REST) {
+        sx_err_set(err, SX_ECONFLICT, "config %s/%s exists and is not managed by %s", old->ns,
+                   old->name, cfg_source_name(req->source));
+        sx_err_detail(err, "It was written through the REST API; a source of configuration "
+                           "does not take over a config it did not create.");
+        sx_err_hint(err, "Delete or rename that config, or give this one another name.");
+        return SX_ECONFLICT;
+    }
+    /* "Gateway default/web": the kind of object to change is the first word. */
+    const char *ref = old->source_ref ? old->source_ref : "";
+    const char *space = strchr(ref, ' ');
+    char kind[64] = "Kubernetes objects";
+    if (space && space > ref)
+        snprintf(kind, sizeof(kind), "%.*s", (int)(space - ref), ref);
+    sx_err_set(err, SX_EMANAGED,
+               "config %s/%s is managed by Kubernetes (%s); change the %s instead", old->ns,
+               old->name, ref, kind);
+    sx_err_detail(err,
+                  "Its versions are translated from %s and what is attached to it; a change "
+                  "made here would be replaced by the next translation.",
+                  ref);
+    sx_err_hint(err, "To go back to an earlier version meanwhile, roll back to it or roll it out.");
+    return SX_EMANAGED;
+}
+
 static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
 {
     tx_ctx *ctx = arg;
@@ -290,6 +320,8 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     cfg_record *old = NULL;
     int rc;
     if (op == APPLY_UPSERT) {
+        if ((rc = cfg_repo_lock_name(c, req->ns, req->name, err)) != 0)
+            return rc;
         rc = cfg_repo_get_by_name(c, req->ns, req->name, a, &old, err);
         if (rc && rc != SX_ENOTFOUND)
             return rc;
@@ -302,7 +334,8 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     }
     if (op != APPLY_CREATE) {
         const char *id = old ? old->id : req->config_id;
-        if ((rc = cfg_repo_lock(c, id, a, &old, err)) != 0)
+        if ((rc = cfg_repo_lock(c, id, a, &old, err)) != 0 ||
+            (rc = check_owner(req, old, err)) != 0)
             return rc;
         if (req->if_match > 0 && old->latest_version != req->if_match) {
             sx_err_set(err, SX_EPRECONDITION,
@@ -384,7 +417,8 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     /* Write. */
     switch (op) {
     case APPLY_CREATE: {
-        cfg_new cn = {ns, name, groups, ngroups, spec, req->author, req->message, req->draft};
+        cfg_new cn = {ns,          name,         groups,     ngroups,     spec,
+                      req->author, req->message, req->draft, req->source, req->source_ref};
         cfg_record *rec = NULL;
         if ((rc = cfg_repo_create(c, &cn, a, &rec, err)) != 0)
             return rc;
@@ -403,13 +437,16 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         bool renamed = strcmp(name, old->name) != 0;
         if (op == APPLY_UPDATE && !renamed &&
             same_group_sets(groups, ngroups, (const char *const *)old->groups, old->group_count)) {
-            /* The same content again is not a change. */
+            /* The same content again is not a change: for the REST API the same as the
+             * latest version (a draft included), for a managed source the same as what
+             * the proxies are served, the live version. */
             char sum[SX_SHA256_HEX_LEN + 1];
             cfg_repo_checksum(spec, sum);
-            cfg_version *latest = NULL;
-            if ((rc = cfg_repo_get_version(c, old->id, old->latest_version, a, &latest, err)) != 0)
+            int same_as = req->source == CFG_SOURCE_REST ? old->latest_version : old->live_version;
+            cfg_version *cur = NULL;
+            if (same_as > 0 && (rc = cfg_repo_get_version(c, old->id, same_as, a, &cur, err)) != 0)
                 return rc;
-            if (strcmp(latest->checksum, sum) == 0 && latest->draft == req->draft)
+            if (cur && strcmp(cur->checksum, sum) == 0 && cur->draft == req->draft)
                 break;
         }
         cfg_change ch = {
@@ -422,6 +459,7 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
             .set_groups = set_groups,
             .groups = groups,
             .group_count = ngroups,
+            .source_ref = req->source == CFG_SOURCE_REST ? NULL : req->source_ref,
         };
         cfg_version *v = NULL;
         if ((rc = cfg_repo_add_version(c, old->id, old->latest_version, &ch, a, &v, err)) != 0)
@@ -433,6 +471,10 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         break;
     }
     }
+
+    /* A managed source repeating itself leaves no trace, not even an audit row. */
+    if (!out->changed && req->source != CFG_SOURCE_REST)
+        return 0;
 
     /* The config as composition sees it now: its live version (a draft leaves the
      * previous live version in force, which is not at hand here: read it again). */
@@ -476,6 +518,15 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         json_object_set_new(details, "deleted", json_true());
     if (src)
         json_object_set_new(details, "source_version", json_integer(src->version));
+    cfg_source source = old ? old->source : req->source;
+    if (source != CFG_SOURCE_REST) {
+        json_object_set_new(details, "source", json_string(cfg_source_name(source)));
+        const char *ref = req->source == source && req->source_ref ? req->source_ref
+                          : old                                    ? old->source_ref
+                                                                   : NULL;
+        if (ref)
+            json_object_set_new(details, "source_ref", json_string(ref));
+    }
     if (req->message && req->message[0])
         json_object_set_new(details, "message", json_string(req->message));
     json_object_set_new(details, "snapshots", snapshots_json(out));
@@ -524,6 +575,11 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
         return sx_err_set(err, SX_EINVAL, "a change needs an author and an action");
     if (req->op != APPLY_DELETE && req->op != APPLY_ROLLBACK && !json_is_object(req->spec))
         return sx_err_set(err, SX_EINVAL, "spec must be a JSON object");
+    if (req->source != CFG_SOURCE_REST &&
+        ((req->op != APPLY_UPSERT && req->op != APPLY_DELETE) || req->draft))
+        return sx_err_set(err, SX_EINVAL, "a managed source upserts or deletes live versions only");
+    if (req->source != CFG_SOURCE_REST && req->op == APPLY_UPSERT && empty(req->source_ref))
+        return sx_err_set(err, SX_EINVAL, "a managed config needs a source_ref");
 
     tx_ctx ctx = {.req = req, .a = a, .out = out, .verrs = verrs};
     int rc = snap_writer_tx(pool, snaps, a, apply_tx, &ctx, err);

@@ -6,12 +6,24 @@
  * and the decoded forms are what validation reads and composition merges.
  *
  * Every way configuration enters Sextant (the `sextant import` command, the REST
- * API) goes through here, so every change is versioned, audited and announced the
- * same way. A change whose spec and groups equal the live version writes nothing new
- * (no version, no snapshot) but is still audited, which makes re-running an import
- * safe. A group's snapshot is rewritten only when its composed content changed.
+ * API, the Kubernetes source) goes through here, so every change is versioned, audited
+ * and announced the same way. A change whose spec and groups equal the live version
+ * writes nothing new (no version, no snapshot) but is still audited, which makes
+ * re-running an import safe; a managed source's unchanged change (req->source not
+ * CFG_SOURCE_REST) writes nothing at all, not even its audit row, so a translation
+ * repeated on every resync leaves no trace. A group's snapshot is rewritten only when
+ * its composed content changed.
  *
- * Concurrency: a change of an existing config first locks the config's row, then the
+ * Ownership: a config belongs to the source that created it (configs.source). A change
+ * from the REST API (or an import) of a managed config is refused with SX_EMANAGED,
+ * whose message names what the config is translated from; a rollback (APPLY_ROLLBACK)
+ * is not refused, and rollouts (apply_stage) work on every config. A managed source's
+ * change of a REST config is refused with SX_ECONFLICT, so that it never takes over a
+ * config someone wrote by hand.
+ *
+ * Concurrency: an UPSERT first locks the config's name (two writers creating one config
+ * queue instead of one failing on the insert); a change of an existing config first
+ * locks the config's row, then the
  * rows of every affected proxy group in name order (snap_repo_reserve_version), and
  * only then reads the other configs of those groups and validates against them. Two
  * changes of one config therefore queue (the second sees the first's version: a stale
@@ -73,6 +85,13 @@ typedef struct apply_request {
     /* With limits: receives every problem of a refused change (SX_EVALIDATION or
      * SX_ECONFLICT); the caller frees it with val_result_free. NULL allowed. */
     val_result *problems;
+    /* Who makes the change (see Ownership above): CFG_SOURCE_REST when zero. A managed
+     * source's UPSERT compares the spec with the config's live version (not its latest)
+     * and writes no drafts. */
+    cfg_source source;
+    const char *source_ref; /* a managed source: what the config is translated from,
+                               such as "Gateway default/web"; required for its UPSERT and
+                               CREATE, NULL for CFG_SOURCE_REST */
 } apply_request;
 
 /* One snapshot written by a change. */
@@ -99,8 +118,10 @@ typedef struct apply_result {
  * req->problems); SX_ECONFLICT when the pipeline found only conflicts with other
  * configs (req->problems names them) or a live config already has the name;
  * SX_ENOTFOUND for a missing or deleted config_id or rollback version;
- * SX_EPRECONDITION for a stale if_match; SX_EINVAL for missing fields; database errors
- * as storage reports them. Nothing is written on failure.
+ * SX_EPRECONDITION for a stale if_match; SX_EMANAGED when the REST API changes a managed
+ * config, SX_ECONFLICT when a managed source changes a REST config (see Ownership);
+ * SX_EINVAL for missing fields; database errors as storage reports them. Nothing is
+ * written on failure.
  */
 int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_arena *a,
                  apply_result *out, sx_fielderrs *verrs, sx_err *err) SX_MUSTCHECK;

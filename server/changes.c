@@ -1,12 +1,16 @@
 /*
- * changes.c — the write side of the REST API (see changes.h).
+ * changes.c — the write side of the domain (see changes.h).
  *
  * Thin on purpose: the work of a change is in server/apply.c, which owns its
- * transaction; this module is where the REST API's requests meet the daemon's pool, its
- * snapshot repository and its configured limits, so that no handler holds a database
- * connection or reads the validation settings itself.
+ * transaction; this module is where the REST API's requests and a managed source's
+ * translations meet the daemon's pool, its snapshot repository and its configured
+ * limits, so that no handler or controller holds a database connection or reads the
+ * validation settings itself. Both go through the same apply_config; what differs is
+ * the source the request names, which decides who may change a config (apply.h).
  */
 #include "server/changes.h"
+
+#include <string.h>
 
 #include "server/config.h"
 #include "server/server.h"
@@ -53,6 +57,67 @@ int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_req
     if (rc)
         return rc;
     return apply_group_rollback(srv->db, srv->snap_repo, req, a, out, verrs, err);
+}
+
+int changes_put_managed(struct sx_server *srv, const changes_managed *m, sx_arena *a,
+                        apply_result *out, val_result *problems, sx_fielderrs *verrs, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    apply_request req = {
+        .op = APPLY_UPSERT,
+        .ns = m->ns,
+        .name = m->name,
+        .groups = m->groups,
+        .group_count = m->group_count,
+        .spec = m->spec,
+        .author = CHANGES_KUBERNETES_ACTOR,
+        .actor_role = "",
+        .message = m->message,
+        .action = "config.sync",
+        .problems = problems,
+        .source = CFG_SOURCE_KUBERNETES,
+        .source_ref = m->source_ref,
+    };
+    return changes_apply(srv, &req, a, out, verrs, err);
+}
+
+int changes_delete_managed(struct sx_server *srv, const char *ns, const char *name,
+                           const char *message, sx_arena *a, apply_result *out, sx_fielderrs *verrs,
+                           sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = changes_ready(srv, err);
+    if (rc)
+        return rc;
+    if (ns == NULL || ns[0] == '\0' || name == NULL || name[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "a config needs a namespace and a name");
+    pg_conn *c = NULL;
+    cfg_record *cfg = NULL;
+    if ((rc = pg_acquire(srv->db, &c, err)) == 0)
+        rc = cfg_repo_get_by_name(c, ns, name, a, &cfg, err);
+    pg_release(srv->db, c);
+    if (rc == SX_ENOTFOUND) {
+        sx_err_clear(err);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    apply_request req = {
+        .op = APPLY_DELETE,
+        .config_id = cfg->id,
+        .author = CHANGES_KUBERNETES_ACTOR,
+        .actor_role = "",
+        .message = message,
+        .action = "config.delete",
+        .source = CFG_SOURCE_KUBERNETES,
+    };
+    rc = changes_apply(srv, &req, a, out, verrs, err);
+    if (rc == SX_ENOTFOUND) { /* deleted meanwhile: what was asked for is done */
+        sx_err_clear(err);
+        memset(out, 0, sizeof(*out));
+        return 0;
+    }
+    return rc;
 }
 
 int changes_audit(struct sx_server *srv, const audit_new *row, sx_err *err)

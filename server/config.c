@@ -587,6 +587,10 @@ static void parse_value(loader *L, size_t i, const char *text)
         *(char **)f = sx_strdup(text);
         return;
     }
+    case K_ADDRESSES:
+        if (config_parse_addresses(text, (config_addresses *)f, why, sizeof(why)) != 0)
+            config_bad(L, i, "%s", why);
+        return;
     case K_REPLICA: {
         size_t n = strlen(text);
         bool ok = n >= 1 && n <= 128;
@@ -876,6 +880,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_listeners(&L);
     check_xds(&L);
     check_fleet(&L);
+    config_check_k8s(&L);
 
     for (size_t i = 0; i < config_nkeys; i++)
         sx_free(L.raw[i].text);
@@ -910,6 +915,9 @@ void config_free(sextant_config *cfg)
             break;
         case K_LISTEN:
             config_listen_clear((config_listen *)config_key_field(cfg, i));
+            break;
+        case K_ADDRESSES:
+            config_addresses_clear((config_addresses *)config_key_field(cfg, i));
             break;
         default:
             break;

@@ -62,9 +62,26 @@
  *   events.retention               duration  24h                1m..30d; older events are pruned
  *   events.keepalive               duration  15s                100ms..1m; idle stream comment
  *   events.max_streams             integer   1000               1..100000 streams per replica
+ *   k8s.enabled                    boolean   false              watch the Gateway API, write
+ *                                                               its configs (source kubernetes)
+ *   k8s.kubeconfig                 file      (none)             kubeconfig; none: in-cluster
+ *   k8s.controller_name            string    sextant.dev/gateway-controller
+ *                                                               GatewayClass controllerName
+ *   k8s.group_template             string    <namespace>/<gateway>  a Gateway's proxy group
+ *   k8s.gateway_addresses          list      (none)             IPs/hostnames for Gateway
+ *                                                               status; none: the Service's
+ *   k8s.settle_delay               duration  100ms              0..1m quiet time before a build
+ *   k8s.settle_max                 duration  1s                 1ms..10m; >= settle_delay
+ *   k8s.max_input_objects          integer   0                  0 (no limit)..1000000000
+ *   k8s.max_objects_per_snapshot   integer   0                  0 (no limit)..1000000000
+ *   k8s.max_endpoints_per_snapshot integer   0                  0 (no limit)..1000000000
+ *   k8s.resync                     duration  10m                0 (never) or 1s..24h full relist
+ *   k8s.watch_timeout              duration  5m                 1s..1h whole seconds, per watch
  *
  * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",
  * "5s", "1m30s"), or "0". Files are checked to exist and be readable at load time.
+ * Lists are a YAML sequence of values, or one text of comma-separated values (the only
+ * form an environment variable has).
  */
 #ifndef SX_SERVER_CONFIG_H
 #define SX_SERVER_CONFIG_H
@@ -91,6 +108,18 @@ typedef struct config_tls {
     char *key_file;       /* PEM private key */
     char *client_ca_file; /* grpc only: PEM CA bundle; set means clients must present a cert */
 } config_tls;
+
+/* An address a Gateway's status reports (status.addresses[]). */
+typedef struct config_address {
+    char *value; /* "203.0.113.7", "2001:db8::1", "gateway.example.com" */
+    bool is_ip;  /* true: type IPAddress; false: type Hostname */
+} config_address;
+
+/* A list of addresses; items NULL when count is 0. */
+typedef struct config_addresses {
+    config_address *items;
+    size_t count;
+} config_addresses;
 
 /* The loaded configuration. Strings with a default are never NULL; optional strings are
  * NULL when unset. Owned by whoever called config_load; read-only after load, so any
@@ -192,6 +221,30 @@ typedef struct sextant_config {
         int64_t keepalive_ms; /* keep-alive comment interval on an idle event stream */
         int64_t max_streams;  /* open event streams per replica; more get 503 */
     } events;
+    /* The Kubernetes Gateway API source (server/k8s/): what it watches, how it names the
+     * groups of the Gateways it translates, how it batches and bounds a translation. */
+    struct {
+        bool enabled;          /* false: nothing is watched and no managed config written */
+        char *kubeconfig;      /* kubeconfig file (its current context); NULL: in-cluster
+                                  (service-account token, KUBERNETES_SERVICE_HOST/PORT) */
+        char *controller_name; /* a GatewayClass is ours when its spec.controllerName is
+                                  this ("sextant.dev/gateway-controller") */
+        /* The proxy group of a Gateway: text in which "<namespace>" and "<gateway>" stand
+         * for the Gateway's namespace and name (default "<namespace>/<gateway>"); expand
+         * it with config_k8s_group. */
+        char *group_template;
+        config_addresses gateway_addresses; /* written to each Gateway's status.addresses;
+                                               count 0: the data plane Service's */
+        int64_t settle_delay_ms;            /* a build starts this long after the last change... */
+        int64_t settle_max_ms;            /* ...and at the latest this long after the first one of a
+                                             burst; >= settle_delay_ms */
+        int64_t max_input_objects;        /* objects one build may read; 0: no limit */
+        int64_t max_objects_per_snapshot; /* IR objects (listeners, routes, backends,
+                                             secrets) one Gateway's spec may hold; 0: none */
+        int64_t max_endpoints_per_snapshot; /* endpoints one Gateway's spec may hold; 0: none */
+        int64_t resync_ms;                  /* every kind is listed again this often; 0: never */
+        int64_t watch_timeout_ms; /* timeoutSeconds of each watch request (whole seconds) */
+    } k8s;
     char *source_file;     /* the YAML file read, NULL when none */
     sx_fielderrs warnings; /* non-fatal notes, such as unknown SEXTANT_* variables */
 } sextant_config;
@@ -226,6 +279,13 @@ int config_parse_duration(const char *s, int64_t *out_ms, char *why, size_t whyl
 
 /* Formats a duration in milliseconds canonically ("1m30s", "500ms", "0s") into out. */
 const char *config_format_duration(int64_t ms, char *out, size_t outlen);
+
+/* The proxy group of Gateway ns/gateway under tpl (k8s.group_template) into out (n bytes):
+ * every "<namespace>" replaced by ns and every "<gateway>" by gateway. Returns 0, or
+ * SX_EINVAL when the name would be empty or longer than 253 bytes (the longest group
+ * name) or does not fit in out; out is "" then. */
+int config_k8s_group(const char *tpl, const char *ns, const char *gateway, char *out,
+                     size_t n) SX_MUSTCHECK;
 
 /* Parses "host:port" or "[v6]:port" into out (owned strings; release with
  * config_listen_clear). Returns 0, or SX_EINVAL with a message such as

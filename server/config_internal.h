@@ -4,8 +4,9 @@
  *
  * server/config.c is the loader (defaults, environment overrides, value parsers, cross-key
  * checks), server/config_keys.c the table of every key (with --help and the JSON dump it
- * drives), server/config_yaml.c the YAML file reader. Nothing outside these three files
- * includes this header: the rest of the daemon sees only server/config.h.
+ * drives), server/config_yaml.c the YAML file reader, server/config_k8s.c the parsers and
+ * rules of the Kubernetes source's keys. Nothing outside these four files includes this
+ * header: the rest of the daemon sees only server/config.h.
  */
 #ifndef SX_SERVER_CONFIG_INTERNAL_H
 #define SX_SERVER_CONFIG_INTERNAL_H
@@ -22,18 +23,19 @@
 
 /* How a key's text becomes a value. The field at key_def.off has the type in brackets. */
 typedef enum key_kind {
-    K_DBURL,    /* [char *] libpq connection string, checked by PQconninfoParse */
-    K_REDISURL, /* [char *] "" or redis://...; also fills redis.host/port/db/... */
-    K_INT,      /* [int64_t] decimal integer within min..max */
-    K_DURATION, /* [int64_t] milliseconds within min..max */
-    K_BOOL,     /* [bool] */
-    K_LISTEN,   /* [config_listen] */
-    K_LEVEL,    /* [sx_log_level] */
-    K_FILE,     /* [char *] path of a readable regular file; "" means unset */
-    K_SECRET,   /* [char *] never echoed; "" means unset */
-    K_TEXT,     /* [char *] free text; "" means unset */
-    K_PREFIX,   /* [char *] short token without spaces */
-    K_REPLICA,  /* [char *] replica name; default computed from host name and pid */
+    K_DBURL,     /* [char *] libpq connection string, checked by PQconninfoParse */
+    K_REDISURL,  /* [char *] "" or redis://...; also fills redis.host/port/db/... */
+    K_INT,       /* [int64_t] decimal integer within min..max */
+    K_DURATION,  /* [int64_t] milliseconds within min..max */
+    K_BOOL,      /* [bool] */
+    K_LISTEN,    /* [config_listen] */
+    K_LEVEL,     /* [sx_log_level] */
+    K_FILE,      /* [char *] path of a readable regular file; "" means unset */
+    K_SECRET,    /* [char *] never echoed; "" means unset */
+    K_TEXT,      /* [char *] free text; "" means unset */
+    K_PREFIX,    /* [char *] short token without spaces */
+    K_REPLICA,   /* [char *] replica name; default computed from host name and pid */
+    K_ADDRESSES, /* [config_addresses] comma-separated IP addresses and host names */
 } key_kind;
 
 typedef struct key_def {
@@ -92,6 +94,16 @@ const char *config_suggest_key(const char *prefix, const char *name, char *out, 
 /* Reports a problem with key i (labelled with its variable when the environment set it)
  * and marks the key failed, so cross-key checks skip it. */
 void config_bad(loader *L, size_t i, const char *fmt, ...) SX_PRINTF(3, 4);
+
+/* Parses a comma-separated list of IP addresses and DNS host names (spaces around the
+ * commas allowed, "" for none) into out (owned; release with config_addresses_clear).
+ * Returns 0, or SX_EINVAL with the first bad entry named in why. */
+int config_parse_addresses(const char *s, config_addresses *out, char *why,
+                           size_t whylen) SX_MUSTCHECK;
+void config_addresses_clear(config_addresses *l);
+
+/* The rules between the k8s.* keys (run after every key is parsed). */
+void config_check_k8s(loader *L);
 
 /* Reads the YAML file at path into L->raw (scalars only; parsing comes later). Every
  * problem is added to L->errs; nothing is returned because loading goes on. */

@@ -156,6 +156,44 @@ const key_def config_keys[] = {
      "Interval of the keep-alive comment on an idle event stream."},
     {"events.max_streams", K_INT, "1000", 1, 100000, OFF(events.max_streams), NULL,
      "Event streams one replica serves at once; more get 503."},
+    {"k8s.enabled", K_BOOL, "false", 0, 0, OFF(k8s.enabled), NULL,
+     "Watch the Kubernetes Gateway API and write one config (source kubernetes) per Gateway "
+     "of a GatewayClass of ours."},
+    {"k8s.kubeconfig", K_FILE, NULL, 0, 0, OFF(k8s.kubeconfig), "none, in-cluster",
+     "kubeconfig file whose current context names the API server and credentials; none: the "
+     "pod's service account (KUBERNETES_SERVICE_HOST/PORT)."},
+    {"k8s.controller_name", K_TEXT, "sextant.dev/gateway-controller", 0, 0,
+     OFF(k8s.controller_name), NULL,
+     "A GatewayClass whose spec.controllerName is this is served by Sextant."},
+    {"k8s.group_template", K_TEXT, "<namespace>/<gateway>", 0, 0, OFF(k8s.group_template), NULL,
+     "Proxy group of a Gateway: <namespace> and <gateway> stand for its namespace and name; "
+     "must contain <gateway>."},
+    {"k8s.gateway_addresses", K_ADDRESSES, "", 0, 0, OFF(k8s.gateway_addresses),
+     "none, the data plane Service's",
+     "IP addresses and host names, comma-separated (or a YAML list), written to every "
+     "Gateway's status.addresses."},
+    {"k8s.settle_delay", K_DURATION, "100ms", 0, MS_MINUTE, OFF(k8s.settle_delay_ms), NULL,
+     "A translation starts this long after the last change of a burst of watch events."},
+    {"k8s.settle_max", K_DURATION, "1s", 1, 10 * MS_MINUTE, OFF(k8s.settle_max_ms), NULL,
+     "A translation starts at the latest this long after the first change of a burst, even "
+     "while changes keep coming; not less than k8s.settle_delay."},
+    {"k8s.max_input_objects", K_INT, "0", 0, 1000000000, OFF(k8s.max_input_objects), "0, no limit",
+     "Kubernetes objects one translation may read; past it the build fails and the last good "
+     "snapshots keep serving."},
+    {"k8s.max_objects_per_snapshot", K_INT, "0", 0, 1000000000, OFF(k8s.max_objects_per_snapshot),
+     "0, no limit",
+     "Listeners, routes, backends and secrets one Gateway's translation may produce; past it "
+     "that Gateway's build fails."},
+    {"k8s.max_endpoints_per_snapshot", K_INT, "0", 0, 1000000000,
+     OFF(k8s.max_endpoints_per_snapshot), "0, no limit",
+     "Backend endpoints one Gateway's translation may produce; past it that Gateway's build "
+     "fails."},
+    {"k8s.resync", K_DURATION, "10m", 0, 24 * MS_HOUR, OFF(k8s.resync_ms), NULL,
+     "Every watched kind is listed again in full this often, repairing what a lost event "
+     "missed; 0 never."},
+    {"k8s.watch_timeout", K_DURATION, "5m", 1000, MS_HOUR, OFF(k8s.watch_timeout_ms), NULL,
+     "timeoutSeconds of each watch request (whole seconds); the watch then resumes from its "
+     "last resourceVersion."},
 };
 
 const size_t config_nkeys = sizeof(config_keys) / sizeof(config_keys[0]);
@@ -344,6 +382,13 @@ json_t *config_dump_json(const sextant_config *cfg)
         case K_REPLICA: {
             const char *s = *(char *const *)f;
             v = s ? json_string(s) : json_null();
+            break;
+        }
+        case K_ADDRESSES: {
+            const config_addresses *l = f;
+            v = json_array();
+            for (size_t k = 0; k < l->count; k++)
+                json_array_append_new(v, json_string(l->items[k].value));
             break;
         }
         }

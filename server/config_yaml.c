@@ -4,8 +4,10 @@
  * The file is one YAML document whose mappings nest along the key paths (http.tls.cert_file
  * is http: tls: cert_file:). Only scalars are taken, as text: every value is parsed later
  * by the loader, the same way whether it came from the file, the environment or a
- * default. Unknown keys (with the closest spelling), duplicate keys, lists and a second
- * document are reported with their line, and reading goes on.
+ * default. A list key (K_ADDRESSES) also takes a sequence of scalars, joined with commas
+ * into the text its environment variable would hold. Unknown keys (with the closest
+ * spelling), duplicate keys, lists where a single value belongs and a second document are
+ * reported with their line, and reading goes on.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include <yaml.h>
 
+#include "server/base/buf.h"
 #include "server/base/mem.h"
 #include "server/config_internal.h"
 
@@ -36,6 +39,34 @@ static const char *yaml_kind(const yaml_node_t *n)
     default:
         return "single value";
     }
+}
+
+/* The scalars of sequence seq joined with commas (a new string), or NULL after reporting
+ * an item that is not a plain value or holds a comma. */
+static char *join_sequence(loader *L, yaml_document_t *doc, yaml_node_t *seq, const char *path)
+{
+    sx_buf b = {0};
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(doc, *it);
+        if (n == NULL)
+            continue;
+        const char *v = (const char *)n->data.scalar.value;
+        if (n->type != YAML_SCALAR_NODE || yaml_is_null(n) || strlen(v) != n->data.scalar.length ||
+            strchr(v, ',')) {
+            sx_fielderrs_add(L->errs, path,
+                             "expected a list of single values without commas (line %zu)",
+                             n->start_mark.line + 1);
+            sx_buf_free(&b);
+            return NULL;
+        }
+        if (it > seq->data.sequence.items.start)
+            sx_buf_puts(&b, ",");
+        sx_buf_puts(&b, v);
+    }
+    char *text = sx_strdup(sx_buf_cstr(&b));
+    sx_buf_free(&b);
+    return text;
 }
 
 static void walk_mapping(loader *L, yaml_document_t *doc, yaml_node_t *map, const char *prefix)
@@ -64,6 +95,13 @@ static void walk_mapping(loader *L, yaml_document_t *doc, yaml_node_t *map, cons
                 continue;
             }
             r->file_seen = true;
+            if (v->type == YAML_SEQUENCE_NODE && config_keys[idx].kind == K_ADDRESSES) {
+                r->text = join_sequence(L, doc, v, path);
+                r->failed = r->text == NULL;
+                r->src = SRC_FILE;
+                r->file_line = line;
+                continue;
+            }
             if (v->type != YAML_SCALAR_NODE) {
                 sx_fielderrs_add(L->errs, path, "expected a single value, got a %s (line %zu)",
                                  yaml_kind(v), line);

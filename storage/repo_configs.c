@@ -20,10 +20,11 @@
 #include "storage/repo_common.h"
 
 #define NAME_MAX_LEN 253
+#define REF_MAX_LEN  1024
 
 #define CFG_COLS                                                                                   \
     "id, namespace, name, to_jsonb(groups), latest_version, live_version, created_by, " REPO_TS(   \
-        "created_at") ", " REPO_TS("updated_at") ", " REPO_TS("deleted_at")
+        "created_at") ", " REPO_TS("updated_at") ", " REPO_TS("deleted_at") ", source, source_ref"
 
 #define VER_COLS                                                                                   \
     "config_id, version, checksum, author, message, draft, source_version, " REPO_TS("created_at")
@@ -39,6 +40,23 @@ void cfg_repo_checksum(const json_t *spec, char out[SX_SHA256_HEX_LEN + 1])
         abort(); /* out of memory */
     sx_sha256_hex(s, strlen(s), out);
     free(s);
+}
+
+static const char *const source_names[] = {"rest", "kubernetes"};
+
+const char *cfg_source_name(cfg_source s)
+{
+    return (size_t)s < sizeof(source_names) / sizeof(source_names[0]) ? source_names[s] : "rest";
+}
+
+int cfg_source_parse(const char *s, cfg_source *out)
+{
+    for (size_t i = 0; s && i < sizeof(source_names) / sizeof(source_names[0]); i++)
+        if (strcmp(s, source_names[i]) == 0) {
+            *out = (cfg_source)i;
+            return 0;
+        }
+    return SX_EINVAL;
 }
 
 static int check_name(const char *field, const char *v, sx_err *err)
@@ -81,6 +99,24 @@ static int check_id(const char *id, sx_err *err)
     return 0;
 }
 
+/* A managed config names what it is translated from; a REST config names nothing. */
+static int check_source(cfg_source source, const char *ref, sx_err *err)
+{
+    if (source != CFG_SOURCE_REST && source != CFG_SOURCE_KUBERNETES)
+        return sx_err_set(err, SX_EINVAL, "unknown config source %d", (int)source);
+    if (source == CFG_SOURCE_REST)
+        return ref ? sx_err_set(err, SX_EINVAL,
+                                "a config written through the REST API has no "
+                                "source_ref")
+                   : 0;
+    if (ref == NULL || ref[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "source_ref is required for a %s config",
+                          cfg_source_name(source));
+    if (strlen(ref) > REF_MAX_LEN)
+        return sx_err_set(err, SX_EINVAL, "source_ref is longer than %d bytes", REF_MAX_LEN);
+    return 0;
+}
+
 static int read_cfg(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
     cfg_record *o = item;
@@ -99,6 +135,10 @@ static int read_cfg(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     o->created_at = repo_str(a, r, row, 7);
     o->updated_at = repo_str(a, r, row, 8);
     o->deleted_at = repo_str(a, r, row, 9);
+    const char *src = PQgetvalue(r, row, 10);
+    if (cfg_source_parse(src, &o->source) != 0)
+        return sx_err_set(err, SX_EINTERNAL, "config %s has an unknown source \"%s\"", o->id, src);
+    o->source_ref = repo_str(a, r, row, 11);
     return 0;
 }
 
@@ -158,7 +198,8 @@ int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out
     int rc;
     if ((rc = check_name("namespace", in->ns, err)) || (rc = check_name("name", in->name, err)) ||
         (rc = check_groups(in->groups, in->group_count, err)) ||
-        (rc = check_spec(in->spec, in->author, err)))
+        (rc = check_spec(in->spec, in->author, err)) ||
+        (rc = check_source(in->source, in->source_ref, err)))
         return rc;
     char sum[SX_SHA256_HEX_LEN + 1];
     cfg_repo_checksum(in->spec, sum);
@@ -171,13 +212,16 @@ int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out
         sum,
         in->draft ? "true" : "false",
         in->message ? in->message : "",
+        cfg_source_name(in->source),
+        in->source_ref,
     };
     static const char sql[] =
         "WITH c AS ("
-        " INSERT INTO configs (namespace, name, groups, latest_version, live_version, created_by)"
+        " INSERT INTO configs (namespace, name, groups, latest_version, live_version, created_by,"
+        "   source, source_ref)"
         " VALUES ($1, $2, " GROUPS_FROM_JSON(
             "$3::jsonb") ", 1,"
-                         "         CASE WHEN $7::boolean THEN NULL ELSE 1 END, $5)"
+                         "         CASE WHEN $7::boolean THEN NULL ELSE 1 END, $5, $9, $10)"
                          " RETURNING *),"
                          " v AS ("
                          " INSERT INTO config_versions (config_id, version, spec, checksum, "
@@ -185,7 +229,7 @@ int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out
                          " SELECT id, 1, $4::jsonb, $6, $5, $8, $7::boolean FROM c)"
                          " SELECT " CFG_COLS " FROM c";
     PGresult *r;
-    rc = repo_query(c, a, sql, 8, p, &r, err);
+    rc = repo_query(c, a, sql, 10, p, &r, err);
     if (rc == SX_ECONFLICT && err && strcmp(err->sqlstate, "23505") == 0)
         return name_taken(in->ns, in->name, err);
     return rc ? rc : read_one(a, r, out, err);
@@ -242,17 +286,21 @@ int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, s
     cfg_filter none = {0};
     if (f == NULL)
         f = &none;
-    const char *p[] = {f->ns, f->group, f->include_deleted ? "true" : "false", NULL, NULL,
-                       NULL,  NULL};
+    cfg_source source;
+    if (f->source && cfg_source_parse(f->source, &source) != 0)
+        return sx_err_set(err, SX_EINVAL, "unknown config source \"%.32s\"", f->source);
+    const char *p[] = {f->ns, f->group, f->include_deleted ? "true" : "false", NULL, NULL, NULL,
+                       NULL,  f->source};
     static const char sql[] =
         "SELECT " CFG_COLS " FROM configs"
         " WHERE ($1::text IS NULL OR namespace = $1)"
         "   AND ($2::text IS NULL OR groups @> ARRAY[$2::text])"
         "   AND ($3::boolean OR deleted_at IS NULL)"
+        "   AND ($8::text IS NULL OR source = $8)"
         "   AND ($4::text IS NULL OR (namespace, name, id) > ($4, $5, $6::uuid))"
         " ORDER BY namespace, name, id LIMIT $7::int";
     repo_page pg;
-    int rc = repo_page_query(c, a, &cfg_page, f->limit, f->cursor, sql, 7, p, &pg, err);
+    int rc = repo_page_query(c, a, &cfg_page, f->limit, f->cursor, sql, 8, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }
@@ -295,6 +343,8 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
         return rc;
     if (in->set_groups && (rc = check_groups(in->groups, in->group_count, err)))
         return rc;
+    if (in->source_ref && (rc = check_source(CFG_SOURCE_KUBERNETES, in->source_ref, err)))
+        return rc;
     if (in->source_version < 0 || in->source_version > expected_latest)
         return sx_err_set(err, SX_EINVAL, "source_version %d does not exist", in->source_version);
     char sum[SX_SHA256_HEX_LEN + 1];
@@ -310,6 +360,7 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
         in->source_version > 0 ? repo_i64_param(a, in->source_version) : NULL,
         in->name,
         in->set_groups ? repo_strv_param(a, in->groups, in->group_count) : NULL,
+        in->source_ref,
     };
     static const char sql[] =
         "WITH u AS ("
@@ -319,7 +370,9 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
         "   groups = CASE WHEN $10::jsonb IS NULL THEN groups"
         "            ELSE " GROUPS_FROM_JSON(
             "$10::jsonb") " END,"
-                          "   updated_at = now()"
+                          "   updated_at = now(),"
+                          "   source_ref = CASE WHEN source = 'rest' THEN source_ref"
+                          "                ELSE COALESCE($11::text, source_ref) END"
                           " WHERE id = $1::uuid AND deleted_at IS NULL AND latest_version = $2::int"
                           " RETURNING id, latest_version)"
                           " INSERT INTO config_versions"
@@ -329,7 +382,7 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
                           "FROM u"
                           " RETURNING " VER_COLS;
     PGresult *r;
-    rc = repo_query(c, a, sql, 10, p, &r, err);
+    rc = repo_query(c, a, sql, 11, p, &r, err);
     if (rc == SX_ECONFLICT && err && strcmp(err->sqlstate, "23505") == 0)
         return name_taken(NULL, in->name ? in->name : "", err);
     if (rc)
@@ -477,6 +530,20 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
                          2, p, sizeof(cfg_live), read_live, &v, count, err);
     *out = v;
     return rc;
+}
+
+int cfg_repo_lock_name(pg_conn *c, const char *ns, const char *name, sx_err *err)
+{
+    int rc;
+    if ((rc = check_name("namespace", ns, err)) || (rc = check_name("name", name, err)))
+        return rc;
+    /* Keyed in a space of its own ("sextant.config" as the first key), so no other
+     * advisory lock of the project can collide with a config name's. */
+    const char *p[] = {ns, name};
+    return pg_exec(c,
+                   "SELECT pg_advisory_xact_lock(hashtext('sextant.config'),"
+                   " hashtext($1 || '/' || $2))",
+                   2, p, NULL, err);
 }
 
 int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out, sx_err *err)

@@ -8,7 +8,11 @@
  * latest_version is the optimistic-concurrency token: cfg_repo_add_version and
  * cfg_repo_delete take the version the caller last saw and fail with
  * SX_EPRECONDITION when another writer got there first. live_version is the newest
- * non-draft version, the one snapshots are composed from.
+ * non-draft version, the one snapshots are composed from. A config's source says who
+ * writes its versions: the REST API (and the import command), or a source of
+ * configuration that manages it (Kubernetes), which records in source_ref the object it
+ * is translated from; the repository stores both, the write path (server/apply.h)
+ * decides who may change what.
  *
  * Memory: results live in the caller's sx_arena (see storage/repo_common.h); nothing
  * is freed individually. Every function takes a pg_conn: it runs inside the caller's
@@ -29,6 +33,17 @@
 #include "server/base/hash.h"
 #include "storage/pg_pool.h"
 
+/* Who writes a config's versions (configs.source). */
+typedef enum cfg_source {
+    CFG_SOURCE_REST = 0,   /* the REST API, the web UI, `sextant import` */
+    CFG_SOURCE_KUBERNETES, /* translated from a Gateway of the Kubernetes Gateway API */
+} cfg_source;
+
+/* The stored name of a source: "rest", "kubernetes". */
+const char *cfg_source_name(cfg_source s);
+/* The source named s into *out; SX_EINVAL for an unknown name. */
+int cfg_source_parse(const char *s, cfg_source *out) SX_MUSTCHECK;
+
 typedef struct cfg_record {
     char *id;           /* UUID */
     char *ns;           /* namespace */
@@ -40,7 +55,10 @@ typedef struct cfg_record {
     char *created_by;
     char *created_at; /* RFC 3339 UTC */
     char *updated_at;
-    char *deleted_at; /* NULL while live */
+    char *deleted_at;  /* NULL while live */
+    cfg_source source; /* who writes its versions */
+    char *source_ref;  /* what a managed config is translated from ("Gateway default/web");
+                          NULL for CFG_SOURCE_REST */
 } cfg_record;
 
 typedef struct cfg_version {
@@ -65,6 +83,8 @@ typedef struct cfg_new {
     const char *author; /* required */
     const char *message;
     bool draft;
+    cfg_source source;      /* CFG_SOURCE_REST when zero */
+    const char *source_ref; /* required for a managed source, NULL for REST; 1..1024 bytes */
 } cfg_new;
 
 /* Input of cfg_repo_add_version; the pointers are borrowed for the call. */
@@ -78,11 +98,13 @@ typedef struct cfg_change {
     bool set_groups;    /* replace groups with the list below */
     const char *const *groups;
     size_t group_count;
+    const char *source_ref; /* a managed config: replaces its source_ref; NULL keeps it */
 } cfg_change;
 
 typedef struct cfg_filter {
     const char *ns;       /* NULL = every namespace */
     const char *group;    /* NULL = any; else configs applying to this group */
+    const char *source;   /* NULL = any; else configs of this source ("rest", "kubernetes") */
     bool include_deleted; /* also list soft-deleted configs */
     int limit;            /* page size, see repo_limit */
     const char *cursor;   /* NULL for the first page, else a next_cursor */
@@ -164,6 +186,11 @@ typedef struct cfg_live {
  * the answer cannot change before it ends. */
 int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, const char *exclude_id,
                             sx_arena *a, cfg_live **out, size_t *count, sx_err *err) SX_MUSTCHECK;
+
+/* Locks the name ns/name until the caller's transaction ends (an advisory lock: no row
+ * needs to exist), so that two writers that create or replace the config of one name
+ * queue instead of racing on its insert. The caller must be in a transaction. */
+int cfg_repo_lock_name(pg_conn *c, const char *ns, const char *name, sx_err *err) SX_MUSTCHECK;
 
 /* Reads the live config with that id and locks its row (SELECT ... FOR UPDATE) until the
  * caller's transaction ends, so that concurrent changes of one config queue here.

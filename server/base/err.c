@@ -31,6 +31,7 @@ static const struct {
     {SX_EIO, "io_error", 500, 13},
     {SX_EINTERNAL, "internal", 500, 13},
     {SX_EUNSUPPORTED, "unsupported", 415, 12},
+    {SX_EMANAGED, "managed_by_kubernetes", 409, 9},
 };
 
 static int find(int code)

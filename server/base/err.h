@@ -31,6 +31,8 @@ typedef enum sx_code {
     SX_EIO = -12,          /* file or socket error (500) */
     SX_EINTERNAL = -13,    /* a bug or an unexpected state (500) */
     SX_EUNSUPPORTED = -14, /* media type or feature not supported (415) */
+    SX_EMANAGED = -15,     /* the resource is managed by another source of configuration
+                              (Kubernetes) and cannot be changed here (409) */
 } sx_code;
 
 #define SX_ERR_MESSAGE_MAX 512

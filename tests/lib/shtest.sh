@@ -76,7 +76,7 @@ wait_for() {
 # SX_ENV: the prefix that runs sextant without the runner's own variables, so the
 # daemon sees only the SEXTANT_* settings a test means for it.
 SX_ENV=(env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL
-    -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT)
+    -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT -u SEXTANT_TEST_TOOLS)
 
 # ready [PORT]: /readyz on 127.0.0.1:PORT (HTTP_PORT by default) answers 200; the
 # answer's body is kept in $WORK/readyz.json.

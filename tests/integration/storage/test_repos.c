@@ -290,6 +290,148 @@ static void test_configs_round_trip(void **state)
     json_decref(spec2);
 }
 
+/* A config's source and source_ref: stored, read back by every read, filtered on,
+ * required together, kept by a REST change and replaced by a managed one. */
+static void test_config_source(void **state)
+{
+    fx *f = *state;
+    cfg_record *rest = create_config(f, "default", "api", "edge", "{\"a\": 1}");
+    assert_int_equal(rest->source, CFG_SOURCE_REST);
+    assert_null(rest->source_ref);
+
+    json_t *spec = js("{\"b\": 1}");
+    const char *groups[] = {"default/web"};
+    cfg_new in = {.ns = "default",
+                  .name = "web",
+                  .groups = groups,
+                  .group_count = 1,
+                  .spec = spec,
+                  .author = "kubernetes",
+                  .source = CFG_SOURCE_KUBERNETES,
+                  .source_ref = "Gateway default/web"};
+    cfg_record *k8s;
+    TL_OK(cfg_repo_create(f->c, &in, f->a, &k8s, &e_));
+    assert_int_equal(k8s->source, CFG_SOURCE_KUBERNETES);
+    assert_string_equal(k8s->source_ref, "Gateway default/web");
+    cfg_record *got;
+    TL_OK(cfg_repo_get(f->c, k8s->id, false, f->a, &got, &e_));
+    assert_int_equal(got->source, CFG_SOURCE_KUBERNETES);
+    assert_string_equal(got->source_ref, "Gateway default/web");
+    TL_OK(cfg_repo_lock(f->c, k8s->id, f->a, &got, &e_));
+    assert_string_equal(got->source_ref, "Gateway default/web");
+
+    /* A new version may rename what it is translated from; REST configs keep none. */
+    cfg_change ch = {.spec = spec, .author = "kubernetes", .source_ref = "Gateway default/web2"};
+    TL_OK(cfg_repo_add_version(f->c, k8s->id, 1, &ch, f->a, NULL, &e_));
+    cfg_change plain = {.spec = spec, .author = "kubernetes"};
+    TL_OK(cfg_repo_add_version(f->c, k8s->id, 2, &plain, f->a, NULL, &e_));
+    TL_OK(cfg_repo_get_by_name(f->c, "default", "web", f->a, &got, &e_));
+    assert_string_equal(got->source_ref, "Gateway default/web2");
+    TL_OK(cfg_repo_add_version(f->c, rest->id, 1, &ch, f->a, NULL, &e_));
+    TL_OK(cfg_repo_get(f->c, rest->id, false, f->a, &got, &e_));
+    assert_int_equal(got->source, CFG_SOURCE_REST);
+    assert_null(got->source_ref);
+
+    /* The list filters on the source; an unknown one is refused. */
+    cfg_filter only = {.source = "kubernetes"};
+    cfg_list cl;
+    TL_OK(cfg_repo_list(f->c, &only, f->a, &cl, &e_));
+    assert_int_equal(cl.count, 1);
+    assert_string_equal(cl.items[0].id, k8s->id);
+    assert_string_equal(cl.items[0].source_ref, "Gateway default/web2");
+    only.source = "rest";
+    TL_OK(cfg_repo_list(f->c, &only, f->a, &cl, &e_));
+    assert_int_equal(cl.count, 1);
+    assert_string_equal(cl.items[0].id, rest->id);
+    sx_err err;
+    only.source = "helm";
+    assert_int_equal(cfg_repo_list(f->c, &only, f->a, &cl, &err), SX_EINVAL);
+    assert_string_equal(err.message, "unknown config source \"helm\"");
+
+    /* A managed config names its object; a REST config names none. */
+    cfg_new bad = in;
+    bad.name = "other";
+    bad.source_ref = NULL;
+    assert_int_equal(cfg_repo_create(f->c, &bad, f->a, &got, &err), SX_EINVAL);
+    assert_string_equal(err.message, "source_ref is required for a kubernetes config");
+    bad.source = CFG_SOURCE_REST;
+    bad.source_ref = "Gateway default/other";
+    assert_int_equal(cfg_repo_create(f->c, &bad, f->a, &got, &err), SX_EINVAL);
+    /* ... and the database holds the same rule. */
+    assert_int_equal(pg_exec(f->c,
+                             "UPDATE configs SET source_ref = NULL WHERE source = 'kubernetes'", 0,
+                             NULL, NULL, &err),
+                     SX_EINVAL);
+    assert_int_equal(pg_exec(f->c, "UPDATE configs SET source = 'helm' WHERE source = 'rest'", 0,
+                             NULL, NULL, &err),
+                     SX_EINVAL);
+    json_decref(spec);
+}
+
+/* Two transactions locking one config name: the second waits for the first to end. */
+typedef struct name_locker {
+    pg_pool *pool;
+    pthread_barrier_t *locked;
+    int rc;
+} name_locker;
+
+static int lock_name_tx(pg_conn *c, void *p, sx_err *err)
+{
+    (void)p;
+    return cfg_repo_lock_name(c, "default", "web", err);
+}
+
+static void *lock_second(void *p)
+{
+    name_locker *l = p;
+    pthread_barrier_wait(l->locked);
+    l->rc = pg_tx(l->pool, lock_name_tx, NULL, NULL);
+    return NULL;
+}
+
+static int hold_name_tx(pg_conn *c, void *p, sx_err *err)
+{
+    name_locker *l = p;
+    int rc = cfg_repo_lock_name(c, "default", "web", err);
+    if (rc)
+        return rc;
+    pthread_barrier_wait(l->locked);
+    /* The other transaction waits on the name until this one ends: pg_locks shows its
+     * request not granted (polled: it may not have asked yet). */
+    long long deadline = tl_now_ms() + 10000;
+    int waiting = 0;
+    while (waiting == 0 && tl_now_ms() < deadline) {
+        PGresult *r;
+        if ((rc = pg_exec(c,
+                          "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                          " AND NOT granted AND database = (SELECT oid FROM pg_database"
+                          "                                 WHERE datname = current_database())",
+                          0, NULL, &r, err)) != 0)
+            return rc;
+        waiting = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+        if (waiting == 0)
+            tl_sleep_ms(10);
+    }
+    return waiting == 1 ? 0 : sx_err_set(err, SX_EINTERNAL, "no transaction waited on the name");
+}
+
+static void test_config_name_lock(void **state)
+{
+    fx *f = *state;
+    pthread_barrier_t locked;
+    pthread_barrier_init(&locked, NULL, 2);
+    name_locker l = {f->pool, &locked, -1};
+    pthread_t t;
+    pthread_create(&t, NULL, lock_second, &l);
+    TL_OK(pg_tx(f->pool, hold_name_tx, &l, &e_));
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&locked);
+    assert_int_equal(l.rc, 0); /* it got the lock once the first transaction ended */
+    sx_err err;
+    assert_int_equal(cfg_repo_lock_name(f->c, "", "web", &err), SX_EINVAL);
+}
+
 /* --------------------------------------------------------------- snapshots */
 
 typedef struct ins_ctx {
@@ -1156,6 +1298,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_configs_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_name_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshots_concurrent_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_reads_fill_cache, setup, teardown),

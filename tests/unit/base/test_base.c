@@ -25,6 +25,10 @@ static void test_err_statuses(void **state)
     assert_int_equal(sx_code_grpc_status(SX_EINVAL), 3);
     assert_int_equal(sx_code_grpc_status(SX_EUNAVAILABLE), 14);
     assert_string_equal(sx_code_name(SX_ECONFLICT), "conflict");
+    /* A config another source manages: a conflict with a name of its own. */
+    assert_int_equal(sx_code_http_status(SX_EMANAGED), 409);
+    assert_int_equal(sx_code_grpc_status(SX_EMANAGED), 9);
+    assert_string_equal(sx_code_name(SX_EMANAGED), "managed_by_kubernetes");
 
     sx_err e;
     assert_int_equal(sx_err_set(&e, SX_EINVAL, "bad port %d", 70000), SX_EINVAL);

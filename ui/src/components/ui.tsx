@@ -15,6 +15,19 @@ export function Badge({tone = 'neutral', children, title}: {tone?: string; child
   );
 }
 
+/** Where a config comes from, when it is not the REST API: a config translated from a
+ * Gateway says which one ("Kubernetes · Gateway default/web"); its edits belong there. */
+export function SourceBadge({source, sourceRef}: {source: string; sourceRef?: string | null}) {
+  if (source !== 'kubernetes') return null;
+  return (
+    <span data-testid="source-badge">
+      <Badge tone="info" title="Translated from the Kubernetes Gateway API: change it in the cluster">
+        Kubernetes · {sourceRef}
+      </Badge>
+    </span>
+  );
+}
+
 const STATE_TONES: Record<string, string> = {
   connected: 'ok',
   stale: 'warn',

@@ -2,7 +2,9 @@
 // completion from the schema and the whole validation pipeline's errors inline as you
 // type, then save as a new version with a message. Saving sends If-Match with the
 // version the edit started from, so a change someone else saved meanwhile is not
-// overwritten: the page says so and keeps the text.
+// overwritten: the page says so and keeps the text. A config the Kubernetes source
+// manages is shown read-only with the Gateway it comes from (the server refuses its
+// edits); its history (rollback) and rollouts stay one click away.
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {ApiError, call, describeError, fetchOp, type Body} from '../lib/api';
 import {useApi, useTitle} from '../lib/hooks';
@@ -12,7 +14,7 @@ import {useStore} from '../lib/store';
 import type {Config, Spec} from '../lib/types';
 import type {EditorStatus, Problem, Validation} from '../editor/jsonEditor';
 import {EditorStatusLine, SpecEditor, type SpecEditorHandle} from '../components/editors';
-import {Badge, Empty, ErrorBox, Field, PageHead, Time, toast, val} from '../components/ui';
+import {Badge, Empty, ErrorBox, Field, PageHead, SourceBadge, Time, toast, val} from '../components/ui';
 
 const TEMPLATE = `{
   "listeners": [],
@@ -39,7 +41,9 @@ export function ConfigEditorPage({id}: {id: string | null}) {
   const loaded = useApi('getConfig', id ? {path: {id}} : null);
   useTitle(creating ? 'New config' : loaded.data ? `${loaded.data.namespace}/${loaded.data.name}` : 'Config');
 
-  const mayEdit = creating ? can(me, 'configs', 'create') : can(me, 'configs', 'update');
+  // A managed config is changed where it comes from, never here.
+  const managed = !creating && loaded.data?.source === 'kubernetes';
+  const mayEdit = creating ? can(me, 'configs', 'create') : can(me, 'configs', 'update') && !managed;
   const mayValidate = mayEdit && can(me, 'configs', 'validate');
 
   // What the edit started from: the version its If-Match names.
@@ -194,7 +198,7 @@ export function ConfigEditorPage({id}: {id: string | null}) {
             <>
               Version <strong data-testid="config-version">{base!.version}</strong>
               {base!.draft && <Badge tone="warn">draft</Badge>} by {base!.author} <Time iso={base!.updated_at} />
-              {base!.message && <> — “{base!.message}”</>}
+              {base!.message && <> — “{base!.message}”</>} <SourceBadge source={base!.source} sourceRef={base!.source_ref} />
             </>
           )
         }
@@ -212,10 +216,18 @@ export function ConfigEditorPage({id}: {id: string | null}) {
           </>
         )}
       </PageHead>
-      {!mayEdit && (
+      {managed ? (
         <p class="notice" data-testid="read-only">
-          Read-only: your role ({me?.role}) may read configs but not change them.
+          Managed by Kubernetes: this config is translated from <strong>{base!.source_ref}</strong> and the routes attached to it.
+          Change them in the cluster; an edit here would be replaced by the next translation. You can still roll back to an earlier
+          version from the history, or roll one out with Apply.
         </p>
+      ) : (
+        !mayEdit && (
+          <p class="notice" data-testid="read-only">
+            Read-only: your role ({me?.role}) may read configs but not change them.
+          </p>
+        )
       )}
       <div class="editor-layout">
         <div class="editor-main">

@@ -11,7 +11,7 @@ import {useStore} from '../lib/store';
 import type {Config} from '../lib/types';
 import {DiffList, SideBySide} from '../components/editors';
 import {ConfirmButtons, Refusal} from '../components/list';
-import {Badge, Dialog, Empty, ErrorBox, Field, PageHead, Section, Time, toast, val} from '../components/ui';
+import {Badge, Dialog, Empty, ErrorBox, Field, PageHead, Section, SourceBadge, Time, toast, val} from '../components/ui';
 
 function RollbackDialog({
   config,
@@ -134,7 +134,8 @@ export function ConfigHistoryPage({id}: {id: string}) {
         sub={
           c ? (
             <>
-              History: {c.version} version{c.version === 1 ? '' : 's'}, live v{c.live_version ?? '—'}
+              History: {c.version} version{c.version === 1 ? '' : 's'}, live v{c.live_version ?? '—'}{' '}
+              <SourceBadge source={c.source} sourceRef={c.source_ref} />
             </>
           ) : (
             'Loading…'
@@ -143,7 +144,7 @@ export function ConfigHistoryPage({id}: {id: string}) {
       >
         {c && (
           <a class="btn" href={`/configs/${seg(c.id)}`}>
-            {can(me, 'configs', 'update') ? 'Edit' : 'View spec'}
+            {can(me, 'configs', 'update') && c.source !== 'kubernetes' ? 'Edit' : 'View spec'}
           </a>
         )}
       </PageHead>

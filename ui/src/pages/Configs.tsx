@@ -1,5 +1,6 @@
 // Configs.tsx — the live configs, filterable by namespace and group; each opens in the
-// editor, with its history one click away.
+// editor, with its history one click away. A config the Kubernetes source manages
+// carries a badge naming its Gateway.
 import {useMemo} from 'preact/hooks';
 import {useGroups, usePaged, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
@@ -7,7 +8,7 @@ import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
 import type {Config} from '../lib/types';
 import {GroupFilter, ListTable} from '../components/list';
-import {Badge, compare, Empty, Field, PageHead, Time, useSort, val} from '../components/ui';
+import {Badge, compare, Empty, Field, PageHead, SourceBadge, Time, useSort, val} from '../components/ui';
 
 export function ConfigsPage() {
   useTitle('Configs');
@@ -73,11 +74,12 @@ export function ConfigsPage() {
       >
         {rows.map((c) => (
           <tr key={c.id}>
-            <td>
+            <td data-source={c.source}>
               <a href={`/configs/${seg(c.id)}`}>
                 <span class="muted">{c.namespace}/</span>
                 {c.name}
-              </a>
+              </a>{' '}
+              <SourceBadge source={c.source} sourceRef={c.source_ref} />
             </td>
             <td>{c.groups.join(', ')}</td>
             <td class="num">v{c.version}</td>
