@@ -59,26 +59,26 @@ typedef struct worker {
     const k8s_kind *k;
     wm_map *map;
     char api_version[128];
-    char *base;     /* the collection's path: /apis/g/v/plural */
-    CURL *h;        /* this kind's connection */
+    char *base; /* the collection's path: /apis/g/v/plural */
+    CURL *h;    /* this kind's connection */
     pthread_t thread;
     bool started;
     /* Owned by the thread; rv and state are written under c->mu for other readers. */
-    char *rv;              /* resume point; NULL: list first */
+    char *rv; /* resume point; NULL: list first */
     k8s_kind_state state;
-    bool synced;           /* counted in c->synced */
-    bool missing;          /* the last list answered 404 (logged once) */
-    int backoff_ms;        /* the last back-off; 0 after a success */
-    int gone_streak;       /* 410s in a row without an event between them */
-    long problem;          /* what was logged last (see problem_id); 0 after a success */
-    unsigned rng;          /* jitter */
+    bool synced;     /* counted in c->synced */
+    bool missing;    /* the last list answered 404 (logged once) */
+    int backoff_ms;  /* the last back-off; 0 after a success */
+    int gone_streak; /* 410s in a row without an event between them */
+    long problem;    /* what was logged last (see problem_id); 0 after a success */
+    unsigned rng;    /* jitter */
     /* One transfer's state, reset by transfer(). */
-    bool watching;         /* a watch: a 200 answer goes to stream */
+    bool watching; /* a watch: a 200 answer goes to stream */
     k8s_stream stream;
-    sx_err stream_err;     /* why the stream failed */
-    bool gone;             /* an ERROR event with code 410 came */
-    size_t events;         /* events of this watch */
-    sx_buf body;           /* a list page, or the Status of a failed request */
+    sx_err stream_err; /* why the stream failed */
+    bool gone;         /* an ERROR event with code 410 came */
+    size_t events;     /* events of this watch */
+    sx_buf body;       /* a list page, or the Status of a failed request */
     bool too_large;
 } worker;
 
@@ -237,8 +237,7 @@ static int on_event(void *ctx, json_t *ev, sx_err *err)
         strcmp(type, "DELETED") == 0) {
         char *key = wm_key_of(obj);
         if (key == NULL)
-            return sx_err_set(err, SX_EINVAL, "watch: %s event for an object without a name",
-                              type);
+            return sx_err_set(err, SX_EINVAL, "watch: %s event for an object without a name", type);
         if (type[0] == 'D') {
             wm_delete(w->map, key);
         } else {
@@ -512,9 +511,10 @@ static void relist_needed(worker *w, const char *why)
     const char *labels[] = {w->k->kind};
     if (w->c->m_relists)
         sx_metric_inc(w->c->m_relists, labels);
-    sx_log_fields(SX_LOG_INFO, LOG, json_pack("{s:s,s:s}", "kind", w->k->kind, "resource_version",
-                                              w->rv ? w->rv : ""),
-                  "%s: %s; listing again", w->k->kind, why);
+    sx_log_fields(
+        SX_LOG_INFO, LOG,
+        json_pack("{s:s,s:s}", "kind", w->k->kind, "resource_version", w->rv ? w->rv : ""),
+        "%s: %s; listing again", w->k->kind, why);
     set_rv(w, NULL);
 }
 
@@ -625,9 +625,9 @@ int k8s_client_create(const k8s_client_options *opt, k8s_client **out, sx_err *e
     pthread_mutex_init(&c->patch_mu, NULL);
     atomic_init(&c->stopping, false);
     if (opt->metrics) {
-        c->m_events = sx_metrics_counter(opt->metrics, "sextant_k8s_watch_events_total",
-                                         "Kubernetes watch events received, by kind and type.",
-                                         "kind,type");
+        c->m_events =
+            sx_metrics_counter(opt->metrics, "sextant_k8s_watch_events_total",
+                               "Kubernetes watch events received, by kind and type.", "kind,type");
         c->m_relists = sx_metrics_counter(opt->metrics, "sextant_k8s_relists_total",
                                           "Lists of a Kubernetes kind made again because its "
                                           "resourceVersion was too old (410 Gone).",
@@ -796,11 +796,11 @@ int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char
     if (w == NULL)
         return sx_err_set(err, SX_EINVAL, "status write-back: %s is not a watched kind", kind);
     if (name == NULL || *name == '\0' || !json_is_object(status))
-        return sx_err_set(err, SX_EINVAL, "status write-back: a name and a status object are "
-                                          "required");
+        return sx_err_set(err, SX_EINVAL,
+                          "status write-back: a name and a status object are "
+                          "required");
     if (w->k->namespaced && (ns == NULL || *ns == '\0'))
-        return sx_err_set(err, SX_EINVAL, "status write-back: %s %s needs a namespace", kind,
-                          name);
+        return sx_err_set(err, SX_EINVAL, "status write-back: %s %s needs a namespace", kind, name);
     char *path = k8s_kind_path(w->k, ns, name, "status");
     json_t *body = json_pack("{s:O}", "status", (json_t *)status);
     json_t *answer = NULL;

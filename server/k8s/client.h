@@ -54,13 +54,13 @@ typedef struct k8s_client_options {
     wm_table *maps;        /* borrowed; required: the map of each kind is added to it */
     const k8s_kind *kinds; /* borrowed array (e.g. k8s_kind_table); required, nkinds > 0 */
     size_t nkinds;
-    sx_metrics *metrics;    /* NULL allowed */
-    int page_size;          /* objects per list page; 0: 500 */
-    int watch_timeout_s;    /* timeoutSeconds asked of the server; 0: 300 */
-    int backoff_min_ms;     /* first delay after a failure; 0: 250 */
-    int backoff_max_ms;     /* longest delay; 0: 30000 */
-    int missing_retry_ms;   /* how often a kind the server does not serve is tried; 0: 30000 */
-    size_t max_event_bytes; /* cap on one watch event; 0: 16 MiB */
+    sx_metrics *metrics;     /* NULL allowed */
+    int page_size;           /* objects per list page; 0: 500 */
+    int watch_timeout_s;     /* timeoutSeconds asked of the server; 0: 300 */
+    int backoff_min_ms;      /* first delay after a failure; 0: 250 */
+    int backoff_max_ms;      /* longest delay; 0: 30000 */
+    int missing_retry_ms;    /* how often a kind the server does not serve is tried; 0: 30000 */
+    size_t max_event_bytes;  /* cap on one watch event; 0: 16 MiB */
     long connect_timeout_ms; /* 0: 10000 */
 } k8s_client_options;
 

@@ -175,9 +175,9 @@ int k8s_http_request(CURL *h, const k8s_cfg *cfg, const char *method, const char
             return sx_err_set(err, SX_EINTERNAL, "could not create a libcurl handle");
     }
     struct curl_slist *headers = NULL;
-    int rc = k8s_http_setup(h, cfg, body ? (content_type ? content_type : "application/json")
-                                         : NULL,
-                            REQUEST_TIMEOUT_MS / 3, &headers, err);
+    int rc =
+        k8s_http_setup(h, cfg, body ? (content_type ? content_type : "application/json") : NULL,
+                       REQUEST_TIMEOUT_MS / 3, &headers, err);
     if (rc != 0) {
         curl_easy_cleanup(own);
         return rc;

@@ -37,8 +37,8 @@ static int read_file(const char *path, const char *what, char **out, size_t *len
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_FILE_BYTES) {
         fclose(f);
-        return sx_err_set(err, SX_EIO, "could not read %s %s: not a regular file under 4 MiB",
-                          what, path);
+        return sx_err_set(err, SX_EIO, "could not read %s %s: not a regular file under 4 MiB", what,
+                          path);
     }
     sx_buf b = {0};
     char chunk[8192];
@@ -243,8 +243,8 @@ static char *resolve(kc *k, const char *name)
 }
 
 /* Takes field (a file name) and field-data (base64 PEM) of m into *file / *data. */
-static int file_or_data(kc *k, const yaml_node_t *m, const char *field, char **file,
-                        char **data, size_t *len, sx_err *err)
+static int file_or_data(kc *k, const yaml_node_t *m, const char *field, char **file, char **data,
+                        size_t *len, sx_err *err)
 {
     char key[64];
     snprintf(key, sizeof(key), "%s-data", field);
@@ -259,8 +259,7 @@ static int file_or_data(kc *k, const yaml_node_t *m, const char *field, char **f
         *file = resolve(k, f);
         struct stat st;
         if (stat(*file, &st) != 0)
-            return sx_err_set(err, SX_EIO, "%s: %s %s: %s", k->path, field, *file,
-                              strerror(errno));
+            return sx_err_set(err, SX_EIO, "%s: %s %s: %s", k->path, field, *file, strerror(errno));
     }
     return 0;
 }
@@ -279,8 +278,8 @@ static int read_cluster(kc *k, const yaml_node_t *cl, const char *name, k8s_cfg 
     c->server = sx_strndup(server, n);
     const char *insecure = get_str(k, cl, "insecure-skip-tls-verify");
     c->insecure = insecure && strcmp(insecure, "true") == 0;
-    return file_or_data(k, cl, "certificate-authority", &c->ca_file, &c->ca_data,
-                        &c->ca_data_len, err);
+    return file_or_data(k, cl, "certificate-authority", &c->ca_file, &c->ca_data, &c->ca_data_len,
+                        err);
 }
 
 static int read_user(kc *k, const yaml_node_t *u, const char *name, k8s_cfg *c, sx_err *err)
@@ -288,16 +287,20 @@ static int read_user(kc *k, const yaml_node_t *u, const char *name, k8s_cfg *c, 
     static const char *const plugins[] = {"exec", "auth-provider"};
     for (size_t i = 0; i < sizeof(plugins) / sizeof(*plugins); i++) {
         if (get(k, u, plugins[i])) {
-            sx_err_set(err, SX_EUNSUPPORTED, "%s: user \"%s\" uses an %s plug-in, which is not "
-                       "supported", k->path, name, plugins[i]);
+            sx_err_set(err, SX_EUNSUPPORTED,
+                       "%s: user \"%s\" uses an %s plug-in, which is not "
+                       "supported",
+                       k->path, name, plugins[i]);
             sx_err_hint(err, "Use a service account token (token or tokenFile) or a client "
                              "certificate.");
             return SX_EUNSUPPORTED;
         }
     }
     if (get_str(k, u, "username") || get_str(k, u, "password")) {
-        sx_err_set(err, SX_EUNSUPPORTED, "%s: user \"%s\" uses basic authentication, which is "
-                   "not supported", k->path, name);
+        sx_err_set(err, SX_EUNSUPPORTED,
+                   "%s: user \"%s\" uses basic authentication, which is "
+                   "not supported",
+                   k->path, name);
         sx_err_hint(err, "Use a service account token (token or tokenFile) or a client "
                          "certificate.");
         return SX_EUNSUPPORTED;
@@ -349,8 +352,7 @@ static int walk(kc *k, const char *context, k8s_cfg *c, sx_err *err)
     if (context == NULL || *context == '\0')
         context = get_str(k, root, "current-context");
     if (context == NULL)
-        return sx_err_set(err, SX_EINVAL, "%s: no current-context and no context given",
-                          k->path);
+        return sx_err_set(err, SX_EINVAL, "%s: no current-context and no context given", k->path);
     yaml_node_t *ctx, *cl, *u = NULL;
     int rc = named(k, "contexts", "context", context, &ctx, err);
     if (rc != 0)
@@ -359,8 +361,7 @@ static int walk(kc *k, const char *context, k8s_cfg *c, sx_err *err)
     const char *user = get_str(k, ctx, "user");
     const char *ns = get_str(k, ctx, "namespace");
     if (cluster == NULL)
-        return sx_err_set(err, SX_EINVAL, "%s: context \"%s\" names no cluster", k->path,
-                          context);
+        return sx_err_set(err, SX_EINVAL, "%s: context \"%s\" names no cluster", k->path, context);
     rc = named(k, "clusters", "cluster", cluster, &cl, err);
     if (rc == 0)
         rc = read_cluster(k, cl, cluster, c, err);
@@ -420,9 +421,10 @@ int k8s_cfg_in_cluster(const char *root, k8s_cfg **out, sx_err *err)
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (host == NULL || *host == '\0' || port == NULL || *port == '\0')
-        return sx_err_set(err, SX_EINVAL, "not running in a Kubernetes pod: "
-                                          "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
-                                          "are not set");
+        return sx_err_set(err, SX_EINVAL,
+                          "not running in a Kubernetes pod: "
+                          "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+                          "are not set");
     if (root == NULL)
         root = "";
     size_t rl = strlen(root);

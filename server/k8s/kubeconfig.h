@@ -31,21 +31,21 @@
 /* Connection settings. Every string is owned by the struct, NULL when not set. The
  * *_data fields hold decoded PEM bytes (not NUL-terminated by contract: use the length). */
 typedef struct k8s_cfg {
-    char *server;        /* base URL without a trailing slash: "https://10.96.0.1:443" */
-    char *ca_file;       /* CA bundle to verify the server with */
-    char *ca_data;       /* the same as PEM bytes (certificate-authority-data) */
+    char *server;  /* base URL without a trailing slash: "https://10.96.0.1:443" */
+    char *ca_file; /* CA bundle to verify the server with */
+    char *ca_data; /* the same as PEM bytes (certificate-authority-data) */
     size_t ca_data_len;
-    char *cert_file;     /* client certificate (PEM) */
+    char *cert_file; /* client certificate (PEM) */
     char *cert_data;
     size_t cert_data_len;
-    char *key_file;      /* client private key (PEM) */
+    char *key_file; /* client private key (PEM) */
     char *key_data;
     size_t key_data_len;
-    char *token;         /* a fixed bearer token */
-    char *token_file;    /* a file holding the bearer token; read for each connection */
-    bool insecure;       /* insecure-skip-tls-verify: do not verify the server */
-    char *ns;            /* the default namespace (the context's or the pod's); never NULL */
-    char *source;        /* says where this came from, for logs; never NULL; no secrets */
+    char *token;      /* a fixed bearer token */
+    char *token_file; /* a file holding the bearer token; read for each connection */
+    bool insecure;    /* insecure-skip-tls-verify: do not verify the server */
+    char *ns;         /* the default namespace (the context's or the pod's); never NULL */
+    char *source;     /* says where this came from, for logs; never NULL; no secrets */
 } k8s_cfg;
 
 /*
@@ -72,8 +72,7 @@ int k8s_cfg_in_cluster(const char *root, k8s_cfg **out, sx_err *err) SX_MUSTCHEC
  * named by $KUBECONFIG; SX_EINVAL when none of them is there. root as for
  * k8s_cfg_in_cluster.
  */
-int k8s_cfg_load(const char *kubeconfig, const char *root, k8s_cfg **out,
-                 sx_err *err) SX_MUSTCHECK;
+int k8s_cfg_load(const char *kubeconfig, const char *root, k8s_cfg **out, sx_err *err) SX_MUSTCHECK;
 
 /* The bearer token to send now: *out is a new string (free it) or NULL when c has no
  * token. SX_EIO when the token file cannot be read, SX_EINVAL when it is empty. */

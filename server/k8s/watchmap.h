@@ -57,10 +57,10 @@ typedef struct wm_update {
 
 /* What one read of a subscription returns; free with wm_snapshot_free. */
 typedef struct wm_snapshot {
-    wm_state *state;   /* the newest full state (a reference the snapshot holds) */
-    size_t nupdates;   /* keys changed since the previous read, sorted by key; on the first
-                          read, only changes made after wm_subscribe (what the map held at
-                          subscription time is in state, not in updates) */
+    wm_state *state; /* the newest full state (a reference the snapshot holds) */
+    size_t nupdates; /* keys changed since the previous read, sorted by key; on the first
+                        read, only changes made after wm_subscribe (what the map held at
+                        subscription time is in state, not in updates) */
     wm_update *updates;
 } wm_snapshot;
 
