@@ -539,16 +539,16 @@ static bool list_turn(worker *w)
             sx_log_fields(SX_LOG_INFO, LOG,
                           json_pack("{s:s,s:s}", "kind", w->k->kind, "path", w->base),
                           "%s: the API server does not serve this kind (is its CRD installed?); "
-                          "trying again every %d s",
-                          w->k->kind, c->opt.missing_retry_ms / 1000);
+                          "trying again every %g s",
+                          w->k->kind, c->opt.missing_retry_ms / 1000.0);
             w->missing = true;
         }
         w->problem = 0;
         w->backoff_ms = 0;
         if (wm_replace(w->map, json_object()) > 0)
             count_objects(w);
-        mark_synced(w);
         set_state(w, K8S_KIND_MISSING);
+        mark_synced(w);
         return nap(c, c->opt.missing_retry_ms);
     case OUT_GONE:
     case OUT_FAILED:
@@ -653,6 +653,10 @@ int k8s_client_create(const k8s_client_options *opt, k8s_client **out, sx_err *e
             return sx_err_set(err, SX_EINTERNAL, "could not create a libcurl handle");
         }
         count_objects(w);
+        /* The series exist from the start, so a rate over them needs no first event. */
+        const char *labels[] = {w->k->kind};
+        if (c->m_relists)
+            sx_metric_add(c->m_relists, labels, 0);
     }
     *out = c;
     return 0;
