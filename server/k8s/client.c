@@ -469,8 +469,8 @@ static outcome do_watch(worker *w)
     k8s_client *c = w->c;
     sx_buf q = {0};
     char *rv = curl_easy_escape(w->h, w->rv, 0);
-    sx_buf_printf(&q, "watch=1&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d", rv,
-                  c->opt.watch_timeout_s);
+    sx_buf_printf(&q, "watch=true&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
+                  rv, c->opt.watch_timeout_s);
     curl_free(rv);
     if (w->k->selector) {
         char *esc = curl_easy_escape(w->h, w->k->selector, 0);

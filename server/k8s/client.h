@@ -7,7 +7,7 @@
  *
  *   list    GET the collection in pages (limit, continue); the map is then replaced by
  *           what the pages held (objects that vanished are deleted), in one step;
- *   watch   GET ?watch=1 from the list's resourceVersion with allowWatchBookmarks=true
+ *   watch   GET ?watch=true from the list's resourceVersion with allowWatchBookmarks=true
  *           and timeoutSeconds: ADDED and MODIFIED store the object, DELETED removes it,
  *           BOOKMARK only moves the resourceVersion on;
  *   resume  a watch the server ended (its timeout) or that broke (a dropped connection,

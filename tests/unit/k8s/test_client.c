@@ -284,7 +284,7 @@ static void *serve_conn(void *arg)
                            "resource");
         } else if (strcmp(method, "PATCH") == 0) {
             serve_patch(f, c->fd, target, ctype, in.data + head_len);
-        } else if (strstr(target, "watch=1")) {
+        } else if (strstr(target, "watch=true")) {
             serve_watch(f, c->fd, target);
         } else {
             serve_list(f, c->fd, target);
@@ -568,7 +568,7 @@ static void test_list_pages_then_watch(void **state)
 
     /* The watch starts from the list's resourceVersion and follows changes. */
     fake_wait_watches(r.f, 1);
-    assert_int_equal(fake_count(r.f, "watch=1&resourceVersion=103&allowWatchBookmarks=true&"
+    assert_int_equal(fake_count(r.f, "watch=true&resourceVersion=103&allowWatchBookmarks=true&"
                                      "timeoutSeconds=300"),
                      1);
     assert_int_equal(k8s_client_kind_state(r.client, "Widget"), K8S_KIND_WATCHING);
@@ -593,7 +593,7 @@ static void test_list_pages_then_watch(void **state)
     assert_true(metric(&r, "sextant_k8s_objects", NULL) == 3);
     assert_true(metric(&r, "sextant_k8s_watch_events_total", "BOOKMARK") == 1);
     fake_drop(r.f);
-    fake_wait_count(r.f, "watch=1&resourceVersion=108&", 1);
+    fake_wait_count(r.f, "watch=true&resourceVersion=108&", 1);
     char *rv = k8s_client_resource_version(r.client, "Widget");
     assert_string_equal(rv, "108");
     sx_free(rv);
@@ -625,7 +625,7 @@ static void test_drop_resumes_without_loss(void **state)
     wait_map(&r, "a/one", -1);
     assert_int_equal(map_n(&r, "a/two"), 20);
     /* It resumed from the last resourceVersion seen, without listing again. */
-    assert_int_equal(fake_count(r.f, "watch=1&resourceVersion=102&"), 1);
+    assert_int_equal(fake_count(r.f, "watch=true&resourceVersion=102&"), 1);
     assert_int_equal(fake_count(r.f, "limit=2"), 1);
     assert_true(metric(&r, "sextant_k8s_relists_total", NULL) == 0);
     rig_stop(&r);
@@ -686,7 +686,7 @@ static void test_missing_kind_then_served(void **state)
     assert_true(k8s_client_wait_synced(r.client, WAIT_MS));
     assert_int_equal(wm_size(r.map), 0);
     fake_wait_count(r.f, "GET /apis/example.test/v1/widgets?limit=2", 2);
-    assert_int_equal(fake_count(r.f, "watch=1"), 0);
+    assert_int_equal(fake_count(r.f, "watch=true"), 0);
     /* Its CRD is applied: the kind is listed on the next try. */
     fake_apply(r.f, "ADDED", "a", "one", 1);
     pthread_mutex_lock(&r.f->mu);
