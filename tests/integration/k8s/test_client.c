@@ -14,6 +14,8 @@
  *   - a status written with a merge patch on /status is what kubectl then reads, and
  *     comes back through the watch.
  *
+ * Secrets are watched through a field selector: only TLS ones reach their map.
+ *
  * The map is compared with `kubectl get -A -o json` of the same kind: the keys and every
  * object's resourceVersion must match.
  */
@@ -237,16 +239,21 @@ static void test_first_list(void **state)
                     "apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: it}\n"
                     "spec: {ports: [{port: 80}]}\n---\n"
                     "apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: it}\n"
-                    "spec: {ports: [{port: 80}]}\n",
+                    "spec: {ports: [{port: 80}]}\n---\n"
+                    "apiVersion: v1\nkind: Secret\nmetadata: {name: cert, namespace: it}\n"
+                    "type: kubernetes.io/tls\nstringData: {tls.crt: c, tls.key: k}\n---\n"
+                    "apiVersion: v1\nkind: Secret\nmetadata: {name: password, namespace: it}\n"
+                    "stringData: {password: hunter2}\n",
                     "apply"));
     /* The client borrows its kinds for its whole life. */
-    static k8s_kind kinds[2];
+    static k8s_kind kinds[3];
     kinds[0] = *k8s_kind_find("Service");
     kinds[1] = *k8s_kind_find("HTTPRoute");
+    kinds[2] = *k8s_kind_find("Secret");
     k8s_client_options opt = {.cfg = R.cfg,
                               .maps = R.maps,
                               .kinds = kinds,
-                              .nkinds = 2,
+                              .nkinds = 3,
                               .metrics = R.metrics,
                               .page_size = 2,
                               .watch_timeout_s = 60,
@@ -267,6 +274,12 @@ static void test_first_list(void **state)
     assert_int_equal(k8s_client_kind_state(R.client, "HTTPRoute") == K8S_KIND_MISSING ||
                          k8s_client_kind_state(R.client, "HTTPRoute") == K8S_KIND_LISTING,
                      1);
+    /* Only TLS Secrets are listed (a field selector on type). */
+    wm_map *secrets = wm_table_find(R.maps, "Secret");
+    json_t *cert = wm_get(secrets, "it/cert");
+    assert_non_null(cert);
+    json_decref(cert);
+    assert_null(wm_get(secrets, "it/password"));
     json_t *a = wm_get(R.services, "it/a");
     assert_string_equal(json_string_value(json_object_get(a, "kind")), "Service");
     assert_string_equal(json_string_value(json_object_get(a, "apiVersion")), "v1");

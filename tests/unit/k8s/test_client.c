@@ -3,7 +3,8 @@
  * HTTP server in this process that speaks the part of the API conventions the loop uses
  * for one kind: paginated lists, watches replaying history from a resourceVersion,
  * bookmarks, compaction (an ERROR event with code 410, or a 410 answer), dropped
- * connections, 404 for a kind not served, and merge patches on /status.
+ * connections, 404 for a kind not served, 401 for a bad token, and merge patches on
+ * /status.
  *
  * The test API server under tests/k8s is what the integration test runs against; this
  * one exists so the loop's reactions can be forced one at a time and checked from the
@@ -21,6 +22,7 @@
 
 #include "server/base/buf.h"
 #include "server/base/clock.h"
+#include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/k8s/client.h"
 
@@ -697,6 +699,61 @@ static void test_missing_kind_then_served(void **state)
     rig_stop(&r);
 }
 
+/* How many lines of the file at path contain text. */
+static int count_lines(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, text) != NULL;
+    fclose(f);
+    return n;
+}
+
+static void test_unauthorised_logged_once(void **state)
+{
+    (void)state;
+    rig r;
+    rig_start(&r, false);
+    fake_apply(r.f, "ADDED", "a", "one", 1);
+    /* A token file with a token the server refuses; the client reads it per request. */
+    char tok[] = "/tmp/sx-k8s-tokXXXXXX", logp[] = "/tmp/sx-k8s-logXXXXXX";
+    int tfd = mkstemp(tok), lfd = mkstemp(logp);
+    assert_true(tfd >= 0 && lfd >= 0);
+    close(tfd);
+    tl_write_file(tok, "expired-token\n");
+    sx_free(r.cfg.token);
+    r.cfg.token = NULL;
+    r.cfg.token_file = sx_strdup(tok);
+    sx_log_set_fd(lfd);
+    TL_OK(k8s_client_start(r.client, &e_));
+    /* Refused again and again (with back-off), logged once. */
+    fake_wait_count(r.f, "GET /apis/example.test/v1/widgets?limit=2", 4);
+    assert_false(k8s_client_synced(r.client));
+    assert_int_equal(count_lines(logp, "HTTP 401 Unauthorized"), 1);
+    assert_int_equal(count_lines(logp, "expired-token"), 0);
+    /* The token is renewed: the next try lists, and says so once. */
+    tl_write_file(tok, "unit-test-token\n");
+    assert_true(k8s_client_wait_synced(r.client, WAIT_MS));
+    assert_int_equal(map_n(&r, "a/one"), 1);
+    k8s_client_stop(r.client);
+    sx_log_set_fd(2);
+    assert_int_equal(count_lines(logp, "Widget: listing again"), 1);
+    pthread_mutex_lock(&r.f->mu);
+    int refused = r.f->unauthorised;
+    r.f->unauthorised = 0; /* expected here; rig_stop checks that no other test had any */
+    pthread_mutex_unlock(&r.f->mu);
+    assert_true(refused >= 4);
+    sx_free(r.cfg.token_file);
+    r.cfg.token_file = NULL;
+    unlink(tok);
+    close(lfd);
+    unlink(logp);
+    rig_stop(&r);
+}
+
 static void test_patch_status(void **state)
 {
     (void)state;
@@ -769,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_drop_resumes_without_loss),
         cmocka_unit_test(test_gone_relists),
         cmocka_unit_test(test_missing_kind_then_served),
+        cmocka_unit_test(test_unauthorised_logged_once),
         cmocka_unit_test(test_patch_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
