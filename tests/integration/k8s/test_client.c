@@ -12,7 +12,9 @@
  *     converges to the server's content;
  *   - the CRD is applied: its kind is listed and watched;
  *   - a status written with a merge patch on /status is what kubectl then reads, and
- *     comes back through the watch.
+ *     comes back through the watch;
+ *   - the in-cluster configuration (service account files, KUBERNETES_SERVICE_HOST/PORT)
+ *     reaches the same server.
  *
  * Secrets are watched through a field selector: only TLS ones reach their map.
  *
@@ -31,6 +33,7 @@
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
 #include "server/k8s/client.h"
+#include "server/k8s/http.h"
 
 /* The longest a step waits for the client to converge before the test fails. */
 #define WAIT_MS 30000
@@ -105,8 +108,8 @@ static char *kubectl(const char *manifest, const char *args)
         snprintf(path, sizeof(path), "%s/manifest.yaml", R.dir);
         tl_write_file(path, manifest);
     }
-    return run("kubectl --kubeconfig '%s/kubeconfig' %s%s%s 2>&1", R.dir, args,
-               manifest ? " -f " : "", path);
+    return run("kubectl --kubeconfig '%s/kubeconfig' --cache-dir '%s/kube-cache' %s%s%s 2>&1",
+               R.dir, R.dir, args, manifest ? " -f " : "", path);
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -385,6 +388,38 @@ static void test_status_write_back(void **state)
     json_decref(status);
 }
 
+/* The pod's view: the service account files k8s_start writes, under a root of their
+ * own, and the API server's address in the environment. */
+static void test_in_cluster_config(void **state)
+{
+    (void)state;
+    char *url = run("cat '%s/url'", R.dir);
+    char host[64], port[16];
+    assert_int_equal(sscanf(url, "https://%63[^:]:%15[0-9]", host, port), 2);
+    sx_free(url);
+    sx_free(run("mkdir -p '%s/pod/var/run/secrets/kubernetes.io' && ln -s '%s/serviceaccount' "
+                "'%s/pod%s'",
+                R.dir, R.dir, R.dir, K8S_SA_DIR));
+    setenv("KUBERNETES_SERVICE_HOST", host, 1);
+    setenv("KUBERNETES_SERVICE_PORT", port, 1);
+    char root[128];
+    snprintf(root, sizeof(root), "%s/pod", R.dir);
+    k8s_cfg *c;
+    TL_OK(k8s_cfg_in_cluster(root, &c, &e_));
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    json_t *ns = NULL;
+    sx_err e;
+    sx_err_clear(&e);
+    int rc = k8s_http_request(NULL, c, "GET", "/api/v1/namespaces/it", NULL, NULL, &ns, &e);
+    if (rc != 200)
+        tl_fail_err("GET /api/v1/namespaces/it in-cluster", rc, &e);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(ns, "metadata"), "name")),
+                        "it");
+    json_decref(ns);
+    k8s_cfg_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_compaction_and_restart_relist),
         cmocka_unit_test(test_crd_applied_later),
         cmocka_unit_test(test_status_write_back),
+        cmocka_unit_test(test_in_cluster_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
