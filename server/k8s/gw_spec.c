@@ -142,10 +142,13 @@ typedef struct build {
     hostset *lhosts;    /* per IR listener: its IR hostnames */
     json_t **attached;  /* per IR listener: qualified names of its IR routes */
     struct sroute {
-        json_t *rules;         /* its IR rules, or NULL when it serves nothing */
+        const gw_route *r;
+        json_t *rules;         /* its IR rules */
         const char **sections; /* Gateway listener names it is served on */
         size_t n_sections, cap_sections;
-    } * sroutes[RK_COUNT]; /* per TLS and TCP route (index in ctx->routes) */
+    } * sroutes; /* the TLS and TCP routes served */
+    size_t n_sroutes, cap_sroutes;
+    json_t *sroute_keys; /* "<kind>|<ns>/<name>" -> index in sroutes */
 } build;
 
 static void strs_add(gw_ctx *c, const char ***v, size_t *n, size_t *cap, const char *s)
@@ -180,19 +183,35 @@ static const char *base_name(const build *b, const gw_route *r)
 static void name_kinds(build *b)
 {
     for (int k = 0; k < RK_COUNT; k++)
-        for (size_t i = 0; i < b->c->n_routes[k]; i++) {
-            const gw_route *r = &b->c->routes[k][i];
-            bool here = false;
-            for (size_t l = 0; l < b->g->n_lis && !here; l++)
-                here = attached_to(&b->g->lis[l], r);
-            const char *key = gw_printf(b->c, "%s/%s", r->obj->ns, r->obj->name);
-            if (here && json_object_get(b->first_kind, key) == NULL)
-                json_object_set_new(b->first_kind, key, json_integer(k));
-        }
+        for (size_t l = 0; l < b->g->n_lis; l++)
+            for (size_t i = 0; i < b->g->lis[l].n_routes; i++) {
+                const gw_route *r = b->g->lis[l].routes[i];
+                const char *key = gw_printf(b->c, "%s/%s", r->obj->ns, r->obj->name);
+                if (r->kind == (gw_rk)k && json_object_get(b->first_kind, key) == NULL)
+                    json_object_set_new(b->first_kind, key, json_integer(k));
+            }
 }
 
-/* Records that r answers domains (or the catch-all) on IR listener xi. */
-static void place(build *b, gw_route *r, size_t xi, bool catchall, hostset *domains)
+/* The served stream route entry of r, made on first use. */
+static struct sroute *sroute_of(build *b, const gw_route *r)
+{
+    const char *key = gw_printf(b->c, "%d|%s/%s", (int)r->kind, r->obj->ns, r->obj->name);
+    const json_t *have = json_object_get(b->sroute_keys, key);
+    if (have)
+        return &b->sroutes[json_integer_value(have)];
+    b->sroutes = gw_grow(b->c, b->sroutes, sizeof *b->sroutes, &b->cap_sroutes, b->n_sroutes + 1);
+    struct sroute *sr = &b->sroutes[b->n_sroutes];
+    memset(sr, 0, sizeof *sr);
+    sr->r = r;
+    sr->rules = json_array();
+    json_object_set_new(b->sroute_keys, key, json_integer((json_int_t)b->n_sroutes++));
+    return sr;
+}
+
+/* Records that r answers domains (or the catch-all) on IR listener xi, taken there by
+ * the Gateway listeners sections (names). */
+static void place(build *b, gw_route *r, size_t xi, bool catchall, hostset *domains,
+                  const hostset *sections)
 {
     gw_ctx *c = b->c;
     const char *key = "*";
@@ -224,12 +243,9 @@ static void place(build *b, gw_route *r, size_t xi, bool catchall, hostset *doma
             in->hosts = *domains;
         json_object_set_new(b->inst_keys, id, json_integer((json_int_t)b->n_insts++));
     }
-    const gw_irl *x = &b->g->irl[xi];
-    strs_add(c, &in->irls, &in->n_irls, &in->cap_irls, x->name);
-    for (size_t i = 0; i < x->n_lis; i++)
-        if (attached_to(&b->g->lis[x->lis[i]], r))
-            strs_add(c, &in->sections, &in->n_sections, &in->cap_sections,
-                     b->g->lis[x->lis[i]].name);
+    strs_add(c, &in->irls, &in->n_irls, &in->cap_irls, b->g->irl[xi].name);
+    for (size_t i = 0; i < sections->n; i++)
+        strs_add(c, &in->sections, &in->n_sections, &in->cap_sections, sections->h[i]);
 }
 
 static bool servable(const gw_route *r, gw_rk k1, gw_rk k2)
@@ -271,24 +287,27 @@ static void http_listener(build *b, size_t xi)
                 earlier = attached_to(&g->lis[x->lis[j]], r);
             if (!servable(r, RK_HTTP, RK_GRPC) || earlier)
                 continue;
-            bool catchall = false;
-            hostset mine = {0};
-            size_t mcap = 0;
+            hostset mine = {0}, by_any = {0}, by_name = {0};
+            size_t mcap = 0, acap = 0, ncap = 0;
             for (size_t j = 0; j < x->n_lis; j++) {
                 const gw_lis *lj = &g->lis[x->lis[j]];
                 if (!attached_to(lj, r))
                     continue;
                 hostset e = effective(c, lj, r);
-                catchall = catchall || e.any;
-                for (size_t d = 0; d < domains.n; d++)
-                    if (listener_of(g, x, domains.h[d]) == (long)x->lis[j] &&
-                        set_covers(&e, domains.h[d]))
-                        host_add(c, &mine, &mcap, domains.h[d]);
+                if (e.any)
+                    host_add(c, &by_any, &acap, lj->name);
+                for (size_t d = 0; d < domains.n; d++) {
+                    if (listener_of(g, x, domains.h[d]) != (long)x->lis[j] ||
+                        !set_covers(&e, domains.h[d]))
+                        continue;
+                    host_add(c, &mine, &mcap, domains.h[d]);
+                    host_add(c, &by_name, &ncap, lj->name);
+                }
             }
-            if (catchall)
-                place(b, r, xi, true, NULL);
+            if (by_any.n)
+                place(b, r, xi, true, NULL, &by_any);
             if (mine.n)
-                place(b, r, xi, false, &mine);
+                place(b, r, xi, false, &mine, &by_name);
         }
     }
 }
@@ -320,8 +339,9 @@ static void proxyless_listener(build *b, size_t xi, json_t *claimed)
             host_add(c, &mine, &mcap, e.h[h]);
             host_add(c, &b->lhosts[xi], &acap, e.h[h]);
         }
+        hostset section = {.h = (const char **)&l->name, .n = 1};
         if (mine.n)
-            place(b, r, xi, false, &mine);
+            place(b, r, xi, false, &mine, &section);
     }
     b->emit[xi] = b->lhosts[xi].n > 0; /* proxyless clients need names to dial */
 }
@@ -392,9 +412,7 @@ static void stream_listener(build *b, size_t xi)
                                     json_string(x->proto == GP_TLS_PASSTHROUGH
                                                     ? "TLS_ROUTE_MODE_PASSTHROUGH"
                                                     : "TLS_ROUTE_MODE_TERMINATE"));
-            struct sroute *sr = &b->sroutes[rk][v[i].ri];
-            if (sr->rules == NULL)
-                sr->rules = json_array();
+            struct sroute *sr = sroute_of(b, v[i].r);
             json_array_append_new(sr->rules, rule);
             strs_add(c, &sr->sections, &sr->n_sections, &sr->cap_sections, l->name);
             b->emit[xi] = true;
@@ -501,30 +519,24 @@ static int cmp_stream_rule(const void *a, const void *b)
 
 static void stream_routes(build *b, json_t *out, json_t *backends, unsigned mark, size_t *endpoints)
 {
-    static const gw_rk kinds[] = {RK_TLS, RK_TCP};
-    for (size_t k = 0; k < 2; k++) {
-        gw_rk rk = kinds[k];
-        for (size_t i = 0; i < b->c->n_routes[rk]; i++) {
-            struct sroute *sr = &b->sroutes[rk][i];
-            if (sr->rules == NULL)
-                continue;
-            const gw_route *r = &b->c->routes[rk][i];
-            size_t n = json_array_size(sr->rules);
-            json_t **v = sx_malloc(n * sizeof *v);
-            for (size_t j = 0; j < n; j++)
-                v[j] = json_incref(json_array_get(sr->rules, j));
-            qsort(v, n, sizeof *v, cmp_stream_rule);
-            json_t *rules = json_array();
-            for (size_t j = 0; j < n; j++)
-                json_array_append_new(rules, v[j]);
-            sx_free(v);
-            json_array_append_new(
-                out,
-                json_pack("{s:s,s:s,s:s,s:o,s:o}", "name", base_name(b, r), "namespace", r->obj->ns,
-                          "kind", rk == RK_TLS ? "ROUTE_KIND_TLS" : "ROUTE_KIND_TCP", "parent_refs",
-                          parent_refs(b, sr->sections, sr->n_sections), "rules", rules));
-            take_backends(b, r, backends, mark, endpoints);
-        }
+    for (size_t i = 0; i < b->n_sroutes; i++) {
+        struct sroute *sr = &b->sroutes[i];
+        const gw_route *r = sr->r;
+        size_t n = json_array_size(sr->rules);
+        json_t **v = sx_malloc(n * sizeof *v);
+        for (size_t j = 0; j < n; j++)
+            v[j] = json_incref(json_array_get(sr->rules, j));
+        qsort(v, n, sizeof *v, cmp_stream_rule);
+        json_t *rules = json_array();
+        for (size_t j = 0; j < n; j++)
+            json_array_append_new(rules, v[j]);
+        sx_free(v);
+        json_array_append_new(
+            out,
+            json_pack("{s:s,s:s,s:s,s:o,s:o}", "name", base_name(b, r), "namespace", r->obj->ns,
+                      "kind", r->kind == RK_TLS ? "ROUTE_KIND_TLS" : "ROUTE_KIND_TCP",
+                      "parent_refs", parent_refs(b, sr->sections, sr->n_sections), "rules", rules));
+        take_backends(b, r, backends, mark, endpoints);
     }
 }
 
@@ -634,8 +646,7 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi)
     b.attached = sx_arena_alloc(c->a, nx * sizeof *b.attached);
     for (size_t i = 0; i < g->n_irl; i++)
         b.attached[i] = json_array();
-    for (int k = 0; k < RK_COUNT; k++)
-        b.sroutes[k] = sx_arena_alloc(c->a, (c->n_routes[k] + 1) * sizeof *b.sroutes[k]);
+    b.sroute_keys = json_object();
     b.inst_keys = json_object();
     b.first_kind = json_object();
     name_kinds(&b);
@@ -681,9 +692,9 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi)
 
     for (size_t i = 0; i < g->n_irl; i++)
         json_decref(b.attached[i]);
-    for (int k = 0; k < RK_COUNT; k++)
-        for (size_t i = 0; i < c->n_routes[k]; i++)
-            json_decref(b.sroutes[k][i].rules);
+    for (size_t i = 0; i < b.n_sroutes; i++)
+        json_decref(b.sroutes[i].rules);
+    json_decref(b.sroute_keys);
     json_decref(b.inst_keys);
     json_decref(b.first_kind);
 }

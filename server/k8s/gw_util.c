@@ -324,10 +324,17 @@ bool gw_duration_ms(const char *s, int64_t *ms)
 json_t *gw_duration_json(int64_t ms)
 {
     char buf[48];
-    if (ms % 1000 == 0)
+    if (ms % 1000 == 0) {
         snprintf(buf, sizeof buf, "%llds", (long long)(ms / 1000));
-    else
-        snprintf(buf, sizeof buf, "%lld.%03llds", (long long)(ms / 1000), (long long)(ms % 1000));
+    } else {
+        /* "1.5s", not "1.500s": the fraction without its trailing zeros. */
+        int frac = (int)(ms % 1000), digits = 3;
+        while (frac % 10 == 0) {
+            frac /= 10;
+            digits--;
+        }
+        snprintf(buf, sizeof buf, "%lld.%0*ds", (long long)(ms / 1000), digits, frac);
+    }
     return json_string(buf);
 }
 

@@ -31,9 +31,9 @@
 #define FX_CONTROLLER "sextant.dev/gateway-controller"
 #define FX_NS         "gateway-conformance-infra"
 
-static json_t *fx_node(yaml_document_t *doc, yaml_node_t *n);
+static inline json_t *fx_node(yaml_document_t *doc, yaml_node_t *n);
 
-static json_t *fx_scalar(const yaml_node_t *n)
+static inline json_t *fx_scalar(const yaml_node_t *n)
 {
     const char *v = (const char *)n->data.scalar.value;
     size_t len = n->data.scalar.length;
@@ -54,7 +54,7 @@ static json_t *fx_scalar(const yaml_node_t *n)
     return json_stringn(v, len);
 }
 
-static json_t *fx_node(yaml_document_t *doc, yaml_node_t *n)
+static inline json_t *fx_node(yaml_document_t *doc, yaml_node_t *n)
 {
     if (n == NULL)
         return json_null();
@@ -79,7 +79,7 @@ static json_t *fx_node(yaml_document_t *doc, yaml_node_t *n)
 }
 
 /* Every document of tests/k8s/fixtures/<name> appended to objects. */
-static void fx_load(const char *name, json_t *objects)
+static inline void fx_load(const char *name, json_t *objects)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/k8s/fixtures/%s", tl_env("SEXTANT_SOURCE_DIR"), name);
@@ -111,7 +111,7 @@ static void fx_load(const char *name, json_t *objects)
 }
 
 /* The gw_kind of a Kubernetes kind name, or GW_KIND_COUNT. */
-static gw_kind fx_kind(const char *kind)
+static inline gw_kind fx_kind(const char *kind)
 {
     for (int k = 0; k < GW_KIND_COUNT; k++)
         if (kind && strcmp(gw_kind_name((gw_kind)k), kind) == 0)
@@ -126,7 +126,7 @@ typedef struct fx_input {
     const json_t **items[GW_KIND_COUNT];
 } fx_input;
 
-static void fx_input_init(fx_input *x, const json_t *objects, int64_t now)
+static inline void fx_input_init(fx_input *x, const json_t *objects, int64_t now)
 {
     memset(x, 0, sizeof *x);
     x->in.now = now;
@@ -144,7 +144,7 @@ static void fx_input_init(fx_input *x, const json_t *objects, int64_t now)
         x->in.objects[k].items = x->items[k];
 }
 
-static void fx_input_free(fx_input *x)
+static inline void fx_input_free(fx_input *x)
 {
     for (int k = 0; k < GW_KIND_COUNT; k++)
         free(x->items[k]);
@@ -161,7 +161,7 @@ typedef struct fx_run {
 
 /* Loads base.yaml and the fixtures (a NULL-terminated list), translates at FX_NOW with
  * opts (NULL: defaults, with the address 192.0.2.10) and checks it succeeded. */
-static void fx_translate(fx_run *r, const char *const *files, const gw_options *opts)
+static inline void fx_translate(fx_run *r, const char *const *files, const gw_options *opts)
 {
     memset(r, 0, sizeof *r);
     r->objects = json_array();
@@ -181,7 +181,7 @@ static void fx_translate(fx_run *r, const char *const *files, const gw_options *
         tl_fail_err("gw_translate", rc, &err);
 }
 
-static void fx_run_free(fx_run *r)
+static inline void fx_run_free(fx_run *r)
 {
     gw_output_free(&r->out);
     fx_input_free(&r->x);
@@ -189,7 +189,7 @@ static void fx_run_free(fx_run *r)
 }
 
 /* The output of Gateway ns/name; fails the test when there is none. */
-static const gw_gateway_out *fx_gateway(const fx_run *r, const char *ns, const char *name)
+static inline const gw_gateway_out *fx_gateway(const fx_run *r, const char *ns, const char *name)
 {
     for (size_t i = 0; i < r->out.n_gateways; i++)
         if (strcmp(r->out.gateways[i].ns, ns) == 0 && strcmp(r->out.gateways[i].name, name) == 0)
@@ -199,8 +199,8 @@ static const gw_gateway_out *fx_gateway(const fx_run *r, const char *ns, const c
 }
 
 /* The status written for the object, or NULL. */
-static const gw_status_out *fx_status_entry(const fx_run *r, gw_kind kind, const char *ns,
-                                            const char *name)
+static inline const gw_status_out *fx_status_entry(const fx_run *r, gw_kind kind, const char *ns,
+                                                   const char *name)
 {
     for (size_t i = 0; i < r->out.n_statuses; i++) {
         const gw_status_out *s = &r->out.statuses[i];
@@ -211,7 +211,8 @@ static const gw_status_out *fx_status_entry(const fx_run *r, gw_kind kind, const
     return NULL;
 }
 
-static const json_t *fx_status(const fx_run *r, gw_kind kind, const char *ns, const char *name)
+static inline const json_t *fx_status(const fx_run *r, gw_kind kind, const char *ns,
+                                      const char *name)
 {
     const gw_status_out *s = fx_status_entry(r, kind, ns, name);
     if (s == NULL)
@@ -220,7 +221,7 @@ static const json_t *fx_status(const fx_run *r, gw_kind kind, const char *ns, co
 }
 
 /* The element of array whose member key is value; fails when there is none. */
-static const json_t *fx_find(const json_t *array, const char *key, const char *value)
+static inline const json_t *fx_find(const json_t *array, const char *key, const char *value)
 {
     size_t i;
     const json_t *e;
@@ -239,8 +240,8 @@ static const json_t *fx_find(const json_t *array, const char *key, const char *v
 
 /* Asserts condition type of conds has status ("True"/"False") and reason, observed at
  * generation; returns it. */
-static const json_t *fx_cond(const json_t *conds, const char *type, const char *status,
-                             const char *reason, json_int_t generation)
+static inline const json_t *fx_cond(const json_t *conds, const char *type, const char *status,
+                                    const char *reason, json_int_t generation)
 {
     const json_t *c = fx_find(conds, "type", type);
     const char *s = json_string_value(json_object_get(c, "status"));
@@ -254,8 +255,8 @@ static const json_t *fx_cond(const json_t *conds, const char *type, const char *
 }
 
 /* Our entry of a route status for Gateway ns/name (and sectionName, or NULL). */
-static const json_t *fx_parent(const json_t *status, const char *ns, const char *name,
-                               const char *section)
+static inline const json_t *fx_parent(const json_t *status, const char *ns, const char *name,
+                                      const char *section)
 {
     size_t i;
     const json_t *p;
@@ -274,14 +275,14 @@ static const json_t *fx_parent(const json_t *status, const char *ns, const char 
 }
 
 /* A listener's status entry of a Gateway status. */
-static const json_t *fx_listener(const json_t *gw_status, const char *name)
+static inline const json_t *fx_listener(const json_t *gw_status, const char *name)
 {
     return fx_find(json_object_get(gw_status, "listeners"), "name", name);
 }
 
 /* Asserts spec decodes as the IR and passes Sextant's validation at FX_NOW, as the
  * REST API would check it. */
-static void fx_expect_valid(const json_t *spec)
+static inline void fx_expect_valid(const json_t *spec)
 {
     assert_non_null(spec);
     ir_snapshot *ir = NULL;
