@@ -23,7 +23,11 @@
  *   - each route becomes one IR route per distinct set of virtual hosts it needs
  *     (usually exactly one, named like the route), backends are named
  *     "<service>:<port>" (":grpc" or ":h2c" appended when that is the protocol spoken
- *     to them) in the Service's namespace, secrets keep the Secret's namespace/name.
+ *     to them) in the Service's namespace, secrets keep the Secret's namespace/name;
+ *   - a BackendTLSPolicy gives the backends of the Service ports it targets their
+ *     tls_validation (CA bundles from a ConfigMap's or a Secret's ca.crt, or the
+ *     system's; hostname; subjectAltNames); one that cannot be applied leaves them
+ *     without traffic rather than speaking plain text to them.
  *
  * What the IR cannot say is never dropped silently: the route or listener carrying it
  * is refused in its status (UnsupportedValue and the field). What Sextant's validation
@@ -66,6 +70,7 @@ typedef enum gw_kind {
     GW_ENDPOINT_SLICE,
     GW_SECRET,
     GW_NAMESPACE,
+    GW_CONFIG_MAP, /* CA bundles of BackendTLSPolicies (key ca.crt); only referenced ones matter */
     GW_KIND_COUNT,
 } gw_kind;
 
@@ -134,7 +139,9 @@ typedef struct gw_gateway_out {
  *     replaces the whole array, so the writer sends metadata.resourceVersion with it
  *     (resource_version below): if another controller wrote in between, the API server
  *     answers 409 and the next translation of the newer object merges again.
- * Conditions carry observedGeneration = metadata.generation of the object.
+ * A BackendTLSPolicy's status.ancestors is kept the same way: other controllers' entries
+ * first, then one entry of ours per Gateway of ours whose routes name a Service port it
+ * targets. Conditions carry observedGeneration = metadata.generation of the object.
  */
 typedef struct gw_status_out {
     char *api_version; /* the object's apiVersion, e.g. "gateway.networking.k8s.io/v1" */
@@ -159,7 +166,8 @@ typedef struct gw_counters {
 typedef struct gw_output {
     gw_gateway_out *gateways; /* sorted by namespace/name */
     size_t n_gateways;
-    /* GatewayClasses, then Gateways, then routes by kind; each sorted by namespace/name */
+    /* GatewayClasses, Gateways, BackendTLSPolicies, then routes by kind (HTTP, gRPC, TLS,
+     * TCP, UDP); each sorted by namespace/name */
     gw_status_out *statuses;
     size_t n_statuses;
     gw_counters counters;

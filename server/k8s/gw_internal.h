@@ -77,14 +77,16 @@ typedef struct gw_backend {
     const char *name;     /* IR name: "<svc>:<port>[:grpc|:h2c]" */
     json_t *ir;           /* IR BackendCluster, owned by the context */
     size_t n_endpoints;
-    unsigned mark; /* gw_spec.c: the Gateway whose spec took it last */
+    unsigned mark;          /* gw_spec.c: the Gateway whose spec took it last */
+    const char *policy_key; /* the BackendTLSPolicy target it falls under, or NULL */
+    bool blocked;           /* a policy targets it but cannot be applied: no traffic */
 } gw_backend;
 
 /* One rule of a route after analysis. */
 typedef struct gw_rule {
     json_t *ir;       /* IR rule (HttpRule / GrpcRule), or for a stream route the
                          backend_refs array of its rule; owned; NULL when dropped */
-    size_t *backends; /* backend table indexes the kept IR rule names (refs, mirrors) */
+    size_t *backends; /* backend table indexes the rule names (refs, mirrors), kept or not */
     size_t n_backends;
 } gw_rule;
 
@@ -194,6 +196,16 @@ typedef struct gw_gw {
     size_t objects, endpoints;
 } gw_gw;
 
+/* One BackendTLSPolicy. */
+typedef struct gw_policy {
+    const gw_obj *obj;
+    const char *created;
+    gw_cond accepted, resolved;
+    json_t *tls; /* the IR BackendTlsValidation it gives; owned; NULL when unusable */
+    size_t *gws; /* ancestors: Gateways whose spec uses a backend it targets */
+    size_t n_gws, cap_gws;
+} gw_policy;
+
 /* One GatewayClass whose controllerName is ours. */
 typedef struct gw_class {
     const gw_obj *obj;
@@ -222,7 +234,11 @@ typedef struct gw_ctx {
     gw_backend *backends;
     size_t n_backends, cap_backends;
     json_t *backend_keys; /* "<ns>/<svc>:<port>:<protocol>" -> backend index */
-    bool over_input;      /* max_input_objects exceeded: nothing is translated */
+    gw_policy *policies;  /* BackendTLSPolicies, by (creationTimestamp, namespace, name) */
+    size_t n_policies;
+    json_t *policy_targets; /* "<ns>/<svc>/<port name or *>" -> [policy index, ...], the
+                               first one applying, the others Conflicted */
+    bool over_input;        /* max_input_objects exceeded: nothing is translated */
     const char *over_input_message;
 } gw_ctx;
 
@@ -305,6 +321,19 @@ long gw_backend_ref(gw_ctx *c, gw_rk rk, const char *ns, const json_t *ref, cons
 /* Releases the backend table. */
 void gw_backends_free(gw_ctx *c);
 
+/* ---------------------------------------------------------------- gw_policies.c */
+
+/* Judges every BackendTLSPolicy and records which Service ports each one targets. */
+void gw_policies_build(gw_ctx *c);
+/* Applies the policy targeting port port_name of Service ns/svc (if any) to backend b. */
+void gw_policies_apply(gw_ctx *c, gw_backend *b, const char *port_name);
+/* Records that Gateway gi's spec uses backend b (its policies' ancestors). */
+void gw_policies_used(gw_ctx *c, const gw_backend *b, size_t gi);
+/* Appends the status of every policy with a Gateway of ours as ancestor (or with an
+ * entry of ours to remove). */
+void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap);
+void gw_policies_free(gw_ctx *c);
+
 /* ---------------------------------------------------------------- gw_rules.c */
 
 /* Analyses route r: its rules into IR rules, its backend references, what the IR
@@ -335,6 +364,9 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi);
  * now_text. A new reference. */
 json_t *gw_conditions(const gw_cond *ours, size_t n, const json_t *prev, int64_t generation,
                       const char *now_text);
+/* Appends the status of object o of kind (its current status read from it) to out;
+ * *cap is out->statuses' capacity. */
+void gw_status_push(gw_output *out, size_t *cap, gw_kind kind, const gw_obj *o, json_t *status);
 /* Appends the status of every judged object to out. */
 void gw_status_all(gw_ctx *c, gw_output *out);
 /* The Gateway status of g, given the previous status (NULL allowed). */

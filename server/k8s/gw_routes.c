@@ -150,6 +150,17 @@ static bool hostnames_meet(const gw_lis *l, const gw_route *r)
     return false;
 }
 
+/* Whether r sends to a backend with TLS (a BackendTLSPolicy), which proxyless gRPC
+ * clients cannot take from the control plane. */
+static bool uses_backend_tls(const gw_ctx *c, const gw_route *r)
+{
+    for (size_t k = 0; k < r->n_rules; k++)
+        for (size_t i = 0; r->rules[k].ir && i < r->rules[k].n_backends; i++)
+            if (json_object_get(c->backends[r->rules[k].backends[i]].ir, "tls_validation"))
+                return true;
+    return false;
+}
+
 static void attach(gw_ctx *c, gw_lis *l, gw_route *r)
 {
     for (size_t i = 0; i < l->n_routes; i++)
@@ -158,6 +169,19 @@ static void attach(gw_ctx *c, gw_lis *l, gw_route *r)
     l->routes = gw_grow(c, l->routes, sizeof *l->routes, &l->cap_routes, l->n_routes + 1);
     l->routes[l->n_routes++] = r;
     l->attached = l->n_routes;
+}
+
+/* Keeps the failure of the furthest stage (1: kind or namespace refused, 2: hostnames
+ * did not meet, 3: the listener cannot serve what the route sends to); a second
+ * hostname failure gets the message that speaks of every listener. */
+static void note(int *stage, const char **why, int s, const char *message, const char *many)
+{
+    if (s > *stage) {
+        *stage = s;
+        *why = message;
+    } else if (s == *stage && many) {
+        *why = many;
+    }
 }
 
 static void attach_parent(gw_ctx *c, gw_gw *g, gw_route *r, gw_parent *p)
@@ -170,7 +194,7 @@ static void attach_parent(gw_ctx *c, gw_gw *g, gw_route *r, gw_parent *p)
         return;
     }
     size_t candidates = 0;
-    int stage = 0; /* 1: kind or namespace refused; 2: hostnames did not meet */
+    int stage = 0;
     const char *why = NULL;
     bool attached = false;
     for (size_t i = 0; i < g->n_lis; i++) {
@@ -181,33 +205,35 @@ static void attach_parent(gw_ctx *c, gw_gw *g, gw_route *r, gw_parent *p)
         if (r->refused_reason)
             continue;
         if (!(l->kinds & RK_BIT(r->kind))) {
-            if (stage < 1)
-                why = gw_printf(c, "listener %s of Gateway %s does not allow %ss", l->name, gwq,
-                                gw_rk_name(r->kind));
-            stage = stage < 1 ? 1 : stage;
+            note(&stage, &why, 1,
+                 gw_printf(c, "listener %s of Gateway %s does not allow %ss", l->name, gwq,
+                           gw_rk_name(r->kind)),
+                 NULL);
         } else if (!namespace_allowed(c, g, l, r->obj->ns)) {
-            if (stage < 1)
-                why = gw_printf(c,
-                                "listener %s of Gateway %s does not allow routes from "
-                                "namespace %s",
-                                l->name, gwq, r->obj->ns);
-            stage = stage < 1 ? 1 : stage;
+            note(&stage, &why, 1,
+                 gw_printf(c, "listener %s of Gateway %s does not allow routes from namespace %s",
+                           l->name, gwq, r->obj->ns),
+                 NULL);
         } else if (!hostnames_meet(l, r)) {
-            if (stage == 2)
-                why = gw_printf(c,
-                                "no hostname of the route matches a hostname of the "
-                                "listeners of Gateway %s it names",
-                                gwq);
-            else
-                why = l->hostname ? gw_printf(c,
-                                              "no hostname of the route matches hostname %s of "
-                                              "listener %s",
-                                              l->hostname, l->name)
-                                  : gw_printf(c,
-                                              "listener %s serves proxyless gRPC clients, which "
-                                              "need an exact route hostname",
-                                              l->name);
-            stage = 2;
+            note(&stage, &why, 2,
+                 l->hostname
+                     ? gw_printf(c, "no hostname of the route matches hostname %s of listener %s",
+                                 l->hostname, l->name)
+                     : gw_printf(c,
+                                 "listener %s serves proxyless gRPC clients, which need an "
+                                 "exact route hostname",
+                                 l->name),
+                 gw_printf(c,
+                           "no hostname of the route matches a hostname of the listeners of "
+                           "Gateway %s it names",
+                           gwq));
+        } else if (l->proto == GP_PROXYLESS && uses_backend_tls(c, r)) {
+            note(&stage, &why, 3,
+                 gw_printf(c,
+                           "listener %s serves proxyless gRPC clients, which cannot take "
+                           "backend TLS (a BackendTLSPolicy) from Sextant",
+                           l->name),
+                 NULL);
         } else {
             attach(c, l, r);
             attached = true;
@@ -225,9 +251,9 @@ static void attach_parent(gw_ctx *c, gw_gw *g, gw_route *r, gw_parent *p)
         p->accepted = (gw_cond){"Accepted", true, "Accepted",
                                 gw_printf(c, "the route is attached to Gateway %s", gwq)};
     } else {
-        p->accepted =
-            (gw_cond){"Accepted", false,
-                      stage == 2 ? "NoMatchingListenerHostname" : "NotAllowedByListeners", why};
+        static const char *const reasons[] = {"NotAllowedByListeners", "NotAllowedByListeners",
+                                              "NoMatchingListenerHostname", "UnsupportedValue"};
+        p->accepted = (gw_cond){"Accepted", false, reasons[stage], why};
     }
 }
 

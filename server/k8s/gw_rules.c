@@ -98,8 +98,9 @@ static json_t *backend_refs(rule_state *s, const json_t *refs, bool *sends)
             continue;
         }
         const gw_backend *b = &s->c->backends[bi];
-        if (b->n_endpoints == 0)
-            weight = 0; /* no ready endpoint: validation refuses traffic to an empty backend */
+        if (b->n_endpoints == 0 || b->blocked)
+            weight = 0; /* no ready endpoint (validation refuses traffic to an empty
+                           backend), or a BackendTLSPolicy that cannot be applied */
         *sends = *sends || weight > 0;
         note_backend(s->c, s->rule, (size_t)bi);
         json_array_append_new(out, json_pack("{s:s,s:s,s:I}", "name", b->name, "namespace",
@@ -294,9 +295,9 @@ static json_t *mirror(rule_state *s, const json_t *f)
         unresolved(s->r, reason, message);
         return NULL;
     }
-    if (percent <= 0)
-        return NULL; /* mirrors nothing */
     const gw_backend *b = &s->c->backends[bi];
+    if (percent <= 0 || b->blocked)
+        return NULL; /* mirrors nothing */
     note_backend(s->c, s->rule, (size_t)bi);
     json_t *m = json_pack("{s:{s:s,s:s}}", "backend_ref", "name", b->name, "namespace", b->svc_ns);
     if (percent < 100)
@@ -490,7 +491,6 @@ static void http_like_rule(gw_ctx *c, gw_route *r, size_t k, const json_t *in, b
         r->n_kept++;
     } else {
         json_decref(ir);
-        rule->n_backends = 0;
     }
 }
 
@@ -505,7 +505,6 @@ static void stream_rule(gw_ctx *c, gw_route *r, size_t k, const json_t *in)
         r->n_kept++;
     } else {
         json_decref(refs);
-        rule->n_backends = 0;
     }
 }
 

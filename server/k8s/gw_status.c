@@ -243,10 +243,8 @@ static json_t *route_status(gw_ctx *c, const gw_route *r, const json_t *prev)
 
 /* ---------------------------------------------------------------- output */
 
-static void push(gw_ctx *c, gw_output *out, size_t *cap, gw_kind kind, const gw_obj *o,
-                 json_t *status)
+void gw_status_push(gw_output *out, size_t *cap, gw_kind kind, const gw_obj *o, json_t *status)
 {
-    (void)c;
     if (out->n_statuses == *cap) {
         *cap = *cap ? *cap * 2 : 16;
         out->statuses = sx_realloc(out->statuses, *cap * sizeof *out->statuses);
@@ -280,7 +278,7 @@ void gw_status_all(gw_ctx *c, gw_output *out)
         json_object_set_new(st, "conditions",
                             gw_conditions(&k->accepted, 1, gw_get(prev, "conditions"),
                                           gw_generation(k->obj->o), c->now_text));
-        push(c, out, &cap, GW_GATEWAY_CLASS, k->obj, st);
+        gw_status_push(out, &cap, GW_GATEWAY_CLASS, k->obj, st);
     }
     for (size_t i = 0; i < c->n_gws; i++) {
         const gw_gw *g = &c->gws[i];
@@ -293,15 +291,16 @@ void gw_status_all(gw_ctx *c, gw_output *out)
         } else {
             st = gw_status_gateway(c, g, prev);
         }
-        push(c, out, &cap, GW_GATEWAY, g->obj, st);
+        gw_status_push(out, &cap, GW_GATEWAY, g->obj, st);
     }
     if (c->over_input)
         return;
+    gw_policies_status(c, out, &cap);
     for (int k = 0; k < RK_COUNT; k++)
         for (size_t i = 0; i < c->n_routes[k]; i++) {
             const gw_route *r = &c->routes[k][i];
-            push(c, out, &cap, gw_rk_kind((gw_rk)k), r->obj,
-                 route_status(c, r, gw_get(r->obj->o, "status")));
+            gw_status_push(out, &cap, gw_rk_kind((gw_rk)k), r->obj,
+                           route_status(c, r, gw_get(r->obj->o, "status")));
         }
 }
 

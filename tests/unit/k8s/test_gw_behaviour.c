@@ -36,6 +36,7 @@ static const char *const ALL_FILES[] = {
     "httproute-unsupported.yaml",
     "gateway-listeners.yaml",
     "gateway-shared-names.yaml",
+    "backendtlspolicy.yaml",
     NULL,
 };
 
@@ -540,6 +541,71 @@ static void test_shared_names_and_virtual_hosts(void **state)
     fx_run_free(&r);
 }
 
+/* ---------------------------------------------------------------- BackendTLSPolicy */
+
+static void expect_policy(const fx_run *r, const char *name, const char *accepted,
+                          const char *reason, const char *resolved, json_int_t gen)
+{
+    const json_t *st = fx_status(r, GW_BACKEND_TLS_POLICY, FX_NS, name);
+    const json_t *ancestors = json_object_get(st, "ancestors");
+    assert_int_equal(json_array_size(ancestors), 1);
+    const json_t *a = json_array_get(ancestors, 0);
+    json_t *ref = tl_json("{'group': 'gateway.networking.k8s.io', 'kind': 'Gateway',"
+                          " 'namespace': 'gateway-conformance-infra', 'name': 'same-namespace'}");
+    tl_assert_json_equal(json_object_get(a, "ancestorRef"), ref);
+    json_decref(ref);
+    assert_string_equal(json_string_value(json_object_get(a, "controllerName")), FX_CONTROLLER);
+    const json_t *conds = json_object_get(a, "conditions");
+    fx_cond(conds, "Accepted", accepted, reason, gen);
+    fx_cond(conds, "ResolvedRefs", strcmp(resolved, "ResolvedRefs") == 0 ? "True" : "False",
+            resolved, gen);
+}
+
+static void test_backend_tls_policy(void **state)
+{
+    (void)state;
+    const char *files[] = {"backendtlspolicy.yaml", NULL};
+    fx_run r;
+    fx_translate(&r, files, NULL);
+    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "same-namespace");
+    fx_expect_valid(g->spec);
+    const json_t *backends = json_object_get(g->spec, "backends");
+    /* A ConfigMap's ca.crt, by the older of two policies on the port. */
+    const json_t *v =
+        json_object_get(fx_find(backends, "name", "backendtlspolicy-test:443"), "tls_validation");
+    assert_string_equal(json_string_value(json_object_get(v, "hostname")), "abc.example.com");
+    json_t *refs = tl_json("['gateway-conformance-infra/backend-tls-checks-certificate']");
+    tl_assert_json_equal(json_object_get(v, "ca_certificate_refs"), refs);
+    json_decref(refs);
+    assert_non_null(strstr(json_string_value(json_array_get(json_object_get(v, "ca_pems"), 0)),
+                           "-----BEGIN CERTIFICATE-----"));
+    /* A Secret's ca.crt. */
+    v = json_object_get(fx_find(backends, "name", "tls-secret-ca:443"), "tls_validation");
+    assert_int_equal(json_array_size(json_object_get(v, "ca_pems")), 1);
+    /* The system's CAs and subject alternative names. */
+    json_t *want =
+        tl_json("{'hostname': 'sys.example.com', 'well_known_ca_certificates': 'System',"
+                " 'subject_alt_names': ['sys.example.com',"
+                "   'spiffe://cluster.local/ns/gateway-conformance-infra/sa/tls-system']}");
+    tl_assert_json_equal(
+        json_object_get(fx_find(backends, "name", "tls-system:443"), "tls_validation"), want);
+    json_decref(want);
+    /* No CA bundle: never plain text to a Service that expects TLS; the rule is not
+     * served at all. */
+    const json_t *rules =
+        json_object_get(json_array_get(json_object_get(g->spec, "http_routes"), 0), "rules");
+    assert_int_equal(json_array_size(rules), 3);
+    assert_int_equal(json_array_size(backends), 3);
+
+    expect_policy(&r, "normative-test-backendtlspolicy", "True", "Accepted", "ResolvedRefs", 2);
+    expect_policy(&r, "a-newer-policy", "False", "Conflicted", "ResolvedRefs", 0);
+    expect_policy(&r, "system-policy", "True", "Accepted", "ResolvedRefs", 0);
+    expect_policy(&r, "secret-ca-policy", "True", "Accepted", "ResolvedRefs", 0);
+    expect_policy(&r, "missing-ca-policy", "False", "NoValidCACertificate",
+                  "InvalidCACertificateRef", 0);
+    fx_run_free(&r);
+}
+
 /* ---------------------------------------------------------------- options and failures */
 
 static void test_group_template(void **state)
@@ -611,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_proxyless_grpc),
         cmocka_unit_test(test_tcproute_oldest_wins),
         cmocka_unit_test(test_shared_names_and_virtual_hosts),
+        cmocka_unit_test(test_backend_tls_policy),
         cmocka_unit_test(test_group_template),
         cmocka_unit_test(test_output_fail),
     };
