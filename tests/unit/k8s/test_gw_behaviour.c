@@ -334,6 +334,13 @@ static void test_listener_conditions(void **state)
     tl_assert_json_equal(json_object_get(kinds, "supportedKinds"), only);
     json_decref(only);
 
+    /* UDP cannot be served: neither the listener nor the route. */
+    const json_t *p =
+        fx_parent(fx_status(&r, GW_UDP_ROUTE, FX_NS, "dns"), FX_NS, "listeners", "dns");
+    fx_cond(json_object_get(p, "conditions"), "Accepted", "False", "UnsupportedValue", 0);
+    assert_int_equal(json_integer_value(json_object_get(fx_listener(gs, "dns"), "attachedRoutes")),
+                     0);
+
     /* Served: port 8080 (http and http-foo together) and port 8081. */
     const gw_gateway_out *g = fx_gateway(&r, FX_NS, "listeners");
     fx_expect_valid(g->spec);
