@@ -8,7 +8,7 @@
  * output, byte for byte once dumped with JSON_SORT_KEYS (ir_canonical_json), so an
  * unchanged translation is detected by comparing.
  *
- * Mapping (the README's Kubernetes section says it for operators):
+ * Mapping:
  *   - a GatewayClass is ours when spec.controllerName is options.controller_name; each
  *     Gateway of one of our accepted classes becomes one proxy group, named from
  *     options.group_template, and one entry of gw_output.gateways whose spec is exactly
