@@ -134,12 +134,6 @@ const val_name *val_resolve(const val_table *t, const char *ref, const char *wha
  * emits one Listener per hostname, named by it, instead of a socket listener. */
 bool val_listener_proxyless(const val_listener *l);
 
-/* ---------------------------------------------------------------- regexes (val_regex.c) */
-
-/* Checks a regular expression for Envoy's RE2 engine. Returns true when it
- * is acceptable; else false with the reason in why. */
-bool val_regex_check(const char *re, char *why, size_t n);
-
 /* ---------------------------------------------------------------- addresses (val_addr.c) */
 
 /* Whether two listener addresses (IP literals, "" for any) can take the same socket: the

@@ -102,6 +102,12 @@ int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_
 int val_run_decoded(const json_t *spec, const val_decoded *decoded, const val_peer *peers,
                     size_t npeers, const val_limits *limits, long long now_unix, val_result *out);
 
+/* Checks a regular expression for Envoy's RE2 engine (val_regex.c), the check the
+ * schema stage makes, for producers of IR that must refuse a pattern before it reaches
+ * validation (the Gateway API translator). Returns true when it is acceptable; else
+ * false with the reason in why (n bytes). */
+bool val_regex_check(const char *re, char *why, size_t n);
+
 /* The limits and policies of a configuration (limits.*, validation.*). */
 val_limits val_limits_from_config(const sextant_config *cfg);
 
