@@ -43,6 +43,8 @@
 #include "server/events.h"
 #include "server/events_feed.h"
 #include "server/fleet.h"
+#include "server/k8s/controller.h"
+#include "server/leader.h"
 #include "server/nodes/status.h"
 #include "server/rollout/driver.h"
 #include "server/server.h"
@@ -422,6 +424,26 @@ static int create_nodes_and_events(struct sx_server *srv, sx_err *err)
                                  events_feed_on_resync, srv->events, err);
 }
 
+/* The Gateway API source and the leader election it writes under (k8s.enabled only). */
+static int create_kubernetes(struct sx_server *srv, sx_err *err)
+{
+    const sextant_config *cfg = srv->config;
+    if (!cfg->k8s.enabled)
+        return 0;
+    leader_options lo = {.url = cfg->database.url,
+                         .replica = cfg->replica.id,
+                         .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
+                         .metrics = srv->metrics,
+                         .sup = srv->sup};
+    srv->leader = leader_create(&lo);
+    int rc;
+    if ((rc = sup_register(srv->sup, "leader", &sup_thread_ops, leader_component(srv->leader),
+                           err)) != 0 ||
+        (rc = k8s_ctl_create(srv, srv->leader, &srv->k8s, err)) != 0)
+        return rc;
+    return sup_register(srv->sup, "kubernetes", &sup_thread_ops, k8s_ctl_component(srv->k8s), err);
+}
+
 /*
  * The daemon, in one sequence: each component is created into srv and registered with
  * the supervisor, which starts them in this order (and stops them in reverse). "http"
@@ -453,7 +475,8 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
     srv->rollouts = rollout_driver_create(srv);
     if ((rc = sup_register(sup, "fleet", &sup_thread_ops, fleet_component(srv->fleet), err)) != 0 ||
         (rc = rollout_driver_register(srv->rollouts, err)) != 0 ||
-        (rc = xds_server_register(srv, &srv->xds, err)) != 0)
+        (rc = xds_server_register(srv, &srv->xds, err)) != 0 ||
+        (rc = create_kubernetes(srv, err)) != 0)
         return rc;
     /* The REST API needs the storage components (audit rows of refusals, handlers), and
      * its routes must be in the router before the HTTP server starts. */
@@ -472,6 +495,10 @@ static void free_daemon(struct sx_server *srv)
     srv->ui = NULL;
     rest_destroy(srv->api);
     srv->api = NULL;
+    k8s_ctl_destroy(srv->k8s);
+    srv->k8s = NULL;
+    leader_destroy(srv->leader);
+    srv->leader = NULL;
     xds_server_destroy(srv->xds);
     srv->xds = NULL;
     /* Its last flush still needs the pool, and wakes the rollout driver (the flush hook

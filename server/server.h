@@ -92,6 +92,12 @@ struct sx_server {
     /* The component "xds": the gRPC server of ADS and gateway.control.v1
      * (server/xds/server.h). */
     struct xds_server *xds;
+    /* The component "leader" (k8s.enabled only): whether this replica does leader-only
+     * work (server/leader.h). */
+    struct leader *leader;
+    /* The component "kubernetes" (k8s.enabled only): the Gateway API source
+     * (server/k8s/controller.h). */
+    struct k8s_controller *k8s;
 
     /* ---- HTTP (api/) */
 

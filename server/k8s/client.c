@@ -794,7 +794,7 @@ char *k8s_client_resource_version(k8s_client *c, const char *kind)
 /* ---------------------------------------------------------------- status write-back */
 
 int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char *name,
-                     const json_t *status, sx_err *err)
+                     const json_t *status, const char *resource_version, sx_err *err)
 {
     worker *w = find_worker(c, kind);
     if (w == NULL)
@@ -807,6 +807,9 @@ int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char
         return sx_err_set(err, SX_EINVAL, "status write-back: %s %s needs a namespace", kind, name);
     char *path = k8s_kind_path(w->k, ns, name, "status");
     json_t *body = json_pack("{s:O}", "status", (json_t *)status);
+    if (resource_version && resource_version[0])
+        json_object_set_new(body, "metadata",
+                            json_pack("{s:s}", "resourceVersion", resource_version));
     json_t *answer = NULL;
     pthread_mutex_lock(&c->patch_mu);
     if (c->patch_h == NULL)

@@ -112,9 +112,11 @@ char *k8s_client_resource_version(k8s_client *c, const char *kind);
  * was applied; a status outside 2xx also sets err to "PATCH <path>: HTTP <code>
  * <reason>: <the Status message>"), or a negative SX_E* code when no answer came
  * (SX_EINVAL for an unknown kind, SX_EUNAVAILABLE, SX_ETIMEOUT). status is borrowed.
+ * With resource_version (NULL: none) the patch carries metadata.resourceVersion, which
+ * makes it a precondition: the server answers 409 when the object changed since.
  * Any thread; calls are serialised on one connection.
  */
 int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char *name,
-                     const json_t *status, sx_err *err) SX_MUSTCHECK;
+                     const json_t *status, const char *resource_version, sx_err *err) SX_MUSTCHECK;
 
 #endif

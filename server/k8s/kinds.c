@@ -26,6 +26,8 @@ static const k8s_kind KINDS[] = {
     /* Only TLS Secrets can be certificateRefs; the others are never read. */
     {"Secret", "", "v1", "secrets", true, "type=kubernetes.io/tls"},
     {"Namespace", "", "v1", "namespaces", false, NULL},
+    /* CA bundles (ca.crt) of BackendTLSPolicies. */
+    {"ConfigMap", "", "v1", "configmaps", true, NULL},
 };
 
 const k8s_kind *k8s_kind_table(size_t *n)

@@ -367,7 +367,7 @@ static void test_status_write_back(void **state)
                              "'2026-01-01T00:00:00Z'}]}]}");
     sx_err e;
     sx_err_clear(&e);
-    int rc = k8s_patch_status(R.client, "HTTPRoute", "it", "web", status, &e);
+    int rc = k8s_patch_status(R.client, "HTTPRoute", "it", "web", status, NULL, &e);
     if (rc != 200)
         tl_fail_err("k8s_patch_status", rc, &e);
     char *got = kubectl(NULL, "get httproute web -n it -o jsonpath={.status.parents[0]."
@@ -381,7 +381,7 @@ static void test_status_write_back(void **state)
     json_decref(r);
 
     /* An object that is not there: 404 and the server's Status message. */
-    rc = k8s_patch_status(R.client, "HTTPRoute", "it", "nope", status, &e);
+    rc = k8s_patch_status(R.client, "HTTPRoute", "it", "nope", status, NULL, &e);
     assert_int_equal(rc, 404);
     assert_int_equal(e.code, SX_ENOTFOUND);
     assert_non_null(strstr(e.message, "\"nope\" not found"));

@@ -764,7 +764,7 @@ static void test_patch_status(void **state)
                              "'status':'True'}]}");
     sx_err e;
     sx_err_clear(&e);
-    assert_int_equal(k8s_patch_status(r.client, "Widget", "a", "one", status, &e), 200);
+    assert_int_equal(k8s_patch_status(r.client, "Widget", "a", "one", status, NULL, &e), 200);
     pthread_mutex_lock(&r.f->mu);
     json_t *want = json_pack(
         "[{s:s,s:s,s:{s:O}}]", "path", "/apis/example.test/v1/namespaces/a/widgets/one/status",
@@ -774,13 +774,14 @@ static void test_patch_status(void **state)
     pthread_mutex_unlock(&r.f->mu);
 
     /* An object that is not there: the status code and the Status message. */
-    assert_int_equal(k8s_patch_status(r.client, "Widget", "a", "nope", status, &e), 404);
+    assert_int_equal(k8s_patch_status(r.client, "Widget", "a", "nope", status, NULL, &e), 404);
     assert_int_equal(e.code, SX_ENOTFOUND);
     assert_non_null(strstr(e.message, "HTTP 404 NotFound: widgets.example.test \"nope\" not "
                                       "found"));
     /* Bad arguments are refused before any request. */
-    assert_int_equal(k8s_patch_status(r.client, "Gadget", "a", "one", status, &e), SX_EINVAL);
-    assert_int_equal(k8s_patch_status(r.client, "Widget", NULL, "one", status, &e), SX_EINVAL);
+    assert_int_equal(k8s_patch_status(r.client, "Gadget", "a", "one", status, NULL, &e), SX_EINVAL);
+    assert_int_equal(k8s_patch_status(r.client, "Widget", NULL, "one", status, NULL, &e),
+                     SX_EINVAL);
     assert_int_equal(fake_count(r.f, "PATCH"), 2);
     json_decref(status);
     rig_stop(&r);
