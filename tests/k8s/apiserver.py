@@ -2,11 +2,12 @@
 """apiserver.py — a Kubernetes API server for tests, Python 3 standard library only.
 
     /usr/bin/python3 tests/k8s/apiserver.py --port PORT --cert server.crt --key server.key \
-        --token-file TOKEN [--host 127.0.0.1] [--bookmark-interval 60] [--start-rv 100]
+        --token-file TOKEN [--client-ca CA] [--host 127.0.0.1] [--bookmark-interval 60] [--start-rv 100]
 
 Started by tests/lib/k8s.sh (k8s_start), which makes the CA, the certificate and the token.
 It speaks HTTPS (HTTP/1.1; watch streams in chunked transfer) and wants
-`Authorization: Bearer TOKEN` on every request (401 otherwise), and follows the Kubernetes
+`Authorization: Bearer TOKEN` on every request, or a client certificate signed by
+--client-ca (401 otherwise; a wrong token is 401 even with a certificate). It follows the Kubernetes
 API conventions for what Sextant uses:
 
 - discovery (/api, /apis, /apis/<group>[/<version>]), /version, /healthz, /readyz, /livez,
@@ -37,6 +38,7 @@ import argparse
 import hmac
 import json
 import os
+import random
 import select
 import signal
 import socket
@@ -96,7 +98,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         # The TLS handshake happens here, in the connection's own thread, so that a slow
-        # or failing client never holds up the accept loop.
+        # or failing client never holds up the accept loop. Headers and body are separate
+        # writes: without TCP_NODELAY each answer would wait for the client's delayed ACK.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.request.settimeout(10)
         self.request.do_handshake()
         self.request.settimeout(None)
@@ -150,9 +154,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def authorized(self):
         auth = self.headers.get("Authorization") or ""
-        if not auth.startswith("Bearer "):
+        if auth.startswith("Bearer "):
+            return hmac.compare_digest(auth[7:].strip().encode(), self.server.token.encode())
+        # a client certificate the handshake verified against --client-ca
+        try:
+            return bool(self.connection.getpeercert())
+        except (ValueError, OSError):
             return False
-        return hmac.compare_digest(auth[7:].strip().encode(), self.server.token.encode())
 
     def do_GET(self):
         self.dispatch()
@@ -399,9 +407,12 @@ class Handler(BaseHTTPRequestHandler):
                                {"kind": "ListOptions", "group": "meta.k8s.io"})
         timeout = self.query.get("timeoutSeconds")
         try:
-            timeout = float(timeout) if timeout not in (None, "") else 1800 * (1 + __import__("random").random())
+            timeout = float(timeout) if timeout not in (None, "") else 0
         except ValueError:
             raise bad_request("invalid timeoutSeconds: " + timeout)
+        if timeout <= 0:
+            # no timeout asked for: the server's own, between 30 and 60 minutes
+            timeout = 1800 * (1 + random.random())
         from_rv = None
         if rv_param not in ("", "0") and not initial_events:
             from_rv = api.parse_rv(rv_param)
@@ -477,8 +488,14 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 out = b""
                 for e in events:
-                    for t, o in self.translate(req, w, e):
-                        out += encode(t, o)
+                    for t, o, shared in self.translate(req, w, e):
+                        if shared and kind == "json":
+                            data = e.encoded.get((req.version, t))
+                            if data is None:
+                                data = e.encoded[(req.version, t)] = encode(t, o)
+                            out += data
+                        else:
+                            out += encode(t, o)
                 if out:
                     send(out)
                 if closed == "drop":
@@ -524,7 +541,8 @@ class Handler(BaseHTTPRequestHandler):
             return True
 
     def translate(self, req, w, e):
-        """The events a watcher with selectors sees for one stored change."""
+        """The events a watcher with selectors sees for one stored change: (type, object,
+        whether the object is the stored one, so that its encoding can be shared)."""
         api = self.server.api
         rt = req.rt
         if w.namespace and e.ns != w.namespace:
@@ -532,15 +550,15 @@ class Handler(BaseHTTPRequestHandler):
         cur_ok = e.type != "DELETED" and w.match(e.obj)
         prev_ok = e.prev is not None and w.match(e.prev)
         if e.type == "DELETED":
-            return [("DELETED", api.out(rt, req.version, e.obj))] if prev_ok else []
+            return [("DELETED", api.out(rt, req.version, e.obj), True)] if prev_ok else []
         if cur_ok and prev_ok:
-            return [("MODIFIED", api.out(rt, req.version, e.obj))]
+            return [("MODIFIED", api.out(rt, req.version, e.obj), True)]
         if cur_ok:
-            return [("ADDED", api.out(rt, req.version, e.obj))]
+            return [("ADDED", api.out(rt, req.version, e.obj), True)]
         if prev_ok:
             gone = dict(e.prev)
             gone["metadata"] = dict(gone["metadata"], resourceVersion=str(e.rv))
-            return [("DELETED", api.out(rt, req.version, gone))]
+            return [("DELETED", api.out(rt, req.version, gone), False)]
         return []
 
 
@@ -551,6 +569,7 @@ def main():
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--token-file", required=True)
+    ap.add_argument("--client-ca", help="accept client certificates signed by this CA instead of the token")
     ap.add_argument("--bookmark-interval", type=float, default=60.0,
                     help="seconds between BOOKMARK events of watches that allow them (default 60)")
     ap.add_argument("--start-rv", type=int, default=100)
@@ -562,6 +581,9 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     ctx.set_alpn_protocols(["http/1.1"])
+    if args.client_ca:
+        ctx.load_verify_locations(args.client_ca)
+        ctx.verify_mode = ssl.CERT_OPTIONAL
     srv = Server((args.host, args.port), token, args.bookmark_interval, args.start_rv)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
 

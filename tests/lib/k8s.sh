@@ -6,8 +6,11 @@
 #                        data, token), DIR/ca.crt, DIR/token, DIR/url and DIR/serviceaccount/
 #                        {token,ca.crt,namespace} (the in-cluster files); exports K8S_URL,
 #                        K8S_TOKEN, K8S_CA (the CA file), KUBECONFIG=DIR/kubeconfig, and
-#                        K8S_HOST/K8S_PORT (as KUBERNETES_SERVICE_HOST/PORT would be). Options
-#                        go to apiserver.py, e.g. --bookmark-interval 1. Log: DIR/apiserver.log.
+#                        K8S_HOST/K8S_PORT (as KUBERNETES_SERVICE_HOST/PORT would be). A client
+#                        certificate signed by the CA (DIR/client.crt, DIR/client.key) is accepted
+#                        instead of the token; DIR/kubeconfig-cert uses it (and a CA file rather
+#                        than data). Options go to apiserver.py, e.g. --bookmark-interval 1.
+#                        Log: DIR/apiserver.log.
 #   k8s_stop DIR         stops it (SIGTERM, then SIGKILL after 5 s); quiet when not running
 #   k8s_ctl DIR ACTION [ARGS]   the test-only control endpoints (/_test/, same token):
 #                          compact                every older resourceVersion becomes 410 Gone
@@ -45,7 +48,14 @@ k8s_certs() {
         "extendedKeyUsage=serverAuth" >"$dir/server.ext"
     openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
         -days 2 -out "$dir/server.crt" -extfile "$dir/server.ext" >/dev/null 2>&1 || return 1
-    rm -f "$dir/server.csr" "$dir/server.ext" "$dir/ca.srl"
+    # a client certificate too, for kubeconfigs that authenticate with one
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -keyout "$dir/client.key" -out "$dir/client.csr" -subj "/O=system:masters/CN=sextant-test" >/dev/null 2>&1 || return 1
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+        "extendedKeyUsage=clientAuth" >"$dir/client.ext"
+    openssl x509 -req -in "$dir/client.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+        -days 2 -out "$dir/client.crt" -extfile "$dir/client.ext" >/dev/null 2>&1 || return 1
+    rm -f "$dir/server.csr" "$dir/server.ext" "$dir/client.csr" "$dir/client.ext" "$dir/ca.srl"
 }
 
 k8s_start() {
@@ -56,8 +66,8 @@ k8s_start() {
     k8s_certs "$dir" || { echo "k8s: could not make the certificates in $dir" >&2; return 1; }
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token"
     port=$(svc_free_port) || return 1
-    "$K8S_PYTHON" "$K8S_ROOT/apiserver.py" --port "$port" --cert "$dir/server.crt" --key "$dir/server.key" \
-        --token-file "$dir/token" "$@" >>"$dir/apiserver.log" 2>&1 &
+    "$K8S_PYTHON" -B "$K8S_ROOT/apiserver.py" --port "$port" --cert "$dir/server.crt" --key "$dir/server.key" \
+        --token-file "$dir/token" --client-ca "$dir/ca.crt" "$@" >>"$dir/apiserver.log" 2>&1 &
     echo $! >"$dir/apiserver.pid"
     K8S_URL="https://127.0.0.1:$port"
     K8S_TOKEN=$(cat "$dir/token")
@@ -97,6 +107,26 @@ contexts:
     user: test
     namespace: default
 current-context: test
+EOF
+    cat >"$dir/kubeconfig-cert" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: $K8S_URL
+    certificate-authority: $K8S_CA
+users:
+- name: test-cert
+  user:
+    client-certificate-data: $(base64 -w0 <"$dir/client.crt")
+    client-key-data: $(base64 -w0 <"$dir/client.key")
+contexts:
+- name: test-cert
+  context:
+    cluster: test
+    user: test-cert
+current-context: test-cert
 EOF
     mkdir -p "$dir/serviceaccount"
     cp "$dir/token" "$dir/serviceaccount/token"

@@ -69,6 +69,8 @@ curl -s -o /dev/null "$K8S_URL/version"
 check "the server's certificate is signed by the test CA only (curl without it: exit $?)" [ $? -eq 60 ]
 kc --token=wrong get namespaces >"$WORK/out" 2>&1
 check "kubectl with a wrong token is refused: $(tail -n 1 "$WORK/out")" grep -q 'You must be logged in to the server' "$WORK/out"
+out=$("$KUBECTL" --kubeconfig "$K/kubeconfig-cert" --cache-dir "$K/kube-cache" get namespaces 2>&1)
+check "kubectl with the client certificate instead of a token" has "$out" '^default *Active'
 "$PY" "$HERE/pyclient.py" "$KUBECONFIG" badtoken >"$WORK/py.out" 2>&1
 check "python3-kubernetes with a wrong token gets 401: $(tail -n 1 "$WORK/py.out")" [ $? -eq 0 ]
 
@@ -275,5 +277,15 @@ kc delete crd udproutes.gateway.networking.k8s.io >/dev/null 2>&1
 check "deleting the CRD ends its watches" wait_for 10 bash -c "! kill -0 $PID_udpwatch 2>/dev/null"
 check "after its objects were DELETED" is "$(jq -r '.type' "$WORK/udpwatch.log" | tr '\n' ' ')" "ADDED DELETED "
 status_is "the kind is no longer served" 404 NotFound "$(api GET /apis/gateway.networking.k8s.io/v1alpha2/udproutes)"
+
+# ------------------------------------------------------------------ deleting a namespace
+kc create namespace doomed >/dev/null
+json POST $GW/namespaces/doomed/httproutes "${ROUTE_JSON/\"shop\"/\"doomed-route\"}" >/dev/null
+kc delete namespace doomed >"$WORK/out" 2>&1
+check "kubectl delete namespace" grep -q 'deleted' "$WORK/out"
+ns_gone() { [ "$(api GET /api/v1/namespaces/doomed)" = 404 ]; }
+check "the namespace goes away" wait_for 10 ns_gone
+expect_status "with what was in it" 200 "$(api GET "$GW/httproutes?fieldSelector=metadata.namespace%3Ddoomed")"
+check "no route is left in it" is "$(jb '.items|length')" 0
 
 finish

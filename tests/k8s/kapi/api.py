@@ -18,6 +18,7 @@ Semantics followed (Kubernetes API concepts and conventions):
 import base64
 import json
 import random
+import threading
 import time
 import uuid
 
@@ -27,7 +28,7 @@ from .selectors import parse_field_selector, parse_label_selector
 from .store import obj_key
 from .util import (ApiError, FieldError, already_exists, bad_request, check_dns1123_subdomain,
                    check_label_value, check_qualified_name, conflict, deepcopy, expired, invalid,
-                   not_found, now_rfc3339, success_status, too_large_rv, unsupported_media)
+                   not_found, now_rfc3339, qualified, success_status, too_large_rv, unsupported_media)
 
 MAX_ANNOTATIONS = 256 * 1024
 INCONSISTENT_CONTINUE = (
@@ -212,11 +213,17 @@ class Api:
         if errs:
             raise invalid(rt, obj["metadata"].get("name"), errs)
 
-    def ensure_namespace(self, req):
+    def ensure_namespace(self, req, name):
         if req.rt.namespaced:
-            if self.store.get(("", "namespaces"), req.namespace) is None:
-                rt_ns = self.registry.types[("", "namespaces")]
-                raise not_found(rt_ns, req.namespace)
+            ns = self.store.get(("", "namespaces"), req.namespace)
+            if ns is None:
+                raise not_found(self.registry.types[("", "namespaces")], req.namespace)
+            if ns["metadata"].get("deletionTimestamp"):
+                d = {"name": name, "kind": req.rt.plural}
+                if req.rt.group:
+                    d["group"] = req.rt.group
+                raise ApiError(403, "Forbidden", "%s \"%s\" is forbidden: unable to create new content in namespace "
+                               "%s because it is being terminated" % (qualified(req.rt), name, req.namespace), d)
 
     def manager(self, req):
         m = req.q("fieldManager")
@@ -298,7 +305,7 @@ class Api:
         match, unfiltered = self.selectors(req)
         limit = req.q("limit")
         try:
-            limit = int(limit) if limit not in (None, "") else 0
+            limit = max(int(limit), 0) if limit not in (None, "") else 0
         except ValueError:
             raise bad_request("invalid limit: " + limit)
         cont = req.q("continue") or ""
@@ -404,7 +411,7 @@ class Api:
                                               "name or generateName is required")])
         if not isinstance(meta["name"], str):
             raise invalid(rt, "", [FieldError("Invalid", "metadata.name", meta["name"], "must be a string")])
-        self.ensure_namespace(req)
+        self.ensure_namespace(req, meta["name"])
         for f in ("uid", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(f, None)
         meta["uid"] = str(uuid.uuid4())
@@ -590,7 +597,7 @@ class Api:
                                "ResourceVersion in object meta: %s" % (pre["resourceVersion"], omet["resourceVersion"]))
             if req.q("dryRun") == "All" or "All" in (opts.get("dryRun") or []):
                 return 200, self.deleted_body(req, old)
-            if omet.get("finalizers"):
+            if omet.get("finalizers") or rt.plural == "namespaces":
                 if omet.get("deletionTimestamp"):
                     return 200, self.out(rt, req.version, old)
                 new = deepcopy(old)
@@ -599,9 +606,19 @@ class Api:
                 if rt.plural == "namespaces":
                     new["status"] = {"phase": "Terminating"}
                 stored = self.store.put(rt.gr, new)
+                if rt.plural == "namespaces":
+                    # as the namespace controller does, after the answer: the content goes,
+                    # then the namespace (once nothing else holds it with a finalizer)
+                    threading.Thread(target=self.finish_namespace, args=(rt, omet["name"]), daemon=True).start()
                 return 200, self.out(rt, req.version, stored)
             gone = self.finish_delete(rt, old)
         return 200, self.deleted_body(req, gone)
+
+    def finish_namespace(self, rt, name):
+        with self.store.lock:
+            ns = self.store.get(rt.gr, name)
+            if ns is not None and ns["metadata"].get("deletionTimestamp") and not ns["metadata"].get("finalizers"):
+                self.finish_delete(rt, ns)
 
     def finish_delete(self, rt, obj):
         """Removes obj for good, with what goes with it (a Namespace's objects, a CRD's kind)."""

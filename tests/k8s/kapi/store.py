@@ -27,7 +27,7 @@ RESTART_BUMP = 1000000
 
 
 class Event:
-    __slots__ = ("rv", "gr", "type", "key", "ns", "obj", "prev")
+    __slots__ = ("rv", "gr", "type", "key", "ns", "obj", "prev", "encoded")
 
     def __init__(self, rv, gr, etype, key, ns, obj, prev):
         self.rv = rv
@@ -37,6 +37,7 @@ class Event:
         self.ns = ns
         self.obj = obj         # the object after the change (for DELETED: its last state, at rv)
         self.prev = prev       # the object before the change, or None
+        self.encoded = {}      # (version, type) -> the watch event's JSON line, shared by watchers
 
 
 class Watcher:
