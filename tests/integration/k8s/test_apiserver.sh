@@ -124,6 +124,13 @@ api GET $GATEWAY >/dev/null
 check "a new Gateway has the CRD's default status (Accepted Unknown, Pending)" \
     is "$(jb '.status.conditions[0].type + " " + .status.conditions[0].status + " " + .status.conditions[0].reason')" "Accepted Unknown Pending"
 
+sed 's/port: 8080$/port: 9090/' "$ROOT/tests/k8s/examples/30-service.yaml" >"$WORK/service.yaml"
+cluster_ip=$(kc get service shop-api -n shop -o jsonpath='{.spec.clusterIP}')
+kc apply -f "$WORK/service.yaml" >"$WORK/out" 2>&1
+check "kubectl apply of a changed Service (a strategic merge patch): $(cat "$WORK/out")" grep -q configured "$WORK/out"
+check "changes its port and keeps its cluster IP" \
+    is "$(kc get service shop-api -n shop -o jsonpath='{.spec.ports[*].port} {.spec.ports[0].targetPort} {.spec.clusterIP}')" "9090 8080 $cluster_ip"
+
 # ------------------------------------------------------------------ kubectl get -w, generation
 bg_run kwatch "${KUBECTL}" --kubeconfig "$K/kubeconfig" --cache-dir "$K/kube-cache" get httproute -n shop -w --output-watch-events
 check "kubectl get httproute -w lists the route first" wait_for 15 grep -q '^ADDED *shop' "$WORK/kwatch.log"
@@ -216,7 +223,7 @@ bg_run curlwatch curl -sN --max-time 20 --cacert "$K8S_CA" -H "Authorization: Be
 check "the watch is open" k8s_wait_watches "$K" gateway.networking.k8s.io/httproutes 1
 merge $ROUTE '{"metadata":{"labels":{"watched":"yes"}}}' >/dev/null
 api DELETE $GW/namespaces/shop/httproutes/page-1 >/dev/null
-check "a timed-out watch ends by itself" wait_for 10 bash -c "! kill -0 $PID_curlwatch 2>/dev/null"
+check "a timed-out watch ends by itself" gone "$PID_curlwatch" 100
 wait "$PID_curlwatch"
 check "and cleanly (a complete chunked stream: curl exit $?)" [ $? -eq 0 ]
 check "the watch saw MODIFIED then DELETED, then a BOOKMARK before the timeout" \
@@ -225,6 +232,12 @@ check "the BOOKMARK carries the current resourceVersion" \
     is "$(jq -r 'select(.type=="BOOKMARK")|.object.metadata.resourceVersion' "$WORK/curlwatch.log")" "$(list_rv $GW/namespaces/shop/httproutes)"
 check "the DELETED object carries the deletion's resourceVersion" \
     is "$(jq -r 'select(.type=="DELETED")|.object.metadata.resourceVersion' "$WORK/curlwatch.log")" "$(list_rv $GW/namespaces/shop/httproutes)"
+
+n=$(api GET "$GW/namespaces/shop/httproutes" >/dev/null; jb '.items|length')
+api GET "$GW/namespaces/shop/httproutes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1" >/dev/null
+check "sends the $n current objects, then a BOOKMARK marking the end of them" \
+    is "$(jq -rs --argjson n "$n" '([.[:$n][].type]|unique|join(",")) + " " + .[$n].type + " " + .[$n].object.metadata.annotations["k8s.io/initial-events-end"]' "$WORK/body")" \
+    "ADDED BOOKMARK true"
 
 # ------------------------------------------------------------------ compaction: 410 Gone
 old_rv=$(list_rv $GW/namespaces/shop/httproutes)
@@ -247,7 +260,7 @@ expect_status "a watch from the current resourceVersion" 200 "$(api GET "$GW/nam
 bg_run dropped curl -sN --max-time 20 --cacert "$K8S_CA" -H "Authorization: Bearer $K8S_TOKEN" "$K8S_URL/api/v1/services?watch=1"
 check "a services watch is open" k8s_wait_watches "$K" services 1
 check "drop-watches cuts it" [ "$(k8s_ctl "$K" drop-watches | jq -r .dropped)" -ge 1 ]
-check "the client sees the connection cut" wait_for 10 bash -c "! kill -0 $PID_dropped 2>/dev/null"
+check "the client sees the connection cut" gone "$PID_dropped" 100
 wait "$PID_dropped"
 rc=$?
 check "mid-stream (curl exit $rc: transfer closed with outstanding data)" [ $rc -eq 18 ]
@@ -274,7 +287,7 @@ bg_run udpwatch curl -sN --max-time 20 --cacert "$K8S_CA" -H "Authorization: Bea
     "$K8S_URL/apis/gateway.networking.k8s.io/v1alpha2/udproutes?watch=1"
 check "a udproutes watch is open" k8s_wait_watches "$K" gateway.networking.k8s.io/udproutes 1
 kc delete crd udproutes.gateway.networking.k8s.io >/dev/null 2>&1
-check "deleting the CRD ends its watches" wait_for 10 bash -c "! kill -0 $PID_udpwatch 2>/dev/null"
+check "deleting the CRD ends its watches" gone "$PID_udpwatch" 100
 check "after its objects were DELETED" is "$(jq -r '.type' "$WORK/udpwatch.log" | tr '\n' ' ')" "ADDED DELETED "
 status_is "the kind is no longer served" 404 NotFound "$(api GET /apis/gateway.networking.k8s.io/v1alpha2/udproutes)"
 

@@ -324,9 +324,11 @@ class Api:
         with self.store.lock:
             if cont:
                 snap, start = self.decode_continue(cont)
-                if snap < self.store.compacted:
-                    token = encode_continue(self.store.rv, start)
-                    raise expired(INCONSISTENT_CONTINUE, {"continue": token})
+                if snap == 0:
+                    # the token of a 410: the rest of the list from the latest snapshot
+                    snap = self.store.rv
+                elif snap < self.store.compacted:
+                    raise expired(INCONSISTENT_CONTINUE, {"continue": encode_continue(0, start)})
             elif rv_param and rv_param != "0":
                 want = self.parse_rv(rv_param)
                 if match_param == "Exact":
