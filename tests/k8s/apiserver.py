@@ -25,7 +25,8 @@ API conventions for what Sextant uses:
   Status, as a real server streams it; bookmarks every --bookmark-interval seconds and
   one 2 s before timeoutSeconds ends the stream;
 - errors as Status objects (400, 401, 404, 405, 409, 410, 415, 422, 504);
-- Table output for kubectl get (Accept: application/json;as=Table;v=v1;g=meta.k8s.io).
+- Table output for kubectl get (Accept: application/json;as=Table;v=v1;g=meta.k8s.io);
+  answers over 128 KiB gzipped for clients that accept it (watch streams never).
 
 Test controls (same token), under /_test/:
   POST compact                        every older resourceVersion becomes 410 Gone
@@ -35,6 +36,7 @@ Test controls (same token), under /_test/:
   GET  state                          {"resourceVersion", "compacted", "watches": {resource: n}}
 """
 import argparse
+import gzip
 import hmac
 import json
 import os
@@ -59,6 +61,7 @@ from kapi.store import Store, Watcher  # noqa: E402
 from kapi.util import ApiError, bad_request, method_not_allowed, not_found_resource  # noqa: E402
 
 MAX_BODY = 3 * 1024 * 1024
+GZIP_THRESHOLD = 128 * 1024
 TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool, as query parameters use
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
            410: "Expired", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
@@ -133,8 +136,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send_raw(code, data, content_type, warnings, extra)
 
     def send_raw(self, code, data, content_type, warnings=(), extra=None):
+        gzipped = False
+        if len(data) > GZIP_THRESHOLD and "gzip" in (self.headers.get("Accept-Encoding") or ""):
+            # as kube-apiserver (APIResponseCompression): large answers gzipped when accepted
+            data = gzip.compress(data, compresslevel=1)
+            gzipped = True
         self.send_response(code)
         self.send_header("Content-Type", content_type)
+        if gzipped:
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Audit-Id", str(uuid.uuid4()))

@@ -59,35 +59,48 @@ k8s_certs() {
 }
 
 k8s_start() {
-    local dir=$1 port i
+    local dir=$1 port i attempt ready=0
     shift
     mkdir -p "$dir" || return 1
     dir=$(cd "$dir" && pwd)
     k8s_certs "$dir" || { echo "k8s: could not make the certificates in $dir" >&2; return 1; }
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token"
-    port=$(svc_free_port) || return 1
-    "$K8S_PYTHON" -B "$K8S_ROOT/apiserver.py" --port "$port" --cert "$dir/server.crt" --key "$dir/server.key" \
-        --token-file "$dir/token" --client-ca "$dir/ca.crt" "$@" >>"$dir/apiserver.log" 2>&1 &
-    echo $! >"$dir/apiserver.pid"
-    K8S_URL="https://127.0.0.1:$port"
     K8S_TOKEN=$(cat "$dir/token")
     K8S_CA="$dir/ca.crt"
     K8S_HOST=127.0.0.1
-    K8S_PORT=$port
-    echo "$K8S_URL" >"$dir/url"
-    for i in $(seq 1 100); do
-        if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$K8S_CA" \
-            -H "Authorization: Bearer $K8S_TOKEN" "$K8S_URL/readyz")" = 200 ]; then
-            break
-        fi
-        if ! kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
-            echo "k8s: the API server exited:" >&2
-            tail -n 20 "$dir/apiserver.log" >&2
+    # a port another process took between svc_free_port and the bind: try another one
+    for attempt in 1 2 3; do
+        port=$(svc_free_port) || return 1
+        "$K8S_PYTHON" -B "$K8S_ROOT/apiserver.py" --port "$port" --cert "$dir/server.crt" --key "$dir/server.key" \
+            --token-file "$dir/token" --client-ca "$dir/ca.crt" "$@" >>"$dir/apiserver.log" 2>&1 &
+        echo $! >"$dir/apiserver.pid"
+        K8S_URL="https://127.0.0.1:$port"
+        K8S_PORT=$port
+        ready=0
+        for i in $(seq 1 100); do
+            if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$K8S_CA" \
+                -H "Authorization: Bearer $K8S_TOKEN" "$K8S_URL/readyz")" = 200 ]; then
+                ready=1
+                break
+            fi
+            kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null || break
+            sleep 0.1
+        done
+        [ "$ready" = 1 ] && break
+        if kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
+            echo "k8s: the API server did not answer on $K8S_URL" >&2
+            k8s_stop "$dir"
             return 1
         fi
-        sleep 0.1
+        grep -q "Address already in use" "$dir/apiserver.log" && continue
+        break
     done
-    [ "$i" -lt 100 ] || { echo "k8s: the API server did not answer on $K8S_URL" >&2; return 1; }
+    if [ "$ready" != 1 ]; then
+        echo "k8s: the API server exited:" >&2
+        tail -n 20 "$dir/apiserver.log" >&2
+        return 1
+    fi
+    echo "$K8S_URL" >"$dir/url"
     cat >"$dir/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
