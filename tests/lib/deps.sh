@@ -7,6 +7,7 @@ SEXTANT_DEBS=(
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
     libcmocka-dev postgresql redis-server
     nodejs npm python3-grpcio
+    kubernetes-client python3-kubernetes # kubectl and the Python client, against tests/k8s/apiserver.py
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
 )
 
@@ -17,7 +18,7 @@ deps_install() {
     [ ${#pkgs[@]} -gt 0 ] || pkgs=("${SEXTANT_DEBS[@]}")
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-            deps_provided "$p" || missing+=("$p")
+            deps_provided "$p" || deps_command_present "$p" || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "installing Debian packages: ${missing[*]}" >&2
@@ -26,6 +27,16 @@ deps_install() {
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update -qq >/dev/null || true
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# deps_command_present PKG: the command PKG exists for is already installed by another
+# package (a kubectl from the Kubernetes or Google Cloud repositories owns /usr/bin/kubectl,
+# which Debian's kubernetes-client would have to overwrite); the tests use either.
+deps_command_present() {
+    case "$1" in
+    kubernetes-client) command -v kubectl >/dev/null ;;
+    *) return 1 ;;
+    esac
 }
 
 # deps_provided PKG: an installed package provides PKG (NodeSource's nodejs provides
