@@ -386,11 +386,12 @@ int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_are
 int node_repo_mark_lost(pg_conn *c, long long disconnected_after_ms, int limit, sx_arena *a,
                         node_stale_list *out, sx_err *err)
 {
-    return mark_idle(c,
-                     "UPDATE proxy_nodes n SET connected = false, disconnected_at = now(),"
-                     "   disconnect_reason = 'no_activity'" IDLE_NODES(""),
-                     disconnected_after_ms > 0 ? disconnected_after_ms : DEFAULT_DISCONNECTED_MS,
-                     limit, a, out, err);
+    return mark_idle(
+        c,
+        "UPDATE proxy_nodes n SET connected = false, disconnected_at = now(),"
+        "   disconnect_reason = 'no_activity'" IDLE_NODES("AND stale_since IS NOT NULL"),
+        disconnected_after_ms > 0 ? disconnected_after_ms : DEFAULT_DISCONNECTED_MS, limit, a, out,
+        err);
 }
 
 int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,

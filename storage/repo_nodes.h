@@ -174,7 +174,9 @@ int node_repo_mark_stale(pg_conn *c, long long stale_after_ms, int limit, sx_are
 
 /* Marks disconnected (reason "no_activity") up to limit connected nodes without activity
  * for disconnected_after_ms (0 = the default) — nodes whose replica died or hangs — and
- * returns them, each once, also when several replicas sweep at once. Activity on the
+ * returns them, each once, also when several replicas sweep at once. Only nodes already
+ * marked stale are taken, so a node is always reported stale before it is reported lost,
+ * whichever replica's sweep sees it first. Activity on the
  * node's stream (node_repo_touch) makes it connected again. */
 int node_repo_mark_lost(pg_conn *c, long long disconnected_after_ms, int limit, sx_arena *a,
                         node_stale_list *out, sx_err *err) SX_MUSTCHECK;

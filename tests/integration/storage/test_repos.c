@@ -800,8 +800,8 @@ static void upsert(fx *f, const char *id, const char *group, const char *replica
 }
 
 /* A node silent past the threshold while marked connected (its replica gone) is marked
- * disconnected once; activity on its stream makes it connected again, but activity
- * reported late for a node whose stream really ended does not. */
+ * disconnected once, after it was marked stale; activity on its stream makes it connected again,
+ * but activity reported late for a node whose stream really ended does not. */
 static void test_nodes_lost(void **state)
 {
     fx *f = *state;
@@ -814,6 +814,12 @@ static void test_nodes_lost(void **state)
                   0, NULL, NULL, &e_));
     bool changed = false;
     node_stale_list lost;
+    /* Not stale yet: a node is reported stale before it is reported lost. */
+    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    assert_int_equal(lost.count, 0);
+    node_stale_list stale;
+    TL_OK(node_repo_mark_stale(f->c, 60000, 100, f->a, &stale, &e_));
+    assert_int_equal(stale.count, 2);
     TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
     assert_int_equal(lost.count, 2); /* busy was seen just now */
     bool first_gone = strcmp(lost.items[0].node_id, "gone") == 0;
