@@ -48,6 +48,7 @@ import ssl
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -212,6 +213,12 @@ class Handler(BaseHTTPRequestHandler):
             self.route(path, body)
         except ApiError as e:
             self.send_error_status(e)
+        except (ConnectionError, ssl.SSLError, socket.timeout):
+            self.close_connection = True
+        except Exception as e:  # a bug here: answer as a real server would, and log it
+            traceback.print_exc()
+            self.send_error_status(ApiError(500, "InternalError", "Internal error occurred: %s" % e,
+                                            {"causes": [{"message": str(e)}]}))
 
     def injected_failure(self, path):
         srv = self.server
@@ -349,9 +356,22 @@ class Handler(BaseHTTPRequestHandler):
 
     def discovery(self, parts):
         """Answers the discovery and meta endpoints; returns None for other paths."""
+        with self.server.store.lock:  # CRDs change what is served: a consistent document
+            answer = self.discovery_document(parts)
+        if answer is None:
+            return None
+        data, ctype = answer
+        if isinstance(data, bytes):
+            self.send_raw(200, data, ctype)
+        else:
+            self.send_json(200, data, ctype)
+        return True
+
+    def discovery_document(self, parts):
+        """(document or bytes, content type) for a discovery or meta path, or None."""
         reg = self.server.registry
         host = "%s:%d" % self.server.server_address[:2]
-        doc, ctype = None, "application/json"
+        doc = None
         if parts == ["api"]:
             doc = openapi.api_versions(host)
         elif parts == ["apis"]:
@@ -360,40 +380,29 @@ class Handler(BaseHTTPRequestHandler):
             doc = openapi.resource_list(reg, "", "v1")
         elif len(parts) == 2 and parts[0] == "apis":
             doc = openapi.api_group(reg, parts[1])
-            if doc is None:
-                raise not_found_resource()
         elif len(parts) == 3 and parts[0] == "apis":
             doc = openapi.resource_list(reg, parts[1], parts[2])
-            if doc is None:
-                raise not_found_resource()
         elif parts == ["version"]:
             doc = openapi.VERSION
-        elif parts and parts[0] in ("healthz", "readyz", "livez") and len(parts) == 1:
-            self.send_raw(200, b"ok", "text/plain; charset=utf-8")
-            return True
+        elif len(parts) == 1 and parts[0] in ("healthz", "readyz", "livez"):
+            return b"ok", "text/plain; charset=utf-8"
         elif parts == ["openapi", "v2"]:
-            with self.server.store.lock:
-                if "protobuf" in (self.headers.get("Accept") or ""):
-                    data = openapi.v2_protobuf(reg)
-                    self.send_raw(200, data, "application/octet-stream")
-                    return True
-                doc = openapi.v2_json(reg)
+            if "protobuf" in (self.headers.get("Accept") or ""):
+                return openapi.v2_protobuf(reg), "application/octet-stream"
+            doc = openapi.v2_json(reg)
         elif parts == ["openapi", "v3"]:
-            with self.server.store.lock:
-                doc = openapi.v3_index(reg)
+            doc = openapi.v3_index(reg)
         elif len(parts) >= 3 and parts[:2] == ["openapi", "v3"]:
             rest = parts[2:]
-            with self.server.store.lock:
-                if rest == ["api", "v1"]:
-                    doc = openapi.v3_gv_doc(reg, "", "v1")
-                elif len(rest) == 3 and rest[0] == "apis":
-                    doc = openapi.v3_gv_doc(reg, rest[1], rest[2])
-            if doc is None:
-                raise not_found_resource()
+            if rest == ["api", "v1"]:
+                doc = openapi.v3_gv_doc(reg, "", "v1")
+            elif len(rest) == 3 and rest[0] == "apis":
+                doc = openapi.v3_gv_doc(reg, rest[1], rest[2])
         else:
             return None
-        self.send_json(200, doc, ctype)
-        return True
+        if doc is None:
+            raise not_found_resource()
+        return doc, "application/json"
 
     # ------------------------------------------------------------ watch
     def watch(self, req):
