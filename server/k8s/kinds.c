@@ -20,7 +20,7 @@ static const k8s_kind KINDS[] = {
     {"TLSRoute", GW, "v1alpha2", "tlsroutes", true, NULL},
     {"UDPRoute", GW, "v1alpha2", "udproutes", true, NULL},
     {"ReferenceGrant", GW, "v1beta1", "referencegrants", true, NULL},
-    {"BackendTLSPolicy", GW, "v1", "backendtlspolicies", true, NULL},
+    {"BackendTLSPolicy", GW, "v1alpha3", "backendtlspolicies", true, NULL},
     {"Service", "", "v1", "services", true, NULL},
     {"EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", true, NULL},
     /* Only TLS Secrets can be certificateRefs; the others are never read. */

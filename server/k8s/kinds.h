@@ -4,9 +4,9 @@
  * A kind is what the client lists and watches and what a watchable map holds: its name
  * (the map's name), API group and version, the plural resource name of its URLs, and
  * whether its objects live in namespaces. The table of the kinds of the Gateway API
- * release Sextant targets (v1.4: standard channel, plus the experimental TCP, TLS and UDP
- * routes) and of the core kinds the translator reads is here, so that one place says
- * which versions are served.
+ * release Sextant targets (v1.3.0: standard channel, plus the experimental TCP, TLS and UDP
+ * routes and BackendTLSPolicy v1alpha3) and of the core kinds the translator reads is here, so that
+ * one place says which versions are served.
  */
 #ifndef SX_K8S_KINDS_H
 #define SX_K8S_KINDS_H
