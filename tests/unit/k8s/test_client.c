@@ -792,8 +792,11 @@ static void test_kind_paths(void **state)
     (void)state;
     size_t n;
     const k8s_kind *t = k8s_kind_table(&n);
-    assert_int_equal(n, 13);
+    assert_int_equal(n, 14); /* the 13 kinds the translator reads, and ConfigMap (CA bundles) */
     assert_ptr_equal(k8s_kind_find("HTTPRoute"), &t[2]);
+    assert_string_equal(
+        k8s_kind_api_version(k8s_kind_find("BackendTLSPolicy"), (char[128]){0}, 128),
+        "gateway.networking.k8s.io/v1alpha3");
     assert_null(k8s_kind_find("Pod"));
     char av[128];
     assert_string_equal(k8s_kind_api_version(k8s_kind_find("Service"), av, sizeof(av)), "v1");
