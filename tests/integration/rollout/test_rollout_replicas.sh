@@ -50,6 +50,9 @@ check "... and wave 1 is still pending (in the pause)" jtrue 'j.waves[1].state =
 KILL_MS=$(now_ms)
 bg_stop "$OWNER" KILL
 echo "SIGKILLed $OWNER"
+# What the owner wrote before it died: normally wave 0 only, but a loaded machine can
+# see the pause end between the check above and the kill, and then it started wave 1.
+OWNER_WROTE=$(sql "SELECT count(*) FROM events WHERE deployment_id = '$DEPLOY' AND replica_id = '$OWNER' AND type IN ('wave_started', 'rollout_completed')")
 
 check "$SURVIVOR takes the deployment over within the lease (+ slack)" \
     wait_for $(((LEASE_MS + 3000) / 1000)) rt_deploy_true "$DEPLOY" "j.owner_replica === '$SURVIVOR'"
@@ -68,7 +71,7 @@ check "waves in order: each started after the previous completed and its pause" 
 
 check "the watcher saw the end" wait_for 10 jtrue 'j.final_state === "completed"' "$WORK/watch.json"
 if ! rt_check "at every moment, failover included: pending waves' nodes on v$V1 and the old backend, completed waves' on v$T ($(jv .samples "$WORK/watch.json") samples)" \
-    jtrue 'j.violation_count === 0 && j.samples >= 20' "$WORK/watch.json"; then
+    jtrue 'j.violation_count === 0 && j.samples >= 10' "$WORK/watch.json"; then
     jq_ 'j.violations.slice(0, 10).map(v => JSON.stringify(v)).join("\n")' "$WORK/watch.json" >&2
 fi
 
@@ -76,8 +79,9 @@ check "events: one wave_started and one wave_completed per wave, one rollout_com
     [ "$(sql "SELECT string_agg(type || coalesce(':' || (data->>'wave'), ''), ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY'")" = \
       "wave_started:0 wave_completed:0 wave_started:1 wave_completed:1 wave_started:2 wave_completed:2 rollout_completed" ]
 WRITERS=$(sql "SELECT string_agg(replica_id, ' ' ORDER BY txid, id) FROM events WHERE deployment_id = '$DEPLOY' AND type IN ('wave_started', 'rollout_completed')")
-check "events: wave 0 written by $OWNER, waves 1-2 and the completion by $SURVIVOR (got: $WRITERS)" \
-    [ "$WRITERS" = "$OWNER $SURVIVOR $SURVIVOR $SURVIVOR" ]
+WANT=$(for i in 1 2 3 4; do if [ "$i" -le "$OWNER_WROTE" ]; then echo -n "$OWNER "; else echo -n "$SURVIVOR "; fi; done)
+check "events: what $OWNER started before the kill ($OWNER_WROTE of wave 0-1), the rest and the completion by $SURVIVOR (got: $WRITERS)" \
+    [ "$OWNER_WROTE" -ge 1 ] && [ "$OWNER_WROTE" -le 2 ] && [ "$WRITERS " = "$WANT" ]
 check "audit: one deployment.complete, by $SURVIVOR's driver" \
     [ "$(rt_audit_count deployment.complete "$DEPLOY")/$(rt_audit_count deployment.complete "$DEPLOY" "details->>'replica' = '$SURVIVOR'")" = "1/1" ]
 
