@@ -614,13 +614,13 @@ static void limits(gw_ctx *c, gw_gw *g)
         g->error = gw_printf(c,
                              "the configuration of Gateway %s would hold %zu objects (listeners, "
                              "routes, backends and secrets), over the limit of %zu "
-                             "(k8s.max_snapshot_objects); the last good configuration keeps "
+                             "(k8s.max_objects_per_snapshot); the last good configuration keeps "
                              "serving",
                              gwq, g->objects, lim->max_snapshot_objects);
     else if (lim->max_snapshot_endpoints && g->endpoints > lim->max_snapshot_endpoints)
         g->error = gw_printf(c,
                              "the configuration of Gateway %s would hold %zu endpoints, over the "
-                             "limit of %zu (k8s.max_snapshot_endpoints); the last good "
+                             "limit of %zu (k8s.max_endpoints_per_snapshot); the last good "
                              "configuration keeps serving",
                              gwq, g->endpoints, lim->max_snapshot_endpoints);
     if (g->error) {
