@@ -50,8 +50,9 @@
 
 #define GW_DEFAULT_CONTROLLER     "sextant.dev/gateway-controller"
 #define GW_DEFAULT_GROUP_TEMPLATE "<namespace>/<gateway>"
-/* The implementation-specific listener protocol for proxyless gRPC clients. */
-#define GW_PROTOCOL_PROXYLESS_GRPC "sextant.dev/proxyless-grpc"
+/* The implementation-specific listener protocol for proxyless gRPC clients (a domain,
+ * a slash and letters or digits only: the Gateway API's ProtocolType pattern). */
+#define GW_PROTOCOL_PROXYLESS_GRPC "sextant.dev/ProxylessGRPC"
 /* The API group of every Gateway API kind. */
 #define GW_GROUP "gateway.networking.k8s.io"
 

@@ -358,12 +358,13 @@ npm_ready() {
 
 SX_TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# echo_backend NAME: a test gRPC backend (tests/conformance/lib/echo_server.js)
-# answering with NAME, through bg_run; sets ECHO_NAME to its port.
+# echo_backend NAME [HOST [PORT]]: a test gRPC backend (tests/conformance/lib/echo_server.js)
+# answering with NAME on HOST (a loopback address, 127.0.0.1 by default) and PORT (a free
+# one by default), through bg_run; sets ECHO_NAME to its port.
 echo_backend() {
-    local name=$1
+    local name=$1 host=${2:-127.0.0.1} port=${3:-0}
     bg_run "echo_$name" node "$SX_TESTS_DIR/conformance/lib/echo_server.js" --name "$name" \
-        --port-file "$WORK/echo_$name.port"
+        --host "$host" --port "$port" --port-file "$WORK/echo_$name.port"
     wait_for 10 test -s "$WORK/echo_$name.port" || { echo "echo backend $name did not start" >&2; return 1; }
     printf -v "ECHO_$name" '%s' "$(cat "$WORK/echo_$name.port")"
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // echo_server.js — a test gRPC backend: answers sextant.test.Echo/Hello with its name.
 //
-//   node echo_server.js --name A [--port 0] [--port-file FILE]
+//   node echo_server.js --name A [--host 127.0.0.1] [--port 0] [--port-file FILE]
 //
-// Listens on 127.0.0.1 (port 0 picks a free one); writes the bound port to
-// --port-file once it accepts calls, so the test never races a port. Exits on
-// SIGTERM/SIGINT.
+// Listens on --host (a loopback address, 127.0.0.1 by default; port 0 picks a free
+// one); writes the bound port to --port-file once it accepts calls, so the test never
+// races a port. Two backends on different loopback addresses can share one port, as
+// the pods behind one Kubernetes Service port do. Exits on SIGTERM/SIGINT.
 'use strict';
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
@@ -13,6 +14,7 @@ const protoLoader = require('@grpc/proto-loader');
 
 const {arg, writePortFile} = require('../../lib/cli.js');
 const name = arg('name', 'echo');
+const host = arg('host', '127.0.0.1');
 const port = Number(arg('port', '0'));
 const portFile = arg('port-file', '');
 
@@ -25,12 +27,12 @@ server.addService(echo.Echo.service, {
     cb(null, {backend: name, message: call.request.message});
   },
 });
-server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => {
   if (err) {
     console.error(`echo_server ${name}: ${err.message}`);
     process.exit(1);
   }
-  console.log(`echo_server ${name} listening on 127.0.0.1:${bound}`);
+  console.log(`echo_server ${name} listening on ${host}:${bound}`);
   if (portFile) {
     writePortFile(portFile, bound);
   }
