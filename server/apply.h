@@ -14,6 +14,10 @@
  * repeated on every resync leaves no trace. A group's snapshot is rewritten only when
  * its composed content changed.
  *
+ * Group names: every group a change names must pass val_group_name_problem
+ * (server/validate/validate.h), else SX_EVALIDATION with a schema problem at
+ * "groups[i]"; a group's rollback and a published snapshot answer SX_EINVAL.
+ *
  * Ownership: a config belongs to the source that created it (configs.source). A change
  * from the REST API (or an import) of a managed config is refused with SX_EMANAGED,
  * whose message names what the config is translated from; a rollback (APPLY_ROLLBACK)
@@ -113,10 +117,11 @@ typedef struct apply_result {
 
 /*
  * Applies req. On success returns 0 and fills *out (allocated in a). Failures:
- * SX_EVALIDATION when the spec or a composed group snapshot is invalid (the codec's
- * problems in verrs, paths starting at "spec"; with req->limits the pipeline's in
- * req->problems); SX_ECONFLICT when the pipeline found only conflicts with other
- * configs (req->problems names them) or a live config already has the name;
+ * SX_EVALIDATION when a group name, the spec or a composed group snapshot is invalid
+ * (the codec's problems in verrs, paths starting at "spec"; with req->limits the
+ * pipeline's in req->problems; bad group names in req->problems at "groups[i]", else
+ * the first in err's detail); SX_ECONFLICT when the pipeline found only conflicts with
+ * other configs (req->problems names them) or a live config already has the name;
  * SX_ENOTFOUND for a missing or deleted config_id or rollback version;
  * SX_EPRECONDITION for a stale if_match; SX_EMANAGED when the REST API changes a managed
  * config, SX_ECONFLICT when a managed source changes a REST config (see Ownership);
