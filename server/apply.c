@@ -438,13 +438,19 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         if (op == APPLY_UPDATE && !renamed &&
             same_group_sets(groups, ngroups, (const char *const *)old->groups, old->group_count)) {
             /* The same content again is not a change: for the REST API the same as the
-             * latest version (a draft included), for a managed source the same as what
-             * the proxies are served, the live version. */
+             * latest version (a draft included); for a managed source the same as the
+             * newest version it wrote itself, so that what an operator made live since
+             * (a rollback, a rollout of another version) holds until the source's
+             * translation changes. */
             char sum[SX_SHA256_HEX_LEN + 1];
             cfg_repo_checksum(spec, sum);
-            int same_as = req->source == CFG_SOURCE_REST ? old->latest_version : old->live_version;
             cfg_version *cur = NULL;
-            if (same_as > 0 && (rc = cfg_repo_get_version(c, old->id, same_as, a, &cur, err)) != 0)
+            rc = req->source != CFG_SOURCE_REST
+                     ? cfg_repo_newest_own_version(c, old->id, req->author, a, &cur, err)
+                 : old->latest_version > 0
+                     ? cfg_repo_get_version(c, old->id, old->latest_version, a, &cur, err)
+                     : 0;
+            if (rc)
                 return rc;
             if (cur && strcmp(cur->checksum, sum) == 0 && cur->draft == req->draft)
                 break;
