@@ -1,9 +1,11 @@
 /*
  * http.c — libmicrohttpd server with a router, JSON errors, request ids and access logs.
  *
+ * A request begins in libmicrohttpd's URI callback, which creates its state with the
+ * path as the client sent it (the router splits that one, see dispatch). Then
  * libmicrohttpd calls the access handler several times per request: once when the
- * headers are in (we create the request state, pick or make the request id and refuse a
- * declared body over the limit right away), once per body chunk (we append to a buffer,
+ * headers are in (we pick or make the request id and refuse a declared body over the
+ * limit right away), once per body chunk (we append to a buffer,
  * or count and drop once over the limit), and once more when the body is complete (we
  * route and run the handler, which queues the response). The completion callback runs
  * once per request whatever happened; it writes the access log line, updates the
@@ -33,6 +35,7 @@
 #include "server/base/buf.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/utf8.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -192,13 +195,51 @@ void http_set_fallback(http_server *s, const char *route, http_handler_fn fn, vo
     s->fallback_route = route ? route : "fallback";
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Percent-decodes the segment s in place, as libmicrohttpd decodes a path: "%XX" is the
+ * byte XX, a '%' not followed by two hex digits stays as it is. Returns false when the
+ * result is not UTF-8 text without control characters (an encoded NUL above all, which
+ * would cut the value short): no handler, log line or JSON answer could carry it. */
+static bool decode_segment(char *s)
+{
+    char *out = s;
+    for (const char *p = s; *p; p++) {
+        int hi, lo;
+        if (p[0] == '%' && (hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0) {
+            *out = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            *out = *p;
+        }
+        unsigned char c = (unsigned char)*out++;
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    *out = '\0';
+    return sx_utf8_valid(s);
+}
+
+/*
+ * Routes r. The path is split at the slashes the client sent, before any segment is
+ * decoded, so that a parameter may hold an encoded slash: POST
+ * /api/v1/groups/shop%2Fweb/rollback names the group "shop/web" (libmicrohttpd's own
+ * path, r->path, is decoded whole and would make that five segments).
+ */
 static void dispatch(http_request *r)
 {
     http_server *s = r->srv;
     char *segs[MAX_SEGS + 1];
     size_t nseg = 0;
     bool too_deep = false;
-    char *copy = sx_arena_strdup(r->arena, r->path[0] == '/' ? r->path + 1 : r->path);
+    const char *path = r->raw_path ? r->raw_path : r->path;
+    char *copy = sx_arena_strdup(r->arena, path[0] == '/' ? path + 1 : path);
     if (*copy) {
         for (char *p = copy;;) {
             if (nseg == MAX_SEGS) {
@@ -211,6 +252,19 @@ static void dispatch(http_request *r)
                 break;
             *slash = '\0';
             p = slash + 1;
+        }
+    }
+    for (size_t i = 0; r->raw_path && i < nseg; i++) {
+        if (!decode_segment(segs[i])) {
+            sx_err err;
+            sx_err_set(&err, SX_EINVAL,
+                       "malformed path: segment %zu does not decode to UTF-8 text without "
+                       "control characters",
+                       i + 1);
+            sx_err_hint(&err, "Percent-encode the UTF-8 bytes of printable characters only "
+                              "(not %%00 to %%1F or %%7F).");
+            http_respond_err(r, &err, NULL);
+            return;
         }
     }
 
@@ -314,23 +368,37 @@ static void handle_metrics(http_request *r, void *ud)
 
 /* ------------------------------------------------------------------ libmicrohttpd glue */
 
-static http_request *request_new(http_server *s, struct MHD_Connection *conn, const char *url,
-                                 const char *method)
+static http_request *request_new(http_server *s, struct MHD_Connection *conn)
 {
     http_request *r = sx_calloc(1, sizeof(*r));
     clock_gettime(CLOCK_MONOTONIC, &r->start);
     r->srv = s;
     r->conn = conn;
     r->arena = sx_arena_create();
+    r->route = "unmatched";
+    return r;
+}
+
+/* libmicrohttpd's URI callback, the one place that sees the path as the client sent it,
+ * before it is decoded: the request starts here, with its raw path. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    http_request *r = request_new(cls, conn);
+    if (uri)
+        r->raw_path = sx_arena_strndup(r->arena, uri, strcspn(uri, "?"));
+    return r;
+}
+
+/* The rest of the request, once its headers are in: method, decoded path, request id. */
+static void request_begin(http_request *r, const char *url, const char *method)
+{
     r->method = sx_arena_strdup(r->arena, method);
     r->path = sx_arena_strdup(r->arena, url);
-    r->route = "unmatched";
-    const char *given = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+    const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
     if (sane_request_id(given))
         snprintf(r->id, sizeof(r->id), "%s", given);
     else
         new_request_id(r->id, r);
-    return r;
 }
 
 void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud)
@@ -359,9 +427,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     http_request *r = *con_cls;
     size_t limit = (size_t)s->cfg->http.max_body_bytes;
 
-    if (r == NULL) {
-        r = request_new(s, conn, url, method);
-        *con_cls = r;
+    if (r == NULL || r->method == NULL) {
+        if (r == NULL) /* the URI callback always makes one; a safety net */
+            *con_cls = r = request_new(s, conn);
+        request_begin(r, url, method);
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
@@ -403,6 +472,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r == NULL)
         return;
     *con_cls = NULL;
+    if (r->method == NULL) {
+        /* Never reached the access handler (libmicrohttpd refused the request itself,
+         * or the client left before its headers were in): nothing to log. */
+        sx_arena_destroy(r->arena);
+        sx_free(r);
+        return;
+    }
     if (r->stream) {
         r->bytes_out = http_stream_bytes(r->stream);
         http_stream_release(r->stream);
@@ -561,10 +637,10 @@ int http_start(http_server *s, sx_err *err)
     /* The logger must come first, or libmicrohttpd prints what precedes it itself. */
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)l->port, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-        s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned int)s->cfg->http.threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY,
-        tls_opts, MHD_OPTION_END);
+        s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)s->cfg->http.threads,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (s->daemon == NULL) {
         wipe_free(s->tls_cert);
         wipe_free(s->tls_key);

@@ -47,7 +47,10 @@ void http_destroy(http_server *s);
 
 /* Adds a route. method is an upper-case HTTP method ("GET"; GET routes also answer
  * HEAD). pattern is an absolute path whose segments are literals or "{name}", which
- * matches one non-empty segment readable with http_req_param. Literal routes win over
+ * matches one non-empty segment readable with http_req_param. A request's path is split
+ * at the slashes it was sent with and each segment is then percent-decoded, so a
+ * parameter may hold a "/" sent as %2F; a segment that does not decode to UTF-8 text
+ * without control characters is refused with 400 before any route runs. Literal routes win over
  * parameter routes with the same shape; otherwise the first registered wins. Returns 0,
  * SX_EINVAL for a malformed pattern or after http_start, SX_ECONFLICT for a duplicate. */
 int http_route(http_server *s, const char *method, const char *pattern, http_handler_fn fn,
@@ -85,6 +88,7 @@ extern const sup_ops http_sup_ops;
 /* ---- inside a handler: the request (all strings valid until the response is done) */
 
 const char *http_req_method(const http_request *r);
+/* The path, percent-decoded whole (the router splits the path before decoding it). */
 const char *http_req_path(const http_request *r);
 /* The matched route pattern ("/api/v1/configs/{id}"). */
 const char *http_req_route(const http_request *r);

@@ -69,10 +69,12 @@ typedef struct resp_header {
 struct http_request {
     http_server *srv;
     struct MHD_Connection *conn;
-    sx_arena *arena; /* everything below that is a pointer lives here */
-    const char *method;
-    const char *path;
-    const char *route; /* matched pattern, or "unmatched" */
+    sx_arena *arena;      /* everything below that is a pointer lives here */
+    const char *method;   /* NULL until the access handler first sees the request */
+    const char *path;     /* decoded by libmicrohttpd, query string cut off */
+    const char *raw_path; /* as the client sent it (percent-encoded, without the query
+                             string): what the router splits; NULL when unknown */
+    const char *route;    /* matched pattern, or "unmatched" */
     char id[REQUEST_ID_MAX + 1];
     struct timespec start;
     sx_buf body;

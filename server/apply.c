@@ -438,13 +438,19 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         if (op == APPLY_UPDATE && !renamed &&
             same_group_sets(groups, ngroups, (const char *const *)old->groups, old->group_count)) {
             /* The same content again is not a change: for the REST API the same as the
-             * latest version (a draft included), for a managed source the same as what
-             * the proxies are served, the live version. */
+             * latest version (a draft included); for a managed source the same as the
+             * newest version it wrote itself, so that what an operator made live since
+             * (a rollback, a rollout of another version) holds until the source's
+             * translation changes. */
             char sum[SX_SHA256_HEX_LEN + 1];
             cfg_repo_checksum(spec, sum);
-            int same_as = req->source == CFG_SOURCE_REST ? old->latest_version : old->live_version;
             cfg_version *cur = NULL;
-            if (same_as > 0 && (rc = cfg_repo_get_version(c, old->id, same_as, a, &cur, err)) != 0)
+            rc = req->source != CFG_SOURCE_REST
+                     ? cfg_repo_newest_own_version(c, old->id, req->author, a, &cur, err)
+                 : old->latest_version > 0
+                     ? cfg_repo_get_version(c, old->id, old->latest_version, a, &cur, err)
+                     : 0;
+            if (rc)
                 return rc;
             if (cur && strcmp(cur->checksum, sum) == 0 && cur->draft == req->draft)
                 break;
@@ -580,9 +586,14 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
         return sx_err_set(err, SX_EINVAL, "a managed source upserts or deletes live versions only");
     if (req->source != CFG_SOURCE_REST && req->op == APPLY_UPSERT && empty(req->source_ref))
         return sx_err_set(err, SX_EINVAL, "a managed config needs a source_ref");
+    int rc = req->op == APPLY_DELETE || req->op == APPLY_ROLLBACK
+                 ? 0
+                 : val_check_groups(req->groups, req->group_count, req->problems, err);
+    if (rc)
+        return rc;
 
     tx_ctx ctx = {.req = req, .a = a, .out = out, .verrs = verrs};
-    int rc = snap_writer_tx(pool, snaps, a, apply_tx, &ctx, err);
+    rc = snap_writer_tx(pool, snaps, a, apply_tx, &ctx, err);
     if (rc)
         memset(out, 0, sizeof(*out));
     return rc;
@@ -662,6 +673,9 @@ int apply_validate(pg_pool *pool, const apply_request *req, sx_arena *a, sx_fiel
     val_result_free(req->problems);
     if (!json_is_object(req->spec))
         return sx_err_set(err, SX_EINVAL, "spec must be a JSON object");
+    int rc = val_check_groups(req->groups, req->group_count, req->problems, err);
+    if (rc)
+        return rc;
     validate_ctx ctx = {req, a, verrs};
     return pg_tx(pool, validate_tx, &ctx, err);
 }
@@ -729,6 +743,8 @@ int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_roll
     memset(out, 0, sizeof(*out));
     if (empty(req->group))
         return sx_err_set(err, SX_EINVAL, "a rollback needs a proxy group");
+    if (val_check_group_name(req->group, err))
+        return SX_EINVAL;
     if (empty(req->author))
         return sx_err_set(err, SX_EINVAL, "a rollback needs an author");
     if (req->snapshot_version < 1)
@@ -788,6 +804,8 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
     *version = 0;
     if (req->group == NULL || req->group[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "a snapshot needs a proxy group");
+    if (val_check_group_name(req->group, err))
+        return SX_EINVAL;
     if (req->author == NULL || req->author[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "a snapshot needs an author");
     if (!json_is_object(req->spec))

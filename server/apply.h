@@ -7,12 +7,19 @@
  *
  * Every way configuration enters Sextant (the `sextant import` command, the REST
  * API, the Kubernetes source) goes through here, so every change is versioned, audited
- * and announced the same way. A change whose spec and groups equal the live version
+ * and announced the same way. A change whose spec and groups equal the latest version
  * writes nothing new (no version, no snapshot) but is still audited, which makes
- * re-running an import safe; a managed source's unchanged change (req->source not
- * CFG_SOURCE_REST) writes nothing at all, not even its audit row, so a translation
- * repeated on every resync leaves no trace. A group's snapshot is rewritten only when
- * its composed content changed.
+ * re-running an import safe. A managed source's change (req->source not
+ * CFG_SOURCE_REST) is unchanged when its spec and groups equal the newest version the
+ * source wrote itself (cfg_repo_newest_own_version: not a rollback, whoever is live),
+ * and then writes nothing at all, not even its audit row: a translation repeated on
+ * every resync leaves no trace, and a rollback or rollout an operator made of the
+ * config holds until the source's translation changes. A group's snapshot is
+ * rewritten only when its composed content changed.
+ *
+ * Group names: every group a change names must pass val_group_name_problem
+ * (server/validate/validate.h), else SX_EVALIDATION with a schema problem at
+ * "groups[i]"; a group's rollback and a published snapshot answer SX_EINVAL.
  *
  * Ownership: a config belongs to the source that created it (configs.source). A change
  * from the REST API (or an import) of a managed config is refused with SX_EMANAGED,
@@ -86,8 +93,8 @@ typedef struct apply_request {
      * SX_ECONFLICT); the caller frees it with val_result_free. NULL allowed. */
     val_result *problems;
     /* Who makes the change (see Ownership above): CFG_SOURCE_REST when zero. A managed
-     * source's UPSERT compares the spec with the config's live version (not its latest)
-     * and writes no drafts. */
+     * source's UPSERT compares the spec with the newest version it wrote itself (not the
+     * live or latest one, which may be an operator's rollback) and writes no drafts. */
     cfg_source source;
     const char *source_ref; /* a managed source: what the config is translated from,
                                such as "Gateway default/web"; required for its UPSERT and
@@ -113,10 +120,11 @@ typedef struct apply_result {
 
 /*
  * Applies req. On success returns 0 and fills *out (allocated in a). Failures:
- * SX_EVALIDATION when the spec or a composed group snapshot is invalid (the codec's
- * problems in verrs, paths starting at "spec"; with req->limits the pipeline's in
- * req->problems); SX_ECONFLICT when the pipeline found only conflicts with other
- * configs (req->problems names them) or a live config already has the name;
+ * SX_EVALIDATION when a group name, the spec or a composed group snapshot is invalid
+ * (the codec's problems in verrs, paths starting at "spec"; with req->limits the
+ * pipeline's in req->problems; bad group names in req->problems at "groups[i]", else
+ * the first in err's detail); SX_ECONFLICT when the pipeline found only conflicts with
+ * other configs (req->problems names them) or a live config already has the name;
  * SX_ENOTFOUND for a missing or deleted config_id or rollback version;
  * SX_EPRECONDITION for a stale if_match; SX_EMANAGED when the REST API changes a managed
  * config, SX_ECONFLICT when a managed source changes a REST config (see Ownership);

@@ -74,14 +74,26 @@ typedef struct changes_managed {
  * write each group's snapshot, cache, audit, NOTIFY): creates it with a live version 1
  * when there is none, else adds a live version. Concurrent calls for one name queue.
  *
- * Returns 0 with *out filled (in a): out->changed is false when the spec and groups equal
- * the config's live version, and then nothing at all was written (no version, snapshot,
- * audit row or NOTIFY); otherwise out->created says whether the config is new,
- * out->version is its new live version and out->snapshots the snapshots written.
+ * "Unchanged" means: the spec and groups equal the newest version this source wrote
+ * itself (author CHANGES_KUBERNETES_ACTOR, not a rollback), whatever version is live.
+ * An operator may roll a managed config back (POST .../rollback) or roll out another
+ * of its versions (POST .../apply); that version then stays live across every repeat
+ * of the same translation (each settle, each k8s.resync, each restart of the
+ * controller) and is replaced only when the Gateway's translation really changes,
+ * which writes a new live version. Such a translation may equal what is live (the
+ * Gateway was changed back to what the operator rolled back to): it is still written,
+ * so that the config's history says the source has caught up.
+ *
+ * Returns 0 with *out filled (in a): out->changed is false when the translation is
+ * unchanged, and then nothing at all was written (no version, snapshot, audit row or
+ * NOTIFY) and out->version is the config's live version, whoever wrote it; otherwise
+ * out->created says whether the config is new, out->version is its new live version
+ * and out->snapshots the snapshots written.
  * Failures write nothing (the groups keep serving their current snapshots):
  * SX_EVALIDATION or SX_ECONFLICT with the pipeline's problems in *problems (NULL
  * allowed; free with val_result_free) and the composition's in verrs, paths starting at
- * "spec" (changes_problems_json renders both); SX_ECONFLICT also when a deployment in
+ * "spec" (changes_problems_json renders both; a group name that is not one is a schema
+ * problem at "groups[i]"); SX_ECONFLICT also when a deployment in
  * progress holds one of the groups (retry later) or when a config of that name exists
  * that the REST API wrote (the source never takes one over); SX_EINVAL for missing
  * fields; SX_EUNAVAILABLE without a database; database errors otherwise.

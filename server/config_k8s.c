@@ -16,6 +16,7 @@
 
 #include "server/base/mem.h"
 #include "server/config_internal.h"
+#include "server/validate/validate.h"
 
 #define GROUP_NAME_MAX      253
 #define CONTROLLER_NAME_MAX 253
@@ -195,7 +196,7 @@ void config_check_k8s(loader *L)
     /* The template must be well-formed and keep the Gateways of a namespace apart;
      * without <namespace>, Gateways of one name in several namespaces share a group. */
     const char *tpl = c->k8s.group_template;
-    char out[8];
+    char out[VAL_GROUP_NAME_MAX + 2]; /* one byte more than a group name may have */
     if (tpl == NULL || tpl[0] == '\0') {
         bad_key(L, "k8s.group_template",
                 "must not be empty: use <namespace> and <gateway> for the Gateway's namespace "
@@ -207,6 +208,12 @@ void config_check_k8s(loader *L)
     } else if (strstr(tpl, PH_GATEWAY) == NULL) {
         bad_key(L, "k8s.group_template",
                 "must contain <gateway>, so that every Gateway gets a proxy group of its own");
+    } else if ((why = val_group_name_problem(out)) != NULL) {
+        /* Kubernetes names are lowercase letters, digits, '-' and '.': only the rest of
+         * the template can break the rule for group names (server/validate/validate.h). */
+        char msg[256];
+        snprintf(msg, sizeof(msg), "must make proxy group names, which %s", why);
+        bad_key(L, "k8s.group_template", msg);
     }
 
     int i_delay = config_key_find("k8s.settle_delay");

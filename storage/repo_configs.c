@@ -422,6 +422,32 @@ int cfg_repo_get_version(pg_conn *c, const char *id, int version, sx_arena *a, c
     return rc;
 }
 
+int cfg_repo_newest_own_version(pg_conn *c, const char *id, const char *author, sx_arena *a,
+                                cfg_version **out, sx_err *err)
+{
+    *out = NULL;
+    int rc = check_id(id, err);
+    if (rc)
+        return rc;
+    if (author == NULL || author[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "author is required");
+    const char *p[] = {id, author};
+    PGresult *r;
+    rc = repo_query(c, a,
+                    "SELECT " VER_COLS " FROM config_versions"
+                    " WHERE config_id = $1::uuid AND author = $2 AND source_version IS NULL"
+                    "   AND NOT draft"
+                    " ORDER BY version DESC LIMIT 1",
+                    2, p, &r, err);
+    if (rc || PQntuples(r) == 0)
+        return rc;
+    cfg_version *o = sx_arena_alloc(a, sizeof(*o));
+    rc = read_ver(a, r, 0, false, o, err);
+    if (rc == 0)
+        *out = o;
+    return rc;
+}
+
 /* Newest first: $2 the version to start below, $3 the limit. */
 static const repo_page_spec version_page = {"i", {1}, 2, 3, sizeof(cfg_version), read_listed_ver};
 

@@ -157,6 +157,14 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
 int cfg_repo_get_version(pg_conn *c, const char *id, int version, sx_arena *a, cfg_version **out,
                          sx_err *err) SX_MUSTCHECK;
 
+/* The newest version of config id that author wrote as a change of its own: neither a
+ * rollback (source_version set) nor a draft; without its spec. *out is NULL (and 0
+ * returned) when author wrote none. How a managed source tells its own last translation
+ * from what an operator made live since (server/apply.h). SX_EINVAL for a malformed id
+ * or an empty author. */
+int cfg_repo_newest_own_version(pg_conn *c, const char *id, const char *author, sx_arena *a,
+                                cfg_version **out, sx_err *err) SX_MUSTCHECK;
+
 /* One page of a config's versions, newest first, without specs. SX_ENOTFOUND when the
  * config does not exist. */
 int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cursor, sx_arena *a,

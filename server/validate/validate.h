@@ -108,6 +108,26 @@ int val_run_decoded(const json_t *spec, const val_decoded *decoded, const val_pe
  * false with the reason in why (n bytes). */
 bool val_regex_check(const char *re, char *why, size_t n);
 
+/* ---------------------------------------------------------------- proxy group names */
+
+/* The longest proxy group name, in bytes. */
+#define VAL_GROUP_NAME_MAX 253
+
+/* Why name cannot name a proxy group (a lowercase phrase such as "must not be empty"),
+ * or NULL when it can (val_groups.c). A group name is 1 to 253 bytes of ASCII letters,
+ * digits and the characters - _ . : / and is neither "." nor "..": "edge",
+ * "eu-west-1.canary", "shop/web" (the default group of the Kubernetes Gateway shop/web;
+ * in a URL path its "/" is sent as %2F). */
+const char *val_group_name_problem(const char *name);
+
+/* Checks every entry of groups (n of them) with val_group_name_problem. Returns 0, or
+ * SX_EVALIDATION with a schema-stage problem at "groups[i]" added to out (NULL allowed)
+ * for each bad name and err saying how many (its detail names the first). */
+int val_check_groups(const char *const *groups, size_t n, val_result *out, sx_err *err);
+
+/* One group named by a request: 0, or SX_EINVAL "invalid proxy group name: <why>". */
+int val_check_group_name(const char *group, sx_err *err);
+
 /* The limits and policies of a configuration (limits.*, validation.*). */
 val_limits val_limits_from_config(const sextant_config *cfg);
 

@@ -21,6 +21,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/utf8.h"
 #include "server/ir/pbjson.h"
 #include "server/xds/acks.h"
 #include "server/xds/report.h"
@@ -65,34 +66,6 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
     json_decref(locality);
 }
 
-/* Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF):
- * node ids and groups are stored as PostgreSQL text, which refuses anything else. */
-static bool valid_utf8(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        size_t n = c < 0x80             ? 0
-                   : (c & 0xE0) == 0xC0 ? 1
-                   : (c & 0xF0) == 0xE0 ? 2
-                   : (c & 0xF8) == 0xF0 ? 3
-                                        : 9;
-        if (n == 9 || (n == 1 && c < 0xC2) || (n == 3 && c > 0xF4))
-            return false;
-        unsigned cp = n ? c & (0x3F >> n) : c;
-        for (size_t i = 1; i <= n; i++) {
-            if ((p[i] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i] & 0x3F);
-        }
-        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return false;
-        p += n + 1;
-    }
-    return true;
-}
-
 /* Validates the node of a first request; ends the stream when it is unusable. */
 static bool check_node(xds_call *c, const char *node_id, const char *group)
 {
@@ -104,7 +77,7 @@ static bool check_node(xds_call *c, const char *node_id, const char *group)
         why = "the node id is longer than 256 bytes";
     else if (strlen(group) > GROUP_MAX)
         why = "the node's cluster (its proxy group) is longer than 128 bytes";
-    else if (!valid_utf8(node_id) || !valid_utf8(group))
+    else if (!sx_utf8_valid(node_id) || !sx_utf8_valid(group))
         why = "the node id and cluster must be valid UTF-8";
     if (why == NULL)
         return true;

@@ -9,7 +9,9 @@
 # every client acknowledging the new snapshot, and the gRPC client's calls land on A.
 # Then the operator republishes snapshot v2 from the snapshots page: the clients follow
 # to v4 and the calls land on B. The audit page lists both rollbacks by that operator,
-# with the changes before them.
+# with the changes before them. The group is "e2e/rollback": a name with a slash, as the
+# default group of a Kubernetes Gateway has, which the app's links and calls carry
+# percent-encoded (/snapshots/e2e%2Frollback, POST /api/v1/groups/e2e%2Frollback/rollback).
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/e2e/lib/harness.sh"
 
 e2e_init rollback
@@ -19,7 +21,7 @@ echo_backend A || exit 1
 echo_backend B || exit 1
 ADMIN=$(e2e_token e2e-admin admin)
 OPERATOR=$(e2e_token olga operator)
-GROUP=e2e-rollback
+GROUP=e2e/rollback
 
 CONFIG_ID=$(e2e_create_config "$ADMIN" echo "$GROUP" "$(e2e_echo_spec "$ECHO_A")" "echo on A") || exit 1
 e2e_put_config "$ADMIN" "$CONFIG_ID" "$(e2e_echo_spec "$ECHO_B")" "echo on B" || exit 1

@@ -6,7 +6,9 @@
  * writes nothing at all (no version, audit row, snapshot or NOTIFY); a changed one a
  * new live version; an invalid or conflicting one its problems and nothing else, the
  * group keeping its last good snapshot; the REST API's changes of a managed config are
- * refused naming the Gateway (its rollback is not), and the source never takes over a
+ * refused naming the Gateway (its rollback is not); an operator's rollback or rollout of
+ * an older version holds across repeated identical translations until the Gateway's
+ * translation changes, which is then written live; the source never takes over a
  * config the REST API wrote; two writers of one new config queue; a deleted Gateway's
  * config is deleted by the same source, once.
  */
@@ -27,6 +29,7 @@
 #include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
+#include "storage/repo_configs.h"
 #include "storage/repo_snapshots.h"
 
 #define GROUP "default/web"
@@ -439,15 +442,74 @@ static void test_ownership(void **state)
     assert_int_equal(q(f, "SELECT count(*) FROM audit_log WHERE actor = 'alice'"
                           " AND details->>'source_ref' = '" REF "'"),
                      1);
-    /* The source's next translation compares with what is live (the rollback's copy of
-     * version 1): the same spec as version 1 writes nothing, the Gateway's current one
-     * (version 2's) is written again. */
-    r = put_ok(f, spec(8080, "web.example", "10.0.0.1"));
-    assert_false(r.changed);
-    r = put_ok(f, spec(8080, "web.example", "10.0.0.2"));
+    /* The rollback holds: the source's translation of the unchanged Gateway (version 2's
+     * spec, its own last one) is compared with what the source wrote last, not with what
+     * is live, so however often it comes (every settle, resync, restart) it writes
+     * nothing and version 3 stays live and served. */
+    long long audits = q(f, "SELECT count(*) FROM audit_log");
+    for (int i = 0; i < 3; i++) {
+        r = put_ok(f, spec(8080, "web.example", "10.0.0.2"));
+        assert_false(r.changed);
+        assert_int_equal(r.version, 3);
+        assert_int_equal(r.snapshot_count, 0);
+    }
+    assert_string_equal(qs(f, "SELECT latest_version || '/' || live_version FROM configs"), "3/3");
+    assert_int_equal(q(f, "SELECT count(*) FROM audit_log"), audits);
+    assert_int_equal(notifications_since_last(f), 0);
+    assert_string_equal(qs(f, "SELECT ir->'backends'->0->'endpoints'->0->>'address' FROM snapshots"
+                              " WHERE group_name = '" GROUP "' ORDER BY version DESC LIMIT 1"),
+                        "10.0.0.1");
+
+    /* The Gateway changes: its new translation is written and live at once (version 4),
+     * replacing the rollback. */
+    r = put_ok(f, spec(8080, "web.example", "10.0.0.3"));
     assert_true(r.changed);
     assert_int_equal(r.version, 4);
+    assert_int_equal(r.snapshot_count, 1);
     assert_int_equal(notifications_since_last(f), 1);
+    assert_string_equal(qs(f, "SELECT author || '/' || live_version FROM config_versions v"
+                              " JOIN configs c ON c.id = v.config_id WHERE v.version = 4"),
+                        "kubernetes/4");
+    assert_string_equal(qs(f, "SELECT ir->'backends'->0->'endpoints'->0->>'address' FROM snapshots"
+                              " WHERE group_name = '" GROUP "' ORDER BY version DESC LIMIT 1"),
+                        "10.0.0.3");
+
+    /* A rollout's promotion makes an older version live without writing one (as
+     * apply_promote does): it holds the same way. */
+    TL_OK(cfg_repo_set_live(f->c, id, 2, &e_));
+    r = put_ok(f, spec(8080, "web.example", "10.0.0.3"));
+    assert_false(r.changed);
+    assert_int_equal(r.version, 2);
+    assert_string_equal(qs(f, "SELECT latest_version || '/' || live_version FROM configs"), "4/2");
+
+    /* A rollback made by a user who happens to be called "kubernetes" is still a
+     * rollback (it copies a version), not the source's own translation: version 5 copies
+     * version 1, and the unchanged translation (version 4's) still writes nothing. */
+    apply_request rb = {.op = APPLY_ROLLBACK,
+                        .config_id = id,
+                        .rollback_to = 1,
+                        .author = CHANGES_KUBERNETES_ACTOR,
+                        .action = "config.rollback"};
+    sx_fielderrs rb_errs = {0};
+    TL_OK(changes_apply(f->srv, &rb, f->a, &out, &rb_errs, &e_));
+    sx_fielderrs_free(&rb_errs);
+    assert_int_equal(out.version, 5);
+    r = put_ok(f, spec(8080, "web.example", "10.0.0.3"));
+    assert_false(r.changed);
+    assert_int_equal(r.version, 5);
+
+    /* The Gateway changed back to what is live (version 1's spec): a change of the
+     * translation, so it is written (version 6, by the source) even though the snapshot
+     * content stays the same; from then on that is the source's last translation. */
+    notifications_since_last(f);
+    r = put_ok(f, spec(8080, "web.example", "10.0.0.1"));
+    assert_true(r.changed);
+    assert_int_equal(r.version, 6);
+    assert_int_equal(r.snapshot_count, 0);
+    assert_int_equal(notifications_since_last(f), 0);
+    r = put_ok(f, spec(8080, "web.example", "10.0.0.1"));
+    assert_false(r.changed);
+    assert_int_equal(r.version, 6);
 
     /* The source never takes over a config the REST API wrote. */
     apply_request create = {
@@ -463,7 +525,7 @@ static void test_ownership(void **state)
     sx_fielderrs verrs = {0};
     TL_OK(changes_apply(f->srv, &create, f->a, &out, &verrs, &e_));
     json_decref((json_t *)create.spec);
-    long long audits = q(f, "SELECT count(*) FROM audit_log");
+    audits = q(f, "SELECT count(*) FROM audit_log");
     const char *edge[] = {"edge"};
     assert_int_equal(put(f, "team", "api", edge, 1, spec(9090, "api.example", "10.0.0.6"), &out,
                          NULL, &verrs, &err),

@@ -217,6 +217,16 @@ static const bad_case bad_cases[] = {
      "k8s.group_template", "without spaces"},
     {"template without the gateway", "k8s:\n  group_template: <namespace>\n", NULL,
      "k8s.group_template", "must contain <gateway>"},
+    {"template with a character group names may not hold",
+     "k8s:\n  group_template: \"<namespace>#<gateway>\"\n", NULL, "k8s.group_template",
+     "must make proxy group names, which may hold only ASCII letters, digits and the "
+     "characters - _ . : /"},
+    {"template making names too long", NULL,
+     "SEXTANT_K8S_GROUP_TEMPLATE=<namespace>/<gateway>/"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+     "SEXTANT_K8S_GROUP_TEMPLATE (k8s.group_template)", "must be at most 253 bytes"},
     {"address that is neither", "k8s:\n  gateway_addresses: \"10.0.0.1, not an address\"\n", NULL,
      "k8s.gateway_addresses", "\"not an address\" is neither an IP address"},
     {"upper-case host name", NULL, "SEXTANT_K8S_GATEWAY_ADDRESSES=LB.example.com",

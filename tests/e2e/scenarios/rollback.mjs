@@ -20,7 +20,7 @@ async function proxiesAcked(watch, version) {
 run('rollback', async ({page, context, shot}) => {
   // A second tab keeps the group's proxies in view the whole time.
   const watch = await context.newPage();
-  await watch.goto(`/proxies?group=${GROUP}`);
+  await watch.goto(`/proxies?group=${encodeURIComponent(GROUP)}`);
   await signInWithToken(watch, OPERATOR);
   await proxiesAcked(watch, 2);
 
@@ -49,6 +49,7 @@ run('rollback', async ({page, context, shot}) => {
   // ---- group rollback: republish snapshot v2
   await page.getByRole('link', {name: 'Snapshots'}).click();
   await expectVisible('the snapshots page shows the group', page.getByRole('heading', {name: `Snapshots of ${GROUP}`}));
+  await check("the snapshots page's address carries the group as one segment", page.url().endsWith(`/snapshots/${encodeURIComponent(GROUP)}`), page.url());
   await page.getByTestId('snapshot-versions').getByRole('button', {name: /^v2/}).click();
   await page.getByTestId('republish').click();
   const rep = page.getByRole('dialog', {name: `Republish snapshot v2 of ${GROUP}?`});

@@ -7,8 +7,10 @@
 #   - the config list and a config show source and source_ref; ?source= filters;
 #   - PUT (also as a draft) and DELETE of a managed config answer 409
 #     managed_by_kubernetes naming the Gateway, change nothing and audit the refusal;
-#   - a rollback to an earlier version works and the config stays managed (a rollout of
-#     one of its versions: tests/integration/rollout/test_rollout_managed.sh);
+#   - a rollback to an earlier version works and the config stays managed, and it holds
+#     while the source repeats the Gateway's unchanged translation; a changed one is
+#     written live (a rollout of one of its versions:
+#     tests/integration/rollout/test_rollout_managed.sh);
 #   - the source's own writes are audited with actor kubernetes; an unchanged one is not;
 #     the source deletes its config when the Gateway is gone, never a REST config.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
@@ -98,6 +100,20 @@ check "... version 3 copies version 1 and is live; the config stays managed" \
 check "... and the group serves version 1's listener again" [ "$(served_port default/web)" = 10080 ]
 check "audit: the rollback by olga" \
     [ "$(audit_count "actor = 'olga' AND action = 'config.rollback' AND result = 'success' AND resource_id = '$ID'")" = 1 ]
+# The Gateway has not changed: its translation (version 2's spec) comes again on every
+# pass of the source, and the rollback holds.
+for pass in 1 2 3; do
+    check "pass $pass: the source's unchanged translation writes nothing" k8s_put web "$SPEC2"
+    check "... and says version 3 is live" jtrue '!j.changed && j.version === 3 && j.snapshots.length === 0' "$WORK/put.json"
+done
+check "the rollback holds: version 3 live and served (10080)" \
+    [ "$(sql "SELECT latest_version || '/' || live_version FROM configs WHERE id = '$ID'")/$(served_port default/web)" = "3/3/10080" ]
+check "audit: still two config.sync rows by kubernetes" \
+    [ "$(audit_count "actor = 'kubernetes' AND action = 'config.sync' AND resource_id = '$ID'")" = 2 ]
+# The Gateway changes: its translation replaces the rollback at once.
+check "a changed translation is written" k8s_put web "$(api_spec 10082 web.example)"
+check "... version 4, live, with a new snapshot" jtrue 'j.changed && j.version === 4 && j.snapshots.length === 1' "$WORK/put.json"
+check "... and served (10082)" [ "$(served_port default/web)" = 10082 ]
 
 # ------------------------------------------------------------------ the Gateway is gone
 "${SX_ENV[@]}" "$TOOL" delete default web >"$WORK/delete.json"

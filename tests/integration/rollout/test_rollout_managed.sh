@@ -7,8 +7,11 @@
 #   - the REST API may not change the config (409 managed_by_kubernetes), but a rolling
 #     deployment of version 1 goes through: waves complete, every client runs the old
 #     content again and reaches OLD, and version 1 is the config's live version;
-#   - the source's next write of the Gateway's current spec (version 2's) is compared
-#     with what is live now, so it is a change: version 3, and the clients reach NEW.
+#   - the source's next writes of the Gateway's current spec (version 2's) are compared
+#     with the source's own last translation, not with what is live: unchanged, so the
+#     rollout holds (version 1 live, the clients stay on OLD) however often they come;
+#   - a changed translation is written live at once: version 3, and the clients reach
+#     NEW.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/rollout/lib/rollout.sh"
 
 TOOL=${SEXTANT_TEST_TOOLS:?SEXTANT_TEST_TOOLS must name the test tools folder}/managed_config
@@ -63,8 +66,22 @@ check "the config's live version is 1; it is still managed by Kubernetes" \
 check "the group's current snapshot is v$T" [ "$(rt_group_current "$G")" = "$T" ]
 
 # ---------------------------------------------------------------- the source writes again
-check "the source writes the Gateway's current spec again" k8s_put "$NEW_SPEC"
-check "... a change against the live version 1: version 3" jtrue 'j.changed && j.version === 3' "$WORK/put.json"
+# The Gateway has not changed: the source's passes (settle, resync, restart) bring its
+# current translation, version 2's, again and again; the rollout of version 1 holds.
+for pass in 1 2 3; do
+    check "pass $pass: the source's unchanged translation writes nothing" k8s_put "$NEW_SPEC"
+    check "... version 1 stays live" jtrue '!j.changed && j.version === 1 && j.snapshots.length === 0' "$WORK/put.json"
+done
+check "the group's current snapshot is still v$T" [ "$(rt_group_current "$G")" = "$T" ]
+check "every client still runs v$T" rt_fleet_all "x.version === '$T'"
+# shellcheck disable=SC2086
+check "the grpc-js clients still reach OLD" rt_fleet_all "x.backend === 'OLD'" $GRPCJS
+# The Gateway changes (a new cluster name for the NEW backend): written live at once.
+NEW2_SPEC=$(rt_echo_spec echo-new2 "$ECHO_NEW")
+check "the source writes the Gateway's changed translation" k8s_put "$NEW2_SPEC"
+check "... version 3, live" jtrue 'j.changed && j.version === 3 && j.snapshots.length === 1' "$WORK/put.json"
+V3=$(rt_group_current "$G")
+check "every client runs the group's new snapshot v$V3" wait_for 20 rt_fleet_all "x.version === '$V3'"
 # shellcheck disable=SC2086
 check "the grpc-js clients reach NEW" wait_for 20 rt_fleet_all "x.backend === 'NEW'" $GRPCJS
 check "audit: the deployment by the operator, the source's three writes by kubernetes" \

@@ -1,6 +1,6 @@
 /*
  * test_base.c — the bottom layer: error codes and their statuses, buffers, arenas,
- * Prometheus rendering, URL redaction, SHA-256.
+ * Prometheus rendering, URL redaction, SHA-256, UTF-8 well-formedness.
  */
 #include "tests/lib/testlib.h"
 
@@ -14,6 +14,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
+#include "server/base/utf8.h"
 
 static void test_err_statuses(void **state)
 {
@@ -180,6 +181,35 @@ static void test_fielderrs(void **state)
     assert_int_equal(l.count, 0);
 }
 
+static void test_utf8(void **state)
+{
+    (void)state;
+    const char *good[] = {"",
+                          "edge",
+                          "shop/web",
+                          "caf\xc3\xa9",
+                          "\xe2\x82\xac",
+                          "\xf0\x9f\x98\x80",
+                          "\xed\x9f\xbf",
+                          "\xf4\x8f\xbf\xbf"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        assert_true(sx_utf8_valid(good[i]));
+    const char *bad[] = {
+        "\xff",             /* never a UTF-8 byte */
+        "\x80",             /* a continuation byte first */
+        "caf\xc3",          /* cut short */
+        "\xc3\x28",         /* a lead byte without its continuation */
+        "\xc0\xaf",         /* overlong "/" */
+        "\xe0\x80\xaf",     /* overlong "/" again */
+        "\xed\xa0\x80",     /* a surrogate, U+D800 */
+        "\xf4\x90\x80\x80", /* past U+10FFFF */
+        "\xf5\x80\x80\x80", /* a lead byte past U+10FFFF */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(sx_utf8_valid(bad[i]));
+    assert_false(sx_utf8_valid(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_arena),          cmocka_unit_test(test_arena_cleanup_order),
         cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_redact),
         cmocka_unit_test(test_sha256),         cmocka_unit_test(test_fielderrs),
+        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

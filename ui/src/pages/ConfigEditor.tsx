@@ -220,7 +220,7 @@ export function ConfigEditorPage({id}: {id: string | null}) {
         <p class="notice" data-testid="read-only">
           Managed by Kubernetes: this config is translated from <strong>{base!.source_ref}</strong> and the routes attached to it.
           Change them in the cluster; an edit here would be replaced by the next translation. You can still roll back to an earlier
-          version from the history, or roll one out with Apply.
+          version from the history, or roll one out with Apply: it stays live until the Gateway's translation changes.
         </p>
       ) : (
         !mayEdit && (
