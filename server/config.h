@@ -75,7 +75,7 @@
  *   k8s.max_input_objects          integer   0                  0 (no limit)..1000000000
  *   k8s.max_objects_per_snapshot   integer   0                  0 (no limit)..1000000000
  *   k8s.max_endpoints_per_snapshot integer   0                  0 (no limit)..1000000000
- *   k8s.resync                     duration  10m                0 (never) or 1s..24h full relist
+ *   k8s.resync                     duration  10m                0 (never) or 1s..24h; re-translate
  *   k8s.watch_timeout              duration  5m                 1s..1h whole seconds, per watch
  *
  * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",

@@ -189,8 +189,8 @@ const key_def config_keys[] = {
      "Backend endpoints one Gateway's translation may produce; past it that Gateway's build "
      "fails."},
     {"k8s.resync", K_DURATION, "10m", 0, 24 * MS_HOUR, OFF(k8s.resync_ms), NULL,
-     "Every watched kind is listed again in full this often, repairing what a lost event "
-     "missed; 0 never."},
+     "Everything watched is translated again this often without an event, and written "
+     "where it changed; 0 never."},
     {"k8s.watch_timeout", K_DURATION, "5m", 1000, MS_HOUR, OFF(k8s.watch_timeout_ms), NULL,
      "timeoutSeconds of each watch request (whole seconds); the watch then resumes from its "
      "last resourceVersion."},
