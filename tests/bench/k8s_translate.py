@@ -23,7 +23,7 @@ tests/lib/k8s.sh k8s_start DIR, with DIR's url, token and ca.crt.
       of the Gateway's backends).
 
   k8s_translate.py changes DIR --client CMD... --gateways N --sample S --changes C
-                   --metrics URL
+                   --metrics URL [--first K]
       Starts the client (bench_k8s_translate with the streams file), waits until every
       stream holds its first CDS and EDS, then C times: picks the next sampled Gateway
       (round robin) and one of its EndpointSlices, arms the client on that group's
@@ -31,6 +31,8 @@ tests/lib/k8s.sh k8s_start DIR, with DIR's url, token and ca.crt.
       merge patch (a fresh address), and waits until the client reports the group's new
       ClusterLoadAssignment; then waits (on /metrics) until Sextant's pass over every
       Gateway has ended before the next change, so changes never queue behind one another.
+      Changes are numbered from K (default 0): a later call against the same API server
+      with K past the earlier calls' changes makes new addresses, never a repeat.
       Prints {"changes", "latency": [...seconds], "pass": [...seconds], "client": {...}}.
 """
 import argparse
@@ -340,7 +342,7 @@ def cmd_changes(a):
     ready = expect("ready")
     api = Api(a.dir)
     latencies, passes = [], []
-    for i in range(a.changes):
+    for i in range(a.first, a.first + a.changes):
         idx = i % len(streams)
         g = streams[idx][0]
         r = (i // len(streams)) % a.routes
@@ -400,6 +402,7 @@ def main():
     sp.add_argument("--metrics", required=True)
     sp.add_argument("--work", required=True)
     sp.add_argument("--timeout", type=int, default=300)
+    sp.add_argument("--first", type=int, default=0)
     sp.add_argument("--client", nargs=argparse.REMAINDER, required=True)
     a = p.parse_args()
     if getattr(a, "routes", 1) < 1 or getattr(a, "routes", 1) > 16:
