@@ -169,7 +169,7 @@ const key_def config_keys[] = {
      "Proxy group of a Gateway: <namespace> and <gateway> stand for its namespace and name; "
      "must contain <gateway>."},
     {"k8s.gateway_addresses", K_ADDRESSES, "", 0, 0, OFF(k8s.gateway_addresses),
-     "none, the data plane Service's",
+     "none, no status.addresses",
      "IP addresses and host names, comma-separated (or a YAML list), written to every "
      "Gateway's status.addresses."},
     {"k8s.settle_delay", K_DURATION, "100ms", 0, MS_MINUTE, OFF(k8s.settle_delay_ms), NULL,
