@@ -38,6 +38,11 @@ struct k8s_controller {
     const char **addresses; /* k8s.gateway_addresses as strings */
     size_t naddresses;
     atomic_bool lead_changed; /* set by the leader's thread, taken by ours */
+    /* "ns/name" of a Gateway -> the spec this replica last wrote or found unchanged for
+     * it, in this term: a pass writes only the Gateways whose translation differs, not
+     * all of them (a transaction each). Emptied when the lead changes, at every
+     * resync and when a write fails, so the database is asked again then. Our thread's. */
+    json_t *written;
     sx_metric *m_seconds, *m_status, *m_writes, *m_failures;
     sup_thread thread;
 };
@@ -82,6 +87,13 @@ static int write_gateway(k8s_controller *c, gw_output *out, size_t i)
                 g->error);
         return 0;
     }
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", g->ns, g->name);
+    json_t *before = json_object_get(c->written, key);
+    if (before && json_equal(before, g->spec)) {
+        count(c->m_writes, "unchanged");
+        return 0;
+    }
     sx_arena *a = sx_arena_create();
     const char *groups[] = {g->group};
     changes_managed m = {.ns = g->ns,
@@ -97,6 +109,7 @@ static int write_gateway(k8s_controller *c, gw_output *out, size_t i)
     sx_err err = {0};
     int rc = changes_put_managed(c->srv, &m, a, &res, &problems, &verrs, &err);
     if (rc == 0) {
+        json_object_set(c->written, key, g->spec);
         count(c->m_writes, res.changed ? "written" : "unchanged");
         if (res.changed)
             SX_INFO(COMPONENT, "Gateway %s/%s: config %s/%s v%d written (group %s)", g->ns, g->name,
@@ -120,6 +133,8 @@ static int write_gateway(k8s_controller *c, gw_output *out, size_t i)
         if (rc == SX_ECONFLICT && gw_output_fail(out, i, "Invalid", err.message) != 0)
             SX_ERROR(COMPONENT, "bug: no Gateway %zu to fail", i);
     }
+    if (rc != 0 || problems.count || verrs.count)
+        json_object_del(c->written, key);
     val_result_free(&problems);
     sx_fielderrs_free(&verrs);
     sx_arena_destroy(a);
@@ -156,6 +171,9 @@ static int delete_gone(k8s_controller *c, const gw_output *out)
             int d = changes_delete_managed(c->srv, r->ns, r->name, "its Gateway is gone", a, &res,
                                            &verrs, &err);
             sx_fielderrs_free(&verrs);
+            char key[600];
+            snprintf(key, sizeof(key), "%s/%s", r->ns, r->name);
+            json_object_del(c->written, key);
             if (d == 0 && res.changed) {
                 count(c->m_writes, "deleted");
                 SX_INFO(COMPONENT, "config %s/%s deleted: %s is gone", r->ns, r->name,
@@ -336,11 +354,14 @@ static void *run(void *ctx)
             seen = settle(c, g);
             dirty = true;
         }
-        if (atomic_exchange(&c->lead_changed, false))
+        if (atomic_exchange(&c->lead_changed, false)) {
             dirty = true;
+            json_object_clear(c->written);
+        }
         now = sx_monotonic_ms();
         if (now >= next_resync) {
             dirty = true;
+            json_object_clear(c->written);
             next_resync = now + resync;
         }
         if (!dirty || !leading(c) || now < retry_at)
@@ -396,6 +417,7 @@ int k8s_ctl_create(struct sx_server *srv, leader *lead, k8s_controller **out, sx
     c->lead = lead;
     c->kcfg = kcfg;
     c->maps = wm_table_create();
+    c->written = json_object();
     size_t nkinds;
     const k8s_kind *kinds = k8s_kind_table(&nkinds);
     k8s_client_options o = {.cfg = kcfg,
@@ -445,6 +467,7 @@ void k8s_ctl_destroy(k8s_controller *c)
         return;
     k8s_client_destroy(c->client);
     wm_table_destroy(c->maps);
+    json_decref(c->written);
     k8s_cfg_free(c->kcfg);
     sx_free(c->addresses);
     sx_free(c);

@@ -8,6 +8,11 @@
  * Gateways that are gone, and writes the status of every judged object back with a
  * merge patch on /status, only when it changed.
  *
+ * A pass hands the write path only the Gateways whose spec differs from what this
+ * replica last wrote or found unchanged in its current term (each is a transaction);
+ * that memory is dropped when the lead changes, when a write fails and at every
+ * k8s.resync, when every Gateway is checked against the database again.
+ *
  * Every replica with k8s.enabled watches, so a standby that takes over has its maps
  * ready; only the leader (server/leader.h) writes configs and status. An unchanged
  * translation writes nothing, which also makes the short overlap of two leaders
