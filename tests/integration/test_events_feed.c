@@ -403,14 +403,6 @@ static void test_concurrent_writers(void **state)
     close_reader(r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_live_and_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_filters_keepalive_limit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slow_reader_is_ended, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_ends_subscriptions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_live_and_resume), TL_FX(test_filters_keepalive_limit),
+        TL_FX(test_slow_reader_is_ended), TL_FX(test_stop_ends_subscriptions),
+        TL_FX(test_concurrent_writers))

@@ -478,17 +478,8 @@ static void test_bad_inputs(void **state)
     tl_db_drop(db);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_from_empty),
-        cmocka_unit_test(test_rerun_is_noop),
-        cmocka_unit_test(test_concurrent_runs),
-        cmocka_unit_test(test_changed_file_refused),
+TL_MAIN(cmocka_unit_test(test_from_empty), cmocka_unit_test(test_rerun_is_noop),
+        cmocka_unit_test(test_concurrent_runs), cmocka_unit_test(test_changed_file_refused),
         cmocka_unit_test(test_broken_file_rolls_back_alone),
         cmocka_unit_test(test_history_tables_refuse_changes),
-        cmocka_unit_test(test_status_counts_pending),
-        cmocka_unit_test(test_bad_inputs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_status_counts_pending), cmocka_unit_test(test_bad_inputs))

@@ -404,16 +404,8 @@ static void test_tx_rolls_back(void **state)
     pg_pool_destroy(p);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_acquire_release_reuse),
-        cmocka_unit_test(test_errors_map_to_codes),
-        cmocka_unit_test(test_statement_timeout),
-        cmocka_unit_test(test_terminated_backend_replaced),
-        cmocka_unit_test(test_unreachable_server),
-        cmocka_unit_test(test_exhaustion),
-        cmocka_unit_test(test_tx_rolls_back),
-    };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+TL_MAIN_GROUP(group_setup, group_teardown, cmocka_unit_test(test_acquire_release_reuse),
+              cmocka_unit_test(test_errors_map_to_codes), cmocka_unit_test(test_statement_timeout),
+              cmocka_unit_test(test_terminated_backend_replaced),
+              cmocka_unit_test(test_unreachable_server), cmocka_unit_test(test_exhaustion),
+              cmocka_unit_test(test_tx_rolls_back))

@@ -406,15 +406,6 @@ static void test_emit(void **state)
     assert_null(events_type_resource("nope"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_open_transaction_holds_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_other_database_holds_nothing_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stream_order_is_transaction_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_position_prune, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_emit, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_round_trip), TL_FX(test_open_transaction_holds_back),
+        TL_FX(test_other_database_holds_nothing_back),
+        TL_FX(test_stream_order_is_transaction_order), TL_FX(test_position_prune), TL_FX(test_emit))

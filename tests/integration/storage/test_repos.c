@@ -1152,19 +1152,7 @@ static void test_cursor_wire_format(void **state)
         SX_EINVAL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_configs_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshots_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshots_concurrent_versions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshot_reads_fill_cache, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshot_reads_survive_redis_outage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nodes_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deployments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cursor_wire_format, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_configs_round_trip), TL_FX(test_snapshots_round_trip),
+        TL_FX(test_snapshots_concurrent_versions), TL_FX(test_snapshot_reads_fill_cache),
+        TL_FX(test_snapshot_reads_survive_redis_outage), TL_FX(test_nodes), TL_FX(test_nodes_lost),
+        TL_FX(test_deployments), TL_FX(test_audit), TL_FX(test_cursor_wire_format))

@@ -176,13 +176,7 @@ static void test_fielderrs(void **state)
     assert_int_equal(l.count, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_statuses),   cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_arena),          cmocka_unit_test(test_arena_cleanup_order),
+TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_arena), cmocka_unit_test(test_arena_cleanup_order),
         cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_sha256),         cmocka_unit_test(test_fielderrs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_sha256), cmocka_unit_test(test_fielderrs))

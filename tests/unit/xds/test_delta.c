@@ -398,24 +398,11 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 3);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_legacy_wildcard_and_versions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_only_changes_and_removals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_initial_resource_versions_honoured, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_first_request_answered_even_when_up_to_date, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_named_missing_then_appearing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_subscriptions_apply_with_stale_nonce, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unsubscribe_and_resubscribe, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_star_and_unsubscribe_under_wildcard, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_legacy_wildcard_survives_named_subscribe, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_nack_no_resend, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_push_order_and_endpoint_refresh, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_removed_cluster_outlives_its_routes, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_legacy_wildcard_and_versions), TL_FX(test_only_changes_and_removals),
+        TL_FX(test_initial_resource_versions_honoured),
+        TL_FX(test_first_request_answered_even_when_up_to_date),
+        TL_FX(test_named_missing_then_appearing), TL_FX(test_subscriptions_apply_with_stale_nonce),
+        TL_FX(test_unsubscribe_and_resubscribe), TL_FX(test_star_and_unsubscribe_under_wildcard),
+        TL_FX(test_legacy_wildcard_survives_named_subscribe), TL_FX(test_nack_no_resend),
+        TL_FX(test_push_order_and_endpoint_refresh), TL_FX(test_coalescing),
+        TL_FX(test_removed_cluster_outlives_its_routes))
