@@ -20,25 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/base/b64.h"
 #include "server/base/buf.h"
 #include "server/base/mem.h"
 
 #include "server/ir/pbjson_internal.h"
-
-static int b64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
 
 /* Decodes standard or URL-safe base64, padded or not. False on bad input. */
 static bool base64_decode(const char *s, size_t n, ProtobufCBinaryData *out)
@@ -51,22 +37,11 @@ static bool base64_decode(const char *s, size_t n, ProtobufCBinaryData *out)
     if (n % 4 == 1 || (pad && (n + pad) % 4 != 0))
         return false;
     uint8_t *data = n ? sx_malloc(n / 4 * 3 + 3) : NULL;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_value(s[i]);
-        if (v < 0) {
-            sx_free(data);
-            return false;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            data[o++] = (uint8_t)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+    size_t o;
+    bool clean; /* bits left over past the last byte are ignored */
+    if (!sx_b64_decode(s, n, SX_B64_ANY, data, &o, &clean)) {
+        sx_free(data);
+        return false;
     }
     out->len = o;
     out->data = data;
