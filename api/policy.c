@@ -518,18 +518,11 @@ int policy_parse(const char *text, size_t len, const char *name, policy **out, s
 int policy_load_file(const char *path, policy **out, sx_fielderrs *errs, sx_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return sx_err_set(err, SX_EIO, "could not read RBAC policy %s: %s", path, strerror(errno));
     sx_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len <= MAX_POLICY_BYTES)
-        sx_buf_append(&b, chunk, n);
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    int rc;
-    if (failed)
+    int rc = sx_buf_read_file(&b, path, MAX_POLICY_BYTES);
+    if (rc < 0)
+        rc = sx_err_set(err, SX_EIO, "could not read RBAC policy %s: %s", path, strerror(errno));
+    else if (rc > 0)
         rc = sx_err_set(err, SX_EIO, "could not read RBAC policy %s: read error", path);
     else if (b.len > MAX_POLICY_BYTES)
         rc = sx_err_set(err, SX_EINVAL, "RBAC policy %s is larger than %d bytes", path,

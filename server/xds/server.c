@@ -91,20 +91,15 @@ int xds_server_port(const xds_server *s)
 
 static char *read_small_file(const char *path, sx_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    sx_buf b = {0};
+    int rc = sx_buf_read_file(&b, path, TLS_FILE_MAX);
+    if (rc == 0 && b.len <= TLS_FILE_MAX)
+        return sx_buf_steal(&b);
+    sx_buf_free(&b);
+    if (rc < 0)
         return sx_err_set(err, SX_EIO, "could not open %s", path), NULL;
-    char *buf = sx_malloc(TLS_FILE_MAX + 1);
-    size_t n = fread(buf, 1, TLS_FILE_MAX + 1, f);
-    bool bad = ferror(f) || n > TLS_FILE_MAX;
-    fclose(f);
-    if (bad) {
-        sx_free(buf);
-        sx_err_set(err, SX_EIO, "could not read %s (unreadable, or larger than 1 MiB)", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
+    sx_err_set(err, SX_EIO, "could not read %s (unreadable, or larger than 1 MiB)", path);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ accepting */
