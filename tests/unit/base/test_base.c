@@ -1,12 +1,17 @@
 /*
  * test_base.c — the bottom layer: error codes and their statuses, buffers, arenas,
- * Prometheus rendering, URL redaction, SHA-256.
+ * Prometheus rendering, URL redaction, SHA-256, base64, reading files.
  */
 #include "tests/lib/testlib.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/base/arena.h"
+#include "server/base/b64.h"
 #include "server/base/buf.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
@@ -49,6 +54,50 @@ static void test_buf(void **state)
     char *s = sx_buf_steal(&b);
     assert_null(b.data);
     sx_free(s);
+}
+
+static void test_buf_read_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/sextant-base-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    tl_write_file(path, "twelve bytes");
+    sx_buf b = {0};
+    assert_int_equal(sx_buf_read_file(&b, path, SIZE_MAX), 0);
+    assert_string_equal(sx_buf_cstr(&b), "twelve bytes");
+    sx_buf_free(&b);
+    /* Past the limit, more than the limit is read and nothing fails. */
+    assert_int_equal(sx_buf_read_file(&b, path, 5), 0);
+    assert_true(b.len > 5);
+    sx_buf_free(&b);
+    unlink(path);
+    assert_int_equal(sx_buf_read_file(&b, path, SIZE_MAX), -1);
+    assert_int_equal(errno, ENOENT);
+    sx_buf_free(&b);
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    uint8_t out[16];
+    size_t len;
+    bool clean;
+    assert_true(sx_b64_decode("aGn7_w", 6, SX_B64_URL, out, &len, &clean));
+    assert_int_equal(len, 4);
+    assert_memory_equal(out, "hi\xfb\xff", 4);
+    assert_true(clean);
+    /* The standard alphabet only where it is allowed. */
+    assert_false(sx_b64_decode("aGn7/w", 6, SX_B64_URL, out, &len, &clean));
+    assert_true(sx_b64_decode("aGn7/w", 6, SX_B64_ANY, out, &len, &clean));
+    assert_memory_equal(out, "hi\xfb\xff", 4);
+    /* "aGl" leaves two bits set past the last byte; a lone character is no byte. */
+    assert_true(sx_b64_decode("aGl", 3, SX_B64_URL, out, &len, &clean));
+    assert_int_equal(len, 2);
+    assert_false(clean);
+    assert_false(sx_b64_decode("aGk-_", 5, SX_B64_ANY, out, &len, &clean));
+    assert_false(sx_b64_decode("aG=k", 4, SX_B64_ANY, out, &len, &clean));
 }
 
 static int cleaned;
@@ -177,6 +226,7 @@ static void test_fielderrs(void **state)
 }
 
 TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
         cmocka_unit_test(test_arena), cmocka_unit_test(test_arena_cleanup_order),
         cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_redact),
         cmocka_unit_test(test_sha256), cmocka_unit_test(test_fielderrs))
