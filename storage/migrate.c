@@ -152,14 +152,8 @@ static int exec_simple(PGconn *conn, const char *sql, int n, const char *const *
     if (out)
         *out = NULL;
     PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
-    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        if (out)
-            *out = r;
-        else
-            PQclear(r);
+    if (pg_result_take(r, out))
         return 0;
-    }
     int rc = pg_result_error(conn, r, what, err);
     PQclear(r);
     return rc;
