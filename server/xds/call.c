@@ -208,33 +208,23 @@ void xds_call_kick(xds_call *c)
     xds_wire_res *w = c->snap ? c->snap->wire : NULL;
 
     switch (c->protocol) {
-    case XDS_PROTO_SOTW: {
-        xds_sotw_response r;
-        while (bb == NULL && xds_sotw_next(&c->p.sotw, now, &r)) {
-            if (w && w->res == r.res) {
-                bb = xds_wire_sotw_response_kept(w, r.type, r.version, r.nonce, r.idx, r.n, r.kept,
-                                                 r.nkept, s->control_plane_id);
-                type = tr_type_name(r.type);
-                version = r.version;
-                count = r.n + r.nkept;
-                memcpy(nonce, r.nonce, sizeof(nonce));
-            }
-            xds_sotw_response_clear(&r);
-        }
-        break;
-    }
+    case XDS_PROTO_SOTW:
     case XDS_PROTO_DELTA: {
-        xds_delta_response r;
-        while (bb == NULL && xds_delta_next(&c->p.delta, now, &r)) {
+        xds_response r;
+        bool sotw = c->protocol == XDS_PROTO_SOTW;
+        while (bb == NULL &&
+               (sotw ? xds_sotw_next(&c->p.sotw, now, &r) : xds_delta_next(&c->p.delta, now, &r))) {
             if (w && w->res == r.res) {
-                bb = xds_wire_delta_response(w, r.type, r.version, r.nonce, r.idx, r.n, r.removed,
-                                             r.nremoved, s->control_plane_id);
+                bb = sotw ? xds_wire_sotw_response_kept(w, r.type, r.version, r.nonce, r.idx, r.n,
+                                                        r.kept, r.nkept, s->control_plane_id)
+                          : xds_wire_delta_response(w, r.type, r.version, r.nonce, r.idx, r.n,
+                                                    r.removed, r.nremoved, s->control_plane_id);
                 type = tr_type_name(r.type);
                 version = r.version;
-                count = r.n + r.nremoved;
+                count = r.n + r.nkept + r.nremoved;
                 memcpy(nonce, r.nonce, sizeof(nonce));
             }
-            xds_delta_response_clear(&r);
+            xds_response_clear(&r);
         }
         break;
     }

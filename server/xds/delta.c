@@ -165,7 +165,7 @@ static void release_deferred(xds_delta *d, int64_t now_ms)
         xds_push_mark_dirty(&d->t[TR_CDS].push, now_ms);
 }
 
-static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response *out)
+static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_response *out)
 {
     /* Make before break: a cluster gone from the snapshot is removed only once the
      * client has accepted the routes that may have used it. */
@@ -358,7 +358,7 @@ xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t publis
     return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
 }
 
-bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
+bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_response *out)
 {
     memset(out, 0, sizeof(*out));
     if (d->current == NULL)
@@ -366,28 +366,14 @@ bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
     for (int i = 0; i < TR_TYPE_COUNT; i++) {
         tr_type t = (tr_type)i;
         xds_delta_type *dt = &d->t[t];
-        if (!dt->subs.requested || !dt->push.dirty || dt->push.awaiting)
+        if (!xds_push_due(dt->subs.requested, &dt->push))
             continue;
-        bool respond = evaluate(d, t, now_ms, out);
-        int64_t since = xds_push_take(&dt->push, now_ms);
-        if (!respond) {
-            release_deferred(d, now_ms);
-            continue;
-        }
-        xds_push_sent(&dt->push, &d->nonce, d->current->version, now_ms, since, out->nonce);
-        out->version = d->current->version;
-        return true;
+        if (xds_push_evaluated(&dt->push, evaluate(d, t, now_ms, out), &d->nonce,
+                               d->current->version, now_ms, out->nonce, &out->version))
+            return true;
+        release_deferred(d, now_ms);
     }
     return false;
-}
-
-void xds_delta_response_clear(xds_delta_response *r)
-{
-    sx_free(r->idx);
-    for (size_t i = 0; i < r->nremoved; i++)
-        sx_free(r->removed[i]);
-    sx_free(r->removed);
-    memset(r, 0, sizeof(*r));
 }
 
 int64_t xds_delta_oldest_unacked_ms(const xds_delta *d)

@@ -79,28 +79,13 @@ typedef struct xds_delta_request {
     size_t ninitial;
 } xds_delta_request;
 
-/* One response: resources (indices into res->items[type]) and removed names, both
- * owned; release with xds_delta_response_clear. res is the stream's current
- * resources, valid until the next call into the state. */
-typedef struct xds_delta_response {
-    tr_type type;
-    tr_resources *res;
-    uint32_t *idx;
-    size_t n;
-    char **removed;
-    size_t nremoved;
-    long long version; /* system_version_info */
-    char nonce[XDS_NONCE_LEN];
-} xds_delta_response;
-
 void xds_delta_init(xds_delta *d, uint64_t nonce_seed);
 void xds_delta_free(xds_delta *d);
 
 void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t now_ms,
                           xds_req_outcome *out);
 xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t published_ms);
-bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out);
-void xds_delta_response_clear(xds_delta_response *r);
+bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_response *out);
 int64_t xds_delta_oldest_unacked_ms(const xds_delta *d);
 long long xds_delta_synced_version(const xds_delta *d);
 

@@ -174,7 +174,7 @@ static bool update_kept(xds_sotw *s, const tr_resources *cur, const tr_resource 
  * the client holds it at the same version, and whether a held one is gone: about
  * n + names + held string comparisons per stream and push, instead of binary
  * searches per resource. */
-static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_sotw_response *out)
+static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_response *out)
 {
     xds_sotw_type *st = &s->t[t];
     tr_resources *cur = s->current;
@@ -333,7 +333,7 @@ xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t publishe
     return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
 }
 
-bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
+bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_response *out)
 {
     memset(out, 0, sizeof(*out));
     if (s->current == NULL)
@@ -341,25 +341,14 @@ bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
     for (int i = 0; i < TR_TYPE_COUNT; i++) {
         tr_type t = (tr_type)i;
         xds_sotw_type *st = &s->t[t];
-        if (!st->subs.requested || !st->push.dirty || st->push.awaiting)
+        if (!xds_push_due(st->subs.requested, &st->push))
             continue;
-        bool respond = evaluate(s, t, now_ms, out);
-        int64_t since = xds_push_take(&st->push, now_ms);
-        if (!respond) {
-            release_kept(s, now_ms);
-            continue;
-        }
-        xds_push_sent(&st->push, &s->nonce, s->current->version, now_ms, since, out->nonce);
-        out->version = s->current->version;
-        return true;
+        if (xds_push_evaluated(&st->push, evaluate(s, t, now_ms, out), &s->nonce,
+                               s->current->version, now_ms, out->nonce, &out->version))
+            return true;
+        release_kept(s, now_ms);
     }
     return false;
-}
-
-void xds_sotw_response_clear(xds_sotw_response *r)
-{
-    sx_free(r->idx);
-    memset(r, 0, sizeof(*r));
 }
 
 int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s)

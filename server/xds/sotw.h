@@ -84,19 +84,6 @@ typedef struct xds_sotw_request {
     bool is_nack; /* error_detail is present */
 } xds_sotw_request;
 
-/* One response to send. idx is owned (release with xds_sotw_response_clear); res is
- * the stream's current resources, valid until the next call into the state. */
-typedef struct xds_sotw_response {
-    tr_type type;
-    tr_resources *res;
-    uint32_t *idx; /* indices into res->items[type], ascending (name order) */
-    size_t n;
-    const tr_resource *kept; /* CDS: removed clusters sent as well (borrowed), or NULL */
-    size_t nkept;
-    long long version; /* snapshot version: version_info is its decimal text */
-    char nonce[XDS_NONCE_LEN];
-} xds_sotw_response;
-
 /* Initialises s for a new stream; seed makes its nonces unique (random). */
 void xds_sotw_init(xds_sotw *s, uint64_t nonce_seed);
 /* Releases every reference and name s holds; s may then be freed. */
@@ -112,8 +99,7 @@ xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t publishe
 
 /* Produces the next response to send, if any, and records it as sent (awaiting its
  * ACK). Returns false when nothing is to be sent now. */
-bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out);
-void xds_sotw_response_clear(xds_sotw_response *r);
+bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_response *out);
 
 /* When the oldest response still awaiting an ACK was sent, or 0 when none waits. */
 int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s);

@@ -14,7 +14,7 @@
 typedef struct fx {
     xds_delta d;
     int64_t now;
-    xds_delta_response last;
+    xds_response last;
     char sent[512];    /* "name@version8,..." of the last response */
     char removed[512]; /* "name,..." */
 } fx;
@@ -31,7 +31,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    xds_delta_response_clear(&f->last);
+    xds_response_clear(&f->last);
     xds_delta_free(&f->d);
     sx_free(f);
     return 0;
@@ -85,11 +85,11 @@ static xds_req_kind request(fx *f, dreq q)
 
 static bool next(fx *f)
 {
-    xds_delta_response r;
+    xds_response r;
     f->now += 1;
     if (!xds_delta_next(&f->d, f->now, &r))
         return false;
-    xds_delta_response_clear(&f->last);
+    xds_response_clear(&f->last);
     f->last = r;
     f->sent[0] = f->removed[0] = '\0';
     for (size_t i = 0; i < r.n; i++) {

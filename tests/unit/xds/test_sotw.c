@@ -18,7 +18,7 @@ typedef struct fx {
     xds_names *pool; /* NULL: the stream keeps private copies of its names */
     int64_t now;
     char names[512]; /* names of the last response, comma-separated */
-    xds_sotw_response last;
+    xds_response last;
 } fx;
 
 static int setup(void **state)
@@ -33,7 +33,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    xds_sotw_response_clear(&f->last);
+    xds_response_clear(&f->last);
     xds_sotw_free(&f->s);
     if (f->pool) {
         /* Every name the stream interned was released with it. */
@@ -80,11 +80,11 @@ static xds_req_kind request(fx *f, tr_type t, const char *nonce, bool nack, char
  * names go into f->names. */
 static bool next(fx *f)
 {
-    xds_sotw_response r;
+    xds_response r;
     f->now += 1;
     if (!xds_sotw_next(&f->s, f->now, &r))
         return false;
-    xds_sotw_response_clear(&f->last);
+    xds_response_clear(&f->last);
     f->last = r;
     f->names[0] = '\0';
     for (size_t i = 0; i < f->last.n; i++) {
@@ -165,10 +165,10 @@ static void test_fresh_nonce_and_version_per_response(void **state)
     xds_sotw_request q = {.type = TR_CDS, .nonce = ""};
     xds_req_outcome oc;
     xds_sotw_on_request(&other, &q, 0, &oc);
-    xds_sotw_response o;
+    xds_response o;
     assert_true(xds_sotw_next(&other, 0, &o));
     assert_string_not_equal(o.nonce, first);
-    xds_sotw_response_clear(&o);
+    xds_response_clear(&o);
     xds_sotw_free(&other);
 }
 
