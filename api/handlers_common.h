@@ -111,8 +111,10 @@ void api_list(http_request *req, rest_api *api, api_list_fn fn);
 
 /* ---- query parameters */
 
-/* A positive integer from text (a path segment or query value); false when it is not
- * one. */
+/* An integer of at least min (0 or more) from text (a path segment, query value or
+ * header) written in decimal digits only; false when it is not one. */
+bool api_parse_at_least(const char *s, long long min, long long *out);
+/* api_parse_at_least(s, 1, out). */
 bool api_parse_positive(const char *s, long long *out);
 
 /* Query parameter name as a boolean into *out (1 "true", 0 "false", -1 when absent);
