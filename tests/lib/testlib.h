@@ -96,6 +96,11 @@ struct pg_pool *tl_pool(const char *url, int size);
  * when it cannot be created. Free it with redis_cache_destroy. */
 struct redis_cache *tl_cache(const char *url, const char *prefix);
 
+/* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
+ * released together so that they race, and returns once every one has returned. fn
+ * must not use cmocka's assertions (they work on the test's thread only). */
+void tl_race(void *(*fn)(void *), void *args, size_t size, int n);
+
 /* Milliseconds since an arbitrary fixed point (monotonic). */
 long long tl_now_ms(void);
 void tl_sleep_ms(int ms);

@@ -95,7 +95,6 @@ static cfg_record *create_config(fx *f, const char *ns, const char *name, const 
 typedef struct writer {
     pg_pool *pool;
     const char *id;
-    pthread_barrier_t *start;
     int rc;
 } writer;
 
@@ -103,7 +102,6 @@ static void *write_version(void *p)
 {
     writer *w = p;
     pg_conn *c;
-    pthread_barrier_wait(w->start);
     if ((w->rc = pg_acquire(w->pool, &c, NULL)) != 0)
         return NULL; /* no cmocka assertions outside the test's thread */
     sx_arena *a = sx_arena_create();
@@ -183,15 +181,8 @@ static void test_configs_round_trip(void **state)
     assert_int_equal(cfg_repo_get_version(f->c, cfg->id, 3, f->a, &stale, &err), SX_ENOTFOUND);
 
     /* Two writers holding the same expected version: exactly one wins. */
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, 2);
-    writer w[2] = {{f->pool, cfg->id, &start, 0}, {f->pool, cfg->id, &start, 0}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, write_version, &w[i]);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&start);
+    writer w[2] = {{f->pool, cfg->id, 0}, {f->pool, cfg->id, 0}};
+    tl_race(write_version, w, sizeof(w[0]), 2);
     assert_true((w[0].rc == 0 && w[1].rc == SX_EPRECONDITION) ||
                 (w[1].rc == 0 && w[0].rc == SX_EPRECONDITION));
     TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
@@ -429,7 +420,6 @@ static void test_snapshots_round_trip(void **state)
 
 typedef struct racer {
     fx *f;
-    pthread_barrier_t *start;
     long long versions[25];
     int failures;
 } racer;
@@ -442,7 +432,6 @@ static void *insert_many(void *p)
     unsigned char byte = 0x42;
     snap_new in = {
         .group = "edge", .ir = ir, .encoded = &byte, .encoded_len = 1, .created_by = "racer"};
-    pthread_barrier_wait(r->start);
     for (int i = 0; i < 25; i++) {
         ins_ctx x = {&in, a, NULL};
         if (pg_tx(r->f->pool, insert_tx, &x, NULL) != 0) {
@@ -465,15 +454,8 @@ static int cmp_ll(const void *a, const void *b)
 static void test_snapshots_concurrent_versions(void **state)
 {
     fx *f = *state;
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, 2);
-    racer r[2] = {{.f = f, .start = &start}, {.f = f, .start = &start}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, insert_many, &r[i]);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&start);
+    racer r[2] = {{.f = f}, {.f = f}};
+    tl_race(insert_many, r, sizeof(r[0]), 2);
     assert_int_equal(r[0].failures + r[1].failures, 0);
     long long all[50];
     memcpy(all, r[0].versions, sizeof(r[0].versions));
