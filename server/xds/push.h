@@ -107,28 +107,6 @@ static inline void xds_push_sent(xds_push *p, xds_nonce *n, long long version, i
     xds_nonce_format(p->sent_nonce, nonce_out);
 }
 
-/* Whether p's type, requested (subs.requested), is due an evaluation: something may
- * have to be sent and no response awaits its answer. */
-static inline bool xds_push_due(bool requested, const xds_push *p)
-{
-    return requested && p->dirty && !p->awaiting;
-}
-
-/* The type was evaluated at now_ms (what was pending is taken); when it responds, the
- * response carries a fresh nonce from n and the snapshot version, written into
- * nonce_out and *version_out. Returns respond. */
-static inline bool xds_push_evaluated(xds_push *p, bool respond, xds_nonce *n, long long version,
-                                      int64_t now_ms, char nonce_out[XDS_NONCE_LEN],
-                                      long long *version_out)
-{
-    int64_t since = xds_push_take(p, now_ms);
-    if (respond) {
-        xds_push_sent(p, n, version, now_ms, since, nonce_out);
-        *version_out = version;
-    }
-    return respond;
-}
-
 /* The earlier of oldest (0: none) and when p's awaiting response was sent. */
 static inline int64_t xds_push_oldest(int64_t oldest, const xds_push *p)
 {

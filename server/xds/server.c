@@ -225,18 +225,9 @@ static void sweep(xds_server *s)
         if (touch && c->state == XDS_CALL_ACTIVE && c->node_id)
             node_status_seen(s->o.nodes, c->node_id);
         if (c->state == XDS_CALL_ACTIVE && (send_to > 0 || ack_to > 0)) {
-            int64_t oldest = 0;
-            switch (c->protocol) {
-            case XDS_PROTO_SOTW:
-                oldest = xds_sotw_oldest_unacked_ms(&c->p.sotw);
-                break;
-            case XDS_PROTO_DELTA:
-                oldest = xds_delta_oldest_unacked_ms(&c->p.delta);
-                break;
-            default:
-                oldest = xds_ctl_oldest_unacked_ms(&c->p.ctl);
-                break;
-            }
+            xds_state *st = xds_call_ads_state(c);
+            int64_t oldest =
+                st ? xds_state_oldest_unacked_ms(st) : xds_ctl_oldest_unacked_ms(&c->p.ctl);
             if (send_to > 0 && c->send_pending && now - c->send_started_ms > send_to)
                 xds_call_end(c, XDS_TERM_SEND_TIMEOUT, GRPC_STATUS_UNAVAILABLE,
                              "a response was not read in time");

@@ -22,7 +22,7 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *f = sx_calloc(1, sizeof(*f));
-    xds_delta_init(&f->d, 7);
+    xds_state_init(&f->d.st, 7, NULL);
     f->now = 1000;
     *state = f;
     return 0;
@@ -40,9 +40,9 @@ static int teardown(void **state)
 static tr_resources *publish(fx *f, long long version, const char *spec)
 {
     tr_resources *r = fx_res(version, spec);
-    xds_delta_on_resources(&f->d, r, f->now);
+    xds_state_adopt(&f->d.st, r, f->now);
     tr_resources_unref(r);
-    return f->d.current;
+    return f->d.st.current;
 }
 
 static size_t count(char **v)
@@ -344,16 +344,16 @@ static void test_coalescing(void **state)
     assert_true(next(f));
     tr_resources *r2 = fx_res(2, "cds:a=2");
     tr_resources *r3 = fx_res(3, "cds:a=3");
-    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
-    assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_COALESCED);
-    assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_IGNORED);
-    assert_int_equal(xds_delta_oldest_unacked_ms(&f->d), f->now);
+    assert_int_equal(xds_state_adopt(&f->d.st, r2, f->now), XDS_ADOPT_NEW);
+    assert_int_equal(xds_state_adopt(&f->d.st, r3, f->now), XDS_ADOPT_COALESCED);
+    assert_int_equal(xds_state_adopt(&f->d.st, r3, f->now), XDS_ADOPT_IGNORED);
+    assert_int_equal(xds_state_oldest_unacked_ms(&f->d.st), f->now);
     ack(f);
     assert_true(next(f));
     assert_int_equal(f->last.version, 3);
     /* A rollout may move a stream back: an older version is served when assigned. */
     ack(f);
-    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
+    assert_int_equal(xds_state_adopt(&f->d.st, r2, f->now), XDS_ADOPT_NEW);
     assert_true(next(f));
     assert_int_equal(f->last.version, 2);
     tr_resources_unref(r2);
