@@ -224,6 +224,13 @@ int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *upda
     return rc;
 }
 
+/* Checks node_id and writes version into v as the text of a statement parameter. */
+static int check_node_version(const char *node_id, long long version, char v[24], sx_err *err)
+{
+    snprintf(v, 24, "%lld", version);
+    return check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+}
+
 static int update_status(pg_conn *c, const char *sql, int n, const char *const *p,
                          const char *node_id, sx_err *err)
 {
@@ -251,11 +258,10 @@ int node_repo_record_report(pg_conn *c, const char *node_id, const node_report *
 
 int node_repo_record_sent(pg_conn *c, const char *node_id, long long version, sx_err *err)
 {
-    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    char v[24];
+    int rc = check_node_version(node_id, version, v, err);
     if (rc)
         return rc;
-    char v[24];
-    snprintf(v, sizeof(v), "%lld", version);
     const char *p[] = {node_id, v};
     return update_status(c,
                          "UPDATE node_status SET sent_snapshot_version = $2::bigint,"
@@ -276,11 +282,10 @@ int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, 
         *previous = 0;
     if (group)
         *group = NULL;
-    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    char v[24];
+    int rc = check_node_version(node_id, version, v, err);
     if (rc)
         return rc;
-    char v[24];
-    snprintf(v, sizeof(v), "%lld", version);
     const char *p[] = {node_id, v};
     PGresult *r;
     /* The old value comes from a locked read of the same row, since RETURNING sees only
@@ -317,11 +322,10 @@ int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version,
 {
     if (group)
         *group = NULL;
-    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    char v[24], max[16];
+    int rc = check_node_version(node_id, version, v, err);
     if (rc)
         return rc;
-    char v[24], max[16];
-    snprintf(v, sizeof(v), "%lld", version);
     snprintf(max, sizeof(max), "%d", NACK_ERROR_MAX);
     const char *p[] = {node_id, v, error ? error : "", max};
     PGresult *r;
