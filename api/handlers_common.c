@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "server/base/log.h"
+#include "server/base/num.h"
 #include "server/changes.h"
 #include "storage/repo_common.h"
 
@@ -325,13 +326,10 @@ bool api_if_match_or_respond(http_request *req, const api_change *ch, int *versi
         n--;
     if (n == 1 && h[0] == '*')
         return true;
-    bool ok = n >= 3 && h[0] == '"' && h[n - 1] == '"' && n - 2 <= 9;
-    long long v = 0;
-    for (size_t i = 1; ok && i < n - 1; i++) {
-        ok = isdigit((unsigned char)h[i]) != 0;
-        v = v * 10 + (h[i] - '0');
-    }
-    if (!ok || v < 1) {
+    long long v = n >= 3 && h[0] == '"' && h[n - 1] == '"'
+                      ? sx_parse_digits(h + 1, n - 2, 9, 1, 999999999)
+                      : -1;
+    if (v < 1) {
         sx_err err;
         sx_err_set(&err, SX_EINVAL, "invalid If-Match header");
         api_refuse(req, ch, &err,

@@ -1,6 +1,6 @@
 /*
  * test_base.c — the bottom layer: error codes and their statuses, buffers, arenas,
- * Prometheus rendering, URL redaction, SHA-256, base64, reading files.
+ * Prometheus rendering, URL redaction, SHA-256, base64, reading files, decimal numbers.
  */
 #include "tests/lib/testlib.h"
 
@@ -18,6 +18,7 @@
 #include "server/base/hash.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/num.h"
 #include "server/base/metrics.h"
 
 static void test_err_statuses(void **state)
@@ -98,6 +99,20 @@ static void test_base64(void **state)
     assert_false(clean);
     assert_false(sx_b64_decode("aGk-_", 5, SX_B64_ANY, out, &len, &clean));
     assert_false(sx_b64_decode("aG=k", 4, SX_B64_ANY, out, &len, &clean));
+}
+
+static void test_parse_digits(void **state)
+{
+    (void)state;
+    assert_int_equal(sx_parse_digits("6379", 4, 5, 1, 65535), 6379);
+    assert_int_equal(sx_parse_digits("00080x", 5, 5, 1, 65535), 80); /* only n bytes count */
+    assert_int_equal(sx_parse_digits("000080", 6, 5, 1, 65535), -1); /* too many digits */
+    assert_int_equal(sx_parse_digits("65536", 5, 5, 1, 65535), -1);
+    assert_int_equal(sx_parse_digits("0", 1, 5, 1, 65535), -1);
+    assert_int_equal(sx_parse_digits("0", 1, 5, 0, 9), 0);
+    assert_int_equal(sx_parse_digits("", 0, 5, 0, 9), -1);
+    assert_int_equal(sx_parse_digits("-1", 2, 5, 0, 9), -1);
+    assert_int_equal(sx_parse_digits("1 2", 3, 5, 0, 999), -1);
 }
 
 static int cleaned;
@@ -227,6 +242,7 @@ static void test_fielderrs(void **state)
 
 TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
         cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_arena), cmocka_unit_test(test_arena_cleanup_order),
-        cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_sha256), cmocka_unit_test(test_fielderrs))
+        cmocka_unit_test(test_parse_digits), cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_arena_cleanup_order), cmocka_unit_test(test_metrics_render),
+        cmocka_unit_test(test_redact), cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_fielderrs))
