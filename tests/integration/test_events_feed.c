@@ -31,8 +31,7 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    pg_pool_options po = {.url = f->url, .size = 6, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
+    f->pool = tl_pool(f->url, 6);
     events_feed_options fo = {.pool = f->pool, .keepalive_ms = 300, .max_streams = 4};
     TL_OK(events_feed_create(&fo, &f->feed, &e_));
     TL_OK(sup_thread_ops.start(events_feed_component(f->feed), &e_));

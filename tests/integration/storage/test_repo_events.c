@@ -32,8 +32,7 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    pg_pool_options opt = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&opt, &f->pool, NULL), 0);
+    f->pool = tl_pool(f->url, 4);
     assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
     assert_int_equal(pg_acquire(f->pool, &f->w, NULL), 0);
     f->a = sx_arena_create();
