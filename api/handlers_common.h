@@ -103,6 +103,11 @@ typedef json_t *(*api_item_fn)(const void *item);
  * (0: items are read; else nothing is). */
 int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
                   api_item_fn render, const char *next_cursor);
+/* api_page_fill from a list that has items, count and next_cursor (the storage list
+ * structs, one per item type). */
+#define API_PAGE_FILL(page, rc, list, render)                                                      \
+    api_page_fill(page, rc, (list).items, (list).count, sizeof(*(list).items), render,             \
+                  (list).next_cursor)
 
 /* Runs a paginated list: reads limit (1..1000; 400 otherwise) and cursor from the query,
  * calls fn, and answers 200 {"items": [...], "next_cursor": text or null}, or fn's
