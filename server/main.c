@@ -474,13 +474,14 @@ static void free_daemon(struct sx_server *srv)
     srv->api = NULL;
     xds_server_destroy(srv->xds);
     srv->xds = NULL;
+    /* Its last flush still needs the pool, and its flusher wakes the rollout driver
+     * (node_status_on_flush) until it is joined: before the driver. */
+    node_status_destroy(srv->nodes);
+    srv->nodes = NULL;
     rollout_driver_destroy(srv->rollouts);
     srv->rollouts = NULL;
     fleet_destroy(srv->fleet);
     srv->fleet = NULL;
-    /* Its last flush still needs the pool. */
-    node_status_destroy(srv->nodes);
-    srv->nodes = NULL;
     /* Before what its callbacks feed: the events feed and the snapshot loader. */
     pg_listener_destroy(srv->listener);
     srv->listener = NULL;
