@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <jwt.h>
 
+#include "server/base/b64.h"
 #include "server/base/mem.h"
 
 #define MAX_USER_LEN     256
@@ -61,47 +62,16 @@ bool auth_has_keys(const auth_verifier *v)
 
 /* ------------------------------------------------------------------ decoding */
 
-static int b64url_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
 /* Decodes unpadded base64url s[0..n) into a new NUL-terminated buffer in a; NULL when
  * s is not base64url. */
 static char *b64url_decode(sx_arena *a, const char *s, size_t n, size_t *out_len)
 {
-    if (n % 4 == 1)
-        return NULL;
     char *out = sx_arena_alloc(a, n / 4 * 3 + 3);
-    size_t j = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64url_value((unsigned char)s[i]);
-        if (v < 0)
-            return NULL;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[j++] = (char)((acc >> bits) & 0xff);
-        }
-    }
+    bool clean;
     /* Leftover bits must be zero, or two encodings would decode to the same bytes. */
-    if (bits > 0 && (acc & ((1u << bits) - 1)) != 0)
+    if (!sx_b64_decode(s, n, SX_B64_URL, (uint8_t *)out, out_len, &clean) || !clean)
         return NULL;
-    out[j] = '\0';
-    *out_len = j;
+    out[*out_len] = '\0';
     return out;
 }
 

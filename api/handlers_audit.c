@@ -79,6 +79,5 @@ int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err
     json_decref(d);
     audit_list list;
     int rc = catalog_audit(rest_server(api), &f, http_req_arena(req), &list, err);
-    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), audit_item,
-                         list.next_cursor);
+    return API_PAGE_FILL(page, rc, list, audit_item);
 }

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "server/base/log.h"
+#include "server/base/num.h"
 #include "server/changes.h"
 #include "storage/repo_common.h"
 
@@ -103,61 +104,34 @@ static bool is_json_media_type(const char *ct)
     return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
-static const char *type_phrase(api_type t)
-{
-    switch (t) {
-    case API_STRING:
-        return "must be a string";
-    case API_OBJECT:
-        return "must be a JSON object";
-    case API_BOOL:
-        return "must be true or false";
-    case API_INT:
-        return "must be an integer";
-    case API_NUMBER:
-        return "must be a number";
-    case API_STRINGS:
-        return "must be an array of strings";
-    }
-    return "has the wrong type";
-}
+/* The JSON types (bits 1 << json_type) each field type takes, and what a value of
+ * another type is told. */
+static const struct {
+    unsigned json_types;
+    const char *phrase;
+} TYPES[] = {
+    [API_STRING] = {1u << JSON_STRING, "must be a string"},
+    [API_OBJECT] = {1u << JSON_OBJECT, "must be a JSON object"},
+    [API_BOOL] = {1u << JSON_TRUE | 1u << JSON_FALSE, "must be true or false"},
+    [API_INT] = {1u << JSON_INTEGER, "must be an integer"},
+    [API_NUMBER] = {1u << JSON_INTEGER | 1u << JSON_REAL, "must be a number"},
+    [API_STRINGS] = {1u << JSON_ARRAY, "must be an array of strings"},
+};
 
 /* Appends to details what is wrong with value v of field f. */
 static void check_field(json_t *details, const api_field *f, const json_t *v)
 {
-    char path[128];
-    switch (f->type) {
-    case API_STRING:
-        if (!json_is_string(v))
-            api_detail(details, f->name, type_phrase(f->type));
-        else if (f->required && json_string_length(v) == 0)
+    if (v == NULL || !(TYPES[f->type].json_types & (1u << json_typeof(v)))) {
+        api_detail(details, f->name, TYPES[f->type].phrase);
+    } else if (f->type == API_STRING) {
+        if (f->required && json_string_length(v) == 0)
             api_detail(details, f->name, "must not be empty");
         else if (json_string_length(v) > API_STRING_MAX)
             api_detail(details, f->name, "must be at most 4096 bytes");
-        return;
-    case API_OBJECT:
-        if (!json_is_object(v))
-            api_detail(details, f->name, type_phrase(f->type));
-        return;
-    case API_BOOL:
-        if (!json_is_boolean(v))
-            api_detail(details, f->name, type_phrase(f->type));
-        return;
-    case API_INT:
-        if (!json_is_integer(v))
-            api_detail(details, f->name, type_phrase(f->type));
-        return;
-    case API_NUMBER:
-        if (!json_is_number(v))
-            api_detail(details, f->name, type_phrase(f->type));
-        return;
-    case API_STRINGS: {
-        if (!json_is_array(v)) {
-            api_detail(details, f->name, type_phrase(f->type));
-            return;
-        }
+    } else if (f->type == API_STRINGS) {
         if (f->required && json_array_size(v) == 0)
             api_detail(details, f->name, "must name at least one");
+        char path[128];
         size_t i;
         const json_t *e;
         json_array_foreach(v, i, e)
@@ -167,8 +141,6 @@ static void check_field(json_t *details, const api_field *f, const json_t *v)
                 api_detail(details, path, "must be a non-empty string");
             }
         }
-        return;
-    }
     }
 }
 
@@ -258,17 +230,22 @@ size_t api_strv(http_request *req, const json_t *body, const char *name, const c
 
 /* ------------------------------------------------------------------ query parameters */
 
-bool api_parse_positive(const char *s, long long *out)
+bool api_parse_at_least(const char *s, long long min, long long *out)
 {
     if (s == NULL || !isdigit((unsigned char)s[0]))
         return false;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end != '\0' || v < 1)
+    if (errno || *end != '\0' || v < min)
         return false;
     *out = v;
     return true;
+}
+
+bool api_parse_positive(const char *s, long long *out)
+{
+    return api_parse_at_least(s, 1, out);
 }
 
 int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
@@ -349,13 +326,10 @@ bool api_if_match_or_respond(http_request *req, const api_change *ch, int *versi
         n--;
     if (n == 1 && h[0] == '*')
         return true;
-    bool ok = n >= 3 && h[0] == '"' && h[n - 1] == '"' && n - 2 <= 9;
-    long long v = 0;
-    for (size_t i = 1; ok && i < n - 1; i++) {
-        ok = isdigit((unsigned char)h[i]) != 0;
-        v = v * 10 + (h[i] - '0');
-    }
-    if (!ok || v < 1) {
+    long long v = n >= 3 && h[0] == '"' && h[n - 1] == '"'
+                      ? sx_parse_digits(h + 1, n - 2, 9, 1, 999999999)
+                      : -1;
+    if (v < 1) {
         sx_err err;
         sx_err_set(&err, SX_EINVAL, "invalid If-Match header");
         api_refuse(req, ch, &err,

@@ -103,6 +103,11 @@ typedef json_t *(*api_item_fn)(const void *item);
  * (0: items are read; else nothing is). */
 int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, size_t size,
                   api_item_fn render, const char *next_cursor);
+/* api_page_fill from a list that has items, count and next_cursor (the storage list
+ * structs, one per item type). */
+#define API_PAGE_FILL(page, rc, list, render)                                                      \
+    api_page_fill(page, rc, (list).items, (list).count, sizeof(*(list).items), render,             \
+                  (list).next_cursor)
 
 /* Runs a paginated list: reads limit (1..1000; 400 otherwise) and cursor from the query,
  * calls fn, and answers 200 {"items": [...], "next_cursor": text or null}, or fn's
@@ -111,8 +116,10 @@ void api_list(http_request *req, rest_api *api, api_list_fn fn);
 
 /* ---- query parameters */
 
-/* A positive integer from text (a path segment or query value); false when it is not
- * one. */
+/* An integer of at least min (0 or more) from text (a path segment, query value or
+ * header) written in decimal digits only; false when it is not one. */
+bool api_parse_at_least(const char *s, long long min, long long *out);
+/* api_parse_at_least(s, 1, out). */
 bool api_parse_positive(const char *s, long long *out);
 
 /* Query parameter name as a boolean into *out (1 "true", 0 "false", -1 when absent);

@@ -174,8 +174,7 @@ int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     };
     cfg_list list;
     int rc = catalog_configs(rest_server(api), &f, http_req_arena(req), &list, err);
-    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), config_item,
-                         list.next_cursor);
+    return API_PAGE_FILL(page, rc, list, config_item);
 }
 
 void api_configs_create(http_request *req, rest_api *api, void *ud)
@@ -321,8 +320,7 @@ static int list_versions(http_request *req, rest_api *api, api_list_page *page, 
     cfg_version_list list;
     int rc = catalog_versions(rest_server(api), http_req_param(req, "id"), page->limit,
                               page->cursor, http_req_arena(req), &list, err);
-    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), version_item,
-                         list.next_cursor);
+    return API_PAGE_FILL(page, rc, list, version_item);
 }
 
 void api_config_versions(http_request *req, rest_api *api, void *ud)

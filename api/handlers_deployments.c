@@ -219,8 +219,7 @@ int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, 
     }
     deploy_list list;
     int rc = catalog_deployments(rest_server(api), &f, http_req_arena(req), &list, err);
-    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), deployment_item,
-                         list.next_cursor);
+    return API_PAGE_FILL(page, rc, list, deployment_item);
 }
 
 static bool deployment_id_or_respond(http_request *req, const api_change *ch, const char **out)

@@ -87,20 +87,6 @@ static bool types_or_respond(http_request *req, unsigned *mask)
     return true;
 }
 
-/* A non-negative event id. */
-static bool parse_id(const char *s, long long *out)
-{
-    if (s == NULL || *s < '0' || *s > '9')
-        return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end != '\0' || v < 0)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* Last-Event-ID, else ?since=; neither: start at the newest event. 400 for a value that
  * is not an event id. */
 static bool resume_or_respond(http_request *req, bool *resume, long long *id)
@@ -109,7 +95,7 @@ static bool resume_or_respond(http_request *req, bool *resume, long long *id)
     *id = 0;
     const char *h = http_req_header(req, "Last-Event-ID");
     if (h && h[0]) {
-        if (!parse_id(h, id)) {
+        if (!api_parse_at_least(h, 0, id)) {
             sx_err err;
             sx_err_set(&err, SX_EINVAL, "invalid Last-Event-ID header");
             api_refuse(req, NULL, &err,
@@ -122,7 +108,7 @@ static bool resume_or_respond(http_request *req, bool *resume, long long *id)
     }
     const char *q = http_req_query(req, "since");
     if (q && q[0]) {
-        if (!parse_id(q, id)) {
+        if (!api_parse_at_least(q, 0, id)) {
             bad_query(req, "since", "must be the id of an event (a non-negative integer)");
             return false;
         }

@@ -41,8 +41,7 @@ int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     };
     node_list list;
     int rc = catalog_proxies(rest_server(api), &f, http_req_arena(req), &list, err);
-    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), node_item,
-                         list.next_cursor);
+    return API_PAGE_FILL(page, rc, list, node_item);
 }
 
 /* The node named by the route, or the error answered (404 when there is none). */
@@ -113,6 +112,5 @@ int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, 
     int rc = catalog_proxy(srv, http_req_param(req, "node_id"), a, &n, err);
     if (rc == 0)
         rc = catalog_proxy_nacks(srv, n->node_id, page->limit, page->cursor, a, &events, err);
-    return api_page_fill(page, rc, events.items, events.count, sizeof(*events.items), nack_item,
-                         events.next_cursor);
+    return API_PAGE_FILL(page, rc, events, nack_item);
 }

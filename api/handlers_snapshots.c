@@ -25,8 +25,7 @@ int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx
     snap_list list;
     int rc = catalog_snapshots(rest_server(api), http_req_query(req, "group"), page->limit,
                                page->cursor, http_req_arena(req), &list, err);
-    return api_page_fill(page, rc, list.items, list.count, sizeof(*list.items), snapshot_item,
-                         list.next_cursor);
+    return API_PAGE_FILL(page, rc, list, snapshot_item);
 }
 
 void api_snapshot_get(http_request *req, rest_api *api, void *ud)

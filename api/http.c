@@ -554,25 +554,14 @@ http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_sup
 
 static char *read_pem(const char *path, sx_err *err, const char *key)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        sx_err_set(err, SX_EIO, "could not read %s %s: %s", key, path, strerror(errno));
-        return NULL;
-    }
     sx_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        sx_buf_append(&b, chunk, n);
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (failed || b.len == 0) {
-        sx_buf_free(&b);
-        sx_err_set(err, SX_EIO, "could not read %s %s: %s", key, path,
-                   failed ? "read error" : "the file is empty");
-        return NULL;
-    }
-    return sx_buf_steal(&b);
+    int rc = sx_buf_read_file(&b, path, SIZE_MAX);
+    if (rc == 0 && b.len > 0)
+        return sx_buf_steal(&b);
+    const char *why = rc < 0 ? strerror(errno) : rc > 0 ? "read error" : "the file is empty";
+    sx_err_set(err, SX_EIO, "could not read %s %s: %s", key, path, why);
+    sx_buf_free(&b);
+    return NULL;
 }
 
 static void wipe_free(char *s)

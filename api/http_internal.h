@@ -17,6 +17,7 @@
 
 #include "api/http.h"
 #include "server/base/buf.h"
+#include "server/base/list.h"
 
 #define MAX_SEGS         16
 #define MAX_PARAMS       8
@@ -55,10 +56,10 @@ struct http_server {
     void *on_refusal_ud;
     http_handler_fn fallback; /* see http_set_fallback; NULL: the JSON 404 */
     void *fallback_ud;
-    const char *fallback_route;  /* static label of fallback requests in logs and metrics */
-    pthread_mutex_t streams_mu;  /* guards streams and streams_ended */
-    struct http_stream *streams; /* open streamed responses (http_respond_stream) */
-    bool streams_ended;          /* http_stop ended them: new ones end at once */
+    const char *fallback_route; /* static label of fallback requests in logs and metrics */
+    pthread_mutex_t streams_mu; /* guards streams and streams_ended */
+    sx_list streams;            /* open streamed responses (http_respond_stream) */
+    bool streams_ended;         /* http_stop ended them: new ones end at once */
 };
 
 typedef struct resp_header {

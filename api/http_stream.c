@@ -32,8 +32,8 @@ struct http_stream {
     bool woken;  /* a wake came while read was running: ask again instead of parking */
     bool ending; /* http_stop: the body ends at the next read */
     int refs;
-    atomic_size_t bytes;             /* body bytes handed to libmicrohttpd */
-    struct http_stream *prev, *next; /* srv->streams */
+    atomic_size_t bytes; /* body bytes handed to libmicrohttpd */
+    sx_link link;        /* in srv->streams */
 };
 
 void http_stream_release(http_stream *st)
@@ -82,12 +82,7 @@ static void stream_free(void *cls)
     http_stream *st = cls;
     http_server *s = st->srv;
     pthread_mutex_lock(&s->streams_mu);
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        s->streams = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
+    sx_list_remove(&s->streams, &st->link);
     pthread_mutex_unlock(&s->streams_mu);
     st->done(st->ctx);
     http_stream_release(st);
@@ -115,7 +110,8 @@ void http_streams_end(http_server *s)
 {
     pthread_mutex_lock(&s->streams_mu);
     s->streams_ended = true;
-    for (http_stream *st = s->streams; st; st = st->next) {
+    for (sx_link *l = s->streams.head; l; l = l->next) {
+        http_stream *st = SX_CONTAINER(l, http_stream, link);
         pthread_mutex_lock(&st->mu);
         st->ending = true;
         stream_resume_locked(st);
@@ -153,10 +149,7 @@ http_stream *http_respond_stream(http_request *r, int status, const char *conten
     r->stream = st;
     pthread_mutex_lock(&r->srv->streams_mu);
     st->ending = r->srv->streams_ended;
-    st->next = r->srv->streams;
-    if (st->next)
-        st->next->prev = st;
-    r->srv->streams = st;
+    sx_list_push_front(&r->srv->streams, &st->link);
     pthread_mutex_unlock(&r->srv->streams_mu);
     http_resp_add_headers(r, resp, content_type);
     bool queued = MHD_queue_response(r->conn, (unsigned int)status, resp) == MHD_YES;

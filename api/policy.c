@@ -315,6 +315,18 @@ static yaml_node_t *map_get(loader *L, yaml_node_t *map, const char *key)
     return NULL;
 }
 
+/* The value of key in mapping m (at path), with its path written into field (n bytes);
+ * NULL, reported as why, when m has no such key. */
+static yaml_node_t *required(loader *L, yaml_node_t *m, const char *path, const char *key,
+                             char *field, size_t n, const char *why)
+{
+    snprintf(field, n, "%s.%s", path, key);
+    yaml_node_t *v = map_get(L, m, key);
+    if (v == NULL)
+        problem(L, line_of(m), field, "%s", why);
+    return v;
+}
+
 static void load_actions(loader *L, yaml_node_t *n, const char *path, rule *ru)
 {
     if (n->type != YAML_SEQUENCE_NODE) {
@@ -382,17 +394,11 @@ static void load_permissions(loader *L, yaml_node_t *n, const char *path, role *
         }
         check_keys(L, pn, sub, keys);
         rule *ru = &r->rules[r->nrules++];
-        yaml_node_t *res = map_get(L, pn, "resource");
-        yaml_node_t *act = map_get(L, pn, "actions");
-        snprintf(field, sizeof(field), "%s.resource", sub);
-        if (res == NULL)
-            problem(L, line_of(pn), field, "required");
-        else
+        yaml_node_t *res = required(L, pn, sub, "resource", field, sizeof(field), "required");
+        if (res)
             load_resource(L, res, field, ru);
-        snprintf(field, sizeof(field), "%s.actions", sub);
-        if (act == NULL)
-            problem(L, line_of(pn), field, "required");
-        else
+        yaml_node_t *act = required(L, pn, sub, "actions", field, sizeof(field), "required");
+        if (act)
             load_actions(L, act, field, ru);
     }
 }
@@ -431,11 +437,9 @@ static void load_roles(loader *L, yaml_node_t *n)
         } else {
             r->name = sx_strdup(s);
         }
-        yaml_node_t *perms = map_get(L, rn, "permissions");
-        snprintf(field, sizeof(field), "%s.permissions", path);
-        if (perms == NULL)
-            problem(L, line_of(rn), field, "required (an empty list grants nothing)");
-        else
+        yaml_node_t *perms = required(L, rn, path, "permissions", field, sizeof(field),
+                                      "required (an empty list grants nothing)");
+        if (perms)
             load_permissions(L, perms, field, r);
         if (r->name)
             L->p->nroles++;
@@ -518,18 +522,11 @@ int policy_parse(const char *text, size_t len, const char *name, policy **out, s
 int policy_load_file(const char *path, policy **out, sx_fielderrs *errs, sx_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return sx_err_set(err, SX_EIO, "could not read RBAC policy %s: %s", path, strerror(errno));
     sx_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len <= MAX_POLICY_BYTES)
-        sx_buf_append(&b, chunk, n);
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    int rc;
-    if (failed)
+    int rc = sx_buf_read_file(&b, path, MAX_POLICY_BYTES);
+    if (rc < 0)
+        rc = sx_err_set(err, SX_EIO, "could not read RBAC policy %s: %s", path, strerror(errno));
+    else if (rc > 0)
         rc = sx_err_set(err, SX_EIO, "could not read RBAC policy %s: read error", path);
     else if (b.len > MAX_POLICY_BYTES)
         rc = sx_err_set(err, SX_EINVAL, "RBAC policy %s is larger than %d bytes", path,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "server/base/clock.h"
+#include "server/base/list.h"
 #include "server/base/mem.h"
 
 #define MILLI             1000
@@ -29,10 +30,10 @@ typedef struct bucket {
 typedef struct entry {
     char *user;
     uint64_t hash;
-    bucket b[2];               /* indexed by ratelimit_kind */
-    int64_t last_ms;           /* last take, for idleness */
-    struct entry *next_hash;   /* chain in the bucket array */
-    struct entry *prev, *next; /* LRU list: head is the most recently used */
+    bucket b[2];             /* indexed by ratelimit_kind */
+    int64_t last_ms;         /* last take, for idleness */
+    struct entry *next_hash; /* chain in the bucket array */
+    sx_link lru;             /* in ratelimit.lru */
 } entry;
 
 struct ratelimit {
@@ -43,7 +44,7 @@ struct ratelimit {
     entry **table;
     size_t nslots; /* power of two */
     size_t count;
-    entry *head, *tail;
+    sx_list lru;          /* every entry, the most recently used first */
     sx_metric *m_limited; /* sextant_api_rate_limited_total{kind} */
 };
 
@@ -96,10 +97,10 @@ void ratelimit_destroy(ratelimit *rl)
 {
     if (rl == NULL)
         return;
-    for (entry *e = rl->head; e;) {
-        entry *n = e->next;
+    for (sx_link *l = rl->lru.head; l;) {
+        entry *e = SX_CONTAINER(l, entry, lru);
+        l = l->next;
         free_entry(e);
-        e = n;
     }
     sx_free(rl->table);
     pthread_mutex_destroy(&rl->mu);
@@ -108,28 +109,10 @@ void ratelimit_destroy(ratelimit *rl)
 
 /* ------------------------------------------------------------------ table and list */
 
-static void lru_unlink(ratelimit *rl, entry *e)
+/* The least recently used entry, or NULL. */
+static entry *lru_oldest(const ratelimit *rl)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        rl->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        rl->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void lru_push_front(ratelimit *rl, entry *e)
-{
-    e->prev = NULL;
-    e->next = rl->head;
-    if (rl->head)
-        rl->head->prev = e;
-    rl->head = e;
-    if (rl->tail == NULL)
-        rl->tail = e;
+    return rl->lru.tail ? SX_CONTAINER(rl->lru.tail, entry, lru) : NULL;
 }
 
 static void table_remove(ratelimit *rl, entry *e)
@@ -139,7 +122,7 @@ static void table_remove(ratelimit *rl, entry *e)
         pp = &(*pp)->next_hash;
     if (*pp)
         *pp = e->next_hash;
-    lru_unlink(rl, e);
+    sx_list_remove(&rl->lru, &e->lru);
     rl->count--;
     free_entry(e);
 }
@@ -178,7 +161,7 @@ static entry *lookup_or_add(ratelimit *rl, const char *user, int64_t now_ms)
         grow(rl);
     e->next_hash = rl->table[h & (rl->nslots - 1)];
     rl->table[h & (rl->nslots - 1)] = e;
-    lru_push_front(rl, e);
+    sx_list_push_front(&rl->lru, &e->lru);
     rl->count++;
     return e;
 }
@@ -186,9 +169,10 @@ static entry *lookup_or_add(ratelimit *rl, const char *user, int64_t now_ms)
 /* Drops idle users from the back of the list, and any beyond max_users; never keep. */
 static void trim(ratelimit *rl, const entry *keep, int64_t now_ms)
 {
-    while (rl->tail && rl->tail != keep &&
-           (rl->count > rl->max_users || now_ms - rl->tail->last_ms >= rl->idle_ms))
-        table_remove(rl, rl->tail);
+    entry *e;
+    while ((e = lru_oldest(rl)) != NULL && e != keep &&
+           (rl->count > rl->max_users || now_ms - e->last_ms >= rl->idle_ms))
+        table_remove(rl, e);
 }
 
 /* ------------------------------------------------------------------ taking */
@@ -211,8 +195,8 @@ bool ratelimit_take_at(ratelimit *rl, const char *user, ratelimit_kind kind, int
     int k = kind == RATELIMIT_WRITE ? RATELIMIT_WRITE : RATELIMIT_READ;
     pthread_mutex_lock(&rl->mu);
     entry *e = lookup_or_add(rl, user ? user : "", now_ms);
-    lru_unlink(rl, e);
-    lru_push_front(rl, e);
+    sx_list_remove(&rl->lru, &e->lru);
+    sx_list_push_front(&rl->lru, &e->lru);
     bucket *b = &e->b[k];
     refill(rl, b, (ratelimit_kind)k, now_ms);
     bool ok = b->tokens_milli >= MILLI;

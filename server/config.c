@@ -30,6 +30,7 @@
 #include <openssl/pem.h>
 
 #include "server/base/mem.h"
+#include "server/base/num.h"
 #include "server/config_internal.h"
 
 #define MAX_DURATION_MS (365 * MS_DAY)
@@ -232,20 +233,6 @@ static bool valid_hostname(const char *h)
     return label > 0;
 }
 
-/* Parses a decimal port; returns 1..65535 or -1. */
-static int parse_port(const char *s, size_t n)
-{
-    if (n == 0 || n > 5)
-        return -1;
-    int v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v >= 1 && v <= 65535 ? v : -1;
-}
-
 /* Splits "host:port" / "[v6]:port" / "host" (port optional when allow_no_port) into a
  * host copy and port. Returns 0 or SX_EINVAL with why. */
 static int split_hostport(const char *s, size_t n, bool allow_no_port, int default_port,
@@ -315,7 +302,7 @@ static int split_hostport(const char *s, size_t n, bool allow_no_port, int defau
             return SX_EINVAL;
         }
     } else {
-        p = parse_port(port, plen);
+        p = (int)sx_parse_digits(port, plen, 5, 1, 65535);
         if (p < 0) {
             char ps[64];
             snprintf(ps, sizeof(ps), "%.*s", (int)(plen < 40 ? plen : 40), port);

@@ -1,9 +1,10 @@
 /*
  * diff.c — structured JSON diff (see diff.h).
  *
- * A recursive walk over both documents that appends to three arrays. Paths are built in
- * one sx_buf that grows and shrinks as the walk descends and returns, so no path string
- * is allocated except the ones stored in the result.
+ * A recursive walk over both documents that appends to three arrays. Paths are written
+ * the way the proto3 JSON codec writes them (pbjson_path_*), built in one sx_buf that grows and
+ * shrinks as the walk descends and returns, so no path string is allocated except the ones stored
+ * in the result.
  */
 #include "server/diff.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "server/base/buf.h"
+#include "server/ir/pbjson.h"
 
 typedef struct diff_ctx {
     sx_buf path;
@@ -31,34 +33,13 @@ static bool is_identifier(const char *k)
     return true;
 }
 
-/* Appends ["text"] with " and \ escaped. */
-static void push_quoted(sx_buf *b, const char *text)
-{
-    sx_buf_puts(b, "[\"");
-    for (const char *p = text; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            sx_buf_putc(b, '\\');
-        sx_buf_putc(b, *p);
-    }
-    sx_buf_puts(b, "\"]");
-}
-
+/* A key as pbjson writes it in paths: ".key" when it is an identifier, else ["key"]. */
 static void push_key(sx_buf *b, const char *key)
 {
-    if (is_identifier(key)) {
-        if (b->len)
-            sx_buf_putc(b, '.');
-        sx_buf_puts(b, key);
-    } else {
-        push_quoted(b, key);
-    }
-}
-
-static void truncate_to(sx_buf *b, size_t len)
-{
-    b->len = len;
-    if (b->data)
-        b->data[len] = '\0';
+    if (is_identifier(key))
+        pbjson_path_field(b, key);
+    else
+        pbjson_path_key(b, key);
 }
 
 static void add_entry(json_t *list, const sx_buf *path, const char *k1, const json_t *v1,
@@ -134,7 +115,7 @@ static void walk_objects(diff_ctx *d, const json_t *from, const json_t *to)
             add_entry(d->removed, &d->path, "value", a, NULL, NULL);
         else
             walk(d, a, b);
-        truncate_to(&d->path, base);
+        pbjson_path_truncate(&d->path, base);
     }
     free(keys);
 }
@@ -147,21 +128,21 @@ static void walk_named(diff_ctx *d, const json_t *from, const json_t *to)
     {
         const char *name = json_string_value(json_object_get(v, "name"));
         if (find_named(to, name) == NULL) {
-            push_quoted(&d->path, name);
+            pbjson_path_key(&d->path, name);
             add_entry(d->removed, &d->path, "value", v, NULL, NULL);
-            truncate_to(&d->path, base);
+            pbjson_path_truncate(&d->path, base);
         }
     }
     json_array_foreach(to, i, v)
     {
         const char *name = json_string_value(json_object_get(v, "name"));
         const json_t *old = find_named(from, name);
-        push_quoted(&d->path, name);
+        pbjson_path_key(&d->path, name);
         if (old == NULL)
             add_entry(d->added, &d->path, "value", v, NULL, NULL);
         else
             walk(d, old, v);
-        truncate_to(&d->path, base);
+        pbjson_path_truncate(&d->path, base);
     }
 }
 
@@ -170,14 +151,14 @@ static void walk_indexed(diff_ctx *d, const json_t *from, const json_t *to)
     size_t base = d->path.len, nf = json_array_size(from), nt = json_array_size(to);
     size_t n = nf > nt ? nf : nt;
     for (size_t i = 0; i < n; i++) {
-        sx_buf_printf(&d->path, "[%zu]", i);
+        pbjson_path_index(&d->path, i);
         if (i >= nf)
             add_entry(d->added, &d->path, "value", json_array_get(to, i), NULL, NULL);
         else if (i >= nt)
             add_entry(d->removed, &d->path, "value", json_array_get(from, i), NULL, NULL);
         else
             walk(d, json_array_get(from, i), json_array_get(to, i));
-        truncate_to(&d->path, base);
+        pbjson_path_truncate(&d->path, base);
     }
 }
 

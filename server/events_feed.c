@@ -40,6 +40,7 @@
 #include "server/base/arena.h"
 #include "server/base/buf.h"
 #include "server/base/clock.h"
+#include "server/base/list.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/events.h"
@@ -66,7 +67,7 @@ typedef struct frame {
 struct events_sub {
     events_feed *feed;
     /* Guarded by feed->mu. */
-    events_sub *prev, *next; /* feed->subs while linked */
+    sx_link link; /* in feed->subs while linked */
     bool linked;
     int refs;         /* the owner's, plus the feed thread's while it reads for it */
     bool catching_up; /* reading from the database before joining the live stream */
@@ -107,11 +108,17 @@ struct events_feed {
     int retry_ms;     /* back-off after database errors */
     int pending_ms;   /* back-off while events are not settled */
     bool failing;     /* an error was logged; the next success is logged too */
-    events_sub *subs;
+    sx_list subs;     /* the open subscriptions (events_sub.link) */
     size_t nsubs;
     frame *hello, *keepalive; /* shared comment frames */
     sx_metric *m_streams, *m_sent;
 };
+
+/* The subscription of a link of feed->subs; NULL for NULL (the end of the list). */
+static events_sub *sub_of(sx_link *l)
+{
+    return l ? SX_CONTAINER(l, events_sub, link) : NULL;
+}
 
 /* ------------------------------------------------------------------ frames */
 
@@ -280,10 +287,7 @@ int events_sub_open(events_feed *f, const events_sub_options *o, events_sub **ou
     s->resume_id = o->last_id;
     s->cursor = f->head;
     s->linked = true;
-    s->next = f->subs;
-    if (s->next)
-        s->next->prev = s;
-    f->subs = s;
+    sx_list_push_front(&f->subs, &s->link);
     f->nsubs++;
     f->opens++;
     deliver_locked(s, f->hello, sx_monotonic_ms());
@@ -354,12 +358,7 @@ void events_sub_close(events_sub *s)
     events_feed *f = s->feed;
     pthread_mutex_lock(&f->mu);
     if (s->linked) {
-        if (s->prev)
-            s->prev->next = s->next;
-        else
-            f->subs = s->next;
-        if (s->next)
-            s->next->prev = s->prev;
+        sx_list_remove(&f->subs, &s->link);
         s->linked = false;
         f->nsubs--;
         if (f->m_streams)
@@ -406,7 +405,7 @@ static int poll_new(events_feed *f, pg_conn *c, bool *pending, sx_err *err)
         if (jump) {
             f->head = pos_max(f->head, h);
             f->head_known = true;
-            for (events_sub *s = f->subs; s; s = s->next)
+            for (events_sub *s = sub_of(f->subs.head); s; s = sub_of(s->link.next))
                 if (!s->catching_up)
                     s->cursor = pos_max(s->cursor, f->head);
         }
@@ -432,7 +431,7 @@ static int poll_new(events_feed *f, pg_conn *c, bool *pending, sx_err *err)
         pthread_mutex_lock(&f->mu);
         for (size_t i = 0; i < list.count; i++) {
             const event_record *e = &list.items[i];
-            for (events_sub *s = f->subs; s; s = s->next) {
+            for (events_sub *s = sub_of(f->subs.head); s; s = sub_of(s->link.next)) {
                 if (s->catching_up || pos_cmp(e->pos, s->cursor) <= 0)
                     continue;
                 s->cursor = e->pos;
@@ -519,7 +518,7 @@ static int catch_up(events_feed *f, pg_conn *c, sx_err *err)
     }
     size_t n = 0;
     events_sub **work = f->nsubs ? sx_calloc(f->nsubs, sizeof(*work)) : NULL;
-    for (events_sub *s = f->subs; s; s = s->next) {
+    for (events_sub *s = sub_of(f->subs.head); s; s = sub_of(s->link.next)) {
         if (!s->catching_up)
             continue;
         pthread_mutex_lock(&s->mu);
@@ -590,7 +589,7 @@ static void run_round(events_feed *f)
 static int64_t keepalives_locked(events_feed *f, int64_t now)
 {
     int64_t next = INT64_MAX;
-    for (events_sub *s = f->subs; s; s = s->next) {
+    for (events_sub *s = sub_of(f->subs.head); s; s = sub_of(s->link.next)) {
         if (now - s->last_frame_ms >= f->keepalive_ms)
             deliver_locked(s, f->keepalive, now);
         if (s->last_frame_ms + f->keepalive_ms < next)
@@ -696,7 +695,7 @@ static void feed_wake(void *ctx)
     pthread_mutex_lock(&f->mu);
     f->stopping = true;
     f->closed = true;
-    for (events_sub *s = f->subs; s; s = s->next) {
+    for (events_sub *s = sub_of(f->subs.head); s; s = sub_of(s->link.next)) {
         pthread_mutex_lock(&s->mu);
         s->ended = true;
         void (*wake)(void *) = s->wake;

@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,18 +85,15 @@ static bool has_sql_suffix(const char *name)
 
 static int read_file(const char *path, const char *name, char **out, size_t *len, sx_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return sx_err_set(err, SX_EIO, "could not open migration %s: %s", path, strerror(errno));
+    *out = NULL;
+    *len = 0;
     sx_buf b = {0};
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-        sx_buf_append(&b, chunk, n);
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad) {
+    int rc = sx_buf_read_file(&b, path, SIZE_MAX);
+    if (rc) {
+        int e = errno;
         sx_buf_free(&b);
+        if (rc < 0)
+            return sx_err_set(err, SX_EIO, "could not open migration %s: %s", path, strerror(e));
         return sx_err_set(err, SX_EIO, "could not read migration %s", path);
     }
     if (b.len != strlen(sx_buf_cstr(&b))) {
@@ -154,14 +152,8 @@ static int exec_simple(PGconn *conn, const char *sql, int n, const char *const *
     if (out)
         *out = NULL;
     PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
-    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        if (out)
-            *out = r;
-        else
-            PQclear(r);
+    if (pg_result_take(r, out))
         return 0;
-    }
     int rc = pg_result_error(conn, r, what, err);
     PQclear(r);
     return rc;

@@ -361,20 +361,26 @@ int pg_result_error(PGconn *conn, const PGresult *res, const char *what, sx_err 
     return code;
 }
 
+bool pg_result_take(PGresult *res, PGresult **out)
+{
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return false;
+    if (out)
+        *out = res;
+    else
+        PQclear(res);
+    return true;
+}
+
 int pg_exec_ex(pg_conn *c, const char *sql, int n, const char *const *params, const int *lengths,
                const int *formats, int result_format, PGresult **out, sx_err *err)
 {
     if (out)
         *out = NULL;
     PGresult *res = PQexecParams(c->conn, sql, n, NULL, params, lengths, formats, result_format);
-    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        if (out)
-            *out = res;
-        else
-            PQclear(res);
+    if (pg_result_take(res, out))
         return 0;
-    }
     sx_err local;
     sx_err *e = err ? err : &local;
     int code = pg_result_error(c->conn, res, "database error", e);

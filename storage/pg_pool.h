@@ -92,6 +92,10 @@ int pg_tx(pg_pool *p, pg_tx_fn fn, void *ctx, sx_err *err) SX_MUSTCHECK;
 /* Maps a failed result (or a connection with no result) to an sx_err code; exposed
  * for the listener, which runs its own connection. res may be NULL. */
 int pg_result_error(PGconn *conn, const PGresult *res, const char *what, sx_err *err);
+/* Whether res (NULL allowed) is a successful command or query result; if so it goes to
+ * *out, or is cleared when out is NULL. A failed result stays with the caller, for
+ * pg_result_error and then PQclear. */
+bool pg_result_take(PGresult *res, PGresult **out);
 
 /* Helpers for reading results: value of row/col as a string ("" when NULL), and
  * whether it is NULL. */

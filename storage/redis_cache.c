@@ -33,6 +33,7 @@
 #include "server/base/buf.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/num.h"
 
 #define COMPONENT          "redis_cache"
 #define DEFAULT_TIMEOUT_MS 500
@@ -118,20 +119,6 @@ static char *pct_decode(const char *s, size_t n)
     return out;
 }
 
-/* Parses a decimal integer in s[0..n) within [lo, hi]; -1 when it is not one. */
-static long parse_num(const char *s, size_t n, long lo, long hi)
-{
-    if (n == 0 || n > 10)
-        return -1;
-    long v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v < lo || v > hi ? -1 : v;
-}
-
 /* redis://[[user]:password@]host[:port][/db] */
 static int parse_url(redis_cache *c, const char *url, sx_err *err)
 {
@@ -187,7 +174,7 @@ static int parse_url(redis_cache *c, const char *url, sx_err *err)
     if (after < end) {
         if (*after != ':')
             return sx_err_set(err, SX_EINVAL, "invalid redis url \"%s\": junk after host", shown);
-        long port = parse_num(after + 1, (size_t)(end - after - 1), 1, 65535);
+        long long port = sx_parse_digits(after + 1, (size_t)(end - after - 1), 10, 1, 65535);
         if (port < 0)
             return sx_err_set(err, SX_EINVAL,
                               "invalid redis url \"%s\": port must be between 1 and 65535", shown);
@@ -195,7 +182,7 @@ static int parse_url(redis_cache *c, const char *url, sx_err *err)
     }
     c->db = -1;
     if (*end == '/' && end[1] != '\0') {
-        long db = parse_num(end + 1, strlen(end + 1), 0, INT_MAX);
+        long long db = sx_parse_digits(end + 1, strlen(end + 1), 10, 0, INT_MAX);
         if (db < 0)
             return sx_err_set(err, SX_EINVAL,
                               "invalid redis url \"%s\": database must be a non-negative integer",

@@ -87,13 +87,8 @@ static int read_entry(sx_arena *a, const PGresult *r, int row, void *item, sx_er
     if ((rc = repo_i64(r, row, 0, 0, &o->id, err)) || (rc = repo_i64(r, row, 8, 0, &status, err)) ||
         (rc = repo_json(a, r, row, 11, &o->details, err)))
         return rc;
-    o->at = repo_str(a, r, row, 1);
-    o->actor = repo_str(a, r, row, 2);
-    o->actor_role = repo_str(a, r, row, 3);
-    o->action = repo_str(a, r, row, 4);
-    o->resource_type = repo_str(a, r, row, 5);
-    o->resource_id = repo_str(a, r, row, 6);
-    o->result = repo_str(a, r, row, 7);
+    REPO_STRS(a, r, row, 1, &o->at, &o->actor, &o->actor_role, &o->action, &o->resource_type,
+              &o->resource_id, &o->result);
     o->status_code = (int)status;
     o->request_id = repo_str(a, r, row, 9);
     o->source_ip = repo_str(a, r, row, 10);

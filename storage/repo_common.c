@@ -32,6 +32,12 @@ char *repo_str(sx_arena *a, const PGresult *r, int row, int col)
     return sx_arena_strndup(a, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
 }
 
+void repo_strs(sx_arena *a, const PGresult *r, int row, int col, char **const *fields, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        *fields[i] = repo_str(a, r, row, col + (int)i);
+}
+
 int repo_i64(const PGresult *r, int row, int col, long long dflt, long long *out, sx_err *err)
 {
     if (PQgetisnull(r, row, col)) {

@@ -39,6 +39,12 @@ int repo_limit(int limit);
 
 /* Copy of a text column in a (NULL when the value is SQL NULL). */
 char *repo_str(sx_arena *a, const PGresult *r, int row, int col);
+/* Copies of the text columns col, col + 1, ... into the string fields listed, in order
+ * (see repo_str): REPO_STRS(a, r, row, 2, &o->at, &o->type) reads columns 2 and 3. */
+#define REPO_STRS(a, r, row, col, ...)                                                             \
+    repo_strs(a, r, row, col, (char **[]){__VA_ARGS__},                                            \
+              sizeof((char **[]){__VA_ARGS__}) / sizeof(char **))
+void repo_strs(sx_arena *a, const PGresult *r, int row, int col, char **const *fields, size_t n);
 /* Integer column; dflt when SQL NULL. SX_EINTERNAL when it is not an integer. */
 int repo_i64(const PGresult *r, int row, int col, long long dflt, long long *out,
              sx_err *err) SX_MUSTCHECK;

@@ -121,14 +121,8 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     o->current_wave = (int)wave;
     o->state_reason = repo_str(a, r, row, 6);
     o->nack_threshold = strtod(PQgetvalue(r, row, 7), NULL);
-    o->created_by = repo_str(a, r, row, 11);
-    o->reason = repo_str(a, r, row, 12);
-    o->owner_replica = repo_str(a, r, row, 13);
-    o->lease_until = repo_str(a, r, row, 14);
-    o->created_at = repo_str(a, r, row, 15);
-    o->started_at = repo_str(a, r, row, 16);
-    o->finished_at = repo_str(a, r, row, 17);
-    o->updated_at = repo_str(a, r, row, 18);
+    REPO_STRS(a, r, row, 11, &o->created_by, &o->reason, &o->owner_replica, &o->lease_until,
+              &o->created_at, &o->started_at, &o->finished_at, &o->updated_at);
     long long prev, limit;
     if ((rc = repo_strv(a, r, row, 19, &o->groups, &o->group_count, err)) ||
         (rc = repo_json(a, r, row, 20, &o->target_snapshots, err)) ||

@@ -109,12 +109,8 @@ static int read_event(sx_arena *a, const PGresult *r, int row, void *item, sx_er
         (rc = repo_json(a, r, row, 8, &o->data, err)))
         return rc;
     o->pos.id = o->id;
-    o->at = repo_str(a, r, row, 2);
-    o->type = repo_str(a, r, row, 3);
-    o->replica_id = repo_str(a, r, row, 4);
-    o->deployment_id = repo_str(a, r, row, 5);
-    o->node_id = repo_str(a, r, row, 6);
-    o->group = repo_str(a, r, row, 7);
+    REPO_STRS(a, r, row, 2, &o->at, &o->type, &o->replica_id, &o->deployment_id, &o->node_id,
+              &o->group);
     if (!json_is_object(o->data))
         return sx_err_set(err, SX_EINTERNAL, "event %lld has data that is not an object", o->id);
     return 0;

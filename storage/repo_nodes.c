@@ -82,8 +82,12 @@ static int check_str(const char *field, const char *v, size_t max, sx_err *err)
     return 0;
 }
 
-static int check_ids(const char *const *ids, size_t n, sx_err *err)
+/* The start of a statement on a list of node ids: *updated (NULL allowed) reset to 0,
+ * then each id checked. */
+static int check_ids(const char *const *ids, size_t n, int *updated, sx_err *err)
 {
+    if (updated)
+        *updated = 0;
     for (size_t i = 0; i < n; i++) {
         char field[32];
         snprintf(field, sizeof(field), "node_ids[%zu]", i);
@@ -202,12 +206,8 @@ int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count,
 
 int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *updated, sx_err *err)
 {
-    if (updated)
-        *updated = 0;
-    if (n == 0)
-        return 0;
-    int rc = check_ids(node_ids, n, err);
-    if (rc)
+    int rc = check_ids(node_ids, n, updated, err);
+    if (rc || n == 0)
         return rc;
     sx_arena *a = sx_arena_create();
     const char *p[] = {repo_strv_param(a, node_ids, n)};
@@ -222,6 +222,13 @@ int node_repo_touch(pg_conn *c, const char *const *node_ids, size_t n, int *upda
                          1, p, updated, err);
     sx_arena_destroy(a);
     return rc;
+}
+
+/* Checks node_id and writes version into v as the text of a statement parameter. */
+static int check_node_version(const char *node_id, long long version, char v[24], sx_err *err)
+{
+    snprintf(v, 24, "%lld", version);
+    return check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
 }
 
 static int update_status(pg_conn *c, const char *sql, int n, const char *const *p,
@@ -251,11 +258,10 @@ int node_repo_record_report(pg_conn *c, const char *node_id, const node_report *
 
 int node_repo_record_sent(pg_conn *c, const char *node_id, long long version, sx_err *err)
 {
-    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    char v[24];
+    int rc = check_node_version(node_id, version, v, err);
     if (rc)
         return rc;
-    char v[24];
-    snprintf(v, sizeof(v), "%lld", version);
     const char *p[] = {node_id, v};
     return update_status(c,
                          "UPDATE node_status SET sent_snapshot_version = $2::bigint,"
@@ -276,11 +282,10 @@ int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, 
         *previous = 0;
     if (group)
         *group = NULL;
-    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    char v[24];
+    int rc = check_node_version(node_id, version, v, err);
     if (rc)
         return rc;
-    char v[24];
-    snprintf(v, sizeof(v), "%lld", version);
     const char *p[] = {node_id, v};
     PGresult *r;
     /* The old value comes from a locked read of the same row, since RETURNING sees only
@@ -317,11 +322,10 @@ int node_repo_record_nack_ex(pg_conn *c, const char *node_id, long long version,
 {
     if (group)
         *group = NULL;
-    int rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err);
+    char v[24], max[16];
+    int rc = check_node_version(node_id, version, v, err);
     if (rc)
         return rc;
-    char v[24], max[16];
-    snprintf(v, sizeof(v), "%lld", version);
     snprintf(max, sizeof(max), "%d", NACK_ERROR_MAX);
     const char *p[] = {node_id, v, error ? error : "", max};
     PGresult *r;
@@ -346,9 +350,7 @@ static int read_stale(sx_arena *a, const PGresult *r, int row, void *item, sx_er
 {
     (void)err;
     node_stale *v = item;
-    v->node_id = repo_str(a, r, row, 0);
-    v->group = repo_str(a, r, row, 1);
-    v->last_seen = repo_str(a, r, row, 2);
+    REPO_STRS(a, r, row, 0, &v->node_id, &v->group, &v->last_seen);
     return 0;
 }
 
@@ -397,12 +399,8 @@ int node_repo_mark_lost(pg_conn *c, long long disconnected_after_ms, int limit, 
 int node_repo_assign(pg_conn *c, const char *const *node_ids, size_t n, long long version,
                      const char *deployment_id, int *updated, sx_err *err)
 {
-    if (updated)
-        *updated = 0;
-    if (n == 0)
-        return 0;
-    int rc = check_ids(node_ids, n, err);
-    if (rc)
+    int rc = check_ids(node_ids, n, updated, err);
+    if (rc || n == 0)
         return rc;
     if (deployment_id && !repo_is_uuid(deployment_id))
         return sx_err_set(err, SX_EINVAL, "invalid deployment id \"%s\"", deployment_id);
@@ -429,9 +427,7 @@ static int read_node(sx_arena *a, const PGresult *r, int row, void *item, sx_err
     memset(o, 0, sizeof(*o));
     long long nacks = 0;
     int rc;
-    o->node_id = repo_str(a, r, row, 0);
-    o->group = repo_str(a, r, row, 1);
-    o->ns = repo_str(a, r, row, 2);
+    REPO_STRS(a, r, row, 0, &o->node_id, &o->group, &o->ns);
     if ((rc = repo_json(a, r, row, 3, &o->labels, err)) ||
         (rc = repo_json(a, r, row, 4, &o->metadata, err)))
         return rc;
@@ -458,9 +454,7 @@ static int read_node(sx_arena *a, const PGresult *r, int row, void *item, sx_err
     o->sent_at = repo_str(a, r, row, 22);
     o->reported = !PQgetisnull(r, row, 23);
     o->report_ready = repo_bool(r, row, 23);
-    o->report_version = repo_str(a, r, row, 24);
-    o->report_message = repo_str(a, r, row, 25);
-    o->reported_at = repo_str(a, r, row, 26);
+    REPO_STRS(a, r, row, 24, &o->report_version, &o->report_message, &o->reported_at);
     const char *st = PQgetvalue(r, row, 27);
     o->state = states[2];
     for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)

@@ -106,9 +106,7 @@ static int read_candidate(sx_arena *a, const PGresult *r, int row, void *item, s
 {
     (void)err;
     pin_candidate *v = item;
-    v->node_id = repo_str(a, r, row, 0);
-    v->group = repo_str(a, r, row, 1);
-    v->ns = repo_str(a, r, row, 2);
+    REPO_STRS(a, r, row, 0, &v->node_id, &v->group, &v->ns);
     v->connected = repo_bool(r, row, 3);
     return 0;
 }

@@ -138,9 +138,7 @@ static int read_snap(sx_arena *a, const PGresult *r, int row, bool list, bool wi
         PQfreemem(raw);
     }
     o->checksum = repo_str(a, r, row, 4);
-    o->reason = repo_str(a, r, row, 6);
-    o->created_by = repo_str(a, r, row, 7);
-    o->created_at = repo_str(a, r, row, 8);
+    REPO_STRS(a, r, row, 6, &o->reason, &o->created_by, &o->created_at);
     o->deployment_id = PQgetisnull(r, row, 9) ? NULL : repo_str(a, r, row, 9);
     if (with_ir)
         return repo_json(a, r, row, 10, &o->ir, err);
@@ -530,11 +528,13 @@ static int query_page(snap_repo *r, sx_arena *a, const repo_page_spec *s, int li
                       repo_page *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    const char **params;
-    PGresult *res;
-    int rc = repo_page_params(a, s, limit, cursor, n, p, &params, err);
-    if (rc == 0 && (rc = query(r, a, sql, n, params, &res, err)) == 0)
-        rc = repo_page_read(a, s, limit, res, out, err);
+    const char **checked;
+    pg_conn *c;
+    int rc = repo_page_params(a, s, limit, cursor, n, p, &checked, err);
+    if (rc || (rc = pg_acquire(r->pool, &c, err)) != 0)
+        return rc;
+    rc = repo_page_query(c, a, s, limit, cursor, sql, n, p, out, err);
+    pg_release(r->pool, c);
     return rc;
 }
 

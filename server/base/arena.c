@@ -110,18 +110,17 @@ char *sx_arena_strdup(sx_arena *a, const char *s)
     return sx_arena_strndup(a, s, strlen(s));
 }
 
+static void *arena_alloc(void *a, size_t n)
+{
+    return sx_arena_alloc(a, n);
+}
+
 char *sx_arena_printf(sx_arena *a, const char *fmt, ...)
 {
-    va_list ap, ap2;
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *p = sx_vformat(arena_alloc, a, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        n = 0;
-    char *p = sx_arena_alloc(a, (size_t)n + 1);
-    vsnprintf(p, (size_t)n + 1, fmt, ap2);
-    va_end(ap2);
     return p;
 }
 

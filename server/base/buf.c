@@ -6,6 +6,7 @@
 #include "server/base/buf.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,4 +83,18 @@ void sx_buf_free(sx_buf *b)
     sx_free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+}
+
+int sx_buf_read_file(sx_buf *b, const char *path, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -1;
+    char chunk[8192];
+    size_t n;
+    while (b->len <= max && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        sx_buf_append(b, chunk, n);
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    return failed ? 1 : 0;
 }

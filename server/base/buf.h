@@ -28,5 +28,10 @@ void sx_buf_reset(sx_buf *b);
 /* Returns the bytes (caller frees; never NULL) and leaves b empty. */
 char *sx_buf_steal(sx_buf *b);
 void sx_buf_free(sx_buf *b);
+/* Reads the file at path into b (empty), stopping once more than max bytes are in, so
+ * that b->len > max tells a file larger than max (SIZE_MAX: no limit). Returns 0; -1
+ * when the file cannot be opened (errno says why); 1 when reading it fails. b keeps
+ * what was read either way. */
+int sx_buf_read_file(sx_buf *b, const char *path, size_t max);
 
 #endif

@@ -23,6 +23,14 @@ void sx_cond_init_monotonic(pthread_cond_t *cv)
     pthread_condattr_destroy(&a);
 }
 
+void sx_cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, bool *flag)
+{
+    pthread_mutex_lock(mu);
+    *flag = true;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(mu);
+}
+
 struct timespec sx_deadline_in(int64_t ms)
 {
     if (ms < 0)

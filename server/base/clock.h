@@ -1,12 +1,13 @@
 /*
  * clock.h — time as the rest of the code needs it: monotonic milliseconds for
- * deadlines and back-off, the back-off steps themselves, and RFC 3339 UTC text for logs, IR and
- * APIs.
+ * deadlines and back-off, the condition variables threads wait on, the back-off steps
+ * themselves, and RFC 3339 UTC text for logs, IR and APIs.
  */
 #ifndef SX_BASE_CLOCK_H
 #define SX_BASE_CLOCK_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -21,6 +22,9 @@ void sx_cond_init_monotonic(pthread_cond_t *cv);
 /* The monotonic instant ms milliseconds from now (a negative ms counts as 0),
  * as pthread_cond_timedwait takes it on a condition from sx_cond_init_monotonic. */
 struct timespec sx_deadline_in(int64_t ms);
+/* Sets *flag under mu and wakes every thread waiting on cv for it (to stop a worker,
+ * say). */
+void sx_cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, bool *flag);
 /* The next delay of a doubling back-off: min_ms after none (ms == 0), else twice ms, at
  * most max_ms. */
 int sx_backoff_next(int ms, int min_ms, int max_ms);

@@ -65,18 +65,31 @@ char *sx_strndup(const char *s, size_t n)
     return p;
 }
 
-char *sx_asprintf(const char *fmt, ...)
+char *sx_vformat(void *(*alloc)(void *ctx, size_t n), void *ctx, const char *fmt, va_list ap)
 {
-    va_list ap, ap2;
-    va_start(ap, fmt);
+    va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
     if (n < 0)
         n = 0;
-    char *p = sx_malloc((size_t)n + 1);
-    vsnprintf(p, (size_t)n + 1, fmt, ap2);
-    va_end(ap2);
+    char *p = alloc(ctx, (size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    return p;
+}
+
+static void *heap_alloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    return sx_malloc(n);
+}
+
+char *sx_asprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = sx_vformat(heap_alloc, NULL, fmt, ap);
+    va_end(ap);
     return p;
 }
 

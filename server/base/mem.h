@@ -7,6 +7,7 @@
 #ifndef SX_BASE_MEM_H
 #define SX_BASE_MEM_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "server/base/err.h"
@@ -20,6 +21,10 @@ char *sx_strdup(const char *s);
 char *sx_strndup(const char *s, size_t n);
 /* snprintf into a new string of the right size. */
 char *sx_asprintf(const char *fmt, ...) SX_PRINTF(1, 2);
+/* vsnprintf into a new string of the right size from alloc(ctx, size), which must not
+ * return NULL; the string belongs to whoever owns alloc's memory. */
+char *sx_vformat(void *(*alloc)(void *ctx, size_t n), void *ctx, const char *fmt, va_list ap)
+    SX_PRINTF(3, 0);
 void sx_free(void *p);
 
 #endif

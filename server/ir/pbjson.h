@@ -67,5 +67,7 @@ void pbjson_walk(const ProtobufCMessage *msg, const char *path_prefix, pbjson_vi
 void pbjson_path_field(sx_buf *path, const char *name);
 void pbjson_path_index(sx_buf *path, size_t index);
 void pbjson_path_key(sx_buf *path, const char *key);
+/* Cuts path back to len bytes (what it was before a step was appended). */
+void pbjson_path_truncate(sx_buf *path, size_t len);
 
 #endif

@@ -20,25 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/base/b64.h"
 #include "server/base/buf.h"
 #include "server/base/mem.h"
 
 #include "server/ir/pbjson_internal.h"
-
-static int b64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
 
 /* Decodes standard or URL-safe base64, padded or not. False on bad input. */
 static bool base64_decode(const char *s, size_t n, ProtobufCBinaryData *out)
@@ -51,22 +37,11 @@ static bool base64_decode(const char *s, size_t n, ProtobufCBinaryData *out)
     if (n % 4 == 1 || (pad && (n + pad) % 4 != 0))
         return false;
     uint8_t *data = n ? sx_malloc(n / 4 * 3 + 3) : NULL;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_value(s[i]);
-        if (v < 0) {
-            sx_free(data);
-            return false;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            data[o++] = (uint8_t)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+    size_t o;
+    bool clean; /* bits left over past the last byte are ignored */
+    if (!sx_b64_decode(s, n, SX_B64_ANY, data, &o, &clean)) {
+        sx_free(data);
+        return false;
     }
     out->len = o;
     out->data = data;
@@ -290,50 +265,6 @@ static numres double_to_u64(double d, uint64_t max, uint64_t *out)
     return NUM_OK;
 }
 
-static numres str_to_i64(const char *s, int64_t min, int64_t max, int64_t *out)
-{
-    const char *digs = *s == '-' ? s + 1 : s;
-    if (all_digits(digs)) {
-        errno = 0;
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (errno == ERANGE || v < min || v > max)
-            return NUM_RANGE;
-        *out = v;
-        return NUM_OK;
-    }
-    double d;
-    bool overflow;
-    if (!parse_double_str(s, &d, &overflow))
-        return NUM_SYNTAX;
-    return double_to_i64(d, min, max, out);
-}
-
-static numres str_to_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (*s == '-' && all_digits(s + 1)) {
-        for (const char *p = s + 1; *p; p++)
-            if (*p != '0')
-                return NUM_RANGE;
-        *out = 0;
-        return NUM_OK;
-    }
-    if (all_digits(s)) {
-        errno = 0;
-        char *end;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno == ERANGE || v > max)
-            return NUM_RANGE;
-        *out = v;
-        return NUM_OK;
-    }
-    double d;
-    bool overflow;
-    if (!parse_double_str(s, &d, &overflow))
-        return NUM_SYNTAX;
-    return double_to_u64(d, max, out);
-}
-
 static void fail_num(dctx *c, numres r, const json_t *j, bool is_signed, int64_t min, uint64_t max)
 {
     if (r == NUM_SYNTAX)
@@ -378,43 +309,71 @@ static void int_store(pbjson_int k, void *p, int64_t i, uint64_t u)
     }
 }
 
-static bool decode_i64(dctx *c, const json_t *j, int64_t min, int64_t max, int64_t *out)
+/* An integer of kind k (see int_limits) from a JSON string: decimal digits, with a "-"
+ * for the signed kinds (and "-0" for the unsigned ones), or a number with a fraction or
+ * an exponent whose value is whole. Signed kinds go to *i, unsigned ones to *u. */
+static numres str_to_int(const char *s, pbjson_int k, int64_t *i, uint64_t *u)
 {
-    numres r;
-    if (json_is_integer(j)) {
-        json_int_t v = json_integer_value(j);
-        r = v < min || v > max ? NUM_RANGE : NUM_OK;
-        if (r == NUM_OK)
-            *out = v;
-    } else if (json_is_real(j)) {
-        r = double_to_i64(json_real_value(j), min, max, out);
-    } else if (json_is_string(j)) {
-        r = str_to_i64(json_string_value(j), min, max, out);
-    } else {
-        r = NUM_SYNTAX;
+    bool is_signed = k == PBJSON_I32 || k == PBJSON_I64;
+    int64_t min = int_limits[k].min, max = int_limits[k].max;
+    uint64_t umax = int_limits[k].umax;
+    if (!is_signed && *s == '-' && all_digits(s + 1)) {
+        for (const char *p = s + 1; *p; p++)
+            if (*p != '0')
+                return NUM_RANGE;
+        *u = 0;
+        return NUM_OK;
     }
-    if (r != NUM_OK)
-        fail_num(c, r, j, true, min, (uint64_t)max);
-    return r == NUM_OK;
+    if (all_digits(is_signed && *s == '-' ? s + 1 : s)) {
+        errno = 0;
+        char *end;
+        if (is_signed) {
+            long long v = strtoll(s, &end, 10);
+            if (errno == ERANGE || v < min || v > max)
+                return NUM_RANGE;
+            *i = v;
+        } else {
+            unsigned long long v = strtoull(s, &end, 10);
+            if (errno == ERANGE || v > umax)
+                return NUM_RANGE;
+            *u = v;
+        }
+        return NUM_OK;
+    }
+    double d;
+    bool overflow;
+    if (!parse_double_str(s, &d, &overflow))
+        return NUM_SYNTAX;
+    return is_signed ? double_to_i64(d, min, max, i) : double_to_u64(d, umax, u);
 }
 
-static bool decode_u64(dctx *c, const json_t *j, uint64_t max, uint64_t *out)
+/* An integer field of kind k from a JSON number or string (see str_to_int). */
+static bool decode_int(dctx *c, const json_t *j, pbjson_int k, int64_t *i, uint64_t *u)
 {
+    bool is_signed = k == PBJSON_I32 || k == PBJSON_I64;
+    int64_t min = int_limits[k].min, max = int_limits[k].max;
+    uint64_t umax = int_limits[k].umax;
     numres r;
     if (json_is_integer(j)) {
         json_int_t v = json_integer_value(j);
-        r = v < 0 || (uint64_t)v > max ? NUM_RANGE : NUM_OK;
-        if (r == NUM_OK)
-            *out = (uint64_t)v;
+        if (is_signed)
+            r = v < min || v > max ? NUM_RANGE : NUM_OK;
+        else
+            r = v < 0 || (uint64_t)v > umax ? NUM_RANGE : NUM_OK;
+        if (r == NUM_OK && is_signed)
+            *i = v;
+        else if (r == NUM_OK)
+            *u = (uint64_t)v;
     } else if (json_is_real(j)) {
-        r = double_to_u64(json_real_value(j), max, out);
+        double d = json_real_value(j);
+        r = is_signed ? double_to_i64(d, min, max, i) : double_to_u64(d, umax, u);
     } else if (json_is_string(j)) {
-        r = str_to_u64(json_string_value(j), max, out);
+        r = str_to_int(json_string_value(j), k, i, u);
     } else {
         r = NUM_SYNTAX;
     }
     if (r != NUM_OK)
-        fail_num(c, r, j, false, 0, max);
+        fail_num(c, r, j, is_signed, is_signed ? min : 0, is_signed ? (uint64_t)max : umax);
     return r == NUM_OK;
 }
 
@@ -564,9 +523,7 @@ static bool decode_single(dctx *c, const ProtobufCFieldDescriptor *f, const json
     }
     default: {
         pbjson_int k = pbjson_int_kind(f->type);
-        bool ok = k == PBJSON_I32 || k == PBJSON_I64
-                      ? decode_i64(c, j, int_limits[k].min, int_limits[k].max, &i)
-                      : k != PBJSON_NOT_INT && decode_u64(c, j, int_limits[k].umax, &u);
+        bool ok = k != PBJSON_NOT_INT && decode_int(c, j, k, &i, &u);
         if (ok)
             int_store(k, p, i, u);
         return ok;
@@ -599,9 +556,7 @@ static void decode_map_key(dctx *c, const ProtobufCFieldDescriptor *kf, const ch
             fail(c, "map key type is not supported");
             return;
         }
-        r = k == PBJSON_I32 || k == PBJSON_I64
-                ? str_to_i64(key, int_limits[k].min, int_limits[k].max, &i)
-                : str_to_u64(key, int_limits[k].umax, &u);
+        r = str_to_int(key, k, &i, &u);
         if (r == NUM_OK)
             int_store(k, p, i, u);
         break;

@@ -71,8 +71,6 @@ ProtobufCMessage *pbjson_new_message(const ProtobufCMessageDescriptor *d);
 bool pbjson_field_present(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f);
 /* Whether f tracks presence (optional, oneof member or message). */
 bool pbjson_has_presence(const ProtobufCFieldDescriptor *f);
-/* Cuts path back to len bytes. */
-void pbjson_path_truncate(sx_buf *path, size_t len);
 /* Whether s[0..n) is valid UTF-8. */
 bool pbjson_utf8_valid(const unsigned char *s, size_t n);
 /* Days since 1970-01-01 of a proleptic Gregorian date, and back. */

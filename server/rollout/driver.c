@@ -241,10 +241,7 @@ static int driver_start(void *ctx, sx_err *err)
 static void driver_stop(void *ctx)
 {
     rollout_driver *d = ctx;
-    pthread_mutex_lock(&d->mu);
-    d->stopping = true;
-    pthread_cond_signal(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    sx_cond_raise(&d->mu, &d->cv, &d->stopping);
     if (d->started)
         pthread_join(d->thread, NULL);
     d->started = false;

@@ -331,10 +331,7 @@ static void *worker(void *arg)
 static void loader_wake(void *ctx)
 {
     snap_loader *l = ctx;
-    pthread_mutex_lock(&l->mu);
-    l->stopping = true;
-    pthread_cond_broadcast(&l->cv);
-    pthread_mutex_unlock(&l->mu);
+    sx_cond_raise(&l->mu, &l->cv, &l->stopping);
 }
 
 static bool loader_ready(void *ctx)

@@ -19,32 +19,35 @@
 #include "server/base/mem.h"
 #include "server/translate/translate.h"
 
-static const char *const TYPE_URLS[TR_TYPE_COUNT] = {
-    [TR_SDS] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
-    [TR_CDS] = "type.googleapis.com/envoy.config.cluster.v3.Cluster",
-    [TR_EDS] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
-    [TR_LDS] = "type.googleapis.com/envoy.config.listener.v3.Listener",
-    [TR_RDS] = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
-};
-
-static const char *const TYPE_NAMES[TR_TYPE_COUNT] = {
-    [TR_SDS] = "sds", [TR_CDS] = "cds", [TR_EDS] = "eds", [TR_LDS] = "lds", [TR_RDS] = "rds",
+/* Each type's short name (metrics, logs), what one resource of it is (messages) and its
+ * type URL. */
+static const struct {
+    const char *name, *what, *url;
+} TYPES[TR_TYPE_COUNT] = {
+    [TR_SDS] = {"sds", "secret",
+                "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"},
+    [TR_CDS] = {"cds", "cluster", "type.googleapis.com/envoy.config.cluster.v3.Cluster"},
+    [TR_EDS] = {"eds", "load assignment",
+                "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"},
+    [TR_LDS] = {"lds", "listener", "type.googleapis.com/envoy.config.listener.v3.Listener"},
+    [TR_RDS] = {"rds", "route configuration",
+                "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"},
 };
 
 const char *tr_type_url(tr_type t)
 {
-    return (unsigned)t < TR_TYPE_COUNT ? TYPE_URLS[t] : "";
+    return (unsigned)t < TR_TYPE_COUNT ? TYPES[t].url : "";
 }
 
 const char *tr_type_name(tr_type t)
 {
-    return (unsigned)t < TR_TYPE_COUNT ? TYPE_NAMES[t] : "";
+    return (unsigned)t < TR_TYPE_COUNT ? TYPES[t].name : "";
 }
 
 int tr_type_from_url(const char *type_url, tr_type *out)
 {
     for (int t = 0; t < TR_TYPE_COUNT; t++) {
-        if (type_url && strcmp(type_url, TYPE_URLS[t]) == 0) {
+        if (type_url && strcmp(type_url, TYPES[t].url) == 0) {
             *out = (tr_type)t;
             return 0;
         }
@@ -65,14 +68,6 @@ void tr_resource_items_free(tr_resource *items, size_t n)
     }
     sx_free(items);
 }
-
-static const char *const TYPE_WHAT[TR_TYPE_COUNT] = {
-    [TR_SDS] = "secret",
-    [TR_CDS] = "cluster",
-    [TR_EDS] = "load assignment",
-    [TR_LDS] = "listener",
-    [TR_RDS] = "route configuration",
-};
 
 int tr_resources_build(const ir_snapshot *ir, const char *group, long long version,
                        tr_resources **out, sx_err *err)
@@ -96,7 +91,7 @@ int tr_resources_build(const ir_snapshot *ir, const char *group, long long versi
          * two resources of one name would make every client see only one of them. */
         for (size_t i = 1; i < o->count; i++)
             if (strcmp(o->items[i].name, o->items[i - 1].name) == 0)
-                tr_error(&tr, TYPE_NAMES[t], "two %ss are named \"%s\"", TYPE_WHAT[t],
+                tr_error(&tr, TYPES[t].name, "two %ss are named \"%s\"", TYPES[t].what,
                          o->items[i].name);
     }
 

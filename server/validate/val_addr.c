@@ -59,3 +59,22 @@ const char *val_listener_addr(const val_listener *l, size_t k, char *field, size
     snprintf(field, n, "addresses[%zu]", k - 1);
     return VAL_S(l->addresses[k - 1]);
 }
+
+const char *val_sockets_clash(const val_listener *a, const val_listener *b)
+{
+    char fx[32], fy[32];
+    if (a == NULL || b == NULL || a->port == 0 || a->port != b->port)
+        return NULL;
+    for (size_t x = 0;; x++) {
+        const char *ax = val_listener_addr(a, x, fx, sizeof fx);
+        if (ax == NULL)
+            return NULL;
+        for (size_t y = 0;; y++) {
+            const char *by = val_listener_addr(b, y, fy, sizeof fy);
+            if (by == NULL)
+                break;
+            if (val_addrs_overlap(ax, by))
+                return ax;
+        }
+    }
+}

@@ -27,28 +27,11 @@ static void listeners(val_ctx *c, const ir_snapshot *ir)
     char p[VAL_PATH_MAX], ap[64];
     for (size_t j = 0; j < ir->n_listeners; j++) {
         const val_listener *l = ir->listeners[j];
-        if (l == NULL || l->port == 0)
-            continue;
         for (size_t d = 1; d < c->ndocs; d++) {
             const ir_snapshot *pir = c->docs[d].ir;
             for (size_t i = 0; i < pir->n_listeners; i++) {
                 const val_listener *o = pir->listeners[i];
-                if (o == NULL || o->port != l->port)
-                    continue;
-                const char *hit = NULL;
-                for (size_t x = 0; hit == NULL; x++) {
-                    char fx[32], fy[32];
-                    const char *a = val_listener_addr(l, x, fx, sizeof fx);
-                    if (a == NULL)
-                        break;
-                    for (size_t y = 0; hit == NULL; y++) {
-                        const char *b = val_listener_addr(o, y, fy, sizeof fy);
-                        if (b == NULL)
-                            break;
-                        if (val_addrs_overlap(a, b))
-                            hit = a;
-                    }
-                }
+                const char *hit = val_sockets_clash(l, o);
                 if (hit == NULL)
                     continue;
                 snprintf(p, sizeof p, "spec.listeners[%zu].port", j);
@@ -88,54 +71,67 @@ static size_t path_of(const val_http_match *m, const char **out)
     return len;
 }
 
-static bool same_headers(val_header_match **a, size_t na, val_header_match **b, size_t nb)
+/* Whether two lists (na and nb entries) hold the same entries in any order; same(a, i,
+ * b, j) compares entry i of list a with entry j of list b. */
+static bool same_sets(const void *a, size_t na, const void *b, size_t nb,
+                      bool (*same)(const void *a, size_t i, const void *b, size_t j))
 {
     if (na != nb)
         return false;
     for (size_t i = 0; i < na; i++) {
         bool found = false;
         for (size_t j = 0; j < nb && !found; j++)
-            found = a[i] && b[j] && strcasecmp(VAL_S(a[i]->name), VAL_S(b[j]->name)) == 0 &&
-                    strcmp(VAL_S(a[i]->value), VAL_S(b[j]->value)) == 0 &&
-                    is_regex(a[i]->type) == is_regex(b[j]->type);
+            found = same(a, i, b, j);
         if (!found)
             return false;
     }
     return true;
 }
 
-static bool same_query(val_query_match **a, size_t na, val_query_match **b, size_t nb)
+/* Whether two header or query matches, each a name, a value and a match type, are the
+ * same; fold: names do not count case (header names). */
+static bool same_entry(const char *an, const char *av, const char *at, const char *bn,
+                       const char *bv, const char *bt, bool fold)
 {
-    if (na != nb)
-        return false;
-    for (size_t i = 0; i < na; i++) {
-        bool found = false;
-        for (size_t j = 0; j < nb && !found; j++)
-            found = a[i] && b[j] && strcmp(VAL_S(a[i]->name), VAL_S(b[j]->name)) == 0 &&
-                    strcmp(VAL_S(a[i]->value), VAL_S(b[j]->value)) == 0 &&
-                    is_regex(a[i]->type) == is_regex(b[j]->type);
-        if (!found)
-            return false;
-    }
-    return true;
+    int names = fold ? strcasecmp(VAL_S(an), VAL_S(bn)) : strcmp(VAL_S(an), VAL_S(bn));
+    return names == 0 && strcmp(VAL_S(av), VAL_S(bv)) == 0 && is_regex(at) == is_regex(bt);
 }
 
-static bool same_http(const val_http_match *a, const val_http_match *b)
+static bool same_header(const void *la, size_t i, const void *lb, size_t j)
 {
+    val_header_match *const *a = la, *const *b = lb;
+    return a[i] && b[j] &&
+           same_entry(a[i]->name, a[i]->value, a[i]->type, b[j]->name, b[j]->value, b[j]->type,
+                      true);
+}
+
+static bool same_query(const void *la, size_t i, const void *lb, size_t j)
+{
+    val_query_match *const *a = la, *const *b = lb;
+    return a[i] && b[j] &&
+           same_entry(a[i]->name, a[i]->value, a[i]->type, b[j]->name, b[j]->value, b[j]->type,
+                      false);
+}
+
+static bool same_http(const void *ma, const void *mb)
+{
+    const val_http_match *a = ma, *b = mb;
     const char *pa, *pb;
     size_t la = path_of(a, &pa), lb = path_of(b, &pb);
     return strcmp(path_type(a), path_type(b)) == 0 && la == lb && memcmp(pa, pb, la) == 0 &&
            strcmp(VAL_S(a->method), VAL_S(b->method)) == 0 &&
-           same_headers(a->headers, a->n_headers, b->headers, b->n_headers) &&
-           same_query(a->query_params, a->n_query_params, b->query_params, b->n_query_params);
+           same_sets(a->headers, a->n_headers, b->headers, b->n_headers, same_header) &&
+           same_sets(a->query_params, a->n_query_params, b->query_params, b->n_query_params,
+                     same_query);
 }
 
-static bool same_grpc(const val_grpc_match *a, const val_grpc_match *b)
+static bool same_grpc(const void *ma, const void *mb)
 {
+    const val_grpc_match *a = ma, *b = mb;
     return is_regex(a->match_type) == is_regex(b->match_type) &&
            strcmp(VAL_S(a->service), VAL_S(b->service)) == 0 &&
            strcmp(VAL_S(a->method), VAL_S(b->method)) == 0 &&
-           same_headers(a->headers, a->n_headers, b->headers, b->n_headers);
+           same_sets(a->headers, a->n_headers, b->headers, b->n_headers, same_header);
 }
 
 /* The hostnames of a route: "" stands for "any hostname" when it has none. */
@@ -168,8 +164,9 @@ static const char *host_text(const char *h, char *buf, size_t n)
     return buf;
 }
 
-static void describe_http(const val_http_match *m, char *buf, size_t n)
+static void describe_http(const void *match, char *buf, size_t n)
 {
+    const val_http_match *m = match;
     const char *p;
     size_t len = path_of(m, &p);
     int k = snprintf(buf, n, "%s \"%.*s\"", path_type(m), (int)len, p);
@@ -183,8 +180,9 @@ static void describe_http(const val_http_match *m, char *buf, size_t n)
                  m->n_query_params == 1 ? "" : "es");
 }
 
-static void describe_grpc(const val_grpc_match *m, char *buf, size_t n)
+static void describe_grpc(const void *match, char *buf, size_t n)
 {
+    const val_grpc_match *m = match;
     int k =
         snprintf(buf, n, "%sservice \"%s\", method \"%s\"",
                  is_regex(m->match_type) ? "RegularExpression " : "",
@@ -194,131 +192,88 @@ static void describe_grpc(const val_grpc_match *m, char *buf, size_t n)
                  m->n_headers == 1 ? "" : "es");
 }
 
-/* The claim_fn (below) of HTTP routes, and then of gRPC routes. */
-static bool http_claim(const ir_snapshot *ir, const char *h, const void *match, const char **ns,
-                       const char **name)
+/* ---------------------------------------------------------------- routes */
+
+/* What the route checks know of the matches of one kind of route (HTTP, gRPC). */
+typedef struct match_kind {
+    const char *name; /* in messages */
+    const void *any;  /* the match of a rule without matches */
+    size_t what_max;  /* room for a description, with its NUL */
+    void (*describe)(const void *m, char *buf, size_t n);
+    bool (*same)(const void *a, const void *b);
+} match_kind;
+
+static const match_kind MATCH_KINDS[] = {
+    [VAL_ROUTE_HTTP] = {"http", &ANY_PATH, 160, describe_http, same_http},
+    [VAL_ROUTE_GRPC] = {"grpc", &ANY_METHOD, 300, describe_grpc, same_grpc},
+};
+
+/* A search for the first route of one kind that claims host h with match m. */
+typedef struct claim {
+    const match_kind *kind;
+    const char *h;
+    const void *m;
+    bool found;
+    const char *ns, *name; /* the route found */
+} claim;
+
+static void claim_rule(void *arg, const val_rule *u)
 {
-    const val_http_match *m = match;
-    for (size_t i = 0; i < ir->n_http_routes; i++) {
-        const val_http_route *r = ir->http_routes[i];
-        if (r == NULL || !host_in(h, r->hostnames, r->n_hostnames))
-            continue;
-        for (size_t k = 0; k < r->n_rules; k++) {
-            const val_http_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            bool hit = rule->n_matches == 0 && same_http(m, &ANY_PATH);
-            for (size_t j = 0; j < rule->n_matches && !hit; j++)
-                hit = rule->matches[j] && same_http(m, rule->matches[j]);
-            if (hit) {
-                *ns = r->namespace_;
-                *name = r->name;
-                return true;
-            }
-        }
+    claim *cl = arg;
+    if (cl->found || !host_in(cl->h, u->route->hostnames, u->route->n_hostnames))
+        return;
+    bool hit = u->n_matches == 0 && cl->kind->same(cl->m, cl->kind->any);
+    for (size_t j = 0; j < u->n_matches && !hit; j++) {
+        const void *other = val_rule_match(u, j);
+        hit = other && cl->kind->same(cl->m, other);
     }
-    return false;
+    if (hit) {
+        cl->found = true;
+        cl->ns = u->route->namespace_;
+        cl->name = u->route->name;
+    }
 }
 
-static bool grpc_claim(const ir_snapshot *ir, const char *h, const void *match, const char **ns,
-                       const char **name)
-{
-    const val_grpc_match *m = match;
-    for (size_t i = 0; i < ir->n_grpc_routes; i++) {
-        const val_grpc_route *r = ir->grpc_routes[i];
-        if (r == NULL || !host_in(h, r->hostnames, r->n_hostnames))
-            continue;
-        for (size_t k = 0; k < r->n_rules; k++) {
-            const val_grpc_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            bool hit = rule->n_matches == 0 && same_grpc(m, &ANY_METHOD);
-            for (size_t j = 0; j < rule->n_matches && !hit; j++)
-                hit = rule->matches[j] && same_grpc(m, rule->matches[j]);
-            if (hit) {
-                *ns = r->namespace_;
-                *name = r->name;
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-/* Finds the route of one kind (HTTP or gRPC) in ir that claims host h with match m: its
- * namespace and name in *ns and *name; false when none does. */
-typedef bool (*claim_fn)(const ir_snapshot *ir, const char *h, const void *m, const char **ns,
-                         const char **name);
-
-/* Reports at p every other document whose kind route already claims m (described as what)
- * on one of the hostnames. */
-static void report_claims(val_ctx *c, const char *p, char **hostnames, size_t nhostnames,
-                          const void *m, const char *what, const char *kind, claim_fn claim)
+/* Reports at p every other document whose route of r's kind already claims m (described
+ * as what) on one of r's hostnames. */
+static void report_claims(val_ctx *c, const char *p, const val_route *r, const void *m,
+                          const char *what)
 {
     char host[300], q[VAL_PATH_MAX];
     const char *h;
-    size_t nh = hosts_of(hostnames, nhostnames, &h, 0);
+    size_t nh = hosts_of(r->hostnames, r->n_hostnames, &h, 0);
     for (size_t x = 0; x < nh; x++) {
-        hosts_of(hostnames, nhostnames, &h, x);
+        hosts_of(r->hostnames, r->n_hostnames, &h, x);
         for (size_t d = 1; d < c->ndocs; d++) {
-            const char *ns, *name;
-            if (!claim(c->docs[d].ir, h, m, &ns, &name))
+            claim cl = {.kind = &MATCH_KINDS[r->kind], .h = h, .m = m};
+            val_each_route(c->docs[d].ir, VAL_KIND(r->kind), NULL, claim_rule, &cl);
+            if (!cl.found)
                 continue;
             val_add_conflict(c, p, c->docs[d].ref,
                              "%s with %s is already routed by %s route \"%s\" of config %s",
-                             host_text(h, host, sizeof host), what, kind,
-                             val_qname(ns, name, q, sizeof q), c->docs[d].ref);
+                             host_text(h, host, sizeof host), what, cl.kind->name,
+                             val_qname(cl.ns, cl.name, q, sizeof q), c->docs[d].ref);
         }
     }
 }
 
-static void http_routes(val_ctx *c, const ir_snapshot *ir)
+/* Each match of an HTTP or gRPC rule (a rule without matches has the kind's "any"). */
+static void rule_claims(void *arg, const val_rule *u)
 {
-    char p[VAL_PATH_MAX], what[160];
-    for (size_t i = 0; i < ir->n_http_routes; i++) {
-        const val_http_route *r = ir->http_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            const val_http_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            size_t nm = rule->n_matches ? rule->n_matches : 1;
-            for (size_t j = 0; j < nm; j++) {
-                const val_http_match *m = rule->n_matches ? rule->matches[j] : &ANY_PATH;
-                if (m == NULL)
-                    continue;
-                if (rule->n_matches)
-                    snprintf(p, sizeof p, "spec.http_routes[%zu].rules[%zu].matches[%zu]", i, k, j);
-                else
-                    snprintf(p, sizeof p, "spec.http_routes[%zu].rules[%zu]", i, k);
-                describe_http(m, what, sizeof what);
-                report_claims(c, p, r->hostnames, r->n_hostnames, m, what, "http", http_claim);
-            }
-        }
-    }
-}
-
-static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
-{
+    val_ctx *c = arg;
+    const match_kind *k = &MATCH_KINDS[u->route->kind];
     char p[VAL_PATH_MAX], what[300];
-    for (size_t i = 0; i < ir->n_grpc_routes; i++) {
-        const val_grpc_route *r = ir->grpc_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            const val_grpc_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            size_t nm = rule->n_matches ? rule->n_matches : 1;
-            for (size_t j = 0; j < nm; j++) {
-                const val_grpc_match *m = rule->n_matches ? rule->matches[j] : &ANY_METHOD;
-                if (m == NULL)
-                    continue;
-                if (rule->n_matches)
-                    snprintf(p, sizeof p, "spec.grpc_routes[%zu].rules[%zu].matches[%zu]", i, k, j);
-                else
-                    snprintf(p, sizeof p, "spec.grpc_routes[%zu].rules[%zu]", i, k);
-                describe_grpc(m, what, sizeof what);
-                report_claims(c, p, r->hostnames, r->n_hostnames, m, what, "grpc", grpc_claim);
-            }
-        }
+    size_t nm = u->n_matches ? u->n_matches : 1;
+    for (size_t j = 0; j < nm; j++) {
+        const void *m = u->n_matches ? val_rule_match(u, j) : k->any;
+        if (m == NULL)
+            continue;
+        if (u->n_matches)
+            val_path(p, "%s.matches[%zu]", u->path, j);
+        else
+            val_path(p, "%s", u->path);
+        k->describe(m, what, k->what_max);
+        report_claims(c, p, u->route, m, what);
     }
 }
 
@@ -326,6 +281,5 @@ void val_conflict(val_ctx *c)
 {
     const ir_snapshot *ir = c->docs[0].ir;
     listeners(c, ir);
-    http_routes(c, ir);
-    grpc_routes(c, ir);
+    val_each_route(ir, VAL_KIND(VAL_ROUTE_HTTP) | VAL_KIND(VAL_ROUTE_GRPC), NULL, rule_claims, c);
 }

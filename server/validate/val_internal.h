@@ -141,9 +141,57 @@ bool val_listener_proxyless(const val_listener *l);
 bool val_addrs_overlap(const char *a, const char *b);
 /* "0.0.0.0:80", "[::1]:80" for a listener address ("" is 0.0.0.0). */
 const char *val_addr_port(const char *addr, unsigned port, char *buf, size_t n);
+/* When listeners a and b (either may be NULL) take the same socket: both bind the same
+ * port, not 0 (proxyless listeners have no socket), and an address of a overlaps one of
+ * b's (see val_addrs_overlap). Returns the first such address of a, else NULL. */
+const char *val_sockets_clash(const val_listener *a, const val_listener *b);
 /* The k-th address a listener binds (0: address, then addresses[k-1]) with its field
  * name ("address", "addresses[0]") in field; NULL past the last. */
 const char *val_listener_addr(const val_listener *l, size_t k, char *field, size_t n);
+
+/* ---------------------------------------------------------------- routes (val_routes.c) */
+
+/* A route of any kind, as the stages that treat the kinds alike see it. */
+typedef struct val_route {
+    val_route_kind kind;
+    size_t idx;       /* index in its list */
+    const char *path; /* "spec.http_routes[0]" */
+    const char *name, *namespace_;
+    char **hostnames; /* HTTP and gRPC routes; stream routes have none */
+    size_t n_hostnames;
+    size_t n_rules;
+    const void *msg; /* the val_http_route, val_grpc_route or val_stream_route */
+} val_route;
+
+/* A rule of a route, likewise. */
+typedef struct val_rule {
+    const val_route *route;
+    size_t idx;       /* index in the route's rules */
+    const char *path; /* "spec.http_routes[0].rules[1]" */
+    val_backend_ref **backend_refs;
+    size_t n_backend_refs;
+    val_filter **filters; /* HTTP and gRPC rules; stream rules have none */
+    size_t n_filters;
+    size_t n_matches;                                                    /* stream rules: 0 */
+    const Gateway__Control__V1__SessionPersistence *session_persistence; /* or NULL */
+    const void *msg; /* the val_http_rule, val_grpc_rule or val_stream_rule */
+} val_rule;
+
+/* The kinds a walk visits: VAL_KIND(VAL_ROUTE_HTTP) | ..., or VAL_KINDS_ALL. */
+#define VAL_KIND(k) (1u << (k))
+#define VAL_KINDS_ALL                                                                              \
+    (VAL_KIND(VAL_ROUTE_HTTP) | VAL_KIND(VAL_ROUTE_GRPC) | VAL_KIND(VAL_ROUTE_STREAM))
+
+/* Visits the routes of ir of the given kinds, in the translator's order (HTTP, gRPC,
+ * stream routes, each list in order), skipping those that did not decode (NULL): calls
+ * on_route for the route, then on_rule for each of its rules that decoded. Either
+ * function may be NULL; both get arg. The views live only for the call. */
+void val_each_route(const ir_snapshot *ir, unsigned kinds,
+                    void (*on_route)(void *arg, const val_route *r),
+                    void (*on_rule)(void *arg, const val_rule *r), void *arg);
+/* Match j (below r->n_matches) of an HTTP rule (a val_http_match) or a gRPC rule (a
+ * val_grpc_match); NULL when it did not decode. */
+const void *val_rule_match(const val_rule *r, size_t j);
 
 /* ---------------------------------------------------------------- stages */
 

@@ -40,6 +40,7 @@ static int cmp_name(const void *a, const void *b)
 typedef struct table_builder {
     val_table *t;
     size_t cap;
+    size_t doc; /* of the routes push_route adds */
 } table_builder;
 
 static void push(table_builder *b, const char *ns, const char *name, size_t doc, int kind,
@@ -59,10 +60,16 @@ static void push(table_builder *b, const char *ns, const char *name, size_t doc,
     };
 }
 
+static void push_route(void *arg, const val_route *r)
+{
+    table_builder *b = arg;
+    push(b, r->namespace_, r->name, b->doc, (int)r->kind, r->idx);
+}
+
 void val_names_build(val_ctx *c)
 {
-    table_builder b = {&c->backends, 0}, s = {&c->secrets, 0}, r = {&c->routes, 0},
-                  l = {&c->listeners, 0};
+    table_builder b = {&c->backends, 0, 0}, s = {&c->secrets, 0, 0}, r = {&c->routes, 0, 0},
+                  l = {&c->listeners, 0, 0};
     for (size_t d = 0; d < c->ndocs; d++) {
         const ir_snapshot *ir = c->docs[d].ir;
         for (size_t i = 0; i < ir->n_backends; i++)
@@ -71,18 +78,8 @@ void val_names_build(val_ctx *c)
         for (size_t i = 0; i < ir->n_secrets; i++)
             if (ir->secrets[i])
                 push(&s, ir->secrets[i]->namespace_, ir->secrets[i]->name, d, 0, i);
-        for (size_t i = 0; i < ir->n_http_routes; i++)
-            if (ir->http_routes[i])
-                push(&r, ir->http_routes[i]->namespace_, ir->http_routes[i]->name, d,
-                     VAL_ROUTE_HTTP, i);
-        for (size_t i = 0; i < ir->n_grpc_routes; i++)
-            if (ir->grpc_routes[i])
-                push(&r, ir->grpc_routes[i]->namespace_, ir->grpc_routes[i]->name, d,
-                     VAL_ROUTE_GRPC, i);
-        for (size_t i = 0; i < ir->n_stream_routes; i++)
-            if (ir->stream_routes[i])
-                push(&r, ir->stream_routes[i]->namespace_, ir->stream_routes[i]->name, d,
-                     VAL_ROUTE_STREAM, i);
+        r.doc = d;
+        val_each_route(ir, VAL_KINDS_ALL, push_route, NULL, &r);
         for (size_t i = 0; i < ir->n_listeners; i++)
             if (ir->listeners[i])
                 push(&l, NULL, ir->listeners[i]->name, d, 0, i);

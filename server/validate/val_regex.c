@@ -129,6 +129,22 @@ static bool known_class(const char *name, size_t len)
     return false;
 }
 
+/* The POSIX bracket expression a Perl class escape (\d, \S, ...) stands for, or NULL. */
+static const char *perl_class(char e)
+{
+    static const struct {
+        char e;
+        const char *posix;
+    } classes[] = {
+        {'d', "[0-9]"},        {'D', "[^0-9]"},       {'s', "[[:space:]]"},
+        {'S', "[^[:space:]]"}, {'w', "[[:alnum:]_]"}, {'W', "[^[:alnum:]_]"},
+    };
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (classes[i].e == e)
+            return classes[i].posix;
+    return NULL;
+}
+
 /* A bracket expression at *pp ("[" already seen at (*pp)[-1]), rewritten into out. */
 static bool bracket(const char **pp, sx_buf *out, char *why, size_t n)
 {
@@ -287,25 +303,12 @@ bool val_regex_check(const char *re, char *why, size_t n)
                 break;
             }
             last = L_ATOM;
+            const char *cls = perl_class(e);
+            if (cls) {
+                sx_buf_puts(&out, cls);
+                break;
+            }
             switch (e) {
-            case 'd':
-                sx_buf_puts(&out, "[0-9]");
-                break;
-            case 'D':
-                sx_buf_puts(&out, "[^0-9]");
-                break;
-            case 's':
-                sx_buf_puts(&out, "[[:space:]]");
-                break;
-            case 'S':
-                sx_buf_puts(&out, "[^[:space:]]");
-                break;
-            case 'w':
-                sx_buf_puts(&out, "[[:alnum:]_]");
-                break;
-            case 'W':
-                sx_buf_puts(&out, "[^[:alnum:]_]");
-                break;
             case 'b':
             case 'B':
             case 'A':

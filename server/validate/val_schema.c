@@ -339,102 +339,63 @@ static void listeners(val_ctx *c, const ir_snapshot *ir)
     }
 }
 
-/* What HTTP and gRPC routes (at path p) both have: a name and hostnames. */
-static void route_head(val_ctx *c, const char *p, const char *name, char **hosts, size_t n)
+/* A route's own fields; its rules are checked by route_rule. */
+static void route_head(void *arg, const val_route *r)
 {
+    val_ctx *c = arg;
     char q[VAL_PATH_MAX];
-    required(c, val_path(q, "%s.name", p), name);
-    check_hostnames(c, val_path(q, "%s.hostnames", p), hosts, n);
-}
-
-static void http_routes(val_ctx *c, const ir_snapshot *ir)
-{
-    char p[VAL_PATH_MAX], q[VAL_PATH_MAX], r[VAL_PATH_MAX];
-    for (size_t i = 0; i < ir->n_http_routes; i++) {
-        const val_http_route *hr = ir->http_routes[i];
-        if (hr == NULL)
-            continue;
-        route_head(c, val_path(p, "spec.http_routes[%zu]", i), hr->name, hr->hostnames,
-                   hr->n_hostnames);
-        for (size_t k = 0; k < hr->n_rules; k++) {
-            const val_http_rule *rule = hr->rules[k];
-            if (rule == NULL)
-                continue;
-            snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
-            for (size_t j = 0; j < rule->n_matches; j++) {
-                if (rule->matches[j] == NULL)
-                    continue;
-                http_match(c, val_path(r, "%s.matches[%zu]", q, j), rule->matches[j]);
-            }
-            filters(c, q, rule->filters, rule->n_filters);
-            backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
-            const Gateway__Control__V1__HttpRouteTimeouts *t = rule->timeouts;
-            if (t) {
-                not_negative(c, val_path(r, "%s.timeouts.request", q), t->request);
-                not_negative(c, val_path(r, "%s.timeouts.backend_request", q), t->backend_request);
-                if (t->request && t->backend_request && !negative(t->request) &&
-                    !negative(t->backend_request) && !zero(t->request) &&
-                    (t->backend_request->seconds > t->request->seconds ||
-                     (t->backend_request->seconds == t->request->seconds &&
-                      t->backend_request->nanos > t->request->nanos)))
-                    val_add(c, r, "must not be longer than timeouts.request");
-            }
-            if (rule->retry)
-                positive(c, val_path(r, "%s.retry.backoff", q), rule->retry->backoff);
-            session_persistence(c, q, rule->session_persistence);
-        }
+    required(c, val_path(q, "%s.name", r->path), r->name);
+    if (r->kind != VAL_ROUTE_STREAM) {
+        check_hostnames(c, val_path(q, "%s.hostnames", r->path), r->hostnames, r->n_hostnames);
+    } else if (((const val_stream_route *)r->msg)->kind ==
+               GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UNSPECIFIED) {
+        val_add(c, val_path(q, "%s.kind", r->path), "must be set");
     }
 }
 
-static void grpc_routes(val_ctx *c, const ir_snapshot *ir)
+/* What only an HTTP rule at q has: timeouts and retries. */
+static void http_rule_extras(val_ctx *c, const char *q, const val_http_rule *rule)
 {
-    char p[VAL_PATH_MAX], q[VAL_PATH_MAX], r[VAL_PATH_MAX];
-    for (size_t i = 0; i < ir->n_grpc_routes; i++) {
-        const val_grpc_route *gr = ir->grpc_routes[i];
-        if (gr == NULL)
-            continue;
-        route_head(c, val_path(p, "spec.grpc_routes[%zu]", i), gr->name, gr->hostnames,
-                   gr->n_hostnames);
-        for (size_t k = 0; k < gr->n_rules; k++) {
-            const val_grpc_rule *rule = gr->rules[k];
-            if (rule == NULL)
-                continue;
-            snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
-            for (size_t j = 0; j < rule->n_matches; j++) {
-                if (rule->matches[j] == NULL)
-                    continue;
-                grpc_match(c, val_path(r, "%s.matches[%zu]", q, j), rule->matches[j]);
-            }
-            filters(c, q, rule->filters, rule->n_filters);
-            backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
-            session_persistence(c, q, rule->session_persistence);
-        }
+    char r[VAL_PATH_MAX];
+    const Gateway__Control__V1__HttpRouteTimeouts *t = rule->timeouts;
+    if (t) {
+        not_negative(c, val_path(r, "%s.timeouts.request", q), t->request);
+        not_negative(c, val_path(r, "%s.timeouts.backend_request", q), t->backend_request);
+        if (t->request && t->backend_request && !negative(t->request) &&
+            !negative(t->backend_request) && !zero(t->request) &&
+            (t->backend_request->seconds > t->request->seconds ||
+             (t->backend_request->seconds == t->request->seconds &&
+              t->backend_request->nanos > t->request->nanos)))
+            val_add(c, r, "must not be longer than timeouts.request");
     }
+    if (rule->retry)
+        positive(c, val_path(r, "%s.retry.backoff", q), rule->retry->backoff);
 }
 
-static void stream_routes(val_ctx *c, const ir_snapshot *ir)
+/* A rule of any kind: its matches (stream rules: the SNI hostname), filters, backend
+ * refs, then what one kind has alone, then session persistence. */
+static void route_rule(void *arg, const val_rule *u)
 {
-    char p[VAL_PATH_MAX], q[VAL_PATH_MAX];
-    for (size_t i = 0; i < ir->n_stream_routes; i++) {
-        const val_stream_route *sr = ir->stream_routes[i];
-        if (sr == NULL)
+    val_ctx *c = arg;
+    char r[VAL_PATH_MAX];
+    for (size_t j = 0; j < u->n_matches; j++) {
+        const void *m = val_rule_match(u, j);
+        if (m == NULL)
             continue;
-        snprintf(p, sizeof p, "spec.stream_routes[%zu]", i);
-        required(c, val_path(q, "%s.name", p), sr->name);
-        if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UNSPECIFIED)
-            val_add(c, val_path(q, "%s.kind", p), "must be set");
-        for (size_t k = 0; k < sr->n_rules; k++) {
-            const val_stream_rule *rule = sr->rules[k];
-            if (rule == NULL)
-                continue;
-            snprintf(q, sizeof q, "%s.rules[%zu]", p, k);
-            if (!val_empty(rule->sni_hostname)) {
-                char r[VAL_PATH_MAX];
-                check_hostname(c, val_path(r, "%s.sni_hostname", q), rule->sni_hostname, true);
-            }
-            backend_refs(c, q, rule->backend_refs, rule->n_backend_refs);
-        }
+        val_path(r, "%s.matches[%zu]", u->path, j);
+        if (u->route->kind == VAL_ROUTE_HTTP)
+            http_match(c, r, m);
+        else
+            grpc_match(c, r, m);
     }
+    const val_stream_rule *sr = u->msg;
+    if (u->route->kind == VAL_ROUTE_STREAM && !val_empty(sr->sni_hostname))
+        check_hostname(c, val_path(r, "%s.sni_hostname", u->path), sr->sni_hostname, true);
+    filters(c, u->path, u->filters, u->n_filters);
+    backend_refs(c, u->path, u->backend_refs, u->n_backend_refs);
+    if (u->route->kind == VAL_ROUTE_HTTP)
+        http_rule_extras(c, u->path, u->msg);
+    session_persistence(c, u->path, u->session_persistence);
 }
 
 static void backends(val_ctx *c, const ir_snapshot *ir)
@@ -488,9 +449,7 @@ void val_schema(val_ctx *c)
 {
     const ir_snapshot *ir = c->docs[0].ir;
     listeners(c, ir);
-    http_routes(c, ir);
-    grpc_routes(c, ir);
-    stream_routes(c, ir);
+    val_each_route(ir, VAL_KINDS_ALL, route_head, route_rule, c);
     backends(c, ir);
     secrets(c, ir);
 }

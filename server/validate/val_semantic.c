@@ -46,41 +46,11 @@ static void mirrors(val_ctx *c, const char *base, val_filter **f, size_t n, cons
     }
 }
 
-static void route_refs(val_ctx *c, const ir_snapshot *ir)
+static void route_refs(void *arg, const val_rule *u)
 {
-    char p[VAL_PATH_MAX];
-    for (size_t i = 0; i < ir->n_http_routes; i++) {
-        const val_http_route *r = ir->http_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            if (r->rules[k] == NULL)
-                continue;
-            snprintf(p, sizeof p, "spec.http_routes[%zu].rules[%zu]", i, k);
-            backend_refs(c, p, r->rules[k]->backend_refs, r->rules[k]->n_backend_refs,
-                         r->namespace_);
-            mirrors(c, p, r->rules[k]->filters, r->rules[k]->n_filters, r->namespace_);
-        }
-    }
-    for (size_t i = 0; i < ir->n_grpc_routes; i++) {
-        const val_grpc_route *r = ir->grpc_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            if (r->rules[k] == NULL)
-                continue;
-            snprintf(p, sizeof p, "spec.grpc_routes[%zu].rules[%zu]", i, k);
-            backend_refs(c, p, r->rules[k]->backend_refs, r->rules[k]->n_backend_refs,
-                         r->namespace_);
-            mirrors(c, p, r->rules[k]->filters, r->rules[k]->n_filters, r->namespace_);
-        }
-    }
-    for (size_t i = 0; i < ir->n_stream_routes; i++) {
-        const val_stream_route *r = ir->stream_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            if (r->rules[k] == NULL)
-                continue;
-            snprintf(p, sizeof p, "spec.stream_routes[%zu].rules[%zu]", i, k);
-            backend_refs(c, p, r->rules[k]->backend_refs, r->rules[k]->n_backend_refs,
-                         r->namespace_);
-        }
-    }
+    val_ctx *c = arg;
+    backend_refs(c, u->path, u->backend_refs, u->n_backend_refs, u->route->namespace_);
+    mirrors(c, u->path, u->filters, u->n_filters, u->route->namespace_);
 }
 
 static void attached_routes(val_ctx *c, const ir_snapshot *ir)
@@ -230,26 +200,9 @@ static void sockets(val_ctx *c, const ir_snapshot *ir)
     char p[VAL_PATH_MAX], ap[64];
     for (size_t j = 0; j < ir->n_listeners; j++) {
         const val_listener *b = ir->listeners[j];
-        if (b == NULL || b->port == 0)
-            continue;
         for (size_t i = 0; i < j; i++) {
             const val_listener *a = ir->listeners[i];
-            if (a == NULL || a->port != b->port)
-                continue;
-            const char *hit = NULL;
-            for (size_t x = 0; hit == NULL; x++) {
-                char fx[32], fy[32];
-                const char *bx = val_listener_addr(b, x, fx, sizeof fx);
-                if (bx == NULL)
-                    break;
-                for (size_t y = 0; hit == NULL; y++) {
-                    const char *ay = val_listener_addr(a, y, fy, sizeof fy);
-                    if (ay == NULL)
-                        break;
-                    if (val_addrs_overlap(bx, ay))
-                        hit = bx;
-                }
-            }
+            const char *hit = val_sockets_clash(b, a);
             if (hit == NULL)
                 continue;
             snprintf(p, sizeof p, "spec.listeners[%zu].port", j);
@@ -263,7 +216,7 @@ static void sockets(val_ctx *c, const ir_snapshot *ir)
 void val_semantic(val_ctx *c)
 {
     const ir_snapshot *ir = c->docs[0].ir;
-    route_refs(c, ir);
+    val_each_route(ir, VAL_KINDS_ALL, NULL, route_refs, c);
     attached_routes(c, ir);
     sockets(c, ir);
     unique(c, &c->listeners, "listeners", "listener");

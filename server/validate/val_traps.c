@@ -60,54 +60,18 @@ static bool has_action(val_backend_ref **refs, size_t n, val_filter **f, size_t 
     return false;
 }
 
-/* The checks on one route rule at p: its backend refs, and that it has an action (a
- * backend ref with weight, or one of filters that redirects); missing says so. */
-static void rule_action(val_ctx *c, const char *p, val_backend_ref **refs, size_t nrefs,
-                        const char *ns, val_filter **filters, size_t nfilters, const char *missing)
-{
-    refs_to_empty(c, p, refs, nrefs, ns);
-    if (!has_action(refs, nrefs, filters, nfilters))
-        val_add(c, p, "%s", missing);
-}
-
 #define NO_ACTION "rule has no action: no backend_ref with a weight above 0"
 
-static void routes(val_ctx *c, const ir_snapshot *ir)
+/* The checks on one route rule: its backend refs, and that it has an action (a backend
+ * ref with weight or, for HTTP rules only, a RequestRedirect filter). */
+static void route_rule(void *arg, const val_rule *u)
 {
-    char p[VAL_PATH_MAX];
-    for (size_t i = 0; i < ir->n_http_routes; i++) {
-        const val_http_route *r = ir->http_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            const val_http_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            snprintf(p, sizeof p, "spec.http_routes[%zu].rules[%zu]", i, k);
-            rule_action(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_,
-                        rule->filters, rule->n_filters, NO_ACTION " and no RequestRedirect filter");
-        }
-    }
-    for (size_t i = 0; i < ir->n_grpc_routes; i++) {
-        const val_grpc_route *r = ir->grpc_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            const val_grpc_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            snprintf(p, sizeof p, "spec.grpc_routes[%zu].rules[%zu]", i, k);
-            rule_action(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_, NULL, 0,
-                        NO_ACTION);
-        }
-    }
-    for (size_t i = 0; i < ir->n_stream_routes; i++) {
-        const val_stream_route *r = ir->stream_routes[i];
-        for (size_t k = 0; r && k < r->n_rules; k++) {
-            const val_stream_rule *rule = r->rules[k];
-            if (rule == NULL)
-                continue;
-            snprintf(p, sizeof p, "spec.stream_routes[%zu].rules[%zu]", i, k);
-            rule_action(c, p, rule->backend_refs, rule->n_backend_refs, r->namespace_, NULL, 0,
-                        NO_ACTION);
-        }
-    }
+    val_ctx *c = arg;
+    bool http = u->route->kind == VAL_ROUTE_HTTP;
+    refs_to_empty(c, u->path, u->backend_refs, u->n_backend_refs, u->route->namespace_);
+    if (!has_action(u->backend_refs, u->n_backend_refs, http ? u->filters : NULL,
+                    http ? u->n_filters : 0))
+        val_add(c, u->path, "%s", http ? NO_ACTION " and no RequestRedirect filter" : NO_ACTION);
 }
 
 /* ---------------------------------------------------------------- virtual hosts */
@@ -224,7 +188,7 @@ static void zones(val_ctx *c, const ir_snapshot *ir)
 void val_traps(val_ctx *c)
 {
     const ir_snapshot *ir = c->docs[0].ir;
-    routes(c, ir);
+    val_each_route(ir, VAL_KINDS_ALL, NULL, route_rule, c);
     virtual_hosts(c, ir);
     zones(c, ir);
 }

@@ -91,6 +91,18 @@ static int call_batch(xds_call *c, const grpc_op *ops, size_t n, xds_tag *tag)
     return -1;
 }
 
+xds_state *xds_call_ads_state(xds_call *c)
+{
+    switch (c->protocol) {
+    case XDS_PROTO_SOTW:
+        return &c->p.sotw.st;
+    case XDS_PROTO_DELTA:
+        return &c->p.delta.st;
+    default:
+        return NULL;
+    }
+}
+
 const char *xds_call_node(const xds_call *c)
 {
     return c->node_id ? c->node_id : "";
@@ -208,33 +220,23 @@ void xds_call_kick(xds_call *c)
     xds_wire_res *w = c->snap ? c->snap->wire : NULL;
 
     switch (c->protocol) {
-    case XDS_PROTO_SOTW: {
-        xds_sotw_response r;
-        while (bb == NULL && xds_sotw_next(&c->p.sotw, now, &r)) {
-            if (w && w->res == r.res) {
-                bb = xds_wire_sotw_response_kept(w, r.type, r.version, r.nonce, r.idx, r.n, r.kept,
-                                                 r.nkept, s->control_plane_id);
-                type = tr_type_name(r.type);
-                version = r.version;
-                count = r.n + r.nkept;
-                memcpy(nonce, r.nonce, sizeof(nonce));
-            }
-            xds_sotw_response_clear(&r);
-        }
-        break;
-    }
+    case XDS_PROTO_SOTW:
     case XDS_PROTO_DELTA: {
-        xds_delta_response r;
-        while (bb == NULL && xds_delta_next(&c->p.delta, now, &r)) {
+        xds_response r;
+        bool sotw = c->protocol == XDS_PROTO_SOTW;
+        while (bb == NULL &&
+               (sotw ? xds_sotw_next(&c->p.sotw, now, &r) : xds_delta_next(&c->p.delta, now, &r))) {
             if (w && w->res == r.res) {
-                bb = xds_wire_delta_response(w, r.type, r.version, r.nonce, r.idx, r.n, r.removed,
-                                             r.nremoved, s->control_plane_id);
+                bb = sotw ? xds_wire_sotw_response_kept(w, r.type, r.version, r.nonce, r.idx, r.n,
+                                                        r.kept, r.nkept, s->control_plane_id)
+                          : xds_wire_delta_response(w, r.type, r.version, r.nonce, r.idx, r.n,
+                                                    r.removed, r.nremoved, s->control_plane_id);
                 type = tr_type_name(r.type);
                 version = r.version;
-                count = r.n + r.nremoved;
+                count = r.n + r.nkept + r.nremoved;
                 memcpy(nonce, r.nonce, sizeof(nonce));
             }
-            xds_delta_response_clear(&r);
+            xds_response_clear(&r);
         }
         break;
     }
@@ -287,20 +289,12 @@ void xds_call_adopt(xds_call *c, xds_wire_snap *snap, bool count_coalesced, bool
         return;
     xds_wire_snap_unref(c->snap);
     c->snap = xds_wire_snap_ref(snap);
+    xds_state *st = xds_call_ads_state(c);
     xds_adopt a = XDS_ADOPT_IGNORED;
-    switch (c->protocol) {
-    case XDS_PROTO_SOTW:
-        if (snap->wire)
-            a = xds_sotw_on_resources(&c->p.sotw, snap->wire->res, snap->published_ms);
-        break;
-    case XDS_PROTO_DELTA:
-        if (snap->wire)
-            a = xds_delta_on_resources(&c->p.delta, snap->wire->res, snap->published_ms);
-        break;
-    default:
+    if (st == NULL)
         a = xds_ctl_on_snapshot(&c->p.ctl, snap->entry->version, snap->published_ms);
-        break;
-    }
+    else if (snap->wire)
+        a = xds_state_adopt(st, snap->wire->res, snap->published_ms);
     if (a == XDS_ADOPT_COALESCED && count_coalesced)
         xds_metrics_inc(c->srv->metrics.coalesced, NULL);
     if (a != XDS_ADOPT_IGNORED)
@@ -406,21 +400,11 @@ void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const
     c->t_close = (xds_tag){XDS_TAG_CLOSE, c};
     c->t_status = (xds_tag){XDS_TAG_STATUS, c};
     uint64_t seed = random_seed();
-    switch (c->protocol) {
-    case XDS_PROTO_SOTW:
-        xds_sotw_init(&c->p.sotw, seed);
-        for (int t = 0; t < TR_TYPE_COUNT; t++)
-            c->p.sotw.t[t].subs.pool = s->names;
-        break;
-    case XDS_PROTO_DELTA:
-        xds_delta_init(&c->p.delta, seed);
-        for (int t = 0; t < TR_TYPE_COUNT; t++)
-            c->p.delta.t[t].subs.pool = s->names;
-        break;
-    default:
+    xds_state *st = xds_call_ads_state(c); /* the rest of c->p is zeroed */
+    if (st)
+        xds_state_init(st, seed, s->names);
+    else
         xds_ctl_init(&c->p.ctl, seed);
-        break;
-    }
 
     pthread_mutex_lock(&c->mu);
     grpc_op close_op;

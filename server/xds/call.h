@@ -91,6 +91,9 @@ void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const
 void xds_call_unref(xds_call *c);
 /* The node id of the stream, "" before its first valid request. */
 const char *xds_call_node(const xds_call *c);
+/* The state an ADS stream (state of the world or Delta) shares with the other ADS
+ * protocol; NULL for a gateway.control.v1 stream. */
+xds_state *xds_call_ads_state(xds_call *c);
 
 /* Ends the stream from the server's side (locked): fixes the reason, leaves ACTIVE,
  * and either finishes with OK (the client half-closed) or cancels with code/msg. No-op

@@ -137,9 +137,10 @@ static void refresh_endpoints(xds_delta *d, const tr_resources *cur, const uint3
     for (size_t k = 0; k < n; k++) {
         const char *name = cur->items[TR_CDS][clusters[k]].name;
         ptrdiff_t i = known_search(e, name, NULL);
-        if (i >= 0 && real_version(e->known[i].version) && xds_subs_wants(&e->subs, name)) {
+        if (i >= 0 && real_version(e->known[i].version) &&
+            xds_subs_wants(&d->st.subs[TR_EDS], name)) {
             known_remove(e, name);
-            xds_push_mark_dirty(&e->push, now_ms);
+            xds_push_mark_dirty(&d->st.push[TR_EDS], now_ms);
         }
     }
 }
@@ -148,34 +149,30 @@ static void refresh_endpoints(xds_delta *d, const tr_resources *cur, const uint3
  * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
 static bool routes_settled(const xds_delta *d)
 {
-    static const tr_type route_types[] = {TR_LDS, TR_RDS};
-    for (size_t i = 0; i < 2; i++) {
-        const xds_delta_type *dt = &d->t[route_types[i]];
-        if (dt->subs.requested &&
-            (dt->push.dirty || dt->push.awaiting || dt->push.nacked || !dt->evaluated))
-            return false;
-    }
-    return true;
+    return xds_state_in_step(&d->st, TR_LDS) && xds_state_in_step(&d->st, TR_RDS);
 }
 
 /* Once the routes are settled, the removal of the clusters held back is owed. */
-static void release_deferred(xds_delta *d, int64_t now_ms)
+static void release_deferred(void *proto, int64_t now_ms)
 {
+    xds_delta *d = proto;
     if (d->cds_deferred && routes_settled(d))
-        xds_push_mark_dirty(&d->t[TR_CDS].push, now_ms);
+        xds_push_mark_dirty(&d->st.push[TR_CDS], now_ms);
 }
 
-static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response *out)
+static bool evaluate(void *proto, tr_type t, int64_t now_ms, xds_response *out)
 {
+    xds_delta *d = proto;
     /* Make before break: a cluster gone from the snapshot is removed only once the
      * client has accepted the routes that may have used it. */
     bool defer = t == TR_CDS && !routes_settled(d);
     size_t ndeferred = 0;
     xds_delta_type *dt = &d->t[t];
-    tr_resources *cur = d->current;
+    const xds_subs *subs = &d->st.subs[t];
+    tr_resources *cur = d->st.current;
     const tr_resource *items = cur->items[t];
-    size_t n = cur->count[t], nk = dt->nknown, ns = dt->subs.count;
-    const char **names = dt->subs.names;
+    size_t n = cur->count[t], nk = dt->nknown, ns = subs->count;
+    const char **names = subs->names;
 
     size_t cap = n + nk + ns;
     xds_known *next = cap ? sx_malloc(cap * sizeof(xds_known)) : NULL;
@@ -197,7 +194,7 @@ static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response
         bool named = m < ns && strcmp(names[m], name) == 0;
         if (named)
             m++;
-        bool interested = named || dt->subs.wildcard;
+        bool interested = named || subs->wildcard;
 
         if (r != NULL && interested) {
             if (kn == NULL || strcmp(kn->version, r->version) != 0)
@@ -248,7 +245,7 @@ static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response
 
     if (t == TR_CDS)
         d->cds_deferred = ndeferred > 0;
-    bool respond = nfresh > 0 || nremoved > 0 || dt->push.must_respond;
+    bool respond = nfresh > 0 || nremoved > 0 || d->st.push[t].must_respond;
     if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(d, cur, fresh, nfresh, now_ms);
     if (respond) {
@@ -262,61 +259,53 @@ static bool evaluate(xds_delta *d, tr_type t, int64_t now_ms, xds_delta_response
         sx_free(fresh);
         sx_free(removed);
     }
-    dt->evaluated = true;
     return respond;
 }
 
 /* ------------------------------------------------------------------ public */
 
-void xds_delta_init(xds_delta *d, uint64_t nonce_seed)
-{
-    memset(d, 0, sizeof(*d));
-    xds_nonce_init(&d->nonce, nonce_seed);
-}
-
 void xds_delta_free(xds_delta *d)
 {
+    xds_state_free(&d->st);
     for (int t = 0; t < TR_TYPE_COUNT; t++) {
         xds_delta_type *dt = &d->t[t];
-        xds_subs_clear(&dt->subs);
         for (size_t i = 0; i < dt->nknown; i++)
             sx_free(dt->known[i].name);
         sx_free(dt->known);
         dt->known = NULL;
         dt->nknown = dt->capknown = 0;
     }
-    tr_resources_unref(d->current);
-    d->current = NULL;
 }
 
 void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t now_ms,
                           xds_req_outcome *out)
 {
     xds_delta_type *dt = &d->t[req->type];
+    xds_push *push = &d->st.push[req->type];
+    xds_subs *subs = &d->st.subs[req->type];
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
     if (req->nonce[0] != '\0') {
-        if (dt->push.has_sent && dt->push.awaiting &&
-            xds_nonce_equals(dt->push.sent_nonce, req->nonce)) {
-            xds_push_answer(&dt->push, req->is_nack, now_ms, out);
+        if (push->has_sent && push->awaiting && xds_nonce_equals(push->sent_nonce, req->nonce)) {
+            xds_push_answer(push, req->is_nack, now_ms, out);
         } else {
             /* Only the ACK/NACK part is stale; the subscription changes still count. */
             out->kind = XDS_REQ_STALE;
         }
     }
 
-    bool first = !dt->subs.requested;
+    bool first = !subs->requested;
     bool changed = first;
-    dt->subs.requested = true;
+    subs->requested = true;
     if (first) {
         known_load(dt, req->initial_names, req->initial_versions, req->ninitial);
         if (req->nsubscribe == 0 && req->nunsubscribe == 0 && full_state(req->type))
-            dt->subs.wildcard = true; /* legacy wildcard */
-        dt->push.must_respond = true;
+            subs->wildcard = true; /* legacy wildcard */
+        push->must_respond = true;
     }
     for (size_t i = 0; i < req->nsubscribe; i++) {
         const char *name = req->subscribe[i];
-        dt->subs.explicit_ever = true;
-        changed |= xds_subs_add(&dt->subs, name);
+        subs->explicit_ever = true;
+        changed |= xds_subs_add(subs, name);
         if (!first && !is_star(name)) {
             /* Named again: the client may have forgotten it, so it is sent again. */
             known_remove(dt, name);
@@ -325,10 +314,10 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
     }
     for (size_t i = 0; i < req->nunsubscribe; i++) {
         const char *name = req->unsubscribe[i];
-        bool was = xds_subs_remove(&dt->subs, name);
+        bool was = xds_subs_remove(subs, name);
         if (is_star(name)) {
             changed |= was;
-        } else if (dt->subs.wildcard) {
+        } else if (subs->wildcard) {
             /* Still covered by the wildcard, or not: either way the client is told. */
             known_put(dt, name, MARK_REPORT);
             changed = true;
@@ -337,81 +326,19 @@ void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t no
         }
     }
     if (changed)
-        xds_push_mark_dirty(&dt->push, now_ms);
+        xds_push_mark_dirty(push, now_ms);
     release_deferred(d, now_ms);
 }
 
-xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t published_ms)
-{
-    if (d->current != NULL && res->version == d->current->version)
-        return XDS_ADOPT_IGNORED;
-    bool coalesced = false;
-    for (int t = 0; t < TR_TYPE_COUNT; t++) {
-        xds_delta_type *dt = &d->t[t];
-        dt->evaluated = false;
-        if (!dt->subs.requested)
-            continue;
-        coalesced |= xds_push_offer(&dt->push, published_ms);
-    }
-    tr_resources_unref(d->current);
-    d->current = tr_resources_ref(res);
-    return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
-}
+static const xds_state_ops DELTA_OPS = {evaluate, release_deferred};
 
-bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out)
+bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_response *out)
 {
-    memset(out, 0, sizeof(*out));
-    if (d->current == NULL)
-        return false;
-    for (int i = 0; i < TR_TYPE_COUNT; i++) {
-        tr_type t = (tr_type)i;
-        xds_delta_type *dt = &d->t[t];
-        if (!dt->subs.requested || !dt->push.dirty || dt->push.awaiting)
-            continue;
-        bool respond = evaluate(d, t, now_ms, out);
-        int64_t since = xds_push_take(&dt->push, now_ms);
-        if (!respond) {
-            release_deferred(d, now_ms);
-            continue;
-        }
-        xds_push_sent(&dt->push, &d->nonce, d->current->version, now_ms, since, out->nonce);
-        out->version = d->current->version;
-        return true;
-    }
-    return false;
-}
-
-void xds_delta_response_clear(xds_delta_response *r)
-{
-    sx_free(r->idx);
-    for (size_t i = 0; i < r->nremoved; i++)
-        sx_free(r->removed[i]);
-    sx_free(r->removed);
-    memset(r, 0, sizeof(*r));
-}
-
-int64_t xds_delta_oldest_unacked_ms(const xds_delta *d)
-{
-    int64_t oldest = 0;
-    for (int t = 0; t < TR_TYPE_COUNT; t++)
-        oldest = xds_push_oldest(oldest, &d->t[t].push);
-    return oldest;
+    return xds_state_next(&d->st, now_ms, out, &DELTA_OPS, d);
 }
 
 long long xds_delta_synced_version(const xds_delta *d)
 {
-    if (d->current == NULL)
-        return 0;
-    bool any = false;
-    for (int t = 0; t < TR_TYPE_COUNT; t++) {
-        const xds_delta_type *dt = &d->t[t];
-        if (!dt->subs.requested)
-            continue;
-        if (dt->push.dirty || dt->push.awaiting || dt->push.nacked || !dt->evaluated)
-            return 0;
-        any = true;
-    }
-    if (d->cds_deferred) /* the removal of old clusters is still owed */
-        return 0;
-    return any ? d->current->version : 0;
+    /* While clusters are deferred, their removal is still owed. */
+    return xds_state_synced_version(&d->st, d->cds_deferred);
 }

@@ -39,6 +39,7 @@
 #include "server/xds/nonce.h"
 #include "server/xds/push.h"
 #include "server/xds/sotw.h"
+#include "server/xds/state.h"
 #include "server/xds/subs.h"
 
 /* What the client holds of one resource name. */
@@ -48,18 +49,14 @@ typedef struct xds_known {
 } xds_known;
 
 typedef struct xds_delta_type {
-    xds_subs subs;
     xds_known *known; /* sorted by name */
     size_t nknown;
     size_t capknown;
-    xds_push push;
-    bool evaluated; /* evaluated against current (for the synced version) */
 } xds_delta_type;
 
 typedef struct xds_delta {
+    xds_state st; /* subscriptions, push state, current resources, nonces */
     xds_delta_type t[TR_TYPE_COUNT];
-    tr_resources *current; /* one reference */
-    xds_nonce nonce;
     /* Clusters gone from the snapshot whose removal waits until the client has ACKed
      * the listeners and routes of the current snapshot. */
     bool cds_deferred;
@@ -79,29 +76,13 @@ typedef struct xds_delta_request {
     size_t ninitial;
 } xds_delta_request;
 
-/* One response: resources (indices into res->items[type]) and removed names, both
- * owned; release with xds_delta_response_clear. res is the stream's current
- * resources, valid until the next call into the state. */
-typedef struct xds_delta_response {
-    tr_type type;
-    tr_resources *res;
-    uint32_t *idx;
-    size_t n;
-    char **removed;
-    size_t nremoved;
-    long long version; /* system_version_info */
-    char nonce[XDS_NONCE_LEN];
-} xds_delta_response;
-
-void xds_delta_init(xds_delta *d, uint64_t nonce_seed);
+/* A new stream is a zeroed xds_delta whose st was set up by xds_state_init. */
 void xds_delta_free(xds_delta *d);
 
 void xds_delta_on_request(xds_delta *d, const xds_delta_request *req, int64_t now_ms,
                           xds_req_outcome *out);
-xds_adopt xds_delta_on_resources(xds_delta *d, tr_resources *res, int64_t published_ms);
-bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_delta_response *out);
-void xds_delta_response_clear(xds_delta_response *r);
-int64_t xds_delta_oldest_unacked_ms(const xds_delta *d);
+/* As xds_sotw_next and xds_sotw_synced_version (no removal of clusters owed). */
+bool xds_delta_next(xds_delta *d, int64_t now_ms, xds_response *out);
 long long xds_delta_synced_version(const xds_delta *d);
 
 #endif

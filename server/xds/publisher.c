@@ -213,10 +213,7 @@ void xds_pub_stop(xds_pub *p)
         snap_store_unwatch(p->o.store, p->watch_id);
         p->watch_id = 0;
     }
-    pthread_mutex_lock(&p->mu);
-    p->stopping = true;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    sx_cond_raise(&p->mu, &p->cv, &p->stopping);
     if (p->started)
         pthread_join(p->thread, NULL);
     p->started = false;

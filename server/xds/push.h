@@ -15,8 +15,12 @@
 #define SX_XDS_PUSH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "server/base/mem.h"
+#include "server/translate/resources.h"
 #include "server/xds/nonce.h"
 
 /* What a request turned out to be. */
@@ -107,6 +111,32 @@ static inline void xds_push_sent(xds_push *p, xds_nonce *n, long long version, i
 static inline int64_t xds_push_oldest(int64_t oldest, const xds_push *p)
 {
     return p->awaiting && (oldest == 0 || p->sent_ms < oldest) ? p->sent_ms : oldest;
+}
+
+/* One response of the state of the world (sotw.h) or Delta (delta.h) protocol: the
+ * resources (indices into res->items[type], ascending, owned) and, per protocol, what
+ * else it carries. res is the stream's current resources, valid until the next call
+ * into the state. Release with xds_response_clear. */
+typedef struct xds_response {
+    tr_type type;
+    tr_resources *res;
+    uint32_t *idx;
+    size_t n;
+    const tr_resource *kept; /* SotW, CDS: removed clusters sent as well (borrowed) */
+    size_t nkept;
+    char **removed; /* Delta: names of removed resources (owned) */
+    size_t nremoved;
+    long long version; /* snapshot version (SotW: version_info is its decimal text) */
+    char nonce[XDS_NONCE_LEN];
+} xds_response;
+
+static inline void xds_response_clear(xds_response *r)
+{
+    sx_free(r->idx);
+    for (size_t i = 0; i < r->nremoved; i++)
+        sx_free(r->removed[i]);
+    sx_free(r->removed);
+    memset(r, 0, sizeof(*r));
 }
 
 #endif

@@ -91,20 +91,15 @@ int xds_server_port(const xds_server *s)
 
 static char *read_small_file(const char *path, sx_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    sx_buf b = {0};
+    int rc = sx_buf_read_file(&b, path, TLS_FILE_MAX);
+    if (rc == 0 && b.len <= TLS_FILE_MAX)
+        return sx_buf_steal(&b);
+    sx_buf_free(&b);
+    if (rc < 0)
         return sx_err_set(err, SX_EIO, "could not open %s", path), NULL;
-    char *buf = sx_malloc(TLS_FILE_MAX + 1);
-    size_t n = fread(buf, 1, TLS_FILE_MAX + 1, f);
-    bool bad = ferror(f) || n > TLS_FILE_MAX;
-    fclose(f);
-    if (bad) {
-        sx_free(buf);
-        sx_err_set(err, SX_EIO, "could not read %s (unreadable, or larger than 1 MiB)", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
+    sx_err_set(err, SX_EIO, "could not read %s (unreadable, or larger than 1 MiB)", path);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ accepting */
@@ -230,18 +225,9 @@ static void sweep(xds_server *s)
         if (touch && c->state == XDS_CALL_ACTIVE && c->node_id)
             node_status_seen(s->o.nodes, c->node_id);
         if (c->state == XDS_CALL_ACTIVE && (send_to > 0 || ack_to > 0)) {
-            int64_t oldest = 0;
-            switch (c->protocol) {
-            case XDS_PROTO_SOTW:
-                oldest = xds_sotw_oldest_unacked_ms(&c->p.sotw);
-                break;
-            case XDS_PROTO_DELTA:
-                oldest = xds_delta_oldest_unacked_ms(&c->p.delta);
-                break;
-            default:
-                oldest = xds_ctl_oldest_unacked_ms(&c->p.ctl);
-                break;
-            }
+            xds_state *st = xds_call_ads_state(c);
+            int64_t oldest =
+                st ? xds_state_oldest_unacked_ms(st) : xds_ctl_oldest_unacked_ms(&c->p.ctl);
             if (send_to > 0 && c->send_pending && now - c->send_started_ms > send_to)
                 xds_call_end(c, XDS_TERM_SEND_TIMEOUT, GRPC_STATUS_UNAVAILABLE,
                              "a response was not read in time");

@@ -52,13 +52,13 @@ static void forget_all(xds_sotw_type *st)
 
 /* Drops what the client held of names it no longer subscribes to, so that they are
  * sent again if it subscribes to them again. */
-static void forget_unwanted(xds_sotw_type *st, tr_type t)
+static void forget_unwanted(xds_sotw_type *st, const xds_subs *subs, tr_type t)
 {
     if (st->held_res == NULL || st->held_bits == NULL)
         return;
     size_t n = st->held_res->count[t];
     for (size_t j = 0; j < n; j++)
-        if (bit_get(st->held_bits, j) && !xds_subs_wants(&st->subs, st->held_res->items[t][j].name))
+        if (bit_get(st->held_bits, j) && !xds_subs_wants(subs, st->held_res->items[t][j].name))
             bit_clear(st->held_bits, j);
 }
 
@@ -81,7 +81,7 @@ static void refresh_endpoints(xds_sotw *s, const tr_resources *cur, const uint32
             j++;
         if (j < nheld && c == 0 && bit_get(e->held_bits, j)) {
             bit_clear(e->held_bits, j);
-            xds_push_mark_dirty(&e->push, now_ms);
+            xds_push_mark_dirty(&s->st.push[TR_EDS], now_ms);
         }
     }
 }
@@ -90,15 +90,7 @@ static void refresh_endpoints(xds_sotw *s, const tr_resources *cur, const uint32
  * requested LDS/RDS type was evaluated against it, answered, and not NACKed. */
 static bool routes_settled(const xds_sotw *s)
 {
-    static const tr_type route_types[] = {TR_LDS, TR_RDS};
-    for (size_t i = 0; i < 2; i++) {
-        const xds_sotw_type *st = &s->t[route_types[i]];
-        if (!st->subs.requested)
-            continue;
-        if (st->push.dirty || st->push.awaiting || st->push.nacked || st->held_res != s->current)
-            return false;
-    }
-    return true;
+    return xds_state_in_step(&s->st, TR_LDS) && xds_state_in_step(&s->st, TR_RDS);
 }
 
 static int cmp_resource(const void *a, const void *b)
@@ -107,13 +99,13 @@ static int cmp_resource(const void *a, const void *b)
 }
 
 /* Once the routes are settled, a CDS response without the kept clusters is owed. */
-static void release_kept(xds_sotw *s, int64_t now_ms)
+static void release_kept(void *proto, int64_t now_ms)
 {
+    xds_sotw *s = proto;
     if (s->nkept == 0 || !routes_settled(s))
         return;
-    xds_sotw_type *st = &s->t[TR_CDS];
-    st->push.must_respond = true;
-    xds_push_mark_dirty(&st->push, now_ms);
+    s->st.push[TR_CDS].must_respond = true;
+    xds_push_mark_dirty(&s->st.push[TR_CDS], now_ms);
 }
 
 /* k becomes an owned copy of r (freed by tr_resource_items_free with its array). */
@@ -174,13 +166,14 @@ static bool update_kept(xds_sotw *s, const tr_resources *cur, const tr_resource 
  * the client holds it at the same version, and whether a held one is gone: about
  * n + names + held string comparisons per stream and push, instead of binary
  * searches per resource. */
-static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_sotw_response *out)
+static bool evaluate(void *proto, tr_type t, int64_t now_ms, xds_response *out)
 {
+    xds_sotw *s = proto;
     xds_sotw_type *st = &s->t[t];
-    tr_resources *cur = s->current;
+    tr_resources *cur = s->st.current;
     const tr_resource *items = cur->items[t];
     size_t n = cur->count[t];
-    const xds_subs *sub = &st->subs;
+    const xds_subs *sub = &s->st.subs[t];
     const tr_resources *hr = st->held_bits ? st->held_res : NULL;
     const tr_resource *held = hr ? hr->items[t] : NULL;
     size_t nheld = hr && hr != cur ? hr->count[t] : 0;
@@ -230,13 +223,13 @@ static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_sotw_response *
     if (t == TR_CDS) {
         /* Make before break: gone clusters stay until the routes are settled — those
          * the client accepted: not those of a response it NACKed. */
-        if (st->push.nacked)
+        if (s->st.push[t].nacked)
             ngone = 0;
         deleted = update_kept(s, cur, held, gone, ngone) || (deleted && s->nkept == 0);
         sx_free(gone);
     }
     bool changed = nfresh > 0 || (full_state(t) && deleted);
-    bool respond = changed || st->push.must_respond;
+    bool respond = changed || s->st.push[t].must_respond;
     if (t == TR_CDS && nfresh > 0)
         refresh_endpoints(s, cur, fresh, nfresh, now_ms);
     if (respond) {
@@ -263,20 +256,11 @@ static bool evaluate(xds_sotw *s, tr_type t, int64_t now_ms, xds_sotw_response *
     return respond;
 }
 
-void xds_sotw_init(xds_sotw *s, uint64_t nonce_seed)
-{
-    memset(s, 0, sizeof(*s));
-    xds_nonce_init(&s->nonce, nonce_seed);
-}
-
 void xds_sotw_free(xds_sotw *s)
 {
-    for (int t = 0; t < TR_TYPE_COUNT; t++) {
-        xds_subs_clear(&s->t[t].subs);
+    xds_state_free(&s->st);
+    for (int t = 0; t < TR_TYPE_COUNT; t++)
         forget_all(&s->t[t]);
-    }
-    tr_resources_unref(s->current);
-    s->current = NULL;
     tr_resource_items_free(s->kept, s->nkept);
     s->kept = NULL;
     s->nkept = 0;
@@ -286,27 +270,29 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
                          xds_req_outcome *out)
 {
     xds_sotw_type *st = &s->t[req->type];
+    xds_push *push = &s->st.push[req->type];
+    xds_subs *subs = &s->st.subs[req->type];
     *out = (xds_req_outcome){.kind = XDS_REQ_SUBSCRIBE};
     /* A nonce that names no response of this stream (empty, or from another stream
      * or server) starts the type afresh; one that names an older response is stale. */
-    bool restart = req->nonce[0] == '\0' || !st->push.has_sent;
-    if (!restart && !xds_nonce_equals(st->push.sent_nonce, req->nonce)) {
+    bool restart = req->nonce[0] == '\0' || !push->has_sent;
+    if (!restart && !xds_nonce_equals(push->sent_nonce, req->nonce)) {
         out->kind = XDS_REQ_STALE;
         return;
     }
     if (restart) {
         forget_all(st);
-        st->push.awaiting = false;
-        st->push.must_respond = true;
-        xds_push_mark_dirty(&st->push, now_ms);
-    } else if (st->push.awaiting) {
-        xds_push_answer(&st->push, req->is_nack, now_ms, out);
+        push->awaiting = false;
+        push->must_respond = true;
+        xds_push_mark_dirty(push, now_ms);
+    } else if (push->awaiting) {
+        xds_push_answer(push, req->is_nack, now_ms, out);
     }
-    if (xds_subs_set_sotw(&st->subs, full_state(req->type), req->names, req->name_count)) {
-        forget_unwanted(st, req->type);
-        xds_push_mark_dirty(&st->push, now_ms);
+    if (xds_subs_set_sotw(subs, full_state(req->type), req->names, req->name_count)) {
+        forget_unwanted(st, subs, req->type);
+        xds_push_mark_dirty(push, now_ms);
         if (full_state(req->type))
-            st->push.must_respond = true;
+            push->must_respond = true;
     }
     if (req->type == TR_CDS && restart) {
         /* The client holds nothing: nothing is kept for it. */
@@ -317,73 +303,15 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
     release_kept(s, now_ms);
 }
 
-xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t published_ms)
-{
-    if (s->current != NULL && res->version == s->current->version)
-        return XDS_ADOPT_IGNORED;
-    bool coalesced = false;
-    for (int t = 0; t < TR_TYPE_COUNT; t++) {
-        xds_sotw_type *st = &s->t[t];
-        if (!st->subs.requested)
-            continue;
-        coalesced |= xds_push_offer(&st->push, published_ms);
-    }
-    tr_resources_unref(s->current);
-    s->current = tr_resources_ref(res);
-    return coalesced ? XDS_ADOPT_COALESCED : XDS_ADOPT_NEW;
-}
+static const xds_state_ops SOTW_OPS = {evaluate, release_kept};
 
-bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out)
+bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_response *out)
 {
-    memset(out, 0, sizeof(*out));
-    if (s->current == NULL)
-        return false;
-    for (int i = 0; i < TR_TYPE_COUNT; i++) {
-        tr_type t = (tr_type)i;
-        xds_sotw_type *st = &s->t[t];
-        if (!st->subs.requested || !st->push.dirty || st->push.awaiting)
-            continue;
-        bool respond = evaluate(s, t, now_ms, out);
-        int64_t since = xds_push_take(&st->push, now_ms);
-        if (!respond) {
-            release_kept(s, now_ms);
-            continue;
-        }
-        xds_push_sent(&st->push, &s->nonce, s->current->version, now_ms, since, out->nonce);
-        out->version = s->current->version;
-        return true;
-    }
-    return false;
-}
-
-void xds_sotw_response_clear(xds_sotw_response *r)
-{
-    sx_free(r->idx);
-    memset(r, 0, sizeof(*r));
-}
-
-int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s)
-{
-    int64_t oldest = 0;
-    for (int t = 0; t < TR_TYPE_COUNT; t++)
-        oldest = xds_push_oldest(oldest, &s->t[t].push);
-    return oldest;
+    return xds_state_next(&s->st, now_ms, out, &SOTW_OPS, s);
 }
 
 long long xds_sotw_synced_version(const xds_sotw *s)
 {
-    if (s->current == NULL)
-        return 0;
-    bool any = false;
-    for (int t = 0; t < TR_TYPE_COUNT; t++) {
-        const xds_sotw_type *st = &s->t[t];
-        if (!st->subs.requested)
-            continue;
-        if (st->push.dirty || st->push.awaiting || st->push.nacked || st->held_res != s->current)
-            return 0;
-        any = true;
-    }
-    if (s->nkept > 0) /* the last CDS response is still owed */
-        return 0;
-    return any ? s->current->version : 0;
+    /* While clusters are kept, the last CDS response is still owed. */
+    return xds_state_synced_version(&s->st, s->nkept > 0);
 }

@@ -2,7 +2,7 @@
  * sotw.h — the state-of-the-world ADS protocol of one stream, without any I/O.
  *
  * The stream's gRPC code feeds it decoded requests (xds_sotw_on_request) and the
- * group's newest resources (xds_sotw_on_resources), and asks it for the next response
+ * group's newest resources (xds_state_adopt on its st), and asks it for the next response
  * to send whenever the stream has no send in flight (xds_sotw_next). Everything Envoy's
  * protocol asks of a server lives here, so it is tested without gRPC:
  *
@@ -47,27 +47,18 @@
 #include "server/translate/resources.h"
 #include "server/xds/nonce.h"
 #include "server/xds/push.h"
+#include "server/xds/state.h"
 #include "server/xds/subs.h"
-
-/* What adopting a snapshot did. */
-typedef enum xds_adopt {
-    XDS_ADOPT_IGNORED,   /* not newer than the one held */
-    XDS_ADOPT_NEW,       /* adopted */
-    XDS_ADOPT_COALESCED, /* adopted, replacing a snapshot not yet fully sent */
-} xds_adopt;
 
 /* Per-type state; see sotw.c for how the fields move. */
 typedef struct xds_sotw_type {
-    xds_subs subs;
     tr_resources *held_res; /* resources held_bits refers to (one reference), or NULL */
     uint64_t *held_bits;    /* bit i: the client holds held_res->items[type][i] */
-    xds_push push;
 } xds_sotw_type;
 
 typedef struct xds_sotw {
+    xds_state st; /* subscriptions, push state, current resources, nonces */
     xds_sotw_type t[TR_TYPE_COUNT];
-    tr_resources *current; /* newest resources of the stream's group (a reference) */
-    xds_nonce nonce;
     /* Clusters gone from the current snapshot that CDS responses still carry until the
      * client has accepted the listeners and routes of the current snapshot (owned
      * copies, sorted by name): a route must never point at a deleted cluster. */
@@ -84,43 +75,22 @@ typedef struct xds_sotw_request {
     bool is_nack; /* error_detail is present */
 } xds_sotw_request;
 
-/* One response to send. idx is owned (release with xds_sotw_response_clear); res is
- * the stream's current resources, valid until the next call into the state. */
-typedef struct xds_sotw_response {
-    tr_type type;
-    tr_resources *res;
-    uint32_t *idx; /* indices into res->items[type], ascending (name order) */
-    size_t n;
-    const tr_resource *kept; /* CDS: removed clusters sent as well (borrowed), or NULL */
-    size_t nkept;
-    long long version; /* snapshot version: version_info is its decimal text */
-    char nonce[XDS_NONCE_LEN];
-} xds_sotw_response;
-
-/* Initialises s for a new stream; seed makes its nonces unique (random). */
-void xds_sotw_init(xds_sotw *s, uint64_t nonce_seed);
-/* Releases every reference and name s holds; s may then be freed. */
+/* A new stream is a zeroed xds_sotw whose st was set up by xds_state_init. Releases
+ * every reference and name s holds; s may then be freed. */
 void xds_sotw_free(xds_sotw *s);
 
 /* Applies a request at time now_ms and says what it was (see the rules above). */
 void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_ms,
                          xds_req_outcome *out);
 
-/* Offers the group's resources, published at published_ms; s takes its own reference
- * when it adopts them (a higher version than the current one). */
-xds_adopt xds_sotw_on_resources(xds_sotw *s, tr_resources *res, int64_t published_ms);
-
 /* Produces the next response to send, if any, and records it as sent (awaiting its
- * ACK). Returns false when nothing is to be sent now. */
-bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_sotw_response *out);
-void xds_sotw_response_clear(xds_sotw_response *r);
+ * ACK). Returns false when nothing is to be sent now. New resources are offered with
+ * xds_state_adopt(&s->st, ...). */
+bool xds_sotw_next(xds_sotw *s, int64_t now_ms, xds_response *out);
 
-/* When the oldest response still awaiting an ACK was sent, or 0 when none waits. */
-int64_t xds_sotw_oldest_unacked_ms(const xds_sotw *s);
-
-/* The snapshot version the client has fully applied: every type it requested was
- * ACKed (or did not change) at the current version, with no NACK outstanding. 0 when
- * the stream is not in step, or has requested nothing. */
+/* The snapshot version the client has fully applied (xds_state_synced_version): every
+ * type it requested was ACKed (or did not change) at the current version, with no NACK
+ * outstanding and no CDS response owed. */
 long long xds_sotw_synced_version(const xds_sotw *s);
 
 #endif

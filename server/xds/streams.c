@@ -17,7 +17,7 @@
 
 struct xds_group_slot {
     char *name;
-    xds_stream_link *head;
+    sx_list members; /* its streams (xds_stream_link.group_link) */
     size_t count;
     xds_group_slot *next; /* bucket chain */
 };
@@ -159,15 +159,10 @@ static void unlink_locked(xds_streams *r, xds_stream_link *l)
     if (*p == l)
         *p = l->node_next;
     xds_group_slot *g = l->slot;
-    if (l->group_prev)
-        l->group_prev->group_next = l->group_next;
-    else
-        g->head = l->group_next;
-    if (l->group_next)
-        l->group_next->group_prev = l->group_prev;
+    sx_list_remove(&g->members, &l->group_link);
     if (--g->count == 0)
         group_drop_locked(r, g);
-    l->node_next = l->group_prev = l->group_next = NULL;
+    l->node_next = NULL;
     l->slot = NULL;
     l->registered = false;
     r->count--;
@@ -193,11 +188,7 @@ void *xds_streams_add(xds_streams *r, xds_stream_link *l)
     *p = l;
     xds_group_slot *g = group_find_locked(r, l->group, true);
     l->slot = g;
-    l->group_prev = NULL;
-    l->group_next = g->head;
-    if (g->head)
-        g->head->group_prev = l;
-    g->head = l;
+    sx_list_push_front(&g->members, &l->group_link);
     g->count++;
     l->registered = true;
     r->count++;
@@ -226,7 +217,8 @@ size_t xds_streams_list(xds_streams *r, const char *group, void ***out)
         xds_group_slot *g = group_find_locked(r, group, false);
         if (g && g->count) {
             *out = sx_malloc(g->count * sizeof(void *));
-            for (xds_stream_link *l = g->head; l; l = l->group_next) {
+            for (sx_link *k = g->members.head; k; k = k->next) {
+                xds_stream_link *l = SX_CONTAINER(k, xds_stream_link, group_link);
                 r->ops.ref(l->owner);
                 (*out)[n++] = l->owner;
             }

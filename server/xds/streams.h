@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "server/base/list.h"
 #include "server/xds/metrics.h"
 
 typedef enum xds_protocol {
@@ -59,8 +60,7 @@ typedef struct xds_stream_link {
     void *owner; /* handed to the ops and returned by the lookups */
     /* Private to the registry. */
     struct xds_stream_link *node_next;
-    struct xds_stream_link *group_prev;
-    struct xds_stream_link *group_next;
+    sx_link group_link; /* in slot->members */
     xds_group_slot *slot;
     bool registered;
 } xds_stream_link;

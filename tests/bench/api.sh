@@ -42,28 +42,12 @@ while [ $# -gt 0 ]; do
     *) usage >&2; exit 2 ;;
     esac
 done
-for n in $SECONDS_PER_RUN ${CLIENTS//,/ } $CONFIGS; do
-    [[ $n =~ ^[0-9]+$ ]] || { echo "api bench: not a number: $n" >&2; exit 2; }
-done
-
-# ---------------------------------------------------------------- binaries
-if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
-    SEXTANT_BIN=${SEXTANT_BIN:-$ROOT/build-release/sextant}
-    BENCH_BIN=${BENCH_BIN:-$ROOT/build-release/bench_api_load}
-    # Benchmarks measure the Release build: configure it as one (an older tree of
-    # another build type is switched over) and bring it up to date.
-    echo "api bench: building build-release (Release)" >&2
-    cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant bench_api_load >/dev/null
-fi
-export -n SEXTANT_BIN BENCH_BIN
-for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
-    [ -x "$b" ] || { echo "api bench: $b is missing" >&2; exit 1; }
-done
+# shellcheck source=tests/bench/lib.sh
+source "$ROOT/tests/bench/lib.sh"
+bench_numbers "api bench" "$SECONDS_PER_RUN" ${CLIENTS//,/ } "$CONFIGS"
+bench_binaries "api bench" bench_api_load
 
 # ---------------------------------------------------------------- services
-# shellcheck source=tests/lib/services.sh
-source "$ROOT/tests/lib/services.sh"
 WORK=$(mktemp -d /tmp/sextant-bench-api-XXXXXX)
 chmod 755 "$WORK"
 SERVE_PID=
@@ -82,15 +66,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PG_PORT=$(svc_free_port)
-REDIS_PORT=$(svc_free_port)
+bench_database "$WORK"
 HTTP_PORT=$(svc_free_port)
 GRPC_PORT=$(svc_free_port)
-svc_pg_start "$WORK/pg" "$PG_PORT"
-psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" >/dev/null
-svc_redis_start "$WORK/redis" "$REDIS_PORT"
-export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
-export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
 export SEXTANT_AUTH_ENABLED=true SEXTANT_AUTH_HS256_SECRET="bench-secret-0123456789abcdef-0123456789"
 export SEXTANT_RATELIMIT_READ_RATE=1000000 SEXTANT_RATELIMIT_READ_BURST=1000000

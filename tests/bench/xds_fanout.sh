@@ -54,31 +54,14 @@ while [ $# -gt 0 ]; do
     *) usage >&2; exit 2 ;;
     esac
 done
-for n in ${STREAMS//,/ } ${ENDPOINTS//,/ } $TIMEOUT $IDLE_S; do
-    [[ $n =~ ^[0-9]+$ ]] || { echo "xds_fanout: not a number: $n" >&2; exit 2; }
-done
-
-# ---------------------------------------------------------------- binaries
-if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
-    SEXTANT_BIN=${SEXTANT_BIN:-$ROOT/build-release/sextant}
-    BENCH_BIN=${BENCH_BIN:-$ROOT/build-release/bench_xds_fanout}
-    # Benchmarks measure the Release build: configure it as one (an older tree of
-    # another build type is switched over) and bring it up to date.
-    echo "xds_fanout: building build-release (Release)" >&2
-    cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant bench_xds_fanout >/dev/null
-fi
-# Sextant warns about SEXTANT_* variables it does not know: keep ours to ourselves.
-export -n SEXTANT_BIN BENCH_BIN
-for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
-    [ -x "$b" ] || { echo "xds_fanout: $b is missing" >&2; exit 1; }
-done
+# shellcheck source=tests/bench/lib.sh
+source "$ROOT/tests/bench/lib.sh"
+bench_numbers xds_fanout ${STREAMS//,/ } ${ENDPOINTS//,/ } "$TIMEOUT" "$IDLE_S"
+bench_binaries xds_fanout bench_xds_fanout
 "$SEXTANT_BIN" publish --help >/dev/null 2>&1 ||
     { echo "xds_fanout: $SEXTANT_BIN has no 'publish' command; rebuild it" >&2; exit 1; }
 
 # ---------------------------------------------------------------- cleanup
-# shellcheck source=tests/lib/services.sh
-source "$ROOT/tests/lib/services.sh"
 WORK=$(mktemp -d /tmp/sextant-bench-fanout-XXXXXX)
 chmod 755 "$WORK"
 SERVE_PID=
@@ -122,13 +105,7 @@ trap '' PIPE # a dead client makes writes fail (and the script stop) rather than
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- services
-PG_PORT=$(svc_free_port)
-REDIS_PORT=$(svc_free_port)
-svc_pg_start "$WORK/pg" "$PG_PORT"
-psql "postgresql://sextant@127.0.0.1:$PG_PORT/postgres" -qc "CREATE DATABASE sextant" >/dev/null
-svc_redis_start "$WORK/redis" "$REDIS_PORT"
-export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PG_PORT/sextant"
-export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+bench_database "$WORK"
 "$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
 
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" --eds-names >"$WORK/eds.txt"

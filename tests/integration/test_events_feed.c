@@ -31,8 +31,7 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    pg_pool_options po = {.url = f->url, .size = 6, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
+    f->pool = tl_pool(f->url, 6);
     events_feed_options fo = {.pool = f->pool, .keepalive_ms = 300, .max_streams = 4};
     TL_OK(events_feed_create(&fo, &f->feed, &e_));
     TL_OK(sup_thread_ops.start(events_feed_component(f->feed), &e_));
@@ -403,14 +402,6 @@ static void test_concurrent_writers(void **state)
     close_reader(r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_live_and_resume, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_filters_keepalive_limit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slow_reader_is_ended, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_ends_subscriptions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_live_and_resume), TL_FX(test_filters_keepalive_limit),
+        TL_FX(test_slow_reader_is_ended), TL_FX(test_stop_ends_subscriptions),
+        TL_FX(test_concurrent_writers))

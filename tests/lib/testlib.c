@@ -8,6 +8,7 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,4 +276,36 @@ struct redis_cache *tl_cache(const char *url, const char *prefix)
     redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
     assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
     return c;
+}
+
+typedef struct race_slot {
+    pthread_barrier_t *start;
+    void *(*fn)(void *);
+    void *arg;
+} race_slot;
+
+static void *race_main(void *p)
+{
+    race_slot *s = p;
+    pthread_barrier_wait(s->start);
+    return s->fn(s->arg);
+}
+
+void tl_race(void *(*fn)(void *), void *args, size_t size, int n)
+{
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)n);
+    race_slot *slots = calloc((size_t)n, sizeof(*slots));
+    pthread_t *threads = calloc((size_t)n, sizeof(*threads));
+    assert_non_null(slots);
+    assert_non_null(threads);
+    for (int i = 0; i < n; i++) {
+        slots[i] = (race_slot){&start, fn, (char *)args + (size_t)i * size};
+        assert_int_equal(pthread_create(&threads[i], NULL, race_main, &slots[i]), 0);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(threads[i], NULL);
+    pthread_barrier_destroy(&start);
+    free(threads);
+    free(slots);
 }

@@ -96,8 +96,26 @@ struct pg_pool *tl_pool(const char *url, int size);
  * when it cannot be created. Free it with redis_cache_destroy. */
 struct redis_cache *tl_cache(const char *url, const char *prefix);
 
+/* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
+ * released together so that they race, and returns once every one has returned. fn
+ * must not use cmocka's assertions (they work on the test's thread only). */
+void tl_race(void *(*fn)(void *), void *args, size_t size, int n);
+
 /* Milliseconds since an arbitrary fixed point (monotonic). */
 long long tl_now_ms(void);
 void tl_sleep_ms(int ms);
+
+/* TL_MAIN(entries...): the main of a test program, which runs the listed cmocka tests
+ * (cmocka_unit_test(f) or TL_FX(f) entries) as one group named "tests". TL_MAIN_GROUP
+ * does the same between a setup and a teardown of the whole group (either may be NULL). */
+#define TL_MAIN(...) TL_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
+#define TL_MAIN_GROUP(group_setup, group_teardown, ...)                                            \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        const struct CMUnitTest tests[] = {__VA_ARGS__};                                           \
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);                         \
+    }
+/* A TL_MAIN entry for test f run between the program's own setup and teardown. */
+#define TL_FX(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 #endif

@@ -1027,15 +1027,9 @@ static void test_help_lists_every_key(void **state)
     sx_buf_free(&b);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_file),          cmocka_unit_test(test_defaults_env_only),
-        cmocka_unit_test(test_env_overrides_file), cmocka_unit_test(test_empty_and_null_values),
-        cmocka_unit_test(test_bad_values),         cmocka_unit_test(test_missing_file),
-        cmocka_unit_test(test_all_errors_at_once), cmocka_unit_test(test_durations),
-        cmocka_unit_test(test_listen_parse),       cmocka_unit_test(test_help_lists_every_key),
-        cmocka_unit_test(test_fleet_thresholds),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_full_file),
+              cmocka_unit_test(test_defaults_env_only), cmocka_unit_test(test_env_overrides_file),
+              cmocka_unit_test(test_empty_and_null_values), cmocka_unit_test(test_bad_values),
+              cmocka_unit_test(test_missing_file), cmocka_unit_test(test_all_errors_at_once),
+              cmocka_unit_test(test_durations), cmocka_unit_test(test_listen_parse),
+              cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_fleet_thresholds))

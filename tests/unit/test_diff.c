@@ -138,16 +138,8 @@ static void test_values_are_copies(void **state)
     json_decref(d);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_equal_documents),
-        cmocka_unit_test(test_scalars_and_keys),
+TL_MAIN(cmocka_unit_test(test_equal_documents), cmocka_unit_test(test_scalars_and_keys),
         cmocka_unit_test(test_type_change_is_one_change),
         cmocka_unit_test(test_named_arrays_match_by_name),
-        cmocka_unit_test(test_other_arrays_by_index),
-        cmocka_unit_test(test_odd_keys_are_quoted),
-        cmocka_unit_test(test_values_are_copies),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_other_arrays_by_index), cmocka_unit_test(test_odd_keys_are_quoted),
+        cmocka_unit_test(test_values_are_copies))

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "server/base/buf.h"
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/supervisor.h"
 
@@ -262,10 +263,7 @@ static void *waiter_run(void *ctx)
 static void waiter_wake(void *ctx)
 {
     waiter *w = ctx;
-    pthread_mutex_lock(&w->mu);
-    w->woken = true;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    sx_cond_raise(&w->mu, &w->cv, &w->woken);
 }
 
 static bool waiter_ready(void *ctx)

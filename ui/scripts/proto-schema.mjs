@@ -111,23 +111,28 @@ function skipStatement() {
 const messages = new Map(); // name -> {doc, fields: [{name, type, repeated, map, doc, oneof}]}
 const enums = new Map(); // name -> {doc, values: [{name, doc}]}
 
-function parseEnum(doc) {
+// Reads "NAME {" and the statements of the block up to its "}", handing the first token
+// of each to statement (with NAME); returns NAME.
+function parseBlock(statement) {
   const name = next().v;
   expect('{');
+  for (let tok = next(); tok.v !== '}'; tok = next()) statement(tok, name);
+  return name;
+}
+
+function parseEnum(doc) {
   const values = [];
-  for (;;) {
-    const tok = next();
-    if (tok.v === '}') break;
+  const name = parseBlock((tok) => {
     if (tok.v === 'option' || tok.v === 'reserved') {
       skipStatement();
-      continue;
+      return;
     }
     const vdoc = takeComment(tok);
     expect('=');
     next();
     skipStatement();
     values.push({name: tok.v, doc: vdoc});
-  }
+  });
   enums.set(name, {doc, values});
 }
 
@@ -156,26 +161,20 @@ function parseField(first, fields, oneof) {
 }
 
 function parseMessage(doc) {
-  const name = next().v;
-  expect('{');
   const fields = [];
-  for (;;) {
-    const tok = next();
-    if (tok.v === '}') break;
+  const name = parseBlock((tok) => {
     if (tok.v === 'option' || tok.v === 'reserved' || tok.v === 'extensions') {
       takeComment(tok);
       skipStatement();
     } else if (tok.v === 'oneof') {
       const odoc = takeComment(tok);
-      const oname = next().v;
-      expect('{');
-      for (let f = next(); f.v !== '}'; f = next()) parseField(f, fields, {name: oname, doc: odoc});
+      parseBlock((f, oname) => parseField(f, fields, {name: oname, doc: odoc}));
     } else if (tok.v === 'message' || tok.v === 'enum') {
       throw new Error(`${input}:${tok.line}: nested ${tok.v} declarations are not supported`);
     } else {
       parseField(tok, fields, null);
     }
-  }
+  });
   messages.set(name, {doc, fields});
 }
 

@@ -215,13 +215,7 @@ static void test_required_fields_are_properties(void **state)
     json_decref(doc);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_route_is_documented),
+TL_MAIN(cmocka_unit_test(test_every_route_is_documented),
         cmocka_unit_test(test_every_documented_operation_is_a_route),
         cmocka_unit_test(test_document_is_well_formed),
-        cmocka_unit_test(test_required_fields_are_properties),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_required_fields_are_properties))

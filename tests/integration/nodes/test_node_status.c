@@ -268,12 +268,5 @@ static void test_bounded_queue_counts_drops(void **state)
     node_status_destroy(q);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_events_reach_the_database, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bounded_queue_counts_drops, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_flush_writes_events, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_bounded_queue_counts_drops),
+        TL_FX(test_flush_writes_events))

@@ -105,8 +105,7 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    pg_pool_options po = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&po, &f->pool, NULL), 0);
+    f->pool = tl_pool(f->url, 4);
     pg_listener_options lo = {.url = f->url, .connect_timeout_ms = 2000};
     TL_OK(pg_listener_create(&lo, &f->listener, &e_));
     f->repo = snap_repo_create(f->pool, NULL);

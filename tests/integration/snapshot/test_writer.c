@@ -210,12 +210,5 @@ static void test_failed_transaction_leaves_no_stale_entry(void **state)
     redis_cache_destroy(down);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_notify_finds_snapshot_in_redis, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failed_transaction_leaves_no_stale_entry, setup,
-                                        teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_notify_finds_snapshot_in_redis),
+        TL_FX(test_failed_transaction_leaves_no_stale_entry))

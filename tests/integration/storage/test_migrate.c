@@ -251,7 +251,6 @@ static void test_rerun_is_noop(void **state)
 
 typedef struct run_arg {
     const char *url;
-    pthread_barrier_t *start;
     int rc;
     int applied;
     sx_err err;
@@ -260,7 +259,6 @@ typedef struct run_arg {
 static void *run_thread(void *p)
 {
     run_arg *a = p;
-    pthread_barrier_wait(a->start);
     a->rc = migrate_run(a->url, NULL, &a->applied, &a->err);
     return NULL;
 }
@@ -269,15 +267,8 @@ static void test_concurrent_runs(void **state)
 {
     (void)state;
     char *url = tl_db_create();
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, 2);
-    run_arg args[2] = {{.url = url, .start = &start}, {.url = url, .start = &start}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, run_thread, &args[i]);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&start);
+    run_arg args[2] = {{.url = url}, {.url = url}};
+    tl_race(run_thread, args, sizeof(args[0]), 2);
     for (int i = 0; i < 2; i++) {
         if (args[i].rc)
             fprintf(stderr, "run %d: %s\n", i, args[i].err.message);
@@ -478,17 +469,8 @@ static void test_bad_inputs(void **state)
     tl_db_drop(db);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_from_empty),
-        cmocka_unit_test(test_rerun_is_noop),
-        cmocka_unit_test(test_concurrent_runs),
-        cmocka_unit_test(test_changed_file_refused),
+TL_MAIN(cmocka_unit_test(test_from_empty), cmocka_unit_test(test_rerun_is_noop),
+        cmocka_unit_test(test_concurrent_runs), cmocka_unit_test(test_changed_file_refused),
         cmocka_unit_test(test_broken_file_rolls_back_alone),
         cmocka_unit_test(test_history_tables_refuse_changes),
-        cmocka_unit_test(test_status_counts_pending),
-        cmocka_unit_test(test_bad_inputs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_status_counts_pending), cmocka_unit_test(test_bad_inputs))

@@ -363,14 +363,7 @@ static void test_bad_arguments(void **state)
     fx_close(&f);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_notify_reaches_subscriber),
+TL_MAIN(cmocka_unit_test(test_notify_reaches_subscriber),
         cmocka_unit_test(test_channels_dispatched),
         cmocka_unit_test(test_reconnect_after_backend_killed),
-        cmocka_unit_test(test_stop_is_prompt),
-        cmocka_unit_test(test_bad_arguments),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_stop_is_prompt), cmocka_unit_test(test_bad_arguments))

@@ -42,6 +42,18 @@ static pg_pool *make_pool(int size, int statement_timeout_ms, int acquire_timeou
     return p;
 }
 
+/* A connection of p; fails the test when none can be had. */
+static pg_conn *acquire(pg_pool *p)
+{
+    pg_conn *c = NULL;
+    sx_err err;
+    int rc = pg_acquire(p, &c, &err);
+    if (rc)
+        fprintf(stderr, "acquire: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    return c;
+}
+
 /* Runs sql (no parameters) and returns the single value as a new string. */
 static char *query_one(pg_conn *c, const char *sql)
 {
@@ -133,8 +145,7 @@ static void test_errors_map_to_codes(void **state)
     (void)state;
     pg_pool *p = make_pool(1, 0, 0, NULL);
     sx_err err;
-    pg_conn *c;
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    pg_conn *c = acquire(p);
     exec_ok(c, "CREATE TABLE uniq (id int PRIMARY KEY)");
     exec_ok(c, "INSERT INTO uniq VALUES (1)");
 
@@ -169,8 +180,7 @@ static void test_statement_timeout(void **state)
     (void)state;
     pg_pool *p = make_pool(1, 200, 0, NULL);
     sx_err err;
-    pg_conn *c;
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    pg_conn *c = acquire(p);
     assert_query_one(c, "SHOW statement_timeout", "200ms");
 
     long long t0 = tl_now_ms();
@@ -181,7 +191,7 @@ static void test_statement_timeout(void **state)
     pg_release(p, c);
 
     /* The timed-out connection goes back to the pool and works. */
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    c = acquire(p);
     assert_query_one(c, "SELECT 1", "1");
     pg_release(p, c);
     pg_pool_destroy(p);
@@ -217,22 +227,21 @@ static void test_terminated_backend_replaced(void **state)
     (void)state;
     pg_pool *p = make_pool(1, 0, 0, NULL);
     sx_err err;
-    pg_conn *c;
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    pg_conn *c = acquire(p);
     char *pid = query_one(c, "SELECT pg_backend_pid()");
     pg_release(p, c);
 
     admin_terminate(pid);
 
     /* The next acquire notices the idle connection died and opens another. */
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    c = acquire(p);
     char *pid2 = query_one(c, "SELECT pg_backend_pid()");
     assert_string_not_equal(pid, pid2);
     pg_release(p, c);
 
     /* A connection killed while in use fails its statement as unavailable and is
      * closed on release rather than returned to the pool. */
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    c = acquire(p);
     admin_terminate(pid2);
     assert_int_equal(pg_exec(c, "SELECT 1", 0, NULL, NULL, &err), SX_EUNAVAILABLE);
     pg_release(p, c);
@@ -353,9 +362,7 @@ static int tx_fn(pg_conn *c, void *arg, sx_err *err)
 
 static long long count_items(pg_pool *p)
 {
-    pg_conn *c;
-    sx_err err;
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    pg_conn *c = acquire(p);
     char *v = query_one(c, "SELECT count(*) FROM items");
     long long n = strtoll(v, NULL, 10);
     free(v);
@@ -368,8 +375,7 @@ static void test_tx_rolls_back(void **state)
     (void)state;
     pg_pool *p = make_pool(2, 0, 0, NULL);
     sx_err err;
-    pg_conn *c;
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    pg_conn *c = acquire(p);
     exec_ok(c, "CREATE TABLE items (id int PRIMARY KEY)");
     pg_release(p, c);
 
@@ -393,27 +399,19 @@ static void test_tx_rolls_back(void **state)
     assert_int_equal(count_items(p), 1);
 
     /* A connection released inside a transaction is rolled back, not committed. */
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    c = acquire(p);
     assert_int_equal(pg_begin(c, &err), 0);
     exec_ok(c, "INSERT INTO items VALUES (2)");
     pg_release(p, c);
     assert_int_equal(count_items(p), 1);
-    assert_int_equal(pg_acquire(p, &c, &err), 0);
+    c = acquire(p);
     assert_int_equal(PQtransactionStatus(pg_conn_raw(c)), PQTRANS_IDLE);
     pg_release(p, c);
     pg_pool_destroy(p);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_acquire_release_reuse),
-        cmocka_unit_test(test_errors_map_to_codes),
-        cmocka_unit_test(test_statement_timeout),
-        cmocka_unit_test(test_terminated_backend_replaced),
-        cmocka_unit_test(test_unreachable_server),
-        cmocka_unit_test(test_exhaustion),
-        cmocka_unit_test(test_tx_rolls_back),
-    };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+TL_MAIN_GROUP(group_setup, group_teardown, cmocka_unit_test(test_acquire_release_reuse),
+              cmocka_unit_test(test_errors_map_to_codes), cmocka_unit_test(test_statement_timeout),
+              cmocka_unit_test(test_terminated_backend_replaced),
+              cmocka_unit_test(test_unreachable_server), cmocka_unit_test(test_exhaustion),
+              cmocka_unit_test(test_tx_rolls_back))

@@ -32,8 +32,7 @@ static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    pg_pool_options opt = {.url = f->url, .size = 4, .connect_timeout_ms = 2000};
-    assert_int_equal(pg_pool_create(&opt, &f->pool, NULL), 0);
+    f->pool = tl_pool(f->url, 4);
     assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
     assert_int_equal(pg_acquire(f->pool, &f->w, NULL), 0);
     f->a = sx_arena_create();
@@ -406,15 +405,6 @@ static void test_emit(void **state)
     assert_null(events_type_resource("nope"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_open_transaction_holds_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_other_database_holds_nothing_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stream_order_is_transaction_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_position_prune, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_emit, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_round_trip), TL_FX(test_open_transaction_holds_back),
+        TL_FX(test_other_database_holds_nothing_back),
+        TL_FX(test_stream_order_is_transaction_order), TL_FX(test_position_prune), TL_FX(test_emit))

@@ -95,7 +95,6 @@ static cfg_record *create_config(fx *f, const char *ns, const char *name, const 
 typedef struct writer {
     pg_pool *pool;
     const char *id;
-    pthread_barrier_t *start;
     int rc;
 } writer;
 
@@ -103,7 +102,6 @@ static void *write_version(void *p)
 {
     writer *w = p;
     pg_conn *c;
-    pthread_barrier_wait(w->start);
     if ((w->rc = pg_acquire(w->pool, &c, NULL)) != 0)
         return NULL; /* no cmocka assertions outside the test's thread */
     sx_arena *a = sx_arena_create();
@@ -183,15 +181,8 @@ static void test_configs_round_trip(void **state)
     assert_int_equal(cfg_repo_get_version(f->c, cfg->id, 3, f->a, &stale, &err), SX_ENOTFOUND);
 
     /* Two writers holding the same expected version: exactly one wins. */
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, 2);
-    writer w[2] = {{f->pool, cfg->id, &start, 0}, {f->pool, cfg->id, &start, 0}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, write_version, &w[i]);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&start);
+    writer w[2] = {{f->pool, cfg->id, 0}, {f->pool, cfg->id, 0}};
+    tl_race(write_version, w, sizeof(w[0]), 2);
     assert_true((w[0].rc == 0 && w[1].rc == SX_EPRECONDITION) ||
                 (w[1].rc == 0 && w[0].rc == SX_EPRECONDITION));
     TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
@@ -571,7 +562,6 @@ static void test_snapshots_round_trip(void **state)
 
 typedef struct racer {
     fx *f;
-    pthread_barrier_t *start;
     long long versions[25];
     int failures;
 } racer;
@@ -584,7 +574,6 @@ static void *insert_many(void *p)
     unsigned char byte = 0x42;
     snap_new in = {
         .group = "edge", .ir = ir, .encoded = &byte, .encoded_len = 1, .created_by = "racer"};
-    pthread_barrier_wait(r->start);
     for (int i = 0; i < 25; i++) {
         ins_ctx x = {&in, a, NULL};
         if (pg_tx(r->f->pool, insert_tx, &x, NULL) != 0) {
@@ -607,15 +596,8 @@ static int cmp_ll(const void *a, const void *b)
 static void test_snapshots_concurrent_versions(void **state)
 {
     fx *f = *state;
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, 2);
-    racer r[2] = {{.f = f, .start = &start}, {.f = f, .start = &start}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&t[i], NULL, insert_many, &r[i]);
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&start);
+    racer r[2] = {{.f = f}, {.f = f}};
+    tl_race(insert_many, r, sizeof(r[0]), 2);
     assert_int_equal(r[0].failures + r[1].failures, 0);
     long long all[50];
     memcpy(all, r[0].versions, sizeof(r[0].versions));
@@ -1300,21 +1282,8 @@ static void test_cursor_wire_format(void **state)
         SX_EINVAL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_configs_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_source, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_config_name_lock, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshots_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshots_concurrent_versions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshot_reads_fill_cache, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshot_reads_survive_redis_outage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nodes_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deployments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cursor_wire_format, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_configs_round_trip), TL_FX(test_config_source), TL_FX(test_config_name_lock),
+        TL_FX(test_snapshots_round_trip), TL_FX(test_snapshots_concurrent_versions),
+        TL_FX(test_snapshot_reads_fill_cache), TL_FX(test_snapshot_reads_survive_redis_outage),
+        TL_FX(test_nodes), TL_FX(test_nodes_lost), TL_FX(test_deployments), TL_FX(test_audit),
+        TL_FX(test_cursor_wire_format))

@@ -779,18 +779,10 @@ static void test_bad_policies(void **state)
     sx_fielderrs_free(&errs);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hs256_and_rs256_accepted),
-        cmocka_unit_test(test_time_claims),
-        cmocka_unit_test(test_issuer_audience_subject_role),
-        cmocka_unit_test(test_signatures_and_algorithms),
-        cmocka_unit_test(test_missing_and_garbled),
-        cmocka_unit_test(test_mint),
-        cmocka_unit_test(test_builtin_policy_table),
-        cmocka_unit_test(test_policy_file),
-        cmocka_unit_test(test_bad_policies),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_hs256_and_rs256_accepted),
+              cmocka_unit_test(test_time_claims),
+              cmocka_unit_test(test_issuer_audience_subject_role),
+              cmocka_unit_test(test_signatures_and_algorithms),
+              cmocka_unit_test(test_missing_and_garbled), cmocka_unit_test(test_mint),
+              cmocka_unit_test(test_builtin_policy_table), cmocka_unit_test(test_policy_file),
+              cmocka_unit_test(test_bad_policies))

@@ -220,10 +220,4 @@ static void test_park_wake_end_stop(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_park_wake_end_stop),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_park_wake_end_stop))

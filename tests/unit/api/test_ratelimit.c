@@ -14,6 +14,7 @@
 
 #include "api/ratelimit.h"
 #include "server/base/metrics.h"
+#include "tests/lib/testlib.h"
 
 static ratelimit *make(int64_t rr, int64_t rb, int64_t wr, int64_t wb, size_t max_users,
                        sx_metrics *m)
@@ -161,12 +162,6 @@ static void test_concurrent_takes_exact(void **state)
     ratelimit_destroy(rl);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_burst_then_refusal),   cmocka_unit_test(test_refill_over_time),
+TL_MAIN(cmocka_unit_test(test_burst_then_refusal), cmocka_unit_test(test_refill_over_time),
         cmocka_unit_test(test_read_and_write_apart), cmocka_unit_test(test_users_apart),
-        cmocka_unit_test(test_bounded_memory),       cmocka_unit_test(test_concurrent_takes_exact),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_bounded_memory), cmocka_unit_test(test_concurrent_takes_exact))

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/static.h"
+#include "tests/lib/testlib.h"
 
 static void test_plain_paths_are_safe(void **state)
 {
@@ -79,12 +80,6 @@ static void test_content_types(void **state)
         assert_string_equal(static_ui_content_type(cases[i].name), cases[i].type);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_paths_are_safe),
+TL_MAIN(cmocka_unit_test(test_plain_paths_are_safe),
         cmocka_unit_test(test_traversal_and_hidden_files_are_refused),
-        cmocka_unit_test(test_content_types),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_content_types))

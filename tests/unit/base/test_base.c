@@ -1,18 +1,25 @@
 /*
  * test_base.c — the bottom layer: error codes and their statuses, buffers, arenas,
- * Prometheus rendering, URL redaction, SHA-256, UTF-8 well-formedness.
+ * Prometheus rendering, URL redaction, SHA-256, base64, reading files, decimal numbers,
+ * UTF-8 well-formedness.
  */
 #include "tests/lib/testlib.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/base/arena.h"
+#include "server/base/b64.h"
 #include "server/base/buf.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
 #include "server/base/hash.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/num.h"
 #include "server/base/metrics.h"
 #include "server/base/utf8.h"
 
@@ -54,6 +61,64 @@ static void test_buf(void **state)
     char *s = sx_buf_steal(&b);
     assert_null(b.data);
     sx_free(s);
+}
+
+static void test_buf_read_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/sextant-base-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    tl_write_file(path, "twelve bytes");
+    sx_buf b = {0};
+    assert_int_equal(sx_buf_read_file(&b, path, SIZE_MAX), 0);
+    assert_string_equal(sx_buf_cstr(&b), "twelve bytes");
+    sx_buf_free(&b);
+    /* Past the limit, more than the limit is read and nothing fails. */
+    assert_int_equal(sx_buf_read_file(&b, path, 5), 0);
+    assert_true(b.len > 5);
+    sx_buf_free(&b);
+    unlink(path);
+    assert_int_equal(sx_buf_read_file(&b, path, SIZE_MAX), -1);
+    assert_int_equal(errno, ENOENT);
+    sx_buf_free(&b);
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    uint8_t out[16];
+    size_t len;
+    bool clean;
+    assert_true(sx_b64_decode("aGn7_w", 6, SX_B64_URL, out, &len, &clean));
+    assert_int_equal(len, 4);
+    assert_memory_equal(out, "hi\xfb\xff", 4);
+    assert_true(clean);
+    /* The standard alphabet only where it is allowed. */
+    assert_false(sx_b64_decode("aGn7/w", 6, SX_B64_URL, out, &len, &clean));
+    assert_true(sx_b64_decode("aGn7/w", 6, SX_B64_ANY, out, &len, &clean));
+    assert_memory_equal(out, "hi\xfb\xff", 4);
+    /* "aGl" leaves two bits set past the last byte; a lone character is no byte. */
+    assert_true(sx_b64_decode("aGl", 3, SX_B64_URL, out, &len, &clean));
+    assert_int_equal(len, 2);
+    assert_false(clean);
+    assert_false(sx_b64_decode("aGk-_", 5, SX_B64_ANY, out, &len, &clean));
+    assert_false(sx_b64_decode("aG=k", 4, SX_B64_ANY, out, &len, &clean));
+}
+
+static void test_parse_digits(void **state)
+{
+    (void)state;
+    assert_int_equal(sx_parse_digits("6379", 4, 5, 1, 65535), 6379);
+    assert_int_equal(sx_parse_digits("00080x", 5, 5, 1, 65535), 80); /* only n bytes count */
+    assert_int_equal(sx_parse_digits("000080", 6, 5, 1, 65535), -1); /* too many digits */
+    assert_int_equal(sx_parse_digits("65536", 5, 5, 1, 65535), -1);
+    assert_int_equal(sx_parse_digits("0", 1, 5, 1, 65535), -1);
+    assert_int_equal(sx_parse_digits("0", 1, 5, 0, 9), 0);
+    assert_int_equal(sx_parse_digits("", 0, 5, 0, 9), -1);
+    assert_int_equal(sx_parse_digits("-1", 2, 5, 0, 9), -1);
+    assert_int_equal(sx_parse_digits("1 2", 3, 5, 0, 999), -1);
 }
 
 static int cleaned;
@@ -210,14 +275,9 @@ static void test_utf8(void **state)
     assert_false(sx_utf8_valid(NULL));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_err_statuses),   cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_arena),          cmocka_unit_test(test_arena_cleanup_order),
-        cmocka_unit_test(test_metrics_render), cmocka_unit_test(test_redact),
-        cmocka_unit_test(test_sha256),         cmocka_unit_test(test_fielderrs),
-        cmocka_unit_test(test_utf8),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_parse_digits), cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_arena_cleanup_order), cmocka_unit_test(test_metrics_render),
+        cmocka_unit_test(test_redact), cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8))

@@ -515,20 +515,9 @@ static void test_canonical_json(void **state)
     ir_snapshot_free(sy);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_fixture_sets_every_field),
-        cmocka_unit_test(test_full_round_trip),
-        cmocka_unit_test(test_camel_case_input),
-        cmocka_unit_test(test_empty_snapshot),
-        cmocka_unit_test(test_endpoint_ports),
-        cmocka_unit_test(test_range_rules),
-        cmocka_unit_test(test_decode_errors_with_paths),
-        cmocka_unit_test(test_all_errors_at_once),
-        cmocka_unit_test(test_check_unpacked),
-        cmocka_unit_test(test_unpack_invalid),
-        cmocka_unit_test(test_canonical_json),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_full_fixture_sets_every_field),
+        cmocka_unit_test(test_full_round_trip), cmocka_unit_test(test_camel_case_input),
+        cmocka_unit_test(test_empty_snapshot), cmocka_unit_test(test_endpoint_ports),
+        cmocka_unit_test(test_range_rules), cmocka_unit_test(test_decode_errors_with_paths),
+        cmocka_unit_test(test_all_errors_at_once), cmocka_unit_test(test_check_unpacked),
+        cmocka_unit_test(test_unpack_invalid), cmocka_unit_test(test_canonical_json))

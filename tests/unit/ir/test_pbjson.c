@@ -688,23 +688,12 @@ static void test_walk_paths(void **state)
     protobuf_c_message_free_unpacked(m, NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kitchen_round_trip),
-        cmocka_unit_test(test_kitchen_input_forms),
-        cmocka_unit_test(test_emit_defaults),
-        cmocka_unit_test(test_encode_invalid_utf8),
-        cmocka_unit_test(test_protocol_round_trips),
-        cmocka_unit_test(test_timestamp),
-        cmocka_unit_test(test_duration),
-        cmocka_unit_test(test_struct_value_wrappers),
-        cmocka_unit_test(test_unknown_and_wrong_type),
-        cmocka_unit_test(test_integer_ranges),
-        cmocka_unit_test(test_enum_bytes_map_oneof_errors),
-        cmocka_unit_test(test_all_errors_reported),
-        cmocka_unit_test(test_partial_decode),
-        cmocka_unit_test(test_walk_paths),
-    };
-    return cmocka_run_group_tests(tests, setup_descriptors, NULL);
-}
+TL_MAIN_GROUP(setup_descriptors, NULL, cmocka_unit_test(test_kitchen_round_trip),
+              cmocka_unit_test(test_kitchen_input_forms), cmocka_unit_test(test_emit_defaults),
+              cmocka_unit_test(test_encode_invalid_utf8),
+              cmocka_unit_test(test_protocol_round_trips), cmocka_unit_test(test_timestamp),
+              cmocka_unit_test(test_duration), cmocka_unit_test(test_struct_value_wrappers),
+              cmocka_unit_test(test_unknown_and_wrong_type), cmocka_unit_test(test_integer_ranges),
+              cmocka_unit_test(test_enum_bytes_map_oneof_errors),
+              cmocka_unit_test(test_all_errors_reported), cmocka_unit_test(test_partial_decode),
+              cmocka_unit_test(test_walk_paths))

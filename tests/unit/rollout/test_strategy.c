@@ -145,13 +145,5 @@ static void test_policy(void **state)
     json_decref(j);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wave_sizes),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_round_trip_and_pause),
-        cmocka_unit_test(test_policy),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_wave_sizes), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_round_trip_and_pause), cmocka_unit_test(test_policy))

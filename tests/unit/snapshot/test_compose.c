@@ -139,12 +139,5 @@ static void test_decoded_merge_gives_the_same_bytes(void **state)
     json_decref(c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_merge_order_and_union),
-        cmocka_unit_test(test_empty_group),
-        cmocka_unit_test(test_decoded_merge_gives_the_same_bytes),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_merge_order_and_union), cmocka_unit_test(test_empty_group),
+        cmocka_unit_test(test_decoded_merge_gives_the_same_bytes))

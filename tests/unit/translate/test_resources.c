@@ -815,21 +815,10 @@ static void test_type_urls(void **state)
     tr_resources_unref(NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_proxyless_chain),
+TL_MAIN(cmocka_unit_test(test_proxyless_chain),
         cmocka_unit_test(test_proxyless_refuses_direct_response),
-        cmocka_unit_test(test_http_routes),
-        cmocka_unit_test(test_prefix_rewrite),
-        cmocka_unit_test(test_tls),
-        cmocka_unit_test(test_tcp_proxy),
-        cmocka_unit_test(test_same_ir_same_bytes),
-        cmocka_unit_test(test_endpoint_change_scoped),
-        cmocka_unit_test(test_unknown_backend),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_shared_route_name),
-        cmocka_unit_test(test_type_urls),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_http_routes), cmocka_unit_test(test_prefix_rewrite),
+        cmocka_unit_test(test_tls), cmocka_unit_test(test_tcp_proxy),
+        cmocka_unit_test(test_same_ir_same_bytes), cmocka_unit_test(test_endpoint_change_scoped),
+        cmocka_unit_test(test_unknown_backend), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_shared_route_name), cmocka_unit_test(test_type_urls))

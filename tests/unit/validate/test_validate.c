@@ -839,22 +839,11 @@ static void test_regex_approximates_re2(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_demo_config_passes),
-        cmocka_unit_test(test_schema),
-        cmocka_unit_test(test_semantic),
-        cmocka_unit_test(test_dependency),
-        cmocka_unit_test(test_security),
-        cmocka_unit_test(test_quota),
-        cmocka_unit_test(test_conflict),
-        cmocka_unit_test(test_traps),
+TL_MAIN(cmocka_unit_test(test_demo_config_passes), cmocka_unit_test(test_schema),
+        cmocka_unit_test(test_semantic), cmocka_unit_test(test_dependency),
+        cmocka_unit_test(test_security), cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_conflict), cmocka_unit_test(test_traps),
         cmocka_unit_test(test_every_stage_at_once),
         cmocka_unit_test(test_references_across_configs),
         cmocka_unit_test(test_names_that_collide_once_merged),
-        cmocka_unit_test(test_broken_documents),
-        cmocka_unit_test(test_regex_approximates_re2),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_broken_documents), cmocka_unit_test(test_regex_approximates_re2))

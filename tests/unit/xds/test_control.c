@@ -170,12 +170,5 @@ static void test_report_checks(void **state)
     assert_string_equal(xds_reject_name(XDS_REJECT_OTHER), "other");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_subscription_names),
-        cmocka_unit_test(test_stream_protocol),
-        cmocka_unit_test(test_report_checks),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_subscription_names), cmocka_unit_test(test_stream_protocol),
+        cmocka_unit_test(test_report_checks))

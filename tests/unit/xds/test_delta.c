@@ -14,7 +14,7 @@
 typedef struct fx {
     xds_delta d;
     int64_t now;
-    xds_delta_response last;
+    xds_response last;
     char sent[512];    /* "name@version8,..." of the last response */
     char removed[512]; /* "name,..." */
 } fx;
@@ -22,7 +22,7 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *f = sx_calloc(1, sizeof(*f));
-    xds_delta_init(&f->d, 7);
+    xds_state_init(&f->d.st, 7, NULL);
     f->now = 1000;
     *state = f;
     return 0;
@@ -31,7 +31,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    xds_delta_response_clear(&f->last);
+    xds_response_clear(&f->last);
     xds_delta_free(&f->d);
     sx_free(f);
     return 0;
@@ -40,9 +40,9 @@ static int teardown(void **state)
 static tr_resources *publish(fx *f, long long version, const char *spec)
 {
     tr_resources *r = fx_res(version, spec);
-    xds_delta_on_resources(&f->d, r, f->now);
+    xds_state_adopt(&f->d.st, r, f->now);
     tr_resources_unref(r);
-    return f->d.current;
+    return f->d.st.current;
 }
 
 static size_t count(char **v)
@@ -85,11 +85,11 @@ static xds_req_kind request(fx *f, dreq q)
 
 static bool next(fx *f)
 {
-    xds_delta_response r;
+    xds_response r;
     f->now += 1;
     if (!xds_delta_next(&f->d, f->now, &r))
         return false;
-    xds_delta_response_clear(&f->last);
+    xds_response_clear(&f->last);
     f->last = r;
     f->sent[0] = f->removed[0] = '\0';
     for (size_t i = 0; i < r.n; i++) {
@@ -344,16 +344,16 @@ static void test_coalescing(void **state)
     assert_true(next(f));
     tr_resources *r2 = fx_res(2, "cds:a=2");
     tr_resources *r3 = fx_res(3, "cds:a=3");
-    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
-    assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_COALESCED);
-    assert_int_equal(xds_delta_on_resources(&f->d, r3, f->now), XDS_ADOPT_IGNORED);
-    assert_int_equal(xds_delta_oldest_unacked_ms(&f->d), f->now);
+    assert_int_equal(xds_state_adopt(&f->d.st, r2, f->now), XDS_ADOPT_NEW);
+    assert_int_equal(xds_state_adopt(&f->d.st, r3, f->now), XDS_ADOPT_COALESCED);
+    assert_int_equal(xds_state_adopt(&f->d.st, r3, f->now), XDS_ADOPT_IGNORED);
+    assert_int_equal(xds_state_oldest_unacked_ms(&f->d.st), f->now);
     ack(f);
     assert_true(next(f));
     assert_int_equal(f->last.version, 3);
     /* A rollout may move a stream back: an older version is served when assigned. */
     ack(f);
-    assert_int_equal(xds_delta_on_resources(&f->d, r2, f->now), XDS_ADOPT_NEW);
+    assert_int_equal(xds_state_adopt(&f->d.st, r2, f->now), XDS_ADOPT_NEW);
     assert_true(next(f));
     assert_int_equal(f->last.version, 2);
     tr_resources_unref(r2);
@@ -398,24 +398,11 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 3);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_legacy_wildcard_and_versions, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_only_changes_and_removals, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_initial_resource_versions_honoured, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_first_request_answered_even_when_up_to_date, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_named_missing_then_appearing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_subscriptions_apply_with_stale_nonce, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unsubscribe_and_resubscribe, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_star_and_unsubscribe_under_wildcard, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_legacy_wildcard_survives_named_subscribe, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_nack_no_resend, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_push_order_and_endpoint_refresh, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_coalescing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_removed_cluster_outlives_its_routes, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_legacy_wildcard_and_versions), TL_FX(test_only_changes_and_removals),
+        TL_FX(test_initial_resource_versions_honoured),
+        TL_FX(test_first_request_answered_even_when_up_to_date),
+        TL_FX(test_named_missing_then_appearing), TL_FX(test_subscriptions_apply_with_stale_nonce),
+        TL_FX(test_unsubscribe_and_resubscribe), TL_FX(test_star_and_unsubscribe_under_wildcard),
+        TL_FX(test_legacy_wildcard_survives_named_subscribe), TL_FX(test_nack_no_resend),
+        TL_FX(test_push_order_and_endpoint_refresh), TL_FX(test_coalescing),
+        TL_FX(test_removed_cluster_outlives_its_routes))

@@ -127,12 +127,6 @@ static void test_subs_share_pooled_names(void **state)
     xds_names_destroy(t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_intern_shares_and_refcounts),
+TL_MAIN(cmocka_unit_test(test_intern_shares_and_refcounts),
         cmocka_unit_test(test_many_names_grow_the_table),
-        cmocka_unit_test(test_subs_share_pooled_names),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_subs_share_pooled_names))

@@ -78,11 +78,5 @@ static void test_group_change_is_a_change(void **state)
     xds_pins_destroy(p);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replace_reports_changes),
-        cmocka_unit_test(test_group_change_is_a_change),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_replace_reports_changes),
+        cmocka_unit_test(test_group_change_is_a_change))

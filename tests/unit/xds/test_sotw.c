@@ -18,13 +18,13 @@ typedef struct fx {
     xds_names *pool; /* NULL: the stream keeps private copies of its names */
     int64_t now;
     char names[512]; /* names of the last response, comma-separated */
-    xds_sotw_response last;
+    xds_response last;
 } fx;
 
 static int setup(void **state)
 {
     fx *f = sx_calloc(1, sizeof(*f));
-    xds_sotw_init(&f->s, 42);
+    xds_state_init(&f->s.st, 42, NULL);
     f->now = 1000;
     *state = f;
     return 0;
@@ -33,7 +33,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    xds_sotw_response_clear(&f->last);
+    xds_response_clear(&f->last);
     xds_sotw_free(&f->s);
     if (f->pool) {
         /* Every name the stream interned was released with it. */
@@ -51,14 +51,14 @@ static int setup_pooled(void **state)
     fx *f = *state;
     f->pool = xds_names_create();
     for (int t = 0; t < TR_TYPE_COUNT; t++)
-        f->s.t[t].subs.pool = f->pool;
+        f->s.st.subs[t].pool = f->pool;
     return 0;
 }
 
 static void publish(fx *f, long long version, const char *spec, xds_adopt want)
 {
     tr_resources *r = fx_res(version, spec);
-    assert_int_equal(xds_sotw_on_resources(&f->s, r, f->now), want);
+    assert_int_equal(xds_state_adopt(&f->s.st, r, f->now), want);
     tr_resources_unref(r);
 }
 
@@ -80,11 +80,11 @@ static xds_req_kind request(fx *f, tr_type t, const char *nonce, bool nack, char
  * names go into f->names. */
 static bool next(fx *f)
 {
-    xds_sotw_response r;
+    xds_response r;
     f->now += 1;
     if (!xds_sotw_next(&f->s, f->now, &r))
         return false;
-    xds_sotw_response_clear(&f->last);
+    xds_response_clear(&f->last);
     f->last = r;
     f->names[0] = '\0';
     for (size_t i = 0; i < f->last.n; i++) {
@@ -158,17 +158,18 @@ static void test_fresh_nonce_and_version_per_response(void **state)
     assert_string_not_equal(f->last.nonce, first);
     /* Another stream starts from another seed: its nonces differ too. */
     xds_sotw other;
-    xds_sotw_init(&other, 43);
+    memset(&other, 0, sizeof(other));
+    xds_state_init(&other.st, 43, NULL);
     tr_resources *r = fx_res(2, "cds:a=2,b=1");
-    xds_sotw_on_resources(&other, r, 0);
+    xds_state_adopt(&other.st, r, 0);
     tr_resources_unref(r);
     xds_sotw_request q = {.type = TR_CDS, .nonce = ""};
     xds_req_outcome oc;
     xds_sotw_on_request(&other, &q, 0, &oc);
-    xds_sotw_response o;
+    xds_response o;
     assert_true(xds_sotw_next(&other, 0, &o));
     assert_string_not_equal(o.nonce, first);
-    xds_sotw_response_clear(&o);
+    xds_response_clear(&o);
     xds_sotw_free(&other);
 }
 
@@ -464,10 +465,10 @@ static void test_push_order_make_before_break(void **state)
     }
     assert_false(next(f));
     /* ACK each (in any order), then a change to every type goes out in order again. */
-    xds_sotw_type *st = f->s.t;
+    const xds_push *push = f->s.st.push;
     for (int t = 0; t < TR_TYPE_COUNT; t++) {
         char nonce[XDS_NONCE_LEN];
-        xds_nonce_format(st[t].push.sent_nonce, nonce);
+        xds_nonce_format(push[t].sent_nonce, nonce);
         char **names = t == TR_RDS ? r : t == TR_EDS ? ab : t == TR_SDS ? s : NULL;
         assert_int_equal(request(f, (tr_type)t, nonce, false, names), XDS_REQ_ACK);
     }
@@ -525,7 +526,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
     assert_true(next(f));
     char n1[XDS_NONCE_LEN];
     memcpy(n1, f->last.nonce, sizeof(n1));
-    assert_int_equal(xds_sotw_oldest_unacked_ms(&f->s), f->now);
+    assert_int_equal(xds_state_oldest_unacked_ms(&f->s.st), f->now);
     /* While v1 awaits its ACK, v2 and v3 arrive: v3 replaces the unsent v2. */
     publish(f, 2, "cds:a=2,b=1", XDS_ADOPT_NEW);
     assert_false(next(f));
@@ -533,7 +534,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
     assert_false(next(f));
     publish(f, 3, "cds:a=3,b=1", XDS_ADOPT_IGNORED); /* the same version again */
     assert_int_equal(request(f, TR_CDS, n1, false, NULL), XDS_REQ_ACK);
-    assert_int_equal(xds_sotw_oldest_unacked_ms(&f->s), 0);
+    assert_int_equal(xds_state_oldest_unacked_ms(&f->s.st), 0);
     assert_true(next(f));
     assert_int_equal(f->last.version, 3);
     /* The ACK of v3 reports the latency from its publication. */

@@ -144,12 +144,5 @@ static void test_names(void **state)
     assert_string_equal(xds_protocol_name(XDS_PROTO_CONTROL), "control-v1");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_supersede_and_groups),
-        cmocka_unit_test(test_many_nodes),
-        cmocka_unit_test(test_names),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_supersede_and_groups), cmocka_unit_test(test_many_nodes),
+        cmocka_unit_test(test_names))

@@ -221,13 +221,6 @@ static void test_pack(void **state)
     gateway__control__v1__status_ack__free_unpacked(m, NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sotw_response),
-        cmocka_unit_test(test_delta_response),
-        cmocka_unit_test(test_control_response_parts),
-        cmocka_unit_test(test_pack),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_sotw_response),
+              cmocka_unit_test(test_delta_response), cmocka_unit_test(test_control_response_parts),
+              cmocka_unit_test(test_pack))

@@ -60,6 +60,23 @@ export function parseWithPositions(text: string): JNode {
     i++;
     return out;
   };
+  // The closing bracket of an object or array next (consumed)?
+  const closes = (close: string): boolean => {
+    ws();
+    if (text[i] !== close) return false;
+    i++;
+    return true;
+  };
+  // After a member: true when "," says another follows, false at the closing bracket.
+  const more = (close: string): boolean => {
+    ws();
+    if (text[i] === ',') {
+      i++;
+      return true;
+    }
+    if (closes(close)) return false;
+    return fail(`expected "," or "${close}"`);
+  };
   const value = (): JNode => {
     ws();
     const from = i;
@@ -67,57 +84,33 @@ export function parseWithPositions(text: string): JNode {
     if (c === '{') {
       i++;
       const props = new Map<string, JNode>();
-      ws();
-      if (text[i] === '}') {
-        i++;
-        return {kind: 'object', from, to: i, props};
-      }
-      for (;;) {
-        ws();
-        if (text[i] !== '"') fail('expected a property name');
-        const keyFrom = i;
-        const key = str();
-        const keyTo = i;
-        ws();
-        if (text[i] !== ':') fail('expected ":"');
-        i++;
-        const v = value();
-        v.keyFrom = keyFrom;
-        v.keyTo = keyTo;
-        props.set(key, v);
-        ws();
-        if (text[i] === ',') {
+      if (!closes('}')) {
+        do {
+          ws();
+          if (text[i] !== '"') fail('expected a property name');
+          const keyFrom = i;
+          const key = str();
+          const keyTo = i;
+          ws();
+          if (text[i] !== ':') fail('expected ":"');
           i++;
-          continue;
-        }
-        if (text[i] === '}') {
-          i++;
-          return {kind: 'object', from, to: i, props};
-        }
-        fail('expected "," or "}"');
+          const v = value();
+          v.keyFrom = keyFrom;
+          v.keyTo = keyTo;
+          props.set(key, v);
+        } while (more('}'));
       }
+      return {kind: 'object', from, to: i, props};
     }
     if (c === '[') {
       i++;
       const items: JNode[] = [];
-      ws();
-      if (text[i] === ']') {
-        i++;
-        return {kind: 'array', from, to: i, items};
+      if (!closes(']')) {
+        do {
+          items.push(value());
+        } while (more(']'));
       }
-      for (;;) {
-        items.push(value());
-        ws();
-        if (text[i] === ',') {
-          i++;
-          continue;
-        }
-        if (text[i] === ']') {
-          i++;
-          return {kind: 'array', from, to: i, items};
-        }
-        fail('expected "," or "]"');
-      }
+      return {kind: 'array', from, to: i, items};
     }
     if (c === '"') {
       const v = str();

@@ -1,0 +1,44 @@
+/*
+ * b64.c — base64 decoding: one character at a time into a bit accumulator, a byte out
+ * whenever eight bits are in.
+ */
+#include "server/base/b64.h"
+
+static int value(char c, sx_b64_alphabet alphabet)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-' || (c == '+' && alphabet == SX_B64_ANY))
+        return 62;
+    if (c == '_' || (c == '/' && alphabet == SX_B64_ANY))
+        return 63;
+    return -1;
+}
+
+bool sx_b64_decode(const char *s, size_t n, sx_b64_alphabet alphabet, uint8_t *out, size_t *len,
+                   bool *clean)
+{
+    *len = 0;
+    if (n % 4 == 1)
+        return false;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = value(s[i], alphabet);
+        if (v < 0)
+            return false;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[(*len)++] = (uint8_t)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    *clean = acc == 0;
+    return true;
+}

@@ -1,0 +1,14 @@
+/*
+ * num.h — decimal numbers in text that is not NUL-terminated where they end (ports in
+ * URLs and listen addresses, database numbers, entity tags).
+ */
+#ifndef SX_BASE_NUM_H
+#define SX_BASE_NUM_H
+
+#include <stddef.h>
+
+/* The number written in s[0..n) with decimal digits only, at most max_digits (1 to 18)
+ * of them, when it lies in [lo, hi] (lo >= 0); -1 otherwise. */
+long long sx_parse_digits(const char *s, size_t n, size_t max_digits, long long lo, long long hi);
+
+#endif

@@ -1,0 +1,51 @@
+# lib.sh — what the benchmark drivers (tests/bench/*.sh) share: the Release binaries they
+# measure, and a private PostgreSQL and Redis.
+#
+# A driver sets ROOT (the repository) and sources this file.
+
+# shellcheck source=tests/lib/services.sh
+source "$ROOT/tests/lib/services.sh"
+
+# bench_numbers NAME VALUE...: exits 2 unless every VALUE is a whole number.
+bench_numbers() {
+    local name=$1 n
+    shift
+    for n in "$@"; do
+        [[ $n =~ ^[0-9]+$ ]] || { echo "$name: not a number: $n" >&2; exit 2; }
+    done
+}
+
+# bench_binaries NAME TARGET: sets SEXTANT_BIN and BENCH_BIN (default build-release/sextant
+# and build-release/TARGET) and, when either is not given, builds them; exits 1 when one
+# is missing.
+bench_binaries() {
+    local name=$1 target=$2 b
+    if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
+        SEXTANT_BIN=${SEXTANT_BIN:-$ROOT/build-release/sextant}
+        BENCH_BIN=${BENCH_BIN:-$ROOT/build-release/$target}
+        # Benchmarks measure the Release build: configure it as one (an older tree of
+        # another build type is switched over) and bring it up to date.
+        echo "$name: building build-release (Release)" >&2
+        cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null
+        cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant "$target" >/dev/null
+    fi
+    # Sextant warns about SEXTANT_* variables it does not know: keep ours to ourselves.
+    export -n SEXTANT_BIN BENCH_BIN
+    for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
+        [ -x "$b" ] || { echo "$name: $b is missing" >&2; exit 1; }
+    done
+}
+
+# bench_database WORK: PostgreSQL in WORK/pg and Redis in WORK/redis on free ports, with
+# an empty database "sextant"; exports SEXTANT_DATABASE_URL and SEXTANT_REDIS_URL. The
+# driver migrates it, and its cleanup stops both (svc_redis_stop, svc_pg_stop).
+bench_database() {
+    local work=$1 pg_port redis_port
+    pg_port=$(svc_free_port)
+    redis_port=$(svc_free_port)
+    svc_pg_start "$work/pg" "$pg_port"
+    psql "postgresql://sextant@127.0.0.1:$pg_port/postgres" -qc "CREATE DATABASE sextant" >/dev/null
+    svc_redis_start "$work/redis" "$redis_port"
+    export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$pg_port/sextant"
+    export SEXTANT_REDIS_URL="redis://127.0.0.1:$redis_port"
+}
