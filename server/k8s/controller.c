@@ -292,6 +292,8 @@ static int sync_once(k8s_controller *c)
         int w = write_gateway(c, &out, i);
         if (w != 0 && rc == 0)
             rc = w;
+        if (w == SX_EUNAVAILABLE)
+            break; /* the database is away: the others would fail alike (and each say so) */
     }
     if (rc == 0 && leading(c))
         rc = delete_gone(c, &out);
