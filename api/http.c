@@ -354,6 +354,23 @@ static void handle_readyz(http_request *r, void *ud)
         json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps));
 }
 
+/* GET /readyz/xds: the xDS side alone (snapshots loaded, gRPC serving), for the load
+ * balancer's gRPC pool; a replica without its database still serves its proxies. */
+static void handle_readyz_xds(http_request *r, void *ud)
+{
+    http_server *s = ud;
+    http_req_set_header(r, "Cache-Control", "no-store");
+    if (s->sup == NULL) {
+        http_respond_json(r, 200, json_pack("{s:s}", "status", "ready"));
+        return;
+    }
+    json_t *comps = NULL;
+    bool gate = sup_ready_xds(s->sup, &comps);
+    http_respond_json(
+        r, gate ? 200 : 503,
+        json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps));
+}
+
 static void handle_metrics(http_request *r, void *ud)
 {
     http_server *s = ud;
@@ -545,6 +562,7 @@ http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_sup
     sx_err err;
     if (http_route(s, "GET", "/healthz", handle_healthz, s, &err) != 0 ||
         http_route(s, "GET", "/readyz", handle_readyz, s, &err) != 0 ||
+        http_route(s, "GET", "/readyz/xds", handle_readyz_xds, s, &err) != 0 ||
         http_route(s, "GET", "/metrics", handle_metrics, s, &err) != 0) {
         SX_ERROR("http", "bug: built-in route: %s", err.message);
         abort();

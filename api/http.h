@@ -11,7 +11,8 @@
  * logged as a bug. Everything a handler allocates for the request can come from the
  * request's arena, freed when the response is done.
  *
- * Built-in routes: GET /healthz, GET /readyz (from the supervisor's gate), GET /metrics.
+ * Built-in routes: GET /healthz, GET /readyz (from the supervisor's gate), GET /readyz/xds
+ * (its xDS gate: sup_ready_xds), GET /metrics.
  * Unknown paths get a JSON 404 (or go to the fallback handler, the web UI's files, when
  * one is set), a known path with another method a JSON 405 with Allow.
  * Errors always have the shape {"error":{"code":..., "message":..., "details":[...]}}.

@@ -476,7 +476,8 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
     if ((rc = sup_register(sup, "fleet", &sup_thread_ops, fleet_component(srv->fleet), err)) != 0 ||
         (rc = rollout_driver_register(srv->rollouts, err)) != 0 ||
         (rc = xds_server_register(srv, &srv->xds, err)) != 0 ||
-        (rc = create_kubernetes(srv, err)) != 0)
+        (rc = sup_gate_xds(sup, "snapshots", err)) != 0 ||
+        (rc = sup_gate_xds(sup, "xds", err)) != 0 || (rc = create_kubernetes(srv, err)) != 0)
         return rc;
     /* The REST API needs the storage components (audit rows of refusals, handlers), and
      * its routes must be in the router before the HTTP server starts. */

@@ -30,6 +30,7 @@ typedef struct sup_component {
     void *ctx;
     sup_state state; /* changed only by change_state(), under sup->mu */
     bool ready_flag; /* set by sup_set_ready, under sup->mu */
+    bool xds_gate;   /* part of the xDS gate (sup_gate_xds); fixed once sealed */
 } sup_component;
 
 struct sup_supervisor {
@@ -266,6 +267,50 @@ bool sup_ready(sup_supervisor *sup)
     if (changed)
         SX_INFO("supervisor", "readiness gate is %s", gate ? "open" : "closed");
     return gate;
+}
+
+int sup_gate_xds(sup_supervisor *sup, const char *name, sx_err *err)
+{
+    pthread_mutex_lock(&sup->mu);
+    int rc = SX_EINVAL;
+    if (sup->sealed) {
+        sx_err_set(err, rc, "the xDS gate is fixed once the components start");
+    } else {
+        rc = SX_ENOTFOUND;
+        for (size_t i = 0; i < sup->ncomps && rc != 0; i++)
+            if (strcmp(sup->comps[i].name, name) == 0) {
+                sup->comps[i].xds_gate = true;
+                rc = 0;
+            }
+        if (rc != 0)
+            sx_err_set(err, rc, "no component %s for the xDS gate", name);
+    }
+    pthread_mutex_unlock(&sup->mu);
+    return rc;
+}
+
+bool sup_ready_xds(sup_supervisor *sup, json_t **components)
+{
+    bool *r = sx_malloc((sup->ncomps ? sup->ncomps : 1) * sizeof(bool));
+    evaluate(sup, r);
+    pthread_mutex_lock(&sup->mu);
+    bool gate = sup->started && !sup->stopping;
+    pthread_mutex_unlock(&sup->mu);
+    json_t *o = components ? json_object() : NULL;
+    bool any = false;
+    for (size_t i = 0; i < sup->ncomps; i++) {
+        if (!sup->comps[i].xds_gate) /* fixed since sealed: read without the mutex */
+            continue;
+        any = true;
+        if (!r[i])
+            gate = false;
+        if (o)
+            json_object_set_new(o, sup->comps[i].name, json_boolean(r[i]));
+    }
+    sx_free(r);
+    if (components)
+        *components = o;
+    return gate && any;
 }
 
 json_t *sup_readiness_json(sup_supervisor *sup)

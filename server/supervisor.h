@@ -91,6 +91,18 @@ void sup_set_ready(sup_supervisor *sup, const char *name, bool ready);
  * every component reports ready. Updates the readiness gauges. Any thread. */
 bool sup_ready(sup_supervisor *sup);
 
+/* Puts the named component into the xDS gate: the replica can serve its proxies (GET
+ * /readyz/xds) when every component in that gate is ready, whatever the others say, so
+ * a replica that lost its database but holds its snapshots stays in a load balancer's
+ * gRPC pool. Before sup_start_all only. Returns 0, SX_ENOTFOUND for an unknown name or
+ * SX_EINVAL once started. */
+int sup_gate_xds(sup_supervisor *sup, const char *name, sx_err *err) SX_MUSTCHECK;
+
+/* The xDS gate: true when sup_start_all succeeded, shutdown has not begun, at least one
+ * component is in the gate and each of them is ready. *components (NULL allowed) gets
+ * {"name": ready} for those components; new reference. Any thread. */
+bool sup_ready_xds(sup_supervisor *sup, json_t **components);
+
 /* {"name": ready, ...} for every component in registration order; new reference. */
 json_t *sup_readiness_json(sup_supervisor *sup);
 

@@ -18,6 +18,8 @@ source "$SRC/tests/lib/shtest.sh"
 own_init storage
 export SEXTANT_DATABASE_CONNECT_TIMEOUT=2s
 
+not_ready() { ! ready; }
+
 snapshot_count() {
     psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM snapshots"
 }
@@ -28,6 +30,8 @@ check "sextant listens while the database is down" listening "$HTTP_PORT"
 check "/healthz is 200 while the database is down" [ "$(http GET /healthz)" = 200 ]
 check "/readyz is 503 while the database is down" [ "$(http GET /readyz)" = 503 ]
 check "/readyz names the database as not ready" contains "$WORK/body" '"database":false'
+check "/readyz/xds is 503 before any snapshot was loaded" [ "$(http GET /readyz/xds)" = 503 ]
+check "/readyz/xds names the snapshots as not loaded" contains "$WORK/body" '"snapshots":false'
 
 # ------------------------------------------------------------------ database up, not migrated
 own_pg_start || exit 1
@@ -120,6 +124,17 @@ serve_start
 check "a restarted replica becomes ready" wait_for 15 ready
 check "a restarted replica loaded the snapshot at start-up" \
     metric_is 'sextant_snapshot_updates_total{source="load"}' 2
+check "/readyz/xds is 200 on a ready replica" [ "$(http GET /readyz/xds)" = 200 ]
+check "/readyz/xds names only the xDS side" \
+    bash -c "tr -d ' \n' <'$WORK/body' | grep -qx '{\"status\":\"ready\",\"components\":{\"snapshots\":true,\"xds\":true}}'"
+
+# ------------------------------------------------------------------ database lost after start
+svc_pg_stop "$WORK/pg"
+check "/readyz turns 503 once the database is gone" wait_for 15 not_ready
+check "/readyz/xds stays 200 without the database: the snapshots are held" \
+    [ "$(http GET /readyz/xds)" = 200 ]
+svc_pg_start "$WORK/pg" "$PG_PORT" || exit 1
+check "/readyz is 200 again once the database is back" wait_for 15 ready
 check "audit_log holds every import" \
     [ "$(psql "$SEXTANT_DATABASE_URL" -tAc "SELECT count(*) FROM audit_log WHERE action = 'config.import'")" = 3 ]
 serve_stop

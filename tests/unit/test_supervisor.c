@@ -153,6 +153,51 @@ static void test_order_and_gate(void **state)
     sx_metrics_destroy(m);
 }
 
+/* The xDS gate follows only the components put into it: a replica whose database side
+ * is down still serves its proxies. */
+static void test_xds_gate(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 2000);
+    comp db = {.name = "database"}, snaps = {.name = "snapshots"}, xds = {.name = "xds"};
+    db.sup = snaps.sup = xds.sup = sup;
+    sx_err err;
+    assert_int_equal(sup_register(sup, "database", &flag_ops, &db, &err), 0);
+    assert_int_equal(sup_register(sup, "snapshots", &flag_ops, &snaps, &err), 0);
+    assert_int_equal(sup_register(sup, "xds", &probe_ops, &xds, &err), 0);
+    assert_false(sup_ready_xds(sup, NULL)); /* no component in the gate yet */
+    assert_int_equal(sup_gate_xds(sup, "snapshots", &err), 0);
+    assert_int_equal(sup_gate_xds(sup, "xds", &err), 0);
+    assert_int_equal(sup_gate_xds(sup, "nope", &err), SX_ENOTFOUND);
+    assert_false(sup_ready_xds(sup, NULL)); /* not started */
+    assert_int_equal(sup_start_all(sup, &err), 0);
+    assert_int_equal(sup_gate_xds(sup, "database", &err), SX_EINVAL);
+
+    sup_set_ready(sup, "database", true);
+    assert_false(sup_ready_xds(sup, NULL)); /* snapshots not loaded */
+    sup_set_ready(sup, "snapshots", true);
+    atomic_store(&xds.ready, true);
+    json_t *c = NULL;
+    assert_true(sup_ready_xds(sup, &c));
+    assert_int_equal(json_object_size(c), 2);
+    assert_true(json_is_true(json_object_get(c, "snapshots")));
+    assert_null(json_object_get(c, "database"));
+    json_decref(c);
+
+    sup_set_ready(sup, "database", false); /* the database went away */
+    assert_false(sup_ready(sup));
+    assert_true(sup_ready_xds(sup, NULL));
+    atomic_store(&xds.ready, false); /* gRPC stopped serving */
+    assert_false(sup_ready_xds(sup, &c));
+    assert_true(json_is_false(json_object_get(c, "xds")));
+    json_decref(c);
+
+    assert_int_equal(sup_stop_all(sup), 0);
+    atomic_store(&xds.ready, true);
+    assert_false(sup_ready_xds(sup, NULL)); /* shutting down */
+    sup_destroy(sup);
+}
+
 static void test_ready_later_from_thread(void **state)
 {
     (void)state;
@@ -319,6 +364,7 @@ int main(void)
     sx_log_configure(SX_LOG_ERROR, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_order_and_gate, setup),
+        cmocka_unit_test_setup(test_xds_gate, setup),
         cmocka_unit_test_setup(test_ready_later_from_thread, setup),
         cmocka_unit_test_setup(test_shutdown_interrupts_retry, setup),
         cmocka_unit_test_setup(test_failed_start, setup),
