@@ -208,7 +208,7 @@ static char *group_name(const char *tmpl, const char *ns, const char *gw, const 
 }
 
 /* What of a Gateway's own spec the IR cannot carry, judged before its listeners. */
-static void judge_gateway(gw_ctx *c, gw_gw *g)
+static void judge_gateway(gw_gw *g)
 {
     const json_t *spec = gw_get(g->obj->o, "spec");
     if (gw_path(spec, "infrastructure.parametersRef")) {
@@ -222,22 +222,6 @@ static void judge_gateway(gw_ctx *c, gw_gw *g)
         g->refused_message = "spec.tls (Gateway-wide frontend and backend TLS) is not supported; "
                              "set TLS on each listener";
         return;
-    }
-    size_t n;
-    const json_t *addrs = gw_array(spec, "addresses", &n);
-    for (size_t i = 0; i < n; i++) {
-        const char *v = gw_str(json_array_get(addrs, i), "value");
-        bool known = false;
-        for (size_t k = 0; v && k < c->in->options.n_gateway_addresses && !known; k++)
-            known = strcmp(c->in->options.gateway_addresses[k], v) == 0;
-        if (!known) {
-            g->address_problem =
-                gw_printf(c,
-                          "requested address \"%s\" is not one Sextant's proxies are reachable "
-                          "at (k8s.gateway_addresses)",
-                          v ? v : "");
-            return;
-        }
     }
 }
 
@@ -268,6 +252,7 @@ static int take_gateways(gw_ctx *c, sx_err *err)
             g->refused_message =
                 gw_printf(c, "GatewayClass %s is not accepted: %s", cls, k->accepted.message);
         }
+        gw_addresses_build(c, g);
     }
     return 0;
 }
@@ -368,7 +353,7 @@ int gw_translate(const gw_input *in, gw_output *out, sx_err *err)
     } else {
         for (size_t i = 0; i < c.n_gws; i++) {
             if (c.gws[i].refused == NULL)
-                judge_gateway(&c, &c.gws[i]);
+                judge_gateway(&c.gws[i]);
             gw_listeners_build(&c, &c.gws[i]);
         }
         gw_policies_build(&c);

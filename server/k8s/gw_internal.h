@@ -176,13 +176,24 @@ typedef struct gw_secret {
     json_t *ir; /* IR SecretMaterial; owned */
 } gw_secret;
 
+/* One address of a Gateway's status.addresses. */
+typedef struct gw_addr {
+    const char *type; /* "IPAddress" or "Hostname" */
+    const char *value;
+} gw_addr;
+
 typedef struct gw_gw {
     const gw_obj *obj;
     const char *class_name;
     const char *group;
     const char *refused; /* Accepted=False reason when the Gateway is refused whole */
     const char *refused_message;
-    const char *address_problem; /* Programmed=False AddressNotUsable message, or NULL */
+    /* Where its proxies are reachable (gw_addresses.c). */
+    gw_addr *addrs;
+    size_t n_addrs;
+    const char *address_source;  /* the data-plane Service it came from, or NULL */
+    const char *address_problem; /* Programmed=False message, or NULL */
+    const char *address_reason;  /* AddressNotUsable or AddressNotAssigned */
     gw_lis *lis;
     size_t n_lis;
     gw_irl *irl;
@@ -241,6 +252,14 @@ typedef struct gw_ctx {
     bool over_input;        /* max_input_objects exceeded: nothing is translated */
     const char *over_input_message;
 } gw_ctx;
+
+/* ---------------------------------------------------------------- gw_addresses.c */
+
+/* The Gateway's addresses, from k8s.gateway_addresses or its data-plane Services, and
+ * whether those its spec asks for are among them (address_problem). */
+void gw_addresses_build(gw_ctx *c, gw_gw *g);
+/* status.addresses of the Gateway; a new reference (an empty array when none). */
+json_t *gw_addresses_json(const gw_gw *g);
 
 /* ---------------------------------------------------------------- gw_util.c */
 

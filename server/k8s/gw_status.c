@@ -12,7 +12,6 @@
  * Conditions of types we do not set, and route parent entries of other controllers,
  * are kept as the object had them (see gw.h for how the writer merges).
  */
-#include <arpa/inet.h>
 #include <string.h>
 #include <time.h>
 
@@ -101,19 +100,6 @@ static const json_t *prev_listener(const json_t *prev, const char *name)
     return NULL;
 }
 
-static json_t *addresses(const gw_ctx *c)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < c->in->options.n_gateway_addresses; i++) {
-        const char *v = c->in->options.gateway_addresses[i];
-        unsigned char raw[16];
-        bool ip = inet_pton(AF_INET, v, raw) == 1 || inet_pton(AF_INET6, v, raw) == 1;
-        json_array_append_new(
-            a, json_pack("{s:s,s:s}", "type", ip ? "IPAddress" : "Hostname", "value", v));
-    }
-    return a;
-}
-
 json_t *gw_status_gateway(gw_ctx *c, const gw_gw *g, const json_t *prev)
 {
     int64_t gen = gw_generation(g->obj->o);
@@ -136,13 +122,13 @@ json_t *gw_status_gateway(gw_ctx *c, const gw_gw *g, const json_t *prev)
         conds[1] = (gw_cond){"Programmed", false, "Invalid",
                              "no listener can be served (see the listeners' conditions)"};
     else if (g->address_problem)
-        conds[1] = (gw_cond){"Programmed", false, "AddressNotUsable", g->address_problem};
+        conds[1] = (gw_cond){"Programmed", false, g->address_reason, g->address_problem};
     else
         conds[1] = (gw_cond){"Programmed", true, "Programmed",
                              gw_printf(c, "configuration built for proxy group %s", g->group)};
 
     json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-    json_t *addrs = addresses(c);
+    json_t *addrs = gw_addresses_json(g);
     if (json_array_size(addrs))
         json_object_set_new(st, "addresses", addrs);
     else {
