@@ -62,7 +62,8 @@ check "refused applies wrote no deployment" [ "$(sql 'SELECT count(*) FROM deplo
 check "each refused apply is in the audit log" \
     [ "$(sql "SELECT count(*) FROM audit_log WHERE action = 'config.apply' AND result = 'failed'")" = 4 ]
 
-st=$(conf_rest POST "/api/v1/configs/$ID/apply" '{"version":2,"strategy":{"type":"rolling","wave_size":2,"pause":"3s"},"reason":"move to B"}')
+# The pause is long so that the checks made in it land in it on a loaded machine too.
+st=$(conf_rest POST "/api/v1/configs/$ID/apply" '{"version":2,"strategy":{"type":"rolling","wave_size":2,"pause":"10s"},"reason":"move to B"}')
 check "the deployment is created (got $st)" [ "$st" = 201 ]
 DEP=$(jv .id)
 state() { conf_rest GET "/api/v1/deployments/$DEP" >/dev/null; [ "$(jv .state)" = "$1" ]; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_rollout_control.sh — an operator steering rollouts of 10 real xDS clients (3
 # @grpc/grpc-js-xds, 7 ADS) in one group:
-#   - canary by percent (initial 10 %, then 40 % more per wave, 10 s apart): the waves
+#   - canary by percent (initial 10 %, then 40 % more per wave, 30 s apart): the waves
 #     cover 10 %, 50 %, 90 %, 100 % of the nodes, i.e. 1, 4, 4 and 1 nodes
 #     (server/rollout/strategy.h: cumulative percentages, rounded up);
 #   - pause after the canary wave: the deployment stays paused well past the interval,
@@ -26,7 +26,7 @@ check "node_status: 10 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 10
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
 
 # ---------------------------------------------------------------- canary, pause, resume
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":40,\"interval\":\"10s\"},\"wave_timeout\":\"30s\",\"reason\":\"canary\"}"
+rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":40,\"interval\":\"30s\"},\"wave_timeout\":\"30s\",\"reason\":\"canary\"}"
 expect_status "a canary deployment is created" 201 "$ST"
 [ "$ST" = 201 ] || rt_finish r1
 D1=$DEPLOY
@@ -34,8 +34,8 @@ cp "$WORK/body" "$WORK/d1.json"
 T=$(jv ".target_snapshots[\"$G\"]" "$WORK/d1.json")
 check "canary 10 % + 40 %: waves of 1, 4, 4, 1 nodes (10 %, 50 %, 90 %, 100 %)" \
     jtrue 'j.waves.map(w => w.node_ids.length).join() === "1,4,4,1"' "$WORK/d1.json"
-check "the stored strategy says canary 10/40 every 10 s" \
-    jtrue 'j.strategy.type === "canary" && j.strategy.initial_percent === 10 && j.strategy.increment_percent === 40 && j.strategy.interval === "10s"' "$WORK/d1.json"
+check "the stored strategy says canary 10/40 every 30 s" \
+    jtrue 'j.strategy.type === "canary" && j.strategy.initial_percent === 10 && j.strategy.increment_percent === 40 && j.strategy.interval === "30s"' "$WORK/d1.json"
 W1=$(jq_ 'j.waves[1].node_ids.join(" ")' "$WORK/d1.json")
 LATER=$(jq_ 'j.waves.slice(2).flatMap(w => w.node_ids).join(" ")' "$WORK/d1.json")
 FIRST_TWO=$(jq_ 'j.waves.slice(0, 2).flatMap(w => w.node_ids).join(" ")' "$WORK/d1.json")
@@ -50,10 +50,11 @@ check "... answers the deployment, paused, the next wave still pending" \
 check "the canary node runs v$T" wait_for 10 rt_fleet_true "c('$CANARY').version === '$T'"
 rt_refused "pausing a paused deployment is refused" "$D1" pause "again"
 check "... with a conflict error saying why" jtrue 'j.error.code === "conflict" && /paused/.test(j.error.message)'
-# Nothing may happen while paused, until well past the 10 s interval after the canary
-# wave: a negative check needs the time to pass.
+# Nothing may happen while paused, until well past the 30 s interval after the canary
+# wave: a negative check needs the time to pass. (The interval is long so that the pause
+# lands inside it however slowly a loaded machine runs the steps before it.)
 [[ $CANARY_DONE_MS =~ ^[0-9]+$ ]] || fail "the canary wave has a completion time (got '$CANARY_DONE_MS')"
-while [ "$(now_ms)" -lt $((CANARY_DONE_MS + 11000)) ]; do sleep 0.2; done
+while [ "$(now_ms)" -lt $((CANARY_DONE_MS + 31000)) ]; do sleep 0.2; done
 check "past the interval the deployment is still paused and wave 1 has not started" \
     rt_deploy_true "$D1" 'j.state === "paused" && j.waves[1].state === "pending" && !j.waves[1].started_at'
 # shellcheck disable=SC2086

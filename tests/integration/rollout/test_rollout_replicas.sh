@@ -2,8 +2,9 @@
 # test_rollout_replicas.sh — the replica driving a rollout dies mid-way: two replicas
 # (rollouts.lease 2s, tick 200ms), 12 real xDS clients (3 @grpc/grpc-js-xds, 9 ADS)
 # spread over both, each able to fail over to the other. A rolling deployment (waves
-# of 4, 5 s pause) is driven by whichever replica takes its lease; right after its
-# first wave completed (in the pause) that replica is SIGKILLed. Then:
+# of 4, 15 s pause: long enough for the kill to land in it on a loaded machine) is
+# driven by whichever replica takes its lease; right after its first wave completed (in
+# the pause) that replica is SIGKILLed. Then:
 #   - the other replica takes the lease over within the lease time and finishes the
 #     rollout; the clients of the dead replica fail over to it;
 #   - at every moment (watch.js, through the surviving replica) nodes of waves not
@@ -19,7 +20,7 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 export SEXTANT_ROLLOUTS_LEASE=2s SEXTANT_ROLLOUTS_TICK=200ms
 LEASE_MS=2000
-PAUSE_MS=5000
+PAUSE_MS=15000
 rt_init replicas
 rt_serve r1 || exit 1
 rt_serve r2 || exit 1
@@ -32,7 +33,7 @@ spread() { [ "$(sql "SELECT count(DISTINCT replica_id) FROM proxy_nodes WHERE gr
 check "the clients are connected to both replicas" wait_for 10 spread
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
 
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":4,\"pause\":\"5s\"},\"wave_timeout\":\"30s\",\"reason\":\"replica test\"}"
+rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":4,\"pause\":\"15s\"},\"wave_timeout\":\"30s\",\"reason\":\"replica test\"}"
 expect_status "the deployment is created (through r1)" 201 "$ST"
 [ "$ST" = 201 ] || rt_finish r1 r2
 T=$(jv ".target_snapshots[\"$G\"]")
