@@ -12,7 +12,8 @@
 #     (pause) replayed: each acts once (one version, snapshot, deployment, audit row or
 #     event);
 #   - a request refused for its input stores nothing: corrected, the same key works;
-#   - a key older than api.idempotency_ttl is deleted by the periodic sweep.
+#   - a key older than api.idempotency_ttl is deleted by the periodic sweep;
+#   - the OpenAPI document describes the header on every change.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init idem
@@ -170,6 +171,16 @@ expired_gone() {
 }
 check "the periodic sweep deletes a key older than api.idempotency_ttl" wait_for 30 expired_gone
 check "... and keeps the young ones" [ "$(sql "SELECT count(*) FROM idempotency_keys WHERE key = '$K1'")" = 2 ]
+
+# ---------------------------------------------------------------- the OpenAPI document
+call_status "GET /openapi.json" 200 api_call "$ALICE" GET /api/v1/openapi.json
+check "every change documents Idempotency-Key, its 422 and Idempotent-Replayed (the dry-run validate excepted)" jtrue '
+    Object.entries(j.paths).flatMap(([p, ops]) => Object.entries(ops).filter(([m]) => m !== "get").map(([m, o]) => [p, o]))
+      .filter(([p, o]) => o.operationId !== "validateConfig")
+      .every(([p, o]) => o.parameters.some((x) => x.$ref === "#/components/parameters/idempotencyKey") && o.responses["422"] &&
+        Object.entries(o.responses).some(([st, r]) => st.startsWith("2") && r.headers && r.headers["Idempotent-Replayed"]))'
+check "... the header is 1 to 255 printable ASCII characters" \
+    jtrue 'const s = j.components.parameters.idempotencyKey.schema; s.minLength === 1 && s.maxLength === 255'
 
 api_stop
 finish
