@@ -45,7 +45,7 @@ bool api_idem_or_respond(http_request *req, const api_change *ch, idem_render_fn
         return true;
     sx_err err;
     sx_err_clear(&err);
-    if (!idem_repo_key_valid(key)) {
+    if (!idem_key_valid(key)) {
         sx_err_set(&err, SX_EINVAL, "invalid %s header", API_IDEM_HEADER);
         api_refuse(req, ch, &err,
                    api_details1(API_IDEM_HEADER,

@@ -68,6 +68,11 @@ int idem_end(pg_conn *c, idem_request *r, const void *result, sx_arena *a, sx_er
     return idem_repo_answer(c, r->subject, r->key, status, r->body, err);
 }
 
+bool idem_key_valid(const char *key)
+{
+    return idem_repo_key_valid(key);
+}
+
 long long idem_ttl_ms(const struct sx_server *srv)
 {
     return srv && srv->config ? srv->config->api.idempotency_ttl_ms : 24LL * 3600 * 1000;

@@ -76,6 +76,9 @@ long long idem_ttl_ms(const struct sx_server *srv);
 /* Deletes the keys older than api.idempotency_ttl on c; *deleted gets how many. */
 int idem_prune(struct sx_server *srv, pg_conn *c, long long *deleted, sx_err *err) SX_MUSTCHECK;
 
+/* Whether a client's key is 1..IDEM_KEY_MAX printable ASCII characters. */
+bool idem_key_valid(const char *key);
+
 /* The error of a key used for another request: SX_EKEYREUSED with detail and hint. */
 int idem_reused(sx_err *err, const char *key);
 
