@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "api/handlers_routes.h"
-#include "api/idempotency.h"
 #include "api/handlers_common.h"
+#include "api/idempotency.h"
 #include "server/catalog.h"
 #include "server/changes.h"
 
