@@ -17,6 +17,7 @@
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
+#include "api/idempotency.h"
 #include "server/catalog.h"
 #include "server/changes.h"
 #include "server/diff.h"
@@ -91,19 +92,22 @@ static json_t *snapshots_json(const apply_result *res)
     return a;
 }
 
-/* Answers a successful change with the config as it now is (read back), its ETag, and
- * what the change did. extra (taken, NULL allowed) is merged into the answer. */
-static void respond_change(http_request *req, rest_api *api, int status, const apply_result *res,
-                           json_t *extra)
+/* The extra fields of a change's answer (rollback: what it returned to); new reference. */
+typedef json_t *(*extra_fn)(const apply_result *, const apply_request *);
+
+/* How a config change is answered: its status on success and its extra fields. */
+typedef struct change_answer {
+    int status;              /* 201 or 200 */
+    extra_fn extra;          /* NULL: none */
+    const apply_request *ar; /* set by run_change */
+} change_answer;
+
+/* The answer of a successful change: the config as it now is (cfg and latest, or what
+ * res knows when they are NULL), what the change did, and extra (taken, NULL allowed). */
+static json_t *change_body(const apply_result *res, const cfg_record *cfg,
+                           const cfg_version *latest, json_t *extra)
 {
-    json_t *body = NULL;
-    cfg_record *cfg = NULL;
-    cfg_version *latest = NULL;
-    sx_err err;
-    sx_err_clear(&err);
-    if (catalog_config(rest_server(api), res->config_id, true, http_req_arena(req), &cfg, &latest,
-                       &err) == 0)
-        body = api_config_json(cfg, latest);
+    json_t *body = cfg && latest ? api_config_json(cfg, latest) : NULL;
     if (body == NULL) /* committed, but the read-back failed: say what is known */
         body = json_pack("{s:s,s:i}", "id", res->config_id, "version", res->latest_version);
     json_object_set_new(body, "changed", json_boolean(res->changed));
@@ -112,18 +116,51 @@ static void respond_change(http_request *req, rest_api *api, int status, const a
         json_object_update(body, extra);
         json_decref(extra);
     }
+    return body;
+}
+
+/* idem_render_fn of a keyed change: result is the apply_result, read back in the
+ * change's transaction; ud the change_answer. */
+static json_t *render_change(const void *result, void *ud, int *status)
+{
+    const apply_result *res = result;
+    const change_answer *ans = ud;
+    *status = ans->status;
+    return change_body(res, res->record, res->record_latest,
+                       ans->extra ? ans->extra(res, ans->ar) : NULL);
+}
+
+/* The headers of a successful change: ETag (its latest version), Location when created. */
+static void change_headers(http_request *req, int status, const apply_result *res)
+{
     api_set_etag(req, res->latest_version);
     if (status == 201) {
         char loc[128];
         snprintf(loc, sizeof(loc), "/api/v1/configs/%s", res->config_id);
         http_req_set_header(req, "Location", loc);
     }
-    http_respond_json(req, status, body);
 }
 
-/* Runs req through apply_config and answers. */
-static void run_change(const api_change *ch, apply_request *ar, int ok_status,
-                       json_t *(*extra)(const apply_result *, const apply_request *))
+/* Answers a successful change without a key with the config as it now is (read back). */
+static void respond_change(http_request *req, rest_api *api, const change_answer *ans,
+                           const apply_result *res)
+{
+    cfg_record *cfg = NULL;
+    cfg_version *latest = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    if (catalog_config(rest_server(api), res->config_id, true, http_req_arena(req), &cfg, &latest,
+                       &err) != 0)
+        cfg = NULL;
+    json_t *body =
+        change_body(res, cfg, cfg ? latest : NULL, ans->extra ? ans->extra(res, ans->ar) : NULL);
+    change_headers(req, ans->status, res);
+    http_respond_json(req, ans->status, body);
+}
+
+/* Runs req through apply_config and answers; a keyed change (ar->idem) with the answer
+ * stored in its transaction. */
+static void run_change(const api_change *ch, apply_request *ar, change_answer *ans)
 {
     val_result problems = {0};
     sx_fielderrs verrs = {0};
@@ -135,12 +172,18 @@ static void run_change(const api_change *ch, apply_request *ar, int ok_status,
     ar->request_id = http_req_id(ch->req);
     ar->source_ip = rest_source_ip(ch->req);
     ar->problems = &problems;
+    ans->ar = ar;
     apply_result res;
     int rc = changes_apply(rest_server(ch->api), ar, http_req_arena(ch->req), &res, &verrs, &err);
-    if (rc)
+    if (rc) {
         respond_refusal(ch->req, ch, rc, &err, &problems, &verrs);
-    else
-        respond_change(ch->req, ch->api, ok_status, &res, extra ? extra(&res, ar) : NULL);
+    } else if (ar->idem) {
+        if (!ar->idem->replayed)
+            change_headers(ch->req, ans->status, &res);
+        api_idem_respond(ch->req, ar->idem);
+    } else {
+        respond_change(ch->req, ch->api, ans, &res);
+    }
     val_result_free(&problems);
     sx_fielderrs_free(&verrs);
 }
@@ -181,8 +224,10 @@ void api_configs_create(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
     api_change ch = {req, api, "config.create", "config", ""};
+    change_answer ans = {201, NULL, NULL};
+    idem_request *idem;
     json_t *body;
-    if (!db_or_respond(req, api) ||
+    if (!db_or_respond(req, api) || !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
         !api_body_or_respond(req, &ch, create_fields, NFIELDS(create_fields), &body))
         return;
     const char **groups;
@@ -197,8 +242,9 @@ void api_configs_create(http_request *req, rest_api *api, void *ud)
         .spec = json_object_get(body, "spec"),
         .message = api_str(body, "message"),
         .draft = json_is_true(json_object_get(body, "draft")),
+        .idem = idem,
     };
-    run_change(&ch, &ar, 201, NULL);
+    run_change(&ch, &ar, &ans);
 }
 
 void api_configs_validate(http_request *req, rest_api *api, void *ud)
@@ -267,9 +313,13 @@ void api_config_put(http_request *req, rest_api *api, void *ud)
     (void)ud;
     api_change ch = {req, api, "config.update", "config", http_req_param(req, "id")};
     const char *id = config_id_or_respond(req, &ch);
+    change_answer ans = {200, NULL, NULL};
+    idem_request *idem;
     json_t *body;
     int if_match;
-    if (id == NULL || !db_or_respond(req, api) || !api_if_match_or_respond(req, &ch, &if_match) ||
+    if (id == NULL || !db_or_respond(req, api) ||
+        !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
+        !api_if_match_or_respond(req, &ch, &if_match) ||
         !api_body_or_respond(req, &ch, put_fields, NFIELDS(put_fields), &body))
         return;
     const char **groups;
@@ -292,8 +342,9 @@ void api_config_put(http_request *req, rest_api *api, void *ud)
         .spec = json_object_get(body, "spec"),
         .message = api_str(body, "message"),
         .draft = json_is_true(json_object_get(body, "draft")),
+        .idem = idem,
     };
-    run_change(&ch, &ar, 200, NULL);
+    run_change(&ch, &ar, &ans);
 }
 
 void api_config_delete(http_request *req, rest_api *api, void *ud)
@@ -301,16 +352,21 @@ void api_config_delete(http_request *req, rest_api *api, void *ud)
     (void)ud;
     api_change ch = {req, api, "config.delete", "config", http_req_param(req, "id")};
     const char *id = config_id_or_respond(req, &ch);
+    change_answer ans = {200, NULL, NULL};
+    idem_request *idem;
     int if_match;
-    if (id == NULL || !db_or_respond(req, api) || !api_if_match_or_respond(req, &ch, &if_match))
+    if (id == NULL || !db_or_respond(req, api) ||
+        !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
+        !api_if_match_or_respond(req, &ch, &if_match))
         return;
     apply_request ar = {
         .op = APPLY_DELETE,
         .config_id = id,
         .if_match = if_match,
         .message = http_req_query(req, "message"),
+        .idem = idem,
     };
-    run_change(&ch, &ar, 200, NULL);
+    run_change(&ch, &ar, &ans);
 }
 
 /* ------------------------------------------------------------------ versions */
@@ -418,9 +474,13 @@ void api_config_rollback(http_request *req, rest_api *api, void *ud)
     (void)ud;
     api_change ch = {req, api, "config.rollback", "config", http_req_param(req, "id")};
     const char *id = config_id_or_respond(req, &ch);
+    change_answer ans = {200, rollback_extra, NULL};
+    idem_request *idem;
     json_t *body;
     int if_match;
-    if (id == NULL || !db_or_respond(req, api) || !api_if_match_or_respond(req, &ch, &if_match) ||
+    if (id == NULL || !db_or_respond(req, api) ||
+        !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
+        !api_if_match_or_respond(req, &ch, &if_match) ||
         !api_body_or_respond(req, &ch, rollback_fields, NFIELDS(rollback_fields), &body))
         return;
     json_int_t v = json_integer_value(json_object_get(body, "version"));
@@ -441,6 +501,7 @@ void api_config_rollback(http_request *req, rest_api *api, void *ud)
         .if_match = if_match,
         .rollback_to = (int)v,
         .message = msg && msg[0] ? msg : dflt,
+        .idem = idem,
     };
-    run_change(&ch, &ar, 200, rollback_extra);
+    run_change(&ch, &ar, &ans);
 }

@@ -12,6 +12,7 @@
 
 #include "api/handlers_common.h"
 #include "api/handlers_routes.h"
+#include "api/idempotency.h"
 #include "server/catalog.h"
 #include "server/changes.h"
 #include "server/rollout/rollout.h"
@@ -132,6 +133,22 @@ static void parse_apply(http_request *req, struct sx_server *srv, const json_t *
         parse_selector(http_req_arena(req), sel, r, verrs);
 }
 
+/* idem_render_fn of a keyed apply: result is rollout_apply's answer (a json_t), ud the
+ * rollout_request (a dry run answers 200, a created deployment 201). */
+static json_t *render_apply(const void *result, void *ud, int *status)
+{
+    *status = ((const rollout_request *)ud)->dry_run ? 200 : 201;
+    return json_incref((json_t *)result);
+}
+
+/* idem_render_fn of a keyed operator action: result is the deploy_record. */
+static json_t *render_act(const void *result, void *ud, int *status)
+{
+    (void)ud;
+    *status = 200;
+    return rollout_deployment_json(result);
+}
+
 void api_config_apply(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
@@ -145,11 +162,12 @@ void api_config_apply(http_request *req, rest_api *api, void *ud)
         api_refuse(req, &ch, &err, api_details1("id", "a config id is a UUID"));
         return;
     }
+    rollout_request r = {.config_id = id};
+    idem_request *idem;
     json_t *body;
-    if (!db_ready_or_respond(req, srv) ||
+    if (!db_ready_or_respond(req, srv) || !api_idem_or_respond(req, &ch, render_apply, &r, &idem) ||
         !api_body_or_respond(req, &ch, apply_fields, NFIELDS(apply_fields), &body))
         return;
-    rollout_request r = {.config_id = id};
     val_result problems = {0};
     sx_fielderrs verrs = {0};
     json_t *out = NULL;
@@ -160,18 +178,24 @@ void api_config_apply(http_request *req, rest_api *api, void *ud)
         rc = sx_err_set(&err, SX_EINVAL, "the request body has %zu problem%s", verrs.count,
                         verrs.count == 1 ? "" : "s");
     } else {
-        rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req)};
+        rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req),
+                             idem};
         rc = rollout_apply(srv, &r, &who, http_req_arena(req), &out, &created, &problems, &verrs,
                            &err);
     }
-    if (rc == 0) {
+    if (rc == 0 && idem && idem->replayed) {
+        api_idem_respond(req, idem);
+    } else if (rc == 0) {
         if (created) {
             char loc[128];
             snprintf(loc, sizeof(loc), "/api/v1/deployments/%s",
                      json_string_value(json_object_get(out, "id")));
             http_req_set_header(req, "Location", loc);
         }
-        http_respond_json(req, created ? 201 : 200, out);
+        if (!api_idem_respond(req, idem))
+            http_respond_json(req, created ? 201 : 200, out);
+        else
+            json_decref(out);
     } else {
         err.code = rc;
         json_t *details = NULL;
@@ -260,14 +284,16 @@ static void act(http_request *req, rest_api *api, rollout_action what)
     api_change ch = {req, api, action, "deployment", http_req_param(req, "id")};
     const char *id;
     struct sx_server *srv = rest_server(api);
-    if (!deployment_id_or_respond(req, &ch, &id) || !db_ready_or_respond(req, srv))
+    idem_request *idem;
+    if (!deployment_id_or_respond(req, &ch, &id) || !db_ready_or_respond(req, srv) ||
+        !api_idem_or_respond(req, &ch, render_act, NULL, &idem))
         return;
     /* The body is optional: an empty one means no reason. */
     json_t *body = NULL;
     const char *ctype = http_req_header(req, "Content-Type");
     if ((ctype && ctype[0]) && !api_body_or_respond(req, &ch, action_fields, 1, &body))
         return;
-    rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req)};
+    rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req), idem};
     deploy_record *d = NULL;
     sx_err err;
     sx_err_clear(&err);
@@ -277,7 +303,8 @@ static void act(http_request *req, rest_api *api, rollout_action what)
         api_refuse(req, &ch, &err, NULL);
         return;
     }
-    http_respond_json(req, 200, rollout_deployment_json(d));
+    if (!api_idem_respond(req, idem))
+        http_respond_json(req, 200, rollout_deployment_json(d));
 }
 
 void api_deployment_act(http_request *req, rest_api *api, void *ud)

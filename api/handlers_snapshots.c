@@ -12,6 +12,7 @@
 
 #include "api/handlers_routes.h"
 #include "api/handlers_common.h"
+#include "api/idempotency.h"
 #include "server/catalog.h"
 #include "server/changes.h"
 
@@ -87,6 +88,28 @@ static const api_field rollback_fields[] = {
     {"message", API_STRING, false},
 };
 
+/* What a group's rollback answers with, for its rendering. */
+typedef struct group_answer {
+    const char *group;
+    long long snapshot_version;
+} group_answer;
+
+static json_t *group_rollback_json(const group_answer *g, const apply_group_rollback_result *res)
+{
+    return json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", g->group, "snapshot_version",
+                     (json_int_t)g->snapshot_version, "before_version",
+                     (json_int_t)res->before_version, "version", (json_int_t)res->version,
+                     "changed", res->changed);
+}
+
+/* idem_render_fn of a keyed rollback: result is the apply_group_rollback_result, ud the
+ * group_answer. */
+static json_t *render_group_rollback(const void *result, void *ud, int *status)
+{
+    *status = 200;
+    return group_rollback_json(ud, result);
+}
+
 void api_group_rollback(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
@@ -99,10 +122,14 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
         api_refuse(req, NULL, &err, NULL);
         return;
     }
+    group_answer ans = {group, 0};
+    idem_request *idem;
     json_t *body;
-    if (!api_body_or_respond(req, &ch, rollback_fields, 2, &body))
+    if (!api_idem_or_respond(req, &ch, render_group_rollback, &ans, &idem) ||
+        !api_body_or_respond(req, &ch, rollback_fields, 2, &body))
         return;
     json_int_t v = json_integer_value(json_object_get(body, "snapshot_version"));
+    ans.snapshot_version = v;
     if (v < 1) {
         sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
         api_refuse(req, &ch, &err,
@@ -118,6 +145,7 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
         .message = api_str(body, "message"),
         .request_id = http_req_id(req),
         .source_ip = rest_source_ip(req),
+        .idem = idem,
     };
     apply_group_rollback_result res;
     sx_fielderrs verrs = {0};
@@ -126,11 +154,8 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
         err.code = rc;
         api_refuse(req, &ch, &err,
                    rc == SX_EVALIDATION ? changes_problems_json(NULL, &verrs, "schema") : NULL);
-    } else {
-        http_respond_json(req, 200,
-                          json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", group, "snapshot_version",
-                                    (json_int_t)v, "before_version", (json_int_t)res.before_version,
-                                    "version", (json_int_t)res.version, "changed", res.changed));
+    } else if (!api_idem_respond(req, idem)) {
+        http_respond_json(req, 200, group_rollback_json(&ans, &res));
     }
     sx_fielderrs_free(&verrs);
 }

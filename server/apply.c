@@ -315,10 +315,12 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     ctx->npeers = 0;
     memset(&ctx->self, 0, sizeof(ctx->self));
 
+    int rc = idem_begin(c, req->idem, a, err);
+    if (rc || (req->idem && req->idem->replayed))
+        return rc;
     /* The config as it is now, locked. */
     apply_op op = req->op;
     cfg_record *old = NULL;
-    int rc;
     if (op == APPLY_UPSERT) {
         if ((rc = cfg_repo_lock_name(c, req->ns, req->name, err)) != 0)
             return rc;
@@ -549,7 +551,14 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         .details = details,
     };
     long long audit_id;
-    return audit_repo_append(c, &an, &audit_id, err);
+    if ((rc = audit_repo_append(c, &an, &audit_id, err)) != 0 || req->idem == NULL)
+        return rc;
+    /* The answer of a keyed change is rendered in its transaction: read the config back. */
+    if ((rc = cfg_repo_get(c, out->config_id, true, a, &out->record, err)) != 0 ||
+        (rc = cfg_repo_get_version(c, out->config_id, out->record->latest_version, a,
+                                   &out->record_latest, err)) != 0)
+        return rc;
+    return idem_end(c, req->idem, out, a, err);
 }
 
 int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_arena *a,
@@ -699,6 +708,9 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     memset(ctx->out, 0, sizeof(*ctx->out));
     ctx->written = NULL;
     sx_fielderrs_free(ctx->verrs);
+    int rc = idem_begin(c, req->idem, a, err);
+    if (rc || (req->idem && req->idem->replayed))
+        return rc;
 
     snap_compose_input in = {"", req->group, ctx->target->ir, NULL};
     char *reason = sx_arena_printf(a, "rollback to snapshot %lld%s%s", req->snapshot_version,
@@ -706,8 +718,7 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
                                    req->message ? req->message : "");
     snap_write sw = {req->group, &in,         1,   ctx->target->sources, ctx->target->source_count,
                      reason,     req->author, NULL};
-    int rc =
-        snap_writer_publish(w, c, &sw, &ctx->out->before_version, ctx->verrs, &ctx->written, err);
+    rc = snap_writer_publish(w, c, &sw, &ctx->out->before_version, ctx->verrs, &ctx->written, err);
     if (rc)
         return rc;
     ctx->out->changed = ctx->written != NULL;
@@ -733,7 +744,9 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         .details = details,
     };
     long long audit_id;
-    return audit_repo_append(c, &an, &audit_id, err);
+    if ((rc = audit_repo_append(c, &an, &audit_id, err)) != 0)
+        return rc;
+    return idem_end(c, req->idem, ctx->out, a, err);
 }
 
 int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_rollback_request *req,

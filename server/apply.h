@@ -47,6 +47,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
+#include "server/idem.h"
 #include "server/validate/validate.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_configs.h"
@@ -99,6 +100,11 @@ typedef struct apply_request {
     const char *source_ref; /* a managed source: what the config is translated from,
                                such as "Gateway default/web"; required for its UPSERT and
                                CREATE, NULL for CFG_SOURCE_REST */
+    /* Non-NULL: the change is made under a client's key (server/idem.h); its render
+     * gets the apply_result, with record and record_latest read back in the
+     * transaction. When the key is answered already, apply_config returns 0 with
+     * idem->replayed true and *out zeroed: nothing was done. */
+    idem_request *idem;
 } apply_request;
 
 /* One snapshot written by a change. */
@@ -116,6 +122,8 @@ typedef struct apply_result {
     bool changed;              /* a new version was written (or the config deleted) */
     apply_snapshot *snapshots; /* snapshots written (none when nothing changed) */
     size_t snapshot_count;
+    cfg_record *record;         /* with req->idem: the config as the change left it */
+    cfg_version *record_latest; /* with req->idem: its latest version */
 } apply_result;
 
 /*
@@ -157,6 +165,8 @@ typedef struct apply_group_rollback_request {
     const char *message;        /* NULL = "" */
     const char *request_id;     /* NULL = none */
     const char *source_ip;      /* NULL = none */
+    idem_request *idem;         /* NULL, or the client's key (server/idem.h); render gets the
+                                   apply_group_rollback_result; replayed as apply_config */
 } apply_group_rollback_request;
 
 typedef struct apply_group_rollback_result {

@@ -30,6 +30,7 @@
  *   grpc.tls.cert_file             file      (none)             PEM; together with key_file
  *   grpc.tls.key_file              file      (none)             PEM; together with cert_file
  *   grpc.tls.client_ca_file        file      (none)             PEM; turns on mTLS (needs cert/key)
+ *   api.idempotency_ttl            duration  24h                1m..30d; older keys are deleted
  *   replica.id                     string    <hostname>-<pid>   1..128 of [A-Za-z0-9._:-]
  *   log.level                      enum      info               debug, info, warn, error
  *   auth.enabled                   boolean   true               false: no token needed (warned)
@@ -187,6 +188,9 @@ typedef struct sextant_config {
         char *default_group;     /* proxy group of nodes that name no cluster */
         int64_t cq_threads;      /* threads polling the gRPC completion queue */
     } xds;
+    struct {
+        int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */
+    } api;
     struct {
         int64_t read_rate, read_burst;   /* API reads per second per user, bucket size */
         int64_t write_rate, write_burst; /* API writes per second per user, bucket size */

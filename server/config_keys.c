@@ -94,6 +94,10 @@ const key_def config_keys[] = {
      "Proxy group of nodes whose node.cluster (or cluster) is empty."},
     {"xds.cq_threads", K_INT, "2", 1, 64, OFF(xds.cq_threads), NULL,
      "Threads serving the gRPC completion queue of the xDS server (1..64)."},
+    {"api.idempotency_ttl", K_DURATION, "24h", MS_MINUTE, 30 * MS_DAY, OFF(api.idempotency_ttl_ms),
+     NULL,
+     "How long the answer of a mutating REST request sent with an Idempotency-Key is kept "
+     "for a retry of the same request; older keys are deleted."},
     {"ratelimit.read_rate", K_INT, "50", 1, 1000000, OFF(ratelimit.read_rate), NULL,
      "Sustained API reads per second per user (token bucket refill)."},
     {"ratelimit.read_burst", K_INT, "100", 1, 1000000, OFF(ratelimit.read_burst), NULL,

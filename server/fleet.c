@@ -7,7 +7,8 @@
  * a node's state with the same SQL expression. The sweep marks newly stale nodes
  * (node_repo_mark_stale) and writes their proxy_stale events in one transaction, so a
  * node is reported once however many replicas sweep, and deletes the events older
- * than events.retention. The thread sleeps with sup_sleep, so shutdown wakes it at
+ * than events.retention and the idempotency keys older than api.idempotency_ttl
+ * (server/idem.h). The thread sleeps with sup_sleep, so shutdown wakes it at
  * once.
  */
 #include "server/fleet.h"
@@ -18,6 +19,7 @@
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
 #include "server/events.h"
+#include "server/idem.h"
 #include "server/server.h"
 #include "server/supervisor.h"
 #include "storage/pg_pool.h"
@@ -145,11 +147,16 @@ static void sweep(fleet_monitor *f)
         long long deleted = 0;
         if ((rc = pg_acquire(srv->db, &c, &err)) == 0) {
             rc = event_repo_prune(c, srv->config->events.retention_ms, &deleted, &err);
+            if (rc == 0 && deleted > 0)
+                sx_log_fields(SX_LOG_DEBUG, "fleet",
+                              json_pack("{s:I}", "deleted", (json_int_t)deleted),
+                              "pruned old events");
+            if (rc == 0 && (rc = idem_prune(srv, c, &deleted, &err)) == 0 && deleted > 0)
+                sx_log_fields(SX_LOG_DEBUG, "fleet",
+                              json_pack("{s:I}", "deleted", (json_int_t)deleted),
+                              "pruned expired idempotency keys");
             pg_release(srv->db, c);
         }
-        if (rc == 0 && deleted > 0)
-            sx_log_fields(SX_LOG_DEBUG, "fleet", json_pack("{s:I}", "deleted", (json_int_t)deleted),
-                          "pruned old events");
     }
     outcome(rc, &err, &f->sweep_failing);
 }

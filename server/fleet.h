@@ -1,6 +1,6 @@
 /*
  * fleet.h — fleet health metrics: the sextant_proxies{state} gauge, and the sweep that
- * reports stale proxies and prunes old live events.
+ * reports stale proxies and prunes old live events and expired idempotency keys.
  *
  * A small supervised component: a thread that every 10 s counts the fleet's nodes by
  * state (connected, stale, disconnected) with node_repo_count_states, the same SQL the
@@ -9,7 +9,8 @@
  * fleet.stale_after (once per node until it is seen again, whichever replica sweeps),
  * marks disconnected (reason no_activity, one proxy_disconnected event) the nodes still
  * marked connected but silent past fleet.disconnected_after — their replica died — and
- * deletes the events older than events.retention. It is not a readiness
+ * deletes the events older than events.retention and the idempotency keys older than
+ * api.idempotency_ttl (server/idem.h). It is not a readiness
  * dependency; while the database is away the gauge keeps its last values.
  */
 #ifndef SX_SERVER_FLEET_H

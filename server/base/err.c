@@ -32,6 +32,7 @@ static const struct {
     {SX_EINTERNAL, "internal", 500, 13},
     {SX_EUNSUPPORTED, "unsupported", 415, 12},
     {SX_EMANAGED, "managed_by_kubernetes", 409, 9},
+    {SX_EKEYREUSED, "idempotency_key_reused", 422, 9},
 };
 
 static int find(int code)

@@ -33,6 +33,7 @@ typedef enum sx_code {
     SX_EUNSUPPORTED = -14, /* media type or feature not supported (415) */
     SX_EMANAGED = -15,     /* the resource is managed by another source of configuration
                               (Kubernetes) and cannot be changed here (409) */
+    SX_EKEYREUSED = -16,   /* an idempotency key was already used for another request (422) */
 } sx_code;
 
 #define SX_ERR_MESSAGE_MAX 512

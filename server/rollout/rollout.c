@@ -340,9 +340,8 @@ static int check_still_live(pg_conn *c, const deploy_record *d, sx_arena *a, sx_
     return SX_ECONFLICT;
 }
 
-static int act_tx(pg_conn *c, void *arg, sx_err *err)
+static int act_body(pg_conn *c, act_ctx *x, sx_err *err)
 {
-    act_ctx *x = arg;
     x->out = NULL;
     x->written = NULL;
     x->nwritten = 0;
@@ -405,13 +404,26 @@ static int act_tx(pg_conn *c, void *arg, sx_err *err)
     return deploy_repo_get(c, d->id, x->a, &x->out, err);
 }
 
+/* act_body under the client's key, when the request has one (server/idem.h). */
+static int act_tx(pg_conn *c, void *arg, sx_err *err)
+{
+    act_ctx *x = arg;
+    x->out = NULL;
+    int rc = idem_begin(c, x->who->idem, x->a, err);
+    if (rc || (x->who->idem && x->who->idem->replayed))
+        return rc;
+    if ((rc = act_body(c, x, err)) != 0)
+        return rc;
+    return idem_end(c, x->who->idem, x->out, x->a, err);
+}
+
 int rollout_act(struct sx_server *srv, const char *id, rollout_action act, const char *reason,
                 const rollout_actor *who, sx_arena *a, deploy_record **out, sx_err *err)
 {
     *out = NULL;
     act_ctx x = {srv, id, act, reason, who, a, NULL, NULL, 0};
     int rc = pg_tx(srv->db, act_tx, &x, err);
-    if (rc)
+    if (rc || (who->idem && who->idem->replayed))
         return rc;
     for (size_t i = 0; i < x.nwritten; i++)
         snap_repo_cache_put(srv->snap_repo, x.written[i]);

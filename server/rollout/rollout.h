@@ -42,6 +42,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
+#include "server/idem.h"
 #include "server/rollout/strategy.h"
 #include "server/validate/validate.h"
 #include "storage/repo_deployments.h"
@@ -54,6 +55,10 @@ typedef struct rollout_actor {
     const char *role;       /* NULL = "" */
     const char *request_id; /* NULL = none */
     const char *source_ip;  /* NULL = none */
+    /* NULL, or the client's key of the request (server/idem.h): rollout_apply renders its
+     * *out (a json_t), rollout_act its deploy_record. When the key is answered already,
+     * they return 0 with idem->replayed true and *out NULL: nothing was done. */
+    idem_request *idem;
 } rollout_actor;
 
 /* A rollout asked for: config_id at version, to the nodes the selector picks, with a

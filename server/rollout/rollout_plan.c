@@ -69,7 +69,7 @@ rollout_policy rollout_policy_defaults(const struct sx_server *srv)
     };
 }
 
-static int apply_tx(pg_conn *c, void *arg, sx_err *err)
+static int plan_tx(pg_conn *c, void *arg, sx_err *err)
 {
     apply_ctx *x = arg;
     sx_arena *a = x->a;
@@ -222,6 +222,19 @@ static int apply_tx(pg_conn *c, void *arg, sx_err *err)
     return 0;
 }
 
+/* plan_tx under the client's key, when the request has one (server/idem.h). */
+static int apply_tx(pg_conn *c, void *arg, sx_err *err)
+{
+    apply_ctx *x = arg;
+    x->out = NULL;
+    int rc = idem_begin(c, x->who->idem, x->a, err);
+    if (rc || (x->who->idem && x->who->idem->replayed))
+        return rc;
+    if ((rc = plan_tx(c, x, err)) != 0)
+        return rc;
+    return idem_end(c, x->who->idem, x->out, x->a, err);
+}
+
 int rollout_apply(struct sx_server *srv, const rollout_request *req, const rollout_actor *who,
                   sx_arena *a, json_t **out, bool *created, val_result *problems,
                   sx_fielderrs *verrs, sx_err *err)
@@ -235,6 +248,8 @@ int rollout_apply(struct sx_server *srv, const rollout_request *req, const rollo
         json_decref(x.out);
         return rc;
     }
+    if (who->idem && who->idem->replayed)
+        return 0;
     for (size_t i = 0; i < x.st.nwritten; i++)
         snap_repo_cache_put(srv->snap_repo, x.st.written[i]);
     *out = x.out;

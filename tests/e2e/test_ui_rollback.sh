@@ -5,7 +5,9 @@
 # client (@grpc/grpc-js-xds) calls through Sextant and lands on B; two
 # gateway.control.v1 data planes ACK every snapshot. An operator (pasted token) rolls
 # the config back to v1 from its history page: the confirmation shows the difference
-# (B's port back to A's), version 3 appears as "rollback of v1", the proxies page shows
+# (B's port back to A's); the rollback's first answer is lost on its way back, and the
+# app sends it again with the same Idempotency-Key; version 3 appears as "rollback of
+# v1", the audit log has the rollback once, the proxies page shows
 # every client acknowledging the new snapshot, and the gRPC client's calls land on A.
 # Then the operator republishes snapshot v2 from the snapshots page: the clients follow
 # to v4 and the calls land on B. The audit page lists both rollbacks by that operator,
@@ -39,6 +41,9 @@ export OPERATOR CONFIG_ID GROUP ECHO_A ECHO_B CALLS NODES="e2e-grpc-client dp-rb
 e2e_browser "$E2E/scenarios/rollback.mjs"
 
 check "after the republish the gRPC client's calls land on backend B" wait_for 10 on B
+st=$(e2e_rest "$ADMIN" GET "/api/v1/audit?action=config.rollback&result=success")
+check "the config rollback whose first answer was lost was made once (one audit row)" \
+    [ "$st $(jv '.items.length')" = "200 1" ]
 st=$(e2e_rest "$ADMIN" GET "/api/v1/snapshots?group=$GROUP")
 check "the group has four snapshots, the last two written by the browser's rollbacks" \
     [ "$st $(jv '.items.map((s) => s.version + ":" + s.created_by).join()')" = "200 4:olga,3:olga,2:e2e-admin,1:e2e-admin" ]

@@ -37,6 +37,8 @@ static void test_err_statuses(void **state)
     assert_int_equal(sx_code_http_status(SX_EMANAGED), 409);
     assert_int_equal(sx_code_grpc_status(SX_EMANAGED), 9);
     assert_string_equal(sx_code_name(SX_EMANAGED), "managed_by_kubernetes");
+    assert_int_equal(sx_code_http_status(SX_EKEYREUSED), 422);
+    assert_string_equal(sx_code_name(SX_EKEYREUSED), "idempotency_key_reused");
 
     sx_err e;
     assert_int_equal(sx_err_set(&e, SX_EINVAL, "bad port %d", 70000), SX_EINVAL);

@@ -5,7 +5,10 @@
 // the error shape {"error": {"code", "message", "details"}} turned into an ApiError,
 // and two app-wide reactions: a 401 ends the session (the app goes back to sign-in)
 // and a 503 marks the database as down until a call succeeds again (the layout shows a
-// banner).
+// banner). Every change (POST, PUT, PATCH, DELETE) carries a fresh Idempotency-Key; when
+// its answer is lost (the network failed, or 503 while the database fails over) it is
+// sent again a few times with the same key, so it is made at most once and the retry
+// gets the answer of the change that was made.
 import {routes, type operations} from '../gen/openapi';
 import {createStore} from './store';
 import type {ErrorDetail} from './types';
@@ -67,6 +70,35 @@ function setHealth(patch: Partial<ReturnType<typeof apiHealth.get>>) {
   if (next.unavailable !== cur.unavailable || next.unreachable !== cur.unreachable) apiHealth.set(next);
 }
 
+/** The header that makes a change safe to send again (see api/openapi.json). */
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+/** Times a change whose answer was lost is sent again (with the same key). */
+const CHANGE_RETRIES = 3;
+const RETRY_DELAY_MS = 1000;
+
+/** A fresh key for one change: a random UUID (crypto.randomUUID needs a secure context,
+ * so plain-HTTP pages build the same version-4 form from crypto.getRandomValues). */
+export function newIdempotencyKey(): string {
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+const isChange = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase());
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(new DOMException('aborted', 'AbortError'));
+    });
+  });
+}
+
 /** The bare call under the typed client, for the one route outside the document (the local
  * demo's sign-in, lib/session.ts). */
 export async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
@@ -76,14 +108,27 @@ export async function request<T>(method: string, path: string, opts: RequestOpti
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(opts.body);
   }
+  const change = isChange(method);
+  if (change && !headers[IDEMPOTENCY_HEADER]) headers[IDEMPOTENCY_HEADER] = newIdempotencyKey();
   let res: Response;
-  try {
-    res = await fetch(path, {method, headers, body, signal: opts.signal, cache: 'no-store'});
-  } catch (e) {
-    if ((e as Error).name === 'AbortError') throw e;
-    const msg = `could not reach Sextant: ${(e as Error).message}`;
-    setHealth({unreachable: msg});
-    throw new ApiError(0, 'unreachable', msg);
+  for (let attempt = 0; ; attempt++) {
+    const again = change && attempt < CHANGE_RETRIES;
+    try {
+      res = await fetch(path, {method, headers, body, signal: opts.signal, cache: 'no-store'});
+    } catch (e) {
+      if ((e as Error).name === 'AbortError') throw e;
+      if (again) {
+        await pause(RETRY_DELAY_MS, opts.signal);
+        continue;
+      }
+      const msg = `could not reach Sextant: ${(e as Error).message}`;
+      setHealth({unreachable: msg});
+      throw new ApiError(0, 'unreachable', msg);
+    }
+    if (res.status !== 503 || !again) break;
+    await res.text().catch(() => '');
+    const after = Number(res.headers.get('Retry-After'));
+    await pause(after > 0 && after <= 10 ? after * 1000 : RETRY_DELAY_MS, opts.signal);
   }
   setHealth({unreachable: null});
   const text = await res.text();
