@@ -53,10 +53,10 @@ typedef struct entry {
     char *user;
     uint64_t hash;
     bucket b[RATELIMIT_KINDS]; /* indexed by ratelimit_kind */
-    int64_t last_ms;         /* last take, for idleness */
-    unsigned used;           /* bit k: bucket k has been taken from */
-    struct entry *next_hash; /* chain in the bucket array */
-    sx_link lru;             /* in ratelimit.lru */
+    int64_t last_ms;           /* last take, for idleness */
+    unsigned used;             /* bit k: bucket k has been taken from */
+    struct entry *next_hash;   /* chain in the bucket array */
+    sx_link lru;               /* in ratelimit.lru */
 } entry;
 
 struct ratelimit {

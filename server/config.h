@@ -188,8 +188,8 @@ typedef struct sextant_config {
         int64_t cq_threads;      /* threads polling the gRPC completion queue */
     } xds;
     struct {
-        int64_t read_rate, read_burst;   /* API reads per second per user, bucket size */
-        int64_t write_rate, write_burst; /* API writes per second per user, bucket size */
+        int64_t read_rate, read_burst;           /* API reads per second per user, bucket size */
+        int64_t write_rate, write_burst;         /* API writes per second per user, bucket size */
         int64_t auth_fail_rate, auth_fail_burst; /* failed authentications per second per
                                                   * client address, bucket size */
         int64_t redis_timeout_ms; /* longest a take waits for Redis before deciding alone */

@@ -28,13 +28,17 @@
 
 #define DEFAULT_TIMEOUT_MS 100
 
-/* KEYS[1] the bucket; ARGV[1] rate (tokens per second), ARGV[2] burst.
+/* KEYS[1] the bucket; ARGV[1] rate (tokens per second), ARGV[2] burst, ARGV[3] (tests
+ * only) the time in milliseconds instead of Redis's clock.
  * Returns {allowed (0 or 1), milliseconds until a token is back, refusals}. */
 static const char script[] =
     "local rate = tonumber(ARGV[1])\n"
     "local cap = tonumber(ARGV[2]) * 1000\n"
-    "local clock = redis.call('TIME')\n"
-    "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
+    "local now = tonumber(ARGV[3])\n"
+    "if not now then\n"
+    "  local clock = redis.call('TIME')\n"
+    "  now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)\n"
+    "end\n"
     "local s = redis.call('HMGET', KEYS[1], 't', 'u', 'n')\n"
     "local t = tonumber(s[1]) or cap\n"
     "local u = tonumber(s[2]) or now\n"
@@ -72,8 +76,8 @@ int redis_bucket_create(const redis_bucket_options *opt, redis_bucket **out, sx_
 {
     *out = NULL;
     redis_cache_options co = {.url = opt->url,
-                              .timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms
-                                                                : DEFAULT_TIMEOUT_MS,
+                              .timeout_ms =
+                                  opt->timeout_ms > 0 ? opt->timeout_ms : DEFAULT_TIMEOUT_MS,
                               .key_prefix = opt->key_prefix,
                               .metrics = NULL,
                               .quiet = true};
@@ -105,19 +109,21 @@ bool redis_bucket_enabled(const redis_bucket *b)
     return b != NULL && b->enabled;
 }
 
-int redis_bucket_take(redis_bucket *b, const char *name, int64_t rate, int64_t burst,
-                      redis_bucket_result *res)
+/* One take; now_ms < 0 for Redis's clock. */
+static int take(redis_bucket *b, const char *name, int64_t rate, int64_t burst, int64_t now_ms,
+                redis_bucket_result *res)
 {
     memset(res, 0, sizeof(*res));
     if (!redis_bucket_enabled(b))
         return REDIS_BUCKET_SKIPPED;
-    char r[24], c[24];
+    char r[24], c[24], t[24];
     char *key = sx_asprintf("rl:%s", name);
     snprintf(r, sizeof(r), "%" PRId64, rate < 1 ? 1 : rate);
     snprintf(c, sizeof(c), "%" PRId64, burst < 1 ? 1 : burst);
-    const char *args[] = {r, c};
+    snprintf(t, sizeof(t), "%" PRId64, now_ms);
+    const char *args[] = {r, c, t};
     long long v[3];
-    int rc = redis_cache_eval(b->conn, script, b->sha1, key, 2, args, v, 3);
+    int rc = redis_cache_eval(b->conn, script, b->sha1, key, now_ms < 0 ? 2 : 3, args, v, 3);
     sx_free(key);
     if (rc == REDIS_CACHE_SKIPPED)
         return REDIS_BUCKET_SKIPPED;
@@ -127,4 +133,16 @@ int redis_bucket_take(redis_bucket *b, const char *name, int64_t rate, int64_t b
     res->retry_after_ms = res->allowed ? 0 : (v[1] < 1 ? 1 : v[1]);
     res->refused = v[2] < 0 ? 0 : v[2];
     return 0;
+}
+
+int redis_bucket_take(redis_bucket *b, const char *name, int64_t rate, int64_t burst,
+                      redis_bucket_result *res)
+{
+    return take(b, name, rate, burst, -1, res);
+}
+
+int redis_bucket_take_at(redis_bucket *b, const char *name, int64_t rate, int64_t burst,
+                         int64_t now_ms, redis_bucket_result *res)
+{
+    return take(b, name, rate, burst, now_ms < 0 ? 0 : now_ms, res);
 }

@@ -58,4 +58,9 @@ bool redis_bucket_enabled(const redis_bucket *b);
 int redis_bucket_take(redis_bucket *b, const char *name, int64_t rate, int64_t burst,
                       redis_bucket_result *res);
 
+/* redis_bucket_take with now_ms (>= 0) in place of Redis's clock: for tests that
+ * compare the script's math with the per-replica buckets', step by step. */
+int redis_bucket_take_at(redis_bucket *b, const char *name, int64_t rate, int64_t burst,
+                         int64_t now_ms, redis_bucket_result *res);
+
 #endif
