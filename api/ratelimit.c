@@ -9,15 +9,16 @@
  * that neither a reconnect in progress nor the start-up's first connect makes the mode
  * flap. Each switch is one log line, a gauge and, towards per replica, a counter.
  *
- * The per-replica buckets:
- * Users live in a chained hash table and, at the same time, in a list ordered by last
- * use. Every take moves the user to the front; then entries are dropped from the back
- * while the table is over max_users or the last entry has been idle long enough for
- * both its buckets to be full again (a full bucket is indistinguishable from a missing
- * one, so dropping it changes no answer). That keeps memory proportional to the users
- * active in the last refill period, with the LRU bound as a backstop against a flood of
- * distinct names. Tokens are kept in thousandths so that integer arithmetic refills
- * exactly. One mutex guards everything: a take is a hash lookup and a few additions.
+ * The per-replica buckets: keys (users, client addresses) live in a chained hash table
+ * and, at the same time, in a list ordered by last use. Every take moves the key to the
+ * front; then entries are dropped from the back while the table is over max_users or
+ * the last entry has been idle long enough for every bucket it used to be full again (a
+ * full bucket is indistinguishable from a missing one, so dropping it changes no answer
+ * but the count of refusals not yet reported, which the Redis key's expiry drops too). That keeps
+ * memory proportional to the users active in the last refill period, with the LRU bound as a
+ * backstop against a flood of distinct names. Tokens are kept in thousandths so that integer
+ * arithmetic refills exactly. One mutex guards everything: a take is a hash lookup and a few
+ * additions.
  */
 #include "api/ratelimit.h"
 
