@@ -23,7 +23,9 @@
  *    failures are 429s without a row, and the next 401 row carries their number in
  *    details.suppressed (so the rows of an address add up to every failure but those
  *    after its last row, which the metric still counts); the address's valid tokens are
- *    not refused, so a flood from behind a shared address locks no one else out;
+ *    not refused, so a flood from behind a shared address locks no one else out; a
+ *    write over http.max_body_bytes (413, refused before any of this) spends a token of
+ *    the same bucket to be written, and is still answered 413 but not written without;
  *  - a 403 comes after the user's bucket has allowed the request, so its rows are
  *    bounded by the user's rate;
  *  - a user's 429s: the first of a run writes a row, the rest of the run only count in
@@ -76,7 +78,8 @@ struct rest_api {
  * A request the HTTP layer refused before routing (a body over the limit). Writes on
  * /api/v1 are mutating requests, so the refusal is audited like any other: the caller
  * as its token says (when it verifies), the resource type from the path, action
- * "<type>.request_too_large", result "denied".
+ * "<type>.request_too_large", result "denied" — while the client address's failure
+ * bucket has a token (see the top of this file).
  */
 static const char *audit_type(const char *resource_type);
 static const char *route_resource_id(const http_request *req);
@@ -116,6 +119,12 @@ static void audit_refused_request(http_request *req, int status, const char *rea
     if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || strcmp(method, "GET") == 0 ||
         strcmp(method, "HEAD") == 0)
         return;
+    /* Refused before authentication, like a bad token: only as many rows as the
+     * address's failure bucket allows, the ones skipped counted into the next row. */
+    ratelimit_verdict v;
+    ratelimit_check(api->limits, rest_source_ip(req), RATELIMIT_AUTH_FAIL, &v);
+    if (!v.allowed)
+        return;
     sx_arena *a = http_req_arena(req);
     const char *seg = path + sizeof(prefix) - 1;
     const char *slash = strchr(seg, '/');
@@ -132,7 +141,8 @@ static void audit_refused_request(http_request *req, int status, const char *rea
     }
     audit_denied(api, req, user, role, sx_arena_printf(a, "%s.request_too_large", type), type,
                  status,
-                 json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path));
+                 json_pack("{s:s,s:s,s:s,s:I}", "reason", reason, "method", method, "path", path,
+                           "suppressed", (json_int_t)v.refused));
 }
 
 int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)

@@ -106,7 +106,8 @@ const key_def config_keys[] = {
      "Sustained failed authentications per second per client address; past them, 429."},
     {"ratelimit.auth_fail_burst", K_INT, "20", 1, 1000000, OFF(ratelimit.auth_fail_burst), NULL,
      "Failed authentications a client address may make at once; each one past the bucket "
-     "is counted into the next audit row instead of writing its own."},
+     "is counted into the next audit row instead of writing its own (writes refused for "
+     "their size spend the same bucket to be audited)."},
     {"ratelimit.redis_timeout", K_DURATION, "100ms", 1, MS_MINUTE, OFF(ratelimit.redis_timeout_ms),
      NULL,
      "Longest an API request waits for its rate-limit bucket in Redis (redis.url, shared by "

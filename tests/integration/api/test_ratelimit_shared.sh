@@ -13,6 +13,8 @@
 # of bad tokens from one address turns from 401 into 429 with Retry-After, a valid token
 # from the same address still passes, and the audit holds far fewer rows than
 # requests, whose counts (each row 1 + details.suppressed) add up to every bad request.
+# Oversized writes from another address are all answered 413 and written only as far
+# as that address's bucket allows.
 set -u
 
 BIN=${SEXTANT_BIN:?SEXTANT_BIN must name the sextant binary}
@@ -47,6 +49,7 @@ export SEXTANT_RATELIMIT_AUTH_FAIL_RATE=$AUTH_RATE SEXTANT_RATELIMIT_AUTH_FAIL_B
 # Generous: a loaded machine must not make a replica fall back while Redis is up (a
 # stopped Redis refuses connections at once, so the fallback test does not wait on it).
 export SEXTANT_RATELIMIT_REDIS_TIMEOUT=5s
+export SEXTANT_HTTP_MAX_BODY_BYTES=1024
 
 PORTS=()
 for i in $(seq 1 $N); do
@@ -208,6 +211,25 @@ check "bad tokens: far fewer rows than requests ($rows x 10 < $sent)" [ $((rows 
 check "bad tokens: the rows' counts add up to every bad request ($total = $sent)" [ "$total" = "$sent" ]
 check "bad tokens: no row for a 429" \
     [ "$(sql "SELECT count(*) FROM audit_log WHERE status_code = 429 AND actor = 'anonymous'")" = 0 ]
+
+# ------------------------------------------------------------------ oversized writes
+# Refused before authentication too: always 413, but written only while the address's
+# bucket has a token, so a flood of them adds few rows. They come from 127.0.0.2, an
+# address whose bucket the bad tokens above (from 127.0.0.1) have not touched.
+head -c 4096 /dev/zero | tr '\0' 'x' >"$WORK/big.json"
+t0=$(now_ns)
+curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 --interface 127.0.0.2 -X POST \
+    -H 'Content-Type: application/json' \
+    --data-binary @"$WORK/big.json" "http://127.0.0.1:${PORTS[0]}/api/v1/configs?n=[1-100]" \
+    >"$WORK/big.codes"
+elapsed=$(ceil_s $(($(now_ns) - t0)))
+rows=$(sql "SELECT count(*) FROM audit_log WHERE action = 'config.request_too_large' AND host(source_ip) = '127.0.0.2'")
+check "oversized writes: every one answered 413" [ "$(grep -c '^413$' "$WORK/big.codes")" = 100 ]
+check "oversized writes: the address's burst is written" [ "$rows" -ge "$AUTH_BURST" ]
+check "oversized writes: rows bounded by the bucket ($rows <= $AUTH_BURST + $AUTH_RATE x $elapsed s)" \
+    [ "$rows" -le $((AUTH_BURST + AUTH_RATE * elapsed)) ]
+check "oversized writes: the rows carry the count of those not written" \
+    [ "$(sql "SELECT count(*) FROM audit_log WHERE action = 'config.request_too_large' AND details ? 'suppressed'")" = "$rows" ]
 
 for i in $(seq 1 $N); do
     stop_daemon "replica $i" "${PIDS[$((i - 1))]}" 15
