@@ -1,14 +1,24 @@
 /*
- * ratelimit.c — per-user read and write token buckets with bounded memory.
+ * ratelimit.c — the REST API's token buckets: shared through Redis, per replica as the
+ * fallback, with bounded memory.
  *
- * Users live in a chained hash table and, at the same time, in a list ordered by last
- * use. Every take moves the user to the front; then entries are dropped from the back
- * while the table is over max_users or the last entry has been idle long enough for
- * both its buckets to be full again (a full bucket is indistinguishable from a missing
- * one, so dropping it changes no answer). That keeps memory proportional to the users
- * active in the last refill period, with the LRU bound as a backstop against a flood of
- * distinct names. Tokens are kept in thousandths so that integer arithmetic refills
- * exactly. One mutex guards everything: a take is a hash lookup and a few additions.
+ * ratelimit_check asks the shared store (storage/redis_bucket.h) first; an answer
+ * there is final and switches the mode to "shared". A failure switches it to "per
+ * replica" and the take is answered from the buckets below; a skip (Redis in back-off,
+ * or another thread reconnecting) is answered from them too but changes no mode, so
+ * that neither a reconnect in progress nor the start-up's first connect makes the mode
+ * flap. Each switch is one log line, a gauge and, towards per replica, a counter.
+ *
+ * The per-replica buckets: keys (users, client addresses) live in a chained hash table
+ * and, at the same time, in a list ordered by last use. Every take moves the key to the
+ * front; then entries are dropped from the back while the table is over max_users or
+ * the last entry has been idle long enough for every bucket it used to be full again (a
+ * full bucket is indistinguishable from a missing one, so dropping it changes no answer
+ * but the count of refusals not yet reported, which the Redis key's expiry drops too). That keeps
+ * memory proportional to the users active in the last refill period, with the LRU bound as a
+ * backstop against a flood of distinct names. Tokens are kept in thousandths so that integer
+ * arithmetic refills exactly. One mutex guards everything: a take is a hash lookup and a few
+ * additions.
  */
 #include "api/ratelimit.h"
 
@@ -17,35 +27,55 @@
 
 #include "server/base/clock.h"
 #include "server/base/list.h"
+#include "server/base/log.h"
 #include "server/base/mem.h"
+#include "storage/redis_bucket.h"
 
+#define COMPONENT         "ratelimit"
 #define MILLI             1000
 #define DEFAULT_MAX_USERS 100000
+
+static const char *const kind_names[RATELIMIT_KINDS] = {"read", "write", "auth"};
+
+/* Where takes are decided; changed only in set_mode. */
+typedef enum rl_mode {
+    MODE_UNKNOWN = 0, /* no take has reached Redis nor failed to yet */
+    MODE_SHARED,      /* the last take that tried Redis got its answer there */
+    MODE_LOCAL,       /* the last take that tried Redis failed: this replica's buckets */
+} rl_mode;
 
 typedef struct bucket {
     int64_t tokens_milli; /* tokens × 1000, 0 .. burst × 1000 */
     int64_t updated_ms;   /* when tokens_milli was last brought up to date */
+    int64_t refused;      /* refusals since the last allowed take */
 } bucket;
 
 typedef struct entry {
     char *user;
     uint64_t hash;
-    bucket b[2];             /* indexed by ratelimit_kind */
-    int64_t last_ms;         /* last take, for idleness */
-    struct entry *next_hash; /* chain in the bucket array */
-    sx_link lru;             /* in ratelimit.lru */
+    bucket b[RATELIMIT_KINDS]; /* indexed by ratelimit_kind */
+    int64_t last_ms;           /* last take, for idleness */
+    unsigned used;             /* bit k: bucket k has been taken from */
+    struct entry *next_hash;   /* chain in the bucket array */
+    sx_link lru;               /* in ratelimit.lru */
 } entry;
 
 struct ratelimit {
     pthread_mutex_t mu;
-    int64_t rate[2], burst[2]; /* per kind */
-    int64_t idle_ms;           /* after this long without a take, both buckets are full */
+    int64_t rate[RATELIMIT_KINDS], burst[RATELIMIT_KINDS]; /* per kind */
+    int64_t full_ms[RATELIMIT_KINDS]; /* time an empty bucket of each kind takes to fill */
     size_t max_users;
     entry **table;
     size_t nslots; /* power of two */
     size_t count;
     sx_list lru;          /* every entry, the most recently used first */
     sx_metric *m_limited; /* sextant_api_rate_limited_total{kind} */
+
+    struct redis_bucket *shared; /* borrowed; NULL when per replica only */
+    pthread_mutex_t mode_mu;     /* guards mode */
+    rl_mode mode;
+    sx_metric *m_shared;    /* sextant_ratelimit_shared */
+    sx_metric *m_fallbacks; /* sextant_ratelimit_fallbacks_total */
 };
 
 static uint64_t fnv1a(const char *s)
@@ -71,10 +101,11 @@ ratelimit *ratelimit_create(const ratelimit_options *opt, sx_metrics *metrics)
     rl->burst[RATELIMIT_READ] = clamp_pos(opt->read_burst);
     rl->rate[RATELIMIT_WRITE] = clamp_pos(opt->write_rate);
     rl->burst[RATELIMIT_WRITE] = clamp_pos(opt->write_burst);
-    for (int k = 0; k < 2; k++) {
+    rl->rate[RATELIMIT_AUTH_FAIL] = opt->auth_rate ? clamp_pos(opt->auth_rate) : 1;
+    rl->burst[RATELIMIT_AUTH_FAIL] = opt->auth_burst ? clamp_pos(opt->auth_burst) : 20;
+    for (int k = 0; k < RATELIMIT_KINDS; k++) {
         int64_t full_ms = (rl->burst[k] * MILLI + rl->rate[k] - 1) / rl->rate[k];
-        if (full_ms > rl->idle_ms)
-            rl->idle_ms = full_ms;
+        rl->full_ms[k] = full_ms;
     }
     rl->max_users = opt->max_users ? opt->max_users : DEFAULT_MAX_USERS;
     rl->nslots = 256;
@@ -84,6 +115,22 @@ ratelimit *ratelimit_create(const ratelimit_options *opt, sx_metrics *metrics)
                                            "API requests refused by the per-user rate limit, by "
                                            "bucket",
                                            "kind");
+    pthread_mutex_init(&rl->mode_mu, NULL);
+    rl->shared = redis_bucket_enabled(opt->shared) ? opt->shared : NULL;
+    if (metrics) {
+        rl->m_shared = sx_metrics_gauge(metrics, "sextant_ratelimit_shared",
+                                        "Whether API rate limits are shared by every replica "
+                                        "through Redis (1) or kept by this replica alone (0)",
+                                        NULL);
+        sx_metric_set(rl->m_shared, NULL, 0);
+        rl->m_fallbacks = sx_metrics_counter(metrics, "sextant_ratelimit_fallbacks_total",
+                                             "Switches of the API rate limits from Redis to "
+                                             "this replica's own buckets",
+                                             NULL);
+    }
+    if (rl->shared == NULL)
+        SX_INFO(COMPONENT, "no redis is configured: every replica enforces the API rate limits "
+                           "on its own");
     return rl;
 }
 
@@ -104,6 +151,7 @@ void ratelimit_destroy(ratelimit *rl)
     }
     sx_free(rl->table);
     pthread_mutex_destroy(&rl->mu);
+    pthread_mutex_destroy(&rl->mode_mu);
     sx_free(rl);
 }
 
@@ -153,7 +201,7 @@ static entry *lookup_or_add(ratelimit *rl, const char *user, int64_t now_ms)
     entry *e = sx_calloc(1, sizeof(*e));
     e->user = sx_strdup(user);
     e->hash = h;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < RATELIMIT_KINDS; k++) {
         e->b[k].tokens_milli = rl->burst[k] * MILLI;
         e->b[k].updated_ms = now_ms;
     }
@@ -166,12 +214,22 @@ static entry *lookup_or_add(ratelimit *rl, const char *user, int64_t now_ms)
     return e;
 }
 
+/* After this long without a take, every bucket e has used is full again. */
+static int64_t idle_ms(const ratelimit *rl, const entry *e)
+{
+    int64_t ms = 0;
+    for (int k = 0; k < RATELIMIT_KINDS; k++)
+        if ((e->used & (1u << k)) && rl->full_ms[k] > ms)
+            ms = rl->full_ms[k];
+    return ms;
+}
+
 /* Drops idle users from the back of the list, and any beyond max_users; never keep. */
 static void trim(ratelimit *rl, const entry *keep, int64_t now_ms)
 {
     entry *e;
     while ((e = lru_oldest(rl)) != NULL && e != keep &&
-           (rl->count > rl->max_users || now_ms - e->last_ms >= rl->idle_ms))
+           (rl->count > rl->max_users || now_ms - e->last_ms >= idle_ms(rl, e)))
         table_remove(rl, e);
 }
 
@@ -189,44 +247,131 @@ static void refill(const ratelimit *rl, bucket *b, ratelimit_kind k, int64_t now
     b->updated_ms = now_ms;
 }
 
-bool ratelimit_take_at(ratelimit *rl, const char *user, ratelimit_kind kind, int64_t now_ms,
-                       int *retry_after_s)
+/* Whole seconds until a token is back after wait_ms, rounded up, 1..86400. */
+static int retry_seconds(int64_t wait_ms)
 {
-    int k = kind == RATELIMIT_WRITE ? RATELIMIT_WRITE : RATELIMIT_READ;
+    int64_t s = (wait_ms + 999) / 1000;
+    return s < 1 ? 1 : s > 86400 ? 86400 : (int)s;
+}
+
+static ratelimit_kind valid_kind(ratelimit_kind kind)
+{
+    return kind == RATELIMIT_WRITE || kind == RATELIMIT_AUTH_FAIL ? kind : RATELIMIT_READ;
+}
+
+static void count_refusal(ratelimit *rl, ratelimit_kind k)
+{
+    const char *label[] = {kind_names[k]};
+    if (rl->m_limited)
+        sx_metric_inc(rl->m_limited, label);
+}
+
+static void decide_local(ratelimit *rl, const char *key, ratelimit_kind k, int64_t now_ms,
+                         ratelimit_verdict *v)
+{
+    memset(v, 0, sizeof(*v));
     pthread_mutex_lock(&rl->mu);
-    entry *e = lookup_or_add(rl, user ? user : "", now_ms);
+    entry *e = lookup_or_add(rl, key ? key : "", now_ms);
     sx_list_remove(&rl->lru, &e->lru);
     sx_list_push_front(&rl->lru, &e->lru);
     bucket *b = &e->b[k];
-    refill(rl, b, (ratelimit_kind)k, now_ms);
-    bool ok = b->tokens_milli >= MILLI;
-    int retry = 0;
-    if (ok) {
+    refill(rl, b, k, now_ms);
+    v->allowed = b->tokens_milli >= MILLI;
+    if (v->allowed) {
         b->tokens_milli -= MILLI;
+        v->refused = b->refused;
+        b->refused = 0;
     } else {
-        /* Whole seconds until the bucket holds one token again, rounded up. */
+        v->refused = ++b->refused;
         int64_t missing = MILLI - b->tokens_milli;
-        int64_t wait_ms = (missing + rl->rate[k] - 1) / rl->rate[k];
-        int64_t s = (wait_ms + 999) / 1000;
-        retry = s < 1 ? 1 : s > 86400 ? 86400 : (int)s;
+        v->retry_after_s = retry_seconds((missing + rl->rate[k] - 1) / rl->rate[k]);
     }
     if (now_ms > e->last_ms)
         e->last_ms = now_ms;
+    e->used |= 1u << k;
     trim(rl, e, now_ms);
     pthread_mutex_unlock(&rl->mu);
-    if (!ok) {
-        const char *label[] = {k == RATELIMIT_WRITE ? "write" : "read"};
-        if (rl->m_limited)
-            sx_metric_inc(rl->m_limited, label);
-        if (retry_after_s)
-            *retry_after_s = retry;
-    }
-    return ok;
 }
 
-bool ratelimit_take(ratelimit *rl, const char *user, ratelimit_kind kind, int *retry_after_s)
+void ratelimit_local_at(ratelimit *rl, const char *key, ratelimit_kind kind, int64_t now_ms,
+                        ratelimit_verdict *v)
 {
-    return ratelimit_take_at(rl, user, kind, sx_monotonic_ms(), retry_after_s);
+    ratelimit_kind k = valid_kind(kind);
+    decide_local(rl, key, k, now_ms, v);
+    if (!v->allowed)
+        count_refusal(rl, k);
+}
+
+bool ratelimit_take_at(ratelimit *rl, const char *user, ratelimit_kind kind, int64_t now_ms,
+                       int *retry_after_s)
+{
+    ratelimit_verdict v;
+    ratelimit_local_at(rl, user, kind, now_ms, &v);
+    if (!v.allowed && retry_after_s)
+        *retry_after_s = v.retry_after_s;
+    return v.allowed;
+}
+
+/* ------------------------------------------------------------------ shared or not */
+
+static void set_mode(ratelimit *rl, rl_mode m)
+{
+    pthread_mutex_lock(&rl->mode_mu);
+    rl_mode old = rl->mode;
+    if (old != m) {
+        rl->mode = m;
+        if (m == MODE_SHARED) {
+            if (rl->m_shared)
+                sx_metric_set(rl->m_shared, NULL, 1);
+            SX_INFO(COMPONENT, "%s",
+                    old == MODE_LOCAL ? "redis answers again: API rate limits are shared by "
+                                        "every replica again"
+                                      : "API rate limits are shared by every replica through "
+                                        "redis");
+        } else {
+            if (rl->m_shared)
+                sx_metric_set(rl->m_shared, NULL, 0);
+            if (rl->m_fallbacks)
+                sx_metric_inc(rl->m_fallbacks, NULL);
+            SX_WARN(COMPONENT, "redis did not answer within ratelimit.redis_timeout: each "
+                               "replica enforces the API rate limits on its own until it does");
+        }
+    }
+    pthread_mutex_unlock(&rl->mode_mu);
+}
+
+void ratelimit_check(ratelimit *rl, const char *key, ratelimit_kind kind, ratelimit_verdict *v)
+{
+    ratelimit_kind k = valid_kind(kind);
+    if (rl->shared) {
+        char *name = sx_asprintf("%s:%s", kind_names[k], key ? key : "");
+        redis_bucket_result res;
+        int rc = redis_bucket_take(rl->shared, name, rl->rate[k], rl->burst[k], &res);
+        sx_free(name);
+        if (rc == 0) {
+            set_mode(rl, MODE_SHARED);
+            memset(v, 0, sizeof(*v));
+            v->allowed = res.allowed;
+            v->refused = res.refused;
+            v->shared = true;
+            if (!v->allowed) {
+                v->retry_after_s = retry_seconds(res.retry_after_ms);
+                count_refusal(rl, k);
+            }
+            return;
+        }
+        if (rc != REDIS_BUCKET_SKIPPED)
+            set_mode(rl, MODE_LOCAL);
+    }
+    ratelimit_local_at(rl, key, k, sx_monotonic_ms(), v);
+}
+
+bool ratelimit_shared(ratelimit *rl)
+{
+    pthread_mutex_lock(&rl->mode_mu);
+    bool shared = rl->mode == MODE_SHARED;
+    pthread_mutex_unlock(&rl->mode_mu);
+    return shared;
 }
 
 size_t ratelimit_tracked(ratelimit *rl)

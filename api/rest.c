@@ -3,19 +3,38 @@
  * and the audit of every refusal, in front of every /api/v1 handler.
  *
  * rest_route registers a small wrapper with the HTTP router for each route; the wrapper
- * runs, in order: the JWT check (api/auth.h; 401 when it fails), the RBAC check of the
- * token's role against the route's resource type and action (api/policy.h; 403), then
- * the user's read or write token bucket (api/ratelimit.h; 429 with Retry-After). Only
- * then does the handler run, with the principal attached to the request. Each refusal
- * is answered in the common error shape, counted in
- * sextant_api_requests_denied_total{status} and written as one audit_log row
- * (changes_audit, on a connection of its own) before the answer goes out, so an auditor who sees
- * the answer can find the row. A refusal whose row cannot be written (database down) is still
- * refused: the failure is logged, never turned into an allow.
+ * runs, in order: the JWT check (api/auth.h; 401 when it fails, 429 with Retry-After
+ * once the client address is past its bucket of failed authentications), the user's
+ * read or write token bucket (api/ratelimit.h; 429 with Retry-After), then the RBAC
+ * check of the token's role against the route's resource type and action
+ * (api/policy.h; 403). Only then does the handler run, with the principal attached to
+ * the request. Every bucket is shared by the replicas through Redis (per replica while
+ * Redis does not answer). Each refusal is answered in the common error shape and
+ * counted in sextant_api_requests_denied_total{status}; a refusal that is audited is
+ * written as one audit_log row (changes_audit, on a connection of its own) before the
+ * answer goes out, so an auditor who sees the answer can find the row. A refusal whose
+ * row cannot be written (database down) is still refused: the failure is logged, never
+ * turned into an allow.
+ *
+ * Refusals cannot grow the audit log without bound, because every audited refusal
+ * spends a token first:
+ *  - a failed authentication spends one of its client address's failed-authentication
+ *    bucket (ratelimit.auth_fail_*) and is a 401 with a row; once that bucket is empty,
+ *    failures are 429s without a row, and the next 401 row carries their number in
+ *    details.suppressed (so the rows of an address add up to every failure but those
+ *    after its last row, which the metric still counts); the address's valid tokens are
+ *    not refused, so a flood from behind a shared address locks no one else out; a
+ *    write over http.max_body_bytes (413, refused before any of this) spends a token of
+ *    the same bucket to be written, and is still answered 413 but not written without;
+ *  - a 403 comes after the user's bucket has allowed the request, so its rows are
+ *    bounded by the user's rate;
+ *  - a user's 429s: the first of a run writes a row, the rest of the run only count in
+ *    sextant_api_rate_limited_total; a run ends at the user's next allowed request, so
+ *    there are no more of these rows than allowed requests.
  *
  * Authentication comes first so that nothing about the policy or the rate limits is
- * revealed to a caller without a valid token; the rate limit comes last because it is
- * per user, and the user is known only once the token is.
+ * revealed to a caller without a valid token; the user's bucket comes before the policy
+ * so that refusals by the policy are rate-limited too.
  */
 #include "api/rest.h"
 
@@ -59,7 +78,8 @@ struct rest_api {
  * A request the HTTP layer refused before routing (a body over the limit). Writes on
  * /api/v1 are mutating requests, so the refusal is audited like any other: the caller
  * as its token says (when it verifies), the resource type from the path, action
- * "<type>.request_too_large", result "denied".
+ * "<type>.request_too_large", result "denied" — while the client address's failure
+ * bucket has a token (see the top of this file).
  */
 static const char *audit_type(const char *resource_type);
 static const char *route_resource_id(const http_request *req);
@@ -99,6 +119,12 @@ static void audit_refused_request(http_request *req, int status, const char *rea
     if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || strcmp(method, "GET") == 0 ||
         strcmp(method, "HEAD") == 0)
         return;
+    /* Refused before authentication, like a bad token: only as many rows as the
+     * address's failure bucket allows, the ones skipped counted into the next row. */
+    ratelimit_verdict v;
+    ratelimit_check(api->limits, rest_source_ip(req), RATELIMIT_AUTH_FAIL, &v);
+    if (!v.allowed)
+        return;
     sx_arena *a = http_req_arena(req);
     const char *seg = path + sizeof(prefix) - 1;
     const char *slash = strchr(seg, '/');
@@ -115,7 +141,8 @@ static void audit_refused_request(http_request *req, int status, const char *rea
     }
     audit_denied(api, req, user, role, sx_arena_printf(a, "%s.request_too_large", type), type,
                  status,
-                 json_pack("{s:s,s:s,s:s}", "reason", reason, "method", method, "path", path));
+                 json_pack("{s:s,s:s,s:s,s:I}", "reason", reason, "method", method, "path", path,
+                           "suppressed", (json_int_t)v.refused));
 }
 
 int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
@@ -142,7 +169,10 @@ int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
     ratelimit_options ro = {.read_rate = cfg->ratelimit.read_rate,
                             .read_burst = cfg->ratelimit.read_burst,
                             .write_rate = cfg->ratelimit.write_rate,
-                            .write_burst = cfg->ratelimit.write_burst};
+                            .write_burst = cfg->ratelimit.write_burst,
+                            .auth_rate = cfg->ratelimit.auth_fail_rate,
+                            .auth_burst = cfg->ratelimit.auth_fail_burst,
+                            .shared = srv->limits};
     api->limits = ratelimit_create(&ro, srv->metrics);
     api->m_denied = sx_metrics_counter(srv->metrics, "sextant_api_requests_denied_total",
                                        "API requests refused by authentication (401), "
@@ -251,22 +281,35 @@ static const char *audit_type(const char *resource_type)
     return resource_type;
 }
 
+/* How a refusal is recorded: whether it writes an audit row and how many earlier
+ * refusals the row stands for. */
+typedef struct denial_audit {
+    bool write;         /* false: no row, no info line (a refusal counted elsewhere) */
+    int64_t suppressed; /* earlier refusals not written, for details.suppressed; -1 none */
+} denial_audit;
+
 /* Records a refusal before it is answered: audit row, metric, log line, and for a 401
  * the challenge. code is SX_EUNAUTH, SX_EFORBIDDEN or SX_ERATELIMIT. */
 static void record_denial(rest_route_ctx *rc, http_request *req, const char *user, const char *role,
-                          int code, const char *message)
+                          int code, const char *message, const denial_audit *da)
 {
     int status = sx_code_http_status(code);
     const char *type = audit_type(rc->resource_type);
-    audit_denied(rc->api, req, user, role,
-                 sx_arena_printf(http_req_arena(req), "%s.%s", type, rc->action), type, status,
-                 json_pack("{s:s,s:s,s:s,s:s}", "reason", message, "method", http_req_method(req),
-                           "path", http_req_path(req), "route", http_req_route(req)));
+    if (da->write) {
+        json_t *details =
+            json_pack("{s:s,s:s,s:s,s:s}", "reason", message, "method", http_req_method(req),
+                      "path", http_req_path(req), "route", http_req_route(req));
+        if (da->suppressed >= 0)
+            json_object_set_new(details, "suppressed", json_integer(da->suppressed));
+        audit_denied(rc->api, req, user, role,
+                     sx_arena_printf(http_req_arena(req), "%s.%s", type, rc->action), type, status,
+                     details);
+    }
     char st[8];
     snprintf(st, sizeof(st), "%d", status);
     const char *label[] = {st};
     sx_metric_inc(rc->api->m_denied, label);
-    sx_log_fields(SX_LOG_INFO, "auth",
+    sx_log_fields(da->write ? SX_LOG_INFO : SX_LOG_DEBUG, "auth",
                   json_pack("{s:s,s:s,s:s,s:i,s:s,s:s}", "user", user, "role", role, "action",
                             rc->action, "status", status, "request_id", http_req_id(req), "remote",
                             rest_source_ip(req)),
@@ -287,29 +330,62 @@ static void record_denial(rest_route_ctx *rc, http_request *req, const char *use
 
 /* ------------------------------------------------------------------ the pipeline */
 
-/* Authenticates, authorizes and rate-limits the caller of rc: 0 with *who and the rate
- * limit's *bucket_key, or the refusal's code with err and *who as far as known. */
-static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who,
-                 const char **bucket_key, sx_err *err)
+static void set_retry_after(http_request *req, int retry)
+{
+    char secs[16];
+    snprintf(secs, sizeof(secs), "%d", retry);
+    http_req_set_header(req, "Retry-After", secs);
+}
+
+/* Authenticates, rate-limits and authorizes the caller of rc: 0 with *who, or the
+ * refusal's code with err, *who as far as known and how to audit it in *da. */
+static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, denial_audit *da,
+                 sx_err *err)
 {
     rest_api *api = rc->api;
     sx_arena *a = http_req_arena(req);
     who->user = ANONYMOUS;
     who->role = "";
+    da->write = true;
+    da->suppressed = -1;
+    const char *bucket_key;
+    auth_identity id = {0};
+    ratelimit_verdict v;
     if (!api->auth_enabled) {
         who->role = "admin";
         /* Without identities, callers are told apart by address. */
-        *bucket_key = sx_arena_printf(a, "%s@%s", ANONYMOUS, rest_source_ip(req));
+        bucket_key = sx_arena_printf(a, "%s@%s", ANONYMOUS, rest_source_ip(req));
     } else {
-        auth_identity id;
         if (auth_verify(api->auth, http_req_header(req, "Authorization"), (int64_t)time(NULL), a,
                         &id, err) != 0) {
             char why[SX_ERR_MESSAGE_MAX];
             snprintf(why, sizeof(why), "%s", err->message);
+            ratelimit_check(api->limits, rest_source_ip(req), RATELIMIT_AUTH_FAIL, &v);
+            if (!v.allowed) {
+                da->write = false;
+                set_retry_after(req, v.retry_after_s);
+                return sx_err_set(err, SX_ERATELIMIT,
+                                  "too many failed authentications from this address: retry in "
+                                  "%d second%s",
+                                  v.retry_after_s, v.retry_after_s == 1 ? "" : "s");
+            }
+            da->suppressed = v.refused;
             return sx_err_set(err, SX_EUNAUTH, "%s", why);
         }
         who->user = id.user;
         who->role = id.role;
+        bucket_key = id.user;
+    }
+    ratelimit_check(api->limits, bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ, &v);
+    if (!v.allowed) {
+        /* The first refusal of a run is written; the rest of the run is counted. */
+        da->write = v.refused <= 1;
+        set_retry_after(req, v.retry_after_s);
+        return sx_err_set(err, SX_ERATELIMIT, "too many %s requests: retry in %d second%s",
+                          rc->write ? "write" : "read", v.retry_after_s,
+                          v.retry_after_s == 1 ? "" : "s");
+    }
+    if (api->auth_enabled) {
         if (!policy_has_role(api->policy, id.role))
             return sx_err_set(err, SX_EFORBIDDEN, "role \"%s\" is not defined by the RBAC policy",
                               id.role);
@@ -317,16 +393,6 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who,
                            rc->action))
             return sx_err_set(err, SX_EFORBIDDEN, "role %s may not %s %s", id.role, rc->action,
                               rc->resource_type);
-        *bucket_key = id.user;
-    }
-    int retry = 0;
-    if (!ratelimit_take(api->limits, *bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ,
-                        &retry)) {
-        char secs[16];
-        snprintf(secs, sizeof(secs), "%d", retry);
-        http_req_set_header(req, "Retry-After", secs);
-        return sx_err_set(err, SX_ERATELIMIT, "too many %s requests: retry in %d second%s",
-                          rc->write ? "write" : "read", retry, retry == 1 ? "" : "s");
     }
     return 0;
 }
@@ -335,11 +401,11 @@ static void pipeline(http_request *req, void *ud)
 {
     rest_route_ctx *rc = ud;
     rest_principal *who = sx_arena_alloc(http_req_arena(req), sizeof(*who));
-    const char *bucket_key = NULL;
+    denial_audit da;
     sx_err err;
     sx_err_clear(&err);
-    if (admit(rc, req, who, &bucket_key, &err) != 0) {
-        record_denial(rc, req, who->user, who->role, err.code, err.message);
+    if (admit(rc, req, who, &da, &err) != 0) {
+        record_denial(rc, req, who->user, who->role, err.code, err.message, &da);
         http_respond_err(req, &err, json_array());
         return;
     }

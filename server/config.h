@@ -192,8 +192,11 @@ typedef struct sextant_config {
         int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */
     } api;
     struct {
-        int64_t read_rate, read_burst;   /* API reads per second per user, bucket size */
-        int64_t write_rate, write_burst; /* API writes per second per user, bucket size */
+        int64_t read_rate, read_burst;           /* API reads per second per user, bucket size */
+        int64_t write_rate, write_burst;         /* API writes per second per user, bucket size */
+        int64_t auth_fail_rate, auth_fail_burst; /* failed authentications per second per
+                                                  * client address, bucket size */
+        int64_t redis_timeout_ms; /* longest a take waits for Redis before deciding alone */
     } ratelimit;
     struct {
         struct {

@@ -106,6 +106,16 @@ const key_def config_keys[] = {
      "Sustained API writes per second per user."},
     {"ratelimit.write_burst", K_INT, "20", 1, 1000000, OFF(ratelimit.write_burst), NULL,
      "API writes a user may make at once."},
+    {"ratelimit.auth_fail_rate", K_INT, "1", 1, 1000000, OFF(ratelimit.auth_fail_rate), NULL,
+     "Sustained failed authentications per second per client address; past them, 429."},
+    {"ratelimit.auth_fail_burst", K_INT, "20", 1, 1000000, OFF(ratelimit.auth_fail_burst), NULL,
+     "Failed authentications a client address may make at once; each one past the bucket "
+     "is counted into the next audit row instead of writing its own (writes refused for "
+     "their size spend the same bucket to be audited)."},
+    {"ratelimit.redis_timeout", K_DURATION, "100ms", 1, MS_MINUTE, OFF(ratelimit.redis_timeout_ms),
+     NULL,
+     "Longest an API request waits for its rate-limit bucket in Redis (redis.url, shared by "
+     "every replica) before this replica decides alone with buckets of its own."},
     {"limits.config.max_listeners", K_INT, "100", 1, 1000000, OFF(limits.config.max_listeners),
      NULL, "Listeners one config may hold."},
     {"limits.config.max_routes", K_INT, "1000", 1, 1000000, OFF(limits.config.max_routes), NULL,

@@ -54,6 +54,7 @@
 #include "server/xds/server.h"
 #include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
+#include "storage/redis_bucket.h"
 #include "storage/redis_cache.h"
 #include "storage/repo_snapshots.h"
 
@@ -368,6 +369,11 @@ static int create_storage(struct sx_server *srv, sx_err *err)
         .key_prefix = cfg->redis.key_prefix,
         .metrics = srv->metrics,
     };
+    redis_bucket_options bo = {
+        .url = cfg->redis.url,
+        .timeout_ms = (int)cfg->ratelimit.redis_timeout_ms,
+        .key_prefix = cfg->redis.key_prefix,
+    };
     pg_listener_options lo = {
         .url = cfg->database.url,
         .application_name = "sextant-listener",
@@ -377,6 +383,7 @@ static int create_storage(struct sx_server *srv, sx_err *err)
     int rc;
     if ((rc = pg_pool_create(&po, &srv->db, err)) != 0 ||
         (rc = redis_cache_create(&ro, &srv->cache, err)) != 0 ||
+        (rc = redis_bucket_create(&bo, &srv->limits, err)) != 0 ||
         (rc = pg_listener_create(&lo, &srv->listener, err)) != 0)
         return rc;
     return 0;
@@ -525,6 +532,8 @@ static void free_daemon(struct sx_server *srv)
     srv->datastore = NULL;
     redis_cache_destroy(srv->cache);
     srv->cache = NULL;
+    redis_bucket_destroy(srv->limits);
+    srv->limits = NULL;
     pg_pool_destroy(srv->db);
     srv->db = NULL;
     http_destroy(srv->http);

@@ -24,6 +24,7 @@
 
 struct pg_pool;
 struct redis_cache;
+struct redis_bucket;
 struct pg_listener;
 struct datastore;
 struct snap_repo;
@@ -60,6 +61,9 @@ struct sx_server {
     /* The Redis hot cache in front of the snapshots; a cache that is always empty when
      * redis.url is "". */
     struct redis_cache *cache;
+    /* The API rate limits' buckets in Redis (redis.url, on a connection of its own with
+     * ratelimit.redis_timeout); takes are skipped when redis.url is "". */
+    struct redis_bucket *limits;
     /* LISTEN/NOTIFY on a connection of its own; the component "listener", ready once it
      * listens on every channel. Its callbacks only enqueue (see loader and events). */
     struct pg_listener *listener;

@@ -41,8 +41,8 @@
 #define BACKOFF_MIN_MS     100
 #define BACKOFF_MAX_MS     5000
 
-enum op { OP_GET, OP_SET, OP_DEL, OP_RENAME };
-static const char *const op_names[] = {"get", "set", "del", "rename"};
+enum op { OP_GET, OP_SET, OP_DEL, OP_RENAME, OP_EVAL };
+static const char *const op_names[] = {"get", "set", "del", "rename", "eval"};
 
 struct redis_cache {
     pthread_mutex_t mu; /* guards every field below that changes after create */
@@ -55,6 +55,7 @@ struct redis_cache {
     char where[300];    /* "host:port" for messages */
     int timeout_ms;     /* connect and command timeout */
     char *prefix;       /* owned key prefix */
+    bool quiet;         /* outage and recovery lines at debug level (the owner logs them) */
     redisContext *ctx;  /* the connection; NULL while down or not yet opened */
     bool up;            /* the last operation reached Redis */
     bool outage_logged; /* the warn line of the current outage was written */
@@ -339,7 +340,10 @@ static void mark_down(redis_cache *c, const char *why)
     set_up(c, false);
     if (!c->outage_logged) {
         c->outage_logged = true;
-        SX_WARN(COMPONENT, "redis unavailable, serving from postgresql: %s", why);
+        if (c->quiet)
+            SX_DEBUG(COMPONENT, "redis unavailable: %s", why);
+        else
+            SX_WARN(COMPONENT, "redis unavailable, serving from postgresql: %s", why);
     } else {
         SX_DEBUG(COMPONENT, "redis still unavailable: %s", why);
     }
@@ -382,7 +386,10 @@ static bool take_conn(redis_cache *c, bool *tried)
     c->retry_at = 0;
     if (c->outage_logged) {
         c->outage_logged = false;
-        SX_INFO(COMPONENT, "redis available again");
+        if (c->quiet)
+            SX_DEBUG(COMPONENT, "redis available again");
+        else
+            SX_INFO(COMPONENT, "redis available again");
     } else {
         SX_DEBUG(COMPONENT, "connected to redis at %s", c->where);
     }
@@ -425,6 +432,7 @@ int redis_cache_create(const redis_cache_options *opt, redis_cache **out, sx_err
     pthread_mutex_init(&c->mu, NULL);
     c->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : DEFAULT_TIMEOUT_MS;
     c->prefix = sx_strdup(opt->key_prefix ? opt->key_prefix : "sextant:");
+    c->quiet = opt->quiet;
     c->db = -1;
     c->enabled = opt->url != NULL && opt->url[0] != '\0';
     if (c->enabled) {
@@ -584,6 +592,62 @@ void redis_cache_del(redis_cache *c, const char *key)
     size_t lens[] = {3, klen};
     (void)write_cmd(c, OP_DEL, 2, argv, lens);
     sx_free(k);
+}
+
+int redis_cache_eval(redis_cache *c, const char *script, const char *sha1, const char *key,
+                     int nargs, const char *const *args, long long *out, size_t nout)
+{
+    bool tried;
+    if (!c->enabled || !take_conn(c, &tried)) {
+        count(c, OP_EVAL, c->enabled && tried ? "error" : "skipped");
+        return c->enabled && tried ? SX_EUNAVAILABLE : REDIS_CACHE_SKIPPED;
+    }
+    if (nargs < 0 || nargs > 16)
+        nargs = nargs < 0 ? 0 : 16;
+    size_t klen;
+    char *k = full_key(c, key, &klen);
+    const char *argv[20] = {"EVALSHA", sha1, "1", k};
+    size_t lens[20] = {7, strlen(sha1), 1, klen};
+    for (int i = 0; i < nargs; i++) {
+        argv[4 + i] = args[i];
+        lens[4 + i] = strlen(args[i]);
+    }
+    redisReply *r = run(c, OP_EVAL, 4 + nargs, argv, lens);
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        /* The server does not have the script (first use, a restart, SCRIPT FLUSH):
+         * EVAL sends it and caches it for the EVALSHA calls that follow. */
+        freeReplyObject(r);
+        argv[0] = "EVAL";
+        lens[0] = 4;
+        argv[1] = script;
+        lens[1] = strlen(script);
+        r = run(c, OP_EVAL, 4 + nargs, argv, lens);
+    }
+    pthread_mutex_unlock(&c->mu);
+    sx_free(k);
+    if (r == NULL) {
+        count(c, OP_EVAL, "error");
+        return SX_EUNAVAILABLE;
+    }
+    bool ok = r->type == REDIS_REPLY_ARRAY && r->elements >= nout;
+    for (size_t i = 0; ok && i < nout; i++) {
+        if (r->element[i]->type != REDIS_REPLY_INTEGER)
+            ok = false;
+        else
+            out[i] = r->element[i]->integer;
+    }
+    if (!ok) {
+        /* Reachable but refusing (OOM, BUSY, a script error): this call fails, the
+         * connection stays. */
+        SX_DEBUG(COMPONENT, "redis eval refused: %.*s",
+                 r->type == REDIS_REPLY_ERROR ? (int)r->len : 0,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "");
+        count(c, OP_EVAL, "error");
+    } else {
+        count(c, OP_EVAL, "ok");
+    }
+    freeReplyObject(r);
+    return ok ? 0 : SX_EUNAVAILABLE;
 }
 
 bool redis_cache_up(redis_cache *c)

@@ -25,7 +25,12 @@ typedef struct redis_cache_options {
     int timeout_ms;         /* connect and command timeout; 0 = 500 */
     const char *key_prefix; /* prepended to every key; NULL = "sextant:" */
     sx_metrics *metrics;    /* NULL allowed */
+    bool quiet;             /* log outages at debug level: the owner logs its own lines */
 } redis_cache_options;
+
+/* What redis_cache_eval returns when it did not try: Redis is not configured, the
+ * back-off after a failure has not passed, or another thread is connecting. */
+#define REDIS_CACHE_SKIPPED 1
 
 /* Creates the cache; connects lazily. Fails only for a malformed URL (SX_EINVAL).
  * *out is freed with redis_cache_destroy. */
@@ -43,6 +48,15 @@ void redis_cache_set(redis_cache *c, const char *key, const void *val, size_t le
 void redis_cache_rename(redis_cache *c, const char *from, const char *to, int ttl_seconds);
 /* Deletes key; skipped when unavailable. */
 void redis_cache_del(redis_cache *c, const char *key);
+/* Runs the Lua script (EVALSHA with its sha1, hex; EVAL when Redis answers NOSCRIPT)
+ * with one key (prefixed like every key) and nargs (at most 16) string arguments, and
+ * reads the first nout elements of its array reply, which must be integers, into out.
+ * Returns 0 when Redis answered so; REDIS_CACHE_SKIPPED when nothing was sent; and
+ * SX_EUNAVAILABLE when the connection or the command failed now or the reply was an
+ * error or of another shape (out is then unspecified). Each step (a connection
+ * attempt, the command, its one EVAL retry) waits at most the timeout. */
+int redis_cache_eval(redis_cache *c, const char *script, const char *sha1, const char *key,
+                     int nargs, const char *const *args, long long *out, size_t nout);
 /* Whether the last operation reached Redis (false when disabled). */
 bool redis_cache_up(redis_cache *c);
 

@@ -92,6 +92,7 @@ e2e_services() {
     # Browsers and xDS clients poll; the default per-user limits are not what is tested.
     export SEXTANT_RATELIMIT_READ_RATE=1000 SEXTANT_RATELIMIT_READ_BURST=1000
     export SEXTANT_RATELIMIT_WRITE_RATE=1000 SEXTANT_RATELIMIT_WRITE_BURST=1000
+    export SEXTANT_RATELIMIT_AUTH_FAIL_RATE=1000 SEXTANT_RATELIMIT_AUTH_FAIL_BURST=1000
     test_db "e2e_$E2E_NAME"
 }
 
