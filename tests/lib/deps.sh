@@ -2,16 +2,16 @@
 # missing. Sourced by tests/run.sh, deploy/local/up.sh and deploy/docker/Dockerfile (one
 # list for every user).
 
-# What building the daemon and its web UI needs (deploy/docker/Dockerfile installs these
-# in its build stage; CMakeLists.txt also wants cmocka to configure).
+# What building the daemon needs (deploy/docker/Dockerfile installs these in its build
+# stage; CMakeLists.txt also wants cmocka to configure). The web UI needs nodejs and npm.
 SEXTANT_BUILD_DEBS=(
     build-essential cmake pkg-config curl ca-certificates
     libpq-dev libhiredis-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
-    libcmocka-dev nodejs npm
+    libcmocka-dev
 )
 # What the built daemon needs at run time on Debian 12: the packages of the shared
-# libraries it links (tests/integration/deploy/test_artifacts.sh checks this against the
+# libraries it links (tests/integration/deploy/test_docker_image.sh checks this against the
 # binary), and curl for a container's health check. deploy/docker/Dockerfile's runtime
 # stage installs exactly these.
 SEXTANT_RUNTIME_DEBS=(
@@ -20,7 +20,7 @@ SEXTANT_RUNTIME_DEBS=(
 )
 # Everything deploy/local/up.sh and the tests need: the build, then the services and tools.
 SEXTANT_DEBS=(
-    "${SEXTANT_BUILD_DEBS[@]}" clang-format jq postgresql redis-server python3-grpcio
+    "${SEXTANT_BUILD_DEBS[@]}" nodejs npm clang-format jq postgresql redis-server python3-grpcio
     kubernetes-client python3-kubernetes python3-yaml # kubectl and the Python client, against tests/k8s/apiserver.py
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
     systemd # systemd-analyze, which checks deploy/systemd/sextant.service
