@@ -16,6 +16,14 @@
 #
 #   tests/bench/xds_fanout.sh                                   # 1,000 and 10,000 streams × 1,000 and 100,000 endpoints
 #   tests/bench/xds_fanout.sh --streams 100 --endpoints 1000    # smoke test
+#   tests/bench/xds_fanout.sh --streams 1000 --endpoints 1000 --pg-load
+#
+# --pg-load also prints what PostgreSQL does for one config change (`sextant import` into a
+# group no stream is in) and for the push (the publish and the N streams' ACKs): rows
+# inserted, updated and deleted per table (pg_stat_user_tables), transactions committed,
+# and the notifications the replica received per channel (sextant_db_notifications_total).
+# PostgreSQL publishes a backend's table counters at most once a second and an idle one's
+# after up to 10 s, so each reading is taken once the work is done and 11 s have passed.
 #
 # SEXTANT_BIN and BENCH_BIN name the binaries (default build-release/sextant and
 # build-release/bench_xds_fanout, built with cmake when missing).
@@ -28,16 +36,19 @@ ENDPOINTS="1000,100000"
 TIMEOUT=300
 IDLE_S=5
 EDS=1
+PG_LOAD=0
 
 usage() {
     cat <<'TXT'
 usage: tests/bench/xds_fanout.sh [--streams N[,N...]] [--endpoints N[,N...]]
-                                 [--no-eds] [--timeout S] [--idle S]
+                                 [--no-eds] [--timeout S] [--idle S] [--pg-load]
   --streams     concurrent ADS streams per run (default 1000,10000; at most 19000)
   --endpoints   endpoints in total over the 100 clusters (default 1000,100000)
   --no-eds      subscribe to CDS only
   --timeout     longest wait for the streams to connect and for the new version (default 300)
   --idle        seconds to let the server settle before reading its idle RSS (default 5)
+  --pg-load     also count PostgreSQL's rows, transactions and notifications for one
+                config change and for the push
 Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-release/bench_xds_fanout);
 CLIENT_MAX_RSS_MB (default 12000): the client stops rather than exhaust the machine's memory.
 TXT
@@ -48,6 +59,7 @@ while [ $# -gt 0 ]; do
     --streams) STREAMS=${2:?}; shift 2 ;;
     --endpoints) ENDPOINTS=${2:?}; shift 2 ;;
     --no-eds) EDS=0; shift ;;
+    --pg-load) PG_LOAD=1; shift ;;
     --timeout) TIMEOUT=${2:?}; shift 2 ;;
     --idle) IDLE_S=${2:?}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -117,6 +129,30 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICKS=$(getconf CLK_TCK)
 
+# pg_reading HTTP_PORT: rows per table (ins upd del), transactions and notifications by
+# channel, one "name a b c" line each, once PostgreSQL has published the counters.
+pg_reading() {
+    sleep 11 # a backend's statistics reach pg_stat_* within PGSTAT_IDLE_INTERVAL (10 s)
+    psql "$SEXTANT_DATABASE_URL" -qtAXF ' ' -c "
+        SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables
+        UNION ALL SELECT '(transactions)', xact_commit, 0, 0 FROM pg_stat_database
+            WHERE datname = current_database()"
+    curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
+        sed -n 's/^sextant_db_notifications_total{channel="\([^"]*\)"} \([0-9]*\)$/(NOTIFY:\1) \2 0 0/p'
+}
+# pg_delta TAG BEFORE AFTER: prints what changed between two readings.
+pg_delta() {
+    awk -v tag="$1" '
+        NR == FNR { a[$1] = $2; b[$1] = $3; c[$1] = $4; next }
+        {
+            i = $2 - a[$1]; u = $3 - b[$1]; d = $4 - c[$1]
+            if (i || u || d) {
+                if ($1 ~ /^\(/) printf "%s pg %s=%d\n", tag, $1, i
+                else printf "%s pg table=%s inserted=%d updated=%d deleted=%d\n", tag, $1, i, u, d
+            }
+        }' "$2" "$3"
+}
+
 publish() { # publish FILE: prints the new version
     "$SEXTANT_BIN" publish --group bench --author bench "$1" >"$WORK/publish.out" 2>&1 ||
         { cat "$WORK/publish.out" >&2; return 1; }
@@ -184,6 +220,17 @@ run_one() { # run_one STREAMS ENDPOINTS
     share=$(awk -v p="$per" -v f="$GRPC_FLOOR_KB" 'BEGIN { printf "%.1f", p - f }')
     echo "$tag connect_all=${ready_s}s initial_rx=${rx_mb}MB rss_before=$((before / 1024))MB rss_idle=$((idle / 1024))MB rss_per_stream_kb=$per sextant_share_kb=$share"
 
+    if [ "$PG_LOAD" = 1 ]; then
+        # One config change through the write path (validate, version, snapshot, audit,
+        # NOTIFY) into a group no stream is in: what PostgreSQL does for the change alone.
+        pg_reading "$http" >"$WORK/pg_idle"
+        pg_reading "$http" >"$WORK/pg0"
+        pg_delta "$tag idle_11s" "$WORK/pg_idle" "$WORK/pg0"
+        "$SEXTANT_BIN" import --file "$ROOT/deploy/local/demo.json" --namespace bench --name "change-$n-$e" \
+            --group "bench-other" --author bench >"$WORK/import.out" 2>&1 || { cat "$WORK/import.out" >&2; return 1; }
+        pg_reading "$http" >"$WORK/pg1"
+        pg_delta "$tag config_change" "$WORK/pg0" "$WORK/pg1"
+    fi
     local s_cpu c_cpu
     s_cpu=$(cpu_ticks "$SERVE_PID")
     c_cpu=$(cpu_ticks "$CLIENT_PID")
@@ -206,6 +253,17 @@ run_one() { # run_one STREAMS ENDPOINTS
     grep '^result' "$WORK/client.out" | while read -r _ type rest; do
         echo "$tag publish_to_all ${type#type=} $rest"
     done
+    if [ "$PG_LOAD" = 1 ]; then
+        # The push: the publish, then every stream's ACK persisted (debounced by
+        # nodes.flush_interval).
+        for ((i = 0; i < 600; i++)); do
+            [ "$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT count(*) FROM node_status
+                WHERE acked_snapshot_version = $v1")" = "$n" ] && break
+            sleep 0.1
+        done
+        pg_reading "$http" >"$WORK/pg2"
+        pg_delta "$tag push_to_${n}_streams" "$WORK/pg1" "$WORK/pg2"
+    fi
     # The summary: per stream, until it held the new version of every type.
     line=$(grep -E '^result type=(all|cds) ' "$WORK/client.out" | tail -n 1)
     echo "streams=$n endpoints=$e rss_per_stream_kb=$per sextant_share_kb=$share publish_to_all $(cut -d' ' -f4- <<<"$line")"

@@ -1,14 +1,29 @@
 # deps.sh — the Debian packages Sextant builds, runs and tests with, installed when
-# missing. Sourced by tests/run.sh and deploy/local/up.sh (one list, two users).
+# missing. Sourced by tests/run.sh, deploy/local/up.sh and deploy/docker/Dockerfile (one
+# list for every user).
 
-SEXTANT_DEBS=(
-    build-essential cmake pkg-config clang-format curl ca-certificates jq
+# What building the daemon needs (deploy/docker/Dockerfile installs these in its build
+# stage; CMakeLists.txt also wants cmocka to configure). The web UI needs nodejs and npm.
+SEXTANT_BUILD_DEBS=(
+    build-essential cmake pkg-config curl ca-certificates
     libpq-dev libhiredis-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
-    libcmocka-dev postgresql redis-server
-    nodejs npm python3-grpcio
-    kubernetes-client python3-kubernetes # kubectl and the Python client, against tests/k8s/apiserver.py
+    libcmocka-dev
+)
+# What the built daemon needs at run time on Debian 12: the packages of the shared
+# libraries it links (tests/integration/deploy/test_docker_image.sh checks this against the
+# binary), and curl for a container's health check. deploy/docker/Dockerfile's runtime
+# stage installs exactly these.
+SEXTANT_RUNTIME_DEBS=(
+    libpq5 libhiredis0.14 libgrpc29 libprotobuf-c1 libmicrohttpd12 libjansson4 libjwt0
+    libyaml-0-2 libcurl4 libssl3 ca-certificates curl
+)
+# Everything deploy/local/up.sh and the tests need: the build, then the services and tools.
+SEXTANT_DEBS=(
+    "${SEXTANT_BUILD_DEBS[@]}" nodejs npm clang-format jq postgresql redis-server python3-grpcio
+    kubernetes-client python3-kubernetes python3-yaml # kubectl and the Python client, against tests/k8s/apiserver.py
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
+    systemd # systemd-analyze, which checks deploy/systemd/sextant.service
 )
 
 # deps_install PKG...: installs the packages that are not installed yet (all of
