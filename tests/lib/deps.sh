@@ -6,6 +6,7 @@ SEXTANT_DEBS=(
     libpq-dev libhiredis-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
     libcmocka-dev postgresql redis-server
+    haproxy # the load balancer of deploy/lb and of the failover tests
     nodejs npm python3-grpcio
     kubernetes-client python3-kubernetes # kubectl and the Python client, against tests/k8s/apiserver.py
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
