@@ -19,7 +19,7 @@ die() {
 }
 
 TEMPLATE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/haproxy.cfg
-GRPC_BIND= HTTP_BIND= STATS_SOCKET=
+GRPC_BIND='' HTTP_BIND='' STATS_SOCKET=''
 REPLICAS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -38,7 +38,7 @@ done
 [ ${#REPLICAS[@]} -gt 0 ] || die "at least one --replica NAME=HOST:GRPC_PORT:HTTP_PORT is required"
 [ -r "$TEMPLATE" ] || die "cannot read the template $TEMPLATE"
 
-grpc_lines= http_lines=
+grpc_lines='' http_lines=''
 declare -A seen=()
 for r in "${REPLICAS[@]}"; do
     # NAME=HOST:GRPC:HTTP; HOST may be [v6].

@@ -152,7 +152,7 @@ CONFIG_ROWS0=$(sql "SELECT (SELECT count(*) FROM config_versions) || ':' || (SEL
 ENDS0=$(lb_load_field "$LOAD" .ends)
 svc_pg_stop "$WORK/pg"
 T_DOWN=$(date +%s)
-check "without PostgreSQL HAProxy's REST pool empties (/readyz is 503 on every replica)" wait_for 15 lb_up api_replicas 0
+check "without PostgreSQL HAProxy's REST pool empties (/readyz is 503 on every replica)" wait_for 30 lb_up api_replicas 0
 check "... while its xDS pool keeps the three replicas (/readyz/xds)" lb_up xds_replicas 3
 for r in r1 r2 r3; do
     p="${r^^}_HTTP"
@@ -176,7 +176,7 @@ check "for 10 s without PostgreSQL no replica left HAProxy's xDS pool" \
     [ "$(lb_up xds_replicas 3 && chkdown)" = "$DOWNS0" ]
 check "... no ADS stream ended and all $STREAMS are up" load_is "j.ends === $ENDS0 && j.up === $STREAMS"
 svc_pg_start "$WORK/pg" "$PG_PORT"
-check "PostgreSQL back: every replica is ready again, HAProxy's REST pool is full" wait_for 30 lb_up api_replicas 3
+check "PostgreSQL back: every replica is ready again, HAProxy's REST pool is full" wait_for 60 lb_up api_replicas 3
 check "nothing was half-written while it was away (versions, snapshots, audit)" \
     [ "$(sql "SELECT (SELECT count(*) FROM config_versions) || ':' || (SELECT count(*) FROM snapshots) || ':' || (SELECT count(*) FROM audit_log WHERE result = 'success')")" = "$CONFIG_ROWS0" ]
 V4=$(publish "$WORK/b.json")
@@ -189,7 +189,7 @@ no_failed_calls "PostgreSQL outage"
 # ---------------------------------------------------------------- Redis away
 svc_redis_stop "$WORK/redis"
 rest_fail=0
-for i in 1 2 3 4 5 6; do
+for _ in 1 2 3 4 5 6; do
     st=$(conf_rest GET "/api/v1/configs/$ID")
     [ "$st" = 200 ] || { rest_fail=$((rest_fail + 1)); echo "GET answered $st without Redis" >&2; }
 done
