@@ -141,7 +141,6 @@ if [ "$REPLICAS" = 1 ]; then
     LOGS="$LOCAL/sextant.log"
 else
     # N replicas on ports of their own (new ones each run), HAProxy on the usual ones.
-    deps_install haproxy
     mkdir -p "$LOCAL/replicas"
     lb_args=() listing=""
     for i in $(seq 1 "$REPLICAS"); do

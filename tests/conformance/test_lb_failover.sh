@@ -187,6 +187,9 @@ check "the C core client follows it to backend B" wait_for 15 last_is "$PY_CALLS
 no_failed_calls "PostgreSQL outage"
 
 # ---------------------------------------------------------------- Redis away
+# Live events through HAProxy as they happen (nothing buffers text/event-stream).
+bg_run sse curl -sN --max-time 120 -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$LB_HTTP/api/v1/events"
+check "the live events stream opens through HAProxy" wait_for 10 grep -q '^: connected' "$WORK/sse.log"
 svc_redis_stop "$WORK/redis"
 rest_fail=0
 for _ in 1 2 3 4 5 6; do
@@ -198,9 +201,12 @@ check "without Redis every REST request through HAProxy succeeds ($rest_fail fai
 check "every ADS stream receives the change made without Redis (version ${V5:-none})" wait_for 15 all_on "$V5"
 check "the grpc-js-xds client follows it to backend A" wait_for 15 last_is "$JS_CALLS" "ok A"
 check "the C core client follows it to backend A" wait_for 15 last_is "$PY_CALLS" "ok A"
+applied_event() { grep -q "^data: {.*\"type\":\"config_applied\".*\"version\":$V5}" "$WORK/sse.log"; }
+check "the clients' ACKs of version $V5 arrive on the open events stream through HAProxy" wait_for 15 applied_event
 check "no replica left either pool without Redis" both_full
 no_failed_calls "Redis outage"
 
+bg_stop sse
 bg_stop js
 bg_stop py
 bg_stop load
