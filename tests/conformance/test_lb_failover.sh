@@ -12,8 +12,8 @@
 #   - a rolling deployment runs while the three replicas are restarted one by one
 #     under the same load: no failed call, the deployment completes once, each wave
 #     started once;
-#   - PostgreSQL stopped for 10 s (an outage of 30 s shows the same; 10 s keeps the run
-#     short): every replica stays in HAProxy's xDS pool and the streams stay up,
+#   - PostgreSQL stopped for 10 s (shortened from 30 s to keep the run short; nothing
+#     here depends on the length): every replica stays in HAProxy's xDS pool and the streams stay up,
 #     REST writes answer 503 with Retry-After (on a replica, and through HAProxy once
 #     its REST pool is empty), nothing is half-written, and everything recovers by
 #     itself;
