@@ -51,6 +51,8 @@
  *                                                               ends the stream (send_timeout)
  *   xds.default_group              string    default            group of nodes naming no cluster
  *   xds.cq_threads                 integer   2                  1..64 gRPC completion queue threads
+ *   xds.max_connection_age         duration  30m                0 (off)..24h; then GOAWAY
+ *   xds.max_connection_age_grace   duration  5m                 0..24h; then streams closed
  *   fleet.stale_after              duration  120s               1s..24h; idle connected node is
  * stale fleet.disconnected_after       duration  300s               1s..24h; > stale_after; idle
  * node counts as disconnected
@@ -183,10 +185,12 @@ typedef struct sextant_config {
         int64_t load_timeout_ms; /* how long start-up may take to load snapshots */
     } snapshots;
     struct {
-        int64_t ack_timeout_ms;  /* 0: a response may wait for its ACK/NACK forever */
-        int64_t send_timeout_ms; /* 0: a response may take forever to be written */
-        char *default_group;     /* proxy group of nodes that name no cluster */
-        int64_t cq_threads;      /* threads polling the gRPC completion queue */
+        int64_t ack_timeout_ms;              /* 0: a response may wait for its ACK/NACK forever */
+        int64_t send_timeout_ms;             /* 0: a response may take forever to be written */
+        char *default_group;                 /* proxy group of nodes that name no cluster */
+        int64_t cq_threads;                  /* threads polling the gRPC completion queue */
+        int64_t max_connection_age_ms;       /* 0: a connection may live forever */
+        int64_t max_connection_age_grace_ms; /* open streams' time after the GOAWAY */
     } xds;
     struct {
         int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */

@@ -98,6 +98,13 @@ const key_def config_keys[] = {
      NULL,
      "How long the answer of a mutating REST request sent with an Idempotency-Key is kept "
      "for a retry of the same request; older keys are deleted."},
+    {"xds.max_connection_age", K_DURATION, "30m", 0, MS_DAY, OFF(xds.max_connection_age_ms), NULL,
+     "A gRPC connection older than this (+-10% jitter) gets GOAWAY, so its proxy reconnects "
+     "and streams spread over the replicas again; 0 never."},
+    {"xds.max_connection_age_grace", K_DURATION, "5m", 0, MS_DAY,
+     OFF(xds.max_connection_age_grace_ms), NULL,
+     "After the GOAWAY of xds.max_connection_age, streams still open on the connection are "
+     "closed after this long."},
     {"ratelimit.read_rate", K_INT, "50", 1, 1000000, OFF(ratelimit.read_rate), NULL,
      "Sustained API reads per second per user (token bucket refill)."},
     {"ratelimit.read_burst", K_INT, "100", 1, 1000000, OFF(ratelimit.read_burst), NULL,

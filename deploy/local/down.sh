@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# deploy/local/down.sh — stops what deploy/local/up.sh started. With --purge it also
-# deletes .local/ (the database, Redis folder, logs and chosen ports).
+# deploy/local/down.sh — stops what deploy/local/up.sh started (the replicas and HAProxy
+# of --replicas N too). With --purge it also deletes .local/ (the database, Redis
+# folder, logs and chosen ports).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 source tests/lib/services.sh
 LOCAL=$ROOT/.local
 
-if [ -f "$LOCAL/sextant.pid" ]; then
-    pid=$(cat "$LOCAL/sextant.pid")
+# stop PIDFILE WHAT: SIGTERM, SIGKILL after 15 s; the pid file is removed.
+stop() {
+    [ -f "$1" ] || return 0
+    local pid
+    pid=$(cat "$1")
     if kill -0 "$pid" 2>/dev/null; then
         kill -TERM "$pid"
         for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-        echo "stopped sextant (pid $pid)"
+        echo "stopped $2 (pid $pid)"
     fi
-    rm -f "$LOCAL/sextant.pid"
-fi
+    rm -f "$1"
+}
+# HAProxy first, so no request is sent to a replica that is stopping.
+stop "$LOCAL/haproxy.pid" haproxy
+stop "$LOCAL/sextant.pid" sextant
+for f in "$LOCAL"/replicas/*.pid; do
+    [ -f "$f" ] || continue
+    stop "$f" "sextant $(basename "$f" .pid)"
+done
 for f in "$LOCAL"/clients/*.pid; do
     [ -f "$f" ] || continue
     kill -TERM "$(cat "$f")" 2>/dev/null && echo "stopped client $(basename "$f" .pid)"

@@ -10,7 +10,31 @@
 #
 # Ports are chosen on the first run (the usual ones when free) and kept in
 # .local/ports.env; SEXTANT_HTTP_LISTEN / SEXTANT_GRPC_LISTEN override them.
+#
+# --replicas N (N > 1) starts N replicas (local-1 .. local-N, each on ports of its own)
+# behind HAProxy, which takes the usual ports: deploy/lb/haproxy.cfg rendered by
+# deploy/lb/render.sh into .local/haproxy.cfg (xDS pool checked on /readyz/xds, REST
+# pool on /readyz; README "Running several replicas").
 set -euo pipefail
+
+REPLICAS=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --replicas)
+        REPLICAS=${2:-}
+        shift 2 || true
+        ;;
+    -h | --help)
+        sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "up.sh: unknown argument $1 (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+[[ "$REPLICAS" =~ ^[1-9][0-9]?$ ]] || { echo "up.sh: --replicas wants a number from 1 to 99" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -80,27 +104,69 @@ export SEXTANT_AUTH_DEV_SIGN_IN="${SEXTANT_AUTH_DEV_SIGN_IN:-true}"
 "$BIN" import --file deploy/local/demo.json --namespace demo --name echo --group demo \
     --author up.sh --message "demo configuration"
 
-# Sextant: restart so the newest build serves.
-if [ -f "$LOCAL/sextant.pid" ] && kill -0 "$(cat "$LOCAL/sextant.pid")" 2>/dev/null; then
-    pid=$(cat "$LOCAL/sextant.pid")
-    kill -TERM "$pid"
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-fi
-setsid nohup "$BIN" serve >>"$LOCAL/sextant.log" 2>&1 </dev/null &
-echo $! >"$LOCAL/sextant.pid"
+# Sextant: restart so the newest build serves. Whatever ran before stops first: the
+# single replica, the replicas of --replicas and their HAProxy.
+stop_pid() { # stop_pid FILE: SIGTERM to the process in FILE, waits up to 10 s
+    [ -f "$1" ] || return 0
+    local pid
+    pid=$(cat "$1")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -f "$1"
+}
+stop_pid "$LOCAL/sextant.pid"
+for f in "$LOCAL"/replicas/*.pid; do stop_pid "$f"; done
+stop_pid "$LOCAL/haproxy.pid"
+
+# wait_ready URL PIDFILE LOG: waits until URL/readyz answers 200; fails with the log's
+# tail when the process exits or is not ready within a minute.
+wait_ready() {
+    for _ in $(seq 1 300); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/readyz" || true)" = 200 ] && return 0
+        kill -0 "$(cat "$2")" 2>/dev/null || { tail -n 20 "$3" >&2; echo "up.sh: sextant exited" >&2; exit 1; }
+        sleep 0.2
+    done
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/readyz")" = 200 ] ||
+        { tail -n 20 "$3" >&2; echo "up.sh: sextant did not become ready" >&2; exit 1; }
+}
 
 URL="http://$SEXTANT_HTTP_LISTEN"
-for _ in $(seq 1 300); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz" || true)" = 200 ] && break
-    kill -0 "$(cat "$LOCAL/sextant.pid")" 2>/dev/null || { tail -n 20 "$LOCAL/sextant.log" >&2; echo "up.sh: sextant exited" >&2; exit 1; }
-    sleep 0.2
-done
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")" = 200 ] ||
-    { tail -n 20 "$LOCAL/sextant.log" >&2; echo "up.sh: sextant did not become ready" >&2; exit 1; }
+if [ "$REPLICAS" = 1 ]; then
+    setsid nohup "$BIN" serve >>"$LOCAL/sextant.log" 2>&1 </dev/null &
+    echo $! >"$LOCAL/sextant.pid"
+    wait_ready "$URL" "$LOCAL/sextant.pid" "$LOCAL/sextant.log"
+    RUNNING="pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID"
+    LOGS="$LOCAL/sextant.log"
+else
+    # N replicas on ports of their own (new ones each run), HAProxy on the usual ones.
+    mkdir -p "$LOCAL/replicas"
+    lb_args=() listing=""
+    for i in $(seq 1 "$REPLICAS"); do
+        name=local-$i
+        http=$(svc_free_port)
+        grpc=$(svc_free_port)
+        SEXTANT_REPLICA_ID=$name SEXTANT_HTTP_LISTEN=127.0.0.1:$http SEXTANT_GRPC_LISTEN=127.0.0.1:$grpc \
+            setsid nohup "$BIN" serve >>"$LOCAL/replicas/$name.log" 2>&1 </dev/null &
+        echo $! >"$LOCAL/replicas/$name.pid"
+        lb_args+=(--replica "$name=127.0.0.1:$grpc:$http")
+        listing+="  $name        http://127.0.0.1:$http   xDS 127.0.0.1:$grpc   pid $!"$'\n'
+        wait_ready "http://127.0.0.1:$http" "$LOCAL/replicas/$name.pid" "$LOCAL/replicas/$name.log"
+    done
+    deploy/lb/render.sh --grpc-bind "$SEXTANT_GRPC_LISTEN" --http-bind "$SEXTANT_HTTP_LISTEN" \
+        --stats-socket "$LOCAL/haproxy.sock" "${lb_args[@]}" >"$LOCAL/haproxy.cfg"
+    haproxy -c -q -f "$LOCAL/haproxy.cfg" || { echo "up.sh: haproxy refused $LOCAL/haproxy.cfg" >&2; exit 1; }
+    setsid nohup haproxy -db -f "$LOCAL/haproxy.cfg" >>"$LOCAL/haproxy.log" 2>&1 </dev/null &
+    echo $! >"$LOCAL/haproxy.pid"
+    wait_ready "$URL" "$LOCAL/haproxy.pid" "$LOCAL/haproxy.log"
+    RUNNING="$REPLICAS replicas, local-1 .. local-$REPLICAS, behind HAProxy, pid $(cat "$LOCAL/haproxy.pid")"
+    LOGS="$LOCAL/replicas/local-*.log, $LOCAL/haproxy.log"
+fi
 
 cat <<TXT
 
-Sextant is running (pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID).
+Sextant is running ($RUNNING).
   web UI         $URL/   (sign in with one click as admin, operator or viewer)
   REST API       $URL/api/v1   (OpenAPI document: $URL/api/v1/openapi.json)
   health         $URL/healthz   $URL/readyz
@@ -108,7 +174,7 @@ Sextant is running (pid $(cat "$LOCAL/sextant.pid"), replica $SEXTANT_REPLICA_ID
   xDS (gRPC)     $SEXTANT_GRPC_LISTEN
   database       psql $SEXTANT_DATABASE_URL
   redis          redis-cli -p $REDIS_PORT
-  log            $LOCAL/sextant.log
+  log            $LOGS
 
 The REST API takes JWTs signed with the key in $LOCAL/hs256.secret. Mint one (roles
 admin, operator, viewer) and call the API:
@@ -118,3 +184,11 @@ Start a few proxyless gRPC clients in the demo group (rollouts wait for their AC
   deploy/local/clients.sh 5
 Stop everything with deploy/local/down.sh
 TXT
+if [ "$REPLICAS" != 1 ]; then
+    cat <<TXT
+
+The addresses above are HAProxy's (balanced over the replicas). Each replica directly:
+$listing  HAProxy: $LOCAL/haproxy.cfg; stats socket $LOCAL/haproxy.sock, e.g.
+  echo 'show servers state' | python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect("$LOCAL/haproxy.sock"); s.sendall(sys.stdin.buffer.read()); print(s.makefile().read())'
+TXT
+fi

@@ -21,6 +21,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -394,6 +395,13 @@ static void quiet_absl_deadlock_detection(void)
     }
 }
 
+/* A duration key (at most a day, so it fits an int) as a gRPC channel argument in
+ * milliseconds; 0 (off) is INT_MAX, gRPC's "never". */
+static int grpc_ms(int64_t ms)
+{
+    return ms > 0 && ms < INT_MAX ? (int)ms : INT_MAX;
+}
+
 static int xds_start(void *ctx, sx_err *err)
 {
     xds_server *s = ctx;
@@ -425,6 +433,16 @@ static int xds_start(void *ctx, sx_err *err)
          .key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
          .value.integer = CLIENT_PING_MIN_MS},
         {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_HTTP2_MAX_PING_STRIKES, .value.integer = 0},
+        /* Streams rebalance: a connection past its age gets GOAWAY (gRPC adds +-10%
+         * jitter, so connections made together do not all leave together), and what is
+         * still open on it is closed after the grace. The proxy reconnects, through the
+         * load balancer to whichever replica it picks, resuming with its version_info. */
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_ARG_MAX_CONNECTION_AGE_MS,
+         .value.integer = grpc_ms(s->cfg->xds.max_connection_age_ms)},
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+         .value.integer = (int)s->cfg->xds.max_connection_age_grace_ms},
         /* gRPC binds with SO_REUSEPORT by default: a second replica on the same port
          * would then share connections silently instead of failing to start. */
         {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ALLOW_REUSEPORT, .value.integer = 0},

@@ -21,6 +21,7 @@ SEXTANT_RUNTIME_DEBS=(
 # Everything deploy/local/up.sh and the tests need: the build, then the services and tools.
 SEXTANT_DEBS=(
     "${SEXTANT_BUILD_DEBS[@]}" nodejs npm clang-format jq postgresql redis-server python3-grpcio
+    haproxy # the load balancer of deploy/lb and of the failover tests
     kubernetes-client python3-kubernetes python3-yaml # kubectl and the Python client, against tests/k8s/apiserver.py
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
     systemd # systemd-analyze, which checks deploy/systemd/sextant.service

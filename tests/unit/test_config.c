@@ -196,7 +196,9 @@ static const char *full_yaml = "database:\n"
                                "  ack_timeout: 45s\n"
                                "  send_timeout: 0\n"
                                "  default_group: edge\n"
-                               "  cq_threads: 4\n";
+                               "  cq_threads: 4\n"
+                               "  max_connection_age: 2s\n"
+                               "  max_connection_age_grace: 0\n";
 
 static void test_full_file(void **state)
 {
@@ -251,6 +253,8 @@ static void test_full_file(void **state)
     assert_int_equal(c->xds.send_timeout_ms, 0);
     assert_string_equal(c->xds.default_group, "edge");
     assert_int_equal(c->xds.cq_threads, 4);
+    assert_int_equal(c->xds.max_connection_age_ms, 2000);
+    assert_int_equal(c->xds.max_connection_age_grace_ms, 0);
     assert_string_equal(c->source_file, yaml_path);
     assert_int_equal(c->warnings.count, 0);
 
@@ -331,6 +335,8 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->xds.send_timeout_ms, 30000);
     assert_string_equal(c->xds.default_group, "default");
     assert_int_equal(c->xds.cq_threads, 2);
+    assert_int_equal(c->xds.max_connection_age_ms, 30 * 60000);
+    assert_int_equal(c->xds.max_connection_age_grace_ms, 5 * 60000);
     assert_int_equal(c->fleet.stale_after_ms, 120000);
     assert_int_equal(c->fleet.disconnected_after_ms, 300000);
     config_free(c);
