@@ -626,14 +626,5 @@ static void test_concurrent_puts(void **state)
     assert_int_equal(notifications_since_last(f), 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_put_create_same_change, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_put_invalid_writes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ownership, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delete_managed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_put_create_same_change), TL_FX(test_put_invalid_writes_nothing),
+        TL_FX(test_ownership), TL_FX(test_delete_managed), TL_FX(test_concurrent_puts))

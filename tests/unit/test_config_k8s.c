@@ -347,12 +347,6 @@ static void test_help_lists_the_keys(void **state)
     sx_buf_free(&b);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),           cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_env_overrides_file), cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_group_template),     cmocka_unit_test(test_help_lists_the_keys),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_defaults), cmocka_unit_test(test_full_file),
+              cmocka_unit_test(test_env_overrides_file), cmocka_unit_test(test_bad_values),
+              cmocka_unit_test(test_group_template), cmocka_unit_test(test_help_lists_the_keys))

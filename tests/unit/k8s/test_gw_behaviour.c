@@ -670,23 +670,12 @@ static void test_output_fail(void **state)
     fx_run_free(&r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shuffled_input_same_output),
-        cmocka_unit_test(test_written_status_is_stable),
-        cmocka_unit_test(test_snapshot_limits),
-        cmocka_unit_test(test_input_limit),
-        cmocka_unit_test(test_other_controllers_left_alone),
-        cmocka_unit_test(test_listener_conditions),
-        cmocka_unit_test(test_filters),
-        cmocka_unit_test(test_unsupported_values),
-        cmocka_unit_test(test_proxyless_grpc),
+TL_MAIN(cmocka_unit_test(test_shuffled_input_same_output),
+        cmocka_unit_test(test_written_status_is_stable), cmocka_unit_test(test_snapshot_limits),
+        cmocka_unit_test(test_input_limit), cmocka_unit_test(test_other_controllers_left_alone),
+        cmocka_unit_test(test_listener_conditions), cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_unsupported_values), cmocka_unit_test(test_proxyless_grpc),
         cmocka_unit_test(test_tcproute_oldest_wins),
         cmocka_unit_test(test_shared_names_and_virtual_hosts),
-        cmocka_unit_test(test_backend_tls_policy),
-        cmocka_unit_test(test_group_template),
-        cmocka_unit_test(test_output_fail),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_backend_tls_policy), cmocka_unit_test(test_group_template),
+        cmocka_unit_test(test_output_fail))

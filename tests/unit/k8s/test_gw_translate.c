@@ -516,22 +516,10 @@ static void test_tlsroute_simple(void **state)
     fx_run_free(r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_same_namespace),
-        cmocka_unit_test(test_cross_namespace),
-        cmocka_unit_test(test_reference_grant),
-        cmocka_unit_test(test_invalid_reference_grant),
-        cmocka_unit_test(test_unknown_kind),
-        cmocka_unit_test(test_hostname_intersection),
-        cmocka_unit_test(test_listener_hostname_matching),
-        cmocka_unit_test(test_matching),
-        cmocka_unit_test(test_weight),
-        cmocka_unit_test(test_invalid_tls_configuration),
-        cmocka_unit_test(test_with_attached_routes),
-        cmocka_unit_test(test_grpc_exact_method),
-        cmocka_unit_test(test_tlsroute_simple),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_simple_same_namespace), cmocka_unit_test(test_cross_namespace),
+        cmocka_unit_test(test_reference_grant), cmocka_unit_test(test_invalid_reference_grant),
+        cmocka_unit_test(test_unknown_kind), cmocka_unit_test(test_hostname_intersection),
+        cmocka_unit_test(test_listener_hostname_matching), cmocka_unit_test(test_matching),
+        cmocka_unit_test(test_weight), cmocka_unit_test(test_invalid_tls_configuration),
+        cmocka_unit_test(test_with_attached_routes), cmocka_unit_test(test_grpc_exact_method),
+        cmocka_unit_test(test_tlsroute_simple))

@@ -118,13 +118,5 @@ static void test_one_group(void **state)
     assert_string_equal(err.message, "invalid proxy group name: must not be \".\" or \"..\"");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names_that_pass),
-        cmocka_unit_test(test_names_that_fail),
-        cmocka_unit_test(test_group_lists),
-        cmocka_unit_test(test_one_group),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_names_that_pass), cmocka_unit_test(test_names_that_fail),
+        cmocka_unit_test(test_group_lists), cmocka_unit_test(test_one_group))
