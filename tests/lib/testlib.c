@@ -21,6 +21,7 @@
 #include <hiredis/hiredis.h>
 
 #include "server/base/mem.h"
+#include "server/config.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
@@ -276,6 +277,20 @@ struct redis_cache *tl_cache(const char *url, const char *prefix)
     redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
     assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
     return c;
+}
+
+struct sextant_config *tl_http_config(int *port)
+{
+    *port = tl_free_port();
+    char listen[64];
+    snprintf(listen, sizeof(listen), "SEXTANT_HTTP_LISTEN=127.0.0.1:%d", *port);
+    char *envv[] = {"SEXTANT_DATABASE_URL=postgresql:///unused", listen, "SEXTANT_HTTP_THREADS=2",
+                    NULL};
+    sextant_config *cfg = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(config_load(NULL, envv, &cfg, &errs), 0);
+    sx_fielderrs_free(&errs);
+    return cfg;
 }
 
 typedef struct race_slot {

@@ -96,6 +96,12 @@ struct pg_pool *tl_pool(const char *url, int size);
  * when it cannot be created. Free it with redis_cache_destroy. */
 struct redis_cache *tl_cache(const char *url, const char *prefix);
 
+struct sextant_config;
+/* The configuration of an HTTP server on a free loopback port (stored in *port) with two
+ * threads (and a database URL it does not use), from the environment alone; fails the
+ * test when it does not load. Free it with config_free. */
+struct sextant_config *tl_http_config(int *port);
+
 /* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
  * released together so that they race, and returns once every one has returned. fn
  * must not use cmocka's assertions (they work on the test's thread only). */
