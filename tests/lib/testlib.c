@@ -20,6 +20,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "server/base/buf.h"
 #include "server/base/mem.h"
 #include "server/config.h"
 #include "storage/migrate.h"
@@ -277,6 +278,59 @@ struct redis_cache *tl_cache(const char *url, const char *prefix)
     redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
     assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
     return c;
+}
+
+void tl_print_fielderrs(const sx_fielderrs *errs)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        print_message("    [%zu] %s: %s\n", i, errs->items[i].path, errs->items[i].message);
+}
+
+bool tl_fielderrs_has(const sx_fielderrs *errs, const char *path, const char *msg)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        if (strcmp(errs->items[i].path, path) == 0 && strstr(errs->items[i].message, msg))
+            return true;
+    return false;
+}
+
+struct sextant_config *tl_config_load_ok(tl_config_loader *load, const char *yaml, const char **env)
+{
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    int rc = load(yaml, env, &c, &errs);
+    tl_print_fielderrs(&errs);
+    assert_int_equal(rc, 0);
+    assert_int_equal(errs.count, 0);
+    sx_fielderrs_free(&errs);
+    return c;
+}
+
+bool tl_config_refused(const char *name, int rc, struct sextant_config *cfg, sx_fielderrs *errs,
+                       size_t want, const char *path, const char *msg)
+{
+    bool ok =
+        rc == SX_EINVAL && cfg == NULL && errs->count == want && tl_fielderrs_has(errs, path, msg);
+    if (!ok) {
+        print_message("case \"%s\": rc %d, %zu error(s), wanted %zu with %s: ...%s...\n", name, rc,
+                      errs->count, want, path, msg);
+        tl_print_fielderrs(errs);
+    }
+    config_free(cfg);
+    sx_fielderrs_free(errs);
+    return ok;
+}
+
+void tl_assert_help_has(const char *const *want, size_t n)
+{
+    sx_buf b = {0};
+    config_write_help(&b);
+    for (size_t i = 0; i < n; i++) {
+        if (strstr(sx_buf_cstr(&b), want[i]) == NULL)
+            print_message("help lacks %s\n", want[i]);
+        assert_non_null(strstr(sx_buf_cstr(&b), want[i]));
+    }
+    sx_buf_free(&b);
 }
 
 struct sextant_config *tl_http_config(int *port)

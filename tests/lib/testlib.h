@@ -97,6 +97,26 @@ struct pg_pool *tl_pool(const char *url, int size);
 struct redis_cache *tl_cache(const char *url, const char *prefix);
 
 struct sextant_config;
+/* Prints every error of errs (index, path, message) as part of the test's output. */
+void tl_print_fielderrs(const sx_fielderrs *errs);
+/* Whether some error of errs has exactly this path and a message containing msg. */
+bool tl_fielderrs_has(const sx_fielderrs *errs, const char *path, const char *msg);
+/* How a test loads a configuration: a file of yaml (NULL: none) and the environment env
+ * (NULL-terminated), as config_load does. */
+typedef int tl_config_loader(const char *yaml, const char **env, struct sextant_config **cfg,
+                             sx_fielderrs *errs);
+/* The configuration load(yaml, env) gives; prints its errors and fails the test unless it
+ * succeeds without any. The caller frees it with config_free. */
+struct sextant_config *tl_config_load_ok(tl_config_loader *load, const char *yaml,
+                                         const char **env);
+/* The end of a configuration load that must be refused (case `name`): unless rc is
+ * SX_EINVAL, cfg NULL and errs holds exactly want errors, one of them at path with a
+ * message containing msg, prints what came and returns false. Frees cfg and errs. */
+bool tl_config_refused(const char *name, int rc, struct sextant_config *cfg, sx_fielderrs *errs,
+                       size_t want, const char *path, const char *msg);
+/* Fails the test unless `sextant --help`'s text about the configuration holds each of
+ * the n strings of want (printing those it lacks). */
+void tl_assert_help_has(const char *const *want, size_t n);
 /* The configuration of an HTTP server on a free loopback port (stored in *port) with two
  * threads (and a database URL it does not use), from the environment alone; fails the
  * test when it does not load. Free it with config_free. */

@@ -246,19 +246,21 @@ static void test_fielderrs(void **state)
     assert_int_equal(l.count, 0);
 }
 
+/* Valid UTF-8: empty, ASCII, and characters of two, three and four bytes up to U+10FFFF. */
+static const char *valid_utf8[] = {"",
+                                   "edge",
+                                   "shop/web",
+                                   "caf\xc3\xa9",
+                                   "\xe2\x82\xac",
+                                   "\xf0\x9f\x98\x80",
+                                   "\xed\x9f\xbf",
+                                   "\xf4\x8f\xbf\xbf"};
+
 static void test_utf8(void **state)
 {
     (void)state;
-    const char *good[] = {"",
-                          "edge",
-                          "shop/web",
-                          "caf\xc3\xa9",
-                          "\xe2\x82\xac",
-                          "\xf0\x9f\x98\x80",
-                          "\xed\x9f\xbf",
-                          "\xf4\x8f\xbf\xbf"};
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        assert_true(sx_utf8_valid(good[i]));
+    for (size_t i = 0; i < sizeof(valid_utf8) / sizeof(valid_utf8[0]); i++)
+        assert_true(sx_utf8_valid(valid_utf8[i]));
     const char *bad[] = {
         "\xff",             /* never a UTF-8 byte */
         "\x80",             /* a continuation byte first */
