@@ -249,6 +249,13 @@ void tl_assert_json_equal(const json_t *got, const json_t *want)
     }
 }
 
+void tl_assert_json_is(const json_t *got, const char *want_text)
+{
+    json_t *want = tl_json(want_text);
+    tl_assert_json_equal(got, want);
+    json_decref(want);
+}
+
 void tl_assert_fielderrs(const sx_fielderrs *errs, const tl_want_err *want, size_t n)
 {
     bool ok = errs->count == n;

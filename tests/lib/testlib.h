@@ -56,6 +56,8 @@ void tl_write_file(const char *path, const char *text);
 json_t *tl_json(const char *text);
 /* Fails the test, printing both documents, unless got and want are equal JSON. */
 void tl_assert_json_equal(const json_t *got, const json_t *want);
+/* The same against the JSON of want_text, written as for tl_json. */
+void tl_assert_json_is(const json_t *got, const char *want_text);
 
 /* One expected field error: its path and its exact message. */
 typedef struct tl_want_err {
