@@ -79,9 +79,7 @@ static int setup(void **state)
     sx_fielderrs_free(&errs);
     TL_OK(sx_server_create(cfg, &f->srv, &e_));
     f->srv->db = tl_pool(f->url, 4);
-    const char *db = strrchr(f->url, '/') + 1;
-    snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->srv->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
+    f->srv->cache = tl_cache_for_db(f->url, f->prefix, sizeof(f->prefix));
     f->srv->snap_repo = snap_repo_create(f->srv->db, f->srv->cache);
     TL_OK(pg_acquire(f->srv->db, &f->c, &e_));
 

@@ -354,6 +354,12 @@ struct sextant_config *tl_http_config(int *port)
     return cfg;
 }
 
+struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t size)
+{
+    snprintf(prefix, size, "sxtest:%s:", strrchr(db_url, '/') + 1);
+    return tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), prefix);
+}
+
 typedef struct race_slot {
     pthread_barrier_t *start;
     void *(*fn)(void *);

@@ -97,6 +97,9 @@ struct pg_pool *tl_pool(const char *url, int size);
 /* A Redis cache on url (300 ms timeouts) whose keys start with prefix; fails the test
  * when it cannot be created. Free it with redis_cache_destroy. */
 struct redis_cache *tl_cache(const char *url, const char *prefix);
+/* tl_cache on the shared test Redis with keys private to the database of db_url: the
+ * prefix "sxtest:<database name>:", also written to prefix (size bytes). */
+struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t size);
 
 struct sextant_config;
 /* Prints every error of errs (index, path, message) as part of the test's output. */

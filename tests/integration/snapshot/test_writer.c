@@ -17,7 +17,6 @@
 #include "server/base/arena.h"
 #include "server/snapshot/store.h"
 #include "server/snapshot/writer.h"
-#include "storage/migrate.h"
 #include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
@@ -37,13 +36,9 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
-    sx_err err;
-    assert_int_equal(migrate_run(f->url, NULL, NULL, &err), 0);
+    f->url = tl_db_create_migrated();
     f->pool = tl_pool(f->url, 4);
-    const char *db = strrchr(f->url, '/') + 1;
-    snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
+    f->cache = tl_cache_for_db(f->url, f->prefix, sizeof(f->prefix));
     f->snaps = snap_repo_create(f->pool, f->cache);
     char dead[128];
     snprintf(dead, sizeof(dead), "postgresql://sextant@127.0.0.1:%d/none?connect_timeout=2",

@@ -43,9 +43,7 @@ static int setup(void **state)
     f->url = tl_db_create_migrated();
     f->pool = tl_pool(f->url, 6);
     assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
-    const char *db = strrchr(f->url, '/') + 1;
-    snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
+    f->cache = tl_cache_for_db(f->url, f->prefix, sizeof(f->prefix));
     f->snaps = snap_repo_create(f->pool, f->cache);
     f->a = sx_arena_create();
     *state = f;
