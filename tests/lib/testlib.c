@@ -20,12 +20,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include "server/base/arena.h"
 #include "server/base/buf.h"
 #include "server/base/mem.h"
 #include "server/config.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
+#include "storage/repo_snapshots.h"
 
 const char *tl_env(const char *name)
 {
@@ -358,6 +360,24 @@ struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t siz
 {
     snprintf(prefix, size, "sxtest:%s:", strrchr(db_url, '/') + 1);
     return tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), prefix);
+}
+
+void tl_store_open(tl_store *s, int pool_size)
+{
+    s->url = tl_db_create_migrated();
+    s->pool = tl_pool(s->url, pool_size);
+    s->cache = tl_cache_for_db(s->url, s->prefix, sizeof(s->prefix));
+    s->snaps = snap_repo_create(s->pool, s->cache);
+    s->a = sx_arena_create();
+}
+
+void tl_store_close(tl_store *s)
+{
+    sx_arena_destroy(s->a);
+    snap_repo_destroy(s->snaps);
+    redis_cache_destroy(s->cache);
+    pg_pool_destroy(s->pool);
+    tl_db_drop(s->url);
 }
 
 typedef struct race_slot {

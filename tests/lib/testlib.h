@@ -127,6 +127,24 @@ void tl_assert_help_has(const char *const *want, size_t n);
  * test when it does not load. Free it with config_free. */
 struct sextant_config *tl_http_config(int *port);
 
+struct snap_repo;
+struct sx_arena;
+/* What the storage tests stand on, one per test: a private migrated database (url), a
+ * pool of pool_size connections on it, a cache on the test Redis with keys private to
+ * the database (tl_cache_for_db), a snapshot repository over both, and an arena. */
+typedef struct tl_store {
+    char *url;
+    struct pg_pool *pool;
+    struct redis_cache *cache;
+    struct snap_repo *snaps;
+    struct sx_arena *a;
+    char prefix[96];
+} tl_store;
+/* Opens every part of s; fails the test when one cannot be. */
+void tl_store_open(tl_store *s, int pool_size);
+/* Frees every part of s and drops its database. */
+void tl_store_close(tl_store *s);
+
 /* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
  * released together so that they race, and returns once every one has returned. fn
  * must not use cmocka's assertions (they work on the test's thread only). */
