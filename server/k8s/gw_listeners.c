@@ -28,9 +28,9 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "server/base/pem.h"
 #include "server/k8s/gw_internal.h"
 
 #define OPT_MIN "sextant.dev/tls-min-version"
@@ -101,15 +101,6 @@ static json_t *kind_json(gw_rk k)
 
 /* ---------------------------------------------------------------- certificates */
 
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return -1;
-}
-
 /* Why a PEM certificate chain and key cannot serve at now, or NULL when they can. */
 static const char *pem_problem(gw_ctx *c, const char *crt, size_t crt_len, const char *key,
                                size_t key_len)
@@ -120,7 +111,7 @@ static const char *pem_problem(gw_ctx *c, const char *crt, size_t crt_len, const
     BIO *bio = BIO_new_mem_buf(crt, (int)crt_len);
     X509 *first = NULL, *x;
     size_t n = 0;
-    while (bio && why == NULL && (x = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL))) {
+    while (bio && why == NULL && (x = sx_pem_read_x509(bio))) {
         int after = X509_cmp_time(X509_get0_notAfter(x), &(time_t){(time_t)c->now});
         int before = X509_cmp_time(X509_get0_notBefore(x), &(time_t){(time_t)c->now});
         if (after == 0 || before == 0)
@@ -143,7 +134,7 @@ static const char *pem_problem(gw_ctx *c, const char *crt, size_t crt_len, const
     EVP_PKEY *pk = NULL;
     if (why == NULL) {
         bio = BIO_new_mem_buf(key, (int)key_len);
-        pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+        pk = bio ? sx_pem_read_key(bio) : NULL;
         BIO_free(bio);
         ERR_clear_error();
         if (pk == NULL)

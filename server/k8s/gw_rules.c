@@ -305,6 +305,18 @@ static json_t *mirror(rule_state *s, const json_t *f)
     return m;
 }
 
+/* Refuses the rule when it already has a RequestRedirect or URLRewrite filter: it can
+ * have one of them, not both (nor two of one). */
+static void refuse_second_redirect(rule_state *s)
+{
+    if (s->redirect || s->rewrite)
+        refuse(s->r, "IncompatibleFilters",
+               gw_printf(s->c,
+                         "%s: a rule can have one RequestRedirect or one URLRewrite filter, "
+                         "not both",
+                         s->where));
+}
+
 static json_t *filters(rule_state *s, const json_t *in, bool grpc)
 {
     json_t *out = json_array();
@@ -324,22 +336,12 @@ static json_t *filters(rule_state *s, const json_t *in, bool grpc)
             member = "request_mirror";
             conf = mirror(s, gw_get(f, "requestMirror"));
         } else if (!grpc && strcmp(type, "RequestRedirect") == 0) {
-            if (s->redirect || s->rewrite)
-                refuse(s->r, "IncompatibleFilters",
-                       gw_printf(s->c,
-                                 "%s: a rule can have one RequestRedirect or one "
-                                 "URLRewrite filter, not both",
-                                 s->where));
+            refuse_second_redirect(s);
             s->redirect = true;
             member = "request_redirect";
             conf = redirect(s, gw_get(f, "requestRedirect"));
         } else if (!grpc && strcmp(type, "URLRewrite") == 0) {
-            if (s->redirect || s->rewrite)
-                refuse(s->r, "IncompatibleFilters",
-                       gw_printf(s->c,
-                                 "%s: a rule can have one RequestRedirect or one "
-                                 "URLRewrite filter, not both",
-                                 s->where));
+            refuse_second_redirect(s);
             s->rewrite = true;
             member = "url_rewrite";
             const json_t *rw = gw_get(f, "urlRewrite");

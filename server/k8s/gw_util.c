@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "server/base/b64.h"
 #include "server/base/mem.h"
 #include "server/k8s/gw_internal.h"
 
@@ -340,50 +341,14 @@ json_t *gw_duration_json(int64_t ms)
 
 /* ---------------------------------------------------------------- base64 */
 
-static int b64_value(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+')
-        return 62;
-    if (ch == '/')
-        return 63;
-    return -1;
-}
-
 char *gw_base64(gw_ctx *c, const char *s, size_t *len)
 {
-    size_t n = strlen(s);
-    char *out = sx_arena_alloc(c->a, n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (isspace(*p))
-            continue;
-        if (*p == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64_value(*p);
-        if (v < 0 || pad)
-            return NULL;
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (pad > 2 || bits >= 6)
+    char *out = sx_arena_alloc(c->a, strlen(s) / 4 * 3 + 4);
+    size_t n;
+    if (!sx_b64_decode_text(s, out, &n))
         return NULL;
-    out[o] = '\0';
     if (len)
-        *len = o;
+        *len = n;
     return out;
 }
 

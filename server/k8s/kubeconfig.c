@@ -19,6 +19,7 @@
 
 #include <yaml.h>
 
+#include "server/base/b64.h"
 #include "server/base/buf.h"
 #include "server/base/mem.h"
 
@@ -77,56 +78,15 @@ static char *trim_token(const char *text)
     return n ? sx_strndup(text, n) : NULL;
 }
 
-static int b64_value(int c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
 /* Decodes standard base64 (white space ignored, padding optional) into a new buffer. */
 static int b64_decode(const char *in, char **out, size_t *outlen)
 {
-    size_t n = strlen(in);
-    char *o = sx_malloc(n / 4 * 3 + 4);
-    size_t len = 0;
-    unsigned acc = 0;
-    int bits = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)in[i];
-        if (isspace(c))
-            continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64_value(c);
-        if (v < 0 || pad) {
-            sx_free(o);
-            return -1;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[len++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (bits >= 6 || pad > 2) {
+    char *o = sx_malloc(strlen(in) / 4 * 3 + 4);
+    if (!sx_b64_decode_text(in, o, outlen)) {
         sx_free(o);
         return -1;
     }
-    o[len] = '\0';
     *out = o;
-    *outlen = len;
     return 0;
 }
 

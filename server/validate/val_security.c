@@ -26,20 +26,10 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "server/base/pem.h"
 #include "server/validate/val_internal.h"
-
-/* Refuses every passphrase prompt: nobody is there to answer it. */
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return -1;
-}
 
 static BIO *mem_bio(const char *pem)
 {
@@ -55,7 +45,7 @@ static STACK_OF(X509) * read_chain(const char *pem)
         return NULL;
     STACK_OF(X509) *chain = sk_X509_new_null();
     X509 *x;
-    while ((x = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL)) != NULL)
+    while ((x = sx_pem_read_x509(bio)) != NULL)
         sk_X509_push(chain, x);
     BIO_free(bio);
     ERR_clear_error(); /* the end of the text is reported as an error */
@@ -112,7 +102,7 @@ static void secret(val_ctx *c, size_t i, const val_secret *s)
     EVP_PKEY *key = NULL;
     if (!val_empty(s->key_pem)) {
         BIO *bio = mem_bio(s->key_pem);
-        key = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+        key = bio ? sx_pem_read_key(bio) : NULL;
         BIO_free(bio);
         ERR_clear_error();
         if (key == NULL)

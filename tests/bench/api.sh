@@ -33,23 +33,14 @@ usage: tests/bench/api.sh [--seconds S] [--clients N[,N...]] [--configs N]
 Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-release/bench_api_load).
 TXT
 }
-while [ $# -gt 0 ]; do
-    case $1 in
-    --seconds) SECONDS_PER_RUN=${2:?}; shift 2 ;;
-    --clients) CLIENTS=${2:?}; shift 2 ;;
-    --configs) CONFIGS=${2:?}; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
-    esac
-done
 # shellcheck source=tests/bench/lib.sh
 source "$ROOT/tests/bench/lib.sh"
+bench_options "--seconds=SECONDS_PER_RUN --clients=CLIENTS --configs=CONFIGS" "$@"
 bench_numbers "api bench" "$SECONDS_PER_RUN" ${CLIENTS//,/ } "$CONFIGS"
 bench_binaries "api bench" bench_api_load
 
 # ---------------------------------------------------------------- services
-WORK=$(mktemp -d /tmp/sextant-bench-api-XXXXXX)
-chmod 755 "$WORK"
+WORK=$(bench_workdir api)
 SERVE_PID=
 cleanup() {
     local rc=$?

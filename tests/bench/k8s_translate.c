@@ -41,11 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "envoy/config/core/v3/base.pb-c.h"
-#include "envoy/service/discovery/v3/discovery.pb-c.h"
+#include "tests/bench/lib/bench.h"
+#include "tests/bench/lib/bench_ads.h"
 
-#define ADS_METHOD                                                                                 \
-    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 #define CDS_URL      "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 #define EDS_URL      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 #define STR_MAX      128
@@ -54,14 +52,7 @@
 enum { T_CDS, T_EDS, T_COUNT };
 static const char *const type_url[T_COUNT] = {CDS_URL, EDS_URL};
 
-typedef enum { OP_SEND, OP_RECV, OP_STATUS } op_kind;
-
 typedef struct stream stream;
-
-typedef struct {
-    stream *s;
-    op_kind kind;
-} op_tag;
 
 typedef struct {
     bool want_send;
@@ -76,16 +67,9 @@ struct stream {
     char *group;
     char **names; /* EDS resource names */
     size_t n_names;
-    grpc_channel *ch;
-    grpc_call *call;
-    op_tag t_send, t_recv, t_status;
-    int ops_out;
-    bool call_over, sending, sent_first, first_recv, counted;
+    bench_ads_call ads;
+    bool counted;
     int restarts;
-    grpc_byte_buffer *send_buf, *recv_buf;
-    grpc_metadata_array md_init, md_trail;
-    grpc_status_code status;
-    grpc_slice details;
     type_state ty[T_COUNT];
     char want_addr[64]; /* armed: the address the next EDS response is to hold */
     int64_t got_at;     /* arrival of that response; 0 before */
@@ -99,23 +83,6 @@ static uint64_t n_responses, rx_bytes;
 static bool stopping;
 static const char *target;
 static grpc_completion_queue *cq;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL) {
-        fprintf(stderr, "bench_k8s_translate: out of memory\n");
-        abort();
-    }
-    return p;
-}
 
 /* ---------------------------------------------------------------- responses */
 
@@ -201,7 +168,7 @@ static uint8_t *flatten(grpc_byte_buffer *buf, size_t *len)
     grpc_slice s = grpc_byte_buffer_reader_readall(&r);
     grpc_byte_buffer_reader_destroy(&r);
     *len = GRPC_SLICE_LENGTH(s);
-    uint8_t *out = xmalloc(*len);
+    uint8_t *out = bench_xmalloc(*len);
     memcpy(out, GRPC_SLICE_START_PTR(s), *len);
     grpc_slice_unref(s);
     return out;
@@ -209,21 +176,11 @@ static uint8_t *flatten(grpc_byte_buffer *buf, size_t *len)
 
 /* ---------------------------------------------------------------- one stream */
 
-static void batch_locked(stream *s, const grpc_op *ops, size_t n, op_tag *tag)
-{
-    grpc_call_error e = grpc_call_start_batch(s->call, ops, n, tag, NULL);
-    if (e != GRPC_CALL_OK) {
-        fprintf(stderr, "bench_k8s_translate: stream %u: grpc_call_start_batch: error %d\n", s->idx,
-                (int)e);
-        abort();
-    }
-    s->ops_out++;
-}
-
 /* Sends the next waiting request (CDS before EDS) when no send is in flight. */
-static void pump_locked(stream *s)
+static void pump_locked(bench_ads_call *c)
 {
-    if (s->sending || s->call == NULL || s->call_over)
+    stream *s = c->owner;
+    if (c->sending || c->call == NULL || c->call_over)
         return;
     for (int t = 0; t < T_COUNT; t++) {
         type_state *ts = &s->ty[t];
@@ -232,95 +189,25 @@ static void pump_locked(stream *s)
         ts->want_send = false;
         char node_id[64];
         snprintf(node_id, sizeof node_id, "k8s-bench-%u", s->idx);
-        Envoy__Config__Core__V3__Node node = ENVOY__CONFIG__CORE__V3__NODE__INIT;
-        node.id = node_id;
-        node.cluster = s->group;
-        node.user_agent_name = "sextant-bench";
-        Envoy__Service__Discovery__V3__DiscoveryRequest req =
-            ENVOY__SERVICE__DISCOVERY__V3__DISCOVERY_REQUEST__INIT;
-        req.version_info = ts->ack_version;
-        req.response_nonce = ts->ack_nonce;
-        req.type_url = (char *)type_url[t];
-        if (!s->sent_first)
-            req.node = &node;
-        if (t == T_EDS) {
-            req.n_resource_names = s->n_names;
-            req.resource_names = s->names;
-        }
-        size_t len = envoy__service__discovery__v3__discovery_request__get_packed_size(&req);
-        grpc_slice slice = grpc_slice_malloc(len);
-        envoy__service__discovery__v3__discovery_request__pack(&req, GRPC_SLICE_START_PTR(slice));
-        s->send_buf = grpc_raw_byte_buffer_create(&slice, 1);
-        grpc_slice_unref(slice);
-        grpc_op ops[2];
-        size_t n = 0;
-        memset(ops, 0, sizeof ops);
-        if (!s->sent_first) {
-            ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-            ops[n].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY |
-                           GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
-            n++;
-            s->sent_first = true;
-        }
-        ops[n].op = GRPC_OP_SEND_MESSAGE;
-        ops[n].data.send_message.send_message = s->send_buf;
-        n++;
-        s->sending = true;
-        batch_locked(s, ops, n, &s->t_send);
+        bench_ads_send(c, node_id, s->group, type_url[t], ts->ack_version, ts->ack_nonce,
+                       t == T_EDS ? s->names : NULL, t == T_EDS ? s->n_names : 0);
         return;
     }
 }
 
-static void arm_recv_locked(stream *s)
-{
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (s->first_recv) {
-        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[n].data.recv_initial_metadata.recv_initial_metadata = &s->md_init;
-        n++;
-        s->first_recv = false;
-    }
-    ops[n].op = GRPC_OP_RECV_MESSAGE;
-    ops[n].data.recv_message.recv_message = &s->recv_buf;
-    n++;
-    batch_locked(s, ops, n, &s->t_recv);
-}
-
 static void start_call_locked(stream *s)
 {
-    s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                       grpc_slice_from_static_string(ADS_METHOD), NULL,
-                                       gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    s->ops_out = 0;
-    s->call_over = s->sending = s->sent_first = false;
-    s->first_recv = true;
-    grpc_metadata_array_init(&s->md_init);
-    grpc_metadata_array_init(&s->md_trail);
     for (int t = 0; t < T_COUNT; t++) {
         s->ty[t].want_send = true;
         s->ty[t].ack_nonce[0] = '\0';
     }
     n_live++;
-    pump_locked(s);
-    arm_recv_locked(s);
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    op.data.recv_status_on_client.trailing_metadata = &s->md_trail;
-    op.data.recv_status_on_client.status = &s->status;
-    op.data.recv_status_on_client.status_details = &s->details;
-    batch_locked(s, &op, 1, &s->t_status);
+    bench_ads_start(&s->ads, cq);
 }
 
-static void finish_call_locked(stream *s)
+static void call_over_locked(bench_ads_call *c)
 {
-    grpc_call_unref(s->call);
-    s->call = NULL;
-    grpc_metadata_array_destroy(&s->md_init);
-    grpc_metadata_array_destroy(&s->md_trail);
-    grpc_slice_unref(s->details);
+    stream *s = c->owner;
     n_live--;
     if (!stopping && s->restarts < MAX_RESTARTS) {
         s->restarts++;
@@ -330,12 +217,19 @@ static void finish_call_locked(stream *s)
     pthread_cond_broadcast(&cond);
 }
 
-static void on_recv_locked(stream *s, int64_t at)
+static bool log_end_locked(bench_ads_call *c)
 {
+    (void)c;
+    return !stopping && n_errors++ < 5;
+}
+
+static void on_recv_locked(bench_ads_call *c, int64_t at)
+{
+    stream *s = c->owner;
     size_t len = 0;
-    uint8_t *msg = flatten(s->recv_buf, &len);
-    grpc_byte_buffer_destroy(s->recv_buf);
-    s->recv_buf = NULL;
+    uint8_t *msg = flatten(c->recv_buf, &len);
+    grpc_byte_buffer_destroy(c->recv_buf);
+    c->recv_buf = NULL;
     char version[STR_MAX], url[STR_MAX], nonce[STR_MAX];
     bool ok = msg != NULL && parse_response(msg, len, version, url, nonce);
     int t = -1;
@@ -367,55 +261,7 @@ static void on_recv_locked(stream *s, int64_t at)
         n_ready++;
         pthread_cond_broadcast(&cond);
     }
-    pump_locked(s);
-}
-
-static void handle(op_tag *tag, bool success)
-{
-    int64_t at = now_ns();
-    stream *s = tag->s;
-    pthread_mutex_lock(&mu);
-    s->ops_out--;
-    switch (tag->kind) {
-    case OP_SEND:
-        grpc_byte_buffer_destroy(s->send_buf);
-        s->send_buf = NULL;
-        s->sending = false;
-        if (success)
-            pump_locked(s);
-        break;
-    case OP_RECV:
-        if (success && s->recv_buf != NULL) {
-            on_recv_locked(s, at);
-            if (!s->call_over)
-                arm_recv_locked(s);
-        }
-        break;
-    case OP_STATUS:
-        s->call_over = true;
-        if (!stopping && n_errors++ < 5) {
-            char *d = grpc_slice_to_c_string(s->details);
-            fprintf(stderr, "bench_k8s_translate: stream %u ended: status %d: %s\n", s->idx,
-                    (int)s->status, d);
-            gpr_free(d);
-        }
-        break;
-    }
-    if (s->call_over && s->ops_out == 0)
-        finish_call_locked(s);
-    pthread_mutex_unlock(&mu);
-}
-
-static void *cq_thread(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN)
-            return NULL;
-        if (ev.type == GRPC_OP_COMPLETE)
-            handle(ev.tag, ev.success != 0);
-    }
+    pump_locked(c);
 }
 
 /* ---------------------------------------------------------------- main thread */
@@ -428,7 +274,7 @@ static void read_streams(const char *path)
         exit(2);
     }
     size_t cap = 16;
-    streams = xmalloc(cap * sizeof *streams);
+    streams = bench_xmalloc(cap * sizeof *streams);
     char line[8192];
     while (fgets(line, sizeof line, f) != NULL) {
         line[strcspn(line, "\r\n")] = '\0';
@@ -455,7 +301,7 @@ static void read_streams(const char *path)
         size_t nn = 1;
         for (const char *p = sp + 1; *p; p++)
             nn += *p == ',';
-        s->names = xmalloc(nn * sizeof *s->names);
+        s->names = bench_xmalloc(nn * sizeof *s->names);
         for (char *save = NULL, *tok = strtok_r(sp + 1, ",", &save); tok;
              tok = strtok_r(NULL, ",", &save))
             s->names[s->n_names++] = strdup(tok);
@@ -467,19 +313,16 @@ static void read_streams(const char *path)
     }
 }
 
+static const bench_ads_hooks hooks = {
+    .pump = pump_locked,
+    .on_response = on_recv_locked,
+    .log_end = log_end_locked,
+    .over = call_over_locked,
+};
+
 static void open_stream(stream *s)
 {
-    s->t_send = (op_tag){s, OP_SEND};
-    s->t_recv = (op_tag){s, OP_RECV};
-    s->t_status = (op_tag){s, OP_STATUS};
-    grpc_arg args[2] = {
-        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1},
-        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = -1},
-    };
-    grpc_channel_args ca = {.num_args = 2, .args = args};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    s->ch = grpc_channel_create(target, creds, &ca);
-    grpc_channel_credentials_release(creds);
+    bench_ads_init(&s->ads, "bench_k8s_translate", s->idx, s, &mu, &hooks, target);
     pthread_mutex_lock(&mu);
     start_call_locked(s);
     pthread_mutex_unlock(&mu);
@@ -489,7 +332,7 @@ static void open_stream(stream *s)
 static bool wait_until(bool (*done)(void *), void *arg, int64_t deadline_ns)
 {
     while (!done(arg)) {
-        int64_t left = deadline_ns - now_ns();
+        int64_t left = deadline_ns - bench_now_ns();
         if (left <= 0)
             return false;
         if (left > 100000000)
@@ -515,19 +358,6 @@ static bool got(void *arg)
     return ((stream *)arg)->got_at != 0;
 }
 
-static long parse_num(const char *opt, const char *v, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || end == v || *end || n < min || n > max) {
-        fprintf(stderr, "bench_k8s_translate: %s wants a number from %ld to %ld, not \"%s\"\n", opt,
-                min, max, v);
-        exit(2);
-    }
-    return n;
-}
-
 static void usage(void)
 {
     fputs("usage: bench_k8s_translate --target HOST:PORT --streams-file FILE [--timeout S]\n"
@@ -542,7 +372,7 @@ int main(int argc, char **argv)
     int timeout_s = 300;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--now") == 0) {
-            printf("%" PRId64 "\n", now_ns());
+            printf("%" PRId64 "\n", bench_now_ns());
             return 0;
         }
         if (i + 1 >= argc)
@@ -553,7 +383,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i - 1], "--streams-file") == 0)
             file = v;
         else if (strcmp(argv[i - 1], "--timeout") == 0)
-            timeout_s = (int)parse_num("--timeout", v, 1, 86400);
+            timeout_s = (int)bench_parse_num("--timeout", v, 1, 86400);
         else
             usage();
     }
@@ -565,8 +395,8 @@ int main(int argc, char **argv)
     grpc_init();
     cq = grpc_completion_queue_create_for_next(NULL);
     pthread_t th;
-    pthread_create(&th, NULL, cq_thread, NULL);
-    int64_t t_start = now_ns();
+    pthread_create(&th, NULL, bench_ads_cq_thread, cq);
+    int64_t t_start = bench_now_ns();
     for (unsigned i = 0; i < n_streams; i++)
         open_stream(&streams[i]);
     int rc = 0;
@@ -576,7 +406,7 @@ int main(int argc, char **argv)
                n_ready, n_streams, timeout_s);
         rc = 1;
     } else {
-        printf("ready %u %.3f\n", n_streams, (double)(now_ns() - t_start) / 1e9);
+        printf("ready %u %.3f\n", n_streams, (double)(bench_now_ns() - t_start) / 1e9);
     }
     pthread_mutex_unlock(&mu);
 
@@ -594,7 +424,7 @@ int main(int argc, char **argv)
         } else if (sscanf(line, "wait %u %lld", &idx, &t0) == 2 && idx < n_streams) {
             stream *s = &streams[idx];
             pthread_mutex_lock(&mu);
-            if (wait_until(got, s, now_ns() + (int64_t)timeout_s * 1000000000)) {
+            if (wait_until(got, s, bench_now_ns() + (int64_t)timeout_s * 1000000000)) {
                 printf("got %u %.6f\n", idx, (double)(s->got_at - t0) / 1e9);
                 s->want_addr[0] = '\0';
             } else {
@@ -615,10 +445,9 @@ int main(int argc, char **argv)
            (double)rx_bytes / 1e3, n_restarts);
     stopping = true;
     for (unsigned i = 0; i < n_streams; i++)
-        if (streams[i].call != NULL)
-            grpc_call_cancel(streams[i].call, NULL);
-    int64_t deadline = now_ns() + 20 * (int64_t)1000000000;
-    while (n_live > 0 && now_ns() < deadline) {
+        bench_ads_cancel(&streams[i].ads);
+    int64_t deadline = bench_now_ns() + 20 * (int64_t)1000000000;
+    while (n_live > 0 && bench_now_ns() < deadline) {
         pthread_mutex_unlock(&mu);
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
@@ -633,7 +462,7 @@ int main(int argc, char **argv)
         _exit(rc);
     }
     for (unsigned i = 0; i < n_streams; i++) {
-        grpc_channel_destroy(streams[i].ch);
+        bench_ads_destroy(&streams[i].ads);
         for (size_t k = 0; k < streams[i].n_names; k++)
             free(streams[i].names[k]);
         free(streams[i].names);

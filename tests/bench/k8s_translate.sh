@@ -56,18 +56,9 @@ Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-releas
 TXT
 }
 
-while [ $# -gt 0 ]; do
-    case $1 in
-    --gateways) GATEWAYS=${2:?}; shift 2 ;;
-    --routes) ROUTES=${2:?}; shift 2 ;;
-    --sample) SAMPLE=${2:?}; shift 2 ;;
-    --changes) CHANGES=${2:?}; shift 2 ;;
-    --timeout) TIMEOUT=${2:?}; shift 2 ;;
-    --json) JSON_OUT=${2:?}; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
-    esac
-done
+# shellcheck source=tests/bench/lib.sh
+source "$ROOT/tests/bench/lib.sh"
+bench_options "--gateways=GATEWAYS --routes=ROUTES --sample=SAMPLE --changes=CHANGES --timeout=TIMEOUT --json=JSON_OUT" "$@"
 for n in $GATEWAYS $ROUTES $SAMPLE $CHANGES $TIMEOUT; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "k8s_translate: not a positive number: $n" >&2; exit 2; }
 done
@@ -75,51 +66,20 @@ done
 [ "$SAMPLE" -le "$GATEWAYS" ] || SAMPLE=$GATEWAYS
 
 # ---------------------------------------------------------------- binaries
-if [ -z "${SEXTANT_BIN:-}" ] || [ -z "${BENCH_BIN:-}" ]; then
-    SEXTANT_BIN=${SEXTANT_BIN:-$ROOT/build-release/sextant}
-    BENCH_BIN=${BENCH_BIN:-$ROOT/build-release/bench_k8s_translate}
-    # Benchmarks measure the Release build: configure it as one (an older tree of
-    # another build type is switched over) and bring it up to date.
-    echo "k8s_translate: building build-release (Release)" >&2
-    cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$ROOT/build-release" -j"$(nproc)" --target sextant bench_k8s_translate >/dev/null
-fi
-# Sextant warns about SEXTANT_* variables it does not know: keep ours to ourselves.
-export -n SEXTANT_BIN BENCH_BIN
-for b in "$SEXTANT_BIN" "$BENCH_BIN"; do
-    [ -x "$b" ] || { echo "k8s_translate: $b is missing" >&2; exit 1; }
-done
+bench_binaries k8s_translate bench_k8s_translate
 
 # ---------------------------------------------------------------- cleanup
-# shellcheck source=tests/lib/services.sh
-source "$ROOT/tests/lib/services.sh"
 # shellcheck source=tests/lib/k8s.sh
 source "$ROOT/tests/lib/k8s.sh"
 PY=${K8S_PYTHON:-/usr/bin/python3}
 TOOL=$ROOT/tests/bench/k8s_translate.py
-WORK=$(mktemp -d /tmp/sextant-bench-k8s-XXXXXX)
-chmod 755 "$WORK"
+WORK=$(bench_workdir k8s)
 SERVE_PID=
 K8S_DIR=
 
-stop_pid() { # stop_pid PID SECONDS: TERM, then KILL after SECONDS
-    local pid=$1 i
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for ((i = 0; i < $2 * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        echo "k8s_translate: pid $pid did not stop within $2 s; killing it" >&2
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
-
 cleanup() {
     local rc=$?
-    stop_pid "$SERVE_PID" 30
+    bench_stop_pid k8s_translate "$SERVE_PID" 30
     [ -n "$K8S_DIR" ] && k8s_stop "$K8S_DIR"
     svc_redis_stop "$WORK/redis" || true
     svc_pg_stop "$WORK/pg" || true
@@ -250,7 +210,7 @@ run() {
     tr_count2=$(metric sextant_k8s_translation_seconds_count)
     # (auth.enabled=false warns once at start: not counted)
     warns=$(grep -E '"level": ?"(warn|error)"' "$WORK/serve.log" | grep -Evc '"component": ?"auth"' || true)
-    stop_pid "$SERVE_PID" 30
+    bench_stop_pid k8s_translate "$SERVE_PID" 30
     SERVE_PID=
     cp "$WORK/serve.log" "$WORK/serve-$name.log"
     k8s_stop "$K8S_DIR"

@@ -6,6 +6,26 @@
 # shellcheck source=tests/lib/services.sh
 source "$ROOT/tests/lib/services.sh"
 
+# bench_options SPEC ARGS...: parses a driver's command line. SPEC lists its options as
+# "--opt=VAR" (sets VAR to the word after --opt) and "--flag:VAR=VALUE" (sets VAR to VALUE);
+# -h and --help print the driver's usage and exit 0; anything else prints it to stderr
+# and exits 2.
+bench_options() {
+    local spec=$1 s a
+    shift
+    while [ $# -gt 0 ]; do
+        case $1 in -h | --help) usage; exit 0 ;; esac
+        for s in $spec; do
+            case $s in
+            "$1="*) printf -v "${s#*=}" '%s' "${2:?}"; shift 2; continue 2 ;;
+            "$1:"*) a=${s#*:}; printf -v "${a%%=*}" '%s' "${a#*=}"; shift; continue 2 ;;
+            esac
+        done
+        usage >&2
+        exit 2
+    done
+}
+
 # bench_numbers NAME VALUE...: exits 2 unless every VALUE is a whole number.
 bench_numbers() {
     local name=$1 n
@@ -36,6 +56,15 @@ bench_binaries() {
     done
 }
 
+# bench_workdir NAME: a new private directory /tmp/sextant-bench-NAME-XXXXXX that the
+# services (running as another user) can enter.
+bench_workdir() {
+    local d
+    d=$(mktemp -d "/tmp/sextant-bench-$1-XXXXXX")
+    chmod 755 "$d"
+    echo "$d"
+}
+
 # bench_database WORK: PostgreSQL in WORK/pg and Redis in WORK/redis on free ports, with
 # an empty database "sextant"; exports SEXTANT_DATABASE_URL and SEXTANT_REDIS_URL. The
 # driver migrates it, and its cleanup stops both (svc_redis_stop, svc_pg_stop).
@@ -48,4 +77,21 @@ bench_database() {
     svc_redis_start "$work/redis" "$redis_port"
     export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$pg_port/sextant"
     export SEXTANT_REDIS_URL="redis://127.0.0.1:$redis_port"
+}
+
+# bench_stop_pid NAME PID SECONDS: stops PID (nothing when empty or gone) with TERM, then
+# KILL when it has not exited within SECONDS, and reaps it.
+bench_stop_pid() {
+    local name=$1 pid=$2 i
+    [ -n "$pid" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < $3 * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "$name: pid $pid did not stop within $3 s; killing it" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
 }

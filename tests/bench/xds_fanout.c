@@ -41,11 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "envoy/config/core/v3/base.pb-c.h"
-#include "envoy/service/discovery/v3/discovery.pb-c.h"
+#include "tests/bench/lib/bench.h"
+#include "tests/bench/lib/bench_ads.h"
 
-#define ADS_METHOD                                                                                 \
-    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 #define CDS_URL      "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 #define EDS_URL      "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 #define STR_MAX      96 /* versions, nonces and type URLs are short; longer ones are cut */
@@ -56,16 +54,8 @@ enum { T_CDS, T_EDS, T_COUNT };
 static const char *const type_url[T_COUNT] = {CDS_URL, EDS_URL};
 static const char *const type_name[T_COUNT] = {"cds", "eds"};
 
-typedef enum { OP_SEND, OP_RECV, OP_STATUS } op_kind;
-
 typedef struct stream stream;
 typedef struct bench bench;
-
-/* The completion-queue tag of one kind of batch of one stream. */
-typedef struct {
-    stream *s;
-    op_kind kind;
-} op_tag;
 
 /* What one stream knows about one resource type. */
 typedef struct {
@@ -81,23 +71,11 @@ typedef struct {
  * completion-queue threads may handle a send and a receive of one call at once. */
 struct stream {
     bench *b;
-    unsigned idx;
-    grpc_channel *ch;
-    op_tag t_send, t_recv, t_status;
     pthread_mutex_t mu;
-    grpc_call *call;      /* NULL between calls and after the end */
-    int ops_out;          /* batches of this call not yet completed */
-    bool call_over;       /* RECV_STATUS_ON_CLIENT completed */
-    bool sending;         /* a SEND_MESSAGE batch is in flight */
-    bool sent_first;      /* initial metadata and node went out on this call */
-    bool first_recv;      /* the next RECV_MESSAGE also takes the initial metadata */
+    bench_ads_call ads;
     bool counted_initial; /* counted in bench.initial */
     bool counted_updated; /* counted in bench.updated */
     int restarts;         /* calls started again after one ended */
-    grpc_byte_buffer *send_buf, *recv_buf;
-    grpc_metadata_array md_init, md_trail;
-    grpc_status_code status;
-    grpc_slice details;
     type_state ty[T_COUNT];
 };
 
@@ -125,23 +103,6 @@ struct bench {
     atomic_bool stopping;
     long max_rss_mb; /* the client exits rather than push the machine into swap/OOM */
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL) {
-        fprintf(stderr, "bench_xds_fanout: out of memory\n");
-        abort();
-    }
-    return p;
-}
 
 static void copy_str(char *dst, const char *src)
 {
@@ -253,87 +214,24 @@ static bool parse_response(grpc_byte_buffer *buf, char *version, char *url, char
 
 /* ---------------------------------------------------------------- one stream */
 
-static void batch_locked(stream *s, const grpc_op *ops, size_t n, op_tag *tag)
-{
-    grpc_call_error e = grpc_call_start_batch(s->call, ops, n, tag, NULL);
-    if (e != GRPC_CALL_OK) {
-        fprintf(stderr, "bench_xds_fanout: stream %u: grpc_call_start_batch: error %d\n", s->idx,
-                (int)e);
-        abort();
-    }
-    s->ops_out++;
-}
-
 /* Sends the next waiting request, CDS before EDS, when no send is in flight. */
-static void pump_locked(stream *s)
+static void pump_locked(bench_ads_call *c)
 {
+    stream *s = c->owner;
     bench *b = s->b;
-    if (s->sending || s->call == NULL || s->call_over)
+    if (c->sending || c->call == NULL || c->call_over)
         return;
     for (int t = 0; t < b->n_types; t++) {
         type_state *ts = &s->ty[t];
         if (!ts->want_send)
             continue;
         ts->want_send = false;
-
         char node_id[64];
-        snprintf(node_id, sizeof node_id, "%s-%u", b->node_prefix, s->idx);
-        Envoy__Config__Core__V3__Node node = ENVOY__CONFIG__CORE__V3__NODE__INIT;
-        node.id = node_id;
-        node.cluster = (char *)b->group;
-        node.user_agent_name = "sextant-bench";
-        Envoy__Service__Discovery__V3__DiscoveryRequest req =
-            ENVOY__SERVICE__DISCOVERY__V3__DISCOVERY_REQUEST__INIT;
-        req.version_info = ts->ack_version;
-        req.response_nonce = ts->ack_nonce;
-        req.type_url = (char *)type_url[t];
-        if (!s->sent_first)
-            req.node = &node; /* like Envoy: the node goes in the first request only */
-        if (t == T_EDS) {
-            req.n_resource_names = b->n_eds;
-            req.resource_names = b->eds_names;
-        }
-        size_t len = envoy__service__discovery__v3__discovery_request__get_packed_size(&req);
-        grpc_slice slice = grpc_slice_malloc(len);
-        envoy__service__discovery__v3__discovery_request__pack(&req, GRPC_SLICE_START_PTR(slice));
-        s->send_buf = grpc_raw_byte_buffer_create(&slice, 1);
-        grpc_slice_unref(slice);
-
-        grpc_op ops[2];
-        size_t n = 0;
-        memset(ops, 0, sizeof ops);
-        if (!s->sent_first) {
-            /* Wait for the connection rather than fail while 10,000 connect at once. */
-            ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-            ops[n].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY |
-                           GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
-            n++;
-            s->sent_first = true;
-        }
-        ops[n].op = GRPC_OP_SEND_MESSAGE;
-        ops[n].data.send_message.send_message = s->send_buf;
-        n++;
-        s->sending = true;
-        batch_locked(s, ops, n, &s->t_send);
+        snprintf(node_id, sizeof node_id, "%s-%u", b->node_prefix, c->idx);
+        bench_ads_send(c, node_id, b->group, type_url[t], ts->ack_version, ts->ack_nonce,
+                       t == T_EDS ? b->eds_names : NULL, t == T_EDS ? b->n_eds : 0);
         return;
     }
-}
-
-static void arm_recv_locked(stream *s)
-{
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (s->first_recv) {
-        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[n].data.recv_initial_metadata.recv_initial_metadata = &s->md_init;
-        n++;
-        s->first_recv = false;
-    }
-    ops[n].op = GRPC_OP_RECV_MESSAGE;
-    ops[n].data.recv_message.recv_message = &s->recv_buf;
-    n++;
-    batch_locked(s, ops, n, &s->t_recv);
 }
 
 /* Starts a call on the stream's channel: every subscribed type gets a request
@@ -341,42 +239,20 @@ static void arm_recv_locked(stream *s)
 static void start_call_locked(stream *s)
 {
     bench *b = s->b;
-    s->call = grpc_channel_create_call(s->ch, NULL, GRPC_PROPAGATE_DEFAULTS, b->cq,
-                                       grpc_slice_from_static_string(ADS_METHOD), NULL,
-                                       gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    s->ops_out = 0;
-    s->call_over = false;
-    s->sending = false;
-    s->sent_first = false;
-    s->first_recv = true;
-    grpc_metadata_array_init(&s->md_init);
-    grpc_metadata_array_init(&s->md_trail);
     for (int t = 0; t < b->n_types; t++) {
         s->ty[t].want_send = true;
         s->ty[t].ack_nonce[0] = '\0';
     }
     atomic_fetch_add(&b->live, 1);
-    pump_locked(s);
-    arm_recv_locked(s);
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-    op.data.recv_status_on_client.trailing_metadata = &s->md_trail;
-    op.data.recv_status_on_client.status = &s->status;
-    op.data.recv_status_on_client.status_details = &s->details;
-    batch_locked(s, &op, 1, &s->t_status);
+    bench_ads_start(&s->ads, b->cq);
 }
 
-/* The call has ended and no batch of it is outstanding: release it, and start
- * another one unless the benchmark is stopping. */
-static void finish_call_locked(stream *s)
+/* The call has ended and no batch of it is outstanding: start another one unless the
+ * benchmark is stopping. */
+static void call_over_locked(bench_ads_call *c)
 {
+    stream *s = c->owner;
     bench *b = s->b;
-    grpc_call_unref(s->call);
-    s->call = NULL;
-    grpc_metadata_array_destroy(&s->md_init);
-    grpc_metadata_array_destroy(&s->md_trail);
-    grpc_slice_unref(s->details);
     atomic_fetch_sub(&b->live, 1);
     /* Reconnect like a proxy would, but give up on a stream the server keeps ending. */
     if (!atomic_load(&b->stopping) && s->restarts < MAX_RESTARTS) {
@@ -386,15 +262,22 @@ static void finish_call_locked(stream *s)
     }
 }
 
-static void on_recv_locked(stream *s, int64_t at)
+static bool log_end_locked(bench_ads_call *c)
 {
+    bench *b = ((stream *)c->owner)->b;
+    return !atomic_load(&b->stopping) && atomic_fetch_add(&b->errors, 1) < 5;
+}
+
+static void on_recv_locked(bench_ads_call *c, int64_t at)
+{
+    stream *s = c->owner;
     bench *b = s->b;
     char version[STR_MAX], url[STR_MAX], nonce[STR_MAX];
-    atomic_fetch_add(&b->rx_bytes, grpc_byte_buffer_length(s->recv_buf));
+    atomic_fetch_add(&b->rx_bytes, grpc_byte_buffer_length(c->recv_buf));
     atomic_fetch_add(&b->rx_msgs, 1);
-    bool ok = parse_response(s->recv_buf, version, url, nonce);
-    grpc_byte_buffer_destroy(s->recv_buf);
-    s->recv_buf = NULL;
+    bool ok = parse_response(c->recv_buf, version, url, nonce);
+    grpc_byte_buffer_destroy(c->recv_buf);
+    c->recv_buf = NULL;
     int t = -1;
     for (int i = 0; i < b->n_types; i++)
         if (strcmp(url, type_url[i]) == 0)
@@ -402,7 +285,7 @@ static void on_recv_locked(stream *s, int64_t at)
     if (!ok || t < 0) {
         if (atomic_fetch_add(&b->errors, 1) < 5)
             fprintf(stderr, "bench_xds_fanout: stream %u: unexpected response (type_url \"%s\")\n",
-                    s->idx, url);
+                    c->idx, url);
         return;
     }
     type_state *ts = &s->ty[t];
@@ -429,80 +312,25 @@ static void on_recv_locked(stream *s, int64_t at)
         s->counted_updated = true;
         atomic_fetch_add(&b->updated, 1);
     }
-    pump_locked(s);
-}
-
-static void handle(op_tag *tag, bool success)
-{
-    int64_t at = now_ns(); /* before any work: the arrival time of a response */
-    stream *s = tag->s;
-    bench *b = s->b;
-    pthread_mutex_lock(&s->mu);
-    s->ops_out--;
-    switch (tag->kind) {
-    case OP_SEND:
-        grpc_byte_buffer_destroy(s->send_buf);
-        s->send_buf = NULL;
-        s->sending = false;
-        if (success)
-            pump_locked(s);
-        break;
-    case OP_RECV:
-        if (success && s->recv_buf != NULL) {
-            on_recv_locked(s, at);
-            if (!s->call_over)
-                arm_recv_locked(s);
-        }
-        /* Otherwise the call is over; RECV_STATUS_ON_CLIENT says why. */
-        break;
-    case OP_STATUS:
-        s->call_over = true;
-        if (!atomic_load(&b->stopping) && atomic_fetch_add(&b->errors, 1) < 5) {
-            char *d = grpc_slice_to_c_string(s->details);
-            fprintf(stderr, "bench_xds_fanout: stream %u ended: status %d: %s\n", s->idx,
-                    (int)s->status, d);
-            gpr_free(d);
-        }
-        break;
-    }
-    if (s->call_over && s->ops_out == 0)
-        finish_call_locked(s);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void *cq_thread(void *arg)
-{
-    bench *b = arg;
-    for (;;) {
-        grpc_event ev =
-            grpc_completion_queue_next(b->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN)
-            return NULL;
-        if (ev.type == GRPC_OP_COMPLETE)
-            handle(ev.tag, ev.success != 0);
-    }
+    pump_locked(c);
 }
 
 /* ---------------------------------------------------------------- main thread */
+
+static const bench_ads_hooks hooks = {
+    .pump = pump_locked,
+    .on_response = on_recv_locked,
+    .log_end = log_end_locked,
+    .over = call_over_locked,
+};
 
 static void open_stream(bench *b, unsigned i)
 {
     stream *s = &b->streams[i];
     memset(s, 0, sizeof *s);
     s->b = b;
-    s->idx = i;
-    s->t_send = (op_tag){s, OP_SEND};
-    s->t_recv = (op_tag){s, OP_RECV};
-    s->t_status = (op_tag){s, OP_STATUS};
     pthread_mutex_init(&s->mu, NULL);
-    grpc_arg args[2] = {
-        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value.integer = 1},
-        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, .value.integer = -1},
-    };
-    grpc_channel_args ca = {.num_args = 2, .args = args};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    s->ch = grpc_channel_create(b->target, creds, &ca);
-    grpc_channel_credentials_release(creds);
+    bench_ads_init(&s->ads, "bench_xds_fanout", i, s, &s->mu, &hooks, b->target);
     pthread_mutex_lock(&s->mu);
     start_call_locked(s);
     pthread_mutex_unlock(&s->mu);
@@ -587,9 +415,9 @@ static void report(bench *b, int t, int64_t t0, int64_t *v)
 /* Waits until *counter reaches target or the timeout passes; false on timeout. */
 static bool wait_count(bench *b, atomic_uint *counter, unsigned target)
 {
-    int64_t deadline = now_ns() + (int64_t)b->timeout_s * 1000000000;
+    int64_t deadline = bench_now_ns() + (int64_t)b->timeout_s * 1000000000;
     while (atomic_load(counter) < target) {
-        if (now_ns() > deadline)
+        if (bench_now_ns() > deadline)
             return false;
         usleep(2000);
     }
@@ -604,7 +432,7 @@ static char **read_names(const char *path, size_t *n_out)
         exit(2);
     }
     size_t n = 0, cap = 16;
-    char **v = xmalloc(cap * sizeof *v);
+    char **v = bench_xmalloc(cap * sizeof *v);
     char line[512];
     while (fgets(line, sizeof line, f) != NULL) {
         line[strcspn(line, "\r\n")] = '\0';
@@ -621,19 +449,6 @@ static char **read_names(const char *path, size_t *n_out)
     }
     fclose(f);
     *n_out = n;
-    return v;
-}
-
-static long parse_num(const char *opt, const char *s, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "bench_xds_fanout: %s wants a number from %ld to %ld, not \"%s\"\n", opt,
-                min, max, s);
-        exit(2);
-    }
     return v;
 }
 
@@ -661,7 +476,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--now") == 0) {
-            printf("%" PRId64 "\n", now_ns());
+            printf("%" PRId64 "\n", bench_now_ns());
             return 0;
         }
         if (i + 1 >= argc)
@@ -670,7 +485,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--target") == 0)
             b.target = v;
         else if (strcmp(a, "--streams") == 0)
-            b.n_streams = (unsigned)parse_num(a, v, 1, 19000);
+            b.n_streams = (unsigned)bench_parse_num(a, v, 1, 19000);
         else if (strcmp(a, "--group") == 0)
             b.group = v;
         else if (strcmp(a, "--node-prefix") == 0)
@@ -678,11 +493,11 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--eds-names") == 0)
             names_file = v;
         else if (strcmp(a, "--ramp") == 0)
-            b.ramp = (unsigned)parse_num(a, v, 1, 100000);
+            b.ramp = (unsigned)bench_parse_num(a, v, 1, 100000);
         else if (strcmp(a, "--max-rss-mb") == 0)
-            b.max_rss_mb = parse_num(a, v, 64, 1L << 30);
+            b.max_rss_mb = bench_parse_num(a, v, 64, 1L << 30);
         else if (strcmp(a, "--timeout") == 0)
-            b.timeout_s = (int)parse_num(a, v, 1, 86400);
+            b.timeout_s = (int)bench_parse_num(a, v, 1, 86400);
         else
             usage();
     }
@@ -706,14 +521,14 @@ int main(int argc, char **argv)
     b.cq = grpc_completion_queue_create_for_next(NULL);
     pthread_t th[CQ_THREADS];
     for (int i = 0; i < CQ_THREADS; i++)
-        pthread_create(&th[i], NULL, cq_thread, &b);
+        pthread_create(&th[i], NULL, bench_ads_cq_thread, b.cq);
 
-    b.streams = xmalloc(b.n_streams * sizeof *b.streams);
-    int64_t t_start = now_ns();
+    b.streams = bench_xmalloc(b.n_streams * sizeof *b.streams);
+    int64_t t_start = bench_now_ns();
     for (unsigned i = 0; i < b.n_streams; i++) {
         /* Connect in waves so the listen backlog is not flooded. */
         while (i - atomic_load(&b.initial) >= b.ramp &&
-               now_ns() - t_start < (int64_t)b.timeout_s * 1000000000)
+               bench_now_ns() - t_start < (int64_t)b.timeout_s * 1000000000)
             usleep(1000);
         open_stream(&b, i);
     }
@@ -725,7 +540,7 @@ int main(int argc, char **argv)
         rc = 1;
     } else {
         rx_ready = atomic_load(&b.rx_bytes);
-        printf("ready %u %.2f %.1f\n", b.n_streams, (double)(now_ns() - t_start) / 1e9,
+        printf("ready %u %.2f %.1f\n", b.n_streams, (double)(bench_now_ns() - t_start) / 1e9,
                (double)rx_ready / 1e6);
     }
     fflush(stdout);
@@ -735,7 +550,7 @@ int main(int argc, char **argv)
         long long t0;
         if (sscanf(line, "go %lld", &t0) == 1) {
             bool all = wait_count(&b, &b.updated, b.n_streams);
-            int64_t *v = xmalloc(b.n_streams * sizeof *v);
+            int64_t *v = bench_xmalloc(b.n_streams * sizeof *v);
             for (int t = 0; t < b.n_types; t++)
                 report(&b, t, t0, v);
             if (b.n_types > 1)
@@ -756,12 +571,11 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < b.n_streams; i++) {
         stream *s = &b.streams[i];
         pthread_mutex_lock(&s->mu);
-        if (s->call != NULL)
-            grpc_call_cancel(s->call, NULL);
+        bench_ads_cancel(&s->ads);
         pthread_mutex_unlock(&s->mu);
     }
-    int64_t deadline = now_ns() + 20 * (int64_t)1000000000;
-    while (atomic_load(&b.live) > 0 && now_ns() < deadline)
+    int64_t deadline = bench_now_ns() + 20 * (int64_t)1000000000;
+    while (atomic_load(&b.live) > 0 && bench_now_ns() < deadline)
         usleep(5000);
     if (atomic_load(&b.live) > 0) {
         fprintf(stderr, "bench_xds_fanout: %u calls did not finish; exiting without teardown\n",
@@ -770,7 +584,7 @@ int main(int argc, char **argv)
         _exit(rc);
     }
     for (unsigned i = 0; i < b.n_streams; i++) {
-        grpc_channel_destroy(b.streams[i].ch);
+        bench_ads_destroy(&b.streams[i].ads);
         pthread_mutex_destroy(&b.streams[i].mu);
     }
     grpc_completion_queue_shutdown(b.cq);

@@ -54,51 +54,24 @@ CLIENT_MAX_RSS_MB (default 12000): the client stops rather than exhaust the mach
 TXT
 }
 
-while [ $# -gt 0 ]; do
-    case $1 in
-    --streams) STREAMS=${2:?}; shift 2 ;;
-    --endpoints) ENDPOINTS=${2:?}; shift 2 ;;
-    --no-eds) EDS=0; shift ;;
-    --pg-load) PG_LOAD=1; shift ;;
-    --timeout) TIMEOUT=${2:?}; shift 2 ;;
-    --idle) IDLE_S=${2:?}; shift 2 ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
-    esac
-done
 # shellcheck source=tests/bench/lib.sh
 source "$ROOT/tests/bench/lib.sh"
+bench_options "--streams=STREAMS --endpoints=ENDPOINTS --no-eds:EDS=0 --pg-load:PG_LOAD=1 --timeout=TIMEOUT --idle=IDLE_S" "$@"
 bench_numbers xds_fanout ${STREAMS//,/ } ${ENDPOINTS//,/ } "$TIMEOUT" "$IDLE_S"
 bench_binaries xds_fanout bench_xds_fanout
 "$SEXTANT_BIN" publish --help >/dev/null 2>&1 ||
     { echo "xds_fanout: $SEXTANT_BIN has no 'publish' command; rebuild it" >&2; exit 1; }
 
 # ---------------------------------------------------------------- cleanup
-WORK=$(mktemp -d /tmp/sextant-bench-fanout-XXXXXX)
-chmod 755 "$WORK"
+WORK=$(bench_workdir fanout)
 SERVE_PID=
 CLIENT_PID=
-
-stop_pid() { # stop_pid PID SECONDS: TERM, then KILL after SECONDS
-    local pid=$1 i
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for ((i = 0; i < $2 * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        echo "xds_fanout: pid $pid did not stop within $2 s; killing it" >&2
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
 
 cleanup() {
     local rc=$?
     exec 7>&- 2>/dev/null || true
-    stop_pid "$CLIENT_PID" 10
-    stop_pid "$SERVE_PID" 30
+    bench_stop_pid xds_fanout "$CLIENT_PID" 10
+    bench_stop_pid xds_fanout "$SERVE_PID" 30
     svc_redis_stop "$WORK/redis" || true
     svc_pg_stop "$WORK/pg" || true
     if [ "$rc" -ne 0 ]; then
@@ -273,7 +246,7 @@ run_one() { # run_one STREAMS ENDPOINTS
 end_run() {
     echo quit >&7 2>/dev/null || true
     exec 7>&- 2>/dev/null || true
-    stop_pid "$CLIENT_PID" 30
+    bench_stop_pid xds_fanout "$CLIENT_PID" 30
     CLIENT_PID=
     if [ -n "$SERVE_PID" ] && ! kill -0 "$SERVE_PID" 2>/dev/null; then
         local st=0
@@ -281,7 +254,7 @@ end_run() {
         echo "xds_fanout: sextant serve had exited (status $st); its log ends:" >&2
         tail -n 15 "$WORK/serve.log" >&2
     fi
-    stop_pid "$SERVE_PID" 30
+    bench_stop_pid xds_fanout "$SERVE_PID" 30
     SERVE_PID=
 }
 

@@ -195,10 +195,4 @@ q="SELECT count(*) FROM node_status WHERE node_id = '$NODE' AND last_nack_error 
 check "the client NACKed nothing Sextant sent" [ "$(sql "$q")" = 0 ]
 check "the route's status still says Accepted" route_condition Accepted
 
-if [ "$FAILS" -gt 0 ]; then
-    echo "--- client outcomes" >&2
-    cut -d' ' -f2- "$LOG" | uniq -c | tail -n 20 >&2
-fi
-bg_stop client
-conf_stop_serve r1
-finish
+conf_end_client "$LOG"

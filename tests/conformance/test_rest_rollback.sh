@@ -81,10 +81,4 @@ check "GET /api/v1/proxies/{node}: connected, group $GROUP, no NACK" \
 st=$(conf_rest GET "/api/v1/snapshots?group=$GROUP")
 check "GET /api/v1/snapshots lists the group's four snapshots" [ "$(jv '.items.map(s => s.version).join()')" = "4,3,2,1" ]
 
-if [ "$FAILS" -gt 0 ]; then
-    echo "--- client outcomes" >&2
-    cut -d' ' -f2- "$LOG" | uniq -c | tail -n 20 >&2
-fi
-bg_stop client
-conf_stop_serve r1
-finish
+conf_end_client "$LOG"

@@ -44,13 +44,11 @@ typedef struct heard {
 } heard;
 
 typedef struct fx {
-    char *url;
+    tl_store s; /* its pool, cache and snapshot repository are the server's */
     struct sx_server *srv;
     pg_conn *c; /* for the test's own SQL */
     pg_listener *listener;
     heard h;
-    sx_arena *a;
-    char prefix[96];
 } fx;
 
 static void on_notify(void *ctx, const char *channel, const char *payload)
@@ -69,30 +67,27 @@ static void on_notify(void *ctx, const char *channel, const char *payload)
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create_migrated();
+    tl_store_open(&f->s, 4);
     char dburl[600];
-    snprintf(dburl, sizeof(dburl), "SEXTANT_DATABASE_URL=%s", f->url);
+    snprintf(dburl, sizeof(dburl), "SEXTANT_DATABASE_URL=%s", f->s.url);
     char *env[] = {dburl, NULL};
     sextant_config *cfg = NULL;
     sx_fielderrs errs = {0};
     assert_int_equal(config_load(NULL, env, &cfg, &errs), 0);
     sx_fielderrs_free(&errs);
     TL_OK(sx_server_create(cfg, &f->srv, &e_));
-    f->srv->db = tl_pool(f->url, 4);
-    const char *db = strrchr(f->url, '/') + 1;
-    snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->srv->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
-    f->srv->snap_repo = snap_repo_create(f->srv->db, f->srv->cache);
+    f->srv->db = f->s.pool;
+    f->srv->cache = f->s.cache;
+    f->srv->snap_repo = f->s.snaps;
     TL_OK(pg_acquire(f->srv->db, &f->c, &e_));
 
     pthread_mutex_init(&f->h.mu, NULL);
     pthread_cond_init(&f->h.cv, NULL);
-    pg_listener_options lo = {.url = f->url};
+    pg_listener_options lo = {.url = f->s.url};
     TL_OK(pg_listener_create(&lo, &f->listener, &e_));
     TL_OK(pg_listener_subscribe(f->listener, SNAP_NOTIFY_CHANNEL, on_notify, NULL, &f->h, &e_));
     TL_OK(pg_listener_start(f->listener, &e_));
     assert_true(pg_listener_wait_connected(f->listener, 10000));
-    f->a = sx_arena_create();
     *state = f;
     return 0;
 }
@@ -101,18 +96,14 @@ static int teardown(void **state)
 {
     fx *f = *state;
     pg_listener_destroy(f->listener);
-    sx_arena_destroy(f->a);
     pg_release(f->srv->db, f->c);
-    snap_repo_destroy(f->srv->snap_repo);
-    redis_cache_destroy(f->srv->cache);
-    pg_pool_destroy(f->srv->db);
     f->srv->snap_repo = NULL;
     f->srv->cache = NULL;
     f->srv->db = NULL;
     sx_server_destroy(f->srv);
     pthread_cond_destroy(&f->h.cv);
     pthread_mutex_destroy(&f->h.mu);
-    tl_db_drop(f->url);
+    tl_store_close(&f->s);
     free(f);
     return 0;
 }
@@ -134,7 +125,7 @@ static const char *qs(fx *f, const char *sql)
     PGresult *r = NULL;
     TL_OK(pg_exec(f->c, sql, 0, NULL, &r, &e_));
     assert_int_equal(PQntuples(r), 1);
-    const char *v = sx_arena_strdup(f->a, PQgetvalue(r, 0, 0));
+    const char *v = sx_arena_strdup(f->s.a, PQgetvalue(r, 0, 0));
     PQclear(r);
     return v;
 }
@@ -203,7 +194,7 @@ static int put(fx *f, const char *ns, const char *name, const char *const *group
                json_t *s, apply_result *out, val_result *problems, sx_fielderrs *verrs, sx_err *err)
 {
     changes_managed m = {ns, name, groups, ngroups, s, REF, "translated"};
-    int rc = changes_put_managed(f->srv, &m, f->a, out, problems, verrs, err);
+    int rc = changes_put_managed(f->srv, &m, f->s.a, out, problems, verrs, err);
     json_decref(s);
     return rc;
 }
@@ -367,11 +358,11 @@ static void test_put_invalid_writes_nothing(void **state)
 
     /* Missing fields. */
     changes_managed m = {"default", "web", groups, 1, NULL, REF, NULL};
-    assert_int_equal(changes_put_managed(f->srv, &m, f->a, &out, NULL, &verrs, &err), SX_EINVAL);
+    assert_int_equal(changes_put_managed(f->srv, &m, f->s.a, &out, NULL, &verrs, &err), SX_EINVAL);
     json_t *s = spec(8080, "web.example", "10.0.0.1");
     m.spec = s;
     m.source_ref = NULL;
-    assert_int_equal(changes_put_managed(f->srv, &m, f->a, &out, NULL, &verrs, &err), SX_EINVAL);
+    assert_int_equal(changes_put_managed(f->srv, &m, f->s.a, &out, NULL, &verrs, &err), SX_EINVAL);
     assert_string_equal(err.message, "a managed config needs a source_ref");
     json_decref(s);
 }
@@ -394,7 +385,7 @@ static int rest_change(fx *f, apply_op op, const char *id, json_t *s, bool draft
         .action = "config.update",
     };
     sx_fielderrs verrs = {0};
-    int rc = changes_apply(f->srv, &req, f->a, out, &verrs, err);
+    int rc = changes_apply(f->srv, &req, f->s.a, out, &verrs, err);
     sx_fielderrs_free(&verrs);
     json_decref(s);
     return rc;
@@ -491,7 +482,7 @@ static void test_ownership(void **state)
                         .author = CHANGES_KUBERNETES_ACTOR,
                         .action = "config.rollback"};
     sx_fielderrs rb_errs = {0};
-    TL_OK(changes_apply(f->srv, &rb, f->a, &out, &rb_errs, &e_));
+    TL_OK(changes_apply(f->srv, &rb, f->s.a, &out, &rb_errs, &e_));
     sx_fielderrs_free(&rb_errs);
     assert_int_equal(out.version, 5);
     r = put_ok(f, spec(8080, "web.example", "10.0.0.3"));
@@ -523,7 +514,7 @@ static void test_ownership(void **state)
         .action = "config.create",
     };
     sx_fielderrs verrs = {0};
-    TL_OK(changes_apply(f->srv, &create, f->a, &out, &verrs, &e_));
+    TL_OK(changes_apply(f->srv, &create, f->s.a, &out, &verrs, &e_));
     json_decref((json_t *)create.spec);
     audits = q(f, "SELECT count(*) FROM audit_log");
     const char *edge[] = {"edge"};
@@ -531,8 +522,9 @@ static void test_ownership(void **state)
                          NULL, &verrs, &err),
                      SX_ECONFLICT);
     assert_string_equal(err.message, "config team/api exists and is not managed by kubernetes");
-    assert_int_equal(changes_delete_managed(f->srv, "team", "api", NULL, f->a, &out, &verrs, &err),
-                     SX_ECONFLICT);
+    assert_int_equal(
+        changes_delete_managed(f->srv, "team", "api", NULL, f->s.a, &out, &verrs, &err),
+        SX_ECONFLICT);
     assert_string_equal(qs(f, "SELECT source || '/' || latest_version || '/' ||"
                               " (deleted_at IS NULL) FROM configs WHERE name = 'api'"),
                         "rest/1/true");
@@ -547,8 +539,8 @@ static void test_delete_managed(void **state)
     assert_int_equal(notifications_since_last(f), 1);
     sx_fielderrs verrs = {0};
     apply_result out;
-    TL_OK(changes_delete_managed(f->srv, "default", "web", "Gateway default/web was deleted", f->a,
-                                 &out, &verrs, &e_));
+    TL_OK(changes_delete_managed(f->srv, "default", "web", "Gateway default/web was deleted",
+                                 f->s.a, &out, &verrs, &e_));
     assert_true(out.changed);
     assert_string_equal(out.config_id, r.config_id);
     assert_int_equal(notifications_since_last(f), 1);
@@ -565,7 +557,7 @@ static void test_delete_managed(void **state)
                      1);
 
     /* Gone already: nothing to do, nothing written. */
-    TL_OK(changes_delete_managed(f->srv, "default", "web", NULL, f->a, &out, &verrs, &e_));
+    TL_OK(changes_delete_managed(f->srv, "default", "web", NULL, f->s.a, &out, &verrs, &e_));
     assert_false(out.changed);
     assert_int_equal(q(f, "SELECT count(*) FROM audit_log"), 2);
     assert_int_equal(notifications_since_last(f), 0);
@@ -626,14 +618,5 @@ static void test_concurrent_puts(void **state)
     assert_int_equal(notifications_since_last(f), 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_put_create_same_change, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_put_invalid_writes_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ownership, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delete_managed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(TL_FX(test_put_create_same_change), TL_FX(test_put_invalid_writes_nothing),
+        TL_FX(test_ownership), TL_FX(test_delete_managed), TL_FX(test_concurrent_puts))

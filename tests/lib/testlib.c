@@ -20,10 +20,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include "server/base/arena.h"
+#include "server/base/buf.h"
 #include "server/base/mem.h"
+#include "server/config.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
+#include "storage/repo_snapshots.h"
 
 const char *tl_env(const char *name)
 {
@@ -247,6 +251,13 @@ void tl_assert_json_equal(const json_t *got, const json_t *want)
     }
 }
 
+void tl_assert_json_is(const json_t *got, const char *want_text)
+{
+    json_t *want = tl_json(want_text);
+    tl_assert_json_equal(got, want);
+    json_decref(want);
+}
+
 void tl_assert_fielderrs(const sx_fielderrs *errs, const tl_want_err *want, size_t n)
 {
     bool ok = errs->count == n;
@@ -276,6 +287,97 @@ struct redis_cache *tl_cache(const char *url, const char *prefix)
     redis_cache_options opt = {.url = url, .timeout_ms = 300, .key_prefix = prefix};
     assert_int_equal(redis_cache_create(&opt, &c, NULL), 0);
     return c;
+}
+
+void tl_print_fielderrs(const sx_fielderrs *errs)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        print_message("    [%zu] %s: %s\n", i, errs->items[i].path, errs->items[i].message);
+}
+
+bool tl_fielderrs_has(const sx_fielderrs *errs, const char *path, const char *msg)
+{
+    for (size_t i = 0; i < errs->count; i++)
+        if (strcmp(errs->items[i].path, path) == 0 && strstr(errs->items[i].message, msg))
+            return true;
+    return false;
+}
+
+struct sextant_config *tl_config_load_ok(tl_config_loader *load, const char *yaml, const char **env)
+{
+    sextant_config *c = NULL;
+    sx_fielderrs errs = {0};
+    int rc = load(yaml, env, &c, &errs);
+    tl_print_fielderrs(&errs);
+    assert_int_equal(rc, 0);
+    assert_int_equal(errs.count, 0);
+    sx_fielderrs_free(&errs);
+    return c;
+}
+
+bool tl_config_refused(const char *name, int rc, struct sextant_config *cfg, sx_fielderrs *errs,
+                       size_t want, const char *path, const char *msg)
+{
+    bool ok =
+        rc == SX_EINVAL && cfg == NULL && errs->count == want && tl_fielderrs_has(errs, path, msg);
+    if (!ok) {
+        print_message("case \"%s\": rc %d, %zu error(s), wanted %zu with %s: ...%s...\n", name, rc,
+                      errs->count, want, path, msg);
+        tl_print_fielderrs(errs);
+    }
+    config_free(cfg);
+    sx_fielderrs_free(errs);
+    return ok;
+}
+
+void tl_assert_help_has(const char *const *want, size_t n)
+{
+    sx_buf b = {0};
+    config_write_help(&b);
+    for (size_t i = 0; i < n; i++) {
+        if (strstr(sx_buf_cstr(&b), want[i]) == NULL)
+            print_message("help lacks %s\n", want[i]);
+        assert_non_null(strstr(sx_buf_cstr(&b), want[i]));
+    }
+    sx_buf_free(&b);
+}
+
+struct sextant_config *tl_http_config(int *port)
+{
+    *port = tl_free_port();
+    char listen[64];
+    snprintf(listen, sizeof(listen), "SEXTANT_HTTP_LISTEN=127.0.0.1:%d", *port);
+    char *envv[] = {"SEXTANT_DATABASE_URL=postgresql:///unused", listen, "SEXTANT_HTTP_THREADS=2",
+                    NULL};
+    sextant_config *cfg = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(config_load(NULL, envv, &cfg, &errs), 0);
+    sx_fielderrs_free(&errs);
+    return cfg;
+}
+
+struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t size)
+{
+    snprintf(prefix, size, "sxtest:%s:", strrchr(db_url, '/') + 1);
+    return tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), prefix);
+}
+
+void tl_store_open(tl_store *s, int pool_size)
+{
+    s->url = tl_db_create_migrated();
+    s->pool = tl_pool(s->url, pool_size);
+    s->cache = tl_cache_for_db(s->url, s->prefix, sizeof(s->prefix));
+    s->snaps = snap_repo_create(s->pool, s->cache);
+    s->a = sx_arena_create();
+}
+
+void tl_store_close(tl_store *s)
+{
+    sx_arena_destroy(s->a);
+    snap_repo_destroy(s->snaps);
+    redis_cache_destroy(s->cache);
+    pg_pool_destroy(s->pool);
+    tl_db_drop(s->url);
 }
 
 typedef struct race_slot {

@@ -56,6 +56,8 @@ void tl_write_file(const char *path, const char *text);
 json_t *tl_json(const char *text);
 /* Fails the test, printing both documents, unless got and want are equal JSON. */
 void tl_assert_json_equal(const json_t *got, const json_t *want);
+/* The same against the JSON of want_text, written as for tl_json. */
+void tl_assert_json_is(const json_t *got, const char *want_text);
 
 /* One expected field error: its path and its exact message. */
 typedef struct tl_want_err {
@@ -95,6 +97,53 @@ struct pg_pool *tl_pool(const char *url, int size);
 /* A Redis cache on url (300 ms timeouts) whose keys start with prefix; fails the test
  * when it cannot be created. Free it with redis_cache_destroy. */
 struct redis_cache *tl_cache(const char *url, const char *prefix);
+/* tl_cache on the shared test Redis with keys private to the database of db_url: the
+ * prefix "sxtest:<database name>:", also written to prefix (size bytes). */
+struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t size);
+
+struct sextant_config;
+/* Prints every error of errs (index, path, message) as part of the test's output. */
+void tl_print_fielderrs(const sx_fielderrs *errs);
+/* Whether some error of errs has exactly this path and a message containing msg. */
+bool tl_fielderrs_has(const sx_fielderrs *errs, const char *path, const char *msg);
+/* How a test loads a configuration: a file of yaml (NULL: none) and the environment env
+ * (NULL-terminated), as config_load does. */
+typedef int tl_config_loader(const char *yaml, const char **env, struct sextant_config **cfg,
+                             sx_fielderrs *errs);
+/* The configuration load(yaml, env) gives; prints its errors and fails the test unless it
+ * succeeds without any. The caller frees it with config_free. */
+struct sextant_config *tl_config_load_ok(tl_config_loader *load, const char *yaml,
+                                         const char **env);
+/* The end of a configuration load that must be refused (case `name`): unless rc is
+ * SX_EINVAL, cfg NULL and errs holds exactly want errors, one of them at path with a
+ * message containing msg, prints what came and returns false. Frees cfg and errs. */
+bool tl_config_refused(const char *name, int rc, struct sextant_config *cfg, sx_fielderrs *errs,
+                       size_t want, const char *path, const char *msg);
+/* Fails the test unless `sextant --help`'s text about the configuration holds each of
+ * the n strings of want (printing those it lacks). */
+void tl_assert_help_has(const char *const *want, size_t n);
+/* The configuration of an HTTP server on a free loopback port (stored in *port) with two
+ * threads (and a database URL it does not use), from the environment alone; fails the
+ * test when it does not load. Free it with config_free. */
+struct sextant_config *tl_http_config(int *port);
+
+struct snap_repo;
+struct sx_arena;
+/* What the storage tests stand on, one per test: a private migrated database (url), a
+ * pool of pool_size connections on it, a cache on the test Redis with keys private to
+ * the database (tl_cache_for_db), a snapshot repository over both, and an arena. */
+typedef struct tl_store {
+    char *url;
+    struct pg_pool *pool;
+    struct redis_cache *cache;
+    struct snap_repo *snaps;
+    struct sx_arena *a;
+    char prefix[96];
+} tl_store;
+/* Opens every part of s; fails the test when one cannot be. */
+void tl_store_open(tl_store *s, int pool_size);
+/* Frees every part of s and drops its database. */
+void tl_store_close(tl_store *s);
 
 /* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
  * released together so that they race, and returns once every one has returned. fn

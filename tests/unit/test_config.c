@@ -135,21 +135,6 @@ static int load(const char *yaml, const char **env, sextant_config **cfg, sx_fie
     return rc;
 }
 
-static void dump_errs(const sx_fielderrs *errs)
-{
-    for (size_t i = 0; i < errs->count; i++)
-        print_message("    [%zu] %s: %s\n", i, errs->items[i].path, errs->items[i].message);
-}
-
-/* True when some error has exactly this path and a message containing msg. */
-static bool has_err(const sx_fielderrs *errs, const char *path, const char *msg)
-{
-    for (size_t i = 0; i < errs->count; i++)
-        if (strcmp(errs->items[i].path, path) == 0 && strstr(errs->items[i].message, msg))
-            return true;
-    return false;
-}
-
 /* ------------------------------------------------------------------ good input */
 
 static const char *full_yaml = "database:\n"
@@ -206,7 +191,7 @@ static void test_full_file(void **state)
     sextant_config *c = NULL;
     sx_fielderrs errs = {0};
     int rc = load(full_yaml, NULL, &c, &errs);
-    dump_errs(&errs);
+    tl_print_fielderrs(&errs);
     assert_int_equal(rc, 0);
     assert_non_null(c);
     assert_string_equal(c->database.url, "postgres://app:pw@db.internal:5433/sextant");
@@ -284,14 +269,7 @@ static void test_full_file(void **state)
  * caller frees the configuration with config_free. */
 static sextant_config *load_ok(const char *yaml, const char **env)
 {
-    sextant_config *c = NULL;
-    sx_fielderrs errs = {0};
-    int rc = load(yaml, env, &c, &errs);
-    dump_errs(&errs);
-    assert_int_equal(rc, 0);
-    assert_int_equal(errs.count, 0);
-    sx_fielderrs_free(&errs);
-    return c;
+    return tl_config_load_ok(load, yaml, env);
 }
 
 static void test_defaults_env_only(void **state)
@@ -867,15 +845,8 @@ static void test_bad_values(void **state)
         sx_fielderrs errs = {0};
         int rc = load(bc->yaml, env, &c, &errs);
         const char *path = strcmp(bc->path, "@YAML@") == 0 ? yaml_path : bc->path;
-        size_t want = bc->count ? bc->count : 1;
-        if (rc != SX_EINVAL || c != NULL || errs.count != want || !has_err(&errs, path, bc->msg)) {
-            print_message("case \"%s\": rc %d, %zu error(s), wanted %zu with %s: ...%s...\n",
-                          bc->name, rc, errs.count, want, path, bc->msg);
-            dump_errs(&errs);
+        if (!tl_config_refused(bc->name, rc, c, &errs, bc->count ? bc->count : 1, path, bc->msg))
             failures++;
-        }
-        config_free(c);
-        sx_fielderrs_free(&errs);
     }
     assert_int_equal(failures, 0);
 }
@@ -890,7 +861,7 @@ static void test_missing_file(void **state)
     assert_int_equal(config_load("/nonexistent/sextant.yaml", envv, &c, &errs), SX_EINVAL);
     assert_null(c);
     assert_int_equal(errs.count, 1);
-    assert_true(has_err(&errs, "/nonexistent/sextant.yaml", "No such file or directory"));
+    assert_true(tl_fielderrs_has(&errs, "/nonexistent/sextant.yaml", "No such file or directory"));
     sx_fielderrs_free(&errs);
 }
 
@@ -913,22 +884,22 @@ static void test_all_errors_at_once(void **state)
     sextant_config *c = NULL;
     sx_fielderrs errs = {0};
     assert_int_equal(load(yaml, env, &c, &errs), SX_EINVAL);
-    dump_errs(&errs);
+    tl_print_fielderrs(&errs);
     assert_int_equal(errs.count, 14);
-    assert_true(has_err(&errs, "databse", "unknown key"));
-    assert_true(has_err(&errs, "database.pool_size", "eight"));
-    assert_true(has_err(&errs, "database.connect_timeout", "soon"));
-    assert_true(has_err(&errs, "database.statment_timeout", "statement_timeout"));
-    assert_true(has_err(&errs, "redis.url", "scheme"));
-    assert_true(has_err(&errs, "http.listen", "80x"));
-    assert_true(has_err(&errs, "http.threads", "list"));
-    assert_true(has_err(&errs, "http.tls.key_file", "required"));
-    assert_true(has_err(&errs, "log", "mapping"));
-    assert_true(has_err(&errs, "auth.dev_sign_in", "perhaps"));
-    assert_true(has_err(&errs, "auth.hs256_secret", "32 bytes"));
-    assert_true(has_err(&errs, "shutdown.timeout", "10d"));
-    assert_true(has_err(&errs, "SEXTANT_GRPC_LISTEN (grpc.listen)", "missing port"));
-    assert_true(has_err(&errs, "database.url", "required"));
+    assert_true(tl_fielderrs_has(&errs, "databse", "unknown key"));
+    assert_true(tl_fielderrs_has(&errs, "database.pool_size", "eight"));
+    assert_true(tl_fielderrs_has(&errs, "database.connect_timeout", "soon"));
+    assert_true(tl_fielderrs_has(&errs, "database.statment_timeout", "statement_timeout"));
+    assert_true(tl_fielderrs_has(&errs, "redis.url", "scheme"));
+    assert_true(tl_fielderrs_has(&errs, "http.listen", "80x"));
+    assert_true(tl_fielderrs_has(&errs, "http.threads", "list"));
+    assert_true(tl_fielderrs_has(&errs, "http.tls.key_file", "required"));
+    assert_true(tl_fielderrs_has(&errs, "log", "mapping"));
+    assert_true(tl_fielderrs_has(&errs, "auth.dev_sign_in", "perhaps"));
+    assert_true(tl_fielderrs_has(&errs, "auth.hs256_secret", "32 bytes"));
+    assert_true(tl_fielderrs_has(&errs, "shutdown.timeout", "10d"));
+    assert_true(tl_fielderrs_has(&errs, "SEXTANT_GRPC_LISTEN (grpc.listen)", "missing port"));
+    assert_true(tl_fielderrs_has(&errs, "database.url", "required"));
     /* The secret itself never appears in a message. */
     for (size_t i = 0; i < errs.count; i++)
         assert_null(strstr(errs.items[i].message, "short\""));
@@ -985,52 +956,47 @@ static void test_listen_parse(void **state)
     assert_non_null(strstr(why, "missing host"));
 }
 
+/* What the help must say: every key's name and variable, and some defaults. */
+static const char *help_texts[] = {"database.url",
+                                   "SEXTANT_DATABASE_URL",
+                                   "SEXTANT_DATABASE_POOL_SIZE",
+                                   "SEXTANT_DATABASE_CONNECT_TIMEOUT",
+                                   "SEXTANT_DATABASE_STATEMENT_TIMEOUT",
+                                   "SEXTANT_REDIS_URL",
+                                   "SEXTANT_REDIS_TIMEOUT",
+                                   "SEXTANT_REDIS_KEY_PREFIX",
+                                   "SEXTANT_HTTP_LISTEN",
+                                   "SEXTANT_HTTP_THREADS",
+                                   "SEXTANT_HTTP_MAX_BODY_BYTES",
+                                   "SEXTANT_HTTP_TLS_CERT_FILE",
+                                   "SEXTANT_HTTP_TLS_KEY_FILE",
+                                   "SEXTANT_GRPC_LISTEN",
+                                   "SEXTANT_GRPC_TLS_CERT_FILE",
+                                   "SEXTANT_GRPC_TLS_KEY_FILE",
+                                   "SEXTANT_GRPC_TLS_CLIENT_CA_FILE",
+                                   "SEXTANT_REPLICA_ID",
+                                   "SEXTANT_LOG_LEVEL",
+                                   "SEXTANT_AUTH_ENABLED",
+                                   "SEXTANT_AUTH_HS256_SECRET",
+                                   "SEXTANT_AUTH_HS256_SECRET_FILE",
+                                   "SEXTANT_AUTH_RS256_PUBLIC_KEY_FILE",
+                                   "SEXTANT_AUTH_RS256_PRIVATE_KEY_FILE",
+                                   "SEXTANT_AUTH_ISSUER",
+                                   "SEXTANT_AUTH_AUDIENCE",
+                                   "SEXTANT_AUTH_CLOCK_SKEW",
+                                   "SEXTANT_AUTH_POLICY_FILE",
+                                   "default 60s",
+                                   "SEXTANT_AUTH_DEV_SIGN_IN",
+                                   "SEXTANT_SHUTDOWN_TIMEOUT",
+                                   "SEXTANT_SNAPSHOTS_LOAD_TIMEOUT",
+                                   "default 127.0.0.1:8080",
+                                   "default 127.0.0.1:18000",
+                                   "default 500ms"};
+
 static void test_help_lists_every_key(void **state)
 {
     (void)state;
-    sx_buf b = {0};
-    config_write_help(&b);
-    const char *expect[] = {"database.url",
-                            "SEXTANT_DATABASE_URL",
-                            "SEXTANT_DATABASE_POOL_SIZE",
-                            "SEXTANT_DATABASE_CONNECT_TIMEOUT",
-                            "SEXTANT_DATABASE_STATEMENT_TIMEOUT",
-                            "SEXTANT_REDIS_URL",
-                            "SEXTANT_REDIS_TIMEOUT",
-                            "SEXTANT_REDIS_KEY_PREFIX",
-                            "SEXTANT_HTTP_LISTEN",
-                            "SEXTANT_HTTP_THREADS",
-                            "SEXTANT_HTTP_MAX_BODY_BYTES",
-                            "SEXTANT_HTTP_TLS_CERT_FILE",
-                            "SEXTANT_HTTP_TLS_KEY_FILE",
-                            "SEXTANT_GRPC_LISTEN",
-                            "SEXTANT_GRPC_TLS_CERT_FILE",
-                            "SEXTANT_GRPC_TLS_KEY_FILE",
-                            "SEXTANT_GRPC_TLS_CLIENT_CA_FILE",
-                            "SEXTANT_REPLICA_ID",
-                            "SEXTANT_LOG_LEVEL",
-                            "SEXTANT_AUTH_ENABLED",
-                            "SEXTANT_AUTH_HS256_SECRET",
-                            "SEXTANT_AUTH_HS256_SECRET_FILE",
-                            "SEXTANT_AUTH_RS256_PUBLIC_KEY_FILE",
-                            "SEXTANT_AUTH_RS256_PRIVATE_KEY_FILE",
-                            "SEXTANT_AUTH_ISSUER",
-                            "SEXTANT_AUTH_AUDIENCE",
-                            "SEXTANT_AUTH_CLOCK_SKEW",
-                            "SEXTANT_AUTH_POLICY_FILE",
-                            "default 60s",
-                            "SEXTANT_AUTH_DEV_SIGN_IN",
-                            "SEXTANT_SHUTDOWN_TIMEOUT",
-                            "SEXTANT_SNAPSHOTS_LOAD_TIMEOUT",
-                            "default 127.0.0.1:8080",
-                            "default 127.0.0.1:18000",
-                            "default 500ms"};
-    for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
-        if (strstr(sx_buf_cstr(&b), expect[i]) == NULL)
-            print_message("help lacks %s\n", expect[i]);
-        assert_non_null(strstr(sx_buf_cstr(&b), expect[i]));
-    }
-    sx_buf_free(&b);
+    tl_assert_help_has(help_texts, sizeof(help_texts) / sizeof(help_texts[0]));
 }
 
 TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_full_file),

@@ -76,6 +76,19 @@ conf_stop_serve() {
     stop_daemon "replica $1" "${!var}" 15
 }
 
+# conf_end_client LOG: the end of a test that followed one client (bg_run "client"), with
+# replica r1: on failure, how the client's attempts ended (the kinds of LOG's lines,
+# counted, the last 20); then the client and r1 stopped, and finish.
+conf_end_client() {
+    if [ "$FAILS" -gt 0 ]; then
+        echo "--- client outcomes" >&2
+        cut -d' ' -f2- "$1" | uniq -c | tail -n 20 >&2
+    fi
+    bg_stop client
+    conf_stop_serve r1
+    finish
+}
+
 # conf_serve NAME: a `sextant serve` replica with its own HTTP and gRPC ports and
 # replica id NAME; sets NAME_HTTP, NAME_GRPC (upper case) and PID_NAME, and waits
 # until /readyz is 200 and the gRPC port accepts connections.

@@ -420,16 +420,8 @@ static void test_in_cluster_config(void **state)
     k8s_cfg_free(c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_list),
-        cmocka_unit_test(test_watch_changes),
-        cmocka_unit_test(test_dropped_watches_resume),
-        cmocka_unit_test(test_compaction_and_restart_relist),
-        cmocka_unit_test(test_crd_applied_later),
-        cmocka_unit_test(test_status_write_back),
-        cmocka_unit_test(test_in_cluster_config),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_first_list),
+              cmocka_unit_test(test_watch_changes), cmocka_unit_test(test_dropped_watches_resume),
+              cmocka_unit_test(test_compaction_and_restart_relist),
+              cmocka_unit_test(test_crd_applied_later), cmocka_unit_test(test_status_write_back),
+              cmocka_unit_test(test_in_cluster_config))

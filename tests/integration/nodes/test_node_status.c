@@ -25,9 +25,7 @@ static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    sx_err err;
-    pg_pool_options po = {.url = f->url, .size = 4};
-    assert_int_equal(pg_pool_create(&po, &f->pool, &err), 0);
+    f->pool = tl_pool(f->url, 4);
     f->metrics = sx_metrics_create();
     *state = f;
     return 0;

@@ -17,40 +17,26 @@
 #include "server/base/arena.h"
 #include "server/snapshot/store.h"
 #include "server/snapshot/writer.h"
-#include "storage/migrate.h"
 #include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
 #include "storage/repo_snapshots.h"
 
 typedef struct fx {
-    char *url;
-    pg_pool *pool;
-    redis_cache *cache;
-    snap_repo *snaps;
+    tl_store s;
     pg_pool *dead_pool; /* PostgreSQL that does not answer */
     snap_repo *only;    /* the same cache over dead_pool: answers from Redis or not at all */
-    sx_arena *a;
-    char prefix[96];
 } fx;
 
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create();
-    sx_err err;
-    assert_int_equal(migrate_run(f->url, NULL, NULL, &err), 0);
-    f->pool = tl_pool(f->url, 4);
-    const char *db = strrchr(f->url, '/') + 1;
-    snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
-    f->snaps = snap_repo_create(f->pool, f->cache);
+    tl_store_open(&f->s, 4);
     char dead[128];
     snprintf(dead, sizeof(dead), "postgresql://sextant@127.0.0.1:%d/none?connect_timeout=2",
              tl_free_port());
     f->dead_pool = tl_pool(dead, 1);
-    f->only = snap_repo_create(f->dead_pool, f->cache);
-    f->a = sx_arena_create();
+    f->only = snap_repo_create(f->dead_pool, f->s.cache);
     *state = f;
     return 0;
 }
@@ -58,13 +44,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    sx_arena_destroy(f->a);
     snap_repo_destroy(f->only);
     pg_pool_destroy(f->dead_pool);
-    snap_repo_destroy(f->snaps);
-    redis_cache_destroy(f->cache);
-    pg_pool_destroy(f->pool);
-    tl_db_drop(f->url);
+    tl_store_close(&f->s);
     free(f);
     return 0;
 }
@@ -97,7 +79,7 @@ static int write_body(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     snap_record *got = NULL;
     sx_err e2;
     b->cached_before_commit = snap_repo_get_announced(b->f->only, "edge", b->rec->version,
-                                                      b->rec->id, b->f->a, &got, &e2) == 0 &&
+                                                      b->rec->id, b->f->s.a, &got, &e2) == 0 &&
                               strcmp(got->checksum, b->rec->checksum) == 0;
     if (b->fail)
         return sx_err_set(err, SX_EINTERNAL, "the test makes this transaction fail");
@@ -139,7 +121,7 @@ static void test_notify_finds_snapshot_in_redis(void **state)
     fx *f = *state;
     hearer h = {.f = f};
     pg_listener *l = NULL;
-    pg_listener_options lo = {.url = f->url};
+    pg_listener_options lo = {.url = f->s.url};
     assert_int_equal(pg_listener_create(&lo, &l, NULL), 0);
     sx_err err;
     assert_int_equal(pg_listener_subscribe(l, SNAP_NOTIFY_CHANNEL, on_snapshot, NULL, &h, &err), 0);
@@ -147,7 +129,7 @@ static void test_notify_finds_snapshot_in_redis(void **state)
     assert_true(pg_listener_wait_connected(l, 10000));
 
     body b = {.f = f, .spec = "{\"extensions\": {\"a\": 1}}"};
-    assert_int_equal(snap_writer_tx(f->pool, f->snaps, f->a, write_body, &b, &err), 0);
+    assert_int_equal(snap_writer_tx(f->s.pool, f->s.snaps, f->s.a, write_body, &b, &err), 0);
     assert_true(b.cached_before_commit);
 
     for (int i = 0; i < 500 && atomic_load(&h.heard) == 0; i++)
@@ -159,7 +141,7 @@ static void test_notify_finds_snapshot_in_redis(void **state)
 
     /* Settled: the version key serves every other reader from the cache too. */
     snap_record *got = NULL;
-    assert_int_equal(snap_repo_get(f->only, "edge", b.rec->version, 0, f->a, &got, &err), 0);
+    assert_int_equal(snap_repo_get(f->only, "edge", b.rec->version, 0, f->s.a, &got, &err), 0);
     assert_int_equal(got->id, b.rec->id);
     assert_int_equal(got->encoded_len, b.rec->encoded_len);
     assert_memory_equal(got->encoded, b.rec->encoded, got->encoded_len);
@@ -172,19 +154,20 @@ static void test_failed_transaction_leaves_no_stale_entry(void **state)
     sx_err err;
     /* A: written and cached inside a transaction that then fails. */
     body a = {.f = f, .spec = "{\"extensions\": {\"stale\": true}}", .fail = true};
-    assert_int_equal(snap_writer_tx(f->pool, f->snaps, f->a, write_body, &a, &err), SX_EINTERNAL);
+    assert_int_equal(snap_writer_tx(f->s.pool, f->s.snaps, f->s.a, write_body, &a, &err),
+                     SX_EINTERNAL);
     assert_true(a.cached_before_commit);
     /* The failed transaction deleted its entry; put it back, as if that deletion had been
      * lost to a Redis outage: the worst case. */
-    snap_repo_cache_stage(f->snaps, a.rec);
+    snap_repo_cache_stage(f->s.snaps, a.rec);
 
     /* B: the next writer, while this replica's Redis is unreachable (its SET is lost). */
     char dead[128];
     snprintf(dead, sizeof(dead), "redis://127.0.0.1:%d", tl_free_port());
-    redis_cache *down = tl_cache(dead, f->prefix);
-    snap_repo *no_cache = snap_repo_create(f->pool, down);
+    redis_cache *down = tl_cache(dead, f->s.prefix);
+    snap_repo *no_cache = snap_repo_create(f->s.pool, down);
     body b = {.f = f, .spec = "{\"extensions\": {\"fresh\": true}}"};
-    assert_int_equal(snap_writer_tx(f->pool, no_cache, f->a, write_body, &b, &err), 0);
+    assert_int_equal(snap_writer_tx(f->s.pool, no_cache, f->s.a, write_body, &b, &err), 0);
     assert_false(b.cached_before_commit);
     assert_int_equal(b.rec->version, a.rec->version); /* the number was given back */
     assert_true(b.rec->id != a.rec->id);
@@ -193,17 +176,18 @@ static void test_failed_transaction_leaves_no_stale_entry(void **state)
     /* Told about B (its NOTIFY names its id), a replica never takes A's entry. */
     snap_record *got = NULL;
     assert_int_equal(
-        snap_repo_get_announced(f->only, "edge", b.rec->version, b.rec->id, f->a, &got, &err),
+        snap_repo_get_announced(f->only, "edge", b.rec->version, b.rec->id, f->s.a, &got, &err),
         SX_EUNAVAILABLE);
     assert_int_equal(
-        snap_repo_get_announced(f->snaps, "edge", b.rec->version, b.rec->id, f->a, &got, &err), 0);
+        snap_repo_get_announced(f->s.snaps, "edge", b.rec->version, b.rec->id, f->s.a, &got, &err),
+        0);
     assert_string_equal(got->checksum, b.rec->checksum);
     assert_memory_equal(got->encoded, b.rec->encoded, b.rec->encoded_len);
     /* Readers by version never see it either: version keys hold committed rows only. */
-    assert_int_equal(snap_repo_get(f->snaps, "edge", b.rec->version, 0, f->a, &got, &err), 0);
+    assert_int_equal(snap_repo_get(f->s.snaps, "edge", b.rec->version, 0, f->s.a, &got, &err), 0);
     assert_int_equal(got->id, b.rec->id);
     assert_string_equal(got->checksum, b.rec->checksum);
-    assert_int_equal(snap_repo_get(f->only, "edge", b.rec->version, 0, f->a, &got, &err), 0);
+    assert_int_equal(snap_repo_get(f->only, "edge", b.rec->version, 0, f->s.a, &got, &err), 0);
     assert_int_equal(got->id, b.rec->id);
 
     snap_repo_destroy(no_cache);

@@ -228,12 +228,6 @@ static void test_without_database_never_leads(void **state)
     replica_stop(&r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lock_is_held_by_one_session),
+TL_MAIN(cmocka_unit_test(test_lock_is_held_by_one_session),
         cmocka_unit_test(test_one_leader_and_take_over),
-        cmocka_unit_test(test_without_database_never_leads),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_without_database_never_leads))

@@ -8,6 +8,7 @@
 
 #include <hiredis/hiredis.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,14 +78,8 @@ static void log_capture_start(void)
 
 static char *log_capture_read(void)
 {
-    FILE *f = fopen(log_path, "r");
-    assert_non_null(f);
     sx_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        sx_buf_append(&b, chunk, n);
-    fclose(f);
+    assert_int_equal(sx_buf_read_file(&b, log_path, SIZE_MAX), 0);
     return sx_buf_steal(&b);
 }
 

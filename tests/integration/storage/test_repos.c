@@ -25,29 +25,18 @@
 #include "storage/repo_nodes.h"
 #include "storage/repo_snapshots.h"
 
-/* One test's private database, pool, cache (shared Redis, private key prefix) and
- * arena. */
+/* One test's store (private database, pool, cache with a private key prefix, snapshot
+ * repository, arena) and a connection of its pool. */
 typedef struct fx {
-    char *url;
-    pg_pool *pool;
+    tl_store s;
     pg_conn *c; /* one connection held for the test's single-threaded calls */
-    redis_cache *cache;
-    snap_repo *snaps;
-    sx_arena *a;
-    char prefix[96];
 } fx;
 
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create_migrated();
-    f->pool = tl_pool(f->url, 6);
-    assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
-    const char *db = strrchr(f->url, '/') + 1;
-    snprintf(f->prefix, sizeof(f->prefix), "sxtest:%s:", db);
-    f->cache = tl_cache(tl_env("SEXTANT_TEST_REDIS_URL"), f->prefix);
-    f->snaps = snap_repo_create(f->pool, f->cache);
-    f->a = sx_arena_create();
+    tl_store_open(&f->s, 6);
+    assert_int_equal(pg_acquire(f->s.pool, &f->c, NULL), 0);
     *state = f;
     return 0;
 }
@@ -55,12 +44,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    sx_arena_destroy(f->a);
-    snap_repo_destroy(f->snaps);
-    redis_cache_destroy(f->cache);
-    pg_release(f->pool, f->c);
-    pg_pool_destroy(f->pool);
-    tl_db_drop(f->url);
+    pg_release(f->s.pool, f->c);
+    tl_store_close(&f->s);
     free(f);
     return 0;
 }
@@ -87,7 +72,7 @@ static cfg_record *create_config(fx *f, const char *ns, const char *name, const 
                   .author = "alice",
                   .message = "created"};
     cfg_record *cfg;
-    TL_OK(cfg_repo_create(f->c, &in, f->a, &cfg, &e_));
+    TL_OK(cfg_repo_create(f->c, &in, f->s.a, &cfg, &e_));
     json_decref(spec);
     return cfg;
 }
@@ -127,7 +112,7 @@ static void test_configs_round_trip(void **state)
                   .author = "alice",
                   .message = "first"};
     cfg_record *cfg;
-    TL_OK(cfg_repo_create(f->c, &in, f->a, &cfg, &e_));
+    TL_OK(cfg_repo_create(f->c, &in, f->s.a, &cfg, &e_));
     assert_int_equal(cfg->latest_version, 1);
     assert_int_equal(cfg->live_version, 1);
     assert_null(cfg->deleted_at);
@@ -137,17 +122,17 @@ static void test_configs_round_trip(void **state)
 
     /* Get by id and by name give the same config. */
     cfg_record *got;
-    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->s.a, &got, &e_));
     assert_string_equal(got->name, "web");
     assert_string_equal(got->ns, "default");
     assert_string_equal(got->created_by, "alice");
     assert_string_equal(got->created_at, cfg->created_at);
-    TL_OK(cfg_repo_get_by_name(f->c, "default", "web", f->a, &got, &e_));
+    TL_OK(cfg_repo_get_by_name(f->c, "default", "web", f->s.a, &got, &e_));
     assert_string_equal(got->id, cfg->id);
 
     /* Version 1 holds the spec and the sha256 of its canonical JSON. */
     cfg_version *v1;
-    TL_OK(cfg_repo_get_version(f->c, cfg->id, 1, f->a, &v1, &e_));
+    TL_OK(cfg_repo_get_version(f->c, cfg->id, 1, f->s.a, &v1, &e_));
     assert_true(json_equal(v1->spec, spec));
     char want[SX_SHA256_HEX_LEN + 1];
     char *canon = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT);
@@ -164,60 +149,60 @@ static void test_configs_round_trip(void **state)
     /* Same name again: conflict. */
     sx_err err;
     cfg_record *dup;
-    assert_int_equal(cfg_repo_create(f->c, &in, f->a, &dup, &err), SX_ECONFLICT);
+    assert_int_equal(cfg_repo_create(f->c, &in, f->s.a, &dup, &err), SX_ECONFLICT);
     assert_string_equal(err.message, "config default/web already exists");
 
     /* Add a version with the right expected version, then with a stale one. */
     json_t *spec2 = js("{\"listeners\": [], \"b\": 2}");
     cfg_change ch = {.spec = spec2, .author = "bob", .message = "second"};
     cfg_version *v2;
-    TL_OK(cfg_repo_add_version(f->c, cfg->id, 1, &ch, f->a, &v2, &e_));
+    TL_OK(cfg_repo_add_version(f->c, cfg->id, 1, &ch, f->s.a, &v2, &e_));
     assert_int_equal(v2->version, 2);
     assert_string_equal(v2->author, "bob");
     cfg_version *stale;
-    assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 1, &ch, f->a, &stale, &err),
+    assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 1, &ch, f->s.a, &stale, &err),
                      SX_EPRECONDITION);
     assert_non_null(strstr(err.message, "latest version is 2, not 1"));
-    assert_int_equal(cfg_repo_get_version(f->c, cfg->id, 3, f->a, &stale, &err), SX_ENOTFOUND);
+    assert_int_equal(cfg_repo_get_version(f->c, cfg->id, 3, f->s.a, &stale, &err), SX_ENOTFOUND);
 
     /* Two writers holding the same expected version: exactly one wins. */
-    writer w[2] = {{f->pool, cfg->id, 0}, {f->pool, cfg->id, 0}};
+    writer w[2] = {{f->s.pool, cfg->id, 0}, {f->s.pool, cfg->id, 0}};
     tl_race(write_version, w, sizeof(w[0]), 2);
     assert_true((w[0].rc == 0 && w[1].rc == SX_EPRECONDITION) ||
                 (w[1].rc == 0 && w[0].rc == SX_EPRECONDITION));
-    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->s.a, &got, &e_));
     assert_int_equal(got->latest_version, 3);
 
     /* A draft moves latest_version but not live_version; a rollback records its source. */
     cfg_change draft = {.spec = spec, .author = "bob", .draft = true};
     cfg_version *v4;
-    TL_OK(cfg_repo_add_version(f->c, cfg->id, 3, &draft, f->a, &v4, &e_));
+    TL_OK(cfg_repo_add_version(f->c, cfg->id, 3, &draft, f->s.a, &v4, &e_));
     assert_true(v4->draft);
-    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, false, f->s.a, &got, &e_));
     assert_int_equal(got->latest_version, 4);
     assert_int_equal(got->live_version, 3);
     cfg_change rollback = {.spec = v1->spec, .author = "carol", .source_version = 1};
     cfg_version *v5;
-    TL_OK(cfg_repo_add_version(f->c, cfg->id, 4, &rollback, f->a, &v5, &e_));
+    TL_OK(cfg_repo_add_version(f->c, cfg->id, 4, &rollback, f->s.a, &v5, &e_));
     assert_int_equal(v5->source_version, 1);
     assert_string_equal(v5->checksum, v1->checksum);
 
     /* Versions list newest first, in pages. */
     cfg_version_list vl;
-    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, NULL, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, NULL, f->s.a, &vl, &e_));
     assert_int_equal(vl.count, 2);
     assert_int_equal(vl.items[0].version, 5);
     assert_int_equal(vl.items[1].version, 4);
     assert_null(vl.items[0].spec);
     assert_non_null(vl.next_cursor);
-    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->s.a, &vl, &e_));
     assert_int_equal(vl.count, 2);
     assert_int_equal(vl.items[0].version, 3);
-    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, cfg->id, 2, vl.next_cursor, f->s.a, &vl, &e_));
     assert_int_equal(vl.count, 1);
     assert_int_equal(vl.items[0].version, 1);
     assert_null(vl.next_cursor);
-    assert_int_equal(cfg_repo_list_versions(f->c, cfg->id, 2, "not-a-cursor!", f->a, &vl, &err),
+    assert_int_equal(cfg_repo_list_versions(f->c, cfg->id, 2, "not-a-cursor!", f->s.a, &vl, &err),
                      SX_EINVAL);
     assert_string_equal(err.message, "invalid cursor");
 
@@ -226,56 +211,56 @@ static void test_configs_round_trip(void **state)
     create_config(f, "other", "web", "internal", "{\"a\": 2}");
     cfg_filter filter = {.limit = 2};
     cfg_list cl;
-    TL_OK(cfg_repo_list(f->c, &filter, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &filter, f->s.a, &cl, &e_));
     assert_int_equal(cl.count, 2);
     assert_string_equal(cl.items[0].name, "api");
     assert_string_equal(cl.items[1].name, "web");
     assert_string_equal(cl.items[1].ns, "default");
     filter.cursor = cl.next_cursor;
-    TL_OK(cfg_repo_list(f->c, &filter, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &filter, f->s.a, &cl, &e_));
     assert_int_equal(cl.count, 1);
     assert_string_equal(cl.items[0].ns, "other");
     assert_null(cl.next_cursor);
     cfg_filter by_group = {.group = "edge"};
-    TL_OK(cfg_repo_list(f->c, &by_group, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &by_group, f->s.a, &cl, &e_));
     assert_int_equal(cl.count, 2);
 
     /* The live versions of a group, in merge order. */
     cfg_version *live;
     size_t nlive;
-    TL_OK(cfg_repo_live_for_group(f->c, "edge", f->a, &live, &nlive, &e_));
+    TL_OK(cfg_repo_live_for_group(f->c, "edge", f->s.a, &live, &nlive, &e_));
     assert_int_equal(nlive, 2);
     assert_int_equal(live[1].version, 5);
     assert_true(json_equal(live[1].spec, spec));
 
     /* Renaming onto a taken name is a conflict. */
     cfg_change rename = {.spec = spec, .author = "bob", .name = "api"};
-    assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 5, &rename, f->a, NULL, &err),
+    assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 5, &rename, f->s.a, NULL, &err),
                      SX_ECONFLICT);
 
     /* Soft delete: stale refused; then gone from reads, history kept, name reusable. */
     assert_int_equal(cfg_repo_delete(f->c, cfg->id, 4, &err), SX_EPRECONDITION);
     TL_OK(cfg_repo_delete(f->c, cfg->id, 5, &e_));
-    assert_int_equal(cfg_repo_get(f->c, cfg->id, false, f->a, &got, &err), SX_ENOTFOUND);
+    assert_int_equal(cfg_repo_get(f->c, cfg->id, false, f->s.a, &got, &err), SX_ENOTFOUND);
     assert_int_equal(cfg_repo_delete(f->c, cfg->id, -1, &err), SX_ENOTFOUND);
-    TL_OK(cfg_repo_get(f->c, cfg->id, true, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, cfg->id, true, f->s.a, &got, &e_));
     assert_non_null(got->deleted_at);
-    TL_OK(cfg_repo_get_version(f->c, cfg->id, 2, f->a, &v2, &e_));
+    TL_OK(cfg_repo_get_version(f->c, cfg->id, 2, f->s.a, &v2, &e_));
     assert_true(json_equal(v2->spec, spec2));
-    assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 5, &ch, f->a, NULL, &err), SX_ENOTFOUND);
+    assert_int_equal(cfg_repo_add_version(f->c, cfg->id, 5, &ch, f->s.a, NULL, &err), SX_ENOTFOUND);
     cfg_record *again_web = create_config(f, "default", "web", "edge", "{}");
     assert_string_not_equal(again_web->id, cfg->id);
 
     /* Bad input is refused with the field's name. */
-    assert_int_equal(cfg_repo_get(f->c, "nope", false, f->a, &got, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_get(f->c, "nope", false, f->s.a, &got, &err), SX_EINVAL);
     cfg_new bad = in;
     bad.name = "";
-    assert_int_equal(cfg_repo_create(f->c, &bad, f->a, &dup, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_create(f->c, &bad, f->s.a, &dup, &err), SX_EINVAL);
     assert_string_equal(err.message, "name is required");
     json_t *arr = json_array();
     bad = in;
     bad.spec = arr;
-    assert_int_equal(cfg_repo_create(f->c, &bad, f->a, &dup, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_create(f->c, &bad, f->s.a, &dup, &err), SX_EINVAL);
     json_decref(arr);
     json_decref(spec);
     json_decref(spec2);
@@ -301,53 +286,53 @@ static void test_config_source(void **state)
                   .source = CFG_SOURCE_KUBERNETES,
                   .source_ref = "Gateway default/web"};
     cfg_record *k8s;
-    TL_OK(cfg_repo_create(f->c, &in, f->a, &k8s, &e_));
+    TL_OK(cfg_repo_create(f->c, &in, f->s.a, &k8s, &e_));
     assert_int_equal(k8s->source, CFG_SOURCE_KUBERNETES);
     assert_string_equal(k8s->source_ref, "Gateway default/web");
     cfg_record *got;
-    TL_OK(cfg_repo_get(f->c, k8s->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_get(f->c, k8s->id, false, f->s.a, &got, &e_));
     assert_int_equal(got->source, CFG_SOURCE_KUBERNETES);
     assert_string_equal(got->source_ref, "Gateway default/web");
-    TL_OK(cfg_repo_lock(f->c, k8s->id, f->a, &got, &e_));
+    TL_OK(cfg_repo_lock(f->c, k8s->id, f->s.a, &got, &e_));
     assert_string_equal(got->source_ref, "Gateway default/web");
 
     /* A new version may rename what it is translated from; REST configs keep none. */
     cfg_change ch = {.spec = spec, .author = "kubernetes", .source_ref = "Gateway default/web2"};
-    TL_OK(cfg_repo_add_version(f->c, k8s->id, 1, &ch, f->a, NULL, &e_));
+    TL_OK(cfg_repo_add_version(f->c, k8s->id, 1, &ch, f->s.a, NULL, &e_));
     cfg_change plain = {.spec = spec, .author = "kubernetes"};
-    TL_OK(cfg_repo_add_version(f->c, k8s->id, 2, &plain, f->a, NULL, &e_));
-    TL_OK(cfg_repo_get_by_name(f->c, "default", "web", f->a, &got, &e_));
+    TL_OK(cfg_repo_add_version(f->c, k8s->id, 2, &plain, f->s.a, NULL, &e_));
+    TL_OK(cfg_repo_get_by_name(f->c, "default", "web", f->s.a, &got, &e_));
     assert_string_equal(got->source_ref, "Gateway default/web2");
-    TL_OK(cfg_repo_add_version(f->c, rest->id, 1, &ch, f->a, NULL, &e_));
-    TL_OK(cfg_repo_get(f->c, rest->id, false, f->a, &got, &e_));
+    TL_OK(cfg_repo_add_version(f->c, rest->id, 1, &ch, f->s.a, NULL, &e_));
+    TL_OK(cfg_repo_get(f->c, rest->id, false, f->s.a, &got, &e_));
     assert_int_equal(got->source, CFG_SOURCE_REST);
     assert_null(got->source_ref);
 
     /* The list filters on the source; an unknown one is refused. */
     cfg_filter only = {.source = "kubernetes"};
     cfg_list cl;
-    TL_OK(cfg_repo_list(f->c, &only, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &only, f->s.a, &cl, &e_));
     assert_int_equal(cl.count, 1);
     assert_string_equal(cl.items[0].id, k8s->id);
     assert_string_equal(cl.items[0].source_ref, "Gateway default/web2");
     only.source = "rest";
-    TL_OK(cfg_repo_list(f->c, &only, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &only, f->s.a, &cl, &e_));
     assert_int_equal(cl.count, 1);
     assert_string_equal(cl.items[0].id, rest->id);
     sx_err err;
     only.source = "helm";
-    assert_int_equal(cfg_repo_list(f->c, &only, f->a, &cl, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_list(f->c, &only, f->s.a, &cl, &err), SX_EINVAL);
     assert_string_equal(err.message, "unknown config source \"helm\"");
 
     /* A managed config names its object; a REST config names none. */
     cfg_new bad = in;
     bad.name = "other";
     bad.source_ref = NULL;
-    assert_int_equal(cfg_repo_create(f->c, &bad, f->a, &got, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_create(f->c, &bad, f->s.a, &got, &err), SX_EINVAL);
     assert_string_equal(err.message, "source_ref is required for a kubernetes config");
     bad.source = CFG_SOURCE_REST;
     bad.source_ref = "Gateway default/other";
-    assert_int_equal(cfg_repo_create(f->c, &bad, f->a, &got, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_create(f->c, &bad, f->s.a, &got, &err), SX_EINVAL);
     /* ... and the database holds the same rule. */
     assert_int_equal(pg_exec(f->c,
                              "UPDATE configs SET source_ref = NULL WHERE source = 'kubernetes'", 0,
@@ -412,10 +397,10 @@ static void test_config_name_lock(void **state)
     fx *f = *state;
     pthread_barrier_t locked;
     pthread_barrier_init(&locked, NULL, 2);
-    name_locker l = {f->pool, &locked, -1};
+    name_locker l = {f->s.pool, &locked, -1};
     pthread_t t;
     pthread_create(&t, NULL, lock_second, &l);
-    TL_OK(pg_tx(f->pool, hold_name_tx, &l, &e_));
+    TL_OK(pg_tx(f->s.pool, hold_name_tx, &l, &e_));
     pthread_join(t, NULL);
     pthread_barrier_destroy(&locked);
     assert_int_equal(l.rc, 0); /* it got the lock once the first transaction ended */
@@ -455,8 +440,8 @@ static snap_record *insert_snapshot(fx *f, snap_repo *repo, const char *group, i
                    .source_count = config_id ? 1 : 0,
                    .reason = "config change",
                    .created_by = "alice"};
-    ins_ctx x = {&in, f->a, NULL};
-    TL_OK(pg_tx(f->pool, insert_tx, &x, &e_));
+    ins_ctx x = {&in, f->s.a, NULL};
+    TL_OK(pg_tx(f->s.pool, insert_tx, &x, &e_));
     json_decref(ir);
     snap_repo_cache_put(repo, x.out);
     return x.out;
@@ -486,10 +471,10 @@ static void test_snapshots_round_trip(void **state)
     cfg_record *cfg = create_config(f, "default", "web", "edge", "{}");
     snap_record *s[3];
     for (int i = 0; i < 3; i++) {
-        s[i] = insert_snapshot(f, f->snaps, "edge", i + 1, cfg->id);
+        s[i] = insert_snapshot(f, f->s.snaps, "edge", i + 1, cfg->id);
         assert_int_equal(s[i]->version, i + 1);
     }
-    insert_snapshot(f, f->snaps, "internal", 9, NULL);
+    insert_snapshot(f, f->s.snaps, "internal", 9, NULL);
 
     /* The default checksum is the sha256 of the canonical IR. */
     char want[SX_SHA256_HEX_LEN + 1];
@@ -500,46 +485,47 @@ static void test_snapshots_round_trip(void **state)
 
     /* Latest and by version equal what was stored, bytes included. */
     snap_record *got;
-    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->s.snaps, "edge", 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s[2]);
     for (int i = 0; i < 3; i++) {
-        TL_OK(snap_repo_get(f->snaps, "edge", i + 1, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(f->s.snaps, "edge", i + 1, 0, f->s.a, &got, &e_));
         assert_same_snapshot(got, s[i]);
         assert_null(got->ir);
-        TL_OK(snap_repo_get(f->snaps, "edge", i + 1, SNAP_REPO_WITH_IR, f->a, &got, &e_));
+        TL_OK(snap_repo_get(f->s.snaps, "edge", i + 1, SNAP_REPO_WITH_IR, f->s.a, &got, &e_));
         assert_same_snapshot(got, s[i]);
         assert_true(json_equal(got->ir, s[i]->ir));
     }
-    TL_OK(snap_repo_get_latest(f->snaps, "edge", SNAP_REPO_WITH_IR, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->s.snaps, "edge", SNAP_REPO_WITH_IR, f->s.a, &got, &e_));
     assert_same_snapshot(got, s[2]);
     assert_true(json_equal(got->ir, s[2]->ir));
-    TL_OK(snap_repo_get_by_id(f->snaps, s[1]->id, f->a, &got, &e_));
+    TL_OK(snap_repo_get_by_id(f->s.snaps, s[1]->id, f->s.a, &got, &e_));
     assert_same_snapshot(got, s[1]);
     assert_true(json_equal(got->ir, s[1]->ir));
 
     sx_err err;
-    assert_int_equal(snap_repo_get(f->snaps, "edge", 4, 0, f->a, &got, &err), SX_ENOTFOUND);
+    assert_int_equal(snap_repo_get(f->s.snaps, "edge", 4, 0, f->s.a, &got, &err), SX_ENOTFOUND);
     assert_string_equal(err.message, "snapshot 4 of group edge does not exist");
-    assert_int_equal(snap_repo_get_latest(f->snaps, "nowhere", 0, f->a, &got, &err), SX_ENOTFOUND);
+    assert_int_equal(snap_repo_get_latest(f->s.snaps, "nowhere", 0, f->s.a, &got, &err),
+                     SX_ENOTFOUND);
 
     /* Versions of a group, newest first, in pages; groups with their latest. */
     snap_list sl;
-    TL_OK(snap_repo_list_versions(f->snaps, "edge", 2, NULL, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->s.snaps, "edge", 2, NULL, f->s.a, &sl, &e_));
     assert_int_equal(sl.count, 2);
     assert_int_equal(sl.items[0].version, 3);
     assert_int_equal(sl.items[1].version, 2);
     assert_int_equal(sl.items[0].encoded_len, 700);
     assert_null(sl.items[0].encoded);
-    TL_OK(snap_repo_list_versions(f->snaps, "edge", 2, sl.next_cursor, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->s.snaps, "edge", 2, sl.next_cursor, f->s.a, &sl, &e_));
     assert_int_equal(sl.count, 1);
     assert_int_equal(sl.items[0].version, 1);
     assert_null(sl.next_cursor);
     snap_group_list gl;
-    TL_OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
+    TL_OK(snap_repo_list_groups(f->s.snaps, 1, NULL, f->s.a, &gl, &e_));
     assert_int_equal(gl.count, 1);
     assert_string_equal(gl.items[0].name, "edge");
     assert_int_equal(gl.items[0].latest_version, 3);
-    TL_OK(snap_repo_list_groups(f->snaps, 1, gl.next_cursor, f->a, &gl, &e_));
+    TL_OK(snap_repo_list_groups(f->s.snaps, 1, gl.next_cursor, f->s.a, &gl, &e_));
     assert_int_equal(gl.count, 1);
     assert_string_equal(gl.items[0].name, "internal");
     assert_int_equal(gl.items[0].latest_version, 1);
@@ -547,7 +533,7 @@ static void test_snapshots_round_trip(void **state)
     /* Start-up load: every group's latest. */
     snap_record *all;
     size_t n;
-    TL_OK(snap_repo_load_latest_all(f->snaps, f->a, &all, &n, &e_));
+    TL_OK(snap_repo_load_latest_all(f->s.snaps, f->s.a, &all, &n, &e_));
     assert_int_equal(n, 2);
     assert_same_snapshot(&all[0], s[2]);
     assert_string_equal(all[1].group, "internal");
@@ -555,8 +541,8 @@ static void test_snapshots_round_trip(void **state)
 
     /* Bad input changes nothing. */
     snap_new bad = {.group = "edge", .created_by = "alice"};
-    assert_int_equal(snap_repo_insert(f->c, &bad, f->a, &got, &err), SX_EINVAL);
-    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    assert_int_equal(snap_repo_insert(f->c, &bad, f->s.a, &got, &err), SX_EINVAL);
+    TL_OK(snap_repo_get_latest(f->s.snaps, "edge", 0, f->s.a, &got, &e_));
     assert_int_equal(got->version, 3);
 }
 
@@ -576,7 +562,7 @@ static void *insert_many(void *p)
         .group = "edge", .ir = ir, .encoded = &byte, .encoded_len = 1, .created_by = "racer"};
     for (int i = 0; i < 25; i++) {
         ins_ctx x = {&in, a, NULL};
-        if (pg_tx(r->f->pool, insert_tx, &x, NULL) != 0) {
+        if (pg_tx(r->f->s.pool, insert_tx, &x, NULL) != 0) {
             r->failures++;
             continue;
         }
@@ -610,7 +596,7 @@ static void test_snapshots_concurrent_versions(void **state)
         for (int i = 1; i < 25; i++)
             assert_true(r[w].versions[i] > r[w].versions[i - 1]);
     snap_record *got;
-    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(f->s.snaps, "edge", 0, f->s.a, &got, &e_));
     assert_int_equal(got->version, 50);
 }
 
@@ -655,51 +641,51 @@ static void test_snapshot_reads_fill_cache(void **state)
 {
     fx *f = *state;
     const char *rurl = tl_env("SEXTANT_TEST_REDIS_URL");
-    snap_record *s1 = insert_snapshot(f, f->snaps, "edge", 1, NULL);
+    snap_record *s1 = insert_snapshot(f, f->s.snaps, "edge", 1, NULL);
     /* Written to Redis after commit: version key and latest key. */
     size_t len = 0;
-    char *raw = redis_raw(rurl, f->prefix, "snapshot:edge:1", &len);
+    char *raw = redis_raw(rurl, f->s.prefix, "snapshot:edge:1", &len);
     assert_non_null(raw);
     assert_true(len > s1->encoded_len);
     assert_memory_equal(raw + len - s1->encoded_len, s1->encoded, s1->encoded_len);
     free(raw);
-    raw = redis_raw(rurl, f->prefix, "snapshot:edge:latest", NULL);
+    raw = redis_raw(rurl, f->s.prefix, "snapshot:edge:latest", NULL);
     assert_string_equal(raw, "1");
     free(raw);
 
     /* A read after the keys are gone refills them from PostgreSQL. */
-    redis_del(rurl, f->prefix, "snapshot:edge:1");
-    redis_del(rurl, f->prefix, "snapshot:edge:latest");
+    redis_del(rurl, f->s.prefix, "snapshot:edge:1");
+    redis_del(rurl, f->s.prefix, "snapshot:edge:latest");
     snap_record *got;
-    TL_OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(f->s.snaps, "edge", 1, 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s1);
-    raw = redis_raw(rurl, f->prefix, "snapshot:edge:1", NULL);
+    raw = redis_raw(rurl, f->s.prefix, "snapshot:edge:1", NULL);
     assert_non_null(raw);
     free(raw);
-    TL_OK(snap_repo_get_latest(f->snaps, "edge", 0, f->a, &got, &e_));
-    raw = redis_raw(rurl, f->prefix, "snapshot:edge:latest", NULL);
+    TL_OK(snap_repo_get_latest(f->s.snaps, "edge", 0, f->s.a, &got, &e_));
+    raw = redis_raw(rurl, f->s.prefix, "snapshot:edge:latest", NULL);
     assert_string_equal(raw, "1");
     free(raw);
 
     /* The cache really serves reads: a repo without PostgreSQL still answers. */
     pg_pool *dead;
-    snap_repo *only = cache_only_repo(f->cache, &dead);
-    TL_OK(snap_repo_get(only, "edge", 1, 0, f->a, &got, &e_));
+    snap_repo *only = cache_only_repo(f->s.cache, &dead);
+    TL_OK(snap_repo_get(only, "edge", 1, 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s1);
-    TL_OK(snap_repo_get_latest(only, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(only, "edge", 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s1);
     sx_err err;
-    assert_int_equal(snap_repo_get(only, "edge", 2, 0, f->a, &got, &err), SX_EUNAVAILABLE);
+    assert_int_equal(snap_repo_get(only, "edge", 2, 0, f->s.a, &got, &err), SX_EUNAVAILABLE);
     snap_repo_destroy(only);
     pg_pool_destroy(dead);
 
     /* A malformed cache entry is ignored and replaced. */
     redisContext *r = tl_redis_connect(rurl);
-    freeReplyObject(redisCommand(r, "SET %ssnapshot:edge:1 garbage", f->prefix));
+    freeReplyObject(redisCommand(r, "SET %ssnapshot:edge:1 garbage", f->s.prefix));
     redisFree(r);
-    TL_OK(snap_repo_get(f->snaps, "edge", 1, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(f->s.snaps, "edge", 1, 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s1);
-    raw = redis_raw(rurl, f->prefix, "snapshot:edge:1", NULL);
+    raw = redis_raw(rurl, f->s.prefix, "snapshot:edge:1", NULL);
     assert_non_null(raw);
     assert_memory_equal(raw, "SXS1\n", 5);
     free(raw);
@@ -710,11 +696,11 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     fx *f = *state;
     tl_redis redis = {0};
     tl_redis_start(&redis);
-    redis_cache *cache = tl_cache(redis.url, f->prefix);
-    snap_repo *repo = snap_repo_create(f->pool, cache);
+    redis_cache *cache = tl_cache(redis.url, f->s.prefix);
+    snap_repo *repo = snap_repo_create(f->s.pool, cache);
     snap_record *s1 = insert_snapshot(f, repo, "edge", 1, NULL);
     snap_record *s2 = insert_snapshot(f, repo, "edge", 2, NULL);
-    char *raw = redis_raw(redis.url, f->prefix, "snapshot:edge:2", NULL);
+    char *raw = redis_raw(redis.url, f->s.prefix, "snapshot:edge:2", NULL);
     assert_non_null(raw);
     free(raw);
 
@@ -722,17 +708,17 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     tl_redis_stop(&redis);
     snap_record *got;
     for (int round = 0; round < 3; round++) {
-        TL_OK(snap_repo_get(repo, "edge", 1, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(repo, "edge", 1, 0, f->s.a, &got, &e_));
         assert_same_snapshot(got, s1);
-        TL_OK(snap_repo_get(repo, "edge", 2, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(repo, "edge", 2, 0, f->s.a, &got, &e_));
         assert_same_snapshot(got, s2);
     }
     snap_record *s3 = insert_snapshot(f, repo, "edge", 3, NULL); /* cache put skipped */
-    TL_OK(snap_repo_get_latest(repo, "edge", 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get_latest(repo, "edge", 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s3);
     snap_record *all;
     size_t n;
-    TL_OK(snap_repo_load_latest_all(repo, f->a, &all, &n, &e_));
+    TL_OK(snap_repo_load_latest_all(repo, f->s.a, &all, &n, &e_));
     assert_int_equal(n, 1);
     assert_same_snapshot(&all[0], s3);
 
@@ -741,9 +727,9 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     bool filled = false;
     long long deadline = tl_now_ms() + 10000;
     while (!filled && tl_now_ms() < deadline) {
-        TL_OK(snap_repo_get(repo, "edge", 3, 0, f->a, &got, &e_));
+        TL_OK(snap_repo_get(repo, "edge", 3, 0, f->s.a, &got, &e_));
         assert_same_snapshot(got, s3);
-        raw = redis_raw(redis.url, f->prefix, "snapshot:edge:3", NULL);
+        raw = redis_raw(redis.url, f->s.prefix, "snapshot:edge:3", NULL);
         filled = raw != NULL;
         free(raw);
         if (!filled)
@@ -753,7 +739,7 @@ static void test_snapshot_reads_survive_redis_outage(void **state)
     /* ... and used: a repo without PostgreSQL reads it. */
     pg_pool *dead;
     snap_repo *only = cache_only_repo(cache, &dead);
-    TL_OK(snap_repo_get(only, "edge", 3, 0, f->a, &got, &e_));
+    TL_OK(snap_repo_get(only, "edge", 3, 0, f->s.a, &got, &e_));
     assert_same_snapshot(got, s3);
     snap_repo_destroy(only);
     pg_pool_destroy(dead);
@@ -797,21 +783,21 @@ static void test_nodes_lost(void **state)
     bool changed = false;
     node_stale_list lost;
     /* Not stale yet: a node is reported stale before it is reported lost. */
-    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->s.a, &lost, &e_));
     assert_int_equal(lost.count, 0);
     node_stale_list stale;
-    TL_OK(node_repo_mark_stale(f->c, 60000, 100, f->a, &stale, &e_));
+    TL_OK(node_repo_mark_stale(f->c, 60000, 100, f->s.a, &stale, &e_));
     assert_int_equal(stale.count, 2);
-    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->s.a, &lost, &e_));
     assert_int_equal(lost.count, 2); /* busy was seen just now */
     bool first_gone = strcmp(lost.items[0].node_id, "gone") == 0;
     assert_string_equal(lost.items[first_gone ? 0 : 1].node_id, "gone");
     assert_string_equal(lost.items[first_gone ? 1 : 0].node_id, "quiet");
     assert_string_equal(lost.items[0].group, "edge");
-    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->a, &lost, &e_));
+    TL_OK(node_repo_mark_lost(f->c, 300000, 100, f->s.a, &lost, &e_));
     assert_int_equal(lost.count, 0); /* once */
     node_record *n;
-    TL_OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "quiet", f->s.a, &n, &e_));
     assert_false(n->connected);
     assert_string_equal(n->disconnect_reason, "no_activity");
 
@@ -820,10 +806,10 @@ static void test_nodes_lost(void **state)
     assert_true(changed);
     const char *ids[] = {"quiet", "busy"};
     TL_OK(node_repo_touch(f->c, ids, 2, NULL, &e_));
-    TL_OK(node_repo_get(f->c, "quiet", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "quiet", f->s.a, &n, &e_));
     assert_true(n->connected);
     assert_null(n->disconnect_reason);
-    TL_OK(node_repo_get(f->c, "busy", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "busy", f->s.a, &n, &e_));
     assert_false(n->connected);
     assert_string_equal(n->disconnect_reason, "client_disconnect");
 }
@@ -836,7 +822,7 @@ static void test_nodes(void **state)
     upsert(f, "n3", "internal", "r1");
 
     node_record *n;
-    TL_OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n1", f->s.a, &n, &e_));
     assert_string_equal(n->group, "edge");
     assert_string_equal(n->ns, "prod");
     assert_string_equal(n->client, "envoy/1.30.1");
@@ -859,10 +845,10 @@ static void test_nodes(void **state)
     sx_err err;
     assert_int_equal(node_repo_record_ack(f->c, "ghost", 3, &err), SX_ENOTFOUND);
     assert_string_equal(err.message, "node ghost does not exist");
-    TL_OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n1", f->s.a, &n, &e_));
     assert_int_equal(n->acked_version, 3);
     assert_non_null(n->acked_at);
-    TL_OK(node_repo_get(f->c, "n2", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n2", f->s.a, &n, &e_));
     assert_int_equal(n->last_nack_version, 4);
     assert_string_equal(n->last_nack_error, "route r1: unknown cluster again");
     assert_int_equal(n->nack_count, 2);
@@ -871,12 +857,12 @@ static void test_nodes(void **state)
     /* List by group, in pages. */
     node_filter nf = {.group = "edge", .connected = -1, .limit = 1};
     node_list nl;
-    TL_OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &nf, f->s.a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n1");
     assert_int_equal(nl.items[0].acked_version, 3);
     nf.cursor = nl.next_cursor;
-    TL_OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &nf, f->s.a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n2");
     assert_null(nl.next_cursor);
@@ -888,13 +874,13 @@ static void test_nodes(void **state)
     TL_OK(node_repo_mark_disconnected(f->c, "n1", "r1", "client_disconnect", &changed, &e_));
     assert_true(changed);
     node_filter down = {.connected = 0};
-    TL_OK(node_repo_list(f->c, &down, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &down, f->s.a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n1");
 
     /* Reconnecting elsewhere keeps its status; a replica's nodes go down together. */
     upsert(f, "n1", "edge", "r2");
-    TL_OK(node_repo_get(f->c, "n1", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n1", f->s.a, &n, &e_));
     assert_true(n->connected);
     assert_string_equal(n->replica_id, "r2");
     assert_int_equal(n->acked_version, 3);
@@ -902,7 +888,7 @@ static void test_nodes(void **state)
     TL_OK(node_repo_disconnect_replica(f->c, "r1", &count, &e_));
     assert_int_equal(count, 2);
     node_filter up = {.connected = 1};
-    TL_OK(node_repo_list(f->c, &up, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &up, f->s.a, &nl, &e_));
     assert_int_equal(nl.count, 1);
     assert_string_equal(nl.items[0].node_id, "n1");
 
@@ -910,7 +896,7 @@ static void test_nodes(void **state)
     const char *wave[] = {"n1", "n2"};
     TL_OK(node_repo_assign(f->c, wave, 2, 5, NULL, &updated, &e_));
     assert_int_equal(updated, 2);
-    TL_OK(node_repo_get(f->c, "n2", f->a, &n, &e_));
+    TL_OK(node_repo_get(f->c, "n2", f->s.a, &n, &e_));
     assert_int_equal(n->desired_version, 5);
 
     node_hello bad = {.node_id = "n9", .group = "", .replica_id = "r1"};
@@ -940,7 +926,7 @@ static void test_deployments(void **state)
                      .waves = waves,
                      .wave_count = 3};
     deploy_record *d;
-    TL_OK(deploy_repo_create(f->c, &in, f->a, &d, &e_));
+    TL_OK(deploy_repo_create(f->c, &in, f->s.a, &d, &e_));
     assert_int_equal(d->state, DEPLOY_PENDING);
     assert_int_equal(d->wave_count, 3);
     assert_int_equal(d->current_wave, -1);
@@ -979,7 +965,7 @@ static void test_deployments(void **state)
     assert_int_equal(deploy_repo_update_wave(f->c, d->id, 9, &counts, &err), SX_ENOTFOUND);
 
     deploy_record *got;
-    TL_OK(deploy_repo_get(f->c, d->id, f->a, &got, &e_));
+    TL_OK(deploy_repo_get(f->c, d->id, f->s.a, &got, &e_));
     assert_int_equal(got->state, DEPLOY_IN_PROGRESS);
     assert_non_null(got->started_at);
     assert_int_equal(got->current_wave, 0);
@@ -1002,24 +988,24 @@ static void test_deployments(void **state)
     /* List by state. */
     deploy_filter active = {.state_mask = 1u << DEPLOY_IN_PROGRESS};
     deploy_list dl;
-    TL_OK(deploy_repo_list(f->c, &active, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &active, f->s.a, &dl, &e_));
     assert_int_equal(dl.count, 1);
     assert_string_equal(dl.items[0].id, d->id);
     deploy_filter pending = {.state_mask = 1u << DEPLOY_PENDING};
-    TL_OK(deploy_repo_list(f->c, &pending, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &pending, f->s.a, &dl, &e_));
     assert_int_equal(dl.count, 0);
 
     /* Final state: finished_at set, nothing left to drive. */
     TL_OK(
         deploy_repo_set_state(f->c, d->id, DEPLOY_IN_PROGRESS, DEPLOY_COMPLETED, "all acked", &e_));
-    TL_OK(deploy_repo_get(f->c, d->id, f->a, &got, &e_));
+    TL_OK(deploy_repo_get(f->c, d->id, f->s.a, &got, &e_));
     assert_non_null(got->finished_at);
     assert_string_equal(got->state_reason, "all acked");
     TL_OK(deploy_repo_claim(f->c, d->id, "r1", 30000, &claimed, &e_));
     assert_false(claimed);
 
     in.config_version = 9;
-    assert_int_equal(deploy_repo_create(f->c, &in, f->a, &got, &err), SX_ENOTFOUND);
+    assert_int_equal(deploy_repo_create(f->c, &in, f->s.a, &got, &err), SX_ENOTFOUND);
     json_decref(target);
     json_decref(selector);
     json_decref(strategy);
@@ -1060,7 +1046,7 @@ static void test_audit(void **state)
     }
 
     audit_list al;
-    TL_OK(audit_repo_list(f->c, NULL, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, NULL, f->s.a, &al, &e_));
     assert_int_equal(al.count, 5);
     for (int i = 0; i < 5; i++)
         assert_int_equal(al.items[i].id, ids[4 - i]); /* newest first */
@@ -1075,24 +1061,24 @@ static void test_audit(void **state)
     assert_non_null(e->at);
 
     audit_filter by_actor = {.actor = "alice"};
-    TL_OK(audit_repo_list(f->c, &by_actor, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &by_actor, f->s.a, &al, &e_));
     assert_int_equal(al.count, 3);
     assert_string_equal(al.items[0].action, "config.rollback");
     audit_filter by_res = {.resource_type = "config", .resource_id = "c1"};
-    TL_OK(audit_repo_list(f->c, &by_res, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &by_res, f->s.a, &al, &e_));
     assert_int_equal(al.count, 3);
     audit_filter denied = {.result = AUDIT_DENIED};
-    TL_OK(audit_repo_list(f->c, &denied, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &denied, f->s.a, &al, &e_));
     assert_int_equal(al.count, 1);
     assert_string_equal(al.items[0].actor, "mallory");
     audit_filter by_action = {.action = "deployment.pause"};
-    TL_OK(audit_repo_list(f->c, &by_action, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &by_action, f->s.a, &al, &e_));
     assert_int_equal(al.count, 1);
     audit_filter future = {.since = "2999-01-01T00:00:00Z"};
-    TL_OK(audit_repo_list(f->c, &future, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &future, f->s.a, &al, &e_));
     assert_int_equal(al.count, 0);
     audit_filter past = {.since = "2000-01-01T00:00:00Z", .until = "2999-01-01T00:00:00Z"};
-    TL_OK(audit_repo_list(f->c, &past, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &past, f->s.a, &al, &e_));
     assert_int_equal(al.count, 5);
 
     /* Paging: 2 + 2 + 1, no overlap, newest first throughout. */
@@ -1100,7 +1086,7 @@ static void test_audit(void **state)
     long long seen[5];
     size_t total = 0;
     for (int p = 0; p < 3; p++) {
-        TL_OK(audit_repo_list(f->c, &page, f->a, &al, &e_));
+        TL_OK(audit_repo_list(f->c, &page, f->s.a, &al, &e_));
         for (size_t i = 0; i < al.count; i++)
             seen[total++] = al.items[i].id;
         page.cursor = al.next_cursor;
@@ -1118,8 +1104,8 @@ static void test_audit(void **state)
     assert_int_equal(audit_repo_append(f->c, &bad, NULL, &err), SX_EINVAL);
     assert_non_null(strstr(err.message, "source_ip"));
     audit_filter bad_time = {.since = "yesterday-ish"};
-    assert_int_equal(audit_repo_list(f->c, &bad_time, f->a, &al, &err), SX_EINVAL);
-    TL_OK(audit_repo_list(f->c, NULL, f->a, &al, &e_));
+    assert_int_equal(audit_repo_list(f->c, &bad_time, f->s.a, &al, &err), SX_EINVAL);
+    TL_OK(audit_repo_list(f->c, NULL, f->s.a, &al, &e_));
     assert_int_equal(al.count, 5); /* nothing was written by the refused calls */
 }
 
@@ -1132,7 +1118,7 @@ static char *cursor_text(fx *f, const char *cursor)
     static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     assert_non_null(cursor);
     size_t len = strlen(cursor);
-    char *out = sx_arena_alloc(f->a, len + 1);
+    char *out = sx_arena_alloc(f->s.a, len + 1);
     size_t n = 0;
     unsigned bits = 0;
     int have = 0;
@@ -1172,61 +1158,61 @@ static void test_cursor_wire_format(void **state)
     create_config(f, "other", "web", "internal", "{}");
     cfg_filter cf = {.limit = 2};
     cfg_list cl;
-    TL_OK(cfg_repo_list(f->c, &cf, f->a, &cl, &e_));
+    TL_OK(cfg_repo_list(f->c, &cf, f->s.a, &cl, &e_));
     snprintf(want, sizeof(want), "[\"default\",\"web\",\"%s\"]", web->id);
     assert_cursor(f, cl.next_cursor, want);
     cf.cursor = "WyJkZWZhdWx0Iiwid2ViIiwibm9wZSJd"; /* ["default","web","nope"] */
-    assert_int_equal(cfg_repo_list(f->c, &cf, f->a, &cl, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_list(f->c, &cf, f->s.a, &cl, &err), SX_EINVAL);
     assert_string_equal(err.message, "invalid cursor");
     cf.cursor = "WzFd"; /* [1]: one element, three wanted */
-    assert_int_equal(cfg_repo_list(f->c, &cf, f->a, &cl, &err), SX_EINVAL);
+    assert_int_equal(cfg_repo_list(f->c, &cf, f->s.a, &cl, &err), SX_EINVAL);
 
     for (int v = 1; v < 3; v++) {
         json_t *spec = json_pack("{s:i}", "v", v);
         cfg_change ch = {.spec = spec, .author = "bob"};
-        TL_OK(cfg_repo_add_version(f->c, api->id, v, &ch, f->a, NULL, &e_));
+        TL_OK(cfg_repo_add_version(f->c, api->id, v, &ch, f->s.a, NULL, &e_));
         json_decref(spec);
     }
     cfg_version_list vl;
-    TL_OK(cfg_repo_list_versions(f->c, api->id, 1, NULL, f->a, &vl, &e_));
+    TL_OK(cfg_repo_list_versions(f->c, api->id, 1, NULL, f->s.a, &vl, &e_));
     assert_cursor(f, vl.next_cursor, "[3]");
-    TL_OK(cfg_repo_list_versions(f->c, api->id, 5, "WzJd", f->a, &vl, &e_)); /* [2] */
+    TL_OK(cfg_repo_list_versions(f->c, api->id, 5, "WzJd", f->s.a, &vl, &e_)); /* [2] */
     assert_int_equal(vl.count, 1);
     assert_int_equal(vl.items[0].version, 1);
     assert_null(vl.next_cursor);
-    assert_int_equal(cfg_repo_list_versions(f->c, api->id, 1, "WyJ4Il0", f->a, &vl, &err),
+    assert_int_equal(cfg_repo_list_versions(f->c, api->id, 1, "WyJ4Il0", f->s.a, &vl, &err),
                      SX_EINVAL); /* ["x"] */
 
-    insert_snapshot(f, f->snaps, "edge", 1, api->id);
-    snap_record *s2 = insert_snapshot(f, f->snaps, "edge", 2, api->id);
-    insert_snapshot(f, f->snaps, "internal", 3, NULL);
+    insert_snapshot(f, f->s.snaps, "edge", 1, api->id);
+    snap_record *s2 = insert_snapshot(f, f->s.snaps, "edge", 2, api->id);
+    insert_snapshot(f, f->s.snaps, "internal", 3, NULL);
     snap_group_list gl;
-    TL_OK(snap_repo_list_groups(f->snaps, 1, NULL, f->a, &gl, &e_));
+    TL_OK(snap_repo_list_groups(f->s.snaps, 1, NULL, f->s.a, &gl, &e_));
     assert_cursor(f, gl.next_cursor, "[\"edge\"]");
-    TL_OK(snap_repo_list_groups(f->snaps, 1, "WyJ4Il0", f->a, &gl, &e_)); /* after "x" */
+    TL_OK(snap_repo_list_groups(f->s.snaps, 1, "WyJ4Il0", f->s.a, &gl, &e_)); /* after "x" */
     assert_int_equal(gl.count, 0);
     assert_null(gl.next_cursor);
-    assert_int_equal(snap_repo_list_groups(f->snaps, 1, "WzFd", f->a, &gl, &err), SX_EINVAL);
+    assert_int_equal(snap_repo_list_groups(f->s.snaps, 1, "WzFd", f->s.a, &gl, &err), SX_EINVAL);
     snap_list sl;
-    TL_OK(snap_repo_list_versions(f->snaps, "edge", 1, NULL, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->s.snaps, "edge", 1, NULL, f->s.a, &sl, &e_));
     assert_cursor(f, sl.next_cursor, "[2]");
-    TL_OK(snap_repo_list_versions(f->snaps, "edge", 1, "WzJd", f->a, &sl, &e_));
+    TL_OK(snap_repo_list_versions(f->s.snaps, "edge", 1, "WzJd", f->s.a, &sl, &e_));
     assert_int_equal(sl.items[0].version, 1);
     assert_null(sl.next_cursor);
-    TL_OK(snap_repo_list_all(f->snaps, 2, NULL, f->a, &sl, &e_));
+    TL_OK(snap_repo_list_all(f->s.snaps, 2, NULL, f->s.a, &sl, &e_));
     assert_int_equal(sl.items[1].id, s2->id);
     snprintf(want, sizeof(want), "[%lld]", s2->id);
     assert_cursor(f, sl.next_cursor, want);
-    assert_int_equal(snap_repo_list_all(f->snaps, 2, "WyJ4Il0", f->a, &sl, &err), SX_EINVAL);
+    assert_int_equal(snap_repo_list_all(f->s.snaps, 2, "WyJ4Il0", f->s.a, &sl, &err), SX_EINVAL);
 
     upsert(f, "n1", "edge", "r1");
     upsert(f, "n2", "edge", "r1");
     node_filter nf = {.connected = -1, .limit = 1};
     node_list nl;
-    TL_OK(node_repo_list(f->c, &nf, f->a, &nl, &e_));
+    TL_OK(node_repo_list(f->c, &nf, f->s.a, &nl, &e_));
     assert_cursor(f, nl.next_cursor, "[\"n1\"]");
     nf.cursor = "WzFd";
-    assert_int_equal(node_repo_list(f->c, &nf, f->a, &nl, &err), SX_EINVAL);
+    assert_int_equal(node_repo_list(f->c, &nf, f->s.a, &nl, &err), SX_EINVAL);
 
     deploy_new dn = {.config_id = api->id,
                      .config_version = 1,
@@ -1234,19 +1220,19 @@ static void test_cursor_wire_format(void **state)
                      .nack_min_sample = -1,
                      .created_by = "alice"};
     deploy_record *d1, *d2;
-    TL_OK(deploy_repo_create(f->c, &dn, f->a, &d1, &e_));
-    TL_OK(deploy_repo_create(f->c, &dn, f->a, &d2, &e_));
+    TL_OK(deploy_repo_create(f->c, &dn, f->s.a, &d1, &e_));
+    TL_OK(deploy_repo_create(f->c, &dn, f->s.a, &d2, &e_));
     deploy_filter df = {.limit = 1};
     deploy_list dl;
-    TL_OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &df, f->s.a, &dl, &e_));
     snprintf(want, sizeof(want), "[\"%s\",\"%s\"]", dl.items[0].created_at, dl.items[0].id);
     assert_cursor(f, dl.next_cursor, want);
     df.cursor = dl.next_cursor;
-    TL_OK(deploy_repo_list(f->c, &df, f->a, &dl, &e_));
+    TL_OK(deploy_repo_list(f->c, &df, f->s.a, &dl, &e_));
     assert_int_equal(dl.count, 1);
     assert_null(dl.next_cursor);
     df.cursor = "WyJ4Il0";
-    assert_int_equal(deploy_repo_list(f->c, &df, f->a, &dl, &err), SX_EINVAL);
+    assert_int_equal(deploy_repo_list(f->c, &df, f->s.a, &dl, &err), SX_EINVAL);
 
     long long aid[2];
     for (int i = 0; i < 2; i++) {
@@ -1258,11 +1244,11 @@ static void test_cursor_wire_format(void **state)
     }
     audit_filter af = {.limit = 1};
     audit_list al;
-    TL_OK(audit_repo_list(f->c, &af, f->a, &al, &e_));
+    TL_OK(audit_repo_list(f->c, &af, f->s.a, &al, &e_));
     snprintf(want, sizeof(want), "[%lld]", aid[1]);
     assert_cursor(f, al.next_cursor, want);
     af.cursor = "WyJ4Il0";
-    assert_int_equal(audit_repo_list(f->c, &af, f->a, &al, &err), SX_EINVAL);
+    assert_int_equal(audit_repo_list(f->c, &af, f->s.a, &al, &err), SX_EINVAL);
 
     long long eid[2];
     for (int i = 0; i < 2; i++) {
@@ -1270,15 +1256,15 @@ static void test_cursor_wire_format(void **state)
         TL_OK(event_repo_insert(f->c, &en, &eid[i], &e_));
     }
     event_page ep;
-    TL_OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, NULL, f->a, &ep, &e_));
+    TL_OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, NULL, f->s.a, &ep, &e_));
     snprintf(want, sizeof(want), "[%lld]", eid[1]);
     assert_cursor(f, ep.next_cursor, want);
-    TL_OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, ep.next_cursor, f->a, &ep, &e_));
+    TL_OK(event_repo_list_node(f->c, "n1", "config_rejected", 1, ep.next_cursor, f->s.a, &ep, &e_));
     assert_int_equal(ep.count, 1);
     assert_int_equal(ep.items[0].id, eid[0]);
     assert_null(ep.next_cursor);
     assert_int_equal(
-        event_repo_list_node(f->c, "n1", "config_rejected", 1, "WyJ4Il0", f->a, &ep, &err),
+        event_repo_list_node(f->c, "n1", "config_rejected", 1, "WyJ4Il0", f->s.a, &ep, &err),
         SX_EINVAL);
 }
 

@@ -331,24 +331,16 @@ class Api:
                     raise expired(INCONSISTENT_CONTINUE, {"continue": encode_continue(0, start)})
             elif rv_param and rv_param != "0":
                 want = self.parse_rv(rv_param)
-                if match_param == "Exact":
-                    if want < self.store.compacted:
-                        raise expired("too old resource version: %d (%d)" % (want, self.store.compacted))
-                    if want > self.store.rv:
-                        self.store.lock.release()
-                        try:
-                            self.wait_rv(want)
-                        finally:
-                            self.store.lock.acquire()
-                    snap = want
-                else:
-                    if want > self.store.rv:
-                        self.store.lock.release()
-                        try:
-                            self.wait_rv(want)
-                        finally:
-                            self.store.lock.acquire()
-                    snap = self.store.rv
+                if match_param == "Exact" and want < self.store.compacted:
+                    raise expired("too old resource version: %d (%d)" % (want, self.store.compacted))
+                if want > self.store.rv:
+                    self.store.lock.release()
+                    try:
+                        self.wait_rv(want)
+                    finally:
+                        self.store.lock.acquire()
+                # Exact: that very version; otherwise (NotOlderThan) the latest one.
+                snap = want if match_param == "Exact" else self.store.rv
             else:
                 if match_param == "Exact":
                     raise invalid_list_options('resourceVersionMatch: Forbidden: resourceVersionMatch "Exact" '
@@ -391,18 +383,23 @@ class Api:
                 "items": [self.list_item(rt, req.version, o) for o in items]}
 
     # ------------------------------------------------------------ create
-    def create(self, req, obj=None):
-        rt = req.rt
-        if obj is None:
-            obj = self.decode(req)
-        meta = obj["metadata"]
-        if rt.namespaced:
+    def set_namespace(self, req, meta):
+        """Gives meta the namespace of the URL (none for a cluster-scoped kind); refuses
+        an object that names another one."""
+        if req.rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != req.namespace:
                 raise bad_request("the namespace of the provided object does not match the namespace "
                                   "sent on the request")
             meta["namespace"] = req.namespace
         else:
             meta.pop("namespace", None)
+
+    def create(self, req, obj=None):
+        rt = req.rt
+        if obj is None:
+            obj = self.decode(req)
+        meta = obj["metadata"]
+        self.set_namespace(req, meta)
         if meta.get("resourceVersion"):
             raise bad_request("resourceVersion should not be set on objects to be created")
         if not meta.get("name") and meta.get("generateName"):
@@ -431,10 +428,16 @@ class Api:
                 raise already_exists(rt, meta["name"])
             if req.q("dryRun") == "All":
                 return 201, self.out(rt, req.version, obj)
-            stored = self.store.put(rt.gr, obj)
-            if rt.plural == "customresourcedefinitions":
-                self.registry.register_crd(stored)
+            stored = self.store_put(rt, obj)
         return 201, self.out(rt, req.version, stored)
+
+    def store_put(self, rt, obj):
+        """Stores obj (the store's lock held) and returns the stored object; a stored
+        CustomResourceDefinition also serves its kind from then on."""
+        stored = self.store.put(rt.gr, obj)
+        if rt.plural == "customresourcedefinitions":
+            self.registry.register_crd(stored)
+        return stored
 
     # ------------------------------------------------------------ update / patch
     def update(self, req):
@@ -448,13 +451,7 @@ class Api:
             raise bad_request("the name of the object (%s) does not match the name on the URL (%s)"
                               % (meta["name"], req.name))
         meta["name"] = req.name
-        if rt.namespaced:
-            if meta.get("namespace") and meta["namespace"] != req.namespace:
-                raise bad_request("the namespace of the provided object does not match the namespace "
-                                  "sent on the request")
-            meta["namespace"] = req.namespace
-        else:
-            meta.pop("namespace", None)
+        self.set_namespace(req, meta)
         with self.store.lock:
             old = self.store.get(rt.gr, self.key(req))
             if old is None:
@@ -505,9 +502,7 @@ class Api:
             if result["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
                 gone = self.finish_delete(rt, old)
                 return 200, self.out(rt, req.version, gone)
-            stored = self.store.put(rt.gr, result)
-            if rt.plural == "customresourcedefinitions":
-                self.registry.register_crd(stored)
+            stored = self.store_put(rt, result)
         return 200, self.out(rt, req.version, stored)
 
     def patch(self, req):

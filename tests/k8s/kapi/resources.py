@@ -22,6 +22,12 @@ from .util import (FieldError, check_dns1035_label, check_dns1123_label, check_d
 CORE_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
+def _name_errors(obj):
+    """The errors of an object whose name must be a DNS-1123 subdomain: none or one."""
+    e = check_dns1123_subdomain(obj["metadata"]["name"])
+    return [FieldError("Invalid", "metadata.name", obj["metadata"]["name"], e)] if e else []
+
+
 class ResourceType:
     def __init__(self, group, versions, plural, kind, namespaced, singular=None, list_kind=None,
                  short_names=(), categories=(), status=False, generation=False, builtin=True):
@@ -73,12 +79,16 @@ class ResourceType:
             cur = cur.get(p) if isinstance(cur, dict) else None
         return "" if cur is None else str(cur)
 
-    # hooks: each returns a list of FieldErrors; obj is changed in place
-    def prepare_create(self, obj, ctx):
+    # hooks: each returns a list of FieldErrors; obj is changed in place. By default both
+    # check the object with validate (old: None on create).
+    def validate(self, obj, old=None):
         return []
 
+    def prepare_create(self, obj, ctx):
+        return self.validate(obj)
+
     def prepare_update(self, obj, old, ctx):
-        return []
+        return self.validate(obj, old)
 
     def table(self, version):
         """[(name, type, format, description, priority, getter)] without the Name column."""
@@ -331,11 +341,8 @@ class Secret(ResourceType):
         self.field_selectors = {"metadata.name", "metadata.namespace", "type"}
         self.known_fields = {"apiVersion", "kind", "metadata", "data", "stringData", "type", "immutable"}
 
-    def _validate(self, obj, old=None):
-        errs = []
-        e = check_dns1123_subdomain(obj["metadata"]["name"])
-        if e:
-            errs.append(FieldError("Invalid", "metadata.name", obj["metadata"]["name"], e))
+    def validate(self, obj, old=None):
+        errs = _name_errors(obj)
         obj.setdefault("type", "Opaque")
         data = obj.get("data")
         if data is not None and not isinstance(data, dict):
@@ -365,12 +372,6 @@ class Secret(ResourceType):
                 errs.append(FieldError("Forbidden", "data", None, "field is immutable when `immutable` is set"))
         return errs
 
-    def prepare_create(self, obj, ctx):
-        return self._validate(obj)
-
-    def prepare_update(self, obj, old, ctx):
-        return self._validate(obj, old)
-
     def table(self, version):
         return [("Type", "string", "", "", 0, lambda o: o.get("type")),
                 ("Data", "string", "", "", 0, lambda o: len(o.get("data") or {})),
@@ -382,11 +383,8 @@ class ConfigMap(ResourceType):
         super().__init__("", ["v1"], "configmaps", "ConfigMap", True, short_names=["cm"])
         self.known_fields = {"apiVersion", "kind", "metadata", "data", "binaryData", "immutable"}
 
-    def _validate(self, obj):
-        errs = []
-        e = check_dns1123_subdomain(obj["metadata"]["name"])
-        if e:
-            errs.append(FieldError("Invalid", "metadata.name", obj["metadata"]["name"], e))
+    def validate(self, obj, old=None):
+        errs = _name_errors(obj)
         for field in ("data", "binaryData"):
             d = obj.get(field)
             if d is None:
@@ -399,12 +397,6 @@ class ConfigMap(ResourceType):
                 if not isinstance(v, str):
                     errs.append(FieldError("Invalid", "%s[%s]" % (field, k), v, "must be a string"))
         return errs
-
-    def prepare_create(self, obj, ctx):
-        return self._validate(obj)
-
-    def prepare_update(self, obj, old, ctx):
-        return self._validate(obj)
 
     def table(self, version):
         return [("Data", "string", "", "", 0, lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
@@ -438,11 +430,8 @@ class EndpointSlice(ResourceType):
         super().__init__("discovery.k8s.io", ["v1"], "endpointslices", "EndpointSlice", True, generation=True)
         self.known_fields = {"apiVersion", "kind", "metadata", "addressType", "endpoints", "ports"}
 
-    def _validate(self, obj, old=None):
-        errs = []
-        e = check_dns1123_subdomain(obj["metadata"]["name"])
-        if e:
-            errs.append(FieldError("Invalid", "metadata.name", obj["metadata"]["name"], e))
+    def validate(self, obj, old=None):
+        errs = _name_errors(obj)
         at = obj.get("addressType")
         if at is None:
             errs.append(FieldError("Required", "addressType"))
@@ -504,12 +493,6 @@ class EndpointSlice(ResourceType):
                 names.add(p["name"])
         return errs
 
-    def prepare_create(self, obj, ctx):
-        return self._validate(obj)
-
-    def prepare_update(self, obj, old, ctx):
-        return self._validate(obj, old)
-
     def table(self, version):
         def ports(o):
             ps = [str(p.get("port")) for p in o.get("ports") or [] if p.get("port") is not None]
@@ -530,11 +513,8 @@ class Lease(ResourceType):
         super().__init__("coordination.k8s.io", ["v1"], "leases", "Lease", True)
         self.known_fields = {"apiVersion", "kind", "metadata", "spec"}
 
-    def _validate(self, obj):
-        errs = []
-        e = check_dns1123_subdomain(obj["metadata"]["name"])
-        if e:
-            errs.append(FieldError("Invalid", "metadata.name", obj["metadata"]["name"], e))
+    def validate(self, obj, old=None):
+        errs = _name_errors(obj)
         spec = obj.get("spec") or {}
         d = spec.get("leaseDurationSeconds")
         if d is not None and (not isinstance(d, int) or d <= 0):
@@ -543,12 +523,6 @@ class Lease(ResourceType):
         if t is not None and (not isinstance(t, int) or t < 0):
             errs.append(FieldError("Invalid", "spec.leaseTransitions", t, "must be greater than or equal to 0"))
         return errs
-
-    def prepare_create(self, obj, ctx):
-        return self._validate(obj)
-
-    def prepare_update(self, obj, old, ctx):
-        return self._validate(obj)
 
     def table(self, version):
         return [("Holder", "string", "", "", 0, lambda o: (o.get("spec") or {}).get("holderIdentity")),

@@ -108,15 +108,7 @@ static void refused(const char *path, int want, const char *code)
 static void test_router(void **state)
 {
     (void)state;
-    port = tl_free_port();
-    char listen[64];
-    snprintf(listen, sizeof(listen), "SEXTANT_HTTP_LISTEN=127.0.0.1:%d", port);
-    char *envv[] = {"SEXTANT_DATABASE_URL=postgresql:///unused", listen, "SEXTANT_HTTP_THREADS=2",
-                    NULL};
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    assert_int_equal(config_load(NULL, envv, &cfg, &errs), 0);
-    sx_fielderrs_free(&errs);
+    sextant_config *cfg = tl_http_config(&port);
     sx_metrics *m = sx_metrics_create();
     http_server *s = http_create(cfg, m, NULL);
     sx_err err;
@@ -173,10 +165,4 @@ static void test_router(void **state)
     config_free(cfg);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_router),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_router))

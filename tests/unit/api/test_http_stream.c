@@ -139,15 +139,7 @@ static void test_park_wake_end_stop(void **state)
     (void)state;
     for (int i = 0; i < NSTREAMS; i++)
         pthread_mutex_init(&prods[i].mu, NULL);
-    port = tl_free_port();
-    char listen[64];
-    snprintf(listen, sizeof(listen), "SEXTANT_HTTP_LISTEN=127.0.0.1:%d", port);
-    char *envv[] = {"SEXTANT_DATABASE_URL=postgresql:///unused", listen, "SEXTANT_HTTP_THREADS=2",
-                    NULL};
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    assert_int_equal(config_load(NULL, envv, &cfg, &errs), 0);
-    sx_fielderrs_free(&errs);
+    sextant_config *cfg = tl_http_config(&port);
     sx_metrics *m = sx_metrics_create();
     http_server *s = http_create(cfg, m, NULL);
     sx_err err;

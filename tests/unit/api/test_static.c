@@ -14,19 +14,21 @@
 #include "api/static.h"
 #include "tests/lib/testlib.h"
 
+/* Paths of the UI's files that a request may name. */
+static const char *safe_paths[] = {"/index.html",
+                                   "/assets/index-De2ppmdQ.js",
+                                   "/favicon.svg",
+                                   "/configs/9b2f6c1e-0d4e-4c3f-9a7b-1f2e3d4c5b6a/history",
+                                   "/proxies/envoy-1.example.com",
+                                   "/a..b",
+                                   "/x/y.z..w"};
+
 static void test_plain_paths_are_safe(void **state)
 {
     (void)state;
-    const char *ok[] = {"/index.html",
-                        "/assets/index-De2ppmdQ.js",
-                        "/favicon.svg",
-                        "/configs/9b2f6c1e-0d4e-4c3f-9a7b-1f2e3d4c5b6a/history",
-                        "/proxies/envoy-1.example.com",
-                        "/a..b",
-                        "/x/y.z..w"};
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        if (!static_ui_path_safe(ok[i]))
-            fail_msg("%s should be safe", ok[i]);
+    for (size_t i = 0; i < sizeof(safe_paths) / sizeof(safe_paths[0]); i++) {
+        if (!static_ui_path_safe(safe_paths[i]))
+            fail_msg("%s should be safe", safe_paths[i]);
     }
 }
 

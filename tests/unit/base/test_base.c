@@ -107,6 +107,26 @@ static void test_base64(void **state)
     assert_false(clean);
     assert_false(sx_b64_decode("aGk-_", 5, SX_B64_ANY, out, &len, &clean));
     assert_false(sx_b64_decode("aG=k", 4, SX_B64_ANY, out, &len, &clean));
+
+    /* sx_b64_decode_text, base64 as Kubernetes writes it. */
+    char text[32];
+    size_t tlen = 99;
+    /* White space anywhere, padding or none: "hi\xfb\xff" and "hi". */
+    assert_true(sx_b64_decode_text(" aGn7\n/w==\n", text, &tlen));
+    assert_int_equal(tlen, 4);
+    assert_memory_equal(text, "hi\xfb\xff", 5);
+    assert_true(sx_b64_decode_text("aGk", text, &tlen));
+    assert_int_equal(tlen, 2);
+    assert_string_equal(text, "hi");
+    assert_true(sx_b64_decode_text("", text, &tlen));
+    assert_int_equal(tlen, 0);
+    /* The URL alphabet, text after the padding, three "=", a dangling character. */
+    tlen = 99;
+    assert_false(sx_b64_decode_text("aGn7_w", text, &tlen));
+    assert_false(sx_b64_decode_text("aGk=aGk=", text, &tlen));
+    assert_false(sx_b64_decode_text("aG===", text, &tlen));
+    assert_false(sx_b64_decode_text("aGkxa", text, &tlen));
+    assert_int_equal(tlen, 99);
 }
 
 static void test_parse_digits(void **state)
@@ -248,19 +268,21 @@ static void test_fielderrs(void **state)
     assert_int_equal(l.count, 0);
 }
 
+/* Valid UTF-8: empty, ASCII, and characters of two, three and four bytes up to U+10FFFF. */
+static const char *valid_utf8[] = {"",
+                                   "edge",
+                                   "shop/web",
+                                   "caf\xc3\xa9",
+                                   "\xe2\x82\xac",
+                                   "\xf0\x9f\x98\x80",
+                                   "\xed\x9f\xbf",
+                                   "\xf4\x8f\xbf\xbf"};
+
 static void test_utf8(void **state)
 {
     (void)state;
-    const char *good[] = {"",
-                          "edge",
-                          "shop/web",
-                          "caf\xc3\xa9",
-                          "\xe2\x82\xac",
-                          "\xf0\x9f\x98\x80",
-                          "\xed\x9f\xbf",
-                          "\xf4\x8f\xbf\xbf"};
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        assert_true(sx_utf8_valid(good[i]));
+    for (size_t i = 0; i < sizeof(valid_utf8) / sizeof(valid_utf8[0]); i++)
+        assert_true(sx_utf8_valid(valid_utf8[i]));
     const char *bad[] = {
         "\xff",             /* never a UTF-8 byte */
         "\x80",             /* a continuation byte first */

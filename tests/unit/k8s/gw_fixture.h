@@ -198,6 +198,17 @@ static inline const gw_gateway_out *fx_gateway(const fx_run *r, const char *ns, 
     return NULL;
 }
 
+static inline void fx_expect_valid(const json_t *spec);
+
+/* fx_gateway, failing the test unless its spec is valid (fx_expect_valid). */
+static inline const gw_gateway_out *fx_valid_gateway(const fx_run *r, const char *ns,
+                                                     const char *name)
+{
+    const gw_gateway_out *g = fx_gateway(r, ns, name);
+    fx_expect_valid(g->spec);
+    return g;
+}
+
 /* The status written for the object, or NULL. */
 static inline const gw_status_out *fx_status_entry(const fx_run *r, gw_kind kind, const char *ns,
                                                    const char *name)
@@ -236,6 +247,13 @@ static inline const json_t *fx_find(const json_t *array, const char *key, const 
     free(dump);
     fail_msg("no element with %s \"%s\"", key, value);
     return NULL;
+}
+
+/* The element of spec's list (such as "http_routes") named name; fails the test when there
+ * is none. */
+static inline const json_t *fx_named(const json_t *spec, const char *list, const char *name)
+{
+    return fx_find(json_object_get(spec, list), "name", name);
 }
 
 /* Asserts condition type of conds has status ("True"/"False") and reason, observed at

@@ -822,16 +822,7 @@ static void test_kind_paths(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kind_paths),
-        cmocka_unit_test(test_list_pages_then_watch),
-        cmocka_unit_test(test_drop_resumes_without_loss),
-        cmocka_unit_test(test_gone_relists),
+TL_MAIN(cmocka_unit_test(test_kind_paths), cmocka_unit_test(test_list_pages_then_watch),
+        cmocka_unit_test(test_drop_resumes_without_loss), cmocka_unit_test(test_gone_relists),
         cmocka_unit_test(test_missing_kind_then_served),
-        cmocka_unit_test(test_unauthorised_logged_once),
-        cmocka_unit_test(test_patch_status),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_unauthorised_logged_once), cmocka_unit_test(test_patch_status))

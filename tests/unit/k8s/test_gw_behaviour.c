@@ -330,9 +330,8 @@ static void test_listener_conditions(void **state)
     /* Listed kinds it cannot serve: ResolvedRefs says so, the others are kept. */
     const json_t *kinds = fx_listener(gs, "kinds");
     fx_cond(json_object_get(kinds, "conditions"), "ResolvedRefs", "False", "InvalidRouteKinds", 7);
-    json_t *only = tl_json("[{'group': 'gateway.networking.k8s.io', 'kind': 'HTTPRoute'}]");
-    tl_assert_json_equal(json_object_get(kinds, "supportedKinds"), only);
-    json_decref(only);
+    tl_assert_json_is(json_object_get(kinds, "supportedKinds"),
+                      "[{'group': 'gateway.networking.k8s.io', 'kind': 'HTTPRoute'}]");
 
     /* UDP cannot be served: neither the listener nor the route. */
     const json_t *p =
@@ -342,19 +341,15 @@ static void test_listener_conditions(void **state)
                      0);
 
     /* Served: port 8080 (http and http-foo together) and port 8081. */
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "listeners");
-    fx_expect_valid(g->spec);
-    json_t *ls = tl_json("[{'name': 'gateway-conformance-infra/listeners:8080', 'port': 8080,"
-                         "  'protocol': 'LISTENER_PROTOCOL_HTTP',"
-                         "  'attached_routes': ['gateway-conformance-infra/two-parents']},"
-                         " {'name': 'gateway-conformance-infra/listeners:8081', 'port': 8081,"
-                         "  'protocol': 'LISTENER_PROTOCOL_HTTP'}]");
-    tl_assert_json_equal(json_object_get(g->spec, "listeners"), ls);
-    json_decref(ls);
-    const json_t *route = fx_find(json_object_get(g->spec, "http_routes"), "name", "two-parents");
-    json_t *hosts = tl_json("['foo.example.com']");
-    tl_assert_json_equal(json_object_get(route, "hostnames"), hosts);
-    json_decref(hosts);
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "listeners");
+    tl_assert_json_is(json_object_get(g->spec, "listeners"),
+                      "[{'name': 'gateway-conformance-infra/listeners:8080', 'port': 8080,"
+                      "  'protocol': 'LISTENER_PROTOCOL_HTTP',"
+                      "  'attached_routes': ['gateway-conformance-infra/two-parents']},"
+                      " {'name': 'gateway-conformance-infra/listeners:8081', 'port': 8081,"
+                      "  'protocol': 'LISTENER_PROTOCOL_HTTP'}]");
+    const json_t *route = fx_named(g->spec, "http_routes", "two-parents");
+    tl_assert_json_is(json_object_get(route, "hostnames"), "['foo.example.com']");
     fx_run_free(&r);
 }
 
@@ -366,43 +361,40 @@ static void test_filters(void **state)
     const char *files[] = {"httproute-filters.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
-    const json_t *route = fx_find(json_object_get(g->spec, "http_routes"), "name", "filters");
-    json_t *want =
-        tl_json("[{'name': 'headers',"
-                "  'matches': [{'path': '/headers', 'path_type': 'Exact', 'method': 'POST',"
-                "    'headers': [{'name': 'X-Tenant', 'value': '^team-[a-z]+$',"
-                "                 'type': 'RegularExpression'}],"
-                "    'query_params': [{'name': 'debug', 'value': '1'}]}],"
-                "  'filters': ["
-                "    {'type': 'RequestHeaderModifier', 'request_header_modifier': {"
-                "      'set': [{'name': 'X-Header-Set', 'value': 'set-overwrites-values'}],"
-                "      'add': [{'name': 'X-Header-Add', 'value': 'add-appends-values'}],"
-                "      'remove': ['X-Header-Remove']}},"
-                "    {'type': 'ResponseHeaderModifier', 'response_header_modifier': {"
-                "      'add': [{'name': 'X-Response', 'value': 'yes'}]}},"
-                "    {'type': 'RequestMirror', 'request_mirror': {"
-                "      'backend_ref': {'name': 'infra-backend-v2:8080',"
-                "                      'namespace': 'gateway-conformance-infra'}, 'percent': 25}}],"
-                "  'backend_refs': [{'name': 'infra-backend-v1:8080',"
-                "                    'namespace': 'gateway-conformance-infra', 'weight': 1}],"
-                "  'timeouts': {'request': '10s', 'backend_request': '1.5s'},"
-                "  'retry': {'codes': [500, 503], 'attempts': 3, 'backoff': '0.1s'}},"
-                " {'matches': [{'path': '/old', 'path_type': 'PathPrefix'}],"
-                "  'filters': [{'type': 'RequestRedirect', 'request_redirect': {"
-                "    'scheme': 'https', 'hostname': 'new.example.com', 'status_code': 301,"
-                "    'path': {'type': 'ReplacePrefixMatch', 'replace_prefix_match': '/new'}}}]},"
-                " {'matches': [{'path': '/app', 'path_type': 'PathPrefix'}],"
-                "  'filters': [{'type': 'URLRewrite', 'url_rewrite': {'hostname': 'app.internal',"
-                "    'path': {'type': 'ReplacePrefixMatch', 'replace_prefix_match': '/'}}}],"
-                "  'backend_refs': [{'name': 'infra-backend-v1:8081:h2c',"
-                "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]");
-    tl_assert_json_equal(json_object_get(route, "rules"), want);
-    json_decref(want);
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "same-namespace");
+    const json_t *route = fx_named(g->spec, "http_routes", "filters");
+    tl_assert_json_is(
+        json_object_get(route, "rules"),
+        "[{'name': 'headers',"
+        "  'matches': [{'path': '/headers', 'path_type': 'Exact', 'method': 'POST',"
+        "    'headers': [{'name': 'X-Tenant', 'value': '^team-[a-z]+$',"
+        "                 'type': 'RegularExpression'}],"
+        "    'query_params': [{'name': 'debug', 'value': '1'}]}],"
+        "  'filters': ["
+        "    {'type': 'RequestHeaderModifier', 'request_header_modifier': {"
+        "      'set': [{'name': 'X-Header-Set', 'value': 'set-overwrites-values'}],"
+        "      'add': [{'name': 'X-Header-Add', 'value': 'add-appends-values'}],"
+        "      'remove': ['X-Header-Remove']}},"
+        "    {'type': 'ResponseHeaderModifier', 'response_header_modifier': {"
+        "      'add': [{'name': 'X-Response', 'value': 'yes'}]}},"
+        "    {'type': 'RequestMirror', 'request_mirror': {"
+        "      'backend_ref': {'name': 'infra-backend-v2:8080',"
+        "                      'namespace': 'gateway-conformance-infra'}, 'percent': 25}}],"
+        "  'backend_refs': [{'name': 'infra-backend-v1:8080',"
+        "                    'namespace': 'gateway-conformance-infra', 'weight': 1}],"
+        "  'timeouts': {'request': '10s', 'backend_request': '1.5s'},"
+        "  'retry': {'codes': [500, 503], 'attempts': 3, 'backoff': '0.1s'}},"
+        " {'matches': [{'path': '/old', 'path_type': 'PathPrefix'}],"
+        "  'filters': [{'type': 'RequestRedirect', 'request_redirect': {"
+        "    'scheme': 'https', 'hostname': 'new.example.com', 'status_code': 301,"
+        "    'path': {'type': 'ReplacePrefixMatch', 'replace_prefix_match': '/new'}}}]},"
+        " {'matches': [{'path': '/app', 'path_type': 'PathPrefix'}],"
+        "  'filters': [{'type': 'URLRewrite', 'url_rewrite': {'hostname': 'app.internal',"
+        "    'path': {'type': 'ReplacePrefixMatch', 'replace_prefix_match': '/'}}}],"
+        "  'backend_refs': [{'name': 'infra-backend-v1:8081:h2c',"
+        "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]");
     /* Port 8081 of the Service speaks h2c (appProtocol), and its target port is 3001. */
-    const json_t *b =
-        fx_find(json_object_get(g->spec, "backends"), "name", "infra-backend-v1:8081:h2c");
+    const json_t *b = fx_named(g->spec, "backends", "infra-backend-v1:8081:h2c");
     assert_string_equal(json_string_value(json_object_get(b, "protocol")), "H2C");
     assert_int_equal(json_integer_value(json_object_get(
                          json_array_get(json_object_get(b, "endpoints"), 0), "port")),
@@ -433,9 +425,9 @@ static void test_unsupported_values(void **state)
     /* Refused routes are not attached; the one without ready endpoints is. */
     const json_t *l = fx_listener(fx_status(&r, GW_GATEWAY, FX_NS, "same-namespace"), "http");
     assert_int_equal(json_integer_value(json_object_get(l, "attachedRoutes")), 1);
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
-    json_t *want = tl_json(
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "same-namespace");
+    tl_assert_json_is(
+        json_object_get(g->spec, "http_routes"),
         "[{'name': 'no-ready-endpoints', 'namespace': 'gateway-conformance-infra',"
         "  'hostnames': ['zero.example.com'],"
         "  'parent_refs': [{'name': 'same-namespace', 'namespace': 'gateway-conformance-infra',"
@@ -445,9 +437,7 @@ static void test_unsupported_values(void **state)
         "                      'namespace': 'gateway-conformance-infra', 'weight': 0},"
         "                     {'name': 'infra-backend-v3:8080',"
         "                      'namespace': 'gateway-conformance-infra', 'weight': 1}]}]}]");
-    tl_assert_json_equal(json_object_get(g->spec, "http_routes"), want);
-    json_decref(want);
-    const json_t *b = fx_find(json_object_get(g->spec, "backends"), "name", "scaled-to-zero:8080");
+    const json_t *b = fx_named(g->spec, "backends", "scaled-to-zero:8080");
     assert_int_equal(json_array_size(json_object_get(b, "endpoints")), 0);
     fx_run_free(&r);
 }
@@ -460,34 +450,26 @@ static void test_proxyless_grpc(void **state)
     const char *files[] = {"grpcroute-proxyless.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "grpc-mesh");
-    fx_expect_valid(g->spec);
-    json_t *want = tl_json(
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "grpc-mesh");
+    tl_assert_json_is(
+        json_object_get(g->spec, "listeners"),
         "[{'name': 'gateway-conformance-infra/grpc-mesh/xds', 'protocol': 'LISTENER_PROTOCOL_GRPC',"
         "  'hostnames': ['echo.test'], 'attached_routes': ['gateway-conformance-infra/echo']},"
         " {'name': 'gateway-conformance-infra/grpc-mesh/xds-pinned',"
         "  'protocol': 'LISTENER_PROTOCOL_GRPC', 'hostnames': ['pinned.echo.test'],"
         "  'attached_routes': ['gateway-conformance-infra/pinned']}]");
-    tl_assert_json_equal(json_object_get(g->spec, "listeners"), want);
-    json_decref(want);
     /* The wildcard hostname cannot be dialled: only echo.test is served. */
-    const json_t *echo = fx_find(json_object_get(g->spec, "grpc_routes"), "name", "echo");
-    json_t *hosts = tl_json("['echo.test']");
-    tl_assert_json_equal(json_object_get(echo, "hostnames"), hosts);
-    json_decref(hosts);
-    json_t *refs = tl_json(
+    const json_t *echo = fx_named(g->spec, "grpc_routes", "echo");
+    tl_assert_json_is(json_object_get(echo, "hostnames"), "['echo.test']");
+    tl_assert_json_is(
+        json_object_get(json_array_get(json_object_get(echo, "rules"), 0), "backend_refs"),
         "[{'name': 'grpc-infra-backend-v1:8080:grpc', 'namespace': 'gateway-conformance-infra',"
         "  'weight': 3}, {'name': 'grpc-infra-backend-v2:8080:grpc',"
         "  'namespace': 'gateway-conformance-infra', 'weight': 1}]");
-    tl_assert_json_equal(
-        json_object_get(json_array_get(json_object_get(echo, "rules"), 0), "backend_refs"), refs);
-    json_decref(refs);
     const json_t *gs = fx_status(&r, GW_GATEWAY, FX_NS, "grpc-mesh");
     static const char *const grpc_only = "[{'group': 'gateway.networking.k8s.io', 'kind':"
                                          " 'GRPCRoute'}]";
-    json_t *kinds = tl_json(grpc_only);
-    tl_assert_json_equal(json_object_get(fx_listener(gs, "xds"), "supportedKinds"), kinds);
-    json_decref(kinds);
+    tl_assert_json_is(json_object_get(fx_listener(gs, "xds"), "supportedKinds"), grpc_only);
     fx_cond(json_object_get(gs, "conditions"), "Programmed", "True", "Programmed", 4);
     fx_run_free(&r);
 }
@@ -498,16 +480,14 @@ static void test_tcproute_oldest_wins(void **state)
     const char *files[] = {"tcproute-multiple-routes-attachment.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "tcp-multi-route-attach-gateway");
-    fx_expect_valid(g->spec);
-    json_t *want = tl_json(
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "tcp-multi-route-attach-gateway");
+    tl_assert_json_is(
+        json_object_get(g->spec, "stream_routes"),
         "[{'name': 'tcproute-attach-older', 'namespace': 'gateway-conformance-infra',"
         "  'kind': 'ROUTE_KIND_TCP', 'parent_refs': [{'name': 'tcp-multi-route-attach-gateway',"
         "  'namespace': 'gateway-conformance-infra', 'section_name': 'tcp'}],"
         "  'rules': [{'port': 9310, 'backend_refs': [{'name': 'tcp-attach-backend-1:3000',"
         "    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]}]");
-    tl_assert_json_equal(json_object_get(g->spec, "stream_routes"), want);
-    json_decref(want);
     const char *routes[] = {"tcproute-attach-older", "a-tcproute-attach-newer"};
     for (size_t i = 0; i < 2; i++) {
         const json_t *p = fx_parent(fx_status(&r, GW_TCP_ROUTE, FX_NS, routes[i]), FX_NS,
@@ -526,8 +506,7 @@ static void test_shared_names_and_virtual_hosts(void **state)
     const char *files[] = {"gateway-shared-names.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "mixed");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "mixed");
     /* "web" answers every hostname (listener http) and a.example.com (listener http-a),
      * where only-a answers too: two IR routes, the catch-all and the named host. */
     const json_t *http = json_object_get(g->spec, "http_routes");
@@ -540,11 +519,9 @@ static void test_shared_names_and_virtual_hosts(void **state)
     /* The TCPRoute of the same name is renamed, so that no listener attaches both. */
     const json_t *tcp = json_array_get(json_object_get(g->spec, "stream_routes"), 0);
     assert_string_equal(json_string_value(json_object_get(tcp, "name")), "web~tcproute");
-    const json_t *l9000 = fx_find(json_object_get(g->spec, "listeners"), "name",
-                                  "gateway-conformance-infra/mixed:9000");
-    json_t *att = tl_json("['gateway-conformance-infra/web~tcproute']");
-    tl_assert_json_equal(json_object_get(l9000, "attached_routes"), att);
-    json_decref(att);
+    const json_t *l9000 = fx_named(g->spec, "listeners", "gateway-conformance-infra/mixed:9000");
+    tl_assert_json_is(json_object_get(l9000, "attached_routes"),
+                      "['gateway-conformance-infra/web~tcproute']");
     fx_run_free(&r);
 }
 
@@ -557,10 +534,9 @@ static void expect_policy(const fx_run *r, const char *name, const char *accepte
     const json_t *ancestors = json_object_get(st, "ancestors");
     assert_int_equal(json_array_size(ancestors), 1);
     const json_t *a = json_array_get(ancestors, 0);
-    json_t *ref = tl_json("{'group': 'gateway.networking.k8s.io', 'kind': 'Gateway',"
-                          " 'namespace': 'gateway-conformance-infra', 'name': 'same-namespace'}");
-    tl_assert_json_equal(json_object_get(a, "ancestorRef"), ref);
-    json_decref(ref);
+    tl_assert_json_is(json_object_get(a, "ancestorRef"),
+                      "{'group': 'gateway.networking.k8s.io', 'kind': 'Gateway',"
+                      " 'namespace': 'gateway-conformance-infra', 'name': 'same-namespace'}");
     assert_string_equal(json_string_value(json_object_get(a, "controllerName")), FX_CONTROLLER);
     const json_t *conds = json_object_get(a, "conditions");
     fx_cond(conds, "Accepted", accepted, reason, gen);
@@ -574,29 +550,25 @@ static void test_backend_tls_policy(void **state)
     const char *files[] = {"backendtlspolicy.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
-    const gw_gateway_out *g = fx_gateway(&r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "same-namespace");
     const json_t *backends = json_object_get(g->spec, "backends");
     /* A ConfigMap's ca.crt, by the older of two policies on the port. */
     const json_t *v =
         json_object_get(fx_find(backends, "name", "backendtlspolicy-test:443"), "tls_validation");
     assert_string_equal(json_string_value(json_object_get(v, "hostname")), "abc.example.com");
-    json_t *refs = tl_json("['gateway-conformance-infra/backend-tls-checks-certificate']");
-    tl_assert_json_equal(json_object_get(v, "ca_certificate_refs"), refs);
-    json_decref(refs);
+    tl_assert_json_is(json_object_get(v, "ca_certificate_refs"),
+                      "['gateway-conformance-infra/backend-tls-checks-certificate']");
     assert_non_null(strstr(json_string_value(json_array_get(json_object_get(v, "ca_pems"), 0)),
                            "-----BEGIN CERTIFICATE-----"));
     /* A Secret's ca.crt. */
     v = json_object_get(fx_find(backends, "name", "tls-secret-ca:443"), "tls_validation");
     assert_int_equal(json_array_size(json_object_get(v, "ca_pems")), 1);
     /* The system's CAs and subject alternative names. */
-    json_t *want =
-        tl_json("{'hostname': 'sys.example.com', 'well_known_ca_certificates': 'System',"
-                " 'subject_alt_names': ['sys.example.com',"
-                "   'spiffe://cluster.local/ns/gateway-conformance-infra/sa/tls-system']}");
-    tl_assert_json_equal(
-        json_object_get(fx_find(backends, "name", "tls-system:443"), "tls_validation"), want);
-    json_decref(want);
+    tl_assert_json_is(
+        json_object_get(fx_find(backends, "name", "tls-system:443"), "tls_validation"),
+        "{'hostname': 'sys.example.com', 'well_known_ca_certificates': 'System',"
+        " 'subject_alt_names': ['sys.example.com',"
+        "   'spiffe://cluster.local/ns/gateway-conformance-infra/sa/tls-system']}");
     /* No CA bundle: never plain text to a Service that expects TLS; the rule is not
      * served at all. */
     const json_t *rules =
@@ -670,23 +642,12 @@ static void test_output_fail(void **state)
     fx_run_free(&r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shuffled_input_same_output),
-        cmocka_unit_test(test_written_status_is_stable),
-        cmocka_unit_test(test_snapshot_limits),
-        cmocka_unit_test(test_input_limit),
-        cmocka_unit_test(test_other_controllers_left_alone),
-        cmocka_unit_test(test_listener_conditions),
-        cmocka_unit_test(test_filters),
-        cmocka_unit_test(test_unsupported_values),
-        cmocka_unit_test(test_proxyless_grpc),
+TL_MAIN(cmocka_unit_test(test_shuffled_input_same_output),
+        cmocka_unit_test(test_written_status_is_stable), cmocka_unit_test(test_snapshot_limits),
+        cmocka_unit_test(test_input_limit), cmocka_unit_test(test_other_controllers_left_alone),
+        cmocka_unit_test(test_listener_conditions), cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_unsupported_values), cmocka_unit_test(test_proxyless_grpc),
         cmocka_unit_test(test_tcproute_oldest_wins),
         cmocka_unit_test(test_shared_names_and_virtual_hosts),
-        cmocka_unit_test(test_backend_tls_policy),
-        cmocka_unit_test(test_group_template),
-        cmocka_unit_test(test_output_fail),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_backend_tls_policy), cmocka_unit_test(test_group_template),
+        cmocka_unit_test(test_output_fail))

@@ -56,7 +56,8 @@ static void test_simple_same_namespace(void **state)
     assert_string_equal(g->group, FX_NS "/same-namespace");
     assert_string_equal(g->source_ref, "Gateway " FX_NS "/same-namespace");
     assert_null(g->error);
-    json_t *want = tl_json(
+    tl_assert_json_is(
+        g->spec,
         "{'listeners': [{'name': 'gateway-conformance-infra/same-namespace:80', 'port': 80,"
         "  'protocol': 'LISTENER_PROTOCOL_HTTP',"
         "  'attached_routes': ['gateway-conformance-infra/gateway-conformance-infra-test']}],"
@@ -69,8 +70,6 @@ static void test_simple_same_namespace(void **state)
         " 'backends': [{'name': 'infra-backend-v1:8080', 'namespace': 'gateway-conformance-infra',"
         "  'endpoints': [{'address': '10.1.1.11', 'port': 3000, 'healthy': true},"
         "                {'address': '10.1.1.12', 'port': 3000, 'healthy': true}]}]}");
-    tl_assert_json_equal(g->spec, want);
-    json_decref(want);
     assert_int_equal(g->objects, 3);
     assert_int_equal(g->endpoints, 2);
     fx_expect_valid(g->spec);
@@ -79,10 +78,9 @@ static void test_simple_same_namespace(void **state)
     const json_t *rs = fx_status(r, GW_HTTP_ROUTE, FX_NS, "gateway-conformance-infra-test");
     assert_int_equal(json_array_size(json_object_get(rs, "parents")), 1);
     const json_t *p = fx_parent(rs, FX_NS, "same-namespace", NULL);
-    json_t *ref = tl_json("{'group': 'gateway.networking.k8s.io', 'kind': 'Gateway',"
-                          " 'namespace': 'gateway-conformance-infra', 'name': 'same-namespace'}");
-    tl_assert_json_equal(json_object_get(p, "parentRef"), ref);
-    json_decref(ref);
+    tl_assert_json_is(json_object_get(p, "parentRef"),
+                      "{'group': 'gateway.networking.k8s.io', 'kind': 'Gateway',"
+                      " 'namespace': 'gateway-conformance-infra', 'name': 'same-namespace'}");
     const json_t *c = fx_cond(json_object_get(p, "conditions"), "Accepted", "True", "Accepted", 2);
     assert_string_equal(json_string_value(json_object_get(c, "lastTransitionTime")), FX_NOW_TEXT);
     fx_cond(json_object_get(p, "conditions"), "ResolvedRefs", "True", "ResolvedRefs", 2);
@@ -91,9 +89,8 @@ static void test_simple_same_namespace(void **state)
     const json_t *gs = fx_status(r, GW_GATEWAY, FX_NS, "same-namespace");
     fx_cond(json_object_get(gs, "conditions"), "Accepted", "True", "Accepted", 1);
     fx_cond(json_object_get(gs, "conditions"), "Programmed", "True", "Programmed", 1);
-    json_t *addrs = tl_json("[{'type': 'IPAddress', 'value': '192.0.2.10'}]");
-    tl_assert_json_equal(json_object_get(gs, "addresses"), addrs);
-    json_decref(addrs);
+    tl_assert_json_is(json_object_get(gs, "addresses"),
+                      "[{'type': 'IPAddress', 'value': '192.0.2.10'}]");
     expect_listener(gs, "http", HTTP_KINDS, 1, "True", "True", "True", "ResolvedRefs", 1);
 
     /* Our class is accepted; the other controller's class is not ours to write. */
@@ -112,19 +109,16 @@ static void test_cross_namespace(void **state)
 {
     (void)state;
     fx_run *r = scenario("httproute-cross-namespace.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "backend-namespaces");
-    fx_expect_valid(g->spec);
-    const json_t *route =
-        fx_find(json_object_get(g->spec, "http_routes"), "name", "cross-namespace");
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "backend-namespaces");
+    const json_t *route = fx_named(g->spec, "http_routes", "cross-namespace");
     assert_string_equal(json_string_value(json_object_get(route, "namespace")),
                         "gateway-conformance-web-backend");
-    json_t *want = tl_json("[{'name': 'web-backend:8080', 'namespace':"
-                           " 'gateway-conformance-web-backend',"
-                           " 'endpoints': [{'address': '10.2.1.11', 'port': 3000, 'healthy': true,"
-                           "  'zone': 'zone-a'}, {'address': '10.2.1.12', 'port': 3000,"
-                           "  'healthy': true, 'zone': 'zone-b'}]}]");
-    tl_assert_json_equal(json_object_get(g->spec, "backends"), want);
-    json_decref(want);
+    tl_assert_json_is(json_object_get(g->spec, "backends"),
+                      "[{'name': 'web-backend:8080', 'namespace':"
+                      " 'gateway-conformance-web-backend',"
+                      " 'endpoints': [{'address': '10.2.1.11', 'port': 3000, 'healthy': true,"
+                      "  'zone': 'zone-a'}, {'address': '10.2.1.12', 'port': 3000,"
+                      "  'healthy': true, 'zone': 'zone-b'}]}]");
     const json_t *p =
         fx_parent(fx_status(r, GW_HTTP_ROUTE, "gateway-conformance-web-backend", "cross-namespace"),
                   FX_NS, "backend-namespaces", NULL);
@@ -149,14 +143,11 @@ static void test_reference_grant(void **state)
 {
     (void)state;
     fx_run *r = scenario("httproute-reference-grant.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
-    const json_t *route =
-        fx_find(json_object_get(g->spec, "http_routes"), "name", "reference-grant");
-    json_t *want = tl_json("[{'backend_refs': [{'name': 'web-backend:8080', 'namespace':"
-                           " 'gateway-conformance-web-backend', 'weight': 1}]}]");
-    tl_assert_json_equal(json_object_get(route, "rules"), want);
-    json_decref(want);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
+    const json_t *route = fx_named(g->spec, "http_routes", "reference-grant");
+    tl_assert_json_is(json_object_get(route, "rules"),
+                      "[{'backend_refs': [{'name': 'web-backend:8080', 'namespace':"
+                      " 'gateway-conformance-web-backend', 'weight': 1}]}]");
     const json_t *p = fx_parent(fx_status(r, GW_HTTP_ROUTE, FX_NS, "reference-grant"), FX_NS,
                                 "same-namespace", NULL);
     fx_cond(json_object_get(p, "conditions"), "ResolvedRefs", "True", "ResolvedRefs", 0);
@@ -177,8 +168,7 @@ static void test_invalid_reference_grant(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(c, "message")),
                            "gateway-conformance-web-backend/web-backend"));
     /* Nothing reaches web-backend: the rule has no backend left and is not served. */
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
     assert_null(json_object_get(g->spec, "http_routes"));
     assert_null(json_object_get(g->spec, "backends"));
     expect_listener(fx_status(r, GW_GATEWAY, FX_NS, "same-namespace"), "http", HTTP_KINDS, 1,
@@ -198,8 +188,7 @@ static void test_unknown_kind(void **state)
                   "same-namespace", NULL);
     fx_cond(json_object_get(p, "conditions"), "Accepted", "True", "Accepted", 0);
     fx_cond(json_object_get(p, "conditions"), "ResolvedRefs", "False", "InvalidKind", 0);
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
     assert_null(json_object_get(g->spec, "http_routes"));
     fx_cond(json_object_get(fx_status(r, GW_GATEWAY, FX_NS, "same-namespace"), "conditions"),
             "Accepted", "True", "Accepted", 1);
@@ -211,17 +200,14 @@ static void test_unknown_kind(void **state)
 static void expect_hostnames(const json_t *spec, const char *route, const char *want_json)
 {
     const json_t *ro = fx_find(json_object_get(spec, "http_routes"), "name", route);
-    json_t *want = tl_json(want_json);
-    tl_assert_json_equal(json_object_get(ro, "hostnames"), want);
-    json_decref(want);
+    tl_assert_json_is(json_object_get(ro, "hostnames"), want_json);
 }
 
 static void test_hostname_intersection(void **state)
 {
     (void)state;
     fx_run *r = scenario("httproute-hostname-intersection.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "httproute-hostname-intersection");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "httproute-hostname-intersection");
     /* Each route keeps only the hostnames its listener serves. */
     expect_hostnames(g->spec, "specific-host-matches-listener-specific-host",
                      "['very.specific.com']");
@@ -269,20 +255,18 @@ static void test_listener_hostname_matching(void **state)
 {
     (void)state;
     fx_run *r = scenario("httproute-listener-hostname-matching.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "httproute-listener-hostname-matching");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "httproute-listener-hostname-matching");
     /* Each route answers exactly the hostnames of the listeners it names: foo.bar.com
      * belongs to listener-2 alone, so backend-v3 (listener-3, *.bar.com) does not get it. */
     expect_hostnames(g->spec, "backend-v1", "['bar.com']");
     expect_hostnames(g->spec, "backend-v2", "['foo.bar.com']");
     expect_hostnames(g->spec, "backend-v3", "['*.bar.com', '*.foo.com']");
-    const json_t *v3 = fx_find(json_object_get(g->spec, "http_routes"), "name", "backend-v3");
-    json_t *want = tl_json("[{'name': 'httproute-listener-hostname-matching', 'namespace':"
-                           " 'gateway-conformance-infra', 'section_name': 'listener-3'},"
-                           " {'name': 'httproute-listener-hostname-matching', 'namespace':"
-                           " 'gateway-conformance-infra', 'section_name': 'listener-4'}]");
-    tl_assert_json_equal(json_object_get(v3, "parent_refs"), want);
-    json_decref(want);
+    const json_t *v3 = fx_named(g->spec, "http_routes", "backend-v3");
+    tl_assert_json_is(json_object_get(v3, "parent_refs"),
+                      "[{'name': 'httproute-listener-hostname-matching', 'namespace':"
+                      " 'gateway-conformance-infra', 'section_name': 'listener-3'},"
+                      " {'name': 'httproute-listener-hostname-matching', 'namespace':"
+                      " 'gateway-conformance-infra', 'section_name': 'listener-4'}]");
 
     const json_t *rs = fx_status(r, GW_HTTP_ROUTE, FX_NS, "backend-v3");
     assert_int_equal(json_array_size(json_object_get(rs, "parents")), 2);
@@ -304,24 +288,21 @@ static void test_matching(void **state)
 {
     (void)state;
     fx_run *r = scenario("httproute-matching.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
-    const json_t *route = fx_find(json_object_get(g->spec, "http_routes"), "name", "matching");
-    json_t *want =
-        tl_json("[{'matches': [{'path': '/', 'path_type': 'PathPrefix'},"
-                "              {'headers': [{'name': 'version', 'value': 'one'}]}],"
-                "  'backend_refs': [{'name': 'infra-backend-v1:8080',"
-                "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]},"
-                " {'matches': [{'path': '/v2', 'path_type': 'PathPrefix'},"
-                "              {'headers': [{'name': 'version', 'value': 'two'}]}],"
-                "  'backend_refs': [{'name': 'infra-backend-v2:8080',"
-                "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]");
-    tl_assert_json_equal(json_object_get(route, "rules"), want);
-    json_decref(want);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
+    const json_t *route = fx_named(g->spec, "http_routes", "matching");
+    tl_assert_json_is(
+        json_object_get(route, "rules"),
+        "[{'matches': [{'path': '/', 'path_type': 'PathPrefix'},"
+        "              {'headers': [{'name': 'version', 'value': 'one'}]}],"
+        "  'backend_refs': [{'name': 'infra-backend-v1:8080',"
+        "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]},"
+        " {'matches': [{'path': '/v2', 'path_type': 'PathPrefix'},"
+        "              {'headers': [{'name': 'version', 'value': 'two'}]}],"
+        "  'backend_refs': [{'name': 'infra-backend-v2:8080',"
+        "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]");
     assert_null(json_object_get(route, "hostnames"));
     /* infra-backend-v2's only port has no name: its EndpointSlice port has none either. */
-    const json_t *b =
-        fx_find(json_object_get(g->spec, "backends"), "name", "infra-backend-v2:8080");
+    const json_t *b = fx_named(g->spec, "backends", "infra-backend-v2:8080");
     assert_int_equal(json_array_size(json_object_get(b, "endpoints")), 2);
     fx_run_free(r);
 }
@@ -332,20 +313,17 @@ static void test_weight(void **state)
 {
     (void)state;
     fx_run *r = scenario("httproute-weight.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
-    const json_t *route =
-        fx_find(json_object_get(g->spec, "http_routes"), "name", "weighted-backends");
-    json_t *want =
-        tl_json("[{'backend_refs': ["
-                "  {'name': 'infra-backend-v1:8080', 'namespace': 'gateway-conformance-infra', "
-                "'weight': 70},"
-                "  {'name': 'infra-backend-v2:8080', 'namespace': 'gateway-conformance-infra', "
-                "'weight': 30},"
-                "  {'name': 'infra-backend-v3:8080', 'namespace': 'gateway-conformance-infra',"
-                "   'weight': 0}]}]");
-    tl_assert_json_equal(json_object_get(route, "rules"), want);
-    json_decref(want);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
+    const json_t *route = fx_named(g->spec, "http_routes", "weighted-backends");
+    tl_assert_json_is(
+        json_object_get(route, "rules"),
+        "[{'backend_refs': ["
+        "  {'name': 'infra-backend-v1:8080', 'namespace': 'gateway-conformance-infra', "
+        "'weight': 70},"
+        "  {'name': 'infra-backend-v2:8080', 'namespace': 'gateway-conformance-infra', "
+        "'weight': 30},"
+        "  {'name': 'infra-backend-v3:8080', 'namespace': 'gateway-conformance-infra',"
+        "   'weight': 0}]}]");
     assert_int_equal(json_array_size(json_object_get(g->spec, "backends")), 3);
     assert_int_equal(g->endpoints, 5);
     fx_run_free(r);
@@ -362,8 +340,7 @@ static void expect_bad_certificate(const fx_run *r, const char *ns, const char *
     /* No listener can be served: the Gateway is not programmed, and its spec has no
      * listener (nor the secret it could not use). */
     fx_cond(json_object_get(gs, "conditions"), "Programmed", "False", "Invalid", 0);
-    const gw_gateway_out *g = fx_gateway(r, ns, gw);
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(r, ns, gw);
     assert_null(json_object_get(g->spec, "listeners"));
     assert_null(json_object_get(g->spec, "secrets"));
 }
@@ -388,15 +365,13 @@ static void test_invalid_tls_configuration(void **state)
                            "gateway-certificate-other-namespace", "RefNotPermitted");
 
     /* The valid one terminates TLS with the Secret's certificate and key. */
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "gateway-certificate-valid");
-    fx_expect_valid(g->spec);
-    json_t *want = tl_json(
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "gateway-certificate-valid");
+    tl_assert_json_is(
+        json_object_get(g->spec, "listeners"),
         "[{'name': 'gateway-conformance-infra/gateway-certificate-valid:443', 'port': 443,"
         "  'protocol': 'LISTENER_PROTOCOL_HTTPS', 'hostnames': ['second-example.org'],"
         "  'tls': {'secret_refs': ['gateway-conformance-infra/tls-validity-checks-certificate']},"
         "  'attached_routes': ['gateway-conformance-infra/https-route']}]");
-    tl_assert_json_equal(json_object_get(g->spec, "listeners"), want);
-    json_decref(want);
     const json_t *secret = json_array_get(json_object_get(g->spec, "secrets"), 0);
     assert_string_equal(json_string_value(json_object_get(secret, "name")),
                         "tls-validity-checks-certificate");
@@ -434,8 +409,7 @@ static void test_with_attached_routes(void **state)
     fx_cond(json_object_get(p, "conditions"), "Accepted", "True", "Accepted", 0);
     fx_cond(json_object_get(p, "conditions"), "ResolvedRefs", "False", "BackendNotFound", 0);
 
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "gateway-with-two-attached-routes");
-    fx_expect_valid(g->spec);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "gateway-with-two-attached-routes");
     expect_hostnames(g->spec, "http-route-2", "['foo.example.com']");
     expect_hostnames(g->spec, "http-route-3", "['foo.example.com']");
     json_t *hosts = tl_json("['foo.example.com']");
@@ -453,29 +427,24 @@ static void test_grpc_exact_method(void **state)
 {
     (void)state;
     fx_run *r = scenario("grpcroute-exact-method-matching.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
-    fx_expect_valid(g->spec);
-    const json_t *route =
-        fx_find(json_object_get(g->spec, "grpc_routes"), "name", "exact-matching");
-    json_t *want =
-        tl_json("[{'matches': [{'service': 'gateway_api_conformance.echo_basic.grpcecho.GrpcEcho',"
-                "               'method': 'Echo'}],"
-                "  'backend_refs': [{'name': 'grpc-infra-backend-v1:8080:grpc',"
-                "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]},"
-                " {'matches': [{'service': 'gateway_api_conformance.echo_basic.grpcecho.GrpcEcho',"
-                "               'method': 'EchoTwo'}],"
-                "  'backend_refs': [{'name': 'grpc-infra-backend-v2:8080:grpc',"
-                "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]");
-    tl_assert_json_equal(json_object_get(route, "rules"), want);
-    json_decref(want);
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
+    const json_t *route = fx_named(g->spec, "grpc_routes", "exact-matching");
+    tl_assert_json_is(
+        json_object_get(route, "rules"),
+        "[{'matches': [{'service': 'gateway_api_conformance.echo_basic.grpcecho.GrpcEcho',"
+        "               'method': 'Echo'}],"
+        "  'backend_refs': [{'name': 'grpc-infra-backend-v1:8080:grpc',"
+        "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]},"
+        " {'matches': [{'service': 'gateway_api_conformance.echo_basic.grpcecho.GrpcEcho',"
+        "               'method': 'EchoTwo'}],"
+        "  'backend_refs': [{'name': 'grpc-infra-backend-v2:8080:grpc',"
+        "                    'namespace': 'gateway-conformance-infra', 'weight': 1}]}]");
     /* gRPC backends are spoken to over HTTP/2. */
-    const json_t *b =
-        fx_find(json_object_get(g->spec, "backends"), "name", "grpc-infra-backend-v1:8080:grpc");
+    const json_t *b = fx_named(g->spec, "backends", "grpc-infra-backend-v1:8080:grpc");
     assert_string_equal(json_string_value(json_object_get(b, "protocol")), "GRPC");
     const json_t *l = json_array_get(json_object_get(g->spec, "listeners"), 0);
-    json_t *att = tl_json("['gateway-conformance-infra/exact-matching']");
-    tl_assert_json_equal(json_object_get(l, "attached_routes"), att);
-    json_decref(att);
+    tl_assert_json_is(json_object_get(l, "attached_routes"),
+                      "['gateway-conformance-infra/exact-matching']");
     const json_t *p = fx_parent(fx_status(r, GW_GRPC_ROUTE, FX_NS, "exact-matching"), FX_NS,
                                 "same-namespace", NULL);
     fx_cond(json_object_get(p, "conditions"), "Accepted", "True", "Accepted", 0);
@@ -489,9 +458,9 @@ static void test_tlsroute_simple(void **state)
 {
     (void)state;
     fx_run *r = scenario("tlsroute-simple-same-namespace.yaml");
-    const gw_gateway_out *g = fx_gateway(r, FX_NS, "gateway-tlsroute");
-    fx_expect_valid(g->spec);
-    json_t *want = tl_json(
+    const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "gateway-tlsroute");
+    tl_assert_json_is(
+        g->spec,
         "{'listeners': [{'name': 'gateway-conformance-infra/gateway-tlsroute:443', 'port': 443,"
         "  'protocol': 'LISTENER_PROTOCOL_TLS_PASSTHROUGH',"
         "  'attached_routes': ['gateway-conformance-infra/gateway-conformance-infra-test']}],"
@@ -505,8 +474,6 @@ static void test_tlsroute_simple(void **state)
         "               'namespace': 'gateway-conformance-infra', 'weight': 1}]}]}],"
         " 'backends': [{'name': 'tcp-backend:8443', 'namespace': 'gateway-conformance-infra',"
         "  'endpoints': [{'address': '10.1.4.11', 'port': 8443, 'healthy': true}]}]}");
-    tl_assert_json_equal(g->spec, want);
-    json_decref(want);
     static const char *const tls_only[] = {"TLSRoute", NULL};
     expect_listener(fx_status(r, GW_GATEWAY, FX_NS, "gateway-tlsroute"), "https", tls_only, 1,
                     "True", "True", "True", "ResolvedRefs", 0);
@@ -516,22 +483,10 @@ static void test_tlsroute_simple(void **state)
     fx_run_free(r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_same_namespace),
-        cmocka_unit_test(test_cross_namespace),
-        cmocka_unit_test(test_reference_grant),
-        cmocka_unit_test(test_invalid_reference_grant),
-        cmocka_unit_test(test_unknown_kind),
-        cmocka_unit_test(test_hostname_intersection),
-        cmocka_unit_test(test_listener_hostname_matching),
-        cmocka_unit_test(test_matching),
-        cmocka_unit_test(test_weight),
-        cmocka_unit_test(test_invalid_tls_configuration),
-        cmocka_unit_test(test_with_attached_routes),
-        cmocka_unit_test(test_grpc_exact_method),
-        cmocka_unit_test(test_tlsroute_simple),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_simple_same_namespace), cmocka_unit_test(test_cross_namespace),
+        cmocka_unit_test(test_reference_grant), cmocka_unit_test(test_invalid_reference_grant),
+        cmocka_unit_test(test_unknown_kind), cmocka_unit_test(test_hostname_intersection),
+        cmocka_unit_test(test_listener_hostname_matching), cmocka_unit_test(test_matching),
+        cmocka_unit_test(test_weight), cmocka_unit_test(test_invalid_tls_configuration),
+        cmocka_unit_test(test_with_attached_routes), cmocka_unit_test(test_grpc_exact_method),
+        cmocka_unit_test(test_tlsroute_simple))

@@ -274,13 +274,6 @@ static void test_in_cluster(void **state)
     sx_free(cmd);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_inline_data_and_contexts),
+TL_MAIN(cmocka_unit_test(test_inline_data_and_contexts),
         cmocka_unit_test(test_files_relative_to_kubeconfig),
-        cmocka_unit_test(test_refused_and_broken),
-        cmocka_unit_test(test_in_cluster),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_refused_and_broken), cmocka_unit_test(test_in_cluster))

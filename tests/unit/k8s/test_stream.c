@@ -167,13 +167,6 @@ static void test_last_line_without_newline(void **state)
     json_decref(c.events);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_any_chunk_size),
-        cmocka_unit_test(test_line_over_cap),
+TL_MAIN(cmocka_unit_test(test_any_chunk_size), cmocka_unit_test(test_line_over_cap),
         cmocka_unit_test(test_bad_json_and_refusal),
-        cmocka_unit_test(test_last_line_without_newline),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_last_line_without_newline))

@@ -405,17 +405,8 @@ static void test_waits_wake(void **state)
     wm_table_destroy(t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_store_noop_and_managed_fields),
-        cmocka_unit_test(test_replace),
+TL_MAIN(cmocka_unit_test(test_store_noop_and_managed_fields), cmocka_unit_test(test_replace),
         cmocka_unit_test(test_subscribe_coalesces),
-        cmocka_unit_test(test_states_shared_and_outlive_table),
-        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_states_shared_and_outlive_table), cmocka_unit_test(test_keys),
         cmocka_unit_test(test_table_snapshot_is_consistent),
-        cmocka_unit_test(test_slow_subscriber_sees_newest),
-        cmocka_unit_test(test_waits_wake),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+        cmocka_unit_test(test_slow_subscriber_sees_newest), cmocka_unit_test(test_waits_wake))

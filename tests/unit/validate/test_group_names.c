@@ -13,24 +13,26 @@
 #include "server/base/err.h"
 #include "server/validate/validate.h"
 
+/* Proxy group names that are valid. */
+static const char *good_names[] = {"edge",
+                                   "shop/web",
+                                   "default/web-canary",
+                                   "eu-west-1.canary",
+                                   "team_a:v2",
+                                   "a",
+                                   "A/B/C",
+                                   "...",
+                                   "./x",
+                                   "gw-prod.api.prod",
+                                   "0"};
+
 static void test_names_that_pass(void **state)
 {
     (void)state;
-    const char *good[] = {"edge",
-                          "shop/web",
-                          "default/web-canary",
-                          "eu-west-1.canary",
-                          "team_a:v2",
-                          "a",
-                          "A/B/C",
-                          "...",
-                          "./x",
-                          "gw-prod.api.prod",
-                          "0"};
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-        const char *why = val_group_name_problem(good[i]);
+    for (size_t i = 0; i < sizeof(good_names) / sizeof(good_names[0]); i++) {
+        const char *why = val_group_name_problem(good_names[i]);
         if (why)
-            print_message("%s: %s\n", good[i], why);
+            print_message("%s: %s\n", good_names[i], why);
         assert_null(why);
     }
     char longest[VAL_GROUP_NAME_MAX + 1];
@@ -118,13 +120,5 @@ static void test_one_group(void **state)
     assert_string_equal(err.message, "invalid proxy group name: must not be \".\" or \"..\"");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names_that_pass),
-        cmocka_unit_test(test_names_that_fail),
-        cmocka_unit_test(test_group_lists),
-        cmocka_unit_test(test_one_group),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_names_that_pass), cmocka_unit_test(test_names_that_fail),
+        cmocka_unit_test(test_group_lists), cmocka_unit_test(test_one_group))
