@@ -114,8 +114,8 @@ replicas_beat *replicas_create(struct sx_server *srv)
     r->srv = srv;
     pthread_mutex_init(&r->mu, NULL);
     sx_cond_init_monotonic(&r->cv);
-    r->thread = (sup_thread){
-        .run = run, .wake = wake_stop, .ctx = r, .what = "the replica heartbeat"};
+    r->thread =
+        (sup_thread){.run = run, .wake = wake_stop, .ctx = r, .what = "the replica heartbeat"};
     if (srv->leader)
         leader_subscribe(srv->leader, on_lead, r);
     return r;

@@ -85,6 +85,18 @@ static int read_replica(sx_arena *a, const PGresult *r, int row, void *item, sx_
     return repo_i64(r, row, 8, 0, &o->term, err);
 }
 
+/* The columns of read_replica, alive meaning heard from within $1 ms; ordered by id, $2
+ * the id to start after, $3 the limit. */
+// clang-format off
+#define LIST_SQL                                                                         \
+    "SELECT replica_id, version, http_address, grpc_address, " REPO_TS("started_at") "," \
+    " " REPO_TS("last_seen") ", alive, leader AND alive, term"                           \
+    " FROM (SELECT *, last_seen >= now() - $1::bigint * interval '1 millisecond' AS alive" \
+    "       FROM replicas) r"                                                            \
+    " WHERE ($2::text IS NULL OR replica_id > $2)"                                       \
+    " ORDER BY replica_id LIMIT $3::int"
+// clang-format on
+
 /* Ordered by id: $2 the id to start after, $3 the limit. */
 static const repo_page_spec replica_page = {"s", {0}, 2, 3, sizeof(replica_record), read_replica};
 
@@ -96,15 +108,7 @@ int replica_repo_list(pg_conn *c, long long alive_ms, int limit, const char *cur
         return sx_err_set(err, SX_EINVAL, "alive_ms must be at least 1");
     const char *p[] = {repo_i64_param(a, alive_ms), NULL, NULL};
     repo_page pg;
-    int rc = repo_page_query(
-        c, a, &replica_page, limit, cursor,
-        "SELECT replica_id, version, http_address, grpc_address, " REPO_TS("started_at") ","
-        " " REPO_TS("last_seen") ", alive, leader AND alive, term"
-        " FROM (SELECT *, last_seen >= now() - $1::bigint * interval '1 millisecond' AS alive"
-        "       FROM replicas) r"
-        " WHERE ($2::text IS NULL OR replica_id > $2)"
-        " ORDER BY replica_id LIMIT $3::int",
-        3, p, &pg, err);
+    int rc = repo_page_query(c, a, &replica_page, limit, cursor, LIST_SQL, 3, p, &pg, err);
     REPO_PAGE_STORE(out, pg);
     return rc;
 }
