@@ -58,6 +58,9 @@ void api_proxy_get(http_request *req, rest_api *api, void *ud);
 void api_proxy_config(http_request *req, rest_api *api, void *ud);
 int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
+/* replicas (api/handlers_replicas.c) */
+int api_replicas_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
+
 /* audit log (api/handlers_audit.c) */
 int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 

@@ -14,16 +14,16 @@
  *
  * A request asks about (role, resource type, resource id or none, action); the REST
  * routes name the type ("configs", "snapshots", "proxies", "groups", "deployments",
- * "audit", "auth") and the action ("read", "create", "update", "delete", "rollback",
- * "apply", ...), and the id is the route's {id}, {node_id} or {group}. In patterns and
- * actions "*" matches any run of characters. A pattern without a slash is matched
- * against the type alone, so it covers the type's collection and every id ("*" covers
- * everything). A pattern TYPE/ID needs a request with an id that ID matches, except
- * that an ID of exactly "*" also covers requests without an id, so the design's
- * "configs/" + "*" style means the same as "configs". There are only grants, no
- * denials: what no rule grants is refused. Role names are 1-64 of [a-z0-9_-], unique.
- * Unknown keys are errors (a misspelt key must not silently change what is granted),
- * and every error is reported with its line.
+ * "replicas", "events", "audit", "auth") and the action ("read", "create", "update",
+ * "delete", "rollback", "apply", ...), and the id is the route's {id}, {node_id} or
+ * {group}. In patterns and actions "*" matches any run of characters. A pattern without
+ * a slash is matched against the type alone, so it covers the type's collection and
+ * every id ("*" covers everything). A pattern TYPE/ID needs a request with an id that
+ * ID matches, except that an ID of exactly "*" also covers requests without an id, so
+ * the design's "configs/" + "*" style means the same as "configs". There are only
+ * grants, no denials: what no rule grants is refused. Role names are 1-64 of
+ * [a-z0-9_-], unique. Unknown keys are errors (a misspelt key must not silently change
+ * what is granted), and every error is reported with its line.
  */
 #ifndef SX_API_POLICY_H
 #define SX_API_POLICY_H

@@ -64,6 +64,8 @@ static const api_route routes[] = {
     {"GET", "/api/v1/proxies/{node_id}/config", "proxies", "read", api_proxy_config, NULL},
     {"GET", "/api/v1/proxies/{node_id}/nacks", "proxies", "read", NULL, api_proxy_nacks_page},
 
+    {"GET", "/api/v1/replicas", "replicas", "read", NULL, api_replicas_page},
+
     {"GET", "/api/v1/audit", "audit", "read", NULL, api_audit_page},
 
     {"GET", "/api/v1/events", "events", "read", api_events_stream, NULL},

@@ -233,3 +233,12 @@ int catalog_deployment(struct sx_server *srv, const char *id, sx_arena *a, deplo
     pg_conn *c = acquire(srv, err);
     return release(srv, c, c ? deploy_repo_get(c, id, a, out, err) : err->code);
 }
+
+int catalog_replicas(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
+                     replica_list *out, sx_err *err)
+{
+    long long alive_ms = srv && srv->config ? 3 * srv->config->leader.heartbeat_ms : 15000;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c,
+                   c ? replica_repo_list(c, alive_ms, limit, cursor, a, out, err) : err->code);
+}

@@ -1,7 +1,7 @@
 /*
  * catalog.h — the read side of the REST API: configs and their versions, snapshots,
- * proxy groups, proxies, their NACKs, the audit log and deployments, one page or one
- * record at a time.
+ * proxy groups, proxies, their NACKs, the audit log, deployments and the replicas, one
+ * page or one record at a time.
  *
  * Every function takes typed input (ids, filters, a page size and cursor), takes a
  * pooled connection of its own for the call and gives it back before it returns, and
@@ -27,6 +27,7 @@
 #include "storage/repo_deployments.h"
 #include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
+#include "storage/repo_replicas.h"
 #include "storage/repo_snapshots.h"
 
 struct sx_server;
@@ -99,5 +100,10 @@ int catalog_deployments(struct sx_server *srv, const deploy_filter *f, sx_arena 
 /* Deployment id with its waves. */
 int catalog_deployment(struct sx_server *srv, const char *id, sx_arena *a, deploy_record **out,
                        sx_err *err) SX_MUSTCHECK;
+
+/* One page of the replicas sharing the database; alive when heard from within three
+ * leader.heartbeat intervals. */
+int catalog_replicas(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
+                     replica_list *out, sx_err *err) SX_MUSTCHECK;
 
 #endif

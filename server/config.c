@@ -806,6 +806,23 @@ static void check_fleet(loader *L)
                "must be greater than fleet.stale_after (%s), got %s", s, d);
 }
 
+/* A leader cut off from the database must find out (one check interval, then one
+ * check's deadline of a third of the lease: storage/pg_lock.h) before the server ends
+ * its session and frees the lock for another replica (the lease). */
+static void check_leader(loader *L)
+{
+    if (key_failed(L, "leader.check") || key_failed(L, "leader.lease"))
+        return;
+    const sextant_config *c = L->cfg;
+    if (c->leader.check_ms * 2 <= c->leader.lease_ms)
+        return;
+    char k[32], l[32];
+    config_format_duration(c->leader.check_ms, k, sizeof(k));
+    config_format_duration(c->leader.lease_ms, l, sizeof(l));
+    config_bad(L, (size_t)config_key_find("leader.check"),
+               "must be at most half of leader.lease (%s), got %s", l, k);
+}
+
 /* ------------------------------------------------------------------ load / free */
 
 static void default_replica_id(char *out, size_t n)
@@ -867,6 +884,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_listeners(&L);
     check_xds(&L);
     check_fleet(&L);
+    check_leader(&L);
     config_check_k8s(&L);
 
     for (size_t i = 0; i < config_nkeys; i++)

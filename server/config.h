@@ -65,6 +65,12 @@
  *   events.retention               duration  24h                1m..30d; older events are pruned
  *   events.keepalive               duration  15s                100ms..1m; idle stream comment
  *   events.max_streams             integer   1000               1..100000 streams per replica
+ *   leader.retry                   duration  2s                 10ms..1h between tries for the lock
+ *   leader.lease                   duration  10s                1s..1h; a silent holder's session
+ *                                                               ends after it (take-over bound)
+ *   leader.check                   duration  1s                 10ms..30m; at most leader.lease / 2
+ *   leader.heartbeat               duration  5s                 100ms..1h replicas row refresh
+ *   leader.forget_after            duration  24h                1m..30d; older replica rows go
  *   k8s.enabled                    boolean   false              watch the Gateway API, write
  *                                                               its configs (source kubernetes)
  *   k8s.kubeconfig                 file      (none)             kubeconfig; none: in-cluster
@@ -232,6 +238,14 @@ typedef struct sextant_config {
         int64_t keepalive_ms; /* keep-alive comment interval on an idle event stream */
         int64_t max_streams;  /* open event streams per replica; more get 503 */
     } events;
+    /* Leader election (server/leader.h) and the replicas' heartbeats (server/replicas.h). */
+    struct {
+        int64_t retry_ms;        /* a standby tries to take the leader lock this often */
+        int64_t lease_ms;        /* the server ends a silent lock holder's session after it */
+        int64_t check_ms;        /* the leader checks its lock session this often */
+        int64_t heartbeat_ms;    /* each replica refreshes its replicas row this often */
+        int64_t forget_after_ms; /* rows not refreshed for this long are deleted (leader) */
+    } leader;
     /* The Kubernetes Gateway API source (server/k8s/): what it watches, how it names the
      * groups of the Gateways it translates, how it batches and bounds a translation. */
     struct {

@@ -177,6 +177,20 @@ const key_def config_keys[] = {
      "Interval of the keep-alive comment on an idle event stream."},
     {"events.max_streams", K_INT, "1000", 1, 100000, OFF(events.max_streams), NULL,
      "Event streams one replica serves at once; more get 503."},
+    {"leader.retry", K_DURATION, "2s", 10, MS_HOUR, OFF(leader.retry_ms), NULL,
+     "How often a replica that does not lead tries to take the leader lock."},
+    {"leader.lease", K_DURATION, "10s", 1000, MS_HOUR, OFF(leader.lease_ms), NULL,
+     "PostgreSQL ends the lock session of a leader it has not heard from for this long, so "
+     "another replica leads at most about leader.retry + leader.lease after a leader is cut "
+     "off."},
+    {"leader.check", K_DURATION, "1s", 10, 30 * MS_MINUTE, OFF(leader.check_ms), NULL,
+     "How often the leader checks its lock session (it stops leading when a check fails); at "
+     "most half of leader.lease."},
+    {"leader.heartbeat", K_DURATION, "5s", 100, MS_HOUR, OFF(leader.heartbeat_ms), NULL,
+     "How often each replica refreshes its row of GET /api/v1/replicas; a replica silent for "
+     "three heartbeats is shown as not alive."},
+    {"leader.forget_after", K_DURATION, "24h", MS_MINUTE, 30 * MS_DAY, OFF(leader.forget_after_ms),
+     NULL, "The leader deletes the rows of replicas silent for this long."},
     {"k8s.enabled", K_BOOL, "false", 0, 0, OFF(k8s.enabled), NULL,
      "Watch the Kubernetes Gateway API and write one config (source kubernetes) per Gateway "
      "of a GatewayClass of ours."},

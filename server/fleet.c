@@ -4,22 +4,29 @@
  *
  * Design: one thread. The counts come from node_repo_count_states, so the gauge,
  * GET /api/v1/proxies?state= and the per-group counts of GET /api/v1/groups all judge
- * a node's state with the same SQL expression. The sweep marks newly stale nodes
+ * a node's state with the same SQL expression; every replica refreshes its gauge. The
+ * sweep runs on the leader only (server/leader.h): it marks newly stale nodes
  * (node_repo_mark_stale) and writes their proxy_stale events in one transaction, so a
- * node is reported once however many replicas sweep, and deletes the events older
- * than events.retention and the idempotency keys older than api.idempotency_ttl
- * (server/idem.h). The thread sleeps with sup_sleep, so shutdown wakes it at
- * once.
+ * node is reported once even when two replicas briefly both sweep, and deletes the
+ * events older than events.retention and the idempotency keys older than
+ * api.idempotency_ttl (server/idem.h). It asks whether this replica still leads before
+ * each step, so a replica that loses the lead stops after the transaction in flight.
+ * Gaining the lead wakes the thread, so a new leader sweeps at once; a stop wakes it
+ * too.
  */
 #include "server/fleet.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
 #include "server/events.h"
 #include "server/idem.h"
+#include "server/leader.h"
 #include "server/server.h"
 #include "server/supervisor.h"
 #include "storage/pg_pool.h"
@@ -33,23 +40,52 @@
 struct fleet_monitor {
     struct sx_server *srv; /* borrowed */
     sx_metric *m_proxies;  /* sextant_proxies{state} */
+    sx_metric *m_sweeps;   /* sextant_fleet_sweeps_total */
     sup_thread thread;     /* the refresh and sweep loop */
     bool failing;          /* the last refresh failed (logged once until it works again) */
     bool sweep_failing;    /* the same for the sweep */
+    pthread_mutex_t mu;    /* guards woken and stopping */
+    pthread_cond_t cv;     /* signalled when the lead is gained and at stop */
+    bool woken, stopping;
 };
 
 static void *fleet_thread(void *arg);
+
+static void fleet_wake_stop(void *ctx)
+{
+    fleet_monitor *f = ctx;
+    sx_cond_raise(&f->mu, &f->cv, &f->stopping);
+}
+
+/* On the leader's thread: a new leader sweeps at once. */
+static void on_lead(void *ctx, bool leading, uint64_t term)
+{
+    (void)term;
+    fleet_monitor *f = ctx;
+    if (leading)
+        sx_cond_raise(&f->mu, &f->cv, &f->woken);
+}
 
 fleet_monitor *fleet_create(struct sx_server *srv)
 {
     fleet_monitor *f = sx_calloc(1, sizeof(*f));
     f->srv = srv;
-    f->thread = (sup_thread){.run = fleet_thread, .ctx = f, .what = "the fleet health"};
-    if (srv->metrics)
+    pthread_mutex_init(&f->mu, NULL);
+    sx_cond_init_monotonic(&f->cv);
+    f->thread = (sup_thread){
+        .run = fleet_thread, .wake = fleet_wake_stop, .ctx = f, .what = "the fleet health"};
+    if (srv->metrics) {
         f->m_proxies = sx_metrics_gauge(srv->metrics, "sextant_proxies",
                                         "Proxies by state: connected, stale (no activity for "
                                         "fleet.stale_after) or disconnected.",
                                         "state");
+        f->m_sweeps = sx_metrics_counter(srv->metrics, "sextant_fleet_sweeps_total",
+                                         "Fleet sweeps (stale proxies, old events) this replica "
+                                         "ran; only the leader sweeps.",
+                                         NULL);
+    }
+    if (srv->leader)
+        leader_subscribe(srv->leader, on_lead, f);
     return f;
 }
 
@@ -125,6 +161,12 @@ static int mark_stale(pg_conn *c, void *arg, sx_err *err)
     return rc;
 }
 
+/* Whether the sweep may take its next step: this replica leads and is not stopping. */
+static bool may_sweep(const fleet_monitor *f)
+{
+    return leader_is_leader(f->srv->leader) && !sup_stopping(f->srv->sup);
+}
+
 /* The sweep: stale nodes reported, old events pruned; errors logged when they start. */
 static void sweep(fleet_monitor *f)
 {
@@ -135,13 +177,15 @@ static void sweep(fleet_monitor *f)
     int rc = 0;
     /* Stale nodes first, then lost ones, each in batches until a short one. */
     for (int lost = 0; lost < 2 && rc == 0; lost++) {
-        if (lost && sup_stopping(srv->sup))
-            break;
+        if (!may_sweep(f))
+            return;
         b.lost = lost;
         do {
             rc = pg_tx(srv->db, mark_stale, &b, &err);
-        } while (rc == 0 && b.count == STALE_BATCH && !sup_stopping(srv->sup));
+        } while (rc == 0 && b.count == STALE_BATCH && may_sweep(f));
     }
+    if (rc == 0 && !may_sweep(f))
+        return;
     if (rc == 0) {
         pg_conn *c = NULL;
         long long deleted = 0;
@@ -158,7 +202,22 @@ static void sweep(fleet_monitor *f)
             pg_release(srv->db, c);
         }
     }
-    outcome(rc, &err, &f->sweep_failing);
+    if (outcome(rc, &err, &f->sweep_failing) && f->m_sweeps)
+        sx_metric_inc(f->m_sweeps, NULL);
+}
+
+/* Waits FLEET_REFRESH_MS or until woken; false when stopping. */
+static bool wait_next(fleet_monitor *f)
+{
+    struct timespec until = sx_deadline_in(FLEET_REFRESH_MS);
+    pthread_mutex_lock(&f->mu);
+    int rc = 0;
+    while (!f->stopping && !f->woken && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&f->cv, &f->mu, &until);
+    f->woken = false;
+    bool go = !f->stopping;
+    pthread_mutex_unlock(&f->mu);
+    return go && !sup_stopping(f->srv->sup);
 }
 
 static void *fleet_thread(void *arg)
@@ -166,9 +225,10 @@ static void *fleet_thread(void *arg)
     fleet_monitor *f = arg;
     do {
         refresh(f);
-        if (!f->failing) /* a database that is away is logged once, by refresh */
+        /* A database that is away is logged once, by refresh. */
+        if (!f->failing && may_sweep(f))
             sweep(f);
-    } while (sup_sleep(f->srv->sup, FLEET_REFRESH_MS));
+    } while (wait_next(f));
     return NULL;
 }
 
@@ -179,5 +239,9 @@ sup_thread *fleet_component(fleet_monitor *f)
 
 void fleet_destroy(fleet_monitor *f)
 {
+    if (f == NULL)
+        return;
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
     sx_free(f);
 }

@@ -48,10 +48,12 @@ static void tell(leader *l, bool leading, uint64_t term)
 static void lead(leader *l, pg_lock_session *s)
 {
     uint64_t term = ++l->terms;
-    atomic_store(&l->term, term);
-    atomic_store(&l->leading, true);
+    /* Said before the flag turns on, and the end said after it turns off, so that the
+     * log's lines bound every moment this replica led. */
     SX_INFO(COMPONENT, "this replica leads (term %llu, lock session pid %d)",
             (unsigned long long)term, pg_lock_backend_pid(s));
+    atomic_store(&l->term, term);
+    atomic_store(&l->leading, true);
     tell(l, true, term);
     sx_err err = {0};
     bool lost = false;
@@ -72,6 +74,26 @@ static void lead(leader *l, pg_lock_session *s)
     tell(l, false, term);
 }
 
+/* Whether the session that just took the lock may lead: it first waits one check
+ * interval and one check's deadline (a third of the lease, pg_lock.h) and checks that
+ * it still holds the session. The server frees the lock at once when it ends the
+ * session of the last leader itself (the connection was cut on its side, or the
+ * session was terminated); that leader finds out at its next check, within this wait,
+ * so the two never lead at the same time. False when the session was lost meanwhile
+ * or shutdown began. */
+static bool settle(leader *l, pg_lock_session *s)
+{
+    if (!sup_sleep(l->sup, (int64_t)l->check_ms + l->lease_ms / 3))
+        return false;
+    sx_err err = {0};
+    if (pg_lock_check(s, &err) != 0) {
+        SX_WARN(COMPONENT, "took the leader lock but lost its session before leading: %s",
+                err.message);
+        return false;
+    }
+    return true;
+}
+
 static void *run(void *ctx)
 {
     leader *l = ctx;
@@ -88,7 +110,7 @@ static void *run(void *ctx)
         bool held = false;
         if (pg_lock_open(&o, &s, &err) == 0 && pg_lock_try(s, l->lock_name, &held, &err) == 0) {
             last[0] = '\0';
-            if (held)
+            if (held && settle(l, s))
                 lead(l, s);
         } else if (strcmp(last, err.message) != 0) {
             /* Said once per distinct reason, not every retry. */

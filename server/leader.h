@@ -8,13 +8,19 @@
  * does, it checks the session every check_ms. The moment a check fails (the database
  * went away, the connection was cut, a failover happened) this replica stops leading,
  * closes the session and tells its subscribers, before the server frees the lock for
- * another replica (lease_ms: the lock session's lease, see pg_lock.h). That order holds
- * when the connection is cut or the database is unreachable; a session the server
- * ends itself (pg_terminate_backend, a restart) frees the lock at once, and for up to
- * check_ms two replicas may both believe they lead. Leader-only work must therefore
- * stay safe when repeated: writes are idempotent or serialised in the database. Every gain of
- * the lock starts a new term (1, 2, ...): work started under one term is stale once
- * leader_term() returns another.
+ * another replica (lease_ms: the lock session's lease, see pg_lock.h; check_ms must be
+ * at most half of it). A session the server ends itself (its side of the connection
+ * was cut, pg_terminate_backend, a restart) frees the lock at once instead: so a
+ * replica that takes the lock waits check_ms and one check's deadline (lease_ms / 3)
+ * before it leads, time in which the last leader's next check fails. A replica that is
+ * killed frees the lock at once (its connections close), and another leads within
+ * retry_ms + check_ms + lease_ms / 3. The order rests on the replicas' threads keeping
+ * their timing, so leader-only work must still stay safe when repeated: writes are
+ * idempotent or serialised in the database. Every gain of the lock starts a new term
+ * (1, 2, ...): work started under one term is stale once leader_term() returns another.
+ *
+ * The log says "this replica leads" before the flag turns on and "this replica stops
+ * leading" / "gives the lead up" after it turns off, so the log bounds each term.
  *
  * Subscribers are told on the leader thread, in subscription order, after the flag
  * changed; a subscriber must not block for long. A disabled leader (no URL) never
@@ -38,9 +44,9 @@ typedef struct leader_options {
     const char *url;        /* the database; NULL or "": this replica never leads */
     const char *lock_name;  /* NULL = "sextant/leader" */
     const char *replica;    /* this replica's id, for logs and pg_stat_activity */
-    int retry_ms;           /* between attempts to take the lock; 0 = 2000 */
-    int lease_ms;           /* the lock session's lease (pg_lock.h); 0 = 10000 */
-    int check_ms;           /* between checks of a held session; 0 = 1000 */
+    int retry_ms;           /* between attempts to take the lock; 0 = 2000 (leader.retry) */
+    int lease_ms;           /* the lock session's lease (pg_lock.h); 0 = 10000 (leader.lease) */
+    int check_ms;           /* between checks of a held session; 0 = 1000 (leader.check) */
     int connect_timeout_ms; /* 0 = 5000 */
     sx_metrics *metrics;    /* sextant_leader, sextant_leader_transitions_total; may be NULL */
     sup_supervisor *sup;    /* its sleeps end at shutdown; required */

@@ -46,6 +46,7 @@
 #include "server/k8s/controller.h"
 #include "server/leader.h"
 #include "server/nodes/status.h"
+#include "server/replicas.h"
 #include "server/rollout/driver.h"
 #include "server/server.h"
 #include "server/snapshot/loader.h"
@@ -431,22 +432,37 @@ static int create_nodes_and_events(struct sx_server *srv, sx_err *err)
                                  events_feed_on_resync, srv->events, err);
 }
 
-/* The Gateway API source and the leader election it writes under (k8s.enabled only). */
-static int create_kubernetes(struct sx_server *srv, sx_err *err)
+/* The leader election every replica takes part in, and this replica's heartbeat in the
+ * replicas table (which says who leads). Before every component that subscribes to the
+ * leader: the fleet sweep and the Kubernetes source. */
+static int create_leader(struct sx_server *srv, sx_err *err)
 {
     const sextant_config *cfg = srv->config;
-    if (!cfg->k8s.enabled)
-        return 0;
     leader_options lo = {.url = cfg->database.url,
                          .replica = cfg->replica.id,
+                         .retry_ms = (int)cfg->leader.retry_ms,
+                         .lease_ms = (int)cfg->leader.lease_ms,
+                         .check_ms = (int)cfg->leader.check_ms,
                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
                          .metrics = srv->metrics,
                          .sup = srv->sup};
     srv->leader = leader_create(&lo);
+    srv->replicas = replicas_create(srv);
     int rc;
     if ((rc = sup_register(srv->sup, "leader", &sup_thread_ops, leader_component(srv->leader),
-                           err)) != 0 ||
-        (rc = k8s_ctl_create(srv, srv->leader, &srv->k8s, err)) != 0)
+                           err)) != 0)
+        return rc;
+    return sup_register(srv->sup, "replicas", &sup_thread_ops, replicas_component(srv->replicas),
+                        err);
+}
+
+/* The Gateway API source, which writes under the leader (k8s.enabled only). */
+static int create_kubernetes(struct sx_server *srv, sx_err *err)
+{
+    if (!srv->config->k8s.enabled)
+        return 0;
+    int rc = k8s_ctl_create(srv, srv->leader, &srv->k8s, err);
+    if (rc != 0)
         return rc;
     return sup_register(srv->sup, "kubernetes", &sup_thread_ops, k8s_ctl_component(srv->k8s), err);
 }
@@ -476,7 +492,8 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
                            err)) != 0 ||
         (rc = create_nodes_and_events(srv, err)) != 0 ||
         (rc = sup_register(sup, "events", &sup_thread_ops, events_feed_component(srv->events),
-                           err)) != 0)
+                           err)) != 0 ||
+        (rc = create_leader(srv, err)) != 0)
         return rc;
     srv->fleet = fleet_create(srv);
     srv->rollouts = rollout_driver_create(srv);
@@ -505,8 +522,6 @@ static void free_daemon(struct sx_server *srv)
     srv->api = NULL;
     k8s_ctl_destroy(srv->k8s);
     srv->k8s = NULL;
-    leader_destroy(srv->leader);
-    srv->leader = NULL;
     xds_server_destroy(srv->xds);
     srv->xds = NULL;
     /* Its last flush still needs the pool, and wakes the rollout driver (the flush hook
@@ -517,6 +532,10 @@ static void free_daemon(struct sx_server *srv)
     srv->rollouts = NULL;
     fleet_destroy(srv->fleet);
     srv->fleet = NULL;
+    replicas_destroy(srv->replicas);
+    srv->replicas = NULL;
+    leader_destroy(srv->leader);
+    srv->leader = NULL;
     /* Before what its callbacks feed: the events feed and the snapshot loader. */
     pg_listener_destroy(srv->listener);
     srv->listener = NULL;

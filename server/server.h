@@ -33,6 +33,8 @@ struct snap_loader;
 struct node_status_queue;
 struct events_feed;
 struct fleet_monitor;
+struct leader;
+struct replicas_beat;
 struct rollout_driver;
 struct xds_server;
 struct http_server;
@@ -96,9 +98,13 @@ struct sx_server {
     /* The component "xds": the gRPC server of ADS and gateway.control.v1
      * (server/xds/server.h). */
     struct xds_server *xds;
-    /* The component "leader" (k8s.enabled only): whether this replica does leader-only
-     * work (server/leader.h). */
+    /* The component "leader": whether this replica does leader-only work — the fleet
+     * sweep, the replicas clean-up, the Kubernetes writes (server/leader.h). Every
+     * replica takes part; one without a database URL never leads. */
     struct leader *leader;
+    /* The component "replicas": this replica's heartbeat in the replicas table
+     * (server/replicas.h). */
+    struct replicas_beat *replicas;
     /* The component "kubernetes" (k8s.enabled only): the Gateway API source
      * (server/k8s/controller.h). */
     struct k8s_controller *k8s;

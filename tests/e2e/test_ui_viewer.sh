@@ -5,8 +5,8 @@
 # one-click sign-in: auth.dev_sign_in is off here); a bad token is refused with the
 # server's reason; the viewer's token brings them back to the config, which is
 # read-only: no save, no apply, no rollback, no "new config", no republish. The
-# dashboard counts the two connected data planes and follows a change made elsewhere
-# without moving what is on screen; the proxies page lists them with the version they
+# dashboard counts the two connected data planes, shows the replica as the leader and
+# alive, and follows a change made elsewhere without moving what is on screen; the proxies page lists them with the version they
 # acknowledged; every page reflows in a narrow window. Sign-in works with the keyboard
 # alone. In a second window whose event stream is scripted, an event is parsed and
 # shown, the dropped stream is reopened with Last-Event-ID and the token, and a 404

@@ -317,6 +317,23 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->xds.max_connection_age_grace_ms, 5 * 60000);
     assert_int_equal(c->fleet.stale_after_ms, 120000);
     assert_int_equal(c->fleet.disconnected_after_ms, 300000);
+    assert_int_equal(c->leader.retry_ms, 2000);
+    assert_int_equal(c->leader.lease_ms, 10000);
+    assert_int_equal(c->leader.check_ms, 1000);
+    assert_int_equal(c->leader.heartbeat_ms, 5000);
+    assert_int_equal(c->leader.forget_after_ms, 24LL * 3600 * 1000);
+    config_free(c);
+}
+
+static void test_leader_keys(void **state)
+{
+    (void)state;
+    const char *env[] = {DBURL, "SEXTANT_LEADER_CHECK=250ms", NULL};
+    sextant_config *c = load_ok("leader:\n  retry: 500ms\n  lease: 3s\n  heartbeat: 1s\n", env);
+    assert_int_equal(c->leader.retry_ms, 500);
+    assert_int_equal(c->leader.lease_ms, 3000);
+    assert_int_equal(c->leader.check_ms, 250);
+    assert_int_equal(c->leader.heartbeat_ms, 1000);
     config_free(c);
 }
 
@@ -413,6 +430,21 @@ static const bad_case bad_cases[] = {
      {0},
      false,
      "fleet.stale_after",
+     "must be between",
+     0},
+    /* leader */
+    {"leader check longer than half the lease",
+     "leader:\n  lease: 2s\n  check: 1500ms\n",
+     {0},
+     false,
+     "leader.check",
+     "must be at most half of leader.lease (2s), got 1s500ms",
+     0},
+    {"leader lease under a second",
+     "leader:\n  lease: 500ms\n  check: 100ms\n",
+     {0},
+     false,
+     "leader.lease",
      "must be between",
      0},
     /* xds */
@@ -1004,4 +1036,5 @@ TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_full_file),
               cmocka_unit_test(test_empty_and_null_values), cmocka_unit_test(test_bad_values),
               cmocka_unit_test(test_missing_file), cmocka_unit_test(test_all_errors_at_once),
               cmocka_unit_test(test_durations), cmocka_unit_test(test_listen_parse),
-              cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_fleet_thresholds))
+              cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_fleet_thresholds),
+              cmocka_unit_test(test_leader_keys))

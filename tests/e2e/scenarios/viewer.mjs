@@ -2,7 +2,7 @@
 // link, a refused token, then every page without a single button that changes things.
 import {check, expectAbsent, expectVisible, rest, run, signInWithToken, waitFor} from '../lib/browser.mjs';
 
-const {VIEWER, ADMIN, CONFIG_ID, GROUP, LATEST, NODES} = process.env;
+const {VIEWER, ADMIN, CONFIG_ID, GROUP, LATEST, NODES, SEXTANT_REPLICA_ID: REPLICA} = process.env;
 const nodes = NODES.split(' ');
 
 run('viewer', async ({page, browser, shot}) => {
@@ -54,6 +54,11 @@ run('viewer', async ({page, browser, shot}) => {
     async () => `shows ${await page.getByTestId('count-connected').textContent()}`,
   );
   await expectVisible('the dashboard is live (event stream connected)', page.getByTestId('live-status').filter({hasText: 'Live'}));
+  // The one replica leads (it takes the lock a few seconds after it starts, and the
+  // table is read again every 5 s) and is alive.
+  const replica = page.getByTestId(`replica-${REPLICA}`);
+  await expectVisible(`the dashboard lists replica ${REPLICA} as the leader`, replica.getByTestId('leader-badge'), 20000);
+  await expectVisible(`... alive`, replica.filter({hasText: 'alive'}));
   await check('after following a link, the focus is on the new page content', page.evaluate(() => document.activeElement?.id === 'main'));
   await page.reload();
   await page.getByTestId('groups-table').waitFor();

@@ -23,6 +23,8 @@ export type Proxy = Schemas['Proxy'];
 export type Snapshot = Schemas['Snapshot'];
 export type ProxyConfig = Schemas['ProxyConfig'];
 export type AuditEntry = Schemas['AuditEntry'];
+/** A Sextant replica as its last heartbeat described it. */
+export type Replica = Schemas['Replica'];
 export type DeploymentState = Schemas['Deployment']['state'];
 export type Selector = Schemas['Selector'];
 export type Strategy = Schemas['Strategy'];

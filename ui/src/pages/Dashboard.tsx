@@ -1,6 +1,6 @@
 // Dashboard.tsx — the fleet at a glance: proxies by state, the groups with their
-// current snapshot, rollouts in progress, the latest changes from the audit log, and
-// what the event stream just said. Everything refreshes on live events (or every 5 s
+// current snapshot, rollouts in progress, the latest changes from the audit log, what
+// the event stream just said, and the control plane's own replicas with their leader. Everything refreshes on live events (or every 5 s
 // while the server has no event stream).
 import {routes} from '../gen/openapi';
 import {ApiError} from '../lib/api';
@@ -11,6 +11,7 @@ import {seg} from '../lib/router';
 import {useStore} from '../lib/store';
 import {ACTIVE_DEPLOYMENT_STATES, type Group} from '../lib/types';
 import {DeploymentProgressLine} from '../components/progress';
+import {Replicas} from '../components/replicas';
 import {Empty, ErrorBox, PageHead, Section, SkeletonRows, StateBadge, Time} from '../components/ui';
 
 const STATES: {key: 'connected' | 'stale' | 'disconnected' | 'nacking'; label: string; href: string; hint: string}[] = [
@@ -185,7 +186,7 @@ export function Dashboard() {
   useLive(groups.reload, (e) => /^(proxy_|config_|rollout|rollback)/.test(e.type), 1000);
   return (
     <>
-      <PageHead title="Dashboard" sub="Proxies by state, groups and their snapshots, rollouts and recent changes." />
+      <PageHead title="Dashboard" sub="Proxies by state, groups and their snapshots, rollouts, recent changes and the control plane's replicas." />
       <FleetCards groups={groups.data?.items} loading={groups.loading} />
       <div class="grid-2">
         <div>
@@ -206,6 +207,9 @@ export function Dashboard() {
           </Section>
           <Section title="Live activity" id="h-activity">
             <Activity />
+          </Section>
+          <Section title="Control plane replicas" id="h-replicas">
+            <Replicas />
           </Section>
         </div>
       </div>
