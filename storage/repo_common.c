@@ -242,6 +242,23 @@ int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, in
     return 0;
 }
 
+int repo_prune(pg_conn *c, const char *sql, long long older_than_ms, const char *what,
+               long long *deleted, sx_err *err)
+{
+    if (deleted)
+        *deleted = 0;
+    if (older_than_ms < 0)
+        return sx_err_set(err, SX_EINVAL, "%s must not be negative", what);
+    char ms[24];
+    snprintf(ms, sizeof(ms), "%lld", older_than_ms);
+    const char *p[] = {ms};
+    int rows = 0;
+    int rc = repo_exec_count(c, sql, 1, p, &rows, err);
+    if (rc == 0 && deleted)
+        *deleted = rows;
+    return rc;
+}
+
 static void clear_cb(void *p)
 {
     PQclear((PGresult *)p);

@@ -167,6 +167,11 @@ int repo_query_i64(pg_conn *c, const char *sql, int n, const char *const *p, lon
 int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
                     sx_err *err) SX_MUSTCHECK;
 
+/* Runs a DELETE of rows older than an age: sql's only parameter, $1, is older_than_ms
+ * (at least 0, else SX_EINVAL naming what); *deleted (NULL allowed) gets the count. */
+int repo_prune(pg_conn *c, const char *sql, long long older_than_ms, const char *what,
+               long long *deleted, sx_err *err) SX_MUSTCHECK;
+
 /* Registers json_decref(j) on a and returns j (NULL allowed). */
 json_t *repo_own_json(sx_arena *a, json_t *j);
 

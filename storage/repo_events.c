@@ -221,24 +221,9 @@ int event_repo_position(pg_conn *c, long long id, event_pos *out, bool *found, s
 
 int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx_err *err)
 {
-    if (deleted)
-        *deleted = 0;
-    if (older_than_ms < 0)
-        return sx_err_set(err, SX_EINVAL, "retention must not be negative");
-    char ms[24];
-    snprintf(ms, sizeof(ms), "%lld", older_than_ms);
-    const char *p[] = {ms};
-    PGresult *r;
-    int rc = pg_exec(c,
-                     "DELETE FROM events"
-                     " WHERE at < now() - $1::bigint * interval '1 millisecond'",
-                     1, p, &r, err);
-    if (rc)
-        return rc;
-    if (deleted)
-        *deleted = strtoll(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    return 0;
+    return repo_prune(c,
+                      "DELETE FROM events WHERE at < now() - $1::bigint * interval '1 millisecond'",
+                      older_than_ms, "retention", deleted, err);
 }
 
 /* Newest first: $3 the id to start below, $4 the limit. */

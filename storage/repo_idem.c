@@ -145,22 +145,8 @@ int idem_repo_get(pg_conn *c, const char *subject, const char *key, long long tt
 
 int idem_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted, sx_err *err)
 {
-    if (deleted)
-        *deleted = 0;
-    if (older_than_ms < 0)
-        return sx_err_set(err, SX_EINVAL, "the idempotency key ttl must not be negative");
-    char ms[24];
-    snprintf(ms, sizeof(ms), "%lld", older_than_ms);
-    const char *p[] = {ms};
-    PGresult *r;
-    int rc = pg_exec(c,
-                     "DELETE FROM idempotency_keys"
-                     " WHERE created_at < now() - $1::bigint * interval '1 millisecond'",
-                     1, p, &r, err);
-    if (rc)
-        return rc;
-    if (deleted)
-        *deleted = strtoll(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    return 0;
+    return repo_prune(c,
+                      "DELETE FROM idempotency_keys"
+                      " WHERE created_at < now() - $1::bigint * interval '1 millisecond'",
+                      older_than_ms, "the idempotency key ttl", deleted, err);
 }
