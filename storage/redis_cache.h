@@ -25,6 +25,8 @@ typedef struct redis_cache_options {
     int timeout_ms;         /* connect and command timeout; 0 = 500 */
     const char *key_prefix; /* prepended to every key; NULL = "sextant:" */
     sx_metrics *metrics;    /* NULL allowed */
+    int backoff_min_ms;     /* first wait before reconnecting; 0 = 50 */
+    int backoff_max_ms;     /* longest wait between attempts; 0 = 1000 */
 } redis_cache_options;
 
 /* Creates the cache; connects lazily. Fails only for a malformed URL (SX_EINVAL).

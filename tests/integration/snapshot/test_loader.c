@@ -204,7 +204,7 @@ typedef struct slow_sub {
     pthread_t thread;
 } slow_sub;
 
-static void on_slow(void *ctx, const char *channel, const char *payload)
+static int on_slow(void *ctx, const char *channel, const char *payload)
 {
     (void)channel;
     slow_sub *s = ctx;
@@ -216,6 +216,7 @@ static void on_slow(void *ctx, const char *channel, const char *payload)
     while (!s->release)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
+    return 0;
 }
 
 static int fast_calls;
@@ -284,17 +285,19 @@ static void test_subscription_coalesces(void **state)
  * reconnect of the listener or the next NOTIFY. */
 static atomic_int resyncs;
 
-static void on_resync_count(void *ctx)
+static int on_resync_count(void *ctx)
 {
     (void)ctx;
     atomic_fetch_add(&resyncs, 1);
+    return 0;
 }
 
-static void on_ignore(void *ctx, const char *channel, const char *payload)
+static int on_ignore(void *ctx, const char *channel, const char *payload)
 {
     (void)ctx;
     (void)channel;
     (void)payload;
+    return 0;
 }
 
 static void test_resync_after_first_load(void **state)
