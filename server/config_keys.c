@@ -26,7 +26,9 @@ const key_def config_keys[] = {
     {"database.pool_size", K_INT, "8", 1, 256, OFF(database.pool_size), NULL,
      "Connections the pool keeps open to PostgreSQL (1..256)."},
     {"database.connect_timeout", K_DURATION, "5s", 1, MS_HOUR, OFF(database.connect_timeout_ms),
-     NULL, "Time allowed for one connection attempt."},
+     NULL,
+     "Time allowed for connecting to one host; each host of a multi-host URL gets it in "
+     "turn."},
     {"database.statement_timeout", K_DURATION, "30s", 0, MS_DAY, OFF(database.statement_timeout_ms),
      NULL, "Longest a statement may run; 0 for no limit."},
     {"database.listen_url", K_DBURL, "", 0, 0, OFF(database.listen_url), "database.url",

@@ -487,7 +487,7 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
     if ((rc = sup_register(sup, "http", &http_sup_ops, srv->http, err)) != 0 ||
         (rc = create_storage(srv, err)) != 0)
         return rc;
-    srv->datastore = datastore_create(srv->db, sup);
+    srv->datastore = datastore_create(srv->db, srv->db_link, sup);
     if ((rc = sup_register(sup, "database", &sup_thread_ops, datastore_component(srv->datastore),
                            err)) != 0 ||
         (rc = sup_register(sup, "listener", &listener_sup_ops, srv->listener, err)) != 0 ||

@@ -53,7 +53,8 @@ struct pg_listener {
     pthread_mutex_t stop_mu; /* serialises pg_listener_stop */
     char *url;               /* owned connection string; never logged */
     char *app;               /* owned application_name */
-    int connect_timeout_ms;  /* per connection attempt */
+    int connect_timeout_ms;  /* per host of a connection attempt */
+    int nhosts;              /* hosts the URL names (a multi-host URL is tried in turn) */
     pg_link *link;           /* shared picture of the server; owned when own_link */
     bool own_link;
     int wake[2]; /* wake-up pipe: [0] polled by the thread, [1] written to */
@@ -181,7 +182,9 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
     }
     PostgresPollingStatusType st =
         PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
-    long long deadline = sx_monotonic_ms() + l->connect_timeout_ms;
+    /* libpq tries a multi-host URL's hosts in turn, each with connect_timeout (as the
+     * pool's blocking connect does): the whole attempt gets it once per host. */
+    long long deadline = sx_monotonic_ms() + (long long)l->connect_timeout_ms * l->nhosts;
     while (st != PGRES_POLLING_OK) {
         if (st == PGRES_POLLING_FAILED) {
             first_line(why, whylen, PQerrorMessage(c));
@@ -202,7 +205,8 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
         if (rc == STEP_FAILED && woken && sx_monotonic_ms() < deadline)
             continue; /* a subscription arrived; it is picked up once connected */
         if (rc == STEP_FAILED) {
-            snprintf(why, whylen, "timeout expired after %d ms", l->connect_timeout_ms);
+            snprintf(why, whylen, "timeout expired after %lld ms",
+                     (long long)l->connect_timeout_ms * l->nhosts);
             PQfinish(c);
             return STEP_FAILED;
         }
@@ -470,6 +474,24 @@ static void on_link_up(void *ctx)
     wake(ctx);
 }
 
+/* How many hosts url names (its "host" or "hostaddr" list); 1 when it cannot tell. */
+static int count_hosts(const char *url)
+{
+    PQconninfoOption *opts = PQconninfoParse(url, NULL);
+    int n = 1;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+        if ((strcmp(o->keyword, "host") == 0 || strcmp(o->keyword, "hostaddr") == 0) && o->val) {
+            int k = 1;
+            for (const char *c = o->val; *c; c++)
+                k += *c == ',';
+            if (k > n)
+                n = k;
+        }
+    }
+    PQconninfoFree(opts);
+    return n;
+}
+
 /* ------------------------------------------------------------------ public */
 
 int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err *err)
@@ -490,6 +512,7 @@ int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err
     l->url = sx_strdup(opt->url);
     l->app = sx_strdup(opt->application_name ? opt->application_name : "sextant-listener");
     l->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+    l->nhosts = count_hosts(opt->url);
     l->link = opt->link;
     if (l->link == NULL) {
         pg_link_options ko = {.metrics = opt->metrics};

@@ -40,7 +40,7 @@ typedef struct pg_listener pg_listener;
 typedef struct pg_listener_options {
     const char *url;              /* libpq URL or keyword string; required */
     const char *application_name; /* shown in pg_stat_activity; NULL = "sextant-listener" */
-    int connect_timeout_ms;       /* per connection attempt; 0 = 5000 */
+    int connect_timeout_ms;       /* per host of a connection attempt; 0 = 5000 */
     sx_metrics *metrics;          /* NULL allowed: no metrics */
     pg_link *link; /* borrowed, shared with the pool: back-off bounds, and a connection
                     * the pool makes ends the listener's back-off; NULL: its own */

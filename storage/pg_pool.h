@@ -32,7 +32,8 @@ typedef struct pg_conn pg_conn;
 typedef struct pg_pool_options {
     const char *url;              /* libpq URL or keyword string; required */
     int size;                     /* maximum open connections, >= 1 */
-    int connect_timeout_ms;       /* per connection attempt; 0 = 5000 */
+    int connect_timeout_ms;       /* per host tried (libpq connect_timeout: whole seconds,
+                                   * at least 2); 0 = 5000 */
     int statement_timeout_ms;     /* server-side statement_timeout; 0 = none */
     int acquire_timeout_ms;       /* how long acquire waits for a free connection; 0 = 10000 */
     const char *application_name; /* shown in pg_stat_activity; NULL = "sextant" */
