@@ -32,8 +32,8 @@ const key_def config_keys[] = {
     {"database.statement_timeout", K_DURATION, "30s", 0, MS_DAY, OFF(database.statement_timeout_ms),
      NULL, "Longest a statement may run; 0 for no limit."},
     {"database.listen_url", K_DBURL, "", 0, 0, OFF(database.listen_url), "database.url",
-     "Connection string of the LISTEN/NOTIFY connection, when database.url goes through a "
-     "pooler in transaction mode (PgBouncer), which cannot keep a LISTEN."},
+     "Connection string of the sessions that must stay whole (LISTEN/NOTIFY, the Kubernetes "
+     "leader's lock), when database.url goes through a pooler in transaction mode (PgBouncer)."},
     {"database.reconnect_backoff_min", K_DURATION, "50ms", 1, MS_MINUTE,
      OFF(database.reconnect_backoff_min_ms), NULL,
      "First wait before reconnecting to an unreachable PostgreSQL; doubles on each failure."},

@@ -57,7 +57,7 @@ struct pg_pool {
     /* The reconnector: a thread started at the first failed connect that, while the
      * server is unreachable, keeps trying in the background, so the pool is back as soon
      * as the server is, whether or not a request arrives. */
-    pthread_cond_t rc_cv; /* wakes the reconnector: back-off over, link up, or stop */
+    pthread_cond_t rc_cv; /* wakes the reconnector: back-off, link up, a free slot, stop */
     pthread_t rc_thread;
     bool rc_started;
     bool stopping;
@@ -410,6 +410,7 @@ void pg_release(pg_pool *p, pg_conn *c)
         sx_free(c);
         p->open--;
         update_open_metric(p);
+        pthread_cond_broadcast(&p->rc_cv); /* a slot for the reconnector, if it waits */
     } else {
         c->next = p->idle;
         p->idle = c;
