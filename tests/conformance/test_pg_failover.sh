@@ -159,9 +159,9 @@ in_sync() { # in_sync NODE VERSION: the API's view of NODE: in sync on VERSION
 both_in_sync() { in_sync drill-n1 "$1" && in_sync drill-n2 "$1"; }
 
 TIMES=()
-# round N OLD_DIR NEW_DIR NEW_PORT DELAY_MS: the failover from OLD to NEW.
+# round N OLD_DIR OLD_PORT NEW_DIR NEW_PORT DELAY_MS: the failover from OLD to NEW.
 round() {
-    local n=$1 old=$2 new=$3 newport=$4 delay=$5 r
+    local n=$1 old=$2 oldport=$3 new=$4 newport=$5 delay=$6 r
     local stop="$WORK/stop-$n"
     writer "$n" "$stop" &
     local wpid=$!
@@ -207,8 +207,9 @@ round() {
     check "round $n: every write answered 2xx ($(wc -l <"$WORK/acked-$n.txt")) is in the promoted database" \
         bash -c "[ -z \"\$(comm -23 '$WORK/acked-$n.txt' '$WORK/stored-$n.txt')\" ]"
     for r in r1 r2; do
-        check "round $n: $r's log names the new server" \
-            grep -q "to postgresql at 127.0.0.1:$newport" "$WORK/$r.log"
+        check "round $n: $r's log names the new server" grep -qF \
+            "to postgresql at 127.0.0.1:$newport, a different server than before (127.0.0.1:$oldport)" \
+            "$WORK/$r.log"
     done
 
     local latest
@@ -224,9 +225,9 @@ round() {
     TIMES+=("round $n: first 2xx write $(secs $((first - t_promote))) s, last client converged $(secs $((last - t_promote))) s after the promotion (commit at $(secs $((t_commit - t_promote))) s; outage from the primary's stop to the promotion $(secs $((t_promote - t_kill))) s)")
 }
 
-round 1 "$A" "$B" "$PB" 0
+round 1 "$A" "$PA" "$B" "$PB" 0
 check "the old primary is rebuilt as the new one's standby" replicate "$A" "$PA" "$PB"
-round 2 "$B" "$A" "$PA" 2000
+round 2 "$B" "$PB" "$A" "$PA" 2000
 
 bg_stop xds1
 bg_stop xds2

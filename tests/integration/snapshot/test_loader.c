@@ -454,6 +454,39 @@ static void test_periodic_check_loads_missed_snapshot(void **state)
     assert_true(snap_loader_fresh(f->loader));
 }
 
+/* A group the database says is ahead, but whose snapshot cannot be read (its version is
+ * allocated and named current, its row missing): the check counts it as stale, and once
+ * it has been behind for three intervals the replica is no longer fresh. The group's
+ * next snapshot is loaded and makes it fresh again. */
+static void test_group_behind_for_long_is_not_fresh(void **state)
+{
+    fx *f = *state;
+    long long v = insert_snapshot(f, "edge");
+    start(f);
+    assert_int_equal(held(f, "edge"), v);
+    pg_conn *c = NULL;
+    TL_OK(pg_acquire(f->admin, &c, &e_));
+    TL_OK(pg_exec(c,
+                  "UPDATE proxy_groups SET latest_snapshot_version = latest_snapshot_version + 1,"
+                  " current_snapshot_version = latest_snapshot_version + 1 WHERE name = 'edge'",
+                  0, NULL, NULL, &e_));
+    pg_release(f->admin, c);
+    for (long long end = tl_now_ms() + 10000; snap_loader_fresh(f->loader) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_false(snap_loader_fresh(f->loader));
+    assert_int_equal(snap_loader_stale_groups(f->loader), 1);
+    assert_true(metric(f, "sextant_snapshot_stale_groups", false) == 1);
+    assert_int_equal(held(f, "edge"), v);
+
+    long long next = insert_snapshot(f, "edge"); /* committed, never announced */
+    assert_int_equal(next, v + 2);
+    assert_true(wait_held(f, "edge", next));
+    for (long long end = tl_now_ms() + 10000; !snap_loader_fresh(f->loader) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_true(snap_loader_fresh(f->loader));
+    assert_int_equal(snap_loader_stale_groups(f->loader), 0);
+}
+
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
@@ -466,6 +499,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_notify_while_database_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync_after_outage, setup_cut_both, teardown),
         cmocka_unit_test_setup_teardown(test_periodic_check_loads_missed_snapshot, setup_check,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_behind_for_long_is_not_fresh, setup_check,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
