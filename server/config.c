@@ -471,6 +471,8 @@ static void parse_value(loader *L, size_t i, const char *text)
 
     switch (k->kind) {
     case K_DBURL: {
+        if (*text == '\0' && k->def != NULL)
+            return; /* optional: unset means "as database.url" */
         if (*text == '\0') {
             config_bad(L, i, "must not be empty");
             return;
@@ -789,6 +791,19 @@ static void check_xds(loader *L)
         config_bad(L, (size_t)config_key_find("xds.default_group"), "must not be empty");
 }
 
+/* A reconnect back-off's bounds: the minimum may not exceed the maximum. */
+static void check_backoff(loader *L, const char *section, int64_t min_ms, int64_t max_ms)
+{
+    char lo[64], hi[64], a[32], b[32];
+    snprintf(lo, sizeof(lo), "%s.reconnect_backoff_min", section);
+    snprintf(hi, sizeof(hi), "%s.reconnect_backoff_max", section);
+    if (key_failed(L, lo) || key_failed(L, hi) || min_ms <= max_ms)
+        return;
+    config_format_duration(min_ms, a, sizeof(a));
+    config_format_duration(max_ms, b, sizeof(b));
+    config_bad(L, (size_t)config_key_find(lo), "must not exceed %s (%s), got %s", hi, b, a);
+}
+
 /* Stale must come before disconnected, or no node could ever be stale. */
 static void check_fleet(loader *L)
 {
@@ -866,7 +881,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
             parse_value(&L, i, r->text);
             continue;
         }
-        if (config_keys[i].kind == K_DBURL) {
+        if (config_keys[i].kind == K_DBURL && config_keys[i].def == NULL) {
             config_bad(&L, i, "required: set it in the configuration file or in %s", L.env[i]);
         } else if (config_keys[i].kind == K_REPLICA) {
             char id[160];
@@ -885,6 +900,10 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_xds(&L);
     check_fleet(&L);
     check_leader(&L);
+    check_backoff(&L, "database", L.cfg->database.reconnect_backoff_min_ms,
+                  L.cfg->database.reconnect_backoff_max_ms);
+    check_backoff(&L, "redis", L.cfg->redis.reconnect_backoff_min_ms,
+                  L.cfg->redis.reconnect_backoff_max_ms);
     config_check_k8s(&L);
 
     for (size_t i = 0; i < config_nkeys; i++)

@@ -16,10 +16,15 @@
  *   database.pool_size             integer   8                  1..256
  *   database.connect_timeout       duration  5s                 1ms..1h
  *   database.statement_timeout     duration  30s                0 (no limit)..24h
+ *   database.listen_url            string    database.url       LISTEN/NOTIFY connection string
+ *   database.reconnect_backoff_min duration  50ms               1ms..1m; doubles per failure
+ *   database.reconnect_backoff_max duration  1s                 1ms..1m; >= the minimum
  *   redis.url                      string    ""                 "" disables the cache;
  *                                                               redis://[[user]:pass@]host[:port][/db]
  *   redis.timeout                  duration  500ms              1ms..1m
  *   redis.key_prefix               string    sextant:           at most 64 bytes, no spaces
+ *   redis.reconnect_backoff_min    duration  50ms               1ms..1m; doubles per failure
+ *   redis.reconnect_backoff_max    duration  1s                 1ms..1m; >= the minimum
  *   http.listen                    address   127.0.0.1:8080     host:port or [v6]:port
  *   http.threads                   integer   4                  1..256
  *   http.max_body_bytes            integer   1048576            1..1073741824
@@ -45,6 +50,8 @@
  *   auth.dev_sign_in               boolean   false              true/false, yes/no, on/off, 1/0
  *   shutdown.timeout               duration  10s                1ms..1h
  *   snapshots.load_timeout         duration  30s                1ms..1h
+ *   snapshots.check_interval       duration  10s                100ms..1h; latest versions
+ *                                                               compared with what is served
  *   xds.ack_timeout                duration  0                  0 (off)..1h; unanswered response
  *                                                               ends the stream (ack_timeout)
  *   xds.send_timeout               duration  30s                0 (off)..1h; unwritten response
@@ -139,11 +146,16 @@ typedef struct sextant_config {
         int64_t pool_size;            /* connections in the pool */
         int64_t connect_timeout_ms;   /* per connection attempt */
         int64_t statement_timeout_ms; /* 0 means no limit */
+        char *listen_url;             /* LISTEN connection; NULL: url. Secret-bearing like url */
+        int64_t reconnect_backoff_min_ms; /* first wait before reconnecting */
+        int64_t reconnect_backoff_max_ms; /* longest wait; >= the minimum */
     } database;
     struct {
-        char *url;          /* "" when the cache is disabled; secret-bearing */
-        int64_t timeout_ms; /* per command */
-        char *key_prefix;   /* prepended to every key */
+        char *url;                        /* "" when the cache is disabled; secret-bearing */
+        int64_t timeout_ms;               /* per command */
+        char *key_prefix;                 /* prepended to every key */
+        int64_t reconnect_backoff_min_ms; /* first wait before reconnecting */
+        int64_t reconnect_backoff_max_ms; /* longest wait; >= the minimum */
         /* Parsed from url when it is set (host NULL otherwise). */
         char *host;     /* without brackets */
         int port;       /* 6379 when the URL names none */
@@ -188,7 +200,8 @@ typedef struct sextant_config {
         int64_t timeout_ms; /* budget for stopping every component */
     } shutdown;
     struct {
-        int64_t load_timeout_ms; /* how long start-up may take to load snapshots */
+        int64_t load_timeout_ms;   /* how long start-up may take to load snapshots */
+        int64_t check_interval_ms; /* latest versions compared with what is served */
     } snapshots;
     struct {
         int64_t ack_timeout_ms;              /* 0: a response may wait for its ACK/NACK forever */

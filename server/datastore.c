@@ -15,11 +15,10 @@
 #include "storage/migrate.h"
 
 #define WATCH_INTERVAL_MS 5000
-#define BACKOFF_MIN_MS    100
-#define BACKOFF_MAX_MS    5000
 
 struct datastore {
     pg_pool *pool;       /* borrowed */
+    pg_link *link;       /* borrowed: the back-off's bounds */
     sup_supervisor *sup; /* borrowed */
     sup_thread thread;   /* the watcher */
     atomic_bool ready;   /* the watcher's verdict */
@@ -41,7 +40,7 @@ static bool database_usable(datastore *d, sx_err *err)
 static void *watch(void *arg)
 {
     datastore *d = arg;
-    int backoff = BACKOFF_MIN_MS;
+    int backoff = pg_link_backoff_min(d->link);
     char last[SX_ERR_MESSAGE_MAX] = "";
     for (;;) {
         sx_err err;
@@ -57,17 +56,17 @@ static void *watch(void *arg)
             snprintf(last, sizeof(last), "%s", err.message);
         }
         int wait = ok ? WATCH_INTERVAL_MS : backoff;
-        backoff =
-            ok ? BACKOFF_MIN_MS : (backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2);
+        backoff = ok ? pg_link_backoff_min(d->link) : pg_link_backoff_next(d->link, backoff);
         if (!sup_sleep(d->sup, wait))
             return NULL;
     }
 }
 
-datastore *datastore_create(pg_pool *pool, sup_supervisor *sup)
+datastore *datastore_create(pg_pool *pool, pg_link *link, sup_supervisor *sup)
 {
     datastore *d = sx_calloc(1, sizeof(*d));
     d->pool = pool;
+    d->link = link;
     d->sup = sup;
     d->thread = (sup_thread){
         .run = watch, .ready = datastore_ready, .ctx = d, .what = "the database watcher"};

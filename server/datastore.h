@@ -3,8 +3,9 @@
  * migration is pending, and holds the readiness gate closed while either is untrue.
  *
  * A thread pings the database through the pool and checks storage/migrate's status every
- * 5 s while all is well, and with back-off (100 ms doubling to 5 s) while it is not, so
- * a database that goes away closes /readyz again and one that comes back opens it. One
+ * 5 s while all is well, and with back-off (the database link's bounds: 50 ms doubling to
+ * 1 s by default) while it is not, so a database that goes away closes /readyz again and
+ * one that comes back opens it. One
  * log line per distinct problem, not one per retry. Its verdict (datastore_ready) is also
  * what the snapshot loader waits for before its first load.
  *
@@ -24,9 +25,10 @@
 
 typedef struct datastore datastore;
 
-/* Creates the watcher of pool (borrowed), which reports to sup (borrowed) as the
- * component "database". Never NULL; free with datastore_destroy. */
-datastore *datastore_create(pg_pool *pool, sup_supervisor *sup);
+/* Creates the watcher of pool (borrowed), with the back-off bounds of link (borrowed),
+ * which reports to sup (borrowed) as the component "database". Never NULL; free with
+ * datastore_destroy. */
+datastore *datastore_create(pg_pool *pool, pg_link *link, sup_supervisor *sup);
 
 /* Frees the watcher; its thread must have stopped (sup_stop_all). NULL allowed. */
 void datastore_destroy(datastore *d);

@@ -93,6 +93,8 @@ struct events_sub {
 
 struct events_feed {
     pg_pool *pool; /* borrowed */
+    pg_link *link; /* borrowed, NULL allowed: retry bounds; a reconnection retries now */
+    int retry_min_ms, retry_max_ms;
     int64_t keepalive_ms;
     size_t max_streams;
     pthread_mutex_t mu;
@@ -564,7 +566,7 @@ static void run_round(events_feed *f)
     int64_t now = sx_monotonic_ms();
     pthread_mutex_lock(&f->mu);
     if (rc) {
-        f->retry_ms = sx_backoff_next(f->retry_ms, RETRY_MIN_MS, RETRY_MAX_MS);
+        f->retry_ms = sx_backoff_next(f->retry_ms, f->retry_min_ms, f->retry_max_ms);
         f->retry_at = now + f->retry_ms;
     } else {
         f->retry_ms = 0;
@@ -632,6 +634,18 @@ static void *feed_main(void *arg)
 static void feed_wake(void *ctx);
 static bool feed_ready(void *ctx);
 
+/* The database link's watcher: a connection succeeded again; a read that failed is
+ * retried now rather than when its back-off runs out. */
+static void on_link_up(void *ctx)
+{
+    events_feed *f = ctx;
+    pthread_mutex_lock(&f->mu);
+    if (f->failing)
+        f->poke = true;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
 int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err *err)
 {
     *out = NULL;
@@ -639,6 +653,12 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
         return sx_err_set(err, SX_EINVAL, "the events feed needs a database pool");
     events_feed *f = sx_calloc(1, sizeof(*f));
     f->pool = opt->pool;
+    f->link = opt->link;
+    f->retry_min_ms = f->link ? pg_link_backoff_min(f->link) : RETRY_MIN_MS;
+    f->retry_max_ms = f->link ? pg_link_backoff_max(f->link) : RETRY_MAX_MS;
+    if (f->link && pg_link_watch(f->link, on_link_up, f) != 0)
+        SX_WARN("events", "too many watchers of the database link: a failed read waits out "
+                          "its back-off");
     f->keepalive_ms = opt->keepalive_ms > 0 ? opt->keepalive_ms : DEFAULT_KEEPALIVE_MS;
     f->max_streams = opt->max_streams > 0 ? (size_t)opt->max_streams : DEFAULT_MAX_STREAMS;
     pthread_mutex_init(&f->mu, NULL);
@@ -663,6 +683,8 @@ void events_feed_destroy(events_feed *f)
 {
     if (f == NULL)
         return;
+    if (f->link)
+        pg_link_unwatch(f->link, on_link_up, f);
     if (f->nsubs)
         SX_ERROR("events", "bug: %zu event streams still open when the feed is freed", f->nsubs);
     frame_unref(f->hello);

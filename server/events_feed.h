@@ -42,6 +42,8 @@ typedef struct events_sub events_sub;
 
 typedef struct events_feed_options {
     pg_pool *pool;       /* borrowed; required */
+    pg_link *link;       /* borrowed, NULL allowed: the retry back-off's bounds, and a
+                          * connection made again retries a failed read at once */
     int keepalive_ms;    /* comment on a subscription idle this long; 0 = 15000 */
     int max_streams;     /* open subscriptions at most; 0 = 1000 */
     sx_metrics *metrics; /* NULL allowed: sextant_events_streams, sextant_events_sent_total */

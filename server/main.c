@@ -352,10 +352,25 @@ static bool listener_ready(void *ctx)
 
 static const sup_ops listener_sup_ops = {listener_start, listener_stop, listener_ready};
 
+/* The component "freshness": no group known to be behind the database for long (the
+ * snapshot loader's periodic check). In /readyz, not in the xDS gate. */
+static bool freshness_ready(void *ctx)
+{
+    return snap_loader_fresh(ctx);
+}
+
+static const sup_ops freshness_sup_ops = {NULL, NULL, freshness_ready};
+
 /* The storage objects: the pool, the cache and the listener. */
 static int create_storage(struct sx_server *srv, sx_err *err)
 {
     const sextant_config *cfg = srv->config;
+    pg_link_options ko = {
+        .backoff_min_ms = (int)cfg->database.reconnect_backoff_min_ms,
+        .backoff_max_ms = (int)cfg->database.reconnect_backoff_max_ms,
+        .metrics = srv->metrics,
+    };
+    srv->db_link = pg_link_create(&ko);
     pg_pool_options po = {
         .url = cfg->database.url,
         .size = (int)cfg->database.pool_size,
@@ -363,23 +378,29 @@ static int create_storage(struct sx_server *srv, sx_err *err)
         .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
         .application_name = cfg->replica.id,
         .metrics = srv->metrics,
+        .link = srv->db_link,
     };
     redis_cache_options ro = {
         .url = cfg->redis.url,
         .timeout_ms = (int)cfg->redis.timeout_ms,
         .key_prefix = cfg->redis.key_prefix,
         .metrics = srv->metrics,
+        .backoff_min_ms = (int)cfg->redis.reconnect_backoff_min_ms,
+        .backoff_max_ms = (int)cfg->redis.reconnect_backoff_max_ms,
     };
     redis_bucket_options bo = {
         .url = cfg->redis.url,
         .timeout_ms = (int)cfg->ratelimit.redis_timeout_ms,
         .key_prefix = cfg->redis.key_prefix,
     };
+    /* LISTEN needs a session of its own: through a pooler in transaction mode it would
+     * not survive the transaction, hence database.listen_url. */
     pg_listener_options lo = {
-        .url = cfg->database.url,
+        .url = cfg->database.listen_url ? cfg->database.listen_url : cfg->database.url,
         .application_name = "sextant-listener",
         .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
         .metrics = srv->metrics,
+        .link = srv->db_link,
     };
     int rc;
     if ((rc = pg_pool_create(&po, &srv->db, err)) != 0 ||
@@ -394,6 +415,7 @@ static int create_storage(struct sx_server *srv, sx_err *err)
  * thread. */
 static int create_snapshots(struct sx_server *srv, sx_err *err)
 {
+    const sextant_config *cfg = srv->config;
     srv->snap_repo = snap_repo_create(srv->db, srv->cache);
     srv->snapshots = snap_store_create(srv->snap_repo, srv->metrics);
     snap_loader_options o = {
@@ -402,6 +424,8 @@ static int create_snapshots(struct sx_server *srv, sx_err *err)
         .database_ready = datastore_ready,
         .database_ctx = srv->datastore,
         .metrics = srv->metrics,
+        .link = srv->db_link,
+        .check_interval_ms = cfg->snapshots.check_interval_ms,
     };
     return snap_loader_create(&o, &srv->loader, err);
 }
@@ -422,6 +446,7 @@ static int create_nodes_and_events(struct sx_server *srv, sx_err *err)
         .keepalive_ms = (int)cfg->events.keepalive_ms,
         .max_streams = (int)cfg->events.max_streams,
         .metrics = srv->metrics,
+        .link = srv->db_link,
     };
     int rc;
     if ((rc = node_status_create(&no, &srv->nodes, err)) != 0 ||
@@ -438,7 +463,9 @@ static int create_nodes_and_events(struct sx_server *srv, sx_err *err)
 static int create_leader(struct sx_server *srv, sx_err *err)
 {
     const sextant_config *cfg = srv->config;
-    leader_options lo = {.url = cfg->database.url,
+    /* A session-level advisory lock, like LISTEN, needs a session of its own. */
+    leader_options lo = {.url = cfg->database.listen_url ? cfg->database.listen_url
+                                                         : cfg->database.url,
                          .replica = cfg->replica.id,
                          .retry_ms = (int)cfg->leader.retry_ms,
                          .lease_ms = (int)cfg->leader.lease_ms,
@@ -483,13 +510,14 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
     if ((rc = sup_register(sup, "http", &http_sup_ops, srv->http, err)) != 0 ||
         (rc = create_storage(srv, err)) != 0)
         return rc;
-    srv->datastore = datastore_create(srv->db, sup);
+    srv->datastore = datastore_create(srv->db, srv->db_link, sup);
     if ((rc = sup_register(sup, "database", &sup_thread_ops, datastore_component(srv->datastore),
                            err)) != 0 ||
         (rc = sup_register(sup, "listener", &listener_sup_ops, srv->listener, err)) != 0 ||
         (rc = create_snapshots(srv, err)) != 0 ||
         (rc = sup_register(sup, "snapshots", &sup_thread_ops, snap_loader_component(srv->loader),
                            err)) != 0 ||
+        (rc = sup_register(sup, "freshness", &freshness_sup_ops, srv->loader, err)) != 0 ||
         (rc = create_nodes_and_events(srv, err)) != 0 ||
         (rc = sup_register(sup, "events", &sup_thread_ops, events_feed_component(srv->events),
                            err)) != 0 ||
@@ -555,6 +583,8 @@ static void free_daemon(struct sx_server *srv)
     srv->limits = NULL;
     pg_pool_destroy(srv->db);
     srv->db = NULL;
+    pg_link_destroy(srv->db_link);
+    srv->db_link = NULL;
     http_destroy(srv->http);
     srv->http = NULL;
 }

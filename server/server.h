@@ -23,6 +23,7 @@
 #include "server/supervisor.h"
 
 struct pg_pool;
+struct pg_link;
 struct redis_cache;
 struct redis_bucket;
 struct pg_listener;
@@ -57,6 +58,10 @@ struct sx_server {
 
     /* ---- storage: the only code that speaks SQL or RESP (storage/) */
 
+    /* What the pool and the listener share of the PostgreSQL server: which one, the
+     * reconnect back-off (database.reconnect_backoff_*), and that a connection one of
+     * them makes ends the other's back-off (storage/pg_link.h). */
+    struct pg_link *db_link;
     /* The PostgreSQL connection pool (database.*) every component and handler borrows
      * connections from. */
     struct pg_pool *db;

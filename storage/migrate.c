@@ -26,6 +26,7 @@
 #include "server/base/hash.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "storage/pg_link.h"
 
 #define COMPONENT "migrate"
 
@@ -309,9 +310,9 @@ int migrate_run(const char *database_url, const char *dir_or_null, int *applied_
     const char *vals[] = {database_url ? database_url : "", "sextant-migrate", "10", NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
-        const char *m = conn ? PQerrorMessage(conn) : "out of memory";
-        sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %.*s",
-                   (int)strcspn(m, "\n"), m);
+        char m[SX_ERR_MESSAGE_MAX];
+        pg_link_error_text(m, sizeof(m), conn ? PQerrorMessage(conn) : "out of memory");
+        sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s", m);
         PQfinish(conn);
         mset_free(&s);
         return SX_EUNAVAILABLE;

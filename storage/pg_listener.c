@@ -35,8 +35,6 @@
 #include "server/base/mem.h"
 
 #define COMPONENT       "pg_listener"
-#define BACKOFF_MIN_MS  100
-#define BACKOFF_MAX_MS  5000
 #define CHANNEL_MAX_LEN 63 /* NAMEDATALEN - 1: longer identifiers are truncated */
 
 typedef struct sub {
@@ -55,8 +53,11 @@ struct pg_listener {
     pthread_mutex_t stop_mu; /* serialises pg_listener_stop */
     char *url;               /* owned connection string; never logged */
     char *app;               /* owned application_name */
-    int connect_timeout_ms;  /* per connection attempt */
-    int wake[2];             /* wake-up pipe: [0] polled by the thread, [1] written to */
+    int connect_timeout_ms;  /* per host of a connection attempt */
+    int nhosts;              /* hosts the URL names (a multi-host URL is tried in turn) */
+    pg_link *link;           /* shared picture of the server; owned when own_link */
+    bool own_link;
+    int wake[2]; /* wake-up pipe: [0] polled by the thread, [1] written to */
 
     sub *subs;              /* (mu) subscriptions in order; grows, never shrinks */
     size_t nsubs, cap_subs; /* (mu) */
@@ -81,13 +82,11 @@ struct pg_listener {
     sx_metric *m_notifies;   /* sextant_db_notifications_total{channel} */
 };
 
-/* libpq messages end in a newline and may span lines; keep the first line. */
+/* libpq's message in one line, every line of it kept (one per host of a multi-host
+ * URL). */
 static void first_line(char *dst, size_t n, const char *src)
 {
-    size_t i = 0;
-    for (; src && src[i] && src[i] != '\n' && i + 1 < n; i++)
-        dst[i] = src[i];
-    dst[i] = '\0';
+    pg_link_error_text(dst, n, src);
 }
 
 static bool is_stopping(pg_listener *l)
@@ -183,7 +182,9 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
     }
     PostgresPollingStatusType st =
         PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
-    long long deadline = sx_monotonic_ms() + l->connect_timeout_ms;
+    /* libpq tries a multi-host URL's hosts in turn, each with connect_timeout (as the
+     * pool's blocking connect does): the whole attempt gets it once per host. */
+    long long deadline = sx_monotonic_ms() + (long long)l->connect_timeout_ms * l->nhosts;
     while (st != PGRES_POLLING_OK) {
         if (st == PGRES_POLLING_FAILED) {
             first_line(why, whylen, PQerrorMessage(c));
@@ -204,7 +205,8 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
         if (rc == STEP_FAILED && woken && sx_monotonic_ms() < deadline)
             continue; /* a subscription arrived; it is picked up once connected */
         if (rc == STEP_FAILED) {
-            snprintf(why, whylen, "timeout expired after %d ms", l->connect_timeout_ms);
+            snprintf(why, whylen, "timeout expired after %lld ms",
+                     (long long)l->connect_timeout_ms * l->nhosts);
             PQfinish(c);
             return STEP_FAILED;
         }
@@ -212,6 +214,7 @@ static int connect_conn(pg_listener *l, char *why, size_t whylen)
     }
     PQsetNoticeReceiver(c, on_notice, l);
     l->conn = c;
+    pg_link_up(l->link, "listener", c);
     return STEP_OK;
 }
 
@@ -382,7 +385,7 @@ static int serve(pg_listener *l, char *why, size_t whylen)
                 return rc;
         }
         if (!PQconsumeInput(l->conn) || PQstatus(l->conn) != CONNECTION_OK) {
-            char line[200];
+            char line[400];
             first_line(line, sizeof(line), PQerrorMessage(l->conn));
             if (l->last_notice[0])
                 snprintf(why, whylen, "%s (%s)", line, l->last_notice);
@@ -400,12 +403,21 @@ static void *thread_main(void *arg)
     bool outage_logged = false;
     int backoff_ms = 0;
     long long retry_at = 0;
+    unsigned long gen = pg_link_generation(l->link);
     char why[512];
     for (;;) {
         long long wait = retry_at - sx_monotonic_ms();
         if (wait > 0) {
-            if (wait_io(l, -1, 0, wait, NULL) == STEP_STOPPED)
+            bool woken = false;
+            if (wait_io(l, -1, 0, wait, &woken) == STEP_STOPPED)
                 break;
+            /* Another connection reached the server: the back-off is over. */
+            unsigned long now_gen = pg_link_generation(l->link);
+            if (now_gen != gen) {
+                gen = now_gen;
+                retry_at = 0;
+                backoff_ms = 0;
+            }
             continue;
         }
         l->last_notice[0] = '\0';
@@ -416,7 +428,9 @@ static void *thread_main(void *arg)
             break;
         if (rc == STEP_FAILED) {
             drop_conn(l);
-            backoff_ms = sx_backoff_next(backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+            pg_link_down(l->link, "listener");
+            gen = pg_link_generation(l->link);
+            backoff_ms = pg_link_backoff_next(l->link, backoff_ms);
             retry_at = sx_monotonic_ms() + backoff_ms;
             if (!outage_logged) {
                 outage_logged = true;
@@ -442,13 +456,40 @@ static void *thread_main(void *arg)
         if (rc == STEP_STOPPED)
             break;
         drop_conn(l);
+        pg_link_down(l->link, "listener");
+        gen = pg_link_generation(l->link);
         outage_logged = true;
         SX_WARN(COMPONENT, "database listener lost its connection: %s", why);
-        retry_at = sx_monotonic_ms() + BACKOFF_MIN_MS;
-        backoff_ms = BACKOFF_MIN_MS;
+        backoff_ms = pg_link_backoff_min(l->link);
+        retry_at = sx_monotonic_ms() + backoff_ms;
     }
     drop_conn(l);
     return NULL;
+}
+
+/* The link's watcher: a connection reached the server; a back-off in progress ends
+ * (thread_main looks at the generation when woken). */
+static void on_link_up(void *ctx)
+{
+    wake(ctx);
+}
+
+/* How many hosts url names (its "host" or "hostaddr" list); 1 when it cannot tell. */
+static int count_hosts(const char *url)
+{
+    PQconninfoOption *opts = PQconninfoParse(url, NULL);
+    int n = 1;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+        if ((strcmp(o->keyword, "host") == 0 || strcmp(o->keyword, "hostaddr") == 0) && o->val) {
+            int k = 1;
+            for (const char *c = o->val; *c; c++)
+                k += *c == ',';
+            if (k > n)
+                n = k;
+        }
+    }
+    PQconninfoFree(opts);
+    return n;
 }
 
 /* ------------------------------------------------------------------ public */
@@ -471,6 +512,16 @@ int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err
     l->url = sx_strdup(opt->url);
     l->app = sx_strdup(opt->application_name ? opt->application_name : "sextant-listener");
     l->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+    l->nhosts = count_hosts(opt->url);
+    l->link = opt->link;
+    if (l->link == NULL) {
+        pg_link_options ko = {.metrics = opt->metrics};
+        l->link = pg_link_create(&ko);
+        l->own_link = true;
+    }
+    if (pg_link_watch(l->link, on_link_up, l) != 0)
+        SX_WARN(COMPONENT, "too many watchers of the database link: the listener waits out "
+                           "its back-off");
     if (opt->metrics) {
         l->m_connected =
             sx_metrics_gauge(opt->metrics, "sextant_db_listener_connected",
@@ -553,6 +604,9 @@ void pg_listener_destroy(pg_listener *l)
     if (l == NULL)
         return;
     pg_listener_stop(l);
+    pg_link_unwatch(l->link, on_link_up, l);
+    if (l->own_link)
+        pg_link_destroy(l->link);
     for (size_t i = 0; i < l->nsubs; i++)
         sx_free(l->subs[i].channel);
     sx_free(l->subs);

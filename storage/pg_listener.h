@@ -32,6 +32,7 @@
 
 #include "server/base/err.h"
 #include "server/base/metrics.h"
+#include "storage/pg_link.h"
 #include "storage/pg_pool.h"
 
 typedef struct pg_listener pg_listener;
@@ -39,8 +40,10 @@ typedef struct pg_listener pg_listener;
 typedef struct pg_listener_options {
     const char *url;              /* libpq URL or keyword string; required */
     const char *application_name; /* shown in pg_stat_activity; NULL = "sextant-listener" */
-    int connect_timeout_ms;       /* per connection attempt; 0 = 5000 */
+    int connect_timeout_ms;       /* per host of a connection attempt; 0 = 5000 */
     sx_metrics *metrics;          /* NULL allowed: no metrics */
+    pg_link *link; /* borrowed, shared with the pool: back-off bounds, and a connection
+                    * the pool makes ends the listener's back-off; NULL: its own */
 } pg_listener_options;
 
 /* A notification: channel as given to pg_listener_subscribe, payload "" when none.
@@ -66,8 +69,9 @@ int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err
 int pg_listener_subscribe(pg_listener *l, const char *channel, pg_listener_notify_fn on_notify,
                           pg_listener_resync_fn on_resync, void *ctx, sx_err *err) SX_MUSTCHECK;
 
-/* Starts the thread, which connects (retrying with back-off 100 ms doubling to 5 s
- * while the server is unreachable). Does not wait for the connection. A listener is
+/* Starts the thread, which connects (retrying with the link's back-off, 50 ms doubling
+ * to 1 s by default, while the server is unreachable; a connection the pool makes ends
+ * the back-off at once). Does not wait for the connection. A listener is
  * started at most once: SX_EINVAL when already started; SX_EINTERNAL when the thread
  * cannot be created. */
 int pg_listener_start(pg_listener *l, sx_err *err) SX_MUSTCHECK;

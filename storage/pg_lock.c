@@ -13,6 +13,7 @@
 
 #include "server/base/clock.h"
 #include "server/base/mem.h"
+#include "storage/pg_link.h"
 
 struct pg_lock_session {
     PGconn *conn;
@@ -21,10 +22,11 @@ struct pg_lock_session {
     bool lost;
 };
 
+/* libpq's message in one line, every line of it kept (one per host of a multi-host
+ * URL). */
 static void first_line(char *dst, size_t n, const char *src)
 {
-    size_t k = strcspn(src ? src : "", "\n");
-    snprintf(dst, n, "%.*s", (int)k, src ? src : "");
+    pg_link_error_text(dst, n, src);
 }
 
 static int lost(pg_lock_session *s, sx_err *err, const char *what, const char *why)
@@ -111,7 +113,7 @@ int pg_lock_open(const pg_lock_options *opt, pg_lock_session **out, sx_err *err)
         "UTF8",       NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
-        char why[256];
+        char why[SX_ERR_MESSAGE_MAX];
         first_line(why, sizeof(why), conn ? PQerrorMessage(conn) : "out of memory");
         PQfinish(conn);
         return sx_err_set(err, SX_EUNAVAILABLE, "could not open the lock session: %s", why);

@@ -4,8 +4,10 @@
  * Design: a mutex-protected stack of idle connections plus a count of every open
  * one (idle, in use, or being opened). Opening a connection happens outside the
  * lock so a slow connect never blocks other threads from taking idle connections.
- * Connection failures set a shared back-off window; inside it acquire fails at once
- * rather than stacking up connect attempts against a server that is down. The pool
+ * A failed connect starts a back-off (bounds from the pg_link); while it lasts acquire
+ * fails at once rather than stacking up connect attempts against a server that is
+ * down, and the reconnector thread retries in the background. Any successful
+ * connection to the server, the listener's included, ends the back-off. The pool
  * never retries a statement on its own: only pg_tx reruns a whole transaction, and
  * only for serialization failures and deadlocks, where rerunning is the documented
  * remedy.
@@ -24,9 +26,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
-#define TX_ATTEMPTS    3
+#define TX_ATTEMPTS 3
 
 struct pg_conn {
     struct pg_conn *next; /* idle stack link; NULL while in use */
@@ -34,6 +34,7 @@ struct pg_conn {
     PGconn *conn;         /* owned */
     bool broken;          /* set when a statement found the connection dead, or the
                            * server sent a FATAL (it is about to close it) */
+    bool lost;            /* broken because the server went away (not by our choice) */
 };
 
 struct pg_pool {
@@ -48,12 +49,24 @@ struct pg_pool {
     pg_conn *idle;      /* stack of idle connections */
     int open;           /* idle + in use + being opened */
     long long retry_at; /* monotonic ms before which no new connect is attempted */
-    int backoff_ms;     /* current back-off step; 0 after a success */
-    char last_error[256];
+    int backoff_ms;     /* current back-off step; 0 while the server is reachable */
+    unsigned long gen;  /* the link's generation when the back-off began */
+    char last_error[SX_ERR_MESSAGE_MAX];
+    pg_link *link; /* shared picture of the server; owned when own_link */
+    bool own_link;
+    /* The reconnector: a thread started at the first failed connect that, while the
+     * server is unreachable, keeps trying in the background, so the pool is back as soon
+     * as the server is, whether or not a request arrives. */
+    pthread_cond_t rc_cv; /* wakes the reconnector: back-off, link up, a free slot, stop */
+    pthread_t rc_thread;
+    bool rc_started;
+    bool stopping;
     sx_metric *m_open;
     sx_metric *m_connect_fail;
     sx_metric *m_errors;
 };
+
+static void on_link_up(void *ctx);
 
 int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
 {
@@ -71,6 +84,16 @@ int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
     p->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
     p->statement_timeout_ms = opt->statement_timeout_ms;
     p->acquire_timeout_ms = opt->acquire_timeout_ms > 0 ? opt->acquire_timeout_ms : 10000;
+    sx_cond_init_monotonic(&p->rc_cv);
+    p->link = opt->link;
+    if (p->link == NULL) {
+        pg_link_options lo = {.metrics = opt->metrics};
+        p->link = pg_link_create(&lo);
+        p->own_link = true;
+    }
+    if (pg_link_watch(p->link, on_link_up, p) != 0)
+        SX_WARN("storage", "too many watchers of the database link: the pool waits out its "
+                           "back-off");
     if (opt->metrics) {
         p->m_open = sx_metrics_gauge(opt->metrics, "sextant_db_connections",
                                      "Open PostgreSQL connections in the pool", NULL);
@@ -94,6 +117,14 @@ void pg_pool_destroy(pg_pool *p)
 {
     if (p == NULL)
         return;
+    pg_link_unwatch(p->link, on_link_up, p);
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    bool started = p->rc_started;
+    pthread_cond_broadcast(&p->rc_cv);
+    pthread_mutex_unlock(&p->mu);
+    if (started)
+        pthread_join(p->rc_thread, NULL);
     for (pg_conn *c = p->idle; c;) {
         pg_conn *next = c->next;
         PQfinish(c->conn);
@@ -102,6 +133,9 @@ void pg_pool_destroy(pg_pool *p)
     }
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->rc_cv);
+    if (p->own_link)
+        pg_link_destroy(p->link);
     sx_free(p->url);
     sx_free(p->app);
     sx_free(p);
@@ -117,15 +151,6 @@ PGconn *pg_conn_raw(pg_conn *c)
     return c->conn;
 }
 
-/* libpq messages end in a newline and may span lines; keep the first line. */
-static void first_line(char *dst, size_t n, const char *src)
-{
-    size_t i = 0;
-    for (; src && src[i] && src[i] != '\n' && i + 1 < n; i++)
-        dst[i] = src[i];
-    dst[i] = '\0';
-}
-
 /*
  * Server messages outside a statement's result (NOTICE, WARNING, and the FATAL a
  * backend sends before it closes the connection) would otherwise be printed raw on
@@ -139,7 +164,7 @@ static void on_notice(void *arg, const PGresult *res)
     const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
     bool fatal = sev && (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0);
     if (fatal)
-        c->broken = true;
+        c->broken = c->lost = true;
     sx_log(fatal || (sev && strcmp(sev, "WARNING") == 0) ? SX_LOG_WARN : SX_LOG_DEBUG, "storage",
            "postgresql %s: %s", sev ? sev : "notice", msg ? msg : "");
 }
@@ -158,7 +183,7 @@ static PGconn *open_conn(pg_pool *p, char *why, size_t whylen)
     const char *vals[] = {p->url, timeout, p->app, "UTF8", NULL};
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
-        first_line(why, whylen, conn ? PQerrorMessage(conn) : "out of memory");
+        pg_link_error_text(why, whylen, conn ? PQerrorMessage(conn) : "out of memory");
         PQfinish(conn);
         return NULL;
     }
@@ -168,8 +193,8 @@ static PGconn *open_conn(pg_pool *p, char *why, size_t whylen)
     PGresult *r = PQexecParams(conn, "SELECT set_config('statement_timeout', $1, false)", 1, NULL,
                                params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        char line[200];
-        first_line(line, sizeof(line), PQerrorMessage(conn));
+        char line[400];
+        pg_link_error_text(line, sizeof(line), PQerrorMessage(conn));
         snprintf(why, whylen, "could not set statement_timeout: %s", line);
         PQclear(r);
         PQfinish(conn);
@@ -202,6 +227,100 @@ static bool idle_conn_alive(pg_conn *c)
     return !c->broken && PQstatus(c->conn) == CONNECTION_OK;
 }
 
+static void *reconnector(void *arg);
+
+/* A connect attempt failed: the back-off grows and the reconnector takes over. Call with
+ * the mutex held (the slot the attempt had taken is given back). */
+static void connect_failed_locked(pg_pool *p, const char *why)
+{
+    p->open--;
+    p->backoff_ms = pg_link_backoff_next(p->link, p->backoff_ms);
+    p->retry_at = sx_monotonic_ms() + p->backoff_ms;
+    snprintf(p->last_error, sizeof(p->last_error), "%s", why);
+    if (!p->rc_started && !p->stopping && pthread_create(&p->rc_thread, NULL, reconnector, p) == 0)
+        p->rc_started = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->rc_cv);
+    if (p->m_connect_fail)
+        sx_metric_inc(p->m_connect_fail, NULL);
+}
+
+/* A new connection: the back-off is over. Call with the mutex held; the caller reports
+ * it to the link once the mutex is released (pg_link_up calls the watchers, ours
+ * included). */
+static pg_conn *connected_locked(pg_pool *p, PGconn *conn)
+{
+    p->backoff_ms = 0;
+    p->retry_at = 0;
+    update_open_metric(p);
+    pg_conn *c = sx_calloc(1, sizeof(*c));
+    c->conn = conn;
+    c->pool = p;
+    PQsetNoticeReceiver(conn, on_notice, c);
+    return c;
+}
+
+/* Another connection to the server (the listener's, or ours) succeeded after a failure:
+ * the back-off is over, and the next acquire connects at once. */
+static void on_link_up(void *ctx)
+{
+    pg_pool *p = ctx;
+    pthread_mutex_lock(&p->mu);
+    p->backoff_ms = 0;
+    p->retry_at = 0;
+    pthread_cond_broadcast(&p->rc_cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/*
+ * The reconnector: while the pool is in back-off (backoff_ms > 0) it opens a connection
+ * each time the back-off runs out and parks it as idle, so that the pool is back with
+ * the server and not only when a request arrives. Requests meanwhile fail at once (see
+ * pg_acquire), so none waits on a server that does not answer. A connection another
+ * part of the daemon makes ends the back-off (on_link_up), and the next request
+ * connects itself.
+ */
+static void *reconnector(void *arg)
+{
+    pg_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        long long now = sx_monotonic_ms();
+        if (p->backoff_ms == 0 || p->open >= p->size) {
+            pthread_cond_wait(&p->rc_cv, &p->mu);
+            continue;
+        }
+        if (now < p->retry_at) {
+            struct timespec ts = sx_deadline_in(p->retry_at - now);
+            pthread_cond_timedwait(&p->rc_cv, &p->mu, &ts);
+            continue;
+        }
+        p->open++;
+        p->retry_at = now + p->backoff_ms; /* requests keep failing fast while we try */
+        pthread_mutex_unlock(&p->mu);
+        char why[SX_ERR_MESSAGE_MAX];
+        PGconn *conn = open_conn(p, why, sizeof(why));
+        pthread_mutex_lock(&p->mu);
+        if (conn == NULL) {
+            connect_failed_locked(p, why);
+            pthread_mutex_unlock(&p->mu);
+            pg_link_down(p->link, "pool");
+            SX_DEBUG("storage", "database pool still cannot connect: %s", why);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
+        pg_conn *c = connected_locked(p, conn);
+        c->next = p->idle;
+        p->idle = c;
+        pthread_cond_signal(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        pg_link_up(p->link, "pool", conn);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
 int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
 {
     *out = NULL;
@@ -217,18 +336,20 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
                 *out = c;
                 return 0;
             }
-            /* Died while idle (terminated backend, server restart): drop it and look
-             * again, which opens a replacement when no other idle one is left. */
+            /* Died while idle (terminated backend, server restart, failover): drop it and
+             * look again, which opens a replacement when no other idle one is left. */
             PQfinish(c->conn);
             sx_free(c);
             p->open--;
             update_open_metric(p);
+            pg_link_down(p->link, "pool");
             continue;
         }
         if (p->open < p->size) {
             long long now = sx_monotonic_ms();
-            if (now < p->retry_at) {
-                long long wait = p->retry_at - now;
+            /* In back-off, whether its time is up or not: the reconnector is on it. */
+            if (p->backoff_ms > 0 && (now < p->retry_at || p->rc_started)) {
+                long long wait = p->retry_at > now ? p->retry_at - now : 0;
                 sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s",
                            p->last_error);
                 sx_err_detail(err, "The next connection attempt is in %lld ms.", wait);
@@ -238,29 +359,19 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             p->open++;
             pthread_mutex_unlock(&p->mu);
 
-            char why[256];
+            char why[SX_ERR_MESSAGE_MAX];
             PGconn *conn = open_conn(p, why, sizeof(why));
 
             pthread_mutex_lock(&p->mu);
             if (conn == NULL) {
-                p->open--;
-                p->backoff_ms = sx_backoff_next(p->backoff_ms, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-                p->retry_at = sx_monotonic_ms() + p->backoff_ms;
-                snprintf(p->last_error, sizeof(p->last_error), "%s", why);
-                pthread_cond_broadcast(&p->cv);
+                connect_failed_locked(p, why);
                 pthread_mutex_unlock(&p->mu);
-                if (p->m_connect_fail)
-                    sx_metric_inc(p->m_connect_fail, NULL);
+                pg_link_down(p->link, "pool");
                 return sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s", why);
             }
-            p->backoff_ms = 0;
-            p->retry_at = 0;
-            update_open_metric(p);
+            pg_conn *c = connected_locked(p, conn);
             pthread_mutex_unlock(&p->mu);
-            pg_conn *c = sx_calloc(1, sizeof(*c));
-            c->conn = conn;
-            c->pool = p;
-            PQsetNoticeReceiver(conn, on_notice, c);
+            pg_link_up(p->link, "pool", conn);
             *out = c;
             return 0;
         }
@@ -291,12 +402,15 @@ void pg_release(pg_pool *p, pg_conn *c)
     } else {
         c->broken = true;
     }
+    if (c->lost)
+        pg_link_down(p->link, "pool");
     pthread_mutex_lock(&p->mu);
     if (c->broken) {
         PQfinish(c->conn);
         sx_free(c);
         p->open--;
         update_open_metric(p);
+        pthread_cond_broadcast(&p->rc_cv); /* a slot for the reconnector, if it waits */
     } else {
         c->next = p->idle;
         p->idle = c;
@@ -339,9 +453,9 @@ int pg_result_error(PGconn *conn, const PGresult *res, const char *what, sx_err 
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    char line[256];
+    char line[400];
     if (primary == NULL) {
-        first_line(line, sizeof(line), conn ? PQerrorMessage(conn) : "no connection");
+        pg_link_error_text(line, sizeof(line), conn ? PQerrorMessage(conn) : "no connection");
         primary = line[0] ? line : "connection lost";
     }
     int code = map_sqlstate(state);
@@ -385,7 +499,7 @@ int pg_exec_ex(pg_conn *c, const char *sql, int n, const char *const *params, co
     sx_err *e = err ? err : &local;
     int code = pg_result_error(c->conn, res, "database error", e);
     if (code == SX_EUNAVAILABLE)
-        c->broken = true;
+        c->broken = c->lost = true;
     if (c->pool->m_errors) {
         const char *labels[] = {e->sqlstate[0] ? e->sqlstate : "none"};
         sx_metric_inc(c->pool->m_errors, labels);

@@ -3,10 +3,12 @@
  * repository uses. The only way Sextant speaks SQL.
  *
  * Connections are opened lazily up to the pool size and reused. A connection that
- * breaks is dropped and reopened on a later acquire; while the server is unreachable
- * new connection attempts are spaced by an exponential back-off (100 ms doubling to
- * 5 s) so a dead database is not hammered, and acquire fails fast with
- * SX_EUNAVAILABLE inside the back-off window. Every connection carries the
+ * breaks is dropped and reopened on a later acquire. Once a connection attempt has
+ * failed, acquire fails fast with SX_EUNAVAILABLE (the error carries libpq's whole
+ * message: one line per host of a multi-host URL) and a background thread retries,
+ * spaced by an exponential back-off (the pg_link's bounds, 50 ms doubling to 1 s by
+ * default), until the server answers; a connection any other part of the daemon opens
+ * to the server (the listener) ends the back-off at once. Every connection carries the
  * configured statement_timeout. Queries are parameterised only: there is no helper
  * that takes a formatted SQL string.
  *
@@ -22,6 +24,7 @@
 
 #include "server/base/err.h"
 #include "server/base/metrics.h"
+#include "storage/pg_link.h"
 
 typedef struct pg_pool pg_pool;
 typedef struct pg_conn pg_conn;
@@ -29,18 +32,22 @@ typedef struct pg_conn pg_conn;
 typedef struct pg_pool_options {
     const char *url;              /* libpq URL or keyword string; required */
     int size;                     /* maximum open connections, >= 1 */
-    int connect_timeout_ms;       /* per connection attempt; 0 = 5000 */
+    int connect_timeout_ms;       /* per host tried (libpq connect_timeout: whole seconds,
+                                   * at least 2); 0 = 5000 */
     int statement_timeout_ms;     /* server-side statement_timeout; 0 = none */
     int acquire_timeout_ms;       /* how long acquire waits for a free connection; 0 = 10000 */
     const char *application_name; /* shown in pg_stat_activity; NULL = "sextant" */
     sx_metrics *metrics;          /* NULL allowed: no metrics */
+    pg_link *link; /* borrowed, shared with the listener; NULL: a link of the pool's own
+                    * with the default back-off */
 } pg_pool_options;
 
 /* Creates a pool (copies the options; opens no connection yet). Never fails for
  * valid options; returns SX_EINVAL for a missing URL or size < 1. *out is owned by the
  * caller and freed with pg_pool_destroy. */
 int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err) SX_MUSTCHECK;
-/* Closes every idle connection and frees the pool. Every connection must have been
+/* Stops the reconnector (waiting for an attempt in progress, at most connect_timeout),
+ * closes every idle connection and frees the pool. Every connection must have been
  * released first. NULL allowed. */
 void pg_pool_destroy(pg_pool *p);
 

@@ -38,8 +38,8 @@
 #define COMPONENT          "redis_cache"
 #define DEFAULT_TIMEOUT_MS 500
 #define DEFAULT_PORT       6379
-#define BACKOFF_MIN_MS     100
-#define BACKOFF_MAX_MS     5000
+#define BACKOFF_MIN_MS     50 /* defaults of redis_cache_options' back-off bounds */
+#define BACKOFF_MAX_MS     1000
 
 enum op { OP_GET, OP_SET, OP_DEL, OP_RENAME, OP_EVAL };
 static const char *const op_names[] = {"get", "set", "del", "rename", "eval"};
@@ -62,8 +62,10 @@ struct redis_cache {
     bool connecting;    /* a thread is opening a connection outside the mutex */
     long long retry_at; /* monotonic ms before which no reconnect is tried */
     int backoff_ms;     /* current back-off step; 0 after a success */
-    sx_metric *m_req;   /* sextant_cache_requests_total{op,result} */
-    sx_metric *m_up;    /* sextant_cache_up */
+    int backoff_min_ms; /* bounds of the back-off (redis.reconnect_backoff_min/_max) */
+    int backoff_max_ms;
+    sx_metric *m_req; /* sextant_cache_requests_total{op,result} */
+    sx_metric *m_up;  /* sextant_cache_up */
 };
 
 static long long now_ms(void)
@@ -333,9 +335,9 @@ static void mark_down(redis_cache *c, const char *why)
         redisFree(c->ctx);
         c->ctx = NULL;
     }
-    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
-    if (c->backoff_ms > BACKOFF_MAX_MS)
-        c->backoff_ms = BACKOFF_MAX_MS;
+    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : c->backoff_min_ms;
+    if (c->backoff_ms > c->backoff_max_ms)
+        c->backoff_ms = c->backoff_max_ms;
     c->retry_at = now_ms() + c->backoff_ms;
     set_up(c, false);
     if (!c->outage_logged) {
@@ -431,6 +433,10 @@ int redis_cache_create(const redis_cache_options *opt, redis_cache **out, sx_err
     redis_cache *c = sx_calloc(1, sizeof(*c));
     pthread_mutex_init(&c->mu, NULL);
     c->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->backoff_min_ms = opt->backoff_min_ms > 0 ? opt->backoff_min_ms : BACKOFF_MIN_MS;
+    c->backoff_max_ms = opt->backoff_max_ms > 0 ? opt->backoff_max_ms : BACKOFF_MAX_MS;
+    if (c->backoff_max_ms < c->backoff_min_ms)
+        c->backoff_max_ms = c->backoff_min_ms;
     c->prefix = sx_strdup(opt->key_prefix ? opt->key_prefix : "sextant:");
     c->quiet = opt->quiet;
     c->db = -1;

@@ -26,6 +26,8 @@ typedef struct redis_cache_options {
     const char *key_prefix; /* prepended to every key; NULL = "sextant:" */
     sx_metrics *metrics;    /* NULL allowed */
     bool quiet;             /* log outages at debug level: the owner logs its own lines */
+    int backoff_min_ms;     /* first wait before reconnecting; 0 = 50 */
+    int backoff_max_ms;     /* longest wait between attempts; 0 = 1000 */
 } redis_cache_options;
 
 /* What redis_cache_eval returns when it did not try: Redis is not configured, the

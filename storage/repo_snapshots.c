@@ -738,6 +738,31 @@ static int load_missing(snap_repo *r, sx_arena *a, sx_arena *tmp, const json_t *
     return rc;
 }
 
+int snap_repo_current_versions(snap_repo *r, sx_arena *a, snap_group **items, size_t *count,
+                               sx_err *err)
+{
+    *items = NULL;
+    *count = 0;
+    PGresult *res;
+    int rc = query(r, a,
+                   "SELECT name, current_snapshot_version FROM proxy_groups"
+                   " WHERE current_snapshot_version > 0 ORDER BY name",
+                   0, NULL, &res, err);
+    if (rc)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    snap_group *v = n ? sx_arena_alloc(a, n * sizeof(*v)) : NULL;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        v[i] = (snap_group){.name = sx_arena_strdup(a, PQgetvalue(res, (int)i, 0))};
+        rc = repo_i64(res, (int)i, 1, 0, &v[i].latest_version, err);
+    }
+    if (rc)
+        return rc;
+    *items = v;
+    *count = n;
+    return 0;
+}
+
 int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, size_t *count,
                               sx_err *err)
 {

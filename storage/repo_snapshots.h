@@ -192,6 +192,13 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
 int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
                        sx_err *err) SX_MUSTCHECK;
 
+/* The current version of every group that has one (one query on proxy_groups, no
+ * snapshot bytes), ordered by name: *items in a (name and latest_version set,
+ * updated_at NULL); NULL and 0 when there are none. For the periodic check that repairs
+ * what a lost notification missed. */
+int snap_repo_current_versions(snap_repo *r, sx_arena *a, snap_group **items, size_t *count,
+                               sx_err *err) SX_MUSTCHECK;
+
 /* The newest snapshot of every group (without IR), ordered by group name, for
  * start-up: the versions come from PostgreSQL, the bytes from the cache when it has
  * them. *items is NULL and *count 0 when there are none. */

@@ -213,6 +213,27 @@ snap_entry *snap_store_fetch(snap_store *s, const char *group, long long version
     return e;
 }
 
+int snap_store_behind(snap_store *s, sx_arena *a, snap_group **items, size_t *count, sx_err *err)
+{
+    snap_group *v;
+    size_t n;
+    *items = NULL;
+    *count = 0;
+    int rc = snap_repo_current_versions(s->repo, a, &v, &n, err);
+    if (rc)
+        return rc;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        snap_entry *e = snap_store_get(s, v[i].name);
+        if (e == NULL || e->version < v[i].latest_version)
+            v[k++] = v[i];
+        snap_entry_unref(e);
+    }
+    *items = k ? v : NULL;
+    *count = k;
+    return 0;
+}
+
 snap_entry *snap_store_get(snap_store *s, const char *group)
 {
     snap_entry *e = NULL;

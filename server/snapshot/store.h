@@ -78,6 +78,11 @@ snap_entry *snap_store_get(snap_store *s, const char *group);
  * else read through the repository (Redis, then PostgreSQL) without publishing it. NULL
  * with err set when it cannot be read. Blocks on the database: not for gRPC threads. */
 snap_entry *snap_store_fetch(snap_store *s, const char *group, long long version, sx_err *err);
+/* The groups whose current version in the database is newer than the one held (one
+ * query, no snapshot read): *items in a (name and the database's latest_version), NULL
+ * and 0 when the store is up to date. Fails with the repository's error. */
+int snap_store_behind(snap_store *s, sx_arena *a, snap_group **items, size_t *count,
+                      sx_err *err) SX_MUSTCHECK;
 /* Number of groups held. */
 size_t snap_store_group_count(snap_store *s);
 

@@ -79,11 +79,12 @@ static bool pin_in_use(void *ctx, const char *group, long long version)
 }
 
 /* Reloads every pin from the database and re-serves the nodes whose pin changed. Runs
- * on the snapshot loader's thread (NOTIFY and resync: server/snapshot/loader.h). */
-static void reload_pins(xds_server *s)
+ * on the snapshot loader's thread (NOTIFY and resync: server/snapshot/loader.h), which
+ * calls again after a back-off when this fails. */
+static int reload_pins(xds_server *s)
 {
     if (s->o.pool == NULL)
-        return;
+        return 0;
     pthread_mutex_lock(&s->pins_mu);
     sx_err err;
     sx_err_clear(&err);
@@ -97,8 +98,8 @@ static void reload_pins(xds_server *s)
         pg_release(s->o.pool, conn);
     }
     if (rc != 0) {
-        /* The next notification or resync repairs it. */
-        sx_log_err(SX_LOG_ERROR, XDS_LOG_COMPONENT, &err);
+        /* The loader calls again after a back-off (or at once when the database is back). */
+        sx_log_err(SX_LOG_WARN, XDS_LOG_COMPONENT, &err);
     } else {
         /* Build the pinned versions before anyone is moved to them: once per distinct
          * (group, version) — a handful, however many nodes are pinned. */
@@ -133,18 +134,19 @@ static void reload_pins(xds_server *s)
     }
     sx_arena_destroy(a);
     pthread_mutex_unlock(&s->pins_mu);
+    return rc;
 }
 
-void xds_serve_pins_notify(void *ctx, const char *channel, const char *payload)
+int xds_serve_pins_notify(void *ctx, const char *channel, const char *payload)
 {
     (void)channel;
     (void)payload;
-    reload_pins(ctx);
+    return reload_pins(ctx);
 }
 
-void xds_serve_pins_resync(void *ctx)
+int xds_serve_pins_resync(void *ctx)
 {
-    reload_pins(ctx);
+    return reload_pins(ctx);
 }
 
 /* ------------------------------------------------------------------ what a node is served */

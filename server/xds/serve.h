@@ -22,10 +22,11 @@ void xds_serve_fanout(void *ctx, xds_wire_snap *snap);
  * without the node's stream locked. */
 xds_wire_snap *xds_serve_wanted(xds_server *s, const char *node_id, const char *group, bool exact);
 
-/* pg_listener callbacks of the pins channel (ctx: the xds_server): reload every pin
- * from the database and re-serve the nodes whose pin changed. Run on the listener's
- * thread; a failed reload is logged and repaired by the next notification or resync. */
-void xds_serve_pins_notify(void *ctx, const char *channel, const char *payload);
-void xds_serve_pins_resync(void *ctx);
+/* Snapshot loader callbacks of the pins channel (ctx: the xds_server): reload every pin
+ * from the database and re-serve the nodes whose pin changed. Run on the loader's
+ * thread; a failed reload is logged and returns its error, and the loader calls again
+ * after a back-off until it succeeds. */
+int xds_serve_pins_notify(void *ctx, const char *channel, const char *payload);
+int xds_serve_pins_resync(void *ctx);
 
 #endif

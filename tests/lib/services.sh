@@ -57,9 +57,57 @@ svc_pg_start() {
         svc_as_pg "$bin/initdb" -D "$dir/data" -U sextant --auth=trust -E UTF8 --no-locale \
             >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
     fi
+    svc_pg_ctl_start "$dir" "$port"
+}
+
+# svc_pg_ctl_start DIR PORT: starts the cluster of DIR/data (a primary or a standby) on
+# 127.0.0.1:PORT; ready for streaming replication (wal_level=replica, WAL senders).
+svc_pg_ctl_start() {
+    local dir=$1 port=$2 bin
+    bin=$(svc_pg_bin) || return 1
     svc_as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200 -c wal_level=replica -c max_wal_senders=10" \
         start >/dev/null || { tail -n 20 "$dir/postgres.log" >&2; return 1; }
+}
+
+# svc_pg_allow_replication DIR: a pg_hba.conf entry letting loopback clients open
+# replication connections (trust, like every other loopback connection here); reloads.
+svc_pg_allow_replication() {
+    local dir=$1 bin
+    bin=$(svc_pg_bin) || return 1
+    grep -qE '^host[[:space:]]+replication[[:space:]]+all[[:space:]]+127\.0\.0\.1/32' "$dir/data/pg_hba.conf" ||
+        echo "host replication all 127.0.0.1/32 trust" | svc_as_pg tee -a "$dir/data/pg_hba.conf" >/dev/null
+    [ -f "$dir/data/postmaster.pid" ] && svc_as_pg "$bin/pg_ctl" -D "$dir/data" reload >/dev/null
+    return 0
+}
+
+# svc_pg_standby DIR PORT PRIMARY_PORT: a hot standby of the primary on PRIMARY_PORT,
+# made by pg_basebackup -R (streaming replication) into DIR/data (replacing what was
+# there) and started on PORT.
+svc_pg_standby() {
+    local dir=$1 port=$2 primary=$3 bin
+    bin=$(svc_pg_bin) || return 1
+    rm -rf "$dir/data"
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+    svc_as_pg "$bin/pg_basebackup" -h 127.0.0.1 -p "$primary" -U sextant -D "$dir/data" -R \
+        -X stream -c fast >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; return 1; }
+    svc_pg_ctl_start "$dir" "$port"
+}
+
+# svc_pg_kill DIR: stops the cluster the hard way (pg_ctl -m immediate: no checkpoint,
+# clients cut off), as a crash of its host would.
+svc_pg_kill() {
+    local dir=$1 bin
+    bin=$(svc_pg_bin) || return 1
+    svc_as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop >/dev/null
+}
+
+# svc_pg_promote DIR: promotes the standby of DIR to a primary; returns once it is one.
+svc_pg_promote() {
+    local dir=$1 bin
+    bin=$(svc_pg_bin) || return 1
+    svc_as_pg "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
 }
 
 # svc_pg_stop DIR: fast shutdown; quiet when nothing runs there.

@@ -72,6 +72,65 @@ static void admin_exec(const char *sql)
     PQfinish(c);
 }
 
+char *tl_role_create(const char *url)
+{
+    static int counter;
+    char role[64], sql[160];
+    snprintf(role, sizeof(role), "sx_role_%d_%d_%lld", (int)getpid(), ++counter,
+             tl_now_ms() % 100000);
+    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN SUPERUSER", role);
+    admin_exec(sql);
+    /* postgresql://USER@host...: the user is what sits between "://" and '@'. */
+    const char *scheme = strstr(url, "://");
+    const char *start = scheme ? scheme + 3 : url;
+    const char *at = strchr(start, '@');
+    if (at == NULL) {
+        fprintf(stderr, "test database: no user in the test URL\n");
+        fail();
+    }
+    size_t n = strlen(url) + strlen(role) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(start - url), url, role, at);
+    return out;
+}
+
+/* The user of a URL made by tl_role_create. */
+static void role_of(const char *url, char *out, size_t n)
+{
+    const char *scheme = strstr(url, "://");
+    const char *start = scheme ? scheme + 3 : url;
+    size_t len = strcspn(start, "@");
+    snprintf(out, n, "%.*s", (int)len, start);
+}
+
+void tl_role_allow(const char *role_url, bool allowed)
+{
+    char role[64], sql[256];
+    role_of(role_url, role, sizeof(role));
+    snprintf(sql, sizeof(sql), "ALTER ROLE %s %s", role, allowed ? "LOGIN" : "NOLOGIN");
+    admin_exec(sql);
+    if (allowed)
+        return;
+    /* Its sessions end, and are gone before this returns, as on a server that died. */
+    snprintf(sql, sizeof(sql),
+             "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = '%s'",
+             role);
+    admin_exec(sql);
+}
+
+void tl_role_drop(char *role_url)
+{
+    char role[64], sql[256];
+    role_of(role_url, role, sizeof(role));
+    snprintf(sql, sizeof(sql),
+             "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = '%s'",
+             role);
+    admin_exec(sql);
+    snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS %s", role);
+    admin_exec(sql);
+    free(role_url);
+}
+
 /* Replaces the database name (the path after the last '/') of a URL. */
 static char *url_with_db(const char *url, const char *db)
 {

@@ -34,6 +34,17 @@ void tl_db_drop(char *url);
 /* tl_db_create, then every migration applied (fails the test when migrating fails). */
 char *tl_db_create_migrated(void);
 
+/* A new superuser role that may log in, and url with that role as its user (caller
+ * frees with tl_role_drop). Lets a test cut off the connections made with that URL,
+ * and only those, as if their server had gone away, while the test's own stay up. */
+char *tl_role_create(const char *url);
+/* Lets the role of role_url log in again, or stops it from logging in and ends every
+ * session it has (returning once they are gone): new connections then fail with "role
+ * ... is not permitted to log in". */
+void tl_role_allow(const char *role_url, bool allowed);
+/* Ends the role's sessions, drops it and frees role_url. */
+void tl_role_drop(char *role_url);
+
 /* Fails the test, printing what failed with the code and every part of err. */
 void tl_fail_err(const char *what, int rc, const sx_err *err);
 

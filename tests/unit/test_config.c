@@ -309,6 +309,12 @@ static void test_defaults_env_only(void **state)
     assert_false(c->auth.dev_sign_in);
     assert_int_equal(c->shutdown.timeout_ms, 10000);
     assert_int_equal(c->snapshots.load_timeout_ms, 30000);
+    assert_int_equal(c->snapshots.check_interval_ms, 10000);
+    assert_null(c->database.listen_url);
+    assert_int_equal(c->database.reconnect_backoff_min_ms, 50);
+    assert_int_equal(c->database.reconnect_backoff_max_ms, 1000);
+    assert_int_equal(c->redis.reconnect_backoff_min_ms, 50);
+    assert_int_equal(c->redis.reconnect_backoff_max_ms, 1000);
     assert_int_equal(c->xds.ack_timeout_ms, 0);
     assert_int_equal(c->xds.send_timeout_ms, 30000);
     assert_string_equal(c->xds.default_group, "default");
@@ -334,6 +340,24 @@ static void test_leader_keys(void **state)
     assert_int_equal(c->leader.lease_ms, 3000);
     assert_int_equal(c->leader.check_ms, 250);
     assert_int_equal(c->leader.heartbeat_ms, 1000);
+    config_free(c);
+}
+
+static void test_failover_keys(void **state)
+{
+    (void)state;
+    const char *env[] = {DBURL,
+                         "SEXTANT_DATABASE_LISTEN_URL=postgresql://sextant@db-direct/sextant",
+                         "SEXTANT_REDIS_RECONNECT_BACKOFF_MAX=3s", NULL};
+    sextant_config *c = load_ok("database:\n  reconnect_backoff_min: 20ms\n"
+                                "  reconnect_backoff_max: 500ms\n"
+                                "snapshots:\n  check_interval: 2s\n",
+                                env);
+    assert_string_equal(c->database.listen_url, "postgresql://sextant@db-direct/sextant");
+    assert_int_equal(c->database.reconnect_backoff_min_ms, 20);
+    assert_int_equal(c->database.reconnect_backoff_max_ms, 500);
+    assert_int_equal(c->redis.reconnect_backoff_max_ms, 3000);
+    assert_int_equal(c->snapshots.check_interval_ms, 2000);
     config_free(c);
 }
 
@@ -556,6 +580,27 @@ static const bad_case bad_cases[] = {
      false,
      "snapshots.load_timeout",
      "must be between",
+     0},
+    {"back-off minimum above its maximum",
+     "database:\n  reconnect_backoff_min: 2s\n  reconnect_backoff_max: 1s\n",
+     {0},
+     false,
+     "database.reconnect_backoff_min",
+     "must not exceed database.reconnect_backoff_max (1s), got 2s",
+     0},
+    {"redis back-off minimum above its maximum",
+     "redis:\n  reconnect_backoff_min: 5s\n",
+     {0},
+     false,
+     "redis.reconnect_backoff_min",
+     "must not exceed redis.reconnect_backoff_max (1s), got 5s",
+     0},
+    {"bad listen url",
+     "database:\n  listen_url: \"host='x\"\n",
+     {0},
+     false,
+     "database.listen_url",
+     "invalid connection string",
      0},
     {"pool size word",
      "database:\n  pool_size: eight\n",
@@ -1037,4 +1082,4 @@ TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_full_file),
               cmocka_unit_test(test_missing_file), cmocka_unit_test(test_all_errors_at_once),
               cmocka_unit_test(test_durations), cmocka_unit_test(test_listen_parse),
               cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_fleet_thresholds),
-              cmocka_unit_test(test_leader_keys))
+              cmocka_unit_test(test_leader_keys), cmocka_unit_test(test_failover_keys))

@@ -4,13 +4,16 @@
 // names → CDS wildcard → EDS of the clusters' service names), ACKing every response,
 // and after each response rewrites a summary of the state decoded with Envoy's protos:
 //
-//   node ads_follow.js --server 127.0.0.1:PORT --group G --out FILE [--node ID]
+//   node ads_follow.js --server 127.0.0.1:PORT --group G --out FILE [--node ID] [--log FILE]
 //
 //   {"versions": {"LDS": "3", ...}, "listeners": [names], "paths": [every route match's
 //    path, prefix or regex], "endpoints": ["address:port", ...], "nacks": 0}
 //
 // (lists sorted; the file is replaced atomically, so a test polling it never reads half
-// of it). A response that does not decode is NACKed and counted. Runs until SIGTERM.
+// of it). A response that does not decode is NACKed and counted. With --log, each time
+// the newest version_info of any type changes (a snapshot may change one type only) it
+// is appended there as "<unix ms> <version>", for when it arrived.
+// Runs until SIGTERM.
 'use strict';
 
 const fs = require('fs');
@@ -23,6 +26,7 @@ const server = arg('server');
 const group = arg('group');
 const out = arg('out');
 const nodeId = arg('node', 'ads-follow');
+const log = arg('log');
 if (!server || !group || !out) {
   console.error('usage: node ads_follow.js --server HOST:PORT --group G --out FILE [--node ID]');
   process.exit(2);
@@ -49,6 +53,9 @@ function request(type, resourceNames, errorDetail) {
   call.write(req);
 }
 
+// The newest version_info of every type received (they are snapshot versions).
+const newest = () => Math.max(0, ...Object.values(state).map((s) => Number(s.version) || 0));
+
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 function summary() {
@@ -69,7 +76,7 @@ function summary() {
       }
   const versions = {};
   for (const [k, t] of Object.entries(TYPE)) if (state[t]) versions[k] = state[t].version;
-  return {versions, listeners: Object.keys(decoded(TYPE.LDS)).sort(), paths: paths.sort(), endpoints: endpoints.sort(), nacks};
+  return {versions, newest: newest(), listeners: Object.keys(decoded(TYPE.LDS)).sort(), paths: paths.sort(), endpoints: endpoints.sort(), nacks};
 }
 
 function write() {
@@ -95,7 +102,9 @@ call.on('data', (r) => {
   // LDS and CDS responses are the full state; RDS and EDS ones may carry only what changed.
   const prev = state[type];
   const full = type === TYPE.LDS || type === TYPE.CDS || !prev;
+  const before = newest();
   state[type] = {version: r.version_info, nonce: r.nonce, decoded: full ? decoded : {...prev.decoded, ...decoded}};
+  if (log && newest() !== before) fs.appendFileSync(log, `${Date.now()} ${newest()}\n`);
   request(type, names[type] || []); // the ACK
   if (type === TYPE.LDS) {
     const rds = [...new Set(Object.values(decoded).map((l) => ec.listener(l).rdsName).filter(Boolean))].sort();

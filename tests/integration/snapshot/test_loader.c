@@ -5,7 +5,10 @@
  * listener's; an older version announced after a newer one never takes a group back; a
  * subscription through the loader gets its callbacks on the loader's thread with
  * pending notifications coalesced to the newest payload, while the listener goes on
- * delivering other channels.
+ * delivering other channels; a subscription call that fails is made again until it
+ * succeeds; a snapshot announced while the database refuses the pool, or committed while
+ * the listener was cut off, is loaded once the database is back; and the periodic check
+ * loads a snapshot whose NOTIFY never came.
  */
 #include "tests/lib/testlib.h"
 
@@ -25,6 +28,10 @@
 
 typedef struct fx {
     char *url;
+    char *role_url; /* the URL the pool (and the listener) use when they can be cut off */
+    pg_pool *admin; /* the test's own connections, never cut off */
+    pg_link *link;
+    sx_metrics *metrics;
     pg_pool *pool;
     pg_listener *listener;
     snap_repo *repo;
@@ -41,11 +48,11 @@ static long long insert_snapshot(fx *f, const char *group)
     snap_new in = {.group = group, .ir = ir, .created_by = "test"};
     snap_record *out = NULL;
     pg_conn *c = NULL;
-    TL_OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_acquire(f->admin, &c, &e_));
     TL_OK(pg_begin(c, &e_));
     TL_OK(snap_repo_insert(c, &in, a, &out, &e_));
     TL_OK(pg_commit(c, &e_));
-    pg_release(f->pool, c);
+    pg_release(f->admin, c);
     long long v = out->version;
     json_decref(ir);
     sx_arena_destroy(a);
@@ -55,9 +62,9 @@ static long long insert_snapshot(fx *f, const char *group)
 static void notify(fx *f, const char *channel, const char *payload)
 {
     pg_conn *c = NULL;
-    TL_OK(pg_acquire(f->pool, &c, &e_));
+    TL_OK(pg_acquire(f->admin, &c, &e_));
     TL_OK(pg_notify(c, channel, payload, &e_));
-    pg_release(f->pool, c);
+    pg_release(f->admin, c);
 }
 
 static void announce(fx *f, const char *group, long long version)
@@ -101,20 +108,53 @@ static void on_store(void *ctx, snap_entry *e)
     pthread_mutex_unlock(&seen_mu);
 }
 
-static int setup(void **state)
+/* The fixture: the pool (and, with cut_listener, the listener) connect as a role the
+ * test can cut off; they share one link, as in the daemon. check_ms: the loader's
+ * periodic check (negative: none). */
+static int setup_with(void **state, bool cut_listener, int64_t check_ms)
 {
     fx *f = calloc(1, sizeof(*f));
     f->url = tl_db_create_migrated();
-    f->pool = tl_pool(f->url, 4);
-    pg_listener_options lo = {.url = f->url, .connect_timeout_ms = 2000};
+    f->role_url = tl_role_create(f->url);
+    f->admin = tl_pool(f->url, 2);
+    f->metrics = sx_metrics_create();
+    pg_link_options ko = {.backoff_min_ms = 50, .backoff_max_ms = 1000, .metrics = f->metrics};
+    f->link = pg_link_create(&ko);
+    pg_pool_options po = {.url = f->role_url,
+                          .size = 4,
+                          .connect_timeout_ms = 2000,
+                          .metrics = f->metrics,
+                          .link = f->link};
+    TL_OK(pg_pool_create(&po, &f->pool, &e_));
+    pg_listener_options lo = {
+        .url = cut_listener ? f->role_url : f->url, .connect_timeout_ms = 2000, .link = f->link};
     TL_OK(pg_listener_create(&lo, &f->listener, &e_));
     f->repo = snap_repo_create(f->pool, NULL);
     f->store = snap_store_create(f->repo, NULL);
-    snap_loader_options o = {.store = f->store, .listener = f->listener};
+    snap_loader_options o = {.store = f->store,
+                             .listener = f->listener,
+                             .metrics = f->metrics,
+                             .link = f->link,
+                             .check_interval_ms = check_ms};
     TL_OK(snap_loader_create(&o, &f->loader, &e_));
     nseen = 0;
     *state = f;
     return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, false, -1);
+}
+
+static int setup_cut_both(void **state)
+{
+    return setup_with(state, true, -1);
+}
+
+static int setup_check(void **state)
+{
+    return setup_with(state, false, 200);
 }
 
 static void start(fx *f)
@@ -136,6 +176,10 @@ static int teardown(void **state)
     snap_store_destroy(f->store);
     snap_repo_destroy(f->repo);
     pg_pool_destroy(f->pool);
+    pg_pool_destroy(f->admin);
+    pg_link_destroy(f->link);
+    sx_metrics_destroy(f->metrics);
+    tl_role_drop(f->role_url);
     tl_db_drop(f->url);
     free(f);
     return 0;
@@ -204,7 +248,7 @@ typedef struct slow_sub {
     pthread_t thread;
 } slow_sub;
 
-static void on_slow(void *ctx, const char *channel, const char *payload)
+static int on_slow(void *ctx, const char *channel, const char *payload)
 {
     (void)channel;
     slow_sub *s = ctx;
@@ -216,6 +260,7 @@ static void on_slow(void *ctx, const char *channel, const char *payload)
     while (!s->release)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
+    return 0;
 }
 
 static int fast_calls;
@@ -284,17 +329,19 @@ static void test_subscription_coalesces(void **state)
  * reconnect of the listener or the next NOTIFY. */
 static atomic_int resyncs;
 
-static void on_resync_count(void *ctx)
+static int on_resync_count(void *ctx)
 {
     (void)ctx;
     atomic_fetch_add(&resyncs, 1);
+    return 0;
 }
 
-static void on_ignore(void *ctx, const char *channel, const char *payload)
+static int on_ignore(void *ctx, const char *channel, const char *payload)
 {
     (void)ctx;
     (void)channel;
     (void)payload;
+    return 0;
 }
 
 static void test_resync_after_first_load(void **state)
@@ -314,6 +361,132 @@ static void test_resync_after_first_load(void **state)
     assert_int_equal(atomic_load(&resyncs), 1);
 }
 
+/* A subscriber that fails its first two calls, as a reload would while the database is
+ * unreachable. */
+static atomic_int flaky_calls;
+
+static int on_flaky(void *ctx, const char *channel, const char *payload)
+{
+    (void)ctx;
+    (void)channel;
+    (void)payload;
+    return atomic_fetch_add(&flaky_calls, 1) < 2 ? SX_EUNAVAILABLE : 0;
+}
+
+static void test_failed_subscription_retried(void **state)
+{
+    fx *f = *state;
+    atomic_store(&flaky_calls, 0);
+    TL_OK(snap_loader_subscribe(f->loader, "test_flaky", on_flaky, NULL, NULL, &e_));
+    start(f);
+    notify(f, "test_flaky", "1");
+    /* One notification, three calls: two failures, then the success that ends it. */
+    for (long long end = tl_now_ms() + 10000; atomic_load(&flaky_calls) < 3 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_int_equal(atomic_load(&flaky_calls), 3);
+    /* A marker behind it proves the worker has moved on: no fourth call. */
+    long long v = insert_snapshot(f, "marker");
+    announce(f, "marker", v);
+    assert_true(wait_held(f, "marker", v));
+    assert_int_equal(atomic_load(&flaky_calls), 3);
+}
+
+static double metric(fx *f, const char *name, bool counter)
+{
+    sx_metric *m = counter ? sx_metrics_counter(f->metrics, name, "", NULL)
+                           : sx_metrics_gauge(f->metrics, name, "", NULL);
+    return sx_metric_value(m, NULL);
+}
+
+/* A NOTIFY handled while the database refuses the pool: the fetch fails, and is retried
+ * until the database is back. No periodic check here: the retry alone loads it. */
+static void test_notify_while_database_unreachable(void **state)
+{
+    fx *f = *state;
+    start(f);
+    tl_role_allow(f->role_url, false);
+    long long v = insert_snapshot(f, "edge");
+    announce(f, "edge", v);
+    for (long long end = tl_now_ms() + 10000;
+         metric(f, "sextant_snapshot_fetch_errors_total", true) < 1 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_true(metric(f, "sextant_snapshot_fetch_errors_total", true) >= 1);
+    assert_int_equal(held(f, "edge"), 0);
+    tl_role_allow(f->role_url, true);
+    assert_true(wait_held(f, "edge", v));
+}
+
+/* The listener and the pool both cut off; a snapshot committed meanwhile (its NOTIFY
+ * heard by nobody) is loaded by the resync once the listener is back, although the
+ * pool was in back-off when it came back. */
+static void test_resync_after_outage(void **state)
+{
+    fx *f = *state;
+    start(f);
+    tl_role_allow(f->role_url, false);
+    for (long long end = tl_now_ms() + 10000;
+         pg_listener_connected(f->listener) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_false(pg_listener_connected(f->listener));
+    pg_conn *c = NULL;
+    sx_err err;
+    assert_int_equal(pg_acquire(f->pool, &c, &err), SX_EUNAVAILABLE);
+    long long v = insert_snapshot(f, "edge");
+    announce(f, "edge", v);
+    tl_role_allow(f->role_url, true);
+    assert_true(wait_held(f, "edge", v));
+    assert_true(pg_listener_connected(f->listener));
+}
+
+/* A snapshot whose NOTIFY never came is found by the periodic check. */
+static void test_periodic_check_loads_missed_snapshot(void **state)
+{
+    fx *f = *state;
+    start(f);
+    long long v = insert_snapshot(f, "edge"); /* committed, never announced */
+    assert_true(wait_held(f, "edge", v));
+    /* Once loaded the group is no longer counted as behind. */
+    for (long long end = tl_now_ms() + 10000;
+         snap_loader_stale_groups(f->loader) > 0 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_int_equal(snap_loader_stale_groups(f->loader), 0);
+    assert_true(metric(f, "sextant_snapshot_stale_groups", false) == 0);
+    assert_true(snap_loader_fresh(f->loader));
+}
+
+/* A group the database says is ahead, but whose snapshot cannot be read (its version is
+ * allocated and named current, its row missing): the check counts it as stale, and once
+ * it has been behind for three intervals the replica is no longer fresh. The group's
+ * next snapshot is loaded and makes it fresh again. */
+static void test_group_behind_for_long_is_not_fresh(void **state)
+{
+    fx *f = *state;
+    long long v = insert_snapshot(f, "edge");
+    start(f);
+    assert_int_equal(held(f, "edge"), v);
+    pg_conn *c = NULL;
+    TL_OK(pg_acquire(f->admin, &c, &e_));
+    TL_OK(pg_exec(c,
+                  "UPDATE proxy_groups SET latest_snapshot_version = latest_snapshot_version + 1,"
+                  " current_snapshot_version = latest_snapshot_version + 1 WHERE name = 'edge'",
+                  0, NULL, NULL, &e_));
+    pg_release(f->admin, c);
+    for (long long end = tl_now_ms() + 10000; snap_loader_fresh(f->loader) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_false(snap_loader_fresh(f->loader));
+    assert_int_equal(snap_loader_stale_groups(f->loader), 1);
+    assert_true(metric(f, "sextant_snapshot_stale_groups", false) == 1);
+    assert_int_equal(held(f, "edge"), v);
+
+    long long next = insert_snapshot(f, "edge"); /* committed, never announced */
+    assert_int_equal(next, v + 2);
+    assert_true(wait_held(f, "edge", next));
+    for (long long end = tl_now_ms() + 10000; !snap_loader_fresh(f->loader) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_true(snap_loader_fresh(f->loader));
+    assert_int_equal(snap_loader_stale_groups(f->loader), 0);
+}
+
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
@@ -322,6 +495,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_never_back_in_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscription_coalesces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync_after_first_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_subscription_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_notify_while_database_unreachable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resync_after_outage, setup_cut_both, teardown),
+        cmocka_unit_test_setup_teardown(test_periodic_check_loads_missed_snapshot, setup_check,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_behind_for_long_is_not_fresh, setup_check,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,9 +278,26 @@ static void test_unreachable_server(void **state)
     assert_int_equal(pg_pool_ping(p, &err), SX_EUNAVAILABLE);
 
     sx_metric *fails = sx_metrics_counter(m, "sextant_db_connect_failures_total", "", NULL);
-    assert_int_equal(sx_metric_value(fails, NULL), 1);
+    /* The first attempt failed; the reconnector may have tried again since. */
+    assert_true(sx_metric_value(fails, NULL) >= 1);
     pg_pool_destroy(p);
     sx_metrics_destroy(m);
+
+    /* A multi-host URL: the error names every host, not only the first. */
+    int p1 = tl_free_port(), p2 = tl_free_port();
+    snprintf(url, sizeof(url), "postgresql://sextant@127.0.0.1:%d,127.0.0.1:%d/nothing", p1, p2);
+    o.url = url;
+    o.metrics = NULL;
+    assert_int_equal(pg_pool_create(&o, &p, &err), 0);
+    assert_int_equal(pg_acquire(p, &c, &err), SX_EUNAVAILABLE);
+    char port1[32], port2[32];
+    snprintf(port1, sizeof(port1), "port %d failed", p1);
+    snprintf(port2, sizeof(port2), "port %d failed", p2);
+    assert_non_null(strstr(err.message, port1));
+    assert_non_null(strstr(err.message, port2));
+    assert_null(strchr(err.message, '\n'));
+    assert_non_null(strstr(err.message, "; "));
+    pg_pool_destroy(p);
 
     /* Bad options are refused up front. */
     o.url = "";
@@ -288,6 +305,55 @@ static void test_unreachable_server(void **state)
     o.url = db_url;
     o.size = 0;
     assert_int_equal(pg_pool_create(&o, &p, &err), SX_EINVAL);
+}
+
+static double gauge(sx_metrics *m, const char *name)
+{
+    return sx_metric_value(sx_metrics_gauge(m, name, "", NULL), NULL);
+}
+
+/* While the server refuses the pool, the pool reconnects by itself in the background
+ * (no request needed) once the server takes connections again, and it says so: the
+ * reconnection is counted and the server it reached is named. */
+static void test_reconnects_in_background(void **state)
+{
+    (void)state;
+    char *url = tl_role_create(db_url);
+    sx_metrics *m = sx_metrics_create();
+    pg_pool_options o = {.url = url, .size = 2, .connect_timeout_ms = 2000, .metrics = m};
+    pg_pool *p;
+    sx_err err;
+    assert_int_equal(pg_pool_create(&o, &p, &err), 0);
+    pg_conn *c = acquire(p);
+    pg_release(p, c);
+    assert_true(gauge(m, "sextant_db_connections") == 1);
+
+    tl_role_allow(url, false);
+    /* The idle connection is dead, and a new one is refused. */
+    assert_int_equal(pg_acquire(p, &c, &err), SX_EUNAVAILABLE);
+    assert_non_null(strstr(err.message, "not permitted to log in"));
+    assert_true(gauge(m, "sextant_db_connections") == 0);
+
+    tl_role_allow(url, true);
+    /* No acquire: the reconnector opens a connection on its own. */
+    for (long long end = tl_now_ms() + 10000;
+         gauge(m, "sextant_db_connections") < 1 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_true(gauge(m, "sextant_db_connections") == 1);
+    sx_metric *rec = sx_metrics_counter(m, "sextant_db_reconnects_total", "", "connection");
+    const char *pool_label[] = {"pool"};
+    assert_true(sx_metric_value(rec, pool_label) == 1);
+    c = acquire(p);
+    assert_query_one(c, "SELECT 1", "1");
+    pg_release(p, c);
+    pg_pool_destroy(p);
+
+    sx_buf out = {0};
+    sx_metrics_render(m, &out);
+    assert_non_null(strstr(out.data, "sextant_db_server_info{host=\"127.0.0.1\""));
+    sx_buf_free(&out);
+    sx_metrics_destroy(m);
+    tl_role_drop(url);
 }
 
 typedef struct releaser {
@@ -413,5 +479,6 @@ static void test_tx_rolls_back(void **state)
 TL_MAIN_GROUP(group_setup, group_teardown, cmocka_unit_test(test_acquire_release_reuse),
               cmocka_unit_test(test_errors_map_to_codes), cmocka_unit_test(test_statement_timeout),
               cmocka_unit_test(test_terminated_backend_replaced),
-              cmocka_unit_test(test_unreachable_server), cmocka_unit_test(test_exhaustion),
+              cmocka_unit_test(test_unreachable_server),
+              cmocka_unit_test(test_reconnects_in_background), cmocka_unit_test(test_exhaustion),
               cmocka_unit_test(test_tx_rolls_back))
