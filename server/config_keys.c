@@ -106,7 +106,8 @@ const key_def config_keys[] = {
     {"snapshots.check_interval", K_DURATION, "10s", 100, MS_HOUR, OFF(snapshots.check_interval_ms),
      NULL,
      "How often each replica compares the latest snapshot version per group with what it "
-     "serves, and loads what it lacks (repairs a lost NOTIFY)."},
+     "serves, and loads what it lacks, reloads the rollout pins, and (while event streams are "
+     "open) reads new events: what a lost NOTIFY would have brought."},
     {"xds.ack_timeout", K_DURATION, "0", 0, MS_HOUR, OFF(xds.ack_timeout_ms), "0, off",
      "An xDS response not ACKed or NACKed within this time ends its stream; 0 never."},
     {"xds.send_timeout", K_DURATION, "30s", 0, MS_HOUR, OFF(xds.send_timeout_ms), NULL,

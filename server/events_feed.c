@@ -96,6 +96,8 @@ struct events_feed {
     pg_link *link; /* borrowed, NULL allowed: retry bounds; a reconnection retries now */
     int retry_min_ms, retry_max_ms;
     int64_t keepalive_ms;
+    int64_t check_ms;      /* a round at least this often while streams are open; 0: never */
+    int64_t last_round_ms; /* (mu) when the last round ended */
     size_t max_streams;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -565,6 +567,7 @@ static void run_round(events_feed *f)
 
     int64_t now = sx_monotonic_ms();
     pthread_mutex_lock(&f->mu);
+    f->last_round_ms = now;
     if (rc) {
         f->retry_ms = sx_backoff_next(f->retry_ms, f->retry_min_ms, f->retry_max_ms);
         f->retry_at = now + f->retry_ms;
@@ -608,6 +611,14 @@ static void *feed_main(void *arg)
         int64_t now = sx_monotonic_ms();
         int64_t until = keepalives_locked(f, now);
         bool retry = f->retry_at && now >= f->retry_at;
+        /* A NOTIFY lost in transit must not hold events back for good: while streams
+         * are open, a round runs at least every check interval. */
+        int64_t check_at =
+            f->check_ms > 0 && f->nsubs > 0 ? f->last_round_ms + f->check_ms : INT64_MAX;
+        if (now >= check_at)
+            retry = true;
+        else if (check_at < until)
+            until = check_at;
         if (!f->poke && !retry) {
             if (f->retry_at && f->retry_at < until)
                 until = f->retry_at;
@@ -660,6 +671,8 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
         SX_WARN("events", "too many watchers of the database link: a failed read waits out "
                           "its back-off");
     f->keepalive_ms = opt->keepalive_ms > 0 ? opt->keepalive_ms : DEFAULT_KEEPALIVE_MS;
+    f->check_ms = opt->check_interval_ms > 0 ? opt->check_interval_ms : 0;
+    f->last_round_ms = sx_monotonic_ms();
     f->max_streams = opt->max_streams > 0 ? (size_t)opt->max_streams : DEFAULT_MAX_STREAMS;
     pthread_mutex_init(&f->mu, NULL);
     sx_cond_init_monotonic(&f->cv);

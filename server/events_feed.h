@@ -12,9 +12,10 @@
  * one starts at the feed's position: it sees what settles after it opened (and what
  * the feed had not handed out yet when it opened), nothing older. The same thread
  * queues a keep-alive comment on every subscription idle for the keep-alive interval.
- * It reads the database only when woken by a NOTIFY or a new subscription, and to
- * retry (shortly, while events are committed but not settled yet, or after an error):
- * it never polls an idle database.
+ * It reads the database when woken by a NOTIFY or a new subscription, to retry
+ * (shortly, while events are committed but not settled yet, or after an error), and,
+ * while streams are open, at least every check interval (a NOTIFY lost in transit);
+ * it never polls the database while no stream is open.
  *
  * Subscriptions are read with events_sub_read, which never blocks: it returns 0 when
  * nothing is queued, and the subscription's wake function is called once there is.
@@ -41,12 +42,15 @@ typedef struct events_feed events_feed;
 typedef struct events_sub events_sub;
 
 typedef struct events_feed_options {
-    pg_pool *pool;       /* borrowed; required */
-    pg_link *link;       /* borrowed, NULL allowed: the retry back-off's bounds, and a
-                          * connection made again retries a failed read at once */
-    int keepalive_ms;    /* comment on a subscription idle this long; 0 = 15000 */
-    int max_streams;     /* open subscriptions at most; 0 = 1000 */
-    sx_metrics *metrics; /* NULL allowed: sextant_events_streams, sextant_events_sent_total */
+    pg_pool *pool;         /* borrowed; required */
+    pg_link *link;         /* borrowed, NULL allowed: the retry back-off's bounds, and a
+                            * connection made again retries a failed read at once */
+    int keepalive_ms;      /* comment on a subscription idle this long; 0 = 15000 */
+    int check_interval_ms; /* while streams are open, read at least this often, so a
+                            * NOTIFY lost in transit delays events by this at most;
+                            * 0 = only when NOTIFYed (snapshots.check_interval) */
+    int max_streams;       /* open subscriptions at most; 0 = 1000 */
+    sx_metrics *metrics;   /* NULL allowed: sextant_events_streams, sextant_events_sent_total */
 } events_feed_options;
 
 /* Creates a stopped feed. SX_EINVAL without a pool. *out freed by events_feed_destroy. */

@@ -444,6 +444,7 @@ static int create_nodes_and_events(struct sx_server *srv, sx_err *err)
     events_feed_options eo = {
         .pool = srv->db,
         .keepalive_ms = (int)cfg->events.keepalive_ms,
+        .check_interval_ms = (int)cfg->snapshots.check_interval_ms,
         .max_streams = (int)cfg->events.max_streams,
         .metrics = srv->metrics,
         .link = srv->db_link,

@@ -13,7 +13,8 @@
  * at most), so a linear scan is enough.
  *
  * The periodic check asks the database for every group's current version (one query)
- * and queues a fetch of each group the store is behind on. The groups found behind are
+ * and queues a fetch of each group the store is behind on, and a resync of every
+ * subscription that can (the rollout pins). The groups found behind are
  * remembered, with the time they were first seen so, until the store catches up: their
  * number is sextant_snapshot_stale_groups, and one behind for longer than three check
  * intervals makes the component "freshness" (and so /readyz) not ready.
@@ -283,6 +284,19 @@ static void count_failure(snap_loader *l, const sx_err *err)
     sx_log_err(SX_LOG_WARN, COMPONENT, err);
 }
 
+/* Makes every subscription that can resync do so (under l->mu). */
+static void resync_subs_locked(snap_loader *l)
+{
+    for (size_t i = 0; i < l->nsubs; i++) {
+        sub *su = l->subs[i];
+        if (su->on_resync == NULL)
+            continue;
+        su->pending = SUB_RESYNC;
+        sx_free(su->payload);
+        su->payload = NULL;
+    }
+}
+
 static void run_reload(snap_loader *l)
 {
     sx_err err;
@@ -303,14 +317,8 @@ static void run_reload(snap_loader *l)
          * NOTIFY: a replica started during a rollout would serve pinned nodes their
          * group's current snapshot. Once the first load is held, every subscription
          * that can resync does. */
-        for (size_t i = 0; first && i < l->nsubs; i++) {
-            sub *su = l->subs[i];
-            if (su->on_resync == NULL)
-                continue;
-            su->pending = SUB_RESYNC;
-            sx_free(su->payload);
-            su->payload = NULL;
-        }
+        if (first)
+            resync_subs_locked(l);
         pthread_mutex_unlock(&l->mu);
         return;
     }
@@ -398,7 +406,9 @@ static void prune_stale_locked(snap_loader *l)
 }
 
 /* The periodic check: every group the store is behind on is remembered as stale and
- * fetched (the version the database holds as current). */
+ * fetched (the version the database holds as current); and every subscription that can
+ * resyncs (the rollout pins: one query, and only what differs is applied), so state
+ * kept beside the snapshots does not wait for a NOTIFY that was lost either. */
 static void run_check(snap_loader *l)
 {
     sx_err err;
@@ -436,6 +446,7 @@ static void run_check(snap_loader *l)
                 (fetch){.group = f->group, .version = v[i].latest_version, .backoff_ms = l->min_ms};
     }
     prune_stale_locked(l);
+    resync_subs_locked(l);
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
     sx_arena_destroy(a);

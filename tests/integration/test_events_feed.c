@@ -5,7 +5,8 @@
  * events, once; filters and permissions; keep-alives; the stream limit; a subscription
  * that is not read is ended instead of growing; stopping ends every subscription; and,
  * with two writers committing interleaved transactions, a subscription gets every
- * event exactly once, in the order a resumed one agrees with.
+ * event exactly once, in the order a resumed one agrees with; an event whose NOTIFY was
+ * lost reaches an open stream within the check interval.
  */
 #include "tests/lib/testlib.h"
 
@@ -56,8 +57,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Emits one event in its own transaction and tells the feed, as the listener would. */
-static long long emit(fx *f, const char *type, const char *node, size_t pad)
+/* Emits one event in its own transaction; the feed is not told (a NOTIFY lost). */
+static long long emit_quiet(fx *f, const char *type, const char *node, size_t pad)
 {
     pg_conn *c;
     TL_OK(pg_acquire(f->pool, &c, &e_));
@@ -77,6 +78,13 @@ static long long emit(fx *f, const char *type, const char *node, size_t pad)
     pg_release(f->pool, c);
     json_decref(data);
     free(big);
+    return id;
+}
+
+/* Emits one event and tells the feed, as the listener would. */
+static long long emit(fx *f, const char *type, const char *node, size_t pad)
+{
+    long long id = emit_quiet(f, type, node, pad);
     events_feed_on_notify(f->feed, EVENTS_NOTIFY_CHANNEL, "");
     return id;
 }
@@ -402,6 +410,41 @@ static void test_concurrent_writers(void **state)
     close_reader(r);
 }
 
-TL_MAIN(TL_FX(test_live_and_resume), TL_FX(test_filters_keepalive_limit),
+/* A NOTIFY lost in transit: a feed without a check interval waits for the next one; one
+ * with it reads the event within the interval while a stream is open. Each stream first
+ * gets an announced event, so the feed's round for the new stream is over before the
+ * unannounced one is committed. */
+static void test_lost_notify(void **state)
+{
+    fx *f = *state;
+    char line[64];
+    reader *r = open_reader(f, &ALL);
+    long long seen = emit(f, "proxy_connected", "seen", 0);
+    assert_true(wait_text(r, id_line(seen, line, sizeof(line)), 10000));
+    long long lost = emit_quiet(f, "proxy_connected", "lost", 0);
+    assert_false(wait_text(r, id_line(lost, line, sizeof(line)), 600)); /* only a NOTIFY */
+    close_reader(r);
+
+    events_feed *checked = NULL;
+    events_feed_options fo = {.pool = f->pool, .keepalive_ms = 60000, .check_interval_ms = 200};
+    TL_OK(events_feed_create(&fo, &checked, &e_));
+    TL_OK(sup_thread_ops.start(events_feed_component(checked), &e_));
+    for (long long end = tl_now_ms() + 5000;
+         !sup_thread_ops.ready(events_feed_component(checked)) && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    reader *c = calloc(1, sizeof(*c));
+    TL_OK(events_sub_open(checked, &ALL, &c->sub, &e_));
+    events_sub_set_wake(c->sub, on_wake, c);
+    long long seen2 = emit_quiet(f, "proxy_connected", "seen", 0);
+    events_feed_on_notify(checked, EVENTS_NOTIFY_CHANNEL, "");
+    assert_true(wait_text(c, id_line(seen2, line, sizeof(line)), 10000));
+    long long lost2 = emit_quiet(f, "proxy_disconnected", "lost", 0);
+    assert_true(wait_text(c, id_line(lost2, line, sizeof(line)), 10000));
+    close_reader(c);
+    sup_thread_ops.stop(events_feed_component(checked));
+    events_feed_destroy(checked);
+}
+
+TL_MAIN(TL_FX(test_live_and_resume), TL_FX(test_lost_notify), TL_FX(test_filters_keepalive_limit),
         TL_FX(test_slow_reader_is_ended), TL_FX(test_stop_ends_subscriptions),
         TL_FX(test_concurrent_writers))

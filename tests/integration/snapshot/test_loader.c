@@ -454,6 +454,20 @@ static void test_periodic_check_loads_missed_snapshot(void **state)
     assert_true(snap_loader_fresh(f->loader));
 }
 
+/* The periodic check also resyncs what is kept beside the snapshots (the rollout pins),
+ * so a pin whose NOTIFY was lost is taken within the interval. */
+static void test_periodic_check_resyncs_subscriptions(void **state)
+{
+    fx *f = *state;
+    atomic_store(&resyncs, 0);
+    TL_OK(snap_loader_subscribe(f->loader, "test_pins", on_ignore, on_resync_count, NULL, &e_));
+    start(f);
+    /* The first load's resync, then one per check (every 200 ms), with no NOTIFY. */
+    for (long long end = tl_now_ms() + 10000; atomic_load(&resyncs) < 3 && tl_now_ms() < end;)
+        tl_sleep_ms(10);
+    assert_true(atomic_load(&resyncs) >= 3);
+}
+
 /* A group the database says is ahead, but whose snapshot cannot be read (its version is
  * allocated and named current, its row missing): the check counts it as stale, and once
  * it has been behind for three intervals the replica is no longer fresh. The group's
@@ -495,6 +509,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_never_back_in_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscription_coalesces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync_after_first_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_periodic_check_resyncs_subscriptions, setup_check,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_failed_subscription_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_notify_while_database_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resync_after_outage, setup_cut_both, teardown),
