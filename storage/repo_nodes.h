@@ -81,6 +81,7 @@ typedef struct node_hello {
     const char *replica_id; /* required: this replica */
     const json_t *locality; /* {"region","zone","sub_zone"}; NULL = {} */
     const char *protocol;   /* "ads-sotw", "ads-delta", "control-v1"; NULL = "" */
+    long long stream_gen;   /* generation of the stream (0 = unordered: older than any) */
 } node_hello;
 
 typedef struct node_filter {
@@ -102,6 +103,10 @@ typedef struct node_list {
  * metadata, client and replica, sets connected and last_seen, and makes sure it has
  * a node_status row (an existing status is kept). Clears stale_since. */
 int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
+/* The same, ordered by stream generation: the row is left alone when it already holds a
+ * newer stream (h->stream_gen below the row's), and *applied (NULL allowed) tells
+ * whether it was written. */
+int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err) SX_MUSTCHECK;
 
 /* Marks the node disconnected if replica_id still holds it; *changed (NULL allowed)
  * tells whether it did. Not an error when the node is unknown or elsewhere. */
@@ -111,6 +116,13 @@ int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *rep
 int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *replica_id,
                                    const char *reason, sx_arena *a, bool *changed, char **group,
                                    sx_err *err) SX_MUSTCHECK;
+
+/* Marks the node disconnected if replica_id still holds it on the stream of generation
+ * stream_gen (0 = whichever stream): the end of a stream that was superseded, here or on
+ * another replica, changes nothing. *changed and *group as above. */
+int node_repo_end_stream(pg_conn *c, const char *node_id, const char *replica_id,
+                         long long stream_gen, const char *reason, sx_arena *a, bool *changed,
+                         char **group, sx_err *err) SX_MUSTCHECK;
 
 /* A data plane's health report (gateway.control.v1). observed_at is RFC 3339 (NULL =
  * now). SX_ENOTFOUND for an unknown node. */

@@ -60,6 +60,7 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
         .labels = labels,
         .metadata = metadata,
         .locality = locality,
+        .stream_gen = c->link.gen,
     };
     node_status_connected(c->srv->o.nodes, &id);
     json_decref(metadata);
@@ -249,6 +250,7 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
                 .group = c->group,
                 .protocol = xds_protocol_name(c->protocol),
                 .user_agent = c->user_agent,
+                .stream_gen = c->link.gen,
             };
             node_status_connected(c->srv->o.nodes, &id);
         }

@@ -127,7 +127,7 @@ static void call_set_state(xds_call *c, xds_call_state to)
     const char *reason = xds_term_name(c->reason);
     xds_metrics_inc(s->metrics.terminations, reason);
     if (c->node_id && s->o.nodes)
-        node_status_disconnected(s->o.nodes, c->node_id, reason);
+        node_status_disconnected(s->o.nodes, c->node_id, c->link.gen, reason);
     sx_log_fields(c->node_id ? SX_LOG_INFO : SX_LOG_DEBUG, XDS_LOG_COMPONENT,
                   json_pack("{s:s,s:s,s:s,s:s,s:I}", "node", xds_call_node(c), "group",
                             c->group ? c->group : "", "protocol", xds_protocol_name(c->protocol),

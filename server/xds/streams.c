@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/base/mem.h"
 
@@ -32,6 +33,7 @@ struct xds_streams {
     xds_group_slot **groups; /* buckets */
     size_t ngroup_buckets;   /* power of two */
     size_t per_protocol[XDS_PROTO_COUNT];
+    long long last_gen; /* generation of the last stream added */
 };
 
 static const char *const protocol_names[XDS_PROTO_COUNT] = {"ads-sotw", "ads-delta", "control-v1"};
@@ -173,7 +175,12 @@ static void unlink_locked(xds_streams *r, xds_stream_link *l)
 void *xds_streams_add(xds_streams *r, xds_stream_link *l)
 {
     void *superseded = NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now_us = (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
     pthread_mutex_lock(&r->mu);
+    l->gen = now_us > r->last_gen ? now_us : r->last_gen + 1;
+    r->last_gen = l->gen;
     xds_stream_link **p = node_slot_locked(r, l->node_id);
     if (*p != NULL) {
         xds_stream_link *old = *p;
