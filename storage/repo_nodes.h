@@ -4,8 +4,10 @@
  *
  * A node row is upserted when a stream opens (connected, on this replica), touched in
  * batches while it lives (last_seen), and marked disconnected when it ends — only by
- * the replica that holds it, so a node that already reconnected elsewhere is not
- * marked down by the replica it left. ACKs and NACKs land in node_status, which every
+ * the replica that holds it, on the stream that ended, so a node that already
+ * reconnected (elsewhere, or here on a newer stream) is not marked down by the stream
+ * it left. proxy_nodes.stream_gen orders the streams of a node: a connect of an older
+ * stream than the row's is not written. ACKs and NACKs land in node_status, which every
  * replica reads; the rollout driver decides waves from it.
  *
  * Memory: results live in the caller's sx_arena (storage/repo_common.h). Every
