@@ -85,6 +85,10 @@ void xds_streams_destroy(xds_streams *r);
  * out and its owner returned with a reference the caller must drop (after cancelling
  * it); otherwise NULL. */
 void *xds_streams_add(xds_streams *r, xds_stream_link *l);
+/* The same, unless it would make more than cap streams (0 = no bound): a stream that
+ * supersedes one of its node is always registered; otherwise *full is set and nothing
+ * changes (NULL returned, l not registered). */
+void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full);
 
 /* Takes l out; returns false when it was not registered (already superseded). */
 bool xds_streams_remove(xds_streams *r, xds_stream_link *l);
