@@ -4,9 +4,9 @@
 -- Every xDS stream gets a generation when it becomes the node's stream: the replica's
 -- wall clock in microseconds, strictly increasing on each replica and above the
 -- generation of the stream it supersedes. A connect is written only when its
--- generation is not older than the row's; a disconnect only when the row still holds
--- the stream that ended. So whichever order the flushers of one or several replicas
--- write them in, the newest stream wins.
+-- generation is not older than the row's, or the row's stream has ended; a disconnect
+-- only when the row still holds the stream that ended. So whichever order the flushers
+-- of one or several replicas write them in, the newest stream wins.
 
 ALTER TABLE proxy_nodes ADD COLUMN stream_gen bigint NOT NULL DEFAULT 0;
 

@@ -132,8 +132,11 @@ int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *
         repo_i64_param(a, h->stream_gen > 0 ? h->stream_gen : 0),
     };
     PGresult *r;
-    /* The conflict's WHERE leaves a row that holds a newer stream alone: n is empty then,
-     * and the node (which has its status row already) is not touched. */
+    /* The conflict's WHERE leaves a row that holds a newer live stream alone: n is empty
+     * then, and the node (which has its status row already) is not touched. A row whose
+     * stream ended takes any connect: a replica writes a stream's start before (or with)
+     * its end, so this is a live stream, and replicas' clocks need not agree for a node
+     * to reconnect once its old stream's end is written. */
     rc = pg_exec(c,
                  "WITH n AS ("
                  " INSERT INTO proxy_nodes AS n (node_id, group_name, namespace, labels, metadata,"
@@ -148,7 +151,7 @@ int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *
                  "   protocol = EXCLUDED.protocol, connected = true, connected_at = now(),"
                  "   last_seen = now(), disconnect_reason = NULL, stale_since = NULL,"
                  "   stream_gen = EXCLUDED.stream_gen"
-                 "   WHERE n.stream_gen <= EXCLUDED.stream_gen"
+                 "   WHERE n.stream_gen <= EXCLUDED.stream_gen OR NOT n.connected"
                  " RETURNING node_id),"
                  " s AS (INSERT INTO node_status (node_id) SELECT node_id FROM n"
                  " ON CONFLICT (node_id) DO NOTHING)"

@@ -7,7 +7,7 @@
  * the replica that holds it, on the stream that ended, so a node that already
  * reconnected (elsewhere, or here on a newer stream) is not marked down by the stream
  * it left. proxy_nodes.stream_gen orders the streams of a node: a connect of an older
- * stream than the row's is not written. ACKs and NACKs land in node_status, which every
+ * stream than the row's live one is not written. ACKs and NACKs land in node_status, which every
  * replica reads; the rollout driver decides waves from it.
  *
  * Memory: results live in the caller's sx_arena (storage/repo_common.h). Every
@@ -105,8 +105,8 @@ typedef struct node_list {
  * metadata, client and replica, sets connected and last_seen, and makes sure it has
  * a node_status row (an existing status is kept). Clears stale_since. */
 int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
-/* The same, ordered by stream generation: the row is left alone when it already holds a
- * newer stream (h->stream_gen below the row's), and *applied (NULL allowed) tells
+/* The same, ordered by stream generation: the row is left alone when it holds a newer
+ * stream that is still connected (h->stream_gen below the row's), and *applied (NULL allowed) tells
  * whether it was written. */
 int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err) SX_MUSTCHECK;
 

@@ -375,6 +375,15 @@ static void test_newest_stream_wins_across_replicas(void **state)
     flush(q1);
     expect_connected(f, "moved2", "replica-2", "envoy second");
 
+    /* A replica whose clock is ahead: once the old stream's end is written, the new
+     * stream's start is taken although its generation is lower. */
+    connect_gen(q1, "skew", 900, "envoy first");
+    node_status_disconnected(q1, "skew", 900, "client_disconnect");
+    flush(q1);
+    connect_gen(q2, "skew", 200, "envoy second");
+    flush(q2);
+    expect_connected(f, "skew", "replica-2", "envoy second");
+
     node_status_destroy(q1);
     node_status_destroy(q2);
 }
