@@ -60,6 +60,14 @@
  *   xds.cq_threads                 integer   2                  1..64 gRPC completion queue threads
  *   xds.max_connection_age         duration  30m                0 (off)..24h; then GOAWAY
  *   xds.max_connection_age_grace   duration  5m                 0..24h; then streams closed
+ *   xds.max_receive_message_bytes  integer   4194304            1024..64 MiB per request message
+ *   xds.max_streams                integer   100000             0 (off)..10000000 per replica
+ *   xds.max_resource_names         integer   10000              1..1000000 names per request
+ *   xds.max_resource_name_length   integer   1024               1..65536 bytes per name
+ *   xds.max_node_metadata_bytes    integer   65536              0..16 MiB node metadata, encoded
+ *   xds.min_client_ping_interval   duration  10s                0..1h between a client's pings
+ *   xds.max_ping_strikes           integer   2                  0 (off)..100 early pings, then
+ *                                                               GOAWAY
  *   fleet.stale_after              duration  120s               1s..24h; idle connected node is
  * stale fleet.disconnected_after       duration  300s               1s..24h; > stale_after; idle
  * node counts as disconnected
@@ -210,6 +218,13 @@ typedef struct sextant_config {
         int64_t cq_threads;                  /* threads polling the gRPC completion queue */
         int64_t max_connection_age_ms;       /* 0: a connection may live forever */
         int64_t max_connection_age_grace_ms; /* open streams' time after the GOAWAY */
+        int64_t max_receive_message_bytes;   /* larger request messages: RESOURCE_EXHAUSTED */
+        int64_t max_streams;                 /* active streams per replica; 0: no bound */
+        int64_t max_resource_names;          /* resource names in one request */
+        int64_t max_resource_name_length;    /* bytes of one resource name */
+        int64_t max_node_metadata_bytes;     /* the node's metadata, protobuf-encoded */
+        int64_t min_client_ping_interval_ms; /* a client's pings closer than this are strikes */
+        int64_t max_ping_strikes;            /* then GOAWAY; 0: never */
     } xds;
     struct {
         int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */

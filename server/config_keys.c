@@ -127,6 +127,29 @@ const key_def config_keys[] = {
      OFF(xds.max_connection_age_grace_ms), NULL,
      "After the GOAWAY of xds.max_connection_age, streams still open on the connection are "
      "closed after this long."},
+    {"xds.max_receive_message_bytes", K_INT, "4194304", 1024, 64LL * 1024 * 1024,
+     OFF(xds.max_receive_message_bytes), NULL,
+     "Largest xDS request message accepted; a larger one ends its stream with "
+     "RESOURCE_EXHAUSTED (gRPC's own check, before Sextant decodes it)."},
+    {"xds.max_streams", K_INT, "100000", 0, 10000000, OFF(xds.max_streams), "0, no bound",
+     "Active xDS streams one replica serves; a new node's stream beyond it is refused with "
+     "RESOURCE_EXHAUSTED (a stream superseding one of the same node is not new)."},
+    {"xds.max_resource_names", K_INT, "10000", 1, 1000000, OFF(xds.max_resource_names), NULL,
+     "Resource names one xDS request may carry (SotW names, Delta subscribe plus unsubscribe); "
+     "more ends the stream with RESOURCE_EXHAUSTED."},
+    {"xds.max_resource_name_length", K_INT, "1024", 1, 65536, OFF(xds.max_resource_name_length),
+     NULL,
+     "Longest resource name in an xDS request, in bytes; longer ends the stream with "
+     "INVALID_ARGUMENT."},
+    {"xds.max_node_metadata_bytes", K_INT, "65536", 0, 16LL * 1024 * 1024,
+     OFF(xds.max_node_metadata_bytes), NULL,
+     "Largest node metadata (protobuf-encoded) a stream's first request may carry; larger "
+     "refuses the stream with INVALID_ARGUMENT."},
+    {"xds.min_client_ping_interval", K_DURATION, "10s", 0, MS_HOUR,
+     OFF(xds.min_client_ping_interval_ms), NULL,
+     "HTTP/2 pings a client sends closer together than this (without data) are strikes."},
+    {"xds.max_ping_strikes", K_INT, "2", 0, 100, OFF(xds.max_ping_strikes), "0, never",
+     "Strikes after which a connection gets GOAWAY (ENHANCE_YOUR_CALM); 0 tolerates any."},
     {"ratelimit.read_rate", K_INT, "50", 1, 1000000, OFF(ratelimit.read_rate), NULL,
      "Sustained API reads per second per user (token bucket refill)."},
     {"ratelimit.read_burst", K_INT, "100", 1, 1000000, OFF(ratelimit.read_burst), NULL,

@@ -100,6 +100,13 @@ static int check_ids(const char *const *ids, size_t n, int *updated, sx_err *err
 
 int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
 {
+    return node_repo_upsert_ex(c, h, NULL, err);
+}
+
+int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err)
+{
+    if (applied)
+        *applied = false;
     int rc;
     if ((rc = check_str("node_id", h->node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("group", h->group, GROUP_MAX_LEN, err)) ||
@@ -122,25 +129,41 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
         h->replica_id,
         h->locality ? repo_json_param(a, h->locality) : "{}",
         h->protocol ? h->protocol : "",
+        repo_i64_param(a, h->stream_gen > 0 ? h->stream_gen : 0),
     };
+    PGresult *r;
+    /* The conflict's WHERE leaves a row that holds a newer live stream alone: n is empty
+     * then, and the node (which has its status row already) is not touched. A row whose
+     * stream ended takes any connect: a replica writes a stream's start before (or with)
+     * its end, so this is a live stream, and replicas' clocks need not agree for a node
+     * to reconnect once its old stream's end is written. */
     rc = pg_exec(c,
                  "WITH n AS ("
                  " INSERT INTO proxy_nodes AS n (node_id, group_name, namespace, labels, metadata,"
-                 "   client, replica_id, locality, protocol, connected, connected_at, last_seen)"
+                 "   client, replica_id, locality, protocol, connected, connected_at, last_seen,"
+                 "   stream_gen)"
                  " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::jsonb, $9, true, now(),"
-                 "   now())"
+                 "   now(), $10::bigint)"
                  " ON CONFLICT (node_id) DO UPDATE SET group_name = EXCLUDED.group_name,"
                  "   namespace = EXCLUDED.namespace, labels = EXCLUDED.labels,"
                  "   metadata = EXCLUDED.metadata, client = EXCLUDED.client,"
                  "   replica_id = EXCLUDED.replica_id, locality = EXCLUDED.locality,"
                  "   protocol = EXCLUDED.protocol, connected = true, connected_at = now(),"
-                 "   last_seen = now(), disconnect_reason = NULL, stale_since = NULL"
-                 " RETURNING node_id)"
-                 " INSERT INTO node_status (node_id) SELECT node_id FROM n"
-                 " ON CONFLICT (node_id) DO NOTHING",
-                 9, p, NULL, err);
+                 "   last_seen = now(), disconnect_reason = NULL, stale_since = NULL,"
+                 "   stream_gen = EXCLUDED.stream_gen"
+                 "   WHERE n.stream_gen <= EXCLUDED.stream_gen OR NOT n.connected"
+                 " RETURNING node_id),"
+                 " s AS (INSERT INTO node_status (node_id) SELECT node_id FROM n"
+                 " ON CONFLICT (node_id) DO NOTHING)"
+                 " SELECT count(*) FROM n",
+                 10, p, &r, err);
     sx_arena_destroy(a);
-    return rc;
+    if (rc)
+        return rc;
+    if (applied)
+        *applied = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "1") == 0;
+    PQclear(r);
+    return 0;
 }
 
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
@@ -163,6 +186,13 @@ int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *
                                    const char *reason, sx_arena *a, bool *changed, char **group,
                                    sx_err *err)
 {
+    return node_repo_end_stream(c, node_id, replica_id, 0, reason, a, changed, group, err);
+}
+
+int node_repo_end_stream(pg_conn *c, const char *node_id, const char *replica_id,
+                         long long stream_gen, const char *reason, sx_arena *a, bool *changed,
+                         char **group, sx_err *err)
+{
     if (changed)
         *changed = false;
     if (group)
@@ -171,14 +201,17 @@ int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *
     if ((rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err)))
         return rc;
-    const char *p[] = {node_id, replica_id, reason};
+    char gen[24];
+    snprintf(gen, sizeof(gen), "%lld", stream_gen > 0 ? stream_gen : 0);
+    const char *p[] = {node_id, replica_id, reason, gen};
     PGresult *r;
     rc = pg_exec(c,
                  "UPDATE proxy_nodes SET connected = false, disconnected_at = now(),"
                  "   last_seen = now(), disconnect_reason = $3, stale_since = NULL"
                  " WHERE node_id = $1 AND replica_id = $2 AND connected"
+                 "   AND ($4::bigint = 0 OR stream_gen = $4::bigint)"
                  " RETURNING group_name",
-                 3, p, &r, err);
+                 4, p, &r, err);
     if (rc)
         return rc;
     if (PQntuples(r) > 0) {

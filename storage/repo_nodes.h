@@ -4,8 +4,10 @@
  *
  * A node row is upserted when a stream opens (connected, on this replica), touched in
  * batches while it lives (last_seen), and marked disconnected when it ends — only by
- * the replica that holds it, so a node that already reconnected elsewhere is not
- * marked down by the replica it left. ACKs and NACKs land in node_status, which every
+ * the replica that holds it, on the stream that ended, so a node that already
+ * reconnected (elsewhere, or here on a newer stream) is not marked down by the stream
+ * it left. proxy_nodes.stream_gen orders the streams of a node: a connect of an older
+ * stream than the row's live one is not written. ACKs and NACKs land in node_status, which every
  * replica reads; the rollout driver decides waves from it.
  *
  * Memory: results live in the caller's sx_arena (storage/repo_common.h). Every
@@ -81,6 +83,7 @@ typedef struct node_hello {
     const char *replica_id; /* required: this replica */
     const json_t *locality; /* {"region","zone","sub_zone"}; NULL = {} */
     const char *protocol;   /* "ads-sotw", "ads-delta", "control-v1"; NULL = "" */
+    long long stream_gen;   /* generation of the stream (0 = unordered: older than any) */
 } node_hello;
 
 typedef struct node_filter {
@@ -102,6 +105,10 @@ typedef struct node_list {
  * metadata, client and replica, sets connected and last_seen, and makes sure it has
  * a node_status row (an existing status is kept). Clears stale_since. */
 int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
+/* The same, ordered by stream generation: the row is left alone when it holds a newer
+ * stream that is still connected (h->stream_gen below the row's), and *applied (NULL allowed) tells
+ * whether it was written. */
+int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err) SX_MUSTCHECK;
 
 /* Marks the node disconnected if replica_id still holds it; *changed (NULL allowed)
  * tells whether it did. Not an error when the node is unknown or elsewhere. */
@@ -111,6 +118,13 @@ int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *rep
 int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *replica_id,
                                    const char *reason, sx_arena *a, bool *changed, char **group,
                                    sx_err *err) SX_MUSTCHECK;
+
+/* Marks the node disconnected if replica_id still holds it on the stream of generation
+ * stream_gen (0 = whichever stream): the end of a stream that was superseded, here or on
+ * another replica, changes nothing. *changed and *group as above. */
+int node_repo_end_stream(pg_conn *c, const char *node_id, const char *replica_id,
+                         long long stream_gen, const char *reason, sx_arena *a, bool *changed,
+                         char **group, sx_err *err) SX_MUSTCHECK;
 
 /* A data plane's health report (gateway.control.v1). observed_at is RFC 3339 (NULL =
  * now). SX_ENOTFOUND for an unknown node. */

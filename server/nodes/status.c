@@ -3,6 +3,9 @@
  *
  * Events are merged into one pending record per node in a hash table: the newest ACK,
  * NACK and sent version win, a connect carries the identity, a disconnect its reason.
+ * Connects and disconnects are ordered by stream generation (merge_connect,
+ * merge_disconnect): one of an older stream than the record already holds is dropped,
+ * whichever order they arrive in, also when a failed batch is put back.
  * The flusher thread wakes every flush interval, or at once after a critical event,
  * swaps the table out and writes it in one transaction: identities first (upserts),
  * then versions, then disconnects, and one batched last_seen update. A failed flush
@@ -56,6 +59,8 @@ typedef struct pending {
     char *nack_error;
     long long sent_version;
     char *disconnect_reason;
+    long long gen;      /* stream generation of the connect (EV_CONNECT) */
+    long long disc_gen; /* stream generation of the disconnect (EV_DISCONNECT) */
     bool report_ready;
     char *report_version, *report_message, *report_observed_at;
 } pending;
@@ -114,12 +119,6 @@ static void replace_str(char **dst, const char *src)
     *dst = src ? sx_strdup(src) : NULL;
 }
 
-static void replace_json(json_t **dst, const json_t *src)
-{
-    json_decref(*dst);
-    *dst = src ? json_deep_copy(src) : NULL;
-}
-
 /* The pending record of node_id, created when absent and the bound allows; NULL when
  * the event must be dropped. Call with the lock held. */
 static pending *lookup_locked(node_status_queue *q, const char *node_id, bool critical)
@@ -171,29 +170,83 @@ static void end_event(node_status_queue *q, bool critical)
         sx_metric_set(q->m_depth, NULL, (double)depth);
 }
 
+/* Whether an event of stream generation gen is older than a connect or disconnect p
+ * already holds: then it is of a stream that was superseded, and changes nothing. */
+static bool gen_is_stale(const pending *p, long long gen)
+{
+    return ((p->events & EV_CONNECT) && p->gen > gen) ||
+           ((p->events & EV_DISCONNECT) && p->disc_gen > gen);
+}
+
+/* Takes the identity of src (whose strings and JSON it steals) as the connect of p. */
+static void take_identity(pending *p, pending *src)
+{
+    sx_free(p->group), p->group = src->group, src->group = NULL;
+    sx_free(p->protocol), p->protocol = src->protocol, src->protocol = NULL;
+    sx_free(p->user_agent), p->user_agent = src->user_agent, src->user_agent = NULL;
+    json_decref(p->labels), p->labels = src->labels, src->labels = NULL;
+    json_decref(p->metadata), p->metadata = src->metadata, src->metadata = NULL;
+    json_decref(p->locality), p->locality = src->locality, src->locality = NULL;
+}
+
+/* Merges a connect of generation gen (identity in src) into p. On a tie with p's own
+ * connect (the same stream), keep_tie keeps p's: a requeued batch is older than what
+ * arrived meanwhile. A connect clears a disconnect of an older stream only. */
+static void merge_connect(pending *p, pending *src, long long gen, bool keep_tie)
+{
+    if (gen_is_stale(p, gen) || (keep_tie && (p->events & EV_CONNECT) && p->gen == gen))
+        return;
+    take_identity(p, src);
+    p->events |= EV_CONNECT | EV_SEEN;
+    p->gen = gen;
+    if ((p->events & EV_DISCONNECT) && p->disc_gen < gen)
+        p->events &= ~(unsigned)EV_DISCONNECT;
+}
+
+/* Merges the end of the stream of generation gen into p; *reason is stolen. */
+static void merge_disconnect(pending *p, char **reason, long long gen)
+{
+    if (gen_is_stale(p, gen))
+        return;
+    p->events |= EV_DISCONNECT;
+    p->disc_gen = gen;
+    sx_free(p->disconnect_reason);
+    p->disconnect_reason = *reason;
+    *reason = NULL;
+}
+
 void node_status_connected(node_status_queue *q, const node_identity *id)
 {
     pending *p = begin_event(q, id->node_id, true);
     if (p == NULL)
         return;
-    p->events |= EV_CONNECT | EV_SEEN;
-    p->events &= ~(unsigned)EV_DISCONNECT; /* a reconnect within the window wins */
-    replace_str(&p->group, id->group ? id->group : "");
-    replace_str(&p->protocol, id->protocol);
-    replace_str(&p->user_agent, id->user_agent);
-    replace_json(&p->labels, id->labels);
-    replace_json(&p->metadata, id->metadata);
-    replace_json(&p->locality, id->locality);
+    pending src = {
+        .group = sx_strdup(id->group ? id->group : ""),
+        .protocol = id->protocol ? sx_strdup(id->protocol) : NULL,
+        .user_agent = id->user_agent ? sx_strdup(id->user_agent) : NULL,
+        .labels = id->labels ? json_deep_copy(id->labels) : NULL,
+        .metadata = id->metadata ? json_deep_copy(id->metadata) : NULL,
+        .locality = id->locality ? json_deep_copy(id->locality) : NULL,
+    };
+    merge_connect(p, &src, id->stream_gen, false);
+    sx_free(src.group);
+    sx_free(src.protocol);
+    sx_free(src.user_agent);
+    json_decref(src.labels);
+    json_decref(src.metadata);
+    json_decref(src.locality);
     end_event(q, true);
 }
 
-void node_status_disconnected(node_status_queue *q, const char *node_id, const char *reason)
+void node_status_disconnected(node_status_queue *q, const char *node_id, long long stream_gen,
+                              const char *reason)
 {
     pending *p = begin_event(q, node_id, true);
     if (p == NULL)
         return;
-    p->events |= EV_DISCONNECT;
-    replace_str(&p->disconnect_reason, reason ? reason : "other");
+    char *r = sx_strdup(reason ? reason : "other");
+    merge_disconnect(p, &r, stream_gen);
+    sx_free(r);
     end_event(q, true);
 }
 
@@ -347,8 +400,8 @@ static int write_disconnect(pg_conn *c, const batch *b, const pending *p, sx_are
 {
     bool changed = false;
     char *group = NULL;
-    int rc = node_repo_mark_disconnected_ex(c, p->node_id, b->replica_id, p->disconnect_reason, a,
-                                            &changed, &group, err);
+    int rc = node_repo_end_stream(c, p->node_id, b->replica_id, p->disc_gen, p->disconnect_reason,
+                                  a, &changed, &group, err);
     if (rc || !changed)
         return rc;
     const char *reason = p->disconnect_reason ? p->disconnect_reason : "other";
@@ -374,13 +427,16 @@ static int write_batch_in(pg_conn *c, batch *b, sx_arena *a, sx_err *err)
             .replica_id = b->replica_id,
             .locality = json_is_object(p->locality) ? p->locality : NULL,
             .protocol = p->protocol,
+            .stream_gen = p->gen,
         };
-        if ((rc = node_repo_upsert(c, &h, err)) != 0 ||
-            (rc = emit(c, b->replica_id, EVENT_PROXY_CONNECTED, p->node_id, h.group,
-                       json_pack("{s:s,s:s,s:s}", "protocol",
-                                 utf8_prefix(a, p->protocol ? p->protocol : "", 64), "client",
-                                 client, "replica", b->replica_id),
-                       err)) != 0)
+        bool applied = false;
+        if ((rc = node_repo_upsert_ex(c, &h, &applied, err)) != 0)
+            return rc;
+        if (applied && (rc = emit(c, b->replica_id, EVENT_PROXY_CONNECTED, p->node_id, h.group,
+                                  json_pack("{s:s,s:s,s:s}", "protocol",
+                                            utf8_prefix(a, p->protocol ? p->protocol : "", 64),
+                                            "client", client, "replica", b->replica_id),
+                                  err)) != 0)
             return rc;
     }
     const char **seen = sx_calloc(b->count ? b->count : 1, sizeof(*seen));
@@ -435,16 +491,13 @@ static void requeue_locked(node_status_queue *q, pending *p)
     for (pending *cur = q->table[b]; cur; cur = cur->next) {
         if (strcmp(cur->node_id, p->node_id) != 0)
             continue;
-        if ((p->events & EV_CONNECT) && !(cur->events & EV_CONNECT)) {
-            cur->events |= EV_CONNECT;
-            cur->group = p->group, p->group = NULL;
-            cur->protocol = p->protocol, p->protocol = NULL;
-            cur->user_agent = p->user_agent, p->user_agent = NULL;
-            cur->labels = p->labels, p->labels = NULL;
-            cur->metadata = p->metadata, p->metadata = NULL;
-            cur->locality = p->locality, p->locality = NULL;
-        }
-        unsigned older = p->events & ~cur->events & ~(unsigned)EV_CONNECT;
+        /* Connects and disconnects by stream generation, the rest by arrival: what is
+         * in cur arrived later. */
+        if (p->events & EV_CONNECT)
+            merge_connect(cur, p, p->gen, true);
+        if (p->events & EV_DISCONNECT)
+            merge_disconnect(cur, &p->disconnect_reason, p->disc_gen);
+        unsigned older = p->events & ~cur->events & ~(unsigned)(EV_CONNECT | EV_DISCONNECT);
         cur->events |= older;
         if (older & EV_ACK)
             cur->ack_version = p->ack_version;
@@ -454,8 +507,6 @@ static void requeue_locked(node_status_queue *q, pending *p)
             cur->nack_version = p->nack_version;
             cur->nack_error = p->nack_error, p->nack_error = NULL;
         }
-        if (older & EV_DISCONNECT)
-            cur->disconnect_reason = p->disconnect_reason, p->disconnect_reason = NULL;
         if (older & EV_REPORT) {
             cur->report_ready = p->report_ready;
             cur->report_version = p->report_version, p->report_version = NULL;

@@ -10,6 +10,13 @@
  * the interval. Each flush also writes, in its transaction, the live events of what it
  * records (server/events.h): proxy_connected, config_applied (the acked version
  * changed), config_rejected and proxy_disconnected.
+ *
+ * Connects and disconnects carry the generation of their stream (a newer stream of a
+ * node has a higher one, also across replicas: see xds_streams_add), and are ordered by
+ * it, not by arrival: the end of a stream that was superseded never overwrites the
+ * newer stream's connect, neither in the pending record nor in the database, where the
+ * row keeps the generation it describes (a node can move between replicas, whose
+ * flushers then write the same row).
  */
 #ifndef SX_NODES_STATUS_H
 #define SX_NODES_STATUS_H
@@ -33,6 +40,7 @@ typedef struct node_identity {
     const json_t *labels;   /* object of strings (from node metadata "labels"), NULL = {} */
     const json_t *metadata; /* node metadata as JSON, NULL = {} */
     const json_t *locality; /* {"region","zone","sub_zone"}, NULL = {} */
+    long long stream_gen;   /* generation of the stream (> 0; higher = newer) */
 } node_identity;
 
 typedef struct node_status_options {
@@ -51,8 +59,10 @@ void node_status_destroy(node_status_queue *q);
 
 /* A stream for node opened (critical). */
 void node_status_connected(node_status_queue *q, const node_identity *id);
-/* The node's stream ended (critical); reason is a termination reason label. */
-void node_status_disconnected(node_status_queue *q, const char *node_id, const char *reason);
+/* The node's stream of generation stream_gen ended (critical); reason is a termination
+ * reason label. Ignored when a newer stream of the node connected. */
+void node_status_disconnected(node_status_queue *q, const char *node_id, long long stream_gen,
+                              const char *reason);
 /* Activity on the node's stream (any request): refreshes last_seen (debounced). */
 void node_status_seen(node_status_queue *q, const char *node_id);
 /* The node ACKed snapshot version of its group for one resource type (debounced). */

@@ -60,6 +60,7 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
         .labels = labels,
         .metadata = metadata,
         .locality = locality,
+        .stream_gen = c->link.gen,
     };
     node_status_connected(c->srv->o.nodes, &id);
     json_decref(metadata);
@@ -70,11 +71,14 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
 static bool check_node(xds_call *c, const char *node_id, const char *group)
 {
     const char *why = NULL;
+    if (node_id && strlen(node_id) > NODE_ID_MAX) {
+        xds_call_refuse(c, "node_id", GRPC_STATUS_INVALID_ARGUMENT,
+                        "the node id is longer than 256 bytes");
+        return false;
+    }
     if (node_id == NULL || node_id[0] == '\0')
         why = c->protocol == XDS_PROTO_CONTROL ? "the first request must carry node_id"
                                                : "the first request must carry node.id";
-    else if (strlen(node_id) > NODE_ID_MAX)
-        why = "the node id is longer than 256 bytes";
     else if (strlen(group) > GROUP_MAX)
         why = "the node's cluster (its proxy group) is longer than 128 bytes";
     else if (!sx_utf8_valid(node_id) || !sx_utf8_valid(group))
@@ -89,6 +93,43 @@ static bool check_node(xds_call *c, const char *node_id, const char *group)
     return false;
 }
 
+/* Refuses the stream when the node's metadata, encoded, is past
+ * xds.max_node_metadata_bytes: it is kept in memory and stored with the node. */
+static bool check_metadata(xds_call *c, const Envoy__Config__Core__V3__Node *n)
+{
+    long long max = (long long)c->srv->cfg->xds.max_node_metadata_bytes;
+    if (n == NULL || n->metadata == NULL ||
+        (long long)protobuf_c_message_get_packed_size(&n->metadata->base) <= max)
+        return true;
+    char msg[128];
+    snprintf(msg, sizeof(msg), "the node metadata is larger than %lld bytes (encoded)", max);
+    xds_call_refuse(c, "node_metadata", GRPC_STATUS_INVALID_ARGUMENT, msg);
+    return false;
+}
+
+/* Refuses the stream when a request carries more resource names than
+ * xds.max_resource_names, or one longer than xds.max_resource_name_length. */
+static bool check_names(xds_call *c, char *const *a, size_t na, char *const *b, size_t nb)
+{
+    long long max = (long long)c->srv->cfg->xds.max_resource_names;
+    long long max_len = (long long)c->srv->cfg->xds.max_resource_name_length;
+    char msg[128];
+    if ((long long)(na + nb) > max) {
+        snprintf(msg, sizeof(msg), "the request names %zu resources, more than %lld", na + nb, max);
+        xds_call_refuse(c, "resource_names", GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        return false;
+    }
+    for (size_t i = 0; i < na + nb; i++) {
+        const char *name = i < na ? a[i] : b[i - na];
+        if ((long long)strlen(name) > max_len) {
+            snprintf(msg, sizeof(msg), "a resource name is longer than %lld bytes", max_len);
+            xds_call_refuse(c, "resource_name_length", GRPC_STATUS_INVALID_ARGUMENT, msg);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------------ requests */
 
 /* The request message d describes, decoded from data (free it with
@@ -100,6 +141,7 @@ static void *decode(xds_call *c, const ProtobufCMessageDescriptor *d, const uint
     ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, data);
     if (m == NULL) {
         bool first = c->state == XDS_CALL_WAITING;
+        xds_metrics_inc(c->srv->metrics.limit_refusals, "malformed_request");
         xds_call_end(c, first ? XDS_TERM_INVALID_REQUEST : XDS_TERM_STREAM_ERROR,
                      GRPC_STATUS_INVALID_ARGUMENT, why);
     }
@@ -193,12 +235,17 @@ static xds_call *on_ads_request(xds_call *c, const uint8_t *data, size_t len)
     const Envoy__Config__Core__V3__Node *n = delta ? dreq->node : sotw->node;
     const char *type_url = delta ? dreq->type_url : sotw->type_url;
     xds_call *old = NULL;
+    if (!(delta ? check_names(c, dreq->resource_names_subscribe, dreq->n_resource_names_subscribe,
+                              dreq->resource_names_unsubscribe, dreq->n_resource_names_unsubscribe)
+                : check_names(c, sotw->resource_names, sotw->n_resource_names, NULL, 0)))
+        goto out;
     if (c->state == XDS_CALL_WAITING) {
         const char *id = n ? n->id : NULL;
         const char *group = xds_group_for_node(c->srv, id, n ? n->cluster : NULL);
         if (!check_node(c, id, group))
             goto out;
-        old = xds_call_activate(c, id, group);
+        if (!check_metadata(c, n) || !xds_call_activate(c, id, group, &old))
+            goto out;
         report_connected_ads(c, n);
     }
     if (c->srv->o.nodes)
@@ -242,13 +289,15 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
         const char *group = xds_group_for_node(c->srv, req->node_id, req->cluster);
         if (!check_node(c, req->node_id, group))
             goto out;
-        old = xds_call_activate(c, req->node_id, group);
+        if (!xds_call_activate(c, req->node_id, group, &old))
+            goto out;
         if (c->srv->o.nodes) {
             node_identity id = {
                 .node_id = c->node_id,
                 .group = c->group,
                 .protocol = xds_protocol_name(c->protocol),
                 .user_agent = c->user_agent,
+                .stream_gen = c->link.gen,
             };
             node_status_connected(c->srv->o.nodes, &id);
         }

@@ -127,7 +127,7 @@ static void call_set_state(xds_call *c, xds_call_state to)
     const char *reason = xds_term_name(c->reason);
     xds_metrics_inc(s->metrics.terminations, reason);
     if (c->node_id && s->o.nodes)
-        node_status_disconnected(s->o.nodes, c->node_id, reason);
+        node_status_disconnected(s->o.nodes, c->node_id, c->link.gen, reason);
     sx_log_fields(c->node_id ? SX_LOG_INFO : SX_LOG_DEBUG, XDS_LOG_COMPONENT,
                   json_pack("{s:s,s:s,s:s,s:s,s:I}", "node", xds_call_node(c), "group",
                             c->group ? c->group : "", "protocol", xds_protocol_name(c->protocol),
@@ -176,31 +176,65 @@ void xds_call_end_from_outside(xds_call *c, xds_term reason, grpc_status_code co
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Moves a stream from WAITING to ACTIVE under node_id in group (locked). Returns the
- * stream it superseded, with a reference, for the caller to end after unlocking. */
-xds_call *xds_call_activate(xds_call *c, const char *node_id, const char *group)
+/* Ends a stream whose input is past a limit (locked): counts it under limit, logs it,
+ * and cancels with code and msg. */
+void xds_call_refuse(xds_call *c, const char *limit, grpc_status_code code, const char *msg)
 {
-    c->node_id = sx_strdup(node_id);
-    c->group = sx_strdup(group);
-    c->link.node_id = c->node_id;
-    c->link.group = c->group;
+    xds_metrics_inc(c->srv->metrics.limit_refusals, limit);
+    sx_log_fields(SX_LOG_WARN, XDS_LOG_COMPONENT,
+                  json_pack("{s:s,s:s,s:s,s:s}", "limit", limit, "node", xds_call_node(c),
+                            "protocol", xds_protocol_name(c->protocol), "user_agent",
+                            c->user_agent),
+                  "refusing an xds stream: %s", msg);
+    xds_call_end(c, XDS_TERM_INVALID_REQUEST, code, msg);
+}
+
+/* Moves a stream from WAITING to ACTIVE under node_id in group (locked); *old gets the
+ * stream it superseded, with a reference, for the caller to end after unlocking. False
+ * (the stream refused and ended) when the replica serves xds.max_streams already. */
+bool xds_call_activate(xds_call *c, const char *node_id, const char *group, xds_call **old)
+{
+    *old = NULL;
+    c->link.node_id = sx_strdup(node_id);
+    c->link.group = sx_strdup(group);
     c->link.protocol = c->protocol;
     c->link.owner = c;
     /* Registered before the snapshot is looked up, so that a snapshot published in
      * between reaches the stream by fan-out if not by the lookup. */
-    xds_call *old = xds_streams_add(c->srv->streams, &c->link);
+    bool full = false;
+    xds_call *prev = xds_streams_add_capped(c->srv->streams, &c->link,
+                                            (size_t)c->srv->cfg->xds.max_streams, &full);
+    if (full) {
+        /* Not the node's stream: its end must not be reported as the node's. */
+        sx_free((char *)c->link.node_id);
+        sx_free((char *)c->link.group);
+        c->link.node_id = c->link.group = NULL;
+        char msg[128];
+        snprintf(msg, sizeof(msg), "this replica serves its maximum of %lld xDS streams",
+                 (long long)c->srv->cfg->xds.max_streams);
+        xds_metrics_inc(c->srv->metrics.limit_refusals, "streams");
+        sx_log_fields(SX_LOG_WARN, XDS_LOG_COMPONENT,
+                      json_pack("{s:s,s:s,s:I}", "limit", "streams", "node", node_id, "max",
+                                (json_int_t)c->srv->cfg->xds.max_streams),
+                      "refusing an xds stream: %s", msg);
+        xds_call_end(c, XDS_TERM_OTHER, GRPC_STATUS_RESOURCE_EXHAUSTED, msg);
+        return false;
+    }
+    c->node_id = (char *)c->link.node_id;
+    c->group = (char *)c->link.group;
     call_set_state(c, XDS_CALL_ACTIVE);
     sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT,
                   json_pack("{s:s,s:s,s:s,s:s,s:b}", "node", c->node_id, "group", c->group,
                             "protocol", xds_protocol_name(c->protocol), "user_agent", c->user_agent,
-                            "superseded", old != NULL),
+                            "superseded", prev != NULL),
                   "xds stream opened");
     xds_wire_snap *snap = xds_serve_wanted(c->srv, node_id, group, false);
     if (snap) {
         xds_call_adopt(c, snap, false, true);
         xds_wire_snap_unref(snap);
     }
-    return old;
+    *old = prev;
+    return true;
 }
 
 /* ------------------------------------------------------------------ sending */

@@ -103,9 +103,14 @@ void xds_call_end(xds_call *c, xds_term reason, grpc_status_code code, const cha
 void xds_call_end_from_outside(xds_call *c, xds_term reason, grpc_status_code code,
                                const char *msg);
 /* Moves a stream from WAITING to ACTIVE under node_id in group (locked): registers it
- * and adopts what the node is to be served. Returns the stream it superseded, with a
- * reference, for the caller to end after unlocking; NULL when none. */
-xds_call *xds_call_activate(xds_call *c, const char *node_id, const char *group);
+ * and adopts what the node is to be served; *old gets the stream it superseded, with a
+ * reference, for the caller to end after unlocking c, or NULL. False when the replica
+ * serves xds.max_streams already: c is then refused (RESOURCE_EXHAUSTED) and ended. */
+bool xds_call_activate(xds_call *c, const char *node_id, const char *group, xds_call **old);
+/* Ends c (locked), whose input is past a limit: counted in
+ * sextant_xds_limit_refusals_total{limit} (one of xds_limit_names), logged, cancelled
+ * with code and msg. */
+void xds_call_refuse(xds_call *c, const char *limit, grpc_status_code code, const char *msg);
 
 /* Makes snap the stream's snapshot (locked; snap stays the caller's). A fan-out only
  * moves a stream forward (exact == false: a late older version is ignored); an

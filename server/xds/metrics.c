@@ -13,6 +13,10 @@ static const double ack_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 static const double build_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                       0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 
+const char *const xds_limit_names[XDS_LIMIT_COUNT] = {"node_id",        "node_metadata",
+                                                      "resource_names", "resource_name_length",
+                                                      "streams",        "malformed_request"};
+
 void xds_metrics_init(xds_metrics *m, sx_metrics *r)
 {
     memset(m, 0, sizeof(*m));
@@ -45,6 +49,9 @@ void xds_metrics_init(xds_metrics *m, sx_metrics *r)
     m->report_rejections =
         sx_metrics_counter(r, "sextant_xds_status_report_rejections_total",
                            "Data plane status reports refused, by reason.", "reason");
+    m->limit_refusals =
+        sx_metrics_counter(r, "sextant_xds_limit_refusals_total",
+                           "xDS streams ended for input past a limit, by limit.", "limit");
 }
 
 void xds_metrics_inc(sx_metric *f, const char *label)

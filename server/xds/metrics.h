@@ -19,6 +19,8 @@
  *                                                    replaced by a newer one
  *   sextant_xds_stream_terminations_total{reason}    counter: streams ended, by reason
  *   sextant_xds_status_report_rejections_total{reason} counter: status reports refused
+ *   sextant_xds_limit_refusals_total{limit}          counter: streams ended for input past a
+ *                                                    limit (xds_limit_names)
  *
  * Every pointer is NULL when the engine runs without a registry (unit tests); the
  * xds_metrics_* helpers then do nothing.
@@ -39,9 +41,15 @@ typedef struct xds_metrics {
     sx_metric *coalesced;
     sx_metric *terminations;
     sx_metric *report_rejections;
+    sx_metric *limit_refusals;
 } xds_metrics;
 
 /* Registers every family in r (NULL: leaves m all NULL). */
+/* The limit labels of sextant_xds_limit_refusals_total: node_id, node_metadata,
+ * resource_names, resource_name_length, streams, malformed_request. */
+#define XDS_LIMIT_COUNT 6
+extern const char *const xds_limit_names[XDS_LIMIT_COUNT];
+
 void xds_metrics_init(xds_metrics *m, sx_metrics *r);
 
 /* Null-safe updates: label is the single label value (NULL for unlabelled families). */

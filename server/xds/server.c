@@ -43,11 +43,10 @@
 #include "storage/repo_nodes.h"
 #include "storage/repo_pins.h"
 
-#define SWEEP_INTERVAL_MS  1000
-#define TLS_FILE_MAX       (1024 * 1024)
-#define KEEPALIVE_TIME_MS  60000
-#define KEEPALIVE_WAIT_MS  20000
-#define CLIENT_PING_MIN_MS 10000
+#define SWEEP_INTERVAL_MS 1000
+#define TLS_FILE_MAX      (1024 * 1024)
+#define KEEPALIVE_TIME_MS 60000
+#define KEEPALIVE_WAIT_MS 20000
 
 /* ------------------------------------------------------------------ methods */
 
@@ -275,6 +274,8 @@ static void metrics_zero(xds_metrics *m)
         xds_metrics_add(m->terminations, xds_term_name((xds_term)r), 0);
     for (int r = 0; r < XDS_REJECT_COUNT; r++)
         xds_metrics_add(m->report_rejections, xds_reject_name((xds_reject)r), 0);
+    for (int l = 0; l < XDS_LIMIT_COUNT; l++)
+        xds_metrics_add(m->limit_refusals, xds_limit_names[l], 0);
     xds_metrics_add(m->coalesced, NULL, 0);
     xds_metrics_add(m->build_failures, NULL, 0);
 }
@@ -429,10 +430,18 @@ static int xds_start(void *ctx, sx_err *err)
         {.type = GRPC_ARG_INTEGER,
          .key = GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
          .value.integer = 1},
+        /* A client pinging more often than this without data gets a strike, and GOAWAY
+         * (ENHANCE_YOUR_CALM) past the strikes: a ping flood costs it its connection. */
         {.type = GRPC_ARG_INTEGER,
          .key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-         .value.integer = CLIENT_PING_MIN_MS},
-        {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_HTTP2_MAX_PING_STRIKES, .value.integer = 0},
+         .value.integer = (int)s->cfg->xds.min_client_ping_interval_ms},
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_ARG_HTTP2_MAX_PING_STRIKES,
+         .value.integer = (int)s->cfg->xds.max_ping_strikes},
+        /* gRPC refuses a larger message with RESOURCE_EXHAUSTED before it is read. */
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+         .value.integer = (int)s->cfg->xds.max_receive_message_bytes},
         /* Streams rebalance: a connection past its age gets GOAWAY (gRPC adds +-10%
          * jitter, so connections made together do not all leave together), and what is
          * still open on it is closed after the grace. The proxy reconnects, through the

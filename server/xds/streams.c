@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/base/mem.h"
 
@@ -32,6 +33,7 @@ struct xds_streams {
     xds_group_slot **groups; /* buckets */
     size_t ngroup_buckets;   /* power of two */
     size_t per_protocol[XDS_PROTO_COUNT];
+    long long last_gen; /* generation of the last stream added */
 };
 
 static const char *const protocol_names[XDS_PROTO_COUNT] = {"ads-sotw", "ads-delta", "control-v1"};
@@ -172,9 +174,26 @@ static void unlink_locked(xds_streams *r, xds_stream_link *l)
 
 void *xds_streams_add(xds_streams *r, xds_stream_link *l)
 {
+    bool full = false;
+    return xds_streams_add_capped(r, l, 0, &full);
+}
+
+void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full)
+{
     void *superseded = NULL;
+    *full = false;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now_us = (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
     pthread_mutex_lock(&r->mu);
     xds_stream_link **p = node_slot_locked(r, l->node_id);
+    if (*p == NULL && cap > 0 && r->count >= cap) {
+        pthread_mutex_unlock(&r->mu);
+        *full = true;
+        return NULL;
+    }
+    l->gen = now_us > r->last_gen ? now_us : r->last_gen + 1;
+    r->last_gen = l->gen;
     if (*p != NULL) {
         xds_stream_link *old = *p;
         r->ops.ref(old->owner);

@@ -58,6 +58,11 @@ typedef struct xds_stream_link {
     const char *group;
     xds_protocol protocol;
     void *owner; /* handed to the ops and returned by the lookups */
+    /* Set by xds_streams_add: the stream's generation, which orders the streams of a
+     * node (node_status): the wall clock in microseconds, strictly increasing in the
+     * registry, so above the generation of the stream it supersedes; across replicas a
+     * stream that starts later has a higher one (as far as their clocks agree). */
+    long long gen;
     /* Private to the registry. */
     struct xds_stream_link *node_next;
     sx_link group_link; /* in slot->members */
@@ -76,10 +81,14 @@ xds_streams *xds_streams_create(const xds_streams_ops *ops, xds_metrics *metrics
 /* Frees the registry, which must be empty. NULL allowed. */
 void xds_streams_destroy(xds_streams *r);
 
-/* Registers l. When another stream of the same node id was registered, it is taken
+/* Registers l and sets l->gen. When another stream of the same node id was registered, it is taken
  * out and its owner returned with a reference the caller must drop (after cancelling
  * it); otherwise NULL. */
 void *xds_streams_add(xds_streams *r, xds_stream_link *l);
+/* The same, unless it would make more than cap streams (0 = no bound): a stream that
+ * supersedes one of its node is always registered; otherwise *full is set and nothing
+ * changes (NULL returned, l not registered). */
+void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full);
 
 /* Takes l out; returns false when it was not registered (already superseded). */
 bool xds_streams_remove(xds_streams *r, xds_stream_link *l);

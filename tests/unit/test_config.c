@@ -321,6 +321,13 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->xds.cq_threads, 2);
     assert_int_equal(c->xds.max_connection_age_ms, 30 * 60000);
     assert_int_equal(c->xds.max_connection_age_grace_ms, 5 * 60000);
+    assert_int_equal(c->xds.max_receive_message_bytes, 4 * 1024 * 1024);
+    assert_int_equal(c->xds.max_streams, 100000);
+    assert_int_equal(c->xds.max_resource_names, 10000);
+    assert_int_equal(c->xds.max_resource_name_length, 1024);
+    assert_int_equal(c->xds.max_node_metadata_bytes, 65536);
+    assert_int_equal(c->xds.min_client_ping_interval_ms, 10000);
+    assert_int_equal(c->xds.max_ping_strikes, 2);
     assert_int_equal(c->fleet.stale_after_ms, 120000);
     assert_int_equal(c->fleet.disconnected_after_ms, 300000);
     assert_int_equal(c->leader.retry_ms, 2000);

@@ -144,7 +144,7 @@ static void test_events_reach_the_database(void **state)
     assert_int_equal(n->acked_version, 7); /* the last good version stays */
 
     /* A disconnect is critical too, with its reason. */
-    node_status_disconnected(q, "envoy-1", "superseded");
+    node_status_disconnected(q, "envoy-1", 0, "superseded");
     deadline = tl_now_ms() + 5000;
     while (tl_now_ms() < deadline) {
         assert_true(get_node(f, "envoy-1", a, &n));
@@ -221,11 +221,11 @@ static void test_flush_writes_events(void **state)
     node_status_nack(q, "n1", 4, "route r1: unknown cluster \xff");
     assert_int_equal(node_status_flush(q, &err), 0);
     node_status_ack(q, "n1", 2); /* a rollback moves it back: a change */
-    node_status_disconnected(q, "n1", "client_disconnect");
+    node_status_disconnected(q, "n1", 0, "client_disconnect");
     node_status_ack(q, "ghost", 1); /* never connected: neither status nor event */
     assert_int_equal(node_status_flush(q, &err), 0);
     /* A disconnect this replica no longer holds writes no event. */
-    node_status_disconnected(q, "n1", "client_disconnect");
+    node_status_disconnected(q, "n1", 0, "client_disconnect");
     assert_int_equal(node_status_flush(q, &err), 0);
 
     sx_arena *a = sx_arena_create();
@@ -266,5 +266,128 @@ static void test_bounded_queue_counts_drops(void **state)
     node_status_destroy(q);
 }
 
-TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_bounded_queue_counts_drops),
+/* Connects node_id on q as a stream of generation gen whose client says ua. */
+static void connect_gen(node_status_queue *q, const char *node_id, long long gen, const char *ua)
+{
+    node_identity id = {.node_id = node_id,
+                        .group = "edge",
+                        .protocol = "ads-sotw",
+                        .user_agent = ua,
+                        .stream_gen = gen};
+    node_status_connected(q, &id);
+}
+
+static void flush(node_status_queue *q)
+{
+    sx_err err;
+    assert_int_equal(node_status_flush(q, &err), 0);
+}
+
+/* The node as the API shows it: connected on replica with the client of its stream. */
+static void expect_connected(fixture *f, const char *node_id, const char *replica, const char *ua)
+{
+    sx_arena *a = sx_arena_create();
+    node_record *n = NULL;
+    assert_true(get_node(f, node_id, a, &n));
+    assert_true(n->connected);
+    assert_string_equal(n->state, "connected");
+    assert_null(n->disconnect_reason);
+    assert_string_equal(n->replica_id, replica);
+    assert_string_equal(n->client, ua);
+    sx_arena_destroy(a);
+}
+
+/* A second stream of a node supersedes the first: the first one's end (reason
+ * superseded) arrives after the second one's start, and must not mark the node
+ * disconnected, whether both are in one flush or in separate ones, and whatever order
+ * the queue receives them in. */
+static void test_superseded_stream_end_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q = open_queue(f, "replica-s", 0, false);
+
+    /* Separate flushes, in the order one replica produces them. */
+    connect_gen(q, "sep", 100, "envoy first");
+    flush(q);
+    connect_gen(q, "sep", 200, "envoy second");
+    flush(q);
+    node_status_disconnected(q, "sep", 100, "superseded");
+    flush(q);
+    expect_connected(f, "sep", "replica-s", "envoy second");
+
+    /* Everything in one debounce window. */
+    connect_gen(q, "win", 100, "envoy first");
+    connect_gen(q, "win", 200, "envoy second");
+    node_status_disconnected(q, "win", 100, "superseded");
+    flush(q);
+    expect_connected(f, "win", "replica-s", "envoy second");
+
+    /* Out of order: the old stream's end first, then its late connect, after the new
+     * stream's connect was written. */
+    node_status_disconnected(q, "ooo", 100, "superseded");
+    connect_gen(q, "ooo", 200, "envoy second");
+    connect_gen(q, "ooo", 100, "envoy first");
+    flush(q);
+    expect_connected(f, "ooo", "replica-s", "envoy second");
+    connect_gen(q, "ooo", 100, "envoy first");
+    flush(q);
+    node_status_disconnected(q, "ooo", 100, "superseded");
+    flush(q);
+    expect_connected(f, "ooo", "replica-s", "envoy second");
+
+    /* The end of the newest stream still disconnects it. */
+    node_status_disconnected(q, "ooo", 200, "client_disconnect");
+    flush(q);
+    sx_arena *a = sx_arena_create();
+    node_record *n = NULL;
+    assert_true(get_node(f, "ooo", a, &n));
+    assert_false(n->connected);
+    assert_string_equal(n->state, "disconnected");
+    assert_string_equal(n->disconnect_reason, "client_disconnect");
+    sx_arena_destroy(a);
+    node_status_destroy(q);
+}
+
+/* A node that moved to another replica: the two replicas' flushers write the same row,
+ * in either order; the newer stream wins. */
+static void test_newest_stream_wins_across_replicas(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q1 = open_queue(f, "replica-1", 0, false);
+    node_status_queue *q2 = open_queue(f, "replica-2", 0, false);
+
+    /* The new replica writes first; the old one's connect and end come late. */
+    connect_gen(q2, "moved", 200, "envoy second");
+    flush(q2);
+    connect_gen(q1, "moved", 100, "envoy first");
+    flush(q1);
+    expect_connected(f, "moved", "replica-2", "envoy second");
+    node_status_disconnected(q1, "moved", 100, "superseded");
+    flush(q1);
+    expect_connected(f, "moved", "replica-2", "envoy second");
+
+    /* The old replica writes first. */
+    connect_gen(q1, "moved2", 100, "envoy first");
+    flush(q1);
+    connect_gen(q2, "moved2", 200, "envoy second");
+    flush(q2);
+    node_status_disconnected(q1, "moved2", 100, "client_disconnect");
+    flush(q1);
+    expect_connected(f, "moved2", "replica-2", "envoy second");
+
+    /* A replica whose clock is ahead: once the old stream's end is written, the new
+     * stream's start is taken although its generation is lower. */
+    connect_gen(q1, "skew", 900, "envoy first");
+    node_status_disconnected(q1, "skew", 900, "client_disconnect");
+    flush(q1);
+    connect_gen(q2, "skew", 200, "envoy second");
+    flush(q2);
+    expect_connected(f, "skew", "replica-2", "envoy second");
+
+    node_status_destroy(q1);
+    node_status_destroy(q2);
+}
+
+TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_superseded_stream_end_changes_nothing),
+        TL_FX(test_newest_stream_wins_across_replicas), TL_FX(test_bounded_queue_counts_drops),
         TL_FX(test_flush_writes_events))

@@ -132,6 +132,38 @@ static void test_many_nodes(void **state)
     xds_streams_destroy(r);
 }
 
+/* A cap bounds new nodes only; a superseding stream always gets a higher generation. */
+static void test_cap_and_generations(void **state)
+{
+    (void)state;
+    xds_streams *r = xds_streams_create(&ops, NULL);
+    owner *a = make("node-a", "edge", XDS_PROTO_SOTW);
+    owner *b = make("node-b", "edge", XDS_PROTO_SOTW);
+    owner *c = make("node-c", "edge", XDS_PROTO_SOTW);
+    owner *a2 = make("node-a", "edge", XDS_PROTO_SOTW);
+    bool full = true;
+    assert_null(xds_streams_add_capped(r, &a->link, 2, &full));
+    assert_false(full);
+    assert_null(xds_streams_add_capped(r, &b->link, 2, &full));
+    assert_false(full);
+    assert_null(xds_streams_add_capped(r, &c->link, 2, &full));
+    assert_true(full);
+    assert_false(xds_streams_has_node(r, "node-c"));
+    assert_int_equal(xds_streams_count(r), 2);
+    assert_ptr_equal(xds_streams_add_capped(r, &a2->link, 2, &full), a);
+    assert_false(full);
+    assert_true(a2->link.gen > a->link.gen);
+    assert_true(b->link.gen > a->link.gen);
+    assert_true(a2->link.gen > b->link.gen);
+    assert_true(xds_streams_remove(r, &a2->link));
+    assert_true(xds_streams_remove(r, &b->link));
+    xds_streams_destroy(r);
+    sx_free(a);
+    sx_free(b);
+    sx_free(c);
+    sx_free(a2);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -145,4 +177,4 @@ static void test_names(void **state)
 }
 
 TL_MAIN(cmocka_unit_test(test_supersede_and_groups), cmocka_unit_test(test_many_nodes),
-        cmocka_unit_test(test_names))
+        cmocka_unit_test(test_names), cmocka_unit_test(test_cap_and_generations))
