@@ -140,6 +140,11 @@ const char *http_req_id(const http_request *r)
     return r->id;
 }
 
+const char *http_req_client_id(const http_request *r)
+{
+    return r->client_id;
+}
+
 const char *http_req_param(const http_request *r, const char *name)
 {
     for (size_t i = 0; i < r->nparams; i++)

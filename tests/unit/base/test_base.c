@@ -299,9 +299,49 @@ static void test_utf8(void **state)
     assert_false(sx_utf8_valid(NULL));
 }
 
+/* Ill-formed parts become U+FFFD, one per maximal ill-formed subpart; the rest stays. */
+static void test_utf8_sanitize(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(valid_utf8) / sizeof(valid_utf8[0]); i++) {
+        char *s = sx_utf8_sanitize(valid_utf8[i]);
+        assert_string_equal(s, valid_utf8[i]);
+        sx_free(s);
+    }
+#define FFFD "\xef\xbf\xbd"
+    const char *cases[][2] = {
+        {"a\xff"
+         "b",
+         "a" FFFD "b"},                                               /* never a UTF-8 byte */
+        {"\x80\x80", FFFD FFFD},                                      /* stray continuation bytes */
+        {"caf\xc3", "caf" FFFD},                                      /* cut short at the end */
+        {"\xe2\x82(", FFFD "("},                                      /* cut short: one U+FFFD */
+        {"\xf0\x9f\x98", FFFD},                                       /* four-byte form cut short */
+        {"\xc0\xaf/", FFFD FFFD "/"},                                 /* overlong "/" */
+        {"\xe0\x80\xaf", FFFD FFFD FFFD},                             /* overlong three-byte "/" */
+        {"x\xed\xa0\x80y", "x" FFFD FFFD FFFD "y"},                   /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD},                    /* past U+10FFFF */
+        {"\xc3\xa9\xff\xe2\x82\xac", "\xc3\xa9" FFFD "\xe2\x82\xac"}, /* valid kept */
+    };
+#undef FFFD
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *s = sx_utf8_sanitize(cases[i][0]);
+        assert_string_equal(s, cases[i][1]);
+        assert_true(sx_utf8_valid(s));
+        sx_free(s);
+    }
+    assert_null(sx_utf8_sanitize(NULL));
+    sx_arena *a = sx_arena_create();
+    const char *same = "caf\xc3\xa9";
+    assert_ptr_equal(sx_utf8_sanitize_in(a, same), same);
+    assert_string_equal(sx_utf8_sanitize_in(a, "/api/\xff"), "/api/\xef\xbf\xbd");
+    sx_arena_destroy(a);
+}
+
 TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
         cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
         cmocka_unit_test(test_parse_digits), cmocka_unit_test(test_arena),
         cmocka_unit_test(test_arena_cleanup_order), cmocka_unit_test(test_metrics_render),
         cmocka_unit_test(test_redact), cmocka_unit_test(test_sha256),
-        cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8))
+        cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_utf8_sanitize))
