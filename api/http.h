@@ -102,9 +102,8 @@ const char *http_req_id(const http_request *r);
 const char *http_req_client_id(const http_request *r);
 /* The value of a {name} segment, NULL when the route has none such. */
 const char *http_req_param(const http_request *r, const char *name);
-/* A request header (case-insensitive name) or query argument; NULL when absent. The
- * value is as the client sent it: pass it through sx_utf8_sanitize_in before it goes into
- * JSON. */
+/* A request header (case-insensitive name) or query argument; NULL when absent.
+ * Ill-formed UTF-8 in the value is replaced by U+FFFD. */
 const char *http_req_header(http_request *r, const char *name);
 const char *http_req_query(http_request *r, const char *name);
 /* The request body (NUL-terminated; "" with *len 0 when none). len may be NULL. */

@@ -123,6 +123,10 @@ RID=$(header X-Request-Id)
 check "an ill-formed X-Request-Id is kept with U+FFFD in the access log" wait_for 10 \
     bash -c "grep -F '\"request_id\":\"$RID\"' '$WORK/serve.log' | grep -qF '\"client_request_id\":\"bad${FFFD}-id\"'"
 
+st=$(api_call "$OPER" GET '/api/v1/configs?group=edge%FF')
+check "a query argument that is not UTF-8 is read with U+FFFD: an empty list (got $st)" \
+    bash -c "[ '$st' = 200 ] && grep -qF '\"items\":[]' '$WORK/body'"
+
 check "no request was answered 500" bash -c "! grep -q '\"status\":500' '$WORK/serve.log'"
 check "every access log line is a JSON object with a path" \
     node -e 'const fs = require("fs"); for (const l of fs.readFileSync(process.argv[1], "utf8").split("\n")) { if (!l.includes("\"component\":\"http\"") || !/"msg":"[A-Z]+ \//.test(l)) continue; const j = JSON.parse(l); if (typeof j.path !== "string" || typeof j.request_id !== "string") process.exit(1); }' "$WORK/serve.log"
