@@ -338,10 +338,52 @@ static void test_utf8_sanitize(void **state)
     sx_arena_destroy(a);
 }
 
+/* A log message with ill-formed UTF-8 (outside text, or a message cut inside a character)
+ * is still written, with U+FFFD, and its fields are kept. */
+static void test_log_ill_formed_utf8(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/sx-base-logXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    sx_log_set_fd(fd);
+    sx_log_fields(SX_LOG_WARN, "test", json_pack("{s:s}", "route", "/x"), "refused DELETE /a%s",
+                  "\xff"
+                  "b");
+    char longmsg[3000];
+    memset(longmsg, 'x', sizeof(longmsg));
+    memcpy(longmsg + 2045, "\xe2\x82\xac", 3); /* cut after its first two bytes */
+    longmsg[sizeof(longmsg) - 1] = '\0';
+    sx_log(SX_LOG_WARN, "test", "%s", longmsg);
+    sx_log_set_fd(2);
+    sx_buf b = {0};
+    assert_int_equal(sx_buf_read_file(&b, path, SIZE_MAX), 0);
+    close(fd);
+    unlink(path);
+    char *nl = strchr(b.data, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    json_error_t je;
+    json_t *first = json_loads(b.data, 0, &je);
+    assert_non_null(first);
+    assert_string_equal(json_string_value(json_object_get(first, "msg")),
+                        "refused DELETE /a\xef\xbf\xbd"
+                        "b");
+    assert_string_equal(json_string_value(json_object_get(first, "route")), "/x");
+    json_decref(first);
+    json_t *second = json_loads(nl + 1, JSON_DISABLE_EOF_CHECK, &je);
+    assert_non_null(second);
+    const char *msg = json_string_value(json_object_get(second, "msg"));
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "xxx\xef\xbf\xbd"));
+    json_decref(second);
+    sx_buf_free(&b);
+}
+
 TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
         cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
         cmocka_unit_test(test_parse_digits), cmocka_unit_test(test_arena),
         cmocka_unit_test(test_arena_cleanup_order), cmocka_unit_test(test_metrics_render),
         cmocka_unit_test(test_redact), cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_utf8_sanitize))
+        cmocka_unit_test(test_utf8_sanitize), cmocka_unit_test(test_log_ill_formed_utf8))
