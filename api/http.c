@@ -412,6 +412,7 @@ static void request_begin(http_request *r, const char *url, const char *method)
 typedef struct header_counts {
     int content_length, transfer_encoding, host;
     bool bad_length;     /* a Content-Length that is not 1*DIGIT */
+    bool bad_name;       /* a header name that is not a token (whitespace before the colon) */
     const char *last_te; /* the last Transfer-Encoding header's value */
 } header_counts;
 
@@ -422,6 +423,12 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
     header_counts *hc = cls;
     if (key == NULL)
         return MHD_YES;
+    /* RFC 9110 section 5.6.2: a field name is a token; "Content-Length : 5" must not pass
+     * as a header of another name while a proxy in front reads it as the length. */
+    if (key[0] == '\0' ||
+        strspn(key, "!#$%&'*+-.^_`|~0123456789"
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(key))
+        hc->bad_name = true;
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
         hc->content_length++;
         if (value == NULL || value[0] == '\0' || strspn(value, "0123456789") != strlen(value))
@@ -451,8 +458,9 @@ static bool ends_chunked(const char *te)
 /*
  * Why the request's framing is refused, or NULL when it is sound (RFC 9112 sections 3.2
  * and 6): a proxy in front may read an ambiguous request differently from us, and a
- * request it does not see could hide in the body ("request smuggling"). Refused: more
- * than one Content-Length or one that is not a number, Content-Length together with
+ * request it does not see could hide in the body ("request smuggling"). Refused: a
+ * header name that is not a token (whitespace before its colon), more than one
+ * Content-Length or one that is not a number, Content-Length together with
  * Transfer-Encoding, a Transfer-Encoding whose last coding is not chunked or that comes
  * with HTTP/1.0, and an HTTP/1.1 request without exactly one Host.
  */
@@ -461,6 +469,8 @@ static const char *framing_problem(struct MHD_Connection *conn, const char *vers
     header_counts hc = {0};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &hc);
     bool http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
+    if (hc.bad_name)
+        return "a header name with whitespace or another character a token may not hold";
     if (hc.content_length > 1)
         return "more than one Content-Length header";
     if (hc.bad_length)
