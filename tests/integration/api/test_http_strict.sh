@@ -2,14 +2,15 @@
 # test_http_strict.sh — the REST server's HTTP/1.1 framing, its handling of ill-formed
 # UTF-8 and its request ids, against the real daemon, PostgreSQL and Redis.
 #
-# Raw requests go over a socket (python3): a request whose framing a proxy in front
-# could read differently (two Content-Length, whitespace before a header's colon,
-# Content-Length with Transfer-Encoding, a Transfer-Encoding not ending in chunked, an
-# HTTP/1.1 request without exactly one Host) is answered 400 in the error shape and the connection is closed, so a request
-# pipelined behind it is never answered. A path with bytes that are not UTF-8 gets a 4xx,
-# never a 500; a viewer's refused DELETE on such a path leaves an audit row and an access
-# log line that carry the path with U+FFFD. A client's X-Request-Id is kept as
-# client_request_id beside the server's own id, which is the one answered and audited.
+# Raw requests go over a socket (python3): a request whose framing a proxy in front could
+# read differently (two Content-Length, whitespace before a header's colon, Content-Length
+# with Transfer-Encoding, a Transfer-Encoding not ending in chunked, an HTTP/1.1 request
+# without exactly one Host) is answered 400 in the error shape and the connection is
+# closed, so a request pipelined behind it is never answered. A path with bytes that are
+# not UTF-8 gets a 4xx, never a 500; a viewer's refused DELETE on such a path leaves an
+# audit row and an access log line that carry the path with U+FFFD. A client's
+# X-Request-Id is kept as client_request_id beside the server's own id, which is the one
+# answered and audited.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init http_strict
