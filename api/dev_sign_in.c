@@ -109,6 +109,7 @@ static void handle_post(http_request *req, void *ud)
                     .result = AUDIT_SUCCESS,
                     .status_code = 200,
                     .request_id = http_req_id(req),
+                    .client_request_id = http_req_client_id(req),
                     .source_ip = ip[0] ? ip : NULL,
                     .details = details};
     int rc = changes_audit(srv, &in, &err);

@@ -55,6 +55,7 @@ static void audit_refusal(const api_change *ch, int status, const char *code_nam
         .result = AUDIT_FAILED,
         .status_code = status,
         .request_id = http_req_id(ch->req),
+        .client_request_id = http_req_client_id(ch->req),
         .source_ip = rest_source_ip(ch->req),
         .details = meta,
     };

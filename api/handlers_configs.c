@@ -170,6 +170,7 @@ static void run_change(const api_change *ch, apply_request *ar, change_answer *a
     ar->actor_role = api_role(ch->req);
     ar->action = ch->action;
     ar->request_id = http_req_id(ch->req);
+    ar->client_request_id = http_req_client_id(ch->req);
     ar->source_ip = rest_source_ip(ch->req);
     ar->problems = &problems;
     ans->ar = ar;

@@ -144,6 +144,7 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
         .actor_role = api_role(req),
         .message = api_str(body, "message"),
         .request_id = http_req_id(req),
+        .client_request_id = http_req_client_id(req),
         .source_ip = rest_source_ip(req),
         .idem = idem,
     };

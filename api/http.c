@@ -4,9 +4,9 @@
  * A request begins in libmicrohttpd's URI callback, which creates its state with the
  * path as the client sent it (the router splits that one, see dispatch). Then
  * libmicrohttpd calls the access handler several times per request: once when the
- * headers are in (we pick or make the request id and refuse a declared body over the
- * limit right away), once per body chunk (we append to a buffer,
- * or count and drop once over the limit), and once more when the body is complete (we
+ * headers are in (we make the request id, refuse ambiguous framing — see
+ * framing_problem — and a declared body over the limit right away), once per body chunk (we append
+ * to a buffer, or count and drop once over the limit), and once more when the body is complete (we
  * route and run the handler, which queues the response). The completion callback runs
  * once per request whatever happened; it writes the access log line, updates the
  * metrics and frees the request, arena included. The route table is built before the
@@ -44,22 +44,6 @@ static double elapsed_s(const struct timespec *start)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
-/* A client-supplied request id is kept when it is a plain token. */
-static bool sane_request_id(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > REQUEST_ID_MAX)
-        return false;
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  strchr("-_.:/+=@", c) != NULL;
-        if (!ok)
-            return false;
-    }
-    return true;
 }
 
 /* 32 hex digits from the kernel's CSPRNG; r only makes the fallback unique. */
@@ -263,6 +247,8 @@ static void dispatch(http_request *r)
                        i + 1);
             sx_err_hint(&err, "Percent-encode the UTF-8 bytes of printable characters only "
                               "(not %%00 to %%1F or %%7F).");
+            if (s->on_refusal)
+                s->on_refusal(r, 400, err.message, s->on_refusal_ud);
             http_respond_err(r, &err, NULL);
             return;
         }
@@ -406,16 +392,110 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return r;
 }
 
-/* The rest of the request, once its headers are in: method, decoded path, request id. */
+/* The rest of the request, once its headers are in: method, decoded path, request id.
+ * The id is always the server's, so that no client can make its request share an id with
+ * another's change in the audit trail; the client's own is kept beside it. Method, path
+ * and the client's id go into logs and audit rows, so ill-formed UTF-8 in them becomes
+ * U+FFFD here. */
 static void request_begin(http_request *r, const char *url, const char *method)
 {
-    r->method = sx_arena_strdup(r->arena, method);
-    r->path = sx_arena_strdup(r->arena, url);
+    r->method = sx_utf8_sanitize_in(r->arena, sx_arena_strdup(r->arena, method));
+    r->path = sx_utf8_sanitize_in(r->arena, sx_arena_strdup(r->arena, url ? url : ""));
+    new_request_id(r->id, r);
     const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
-    if (sane_request_id(given))
-        snprintf(r->id, sizeof(r->id), "%s", given);
-    else
-        new_request_id(r->id, r);
+    if (given && given[0])
+        r->client_id = sx_utf8_sanitize_in(
+            r->arena, sx_arena_strndup(r->arena, given, strnlen(given, REQUEST_ID_MAX)));
+}
+
+/* What framing_problem counts among the request's headers. */
+typedef struct header_counts {
+    int content_length, transfer_encoding, host;
+    bool bad_length;     /* a Content-Length that is not 1*DIGIT */
+    bool bad_name;       /* a header name that is not a token (whitespace before the colon) */
+    const char *last_te; /* the last Transfer-Encoding header's value */
+} header_counts;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    header_counts *hc = cls;
+    if (key == NULL)
+        return MHD_YES;
+    /* RFC 9110 section 5.6.2: a field name is a token; "Content-Length : 5" must not pass
+     * as a header of another name while a proxy in front reads it as the length. */
+    if (key[0] == '\0' ||
+        strspn(key, "!#$%&'*+-.^_`|~0123456789"
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(key))
+        hc->bad_name = true;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        hc->content_length++;
+        if (value == NULL || value[0] == '\0' || strspn(value, "0123456789") != strlen(value))
+            hc->bad_length = true;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        hc->transfer_encoding++;
+        hc->last_te = value ? value : "";
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        hc->host++;
+    }
+    return MHD_YES;
+}
+
+/* Whether the last coding of a Transfer-Encoding value is "chunked". */
+static bool ends_chunked(const char *te)
+{
+    const char *last = strrchr(te, ',');
+    last = last ? last + 1 : te;
+    while (*last == ' ' || *last == '\t')
+        last++;
+    size_t n = strlen(last);
+    while (n && (last[n - 1] == ' ' || last[n - 1] == '\t'))
+        n--;
+    return n == 7 && strncasecmp(last, "chunked", 7) == 0;
+}
+
+/*
+ * Why the request's framing is refused, or NULL when it is sound (RFC 9112 sections 3.2
+ * and 6): a proxy in front may read an ambiguous request differently from us, and a
+ * request it does not see could hide in the body ("request smuggling"). Refused: a
+ * header name that is not a token (whitespace before its colon), more than one
+ * Content-Length or one that is not a number, Content-Length together with
+ * Transfer-Encoding, a Transfer-Encoding whose last coding is not chunked or that comes
+ * with HTTP/1.0, and an HTTP/1.1 request without exactly one Host.
+ */
+static const char *framing_problem(struct MHD_Connection *conn, const char *version)
+{
+    header_counts hc = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_header, &hc);
+    bool http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
+    if (hc.bad_name)
+        return "a header name with whitespace or another character a token may not hold";
+    if (hc.content_length > 1)
+        return "more than one Content-Length header";
+    if (hc.bad_length)
+        return "the Content-Length header is not a number";
+    if (hc.transfer_encoding && hc.content_length)
+        return "both Content-Length and Transfer-Encoding";
+    if (hc.transfer_encoding && !http11)
+        return "Transfer-Encoding in a request older than HTTP/1.1";
+    if (hc.transfer_encoding && !ends_chunked(hc.last_te))
+        return "the last transfer coding is not chunked";
+    if (http11 && hc.host != 1)
+        return hc.host ? "more than one Host header" : "an HTTP/1.1 request without a Host header";
+    return NULL;
+}
+
+/* Refuses a request whose framing is ambiguous and closes the connection: what follows
+ * on it cannot be trusted to be the next request. */
+static void respond_bad_framing(http_request *r, const char *why)
+{
+    sx_err err;
+    sx_err_set(&err, SX_EINVAL, "malformed request: %s", why);
+    sx_err_hint(&err, "Send one Content-Length or Transfer-Encoding: chunked, not both, and "
+                      "one Host header.");
+    http_req_set_header(r, "Connection", "close");
+    http_respond_err(r, &err, NULL);
 }
 
 void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud)
@@ -439,7 +519,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
 {
-    (void)version;
     http_server *s = cls;
     http_request *r = *con_cls;
     size_t limit = (size_t)s->cfg->http.max_body_bytes;
@@ -448,6 +527,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         if (r == NULL) /* the URI callback always makes one; a safety net */
             *con_cls = r = request_new(s, conn);
         request_begin(r, url, method);
+        const char *why = framing_problem(conn, version);
+        if (why) {
+            respond_bad_framing(r, why);
+            return MHD_YES;
+        }
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
@@ -512,6 +596,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                           "route", r->route, "status", r->status, "duration_ms",
                           (double)(long long)(secs * 1e6) / 1e3, "request_id", r->id, "bytes_in",
                           (json_int_t)r->body_seen, "bytes_out", (json_int_t)r->bytes_out);
+    if (r->client_id)
+        json_object_set_new(f, "client_request_id", json_string(r->client_id));
     const char *remote = http_req_remote_ip(r);
     if (remote[0])
         json_object_set_new(f, "remote", json_string(remote));

@@ -57,9 +57,10 @@ void http_destroy(http_server *s);
 int http_route(http_server *s, const char *method, const char *pattern, http_handler_fn fn,
                void *ud, sx_err *err) SX_MUSTCHECK;
 
-/* Called for a request the server refuses before any route sees it (today: a body over
- * http.max_body_bytes, status 413), just before the refusal is sent, so the REST layer
- * can audit it. Set before http_start; NULL clears it. */
+/* Called for a request the server refuses before any route sees it (a body over
+ * http.max_body_bytes, status 413; a path that does not decode to UTF-8 text, status
+ * 400), just before the refusal is sent, so the REST layer can audit it. Set before http_start;
+ * NULL clears it. */
 typedef void (*http_refusal_fn)(http_request *req, int status, const char *reason, void *ud);
 void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud);
 
@@ -93,11 +94,16 @@ const char *http_req_method(const http_request *r);
 const char *http_req_path(const http_request *r);
 /* The matched route pattern ("/api/v1/configs/{id}"). */
 const char *http_req_route(const http_request *r);
-/* The request id: the client's sane X-Request-Id, or a generated one. */
+/* The request id, always made by the server (32 hex digits) and sent back in
+ * X-Request-Id. */
 const char *http_req_id(const http_request *r);
+/* The X-Request-Id the client sent, cut to 128 bytes and with ill-formed UTF-8 replaced
+ * by U+FFFD; NULL when none. Logged and audited beside the server's id, never instead. */
+const char *http_req_client_id(const http_request *r);
 /* The value of a {name} segment, NULL when the route has none such. */
 const char *http_req_param(const http_request *r, const char *name);
-/* A request header (case-insensitive name) or query argument; NULL when absent. */
+/* A request header (case-insensitive name) or query argument; NULL when absent.
+ * Ill-formed UTF-8 in the value is replaced by U+FFFD. */
 const char *http_req_header(http_request *r, const char *name);
 const char *http_req_query(http_request *r, const char *name);
 /* The request body (NUL-terminated; "" with *len 0 when none). len may be NULL. */

@@ -72,11 +72,13 @@ struct http_request {
     struct MHD_Connection *conn;
     sx_arena *arena;      /* everything below that is a pointer lives here */
     const char *method;   /* NULL until the access handler first sees the request */
-    const char *path;     /* decoded by libmicrohttpd, query string cut off */
+    const char *path;     /* decoded by libmicrohttpd, query string cut off, ill-formed
+                             UTF-8 replaced by U+FFFD (it goes into logs and audit rows) */
     const char *raw_path; /* as the client sent it (percent-encoded, without the query
                              string): what the router splits; NULL when unknown */
     const char *route;    /* matched pattern, or "unmatched" */
     char id[REQUEST_ID_MAX + 1];
+    const char *client_id; /* the client's X-Request-Id, capped and sanitized; NULL if none */
     struct timespec start;
     sx_buf body;
     size_t body_seen; /* bytes received, including dropped ones */

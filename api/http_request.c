@@ -15,6 +15,7 @@
 
 #include "api/http_internal.h"
 #include "server/base/log.h"
+#include "server/base/utf8.h"
 
 /* ------------------------------------------------------------------ responses */
 
@@ -140,6 +141,11 @@ const char *http_req_id(const http_request *r)
     return r->id;
 }
 
+const char *http_req_client_id(const http_request *r)
+{
+    return r->client_id;
+}
+
 const char *http_req_param(const http_request *r, const char *name)
 {
     for (size_t i = 0; i < r->nparams; i++)
@@ -148,14 +154,18 @@ const char *http_req_param(const http_request *r, const char *name)
     return NULL;
 }
 
+/* Header values and query arguments are outside text on their way into SQL text and
+ * JSON, which both refuse ill-formed UTF-8: it becomes U+FFFD here. */
 const char *http_req_header(http_request *r, const char *name)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+    return sx_utf8_sanitize_in(r->arena,
+                               MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name));
 }
 
 const char *http_req_query(http_request *r, const char *name)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    return sx_utf8_sanitize_in(r->arena,
+                               MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name));
 }
 
 const char *http_req_body(const http_request *r, size_t *len)

@@ -75,10 +75,11 @@ struct rest_api {
 };
 
 /*
- * A request the HTTP layer refused before routing (a body over the limit). Writes on
- * /api/v1 are mutating requests, so the refusal is audited like any other: the caller
- * as its token says (when it verifies), the resource type from the path, action
- * "<type>.request_too_large", result "denied" — while the client address's failure
+ * A request the HTTP layer refused before routing (a body over the limit, a path that is
+ * not UTF-8 text). Writes on /api/v1 are mutating requests, so the refusal is audited
+ * like any other: the caller as its token says (when it verifies), the resource type
+ * from the path, action "<type>.request_too_large" (413) or "<type>.malformed_request"
+ * (400), result "denied" — while the client address's failure
  * bucket has a token (see the top of this file).
  */
 static const char *audit_type(const char *resource_type);
@@ -98,6 +99,7 @@ static void audit_denied(rest_api *api, http_request *req, const char *user, con
                     .result = AUDIT_DENIED,
                     .status_code = status,
                     .request_id = http_req_id(req),
+                    .client_request_id = http_req_client_id(req),
                     .source_ip = ip[0] ? ip : NULL,
                     .details = details};
     sx_err err;
@@ -139,8 +141,10 @@ static void audit_refused_request(http_request *req, int status, const char *rea
         user = id.user;
         role = id.role;
     }
-    audit_denied(api, req, user, role, sx_arena_printf(a, "%s.request_too_large", type), type,
-                 status,
+    audit_denied(api, req, user, role,
+                 sx_arena_printf(a, "%s.%s", type,
+                                 status == 413 ? "request_too_large" : "malformed_request"),
+                 type, status,
                  json_pack("{s:s,s:s,s:s,s:I}", "reason", reason, "method", method, "path", path,
                            "suppressed", (json_int_t)v.refused));
 }

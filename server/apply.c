@@ -547,6 +547,7 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         .result = AUDIT_SUCCESS,
         .status_code = op == APPLY_CREATE ? 201 : 200,
         .request_id = req->request_id,
+        .client_request_id = req->client_request_id,
         .source_ip = req->source_ip,
         .details = details,
     };
@@ -740,6 +741,7 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
         .result = AUDIT_SUCCESS,
         .status_code = 200,
         .request_id = req->request_id,
+        .client_request_id = req->client_request_id,
         .source_ip = req->source_ip,
         .details = details,
     };

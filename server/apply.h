@@ -71,14 +71,15 @@ typedef struct apply_request {
     const char *const *groups; /* proxy groups it applies to; at least one (UPDATE: none
                                   keeps the config's groups) */
     size_t group_count;
-    const json_t *spec;     /* the config's IR (a ConfigSnapshot in JSON); required but
-                               for DELETE and ROLLBACK */
-    const char *author;     /* who makes the change; required */
-    const char *actor_role; /* for the audit log; NULL = "" */
-    const char *message;    /* change description; NULL = "" */
-    const char *action;     /* audit action, e.g. "config.import"; required */
-    const char *request_id; /* NULL = none */
-    const char *source_ip;  /* NULL = none */
+    const json_t *spec;            /* the config's IR (a ConfigSnapshot in JSON); required but
+                                      for DELETE and ROLLBACK */
+    const char *author;            /* who makes the change; required */
+    const char *actor_role;        /* for the audit log; NULL = "" */
+    const char *message;           /* change description; NULL = "" */
+    const char *action;            /* audit action, e.g. "config.import"; required */
+    const char *request_id;        /* NULL = none */
+    const char *client_request_id; /* the client's X-Request-Id, for the audit row; NULL = none */
+    const char *source_ip;         /* NULL = none */
 
     apply_op op;           /* APPLY_UPSERT when zero */
     const char *config_id; /* UPDATE, DELETE, ROLLBACK: the config (a UUID) */
@@ -158,15 +159,16 @@ int apply_validate(pg_pool *pool, const apply_request *req, sx_arena *a, sx_fiel
 
 /* A group's rollback to one of its snapshots; pointers borrowed for the call. */
 typedef struct apply_group_rollback_request {
-    const char *group;          /* required */
-    long long snapshot_version; /* the snapshot whose content becomes the newest again */
-    const char *author;         /* required */
-    const char *actor_role;     /* NULL = "" */
-    const char *message;        /* NULL = "" */
-    const char *request_id;     /* NULL = none */
-    const char *source_ip;      /* NULL = none */
-    idem_request *idem;         /* NULL, or the client's key (server/idem.h); render gets the
-                                   apply_group_rollback_result; replayed as apply_config */
+    const char *group;             /* required */
+    long long snapshot_version;    /* the snapshot whose content becomes the newest again */
+    const char *author;            /* required */
+    const char *actor_role;        /* NULL = "" */
+    const char *message;           /* NULL = "" */
+    const char *request_id;        /* NULL = none */
+    const char *client_request_id; /* NULL = none */
+    const char *source_ip;         /* NULL = none */
+    idem_request *idem;            /* NULL, or the client's key (server/idem.h); render gets the
+                                      apply_group_rollback_result; replayed as apply_config */
 } apply_group_rollback_request;
 
 typedef struct apply_group_rollback_result {

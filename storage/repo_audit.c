@@ -55,6 +55,9 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
     if (in->source_ip && in->source_ip[0] && !valid_ip(in->source_ip))
         return sx_err_set(err, SX_EINVAL, "source_ip \"%s\" is not an ip address", in->source_ip);
     sx_arena *a = sx_arena_create();
+    json_t *details = in->details ? json_copy((json_t *)in->details) : json_object();
+    if (in->client_request_id)
+        json_object_set_new(details, "client_request_id", json_string(in->client_request_id));
     const char *p[] = {
         in->actor,
         in->actor_role ? in->actor_role : "",
@@ -65,8 +68,9 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
         in->status_code ? repo_i64_param(a, in->status_code) : NULL,
         in->request_id,
         in->source_ip && in->source_ip[0] ? in->source_ip : NULL,
-        in->details ? repo_json_param(a, in->details) : "{}",
+        repo_json_param(a, details),
     };
+    json_decref(details);
     rc = repo_query_i64(
         c,
         "INSERT INTO audit_log (actor, actor_role, action, resource_type, resource_id,"

@@ -43,16 +43,18 @@ typedef struct audit_entry {
 
 /* Input of audit_repo_append; pointers borrowed. */
 typedef struct audit_new {
-    const char *actor;         /* required */
-    const char *actor_role;    /* NULL = "" */
-    const char *action;        /* required */
-    const char *resource_type; /* required */
-    const char *resource_id;   /* NULL = "" */
-    const char *result;        /* required: AUDIT_SUCCESS, AUDIT_DENIED or AUDIT_FAILED */
-    int status_code;           /* 0 = none */
-    const char *request_id;    /* NULL = none */
-    const char *source_ip;     /* IPv4 or IPv6 text; NULL = none */
-    const json_t *details;     /* object; NULL = {} */
+    const char *actor;             /* required */
+    const char *actor_role;        /* NULL = "" */
+    const char *action;            /* required */
+    const char *resource_type;     /* required */
+    const char *resource_id;       /* NULL = "" */
+    const char *result;            /* required: AUDIT_SUCCESS, AUDIT_DENIED or AUDIT_FAILED */
+    int status_code;               /* 0 = none */
+    const char *request_id;        /* NULL = none */
+    const char *source_ip;         /* IPv4 or IPv6 text; NULL = none */
+    const json_t *details;         /* object; NULL = {} */
+    const char *client_request_id; /* the X-Request-Id the client sent, stored in details as
+                                      "client_request_id"; NULL = none */
 } audit_new;
 
 /* Filters of audit_repo_list; NULL fields match everything. */

@@ -13,6 +13,7 @@
 
 #include "server/base/clock.h"
 #include "server/base/mem.h"
+#include "server/base/utf8.h"
 
 static sx_log_level min_level = SX_LOG_INFO;
 static char replica[128];
@@ -62,7 +63,11 @@ static void emit(sx_log_level level, const char *component, json_t *fields, cons
     json_object_set_new(o, "component", json_string(component ? component : "main"));
     if (replica[0])
         json_object_set_new(o, "replica", json_string(replica));
-    json_object_set_new(o, "msg", json_string(msg));
+    /* The message may carry outside text (a path, a proxy's NACK) or be cut inside a
+     * character: JSON strings must be UTF-8, so ill-formed parts become U+FFFD. */
+    char *clean = sx_utf8_valid(msg) ? NULL : sx_utf8_sanitize(msg);
+    json_object_set_new(o, "msg", json_string(clean ? clean : msg));
+    sx_free(clean);
     if (fields && json_is_object(fields))
         json_object_update_missing(o, fields);
     json_decref(fields);

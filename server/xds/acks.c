@@ -13,6 +13,8 @@
 #include "server/xds/acks.h"
 
 #include "server/base/log.h"
+#include "server/base/mem.h"
+#include "server/base/utf8.h"
 
 void xds_acks_report_synced(xds_call *c)
 {
@@ -57,21 +59,28 @@ void xds_acks_note(xds_call *c, const char *type, const xds_req_outcome *oc, con
                                    "version", (json_int_t)oc->version, "nonce", nonce),
                          "xds ack");
         break;
-    case XDS_REQ_NACK:
+    case XDS_REQ_NACK: {
+        /* The proxy's message and nonce are outside text: JSON (the log line, the node's
+         * status) needs them as UTF-8. */
+        char *msg = sx_utf8_sanitize(err_msg ? err_msg : "");
+        char *nonce_text = sx_utf8_sanitize(nonce ? nonce : "");
         xds_metrics_inc(s->metrics.nacks, type);
         xds_metrics_observe(s->metrics.push_ack_seconds, type, (double)oc->latency_ms / 1000.0);
-        sx_log_fields(
-            SX_LOG_WARN, XDS_LOG_COMPONENT,
-            json_pack("{s:s,s:s,s:s,s:I,s:s,s:i,s:s}", "node", xds_call_node(c), "group",
-                      c->group ? c->group : "", "type", type, "version", (json_int_t)oc->version,
-                      "nonce", nonce, "error_code", err_code, "error", err_msg ? err_msg : ""),
-            "proxy rejected %s version %lld: %s", type, oc->version, err_msg ? err_msg : "");
+        sx_log_fields(SX_LOG_WARN, XDS_LOG_COMPONENT,
+                      json_pack("{s:s,s:s,s:s,s:I,s:s,s:i,s:s}", "node", xds_call_node(c), "group",
+                                c->group ? c->group : "", "type", type, "version",
+                                (json_int_t)oc->version, "nonce", nonce_text, "error_code",
+                                err_code, "error", msg),
+                      "proxy rejected %s version %lld: %s", type, oc->version, msg);
         if (s->o.nodes)
-            node_status_nack(s->o.nodes, c->node_id, oc->version, err_msg ? err_msg : "");
+            node_status_nack(s->o.nodes, c->node_id, oc->version, msg);
         /* The next time the stream is in step it is reported again, even at the version
          * reported before the NACK (a rollback): the ACK then clears "nacking". */
         c->reported_synced = 0;
+        sx_free(msg);
+        sx_free(nonce_text);
         break;
+    }
     case XDS_REQ_STALE:
         XDS_DEBUG_FIELDS(
             s, XDS_LOG_COMPONENT,

@@ -48,10 +48,17 @@ static void report_connected_ads(xds_call *c, const Envoy__Config__Core__V3__Nod
     json_t *labels = metadata ? json_object_get(metadata, "labels") : NULL;
     if (labels && !json_is_object(labels))
         labels = NULL;
-    json_t *locality = n->locality
-                           ? json_pack("{s:s,s:s,s:s}", "region", n->locality->region, "zone",
-                                       n->locality->zone, "sub_zone", n->locality->sub_zone)
-                           : NULL;
+    /* The proxy's locality is outside text: JSON needs it as UTF-8. */
+    json_t *locality = NULL;
+    if (n->locality) {
+        char *region = sx_utf8_sanitize(n->locality->region ? n->locality->region : "");
+        char *zone = sx_utf8_sanitize(n->locality->zone ? n->locality->zone : "");
+        char *sub_zone = sx_utf8_sanitize(n->locality->sub_zone ? n->locality->sub_zone : "");
+        locality = json_pack("{s:s,s:s,s:s}", "region", region, "zone", zone, "sub_zone", sub_zone);
+        sx_free(region);
+        sx_free(zone);
+        sx_free(sub_zone);
+    }
     node_identity id = {
         .node_id = c->node_id,
         .group = c->group,

@@ -44,7 +44,8 @@ claims() { # claims SUB ROLE EXP
 }
 
 # denied ID STATUS REASON ACTOR ROLE: the request with X-Request-Id ID got STATUS with
-# the reason in the error shape, and wrote exactly one matching audit_log row.
+# the reason in the error shape, and wrote exactly one matching audit_log row, which keeps
+# ID as details.client_request_id beside the server's own request id (the one answered).
 denied() {
     local id=$1 status=$2 reason=$3 actor=$4 role=$5 code
     case $status in
@@ -55,8 +56,11 @@ denied() {
     check "$id: error code $code" contains "$WORK/body" "\"code\":\"$code\""
     check "$id: message \"$reason\"" contains "$WORK/body" "\"message\":\"$reason"
     check "$id: details array" contains "$WORK/body" '"details":[]'
-    check "$id: one audit_log row" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = '$id'")" = 1 ]
-    check "$id: audit row says who, what, denied, $status" [ "$(sql "SELECT actor || '|' || actor_role || '|' || action || '|' || resource_type || '|' || result || '|' || status_code || '|' || host(source_ip) FROM audit_log WHERE request_id = '$id'")" = "$actor|$role|auth.read|auth|denied|$status|127.0.0.1" ]
+    local rid
+    rid=$(grep -i '^X-Request-Id:' "$WORK/headers" | tr -d '\r' | awk '{print $2}')
+    check "$id: the answered X-Request-Id is the server's ($rid)" grep -Eqx '[0-9a-f]{32}' <<<"$rid"
+    check "$id: one audit_log row" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = '$rid' AND details->>'client_request_id' = '$id'")" = 1 ]
+    check "$id: audit row says who, what, denied, $status" [ "$(sql "SELECT actor || '|' || actor_role || '|' || action || '|' || resource_type || '|' || result || '|' || status_code || '|' || host(source_ip) FROM audit_log WHERE request_id = '$rid'")" = "$actor|$role|auth.read|auth|denied|$status|127.0.0.1" ]
 }
 
 # ------------------------------------------------------------------ services and daemon
@@ -141,7 +145,7 @@ denied authz-role 403 'role \"superuser\" is not defined by the RBAC policy' mal
 status=$(http POST /api/v1/configs -H "X-Request-Id: authz-write" -H "Authorization: Bearer $VIEWER" \
     -H 'Content-Type: application/json' -d '{}')
 check "viewer POST /api/v1/configs: 403 (got $status)" [ "$status" = 403 ]
-check "authz-write: one audit_log row naming config.create" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = 'authz-write' AND result = 'denied' AND status_code = 403 AND actor = 'vera' AND action = 'config.create' AND resource_type = 'config'")" = 1 ]
+check "authz-write: one audit_log row naming config.create" [ "$(sql "SELECT count(*) FROM audit_log WHERE details->>'client_request_id' = 'authz-write' AND result = 'denied' AND status_code = 403 AND actor = 'vera' AND action = 'config.create' AND resource_type = 'config'")" = 1 ]
 
 # ------------------------------------------------------------------ 429
 BURST=$("$BIN" token --user burst@example.com --role operator --ttl 10m)

@@ -39,7 +39,8 @@ check "the answer is the config at version 1" \
 check "the answer says which snapshot was written" jtrue 'j.changed && j.snapshots.length === 1 && j.snapshots[0].group === "edge" && j.snapshots[0].version === 1'
 check "ETag is the version" [ "$(header ETag)" = '"1"' ]
 check "Location names the config" [ "$(header Location)" = "/api/v1/configs/$ID" ]
-check "X-Request-Id is echoed" [ "$(header X-Request-Id)" = req-create-1 ]
+RID=$(header X-Request-Id)
+check "X-Request-Id is the server's id, not the client's ($RID)" grep -Eqx '[0-9a-f]{32}' <<<"$RID"
 check "the version's checksum is the sha256 of the canonical spec" \
     [ "$(jv .checksum)" = "$(sql "SELECT checksum FROM config_versions WHERE config_id = '$ID' AND version = 1")" ]
 check "config_versions holds version 1 with author and message" \
@@ -47,7 +48,7 @@ check "config_versions holds version 1 with author and message" \
 check "snapshot edge v1 was built from the config's version 1" \
     [ "$(sql "SELECT source_versions->0->>'version' FROM snapshots WHERE group_name = 'edge' AND version = 1")" = 1 ]
 check "audit: config.create by olga, success 201, request id, source IP, after_version 1" \
-    [ "$(audit_count "action = 'config.create' AND actor = 'olga' AND actor_role = 'operator' AND result = 'success' AND status_code = 201 AND resource_id = '$ID' AND request_id = 'req-create-1' AND source_ip = '127.0.0.1' AND (details->>'after_version')::int = 1 AND (details->>'before_version')::int = 0")" = 1 ]
+    [ "$(audit_count "action = 'config.create' AND actor = 'olga' AND actor_role = 'operator' AND result = 'success' AND status_code = 201 AND resource_id = '$ID' AND request_id = '$RID' AND details->>'client_request_id' = 'req-create-1' AND source_ip = '127.0.0.1' AND (details->>'after_version')::int = 1 AND (details->>'before_version')::int = 0")" = 1 ]
 
 call_error "POST /configs with a taken name" 409 conflict api_json "$OPER" POST /api/v1/configs "$(api_config_body web edge "$(api_spec 10090 b.example)")"
 check "409 names the config" jtrue 'j.error.message.includes("team/web")'

@@ -58,7 +58,7 @@ for stage in schema semantic dependency security quota traps; do
     expect_error "PUT: a $stage problem" 422 validation_failed "$st"
     check "PUT: the $stage problem is reported at ${PATHS[$stage]}" has_problem "$stage" "${PATHS[$stage]}"
     check "PUT: the refused $stage change is audited with its problems" \
-        [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = 'put-$stage' AND result = 'failed' AND status_code = 422 AND details->'problems' @> '[{\"stage\":\"$stage\"}]'")" = 1 ]
+        [ "$(sql "SELECT count(*) FROM audit_log WHERE details->>'client_request_id' = 'put-$stage' AND result = 'failed' AND status_code = 422 AND details->'problems' @> '[{\"stage\":\"$stage\"}]'")" = 1 ]
 done
 
 # ------------------------------------------------------------------ conflict: 409 naming the other config
@@ -117,7 +117,7 @@ check "the rollback's problem is the private endpoint, at its path" \
 check "the refused rollback wrote no version" \
     [ "$(sql "SELECT count(*) FROM config_versions WHERE config_id = '$ID'")" = "$versions_before" ]
 check "the refused rollback is audited with its reasons" \
-    [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = 'rb-today' AND action = 'config.rollback' AND result = 'failed' AND status_code = 422 AND details->'problems' @> '[{\"stage\":\"security\"}]'")" = 1 ]
+    [ "$(sql "SELECT count(*) FROM audit_log WHERE details->>'client_request_id' = 'rb-today' AND action = 'config.rollback' AND result = 'failed' AND status_code = 422 AND details->'problems' @> '[{\"stage\":\"security\"}]'")" = 1 ]
 
 api_stop
 finish

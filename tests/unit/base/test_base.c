@@ -299,9 +299,91 @@ static void test_utf8(void **state)
     assert_false(sx_utf8_valid(NULL));
 }
 
+/* Ill-formed parts become U+FFFD, one per maximal ill-formed subpart; the rest stays. */
+static void test_utf8_sanitize(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(valid_utf8) / sizeof(valid_utf8[0]); i++) {
+        char *s = sx_utf8_sanitize(valid_utf8[i]);
+        assert_string_equal(s, valid_utf8[i]);
+        sx_free(s);
+    }
+#define FFFD "\xef\xbf\xbd"
+    const char *cases[][2] = {
+        {"a\xff"
+         "b",
+         "a" FFFD "b"},                                               /* never a UTF-8 byte */
+        {"\x80\x80", FFFD FFFD},                                      /* stray continuation bytes */
+        {"caf\xc3", "caf" FFFD},                                      /* cut short at the end */
+        {"\xe2\x82(", FFFD "("},                                      /* cut short: one U+FFFD */
+        {"\xf0\x9f\x98", FFFD},                                       /* four-byte form cut short */
+        {"\xc0\xaf/", FFFD FFFD "/"},                                 /* overlong "/" */
+        {"\xe0\x80\xaf", FFFD FFFD FFFD},                             /* overlong three-byte "/" */
+        {"x\xed\xa0\x80y", "x" FFFD FFFD FFFD "y"},                   /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD},                    /* past U+10FFFF */
+        {"\xc3\xa9\xff\xe2\x82\xac", "\xc3\xa9" FFFD "\xe2\x82\xac"}, /* valid kept */
+    };
+#undef FFFD
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *s = sx_utf8_sanitize(cases[i][0]);
+        assert_string_equal(s, cases[i][1]);
+        assert_true(sx_utf8_valid(s));
+        sx_free(s);
+    }
+    assert_null(sx_utf8_sanitize(NULL));
+    sx_arena *a = sx_arena_create();
+    const char *same = "caf\xc3\xa9";
+    assert_ptr_equal(sx_utf8_sanitize_in(a, same), same);
+    assert_string_equal(sx_utf8_sanitize_in(a, "/api/\xff"), "/api/\xef\xbf\xbd");
+    sx_arena_destroy(a);
+}
+
+/* A log message with ill-formed UTF-8 (outside text, or a message cut inside a character)
+ * is still written, with U+FFFD, and its fields are kept. */
+static void test_log_ill_formed_utf8(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/sx-base-logXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    sx_log_set_fd(fd);
+    sx_log_fields(SX_LOG_WARN, "test", json_pack("{s:s}", "route", "/x"), "refused DELETE /a%s",
+                  "\xff"
+                  "b");
+    char longmsg[3000];
+    memset(longmsg, 'x', sizeof(longmsg));
+    memcpy(longmsg + 2045, "\xe2\x82\xac", 3); /* cut after its first two bytes */
+    longmsg[sizeof(longmsg) - 1] = '\0';
+    sx_log(SX_LOG_WARN, "test", "%s", longmsg);
+    sx_log_set_fd(2);
+    sx_buf b = {0};
+    assert_int_equal(sx_buf_read_file(&b, path, SIZE_MAX), 0);
+    close(fd);
+    unlink(path);
+    char *nl = strchr(b.data, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    json_error_t je;
+    json_t *first = json_loads(b.data, 0, &je);
+    assert_non_null(first);
+    assert_string_equal(json_string_value(json_object_get(first, "msg")),
+                        "refused DELETE /a\xef\xbf\xbd"
+                        "b");
+    assert_string_equal(json_string_value(json_object_get(first, "route")), "/x");
+    json_decref(first);
+    json_t *second = json_loads(nl + 1, JSON_DISABLE_EOF_CHECK, &je);
+    assert_non_null(second);
+    const char *msg = json_string_value(json_object_get(second, "msg"));
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "xxx\xef\xbf\xbd"));
+    json_decref(second);
+    sx_buf_free(&b);
+}
+
 TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
         cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
         cmocka_unit_test(test_parse_digits), cmocka_unit_test(test_arena),
         cmocka_unit_test(test_arena_cleanup_order), cmocka_unit_test(test_metrics_render),
         cmocka_unit_test(test_redact), cmocka_unit_test(test_sha256),
-        cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8))
+        cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_utf8_sanitize), cmocka_unit_test(test_log_ill_formed_utf8))
