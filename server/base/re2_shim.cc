@@ -18,10 +18,10 @@
 namespace
 {
 
-/* RE2 gives the forward program two thirds of max_mem and sizes its instruction budget
- * as (budget - sizeof(Prog)) / 4 / sizeof(Prog::Inst), with 8-byte instructions: this
- * leaves room for twice the limit plus a margin, so anything within the limit compiles
- * and its size decides. */
+/* RE2 derives its instruction budget from max_mem (two thirds of it for the forward
+ * program, a few dozen bytes per instruction at most). This gives it room for twice the
+ * limit plus a margin: a program within the limit always compiles and its size decides,
+ * one far over it stops compiling once the budget is spent (ErrorPatternTooLarge). */
 long long max_mem_for(int limit)
 {
     long long ninst = 2LL * limit + 1024;
