@@ -242,8 +242,9 @@ typedef struct sextant_config {
         } config, group; /* quotas per config and per proxy group */
     } limits;
     struct {
-        bool tls_on_privileged_ports;  /* HTTP listeners below 1024 (but 80) need TLS */
-        bool refuse_private_endpoints; /* private/loopback/link-local endpoints refused */
+        bool tls_on_privileged_ports;   /* HTTP listeners below 1024 (but 80) need TLS */
+        bool refuse_private_endpoints;  /* private/loopback/link-local endpoints refused */
+        int64_t regex_max_program_size; /* largest RE2 program size of a regex */
     } validation;
     struct {
         int64_t flush_interval_ms; /* debounce window for node status writes */

@@ -190,6 +190,10 @@ const key_def config_keys[] = {
     {"validation.refuse_private_endpoints", K_BOOL, "false", 0, 0,
      OFF(validation.refuse_private_endpoints), NULL,
      "Refuse backend endpoints with private, loopback or link-local addresses."},
+    {"validation.regex_max_program_size", K_INT, "100", 1, 100000,
+     OFF(validation.regex_max_program_size), NULL,
+     "Largest RE2 program size of a route's regular expression (1..100000); larger ones are "
+     "refused. Match the proxies' re2.max_program_size.error_level (Envoy's default: 100)."},
     {"nodes.flush_interval", K_DURATION, "1s", 10, MS_HOUR, OFF(nodes.flush_interval_ms), NULL,
      "Debounce window for writing node status (ACKs, last seen); NACKs and connects are "
      "written at once."},

@@ -31,6 +31,10 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 failed=()
 for cc in $CCS; do
     command -v "$cc" >/dev/null || { echo "build_matrix: compiler $cc not found" >&2; exit 1; }
+    # The C++ compiler of the same family (the RE2 shim): gcc -> g++, clang -> clang++.
+    cxx=${cc/gcc/g++}
+    [ "$cxx" != "$cc" ] || cxx=${cc/clang/clang++}
+    command -v "$cxx" >/dev/null || { echo "build_matrix: compiler $cxx not found" >&2; exit 1; }
     for type in $TYPES; do
         cell="$cc-$type"
         case "$SKIP" in *" $cell "*) continue ;; esac
@@ -38,7 +42,7 @@ for cc in $CCS; do
         log="$dir.log"
         mkdir -p build-matrix
         start=$(date +%s)
-        if CC=$cc cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" >"$log" 2>&1 &&
+        if CC=$cc CXX=$cxx cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" >"$log" 2>&1 &&
             cmake --build "$dir" -j"$JOBS" >>"$log" 2>&1; then
             echo "build $cell: ok ($(($(date +%s) - start)) s)"
         else

@@ -272,6 +272,7 @@ static int sync_once(k8s_controller *c)
         .limits = {.max_input_objects = (size_t)cfg->k8s.max_input_objects,
                    .max_snapshot_objects = (size_t)cfg->k8s.max_objects_per_snapshot,
                    .max_snapshot_endpoints = (size_t)cfg->k8s.max_endpoints_per_snapshot},
+        .regex_max_program_size = cfg->validation.regex_max_program_size,
         .gateway_addresses = c->addresses,
         .n_gateway_addresses = c->naddresses,
     };

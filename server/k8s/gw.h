@@ -99,6 +99,9 @@ typedef struct gw_options {
      * replaced by the Gateway's namespace, name and class; NULL: the default. */
     const char *group_template;
     gw_limits limits;
+    /* Largest RE2 program size of a route's regex (validation.regex_max_program_size);
+     * 0: Envoy's default, 100. */
+    long long regex_max_program_size;
     /* Addresses written to every Gateway's status.addresses (an IP literal becomes an
      * IPAddress, anything else a Hostname); borrowed. */
     const char *const *gateway_addresses;

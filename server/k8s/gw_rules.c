@@ -61,7 +61,8 @@ static void note_backend(gw_ctx *c, gw_rule *rule, size_t bi)
 static void regex(rule_state *s, const char *what, const char *re)
 {
     char why[160];
-    if (re == NULL || !val_regex_check(re, why, sizeof why))
+    if (re == NULL ||
+        !val_regex_check(re, s->c->in->options.regex_max_program_size, why, sizeof why))
         refuse(s->r, "UnsupportedValue",
                gw_printf(s->c, "%s %s: regular expression \"%s\" is not supported: %s", s->where,
                          what, re ? re : "", re ? why : "missing"));

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/base/buf.h"
 #include "server/validate/val_internal.h"
 
 typedef Google__Protobuf__Duration val_duration;
@@ -135,7 +136,7 @@ static void regex(val_ctx *c, const char *path, const char *re)
     char why[160];
     if (val_empty(re))
         val_add(c, path, "a RegularExpression match needs a pattern");
-    else if (!val_regex_check(re, why, sizeof why))
+    else if (!val_regex_check(re, c->limits.regex_max_program_size, why, sizeof why))
         val_add(c, path, "invalid regular expression: %s", why);
 }
 
@@ -292,19 +293,34 @@ static void grpc_match(val_ctx *c, const char *base, const val_grpc_match *m)
 {
     char p[VAL_PATH_MAX];
     const char *parts[2][2] = {{"service", VAL_S(m->service)}, {"method", VAL_S(m->method)}};
+    long long limit = c->limits.regex_max_program_size;
+    bool parts_ok = true;
+    char why[160];
     for (int i = 0; i < 2; i++) {
         snprintf(p, sizeof p, "%s.%s", base, parts[i][0]);
         if (is_regex_type(m->match_type)) {
             if (!val_empty(parts[i][1])) {
-                char why[160];
                 if (strchr(parts[i][1], '/'))
                     val_add(c, p, "must not contain \"/\"");
-                else if (!val_regex_check(parts[i][1], why, sizeof why))
+                else if (!val_regex_check(parts[i][1], limit, why, sizeof why))
                     val_add(c, p, "invalid regular expression: %s", why);
+                else
+                    continue;
+                parts_ok = false;
             }
         } else if (strchr(parts[i][1], '/')) {
             val_add(c, p, "must not contain \"/\"");
         }
+    }
+    /* The proxy compiles one path regex of both parts (server/translate/translate_route.c
+     * grpc_parts), whose program may be over the limit when each part alone is not. */
+    if (is_regex_type(m->match_type) && parts_ok) {
+        sx_buf re = {0};
+        sx_buf_printf(&re, "/%s/%s", val_empty(m->service) ? "[^/]+" : m->service,
+                      val_empty(m->method) ? "[^/]+" : m->method);
+        if (!val_regex_check(sx_buf_cstr(&re), limit, why, sizeof why))
+            val_add(c, base, "invalid regular expression: service and method as one path: %s", why);
+        sx_buf_free(&re);
     }
     header_matches(c, base, m->headers, m->n_headers);
 }

@@ -328,6 +328,7 @@ val_limits val_limits_from_config(const sextant_config *c)
         .group_endpoints = c->limits.group.max_endpoints,
         .tls_on_privileged_ports = c->validation.tls_on_privileged_ports,
         .refuse_private_endpoints = c->validation.refuse_private_endpoints,
+        .regex_max_program_size = c->validation.regex_max_program_size,
     };
     return l;
 }

@@ -86,6 +86,7 @@ typedef struct val_limits {
     long long group_listeners, group_routes, group_backends, group_endpoints;
     bool tls_on_privileged_ports;
     bool refuse_private_endpoints;
+    long long regex_max_program_size; /* RE2 program size limit of a regex; 0: Envoy's 100 */
 } val_limits;
 
 /*
@@ -102,11 +103,13 @@ int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_
 int val_run_decoded(const json_t *spec, const val_decoded *decoded, const val_peer *peers,
                     size_t npeers, const val_limits *limits, long long now_unix, val_result *out);
 
-/* Checks a regular expression for Envoy's RE2 engine (val_regex.c), the check the
- * schema stage makes, for producers of IR that must refuse a pattern before it reaches
- * validation (the Gateway API translator). Returns true when it is acceptable; else
- * false with the reason in why (n bytes). */
-bool val_regex_check(const char *re, char *why, size_t n);
+/* Checks a regular expression with RE2, the engine of Envoy and gRPC (val_regex.c): it
+ * must compile to a program of at most max_program_size instructions (<= 0: Envoy's
+ * default, 100). The check the schema stage makes, for producers of IR that must refuse a
+ * pattern before it reaches validation (the Gateway API translator). Returns true when it
+ * is acceptable; else false with the reason in why (n bytes). Linear in the pattern's
+ * length, memory bounded by the limit. */
+bool val_regex_check(const char *re, long long max_program_size, char *why, size_t n);
 
 /* ---------------------------------------------------------------- proxy group names */
 

@@ -72,7 +72,7 @@ while IFS= read -r file; do
             fi
         done <<<"$DENY"
     done < <(grep -n '^#include "' "$file" || true)
-done < <(git ls-files 'api/*.[ch]' 'server/*.[ch]' 'storage/*.[ch]' 2>/dev/null ||
-    find api server storage -name '*.[ch]')
+done < <(git ls-files 'api/*.[ch]' 'server/*.[ch]' 'server/*.cc' 'storage/*.[ch]' 2>/dev/null ||
+    find api server storage -name '*.[ch]' -o -name '*.cc')
 [ $bad = 0 ] && echo "floors: every include points down"
 exit $bad

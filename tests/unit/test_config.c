@@ -335,6 +335,7 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->leader.check_ms, 1000);
     assert_int_equal(c->leader.heartbeat_ms, 5000);
     assert_int_equal(c->leader.forget_after_ms, 24LL * 3600 * 1000);
+    assert_int_equal(c->validation.regex_max_program_size, 100); /* Envoy's default */
     config_free(c);
 }
 
@@ -631,6 +632,13 @@ static const bad_case bad_cases[] = {
      "must be between 1 and 256, got 300",
      0},
     {"threads zero", "http:\n  threads: 0\n", {0}, false, "http.threads", "between 1 and 256", 0},
+    {"regex program size zero",
+     "validation:\n  regex_max_program_size: 0\n",
+     {0},
+     false,
+     "validation.regex_max_program_size",
+     "must be between 1 and 100000, got 0",
+     0},
     {"body size unit",
      "http:\n  max_body_bytes: 1MB\n",
      {0},

@@ -9,6 +9,7 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 api_init validation
 export SEXTANT_LIMITS_CONFIG_MAX_LISTENERS=2
+export SEXTANT_VALIDATION_REGEX_MAX_PROGRAM_SIZE=200
 api_serve
 OPER=$(api_token olga operator)
 
@@ -60,6 +61,20 @@ for stage in schema semantic dependency security quota traps; do
     check "PUT: the refused $stage change is audited with its problems" \
         [ "$(sql "SELECT count(*) FROM audit_log WHERE details->>'client_request_id' = 'put-$stage' AND result = 'failed' AND status_code = 422 AND details->'problems' @> '[{\"stage\":\"$stage\"}]'")" = 1 ]
 done
+
+# ------------------------------------------------------------------ regular expressions: RE2's
+# A regex of nested counts (each within RE2's 1000, their product not) is refused at its
+# field, as the proxies' RE2 would refuse it; the program size limit is the configured one.
+re_spec() { # PATTERN: GOOD with the route's match a RegularExpression of PATTERN
+    echo "{\"listeners\":[$L],\"http_routes\":[${R/\"path\":\"\/\",\"path_type\":\"PathPrefix\"/\"path\":\"$1\",\"path_type\":\"RegularExpression\"}],\"backends\":[$B]}"
+}
+call_error "validate: a path regex of nested counts" 422 validation_failed api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$(re_spec '/((a{1,100}){1,100}){1,100}')}"
+check "validate: the regex problem is at the match's path, in RE2's words" \
+    jtrue "j.error.details.some(d => d.stage === 'schema' && d.path === 'spec.http_routes[0].rules[0].matches[0].path' && d.message.includes('invalid repetition size'))"
+call_status "validate: a regex of a program over 100 and within the configured 200" 200 api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$(re_spec '/[a-z]{120}')}"
+call_error "validate: a regex of a program over the configured 200" 422 validation_failed api_json "$OPER" POST /api/v1/configs/validate "{\"id\":\"$ID\",\"spec\":$(re_spec '/.{100}')}"
+check "validate: the message names the limit" \
+    jtrue "j.error.details.some(d => d.path === 'spec.http_routes[0].rules[0].matches[0].path' && d.message.includes('over the limit of 200'))"
 
 # ------------------------------------------------------------------ conflict: 409 naming the other config
 CONFLICT="{\"listeners\":[${L/8080/9090}],\"http_routes\":[$R],\"backends\":[$B]}"

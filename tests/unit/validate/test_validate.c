@@ -17,6 +17,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "server/base/buf.h"
 #include "server/base/err.h"
 #include "server/base/mem.h"
 #include "server/validate/val_internal.h"
@@ -245,15 +246,16 @@ static void test_schema(void **state)
            P("schema", "spec.http_routes[0].name", "must not be empty"),
            P("schema", "spec.http_routes[0].rules[0].matches[0].path", "must start with \"/\""),
            P("schema", "spec.http_routes[0].rules[0].matches[1].path",
-             "invalid regular expression: missing closing ): parentheses are not balanced"),
+             "invalid regular expression: missing ): /x("),
            P("schema", "spec.http_routes[0].rules[0].matches[2].method",
              "must be one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH"),
            P("schema", "spec.http_routes[0].rules[0].matches[2].headers[0].value",
-             "invalid regular expression: backreference \\1 is not supported by RE2"),
+             "invalid regular expression: invalid escape sequence: \\1 (RE2 has no "
+             "backreferences)"),
            P("schema", "spec.http_routes[0].rules[0].matches[2].headers[1].name",
              "\"bad header\" is not a valid header name"),
            P("schema", "spec.http_routes[0].rules[0].matches[2].query_params[0].value",
-             "invalid regular expression: lookahead (?= is not supported by RE2"),
+             "invalid regular expression: invalid perl operator: (?= (RE2 has no lookahead)"),
            P("schema", "spec.http_routes[0].rules[0].backend_refs[0].name", "must not be empty"),
            P("schema", "spec.http_routes[0].rules[0].timeouts.request", "must not be negative"),
            P("schema", "spec.http_routes[0].rules[0].retry.backoff", "must be positive"),
@@ -445,12 +447,12 @@ static void test_quota(void **state)
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
 
     /* Within every limit. */
-    val_limits roomy = {2, 3, 2, 3, 3, 4, 3, 4, false, false};
+    val_limits roomy = {2, 3, 2, 3, 3, 4, 3, 4, false, false, 0};
     val_result r;
     assert_int_equal(run(spec, &peer, 1, &roomy, &r), 0);
     val_result_free(&r);
 
-    val_limits tight = {1, 2, 1, 2, 2, 3, 2, 3, false, false};
+    val_limits tight = {1, 2, 1, 2, 2, 3, 2, 3, false, false, 0};
     assert_int_equal(run(spec, &peer, 1, &tight, &r), SX_EVALIDATION);
     EXPECT(&r, P("quota", "spec.listeners", "2 listeners exceed the limit of 1 per config"),
            P("quota", "spec", "3 routes (http, grpc and stream) exceed the limit of 2 per config"),
@@ -799,46 +801,142 @@ static void test_broken_documents(void **state)
 
 /* ---------------------------------------------------------------- regular expressions */
 
-static void test_regex_approximates_re2(void **state)
+/* ---------------------------------------------------------------- regular expressions */
+
+/* Patterns are compiled with RE2, as Envoy and gRPC compile them: what a POSIX engine
+ * takes but RE2 does not (backreferences, lookaround, nested counts) is refused. */
+static void test_regex_is_re2(void **state)
 {
     (void)state;
     static const char *const good[] = {
-        "^/api/v[0-9]+/.*$", "(?i)foo", "(?:a|b)+?",  "\\d{3}-\\w+",    "[[:alpha:]_]+",
-        "a{2,1000}",         "x{",      "\\Qa.b*\\E", "(?P<id>[0-9]+)", "\\pL+",
-        "[\\x00-\\x1f]",     "\\12",    "a|",         "[]a]",           "\\.\\/",
+        "^/api/v[0-9]+/.*$",
+        "(?i)foo",
+        "(?:a|b)+?",
+        "\\d{3}-\\w+",
+        "[[:alpha:]_]+",
+        "x{",
+        "a{2,9}",
+        "(?P<id>[0-9]+)",
+        "[\\x00-\\x1f]",
+        "\\12",
+        "a|",
+        "[]a]",
+        "\\.\\/",
+        "\\Qa.b*\\E",
+        "",
     };
     char why[160];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        if (!val_regex_check(good[i], why, sizeof why))
+        if (!val_regex_check(good[i], 0, why, sizeof why))
             fail_msg("\"%s\" refused: %s", good[i], why);
 
     static const char *const bad[][2] = {
-        {"(a)\\1", "backreference \\1 is not supported by RE2"},
-        {"(?=x)", "lookahead (?= is not supported by RE2"},
-        {"(?!x)", "lookahead (?! is not supported by RE2"},
-        {"(?<=x)y", "lookbehind (?<= is not supported by RE2"},
-        {"(?<!x)y", "lookbehind (?<! is not supported by RE2"},
-        {"(?>a)", "group syntax (?> is not supported by RE2"},
-        {"a**", "bad repetition operator * (RE2 has no possessive or repeated repetition)"},
-        {"a++", "bad repetition operator + (RE2 has no possessive or repeated repetition)"},
-        {"a{1001}", "bad repetition operator {1001}: RE2 counts go up to 1000"},
-        {"*a", "missing argument to repetition operator *"},
-        {"(a", "missing closing ): parentheses are not balanced"},
-        {"a)", "unexpected ): parentheses are not balanced"},
-        {"[z-a]", "invalid range end"},
-        {"[a", "missing closing ]"},
-        {"\\y", "invalid escape sequence \\y"},
-        {"[[:foo:]]", "invalid character class [:foo:]"},
-        {"a\\", "trailing backslash"},
+        {"(a)\\1", "invalid escape sequence: \\1 (RE2 has no backreferences)"},
+        {"(?=a)", "invalid perl operator: (?= (RE2 has no lookahead)"},
+        {"(?!a)", "invalid perl operator: (?! (RE2 has no lookahead)"},
+        {"(?<=x)y", "invalid perl operator: (?< (RE2 has no lookbehind; a named group is "
+                    "(?P<name>re))"},
+        {"(?>a)", "invalid perl operator: (?>"},
+        /* each count is allowed, their product (10^6) is not */
+        {"((a{1,100}){1,100}){1,100}",
+         "invalid repetition size: {1,100} (RE2 allows counts up to 1000, nested counts "
+         "multiplied)"},
+        {"a{1001}", "invalid repetition size: {1001} (RE2 allows counts up to 1000, nested counts "
+                    "multiplied)"},
+        {"a**", "bad repetition operator: **"},
+        {"a++", "bad repetition operator: ++"},
+        {"*a", "no argument for repetition operator: *"},
+        {"(a", "missing ): (a"},
+        {"a)", "unexpected ): a)"},
+        {"[z-a]", "invalid character class range: z-a"},
+        {"[a", "missing ]: [a"},
+        {"\\y", "invalid escape sequence: \\y"},
+        {"[[:foo:]]", "invalid character class range: [:foo:]"},
+        {"a\\", "trailing \\"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (val_regex_check(bad[i][0], why, sizeof why))
+        if (val_regex_check(bad[i][0], 0, why, sizeof why))
             fail_msg("\"%s\" accepted", bad[i][0]);
         if (strcmp(why, bad[i][1]) != 0)
             fail_msg("\"%s\": got \"%s\", want \"%s\"", bad[i][0], why, bad[i][1]);
     }
 }
 
+/* A program larger than the limit (Envoy's re2.max_program_size.error_level, 100 unless
+ * configured) is refused, and the limit is the caller's. */
+static void test_regex_program_size_limit(void **state)
+{
+    (void)state;
+    char why[160];
+    /* 0 is Envoy's default, 100: a thousand copies of "a" are over it */
+    assert_false(val_regex_check("a{2,1000}", 0, why, sizeof why));
+    assert_non_null(strstr(why, "is over the limit of 100 (Envoy's "
+                                "re2.max_program_size.error_level)"));
+    assert_false(val_regex_check("a{2,1000}", 100, why, sizeof why));
+    assert_false(val_regex_check("a{2,1000}", 1000, why, sizeof why));
+    assert_non_null(strstr(why, "is over the limit of 1000"));
+    assert_true(val_regex_check("a{2,1000}", 5000, why, sizeof why));
+    /* a program far over the limit is not built in full */
+    sx_buf big = {0};
+    for (int i = 0; i < 200; i++)
+        sx_buf_puts(&big, "(?:a{1000})");
+    assert_false(val_regex_check(sx_buf_cstr(&big), 1000, why, sizeof why));
+    assert_non_null(strstr(why, "over the limit of 1000"));
+    sx_buf_free(&big);
+
+    /* The pipeline takes the limit from val_limits; the error names the field. */
+    const char *spec =
+        "{'http_routes': [{'name': 'h', 'rules': [{'backend_refs': [{'name': 'b'}],"
+        "   'matches': [{'path': '/a{2,1000}', 'path_type': 'RegularExpression'}]}]}],"
+        " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', 'port': 80}]}]}";
+    val_result r;
+    assert_int_equal(run(spec, NULL, 0, NULL, &r), SX_EVALIDATION);
+    assert_int_equal(r.count, 1);
+    assert_string_equal(r.items[0].path, "spec.http_routes[0].rules[0].matches[0].path");
+    assert_non_null(strstr(r.items[0].message, "invalid regular expression: RE2 program size "));
+    assert_non_null(strstr(r.items[0].message, " is over the limit of 100 "));
+    val_result_free(&r);
+    val_limits roomy = {.regex_max_program_size = 5000};
+    assert_int_equal(run(spec, NULL, 0, &roomy, &r), 0);
+    val_result_free(&r);
+}
+
+/* Every regex that reaches a proxy is checked, the error at its field. */
+static void test_regex_errors_name_the_field(void **state)
+{
+    (void)state;
+    val_result r;
+    int rc = run(
+        "{'http_routes': [{'name': 'h', 'rules': [{'backend_refs': [{'name': 'b'}],"
+        "   'matches': [{'path': '((a{1,100}){1,100}){1,100}', 'path_type': 'RegularExpression',"
+        "     'headers': [{'name': 'x-v', 'value': '(?=x)', 'type': 'RegularExpression'}],"
+        "     'query_params': [{'name': 'q', 'value': '(a)\\\\1', 'type': 'RegularExpression'}]},"
+        "    {'path': '/ok/[0-9]+', 'path_type': 'RegularExpression'}]}]}],"
+        " 'grpc_routes': [{'name': 'g', 'rules': [{'backend_refs': [{'name': 'b'}],"
+        "   'matches': [{'service': 'a{1001}', 'method': 'Get', 'match_type': 'RegularExpression'},"
+        "    {'service': '[a-z]{60}', 'method': '[a-z]{60}', 'match_type': 'RegularExpression'},"
+        "    {'service': 'svc', 'method': 'Get|Put', 'match_type': 'RegularExpression'}]}]}],"
+        " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', 'port': 80}]}]}",
+        NULL, 0, NULL, &r);
+    assert_int_equal(rc, SX_EVALIDATION);
+    EXPECT(&r,
+           P("schema", "spec.http_routes[0].rules[0].matches[0].path",
+             "invalid regular expression: invalid repetition size: {1,100} (RE2 allows counts up "
+             "to 1000, nested counts multiplied)"),
+           P("schema", "spec.http_routes[0].rules[0].matches[0].headers[0].value",
+             "invalid regular expression: invalid perl operator: (?= (RE2 has no lookahead)"),
+           P("schema", "spec.http_routes[0].rules[0].matches[0].query_params[0].value",
+             "invalid regular expression: invalid escape sequence: \\1 (RE2 has no "
+             "backreferences)"),
+           P("schema", "spec.grpc_routes[0].rules[0].matches[0].service",
+             "invalid regular expression: invalid repetition size: {1001} (RE2 allows counts up "
+             "to 1000, nested counts multiplied)"),
+           /* each part is within the limit, the path regex of both is not */
+           P("schema", "spec.grpc_routes[0].rules[0].matches[1]",
+             "invalid regular expression: service and method as one path: RE2 program size 126 "
+             "is over the limit of 100 (Envoy's re2.max_program_size.error_level)"));
+    val_result_free(&r);
+}
 TL_MAIN(cmocka_unit_test(test_demo_config_passes), cmocka_unit_test(test_schema),
         cmocka_unit_test(test_semantic), cmocka_unit_test(test_dependency),
         cmocka_unit_test(test_security), cmocka_unit_test(test_quota),
@@ -846,4 +944,6 @@ TL_MAIN(cmocka_unit_test(test_demo_config_passes), cmocka_unit_test(test_schema)
         cmocka_unit_test(test_every_stage_at_once),
         cmocka_unit_test(test_references_across_configs),
         cmocka_unit_test(test_names_that_collide_once_merged),
-        cmocka_unit_test(test_broken_documents), cmocka_unit_test(test_regex_approximates_re2))
+        cmocka_unit_test(test_broken_documents), cmocka_unit_test(test_regex_is_re2),
+        cmocka_unit_test(test_regex_program_size_limit),
+        cmocka_unit_test(test_regex_errors_name_the_field))
