@@ -67,6 +67,10 @@ svc_redis_start "$WORK/redis" "$REDIS_PORT" || exit 1
 export SEXTANT_DATABASE_URL="postgresql://sextant@127.0.0.1:$PA,127.0.0.1:$PB/sextant?target_session_attrs=read-write"
 export SEXTANT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 export SEXTANT_DATABASE_CONNECT_TIMEOUT=2s
+# The writer sends about ten writes a second over both replicas, which share one rate
+# limit through Redis: the limit is raised so that every refusal the drill sees is the
+# failover's.
+export SEXTANT_RATELIMIT_WRITE_RATE=1000 SEXTANT_RATELIMIT_WRITE_BURST=1000
 migrate || exit 1
 check "the standby streams from the primary, synchronously" replicate "$B" "$PB" "$PA"
 
