@@ -209,7 +209,11 @@ static size_t grpc_parts(tr_ctx *tr, const Gateway__Control__V1__GrpcMatch *m, c
         return 0;
     }
     if (is_regex_type(m->match_type)) {
-        const char *re = tr_printf(tr, "/%s/%s", svc[0] ? svc : "[^/]+", meth[0] ? meth : "[^/]+");
+        /* Each part grouped, so that an alternation stays inside its part: "Get|Put"
+         * must not match the path "Put". */
+        const char *re = tr_printf(tr, "/%s%s%s/%s%s%s", svc[0] ? "(?:" : "",
+                                   svc[0] ? svc : "[^/]+", svc[0] ? ")" : "", meth[0] ? "(?:" : "",
+                                   meth[0] ? meth : "[^/]+", meth[0] ? ")" : "");
         out[0] = (path_part){PATH_REGEX, re, RANK_REGEX, strlen(re), NULL};
     } else if (svc[0] && meth[0]) {
         const char *p = tr_printf(tr, "/%s/%s", svc, meth);

@@ -316,8 +316,9 @@ static void grpc_match(val_ctx *c, const char *base, const val_grpc_match *m)
      * grpc_parts), whose program may be over the limit when each part alone is not. */
     if (is_regex_type(m->match_type) && parts_ok) {
         sx_buf re = {0};
-        sx_buf_printf(&re, "/%s/%s", val_empty(m->service) ? "[^/]+" : m->service,
-                      val_empty(m->method) ? "[^/]+" : m->method);
+        bool s = !val_empty(m->service), me = !val_empty(m->method);
+        sx_buf_printf(&re, "/%s%s%s/%s%s%s", s ? "(?:" : "", s ? m->service : "[^/]+", s ? ")" : "",
+                      me ? "(?:" : "", me ? m->method : "[^/]+", me ? ")" : "");
         if (!val_regex_check(sx_buf_cstr(&re), limit, why, sizeof why))
             val_add(c, base, "invalid regular expression: service and method as one path: %s", why);
         sx_buf_free(&re);

@@ -791,6 +791,32 @@ static void test_shared_route_name(void **state)
     tr_resources_unref(r);
 }
 
+/* A gRPC match by regular expression becomes one path regex with each part grouped: an
+ * alternation in the method stays inside the method ("Get|Put" must not match "Put"). */
+static void test_grpc_regex_parts_grouped(void **state)
+{
+    (void)state;
+    tr_resources *r =
+        build("{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
+              "   'attached_routes': ['api']}],"
+              " 'grpc_routes': [{'name': 'api', 'namespace': 'n', 'rules': ["
+              "   {'matches': [{'service': 'shop[.]Cart', 'method': 'Get|Put',"
+              "                 'match_type': 'RegularExpression'},"
+              "                {'method': 'List.*', 'match_type': 'RegularExpression'}],"
+              "    'backend_refs': [{'name': 'b'}]}]}],"
+              " 'backends': [{'name': 'b', 'namespace': 'n'}]}");
+    RouteConfiguration *rc = decode(r, TR_RDS, "l");
+    const Envoy__Config__Route__V3__VirtualHost *vh = vhost(rc, "*");
+    assert_int_equal(vh->n_routes, 2);
+    const char *got[2] = {vh->routes[0]->match->safe_regex->regex,
+                          vh->routes[1]->match->safe_regex->regex};
+    bool first = strcmp(got[0], "/(?:shop[.]Cart)/(?:Get|Put)") == 0;
+    assert_string_equal(got[first ? 0 : 1], "/(?:shop[.]Cart)/(?:Get|Put)");
+    assert_string_equal(got[first ? 1 : 0], "/[^/]+/(?:List.*)");
+    protobuf_c_message_free_unpacked(&rc->base, NULL);
+    tr_resources_unref(r);
+}
+
 static void test_type_urls(void **state)
 {
     (void)state;
@@ -821,4 +847,5 @@ TL_MAIN(cmocka_unit_test(test_proxyless_chain),
         cmocka_unit_test(test_tls), cmocka_unit_test(test_tcp_proxy),
         cmocka_unit_test(test_same_ir_same_bytes), cmocka_unit_test(test_endpoint_change_scoped),
         cmocka_unit_test(test_unknown_backend), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_shared_route_name), cmocka_unit_test(test_type_urls))
+        cmocka_unit_test(test_shared_route_name), cmocka_unit_test(test_grpc_regex_parts_grouped),
+        cmocka_unit_test(test_type_urls))
