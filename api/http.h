@@ -118,6 +118,10 @@ const char *http_req_remote_ip(http_request *r);
  * until the response is done, typically in the request's arena. NULL until set. */
 void http_req_set_app_data(http_request *r, void *data);
 void *http_req_app_data(const http_request *r);
+/* A function every JSON answer of the request (http_respond_json) passes through before
+ * it is sent, e.g. to redact what the caller may not read: it takes the body's reference
+ * and returns the body to send (the same or another); NULL: none. */
+void http_req_set_json_filter(http_request *r, json_t *(*filter)(json_t *body));
 /* Adds a response header (copied) to the answer sent next. */
 void http_req_set_header(http_request *r, const char *name, const char *value);
 

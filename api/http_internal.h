@@ -94,6 +94,8 @@ struct http_request {
     char remote_ip[INET6_ADDRSTRLEN]; /* filled on first http_req_remote_ip; "" before */
     void *app_data;                   /* http_req_set_app_data; not owned */
     struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
+    /* The filter of its JSON answers (http_req_set_json_filter); NULL: none. */
+    json_t *(*json_filter)(json_t *body);
 };
 
 /* ---- http_request.c */

@@ -73,6 +73,8 @@ void http_respond(http_request *r, int status, const char *content_type, const v
 
 void http_respond_json(http_request *r, int status, json_t *body)
 {
+    if (body && r->json_filter)
+        body = r->json_filter(body);
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     if (text == NULL) {
@@ -217,4 +219,9 @@ void http_req_set_app_data(http_request *r, void *data)
 void *http_req_app_data(const http_request *r)
 {
     return r->app_data;
+}
+
+void http_req_set_json_filter(http_request *r, json_t *(*filter)(json_t *body))
+{
+    r->json_filter = filter;
 }

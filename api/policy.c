@@ -37,6 +37,8 @@ static const char builtin_yaml[] = "# The built-in RBAC policy of Sextant.\n"
                                    "    permissions:\n"
                                    "      - resource: \"*\"\n"
                                    "        actions: [\"*\"]\n"
+                                   "      - resource: secrets\n"
+                                   "        actions: [read]\n"
                                    "  - name: operator\n"
                                    "    description: reads everything, changes configuration\n"
                                    "    permissions:\n"
@@ -131,9 +133,12 @@ bool policy_allows(const policy *p, const char *role_name, const char *resource_
     if (r == NULL)
         return false;
     bool has_id = resource_id && *resource_id;
+    /* Private keys are granted only by a rule that names them: no wildcard reaches them. */
+    bool explicit_only = strcmp(resource_type, POLICY_SECRETS) == 0;
     for (size_t i = 0; i < r->nrules; i++) {
         const rule *ru = &r->rules[i];
-        if (!glob_match(ru->type_pat, resource_type))
+        if (explicit_only ? strcmp(ru->type_pat, POLICY_SECRETS) != 0
+                          : !glob_match(ru->type_pat, resource_type))
             continue;
         if (ru->id_pat &&
             !(has_id ? glob_match(ru->id_pat, resource_id) : strcmp(ru->id_pat, "*") == 0))

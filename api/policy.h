@@ -34,12 +34,18 @@
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
 
+/* The resource type of the private keys in configs and snapshots. Only a rule whose
+ * resource is exactly "secrets" grants an action on it (no "*" pattern does): "secrets:
+ * read" shows private keys in REST answers, which otherwise read "[redacted]"
+ * (server/secrets.h). The built-in admin has it; operator and viewer do not. */
+#define POLICY_SECRETS "secrets"
+
 /* A loaded policy. Read-only once loaded, so any thread may consult it. */
 typedef struct policy policy;
 
-/* The YAML text of the built-in policy (viewer reads everything; operator also
- * changes configs, rolls back configs and groups, and does everything with
- * deployments; admin does everything). Static storage. */
+/* The YAML text of the built-in policy (viewer reads everything but private keys;
+ * operator also changes configs, rolls back configs and groups, and does everything
+ * with deployments; admin does everything and reads private keys). Static storage. */
 const char *policy_builtin_yaml(void);
 
 /* The built-in policy, parsed; never NULL (a parse failure is a bug and aborts). Free

@@ -48,6 +48,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/changes.h"
+#include "server/secrets.h"
 #include "server/server.h"
 #include "storage/repo_audit.h"
 
@@ -414,6 +415,9 @@ static void pipeline(http_request *req, void *ud)
         return;
     }
     http_req_set_app_data(req, who);
+    /* Private keys in answers read "[redacted]" unless the role may read secrets. */
+    if (!rest_allows(rc->api, who->role, POLICY_SECRETS, "read"))
+        http_req_set_json_filter(req, secrets_redacted);
     rc->fn(req, rc->api, rc->ud);
 }
 

@@ -12,6 +12,7 @@
 #include "server/apply.h"
 #include "server/base/arena.h"
 #include "server/base/fielderr.h"
+#include "server/secrets.h"
 #include "server/validate/validate.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
@@ -144,9 +145,12 @@ static int run_write(const char *cmd, const cli_opts *o, write_fn fn)
                               .timeout_ms = (int)cfg->redis.timeout_ms,
                               .key_prefix = cfg->redis.key_prefix};
     redis_cache *cache = NULL;
+    sx_keyring *keys = NULL;
     sx_err err;
     sx_err_clear(&err);
     int rc = pg_pool_create(&po, &w.pool, &err);
+    if (rc == 0 && (rc = secrets_attach(cfg, w.pool, &keys, &err)) == 0)
+        rc = secrets_check(w.pool, keys, &err);
     if (rc == 0)
         rc = redis_cache_create(&ro, &cache, &err);
     if (rc == 0) {
@@ -166,6 +170,7 @@ static int run_write(const char *cmd, const cli_opts *o, write_fn fn)
     snap_repo_destroy(w.snaps);
     redis_cache_destroy(cache);
     pg_pool_destroy(w.pool);
+    sx_keyring_free(keys);
     json_decref(spec);
     config_free(cfg);
     return rc == 0 ? 0 : 1;

@@ -48,6 +48,9 @@
  *   auth.clock_skew                duration  60s                0..1h leeway on exp and nbf
  *   auth.policy_file               file      (none)             YAML RBAC policy; none: built-in
  *   auth.dev_sign_in               boolean   false              true/false, yes/no, on/off, 1/0
+ *   secrets.key_file               file      (none)             keyring sealing private keys at
+ *                                                               rest; none: they are refused
+ *   secrets.allow_plaintext        boolean   false              no key_file: store them unsealed
  *   shutdown.timeout               duration  10s                1ms..1h
  *   snapshots.load_timeout         duration  30s                1ms..1h
  *   snapshots.check_interval       duration  10s                100ms..1h; latest versions
@@ -204,6 +207,11 @@ typedef struct sextant_config {
         char *policy_file;            /* NULL: the built-in RBAC policy (api/policy.h) */
         bool dev_sign_in;             /* local development only: sign in without a token */
     } auth;
+    /* Private keys in configs at rest (server/secrets.h). */
+    struct {
+        char *key_file;       /* keyring file (server/base/seal.h); NULL: none */
+        bool allow_plaintext; /* no key_file: store private keys unsealed, else refuse */
+    } secrets;
     struct {
         int64_t timeout_ms; /* budget for stopping every component */
     } shutdown;

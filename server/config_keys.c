@@ -99,6 +99,12 @@ const key_def config_keys[] = {
      "YAML RBAC policy mapping roles to resources and actions (see README, Authentication)."},
     {"auth.dev_sign_in", K_BOOL, "false", 0, 0, OFF(auth.dev_sign_in), NULL,
      "Local development only: allow signing in without a token."},
+    {"secrets.key_file", K_FILE, NULL, 0, 0, OFF(secrets.key_file), "none",
+     "Keyring that encrypts private keys in configs at rest (AES-256-GCM): lines \"<key id> "
+     "<32 bytes as hex or base64> [active]\". Without it private keys are refused."},
+    {"secrets.allow_plaintext", K_BOOL, "false", 0, 0, OFF(secrets.allow_plaintext), NULL,
+     "Without secrets.key_file, store private keys unencrypted instead of refusing them "
+     "(warned at start)."},
     {"shutdown.timeout", K_DURATION, "10s", 1, MS_HOUR, OFF(shutdown.timeout_ms), NULL,
      "Budget for stopping every component on SIGTERM; past it the process exits non-zero."},
     {"snapshots.load_timeout", K_DURATION, "30s", 1, MS_HOUR, OFF(snapshots.load_timeout_ms), NULL,

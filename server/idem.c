@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/config.h"
+#include "server/secrets.h"
 #include "server/server.h"
 
 static void reset(idem_request *r)
@@ -58,6 +59,8 @@ int idem_end(pg_conn *c, idem_request *r, const void *result, sx_arena *a, sx_er
         return 0;
     int status = 0;
     json_t *body = r->render(result, r->ud, &status);
+    /* Stored in PostgreSQL and replayed to whoever holds the key: never a private key. */
+    body = secrets_redacted(body);
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     if (text == NULL)

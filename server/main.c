@@ -37,6 +37,7 @@
 #include "server/base/mem.h"
 #include "server/cli.h"
 #include "server/cli_migrate.h"
+#include "server/cli_secrets.h"
 #include "server/cli_write.h"
 #include "server/config.h"
 #include "server/datastore.h"
@@ -47,6 +48,7 @@
 #include "server/leader.h"
 #include "server/nodes/status.h"
 #include "server/replicas.h"
+#include "server/secrets.h"
 #include "server/rollout/driver.h"
 #include "server/server.h"
 #include "server/snapshot/loader.h"
@@ -78,6 +80,7 @@ static void usage_main(FILE *out)
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
                  "  token     Mint a JWT for the REST API with the configured signing key.\n"
+                 "  rotate-secrets  Reseal every stored private key with the active key.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
                  "\n"
@@ -152,7 +155,8 @@ static const struct cli_option {
     const char *shrt, *lng;
     size_t off;
 } options[] = {
-    {"serve migrate import publish token", "-c", "--config", offsetof(cli_opts, config)},
+    {"serve migrate import publish token rotate-secrets", "-c", "--config",
+     offsetof(cli_opts, config)},
     {"migrate", "-d", "--dir", offsetof(cli_opts, dir)},
     {"import publish", "-f", "--file", offsetof(cli_opts, file)},
     {"import publish", "-n", "--name", offsetof(cli_opts, name)},
@@ -404,6 +408,7 @@ static int create_storage(struct sx_server *srv, sx_err *err)
     };
     int rc;
     if ((rc = pg_pool_create(&po, &srv->db, err)) != 0 ||
+        (rc = secrets_attach(cfg, srv->db, &srv->secrets, err)) != 0 ||
         (rc = redis_cache_create(&ro, &srv->cache, err)) != 0 ||
         (rc = redis_bucket_create(&bo, &srv->limits, err)) != 0 ||
         (rc = pg_listener_create(&lo, &srv->listener, err)) != 0)
@@ -584,6 +589,8 @@ static void free_daemon(struct sx_server *srv)
     srv->limits = NULL;
     pg_pool_destroy(srv->db);
     srv->db = NULL;
+    sx_keyring_free(srv->secrets);
+    srv->secrets = NULL;
     pg_link_destroy(srv->db_link);
     srv->db_link = NULL;
     http_destroy(srv->http);
@@ -625,6 +632,21 @@ static int cmd_serve(const cli_opts *o)
         return 1;
     }
     if (build_daemon(srv, &err) != 0) {
+        sx_log_err(SX_LOG_ERROR, "main", &err);
+        cli_print_err(NULL, &err);
+        free_daemon(srv);
+        sx_server_destroy(srv);
+        return 1;
+    }
+
+    /* A keyring that cannot open the stored secrets is refused before anything is
+     * served; an unreachable database leaves that to the first reads. */
+    int krc = secrets_check(srv->db, srv->secrets, &err);
+    if (krc == SX_EUNAVAILABLE) {
+        SX_WARN("secrets", "could not check secrets.key_file against the database: %s",
+                err.message);
+        sx_err_clear(&err);
+    } else if (krc != 0) {
         sx_log_err(SX_LOG_ERROR, "main", &err);
         cli_print_err(NULL, &err);
         free_daemon(srv);
@@ -692,6 +714,7 @@ static const struct command {
     {"import", cli_import_usage, cli_import_usage, cli_import},
     {"publish", cli_publish_usage, cli_publish_usage, cli_publish},
     {"token", usage_token, usage_token, cmd_token},
+    {"rotate-secrets", cli_rotate_secrets_usage, cli_rotate_secrets_usage, cli_rotate_secrets},
     {"version", usage_version, usage_version, cmd_version},
 };
 

@@ -65,6 +65,9 @@ struct sx_server {
     /* The PostgreSQL connection pool (database.*) every component and handler borrows
      * connections from. */
     struct pg_pool *db;
+    /* The keyring sealing private keys at rest (secrets.key_file, server/secrets.h) that
+     * db's repositories use; NULL without one. Freed after db. */
+    struct sx_keyring *secrets;
     /* The Redis hot cache in front of the snapshots; a cache that is always empty when
      * redis.url is "". */
     struct redis_cache *cache;

@@ -64,6 +64,8 @@ struct pg_pool {
     sx_metric *m_open;
     sx_metric *m_connect_fail;
     sx_metric *m_errors;
+    const sx_keyring *secrets; /* borrowed; NULL: private keys unsealed or refused */
+    bool secrets_plaintext;    /* keys NULL: private keys stored unsealed (else refused) */
 };
 
 static void on_link_up(void *ctx);
@@ -144,6 +146,24 @@ void pg_pool_destroy(pg_pool *p)
 const char *pg_pool_url(const pg_pool *p)
 {
     return p->url;
+}
+
+void pg_pool_set_secrets(pg_pool *p, const sx_keyring *keys, bool allow_plaintext)
+{
+    p->secrets = keys;
+    p->secrets_plaintext = allow_plaintext;
+}
+
+const sx_keyring *pg_pool_secrets(const pg_pool *p, bool *allow_plaintext)
+{
+    if (allow_plaintext)
+        *allow_plaintext = p->secrets_plaintext;
+    return p->secrets;
+}
+
+const sx_keyring *pg_conn_secrets(const pg_conn *c, bool *allow_plaintext)
+{
+    return pg_pool_secrets(c->pool, allow_plaintext);
 }
 
 PGconn *pg_conn_raw(pg_conn *c)

@@ -24,6 +24,7 @@
 
 #include "server/base/err.h"
 #include "server/base/metrics.h"
+#include "server/base/seal.h"
 #include "storage/pg_link.h"
 
 typedef struct pg_pool pg_pool;
@@ -66,6 +67,17 @@ const char *pg_pool_url(const pg_pool *p);
 
 /* The underlying libpq connection (owned by c), for LISTEN-style uses. */
 PGconn *pg_conn_raw(pg_conn *c);
+
+/* What the repositories do with the private keys of configs and snapshots
+ * (storage/secret_seal.h): seal them with keys (borrowed; must outlive the pool), or,
+ * keys NULL, store them as they are when allow_plaintext, else refuse them. Call once,
+ * before the pool is shared; a new pool refuses them. */
+void pg_pool_set_secrets(pg_pool *p, const sx_keyring *keys, bool allow_plaintext);
+/* The keyring of the pool c came from (NULL: none) and, into *allow_plaintext (NULL
+ * allowed), whether private keys may be stored unsealed. */
+const sx_keyring *pg_conn_secrets(const pg_conn *c, bool *allow_plaintext);
+/* The same for the pool itself. */
+const sx_keyring *pg_pool_secrets(const pg_pool *p, bool *allow_plaintext);
 
 /*
  * Runs one parameterised statement. params are n text-format values (NULL entries

@@ -18,6 +18,7 @@
 
 #include "server/base/mem.h"
 #include "storage/repo_common.h"
+#include "storage/secret_seal.h"
 
 #define NAME_MAX_LEN 253
 #define REF_MAX_LEN  1024
@@ -169,6 +170,27 @@ static int read_listed_ver(sx_arena *a, const PGresult *r, int row, void *item, 
     return read_ver(a, r, row, false, item, err);
 }
 
+/* The stored form of spec (its private keys sealed, see storage/secret_seal.h) as a
+ * $n::jsonb parameter in a, into *out; seal_json's errors when it may not be stored. */
+static int spec_param(pg_conn *c, sx_arena *a, const json_t *spec, const char **out, sx_err *err)
+{
+    bool plaintext = false;
+    const sx_keyring *k = pg_conn_secrets(c, &plaintext);
+    json_t *stored = NULL;
+    int rc = seal_json(k, plaintext, spec, &stored, err);
+    if (rc)
+        return rc;
+    *out = repo_json_param(a, stored);
+    json_decref(stored);
+    return 0;
+}
+
+/* Opens the sealed private keys of a spec read on c. */
+static int open_spec(pg_conn *c, json_t *spec, sx_err *err)
+{
+    return seal_open_json(pg_conn_secrets(c, NULL), spec, err);
+}
+
 static int read_live_ver(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
     return read_ver(a, r, row, true, item, err);
@@ -203,11 +225,14 @@ int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out
         return rc;
     char sum[SX_SHA256_HEX_LEN + 1];
     cfg_repo_checksum(in->spec, sum);
+    const char *stored = NULL;
+    if ((rc = spec_param(c, a, in->spec, &stored, err)) != 0)
+        return rc;
     const char *p[] = {
         in->ns,
         in->name,
         repo_strv_param(a, in->groups, in->group_count),
-        repo_json_param(a, in->spec),
+        stored,
         in->author,
         sum,
         in->draft ? "true" : "false",
@@ -349,10 +374,13 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
         return sx_err_set(err, SX_EINVAL, "source_version %d does not exist", in->source_version);
     char sum[SX_SHA256_HEX_LEN + 1];
     cfg_repo_checksum(in->spec, sum);
+    const char *stored = NULL;
+    if ((rc = spec_param(c, a, in->spec, &stored, err)) != 0)
+        return rc;
     const char *p[] = {
         id,
         repo_i64_param(a, expected_latest),
-        repo_json_param(a, in->spec),
+        stored,
         sum,
         in->author,
         in->message ? in->message : "",
@@ -417,7 +445,7 @@ int cfg_repo_get_version(pg_conn *c, const char *id, int version, sx_arena *a, c
         return sx_err_set(err, SX_ENOTFOUND, "version %d of config %s does not exist", version, id);
     cfg_version *o = sx_arena_alloc(a, sizeof(*o));
     rc = read_ver(a, r, 0, true, o, err);
-    if (rc == 0)
+    if (rc == 0 && (rc = open_spec(c, o->spec, err)) == 0)
         *out = o;
     return rc;
 }
@@ -493,7 +521,11 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
                             " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
                             " ORDER BY c.namespace, c.name",
         1, p, sizeof(cfg_version), read_live_ver, &v, count, err);
-    *out = v;
+    for (size_t i = 0; rc == 0 && i < *count; i++)
+        rc = open_spec(c, ((cfg_version *)v)[i].spec, err);
+    *out = rc ? NULL : v;
+    if (rc)
+        *count = 0;
     return rc;
 }
 
@@ -554,7 +586,11 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
                          "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
                          " ORDER BY c.namespace, c.name",
                          2, p, sizeof(cfg_live), read_live, &v, count, err);
-    *out = v;
+    for (size_t i = 0; rc == 0 && i < *count; i++)
+        rc = open_spec(c, ((cfg_live *)v)[i].spec, err);
+    *out = rc ? NULL : v;
+    if (rc)
+        *count = 0;
     return rc;
 }
 

@@ -22,6 +22,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "storage/repo_common.h"
+#include "storage/secret_seal.h"
 
 #define COMPONENT      "snapshots"
 #define CACHE_MAGIC    "SXS1\n"
@@ -145,6 +146,23 @@ static int read_snap(sx_arena *a, const PGresult *r, int row, bool list, bool wi
     return 0;
 }
 
+/* Opens what storage keeps sealed in a record it read: the bytes (into a) and the IR. */
+static int open_record(const sx_keyring *k, sx_arena *a, snap_record *o, sx_err *err)
+{
+    if (o->encoded && sx_sealed_bytes(o->encoded, o->encoded_len)) {
+        sx_buf b = {0};
+        int rc = sx_open_bytes(k, o->encoded, o->encoded_len, &b, err);
+        if (rc) {
+            sx_buf_free(&b);
+            sx_err_prefix(err, "snapshot %lld of group %s", o->version, o->group);
+            return rc;
+        }
+        o->encoded_len = b.len;
+        o->encoded = sx_arena_defer(a, sx_free, sx_buf_steal(&b));
+    }
+    return o->ir ? seal_open_json(k, o->ir, err) : 0;
+}
+
 static int read_listed(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
     return read_snap(a, r, row, true, false, item, err);
@@ -199,7 +217,10 @@ int snap_repo_ir_on(pg_conn *c, const char *group, long long version, sx_arena *
         return rc;
     if (PQntuples(r) == 0)
         return no_version(group, version, err);
-    return repo_json(a, r, 0, 0, ir, err);
+    if ((rc = repo_json(a, r, 0, 0, ir, err)) == 0 &&
+        (rc = seal_open_json(pg_conn_secrets(c, NULL), *ir, err)) != 0)
+        *ir = NULL;
+    return rc;
 }
 
 int snap_repo_set_current(pg_conn *c, const char *group, long long version, sx_arena *a,
@@ -268,11 +289,30 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         sx_sha256_hex(canon, strlen(canon), sum);
         free(canon);
     }
+    /* At rest, private keys are sealed: in the IR, and the bytes as a whole. */
+    bool plaintext = false;
+    const sx_keyring *k = pg_conn_secrets(c, &plaintext);
+    json_t *stored_ir = NULL;
+    sx_buf sealed = {0};
+    bool is_sealed = false;
+    if ((rc = seal_json(k, plaintext, in->ir, &stored_ir, err)) != 0)
+        return rc;
+    const char *ir_param = repo_json_param(a, stored_ir);
+    json_decref(stored_ir);
+    if ((rc = seal_bytes(k, plaintext, seal_json_has_keys(in->ir), in->encoded, in->encoded_len,
+                         &sealed, &is_sealed, err)) != 0) {
+        sx_buf_free(&sealed);
+        return rc;
+    }
+    size_t bytes_len = is_sealed ? sealed.len : in->encoded_len;
+    const char *bytes = in->encoded_len ? (const char *)in->encoded : "";
+    if (is_sealed)
+        bytes = sx_arena_defer(a, sx_free, sx_buf_steal(&sealed));
     json_t *src = sources_json(in->sources, in->source_count);
     const char *p[] = {
         in->group,
-        repo_json_param(a, in->ir),
-        in->encoded_len ? (const char *)in->encoded : "",
+        ir_param,
+        bytes,
         sum,
         repo_json_param(a, src),
         in->reason ? in->reason : "",
@@ -280,7 +320,7 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         in->deployment_id,
     };
     json_decref(src);
-    int lengths[8] = {0, 0, (int)in->encoded_len, 0, 0, 0, 0, 0};
+    int lengths[8] = {0, 0, (int)bytes_len, 0, 0, 0, 0, 0};
     int formats[8] = {0, 0, 1, 0, 0, 0, 0, 0};
     /* A staged snapshot ($8 set) takes the next version without becoming current. */
     static const char sql[] =
@@ -352,12 +392,27 @@ static char *staged_key(sx_arena *a, const snap_record *s)
 /* Writes s (which must carry its bytes) under key. */
 static void cache_store_at(snap_repo *r, const char *key, int ttl_s, const snap_record *s)
 {
+    /* With a keyring, every cached snapshot is sealed: Redis is storage at rest too. */
+    const sx_keyring *k = pg_pool_secrets(r->pool, NULL);
+    sx_buf sealed = {0};
+    const void *body = s->encoded;
+    size_t body_len = s->encoded_len;
+    if (k) {
+        sx_err err;
+        if (sx_seal_bytes(k, s->encoded, s->encoded_len, &sealed, &err) != 0) {
+            sx_buf_free(&sealed);
+            return; /* not cached; readers go to PostgreSQL */
+        }
+        body = sealed.data;
+        body_len = sealed.len;
+    }
     json_t *meta =
         json_pack("{s:I, s:s, s:I, s:s, s:o, s:s, s:s, s:s, s:I}", "id", (json_int_t)s->id, "group",
                   s->group, "version", (json_int_t)s->version, "checksum", s->checksum, "sources",
                   sources_json(s->sources, s->source_count), "reason", s->reason, "created_by",
                   s->created_by, "created_at", s->created_at ? s->created_at : "", "encoded_len",
                   (json_int_t)s->encoded_len);
+    json_object_set_new(meta, "encoded_len", json_integer((json_int_t)body_len));
     char *text = json_dumps(meta, JSON_COMPACT);
     json_decref(meta);
     if (text == NULL)
@@ -366,10 +421,11 @@ static void cache_store_at(snap_repo *r, const char *key, int ttl_s, const snap_
     sx_buf_puts(&b, CACHE_MAGIC);
     sx_buf_puts(&b, text);
     sx_buf_putc(&b, '\n');
-    sx_buf_append(&b, s->encoded, s->encoded_len);
+    sx_buf_append(&b, body, body_len);
     free(text);
     redis_cache_set(r->cache, key, b.data, b.len, ttl_s);
     sx_buf_free(&b);
+    sx_buf_free(&sealed);
 }
 
 static void cache_store(snap_repo *r, sx_arena *a, const snap_record *s)
@@ -446,8 +502,8 @@ void snap_repo_cache_current(snap_repo *r, const char *group, long long version)
 }
 
 /* Parses a cache value into *o; false (a miss) for anything unexpected. */
-static bool cache_decode(sx_arena *a, const char *val, size_t len, const char *group,
-                         long long version, snap_record *o)
+static bool cache_decode(const sx_keyring *k, sx_arena *a, const char *val, size_t len,
+                         const char *group, long long version, snap_record *o)
 {
     size_t ml = strlen(CACHE_MAGIC);
     if (len < ml || memcmp(val, CACHE_MAGIC, ml) != 0)
@@ -476,6 +532,8 @@ static bool cache_decode(sx_arena *a, const char *val, size_t len, const char *g
     o->encoded = sx_arena_alloc(a, body + 1);
     memcpy(o->encoded, nl + 1, body);
     o->encoded_len = body;
+    if (sx_sealed_bytes(o->encoded, body) && open_record(k, a, o, NULL) != 0)
+        return false; /* sealed with a key this replica lacks: a miss, PostgreSQL answers */
     o->checksum = sx_arena_strdup(a, sum);
     o->reason = sx_arena_strdup(a, reason);
     o->created_by = sx_arena_strdup(a, by);
@@ -492,7 +550,7 @@ static bool cache_lookup_at(snap_repo *r, sx_arena *a, const char *key, const ch
     size_t len = 0;
     if (redis_cache_get(r->cache, key, &val, &len) != 0)
         return false;
-    bool ok = cache_decode(a, val, len, group, version, o);
+    bool ok = cache_decode(pg_pool_secrets(r->pool, NULL), a, val, len, group, version, o);
     free(val);
     if (!ok)
         sx_log(SX_LOG_WARN, COMPONENT, "ignoring a malformed cache entry for snapshot %lld of %s",
@@ -538,13 +596,13 @@ static int query_page(snap_repo *r, sx_arena *a, const repo_page_spec *s, int li
     return rc;
 }
 
-/* The snapshot in row 0 of res (which has one) into a new record of a. */
-static int read_first(sx_arena *a, const PGresult *res, bool with_ir, snap_record **out,
-                      sx_err *err)
+/* The snapshot in row 0 of res (which has one) into a new record of a, opened. */
+static int read_first(snap_repo *r, sx_arena *a, const PGresult *res, bool with_ir,
+                      snap_record **out, sx_err *err)
 {
     snap_record *o = sx_arena_alloc(a, sizeof(*o));
     int rc = read_snap(a, res, 0, false, with_ir, o, err);
-    if (rc == 0)
+    if (rc == 0 && (rc = open_record(pg_pool_secrets(r->pool, NULL), a, o, err)) == 0)
         *out = o;
     return rc;
 }
@@ -575,7 +633,7 @@ int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned f
     if (PQntuples(res) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld of group %s does not exist", version,
                           group);
-    if ((rc = read_first(a, res, with_ir, out, err)) == 0)
+    if ((rc = read_first(r, a, res, with_ir, out, err)) == 0)
         cache_store(r, a, *out);
     return rc;
 }
@@ -633,7 +691,7 @@ int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_are
         return rc;
     if (PQntuples(res) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot", group);
-    if ((rc = read_first(a, res, with_ir, out, err)) != 0)
+    if ((rc = read_first(r, a, res, with_ir, out, err)) != 0)
         return rc;
     cache_store(r, a, *out);
     cache_bump_latest(r, a, (*out)->group, (*out)->version);
@@ -651,7 +709,7 @@ int snap_repo_get_by_id(snap_repo *r, long long id, sx_arena *a, snap_record **o
         return rc;
     if (PQntuples(res) == 0)
         return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld does not exist", id);
-    return read_first(a, res, true, out, err);
+    return read_first(r, a, res, true, out, err);
 }
 
 /* Groups by name ($1 the name to start after, $2 the limit); a group's versions newest
@@ -728,6 +786,8 @@ static int load_missing(snap_repo *r, sx_arena *a, sx_arena *tmp, const json_t *
         for (size_t i = 0; i < n; i++) {
             if (!have[i] && strcmp(v[i].group, name) == 0) {
                 rc = read_snap(a, res, row, false, false, &v[i], err);
+                if (rc == 0)
+                    rc = open_record(pg_pool_secrets(r->pool, NULL), a, &v[i], err);
                 have[i] = rc == 0;
                 if (rc == 0)
                     cache_store(r, a, &v[i]);
