@@ -24,6 +24,7 @@
 #include "server/base/mem.h"
 #include "server/diff.h"
 #include "server/ir/ir.h"
+#include "server/secrets.h"
 #include "server/snapshot/compose.h"
 #include "server/snapshot/writer.h"
 #include "storage/repo_audit.h"
@@ -384,6 +385,11 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
             return rc;
         spec = src->spec;
     }
+    cfg_version *prev = NULL; /* private keys written back redacted keep the stored ones */
+    if (op == APPLY_UPDATE && old->latest_version > 0 && secrets_has_redacted(spec) &&
+        ((rc = cfg_repo_get_version(c, old->id, old->latest_version, a, &prev, err)) != 0 ||
+         (rc = secrets_keep_redacted(a, spec, prev->spec, &spec, err)) != 0))
+        return rc;
     const char *const *groups = req->groups;
     size_t ngroups = req->group_count;
     bool set_groups = ngroups > 0;

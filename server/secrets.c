@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/base/log.h"
+#include "storage/repo_common.h"
 #include "storage/secret_seal.h"
 
 #define COMPONENT "secrets"
@@ -102,4 +103,66 @@ json_t *secrets_redacted(json_t *doc)
     json_decref(doc);
     redact(copy, true);
     return copy;
+}
+
+/* The key_pem member of secret i of doc, or NULL. */
+static const char *key_of(const json_t *secret)
+{
+    return json_string_value(json_object_get(secret, "key_pem"));
+}
+
+static bool same_str(const json_t *x, const json_t *y, const char *field)
+{
+    const char *a = json_string_value(json_object_get(x, field));
+    const char *b = json_string_value(json_object_get(y, field));
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+bool secrets_has_redacted(const json_t *spec)
+{
+    size_t i;
+    const json_t *s;
+    json_array_foreach(json_object_get(spec, "secrets"), i, s)
+    {
+        const char *k = key_of(s);
+        if (k && strcmp(k, SECRETS_REDACTED) == 0)
+            return true;
+    }
+    return false;
+}
+
+int secrets_keep_redacted(sx_arena *a, const json_t *spec, const json_t *prev, const json_t **out,
+                          sx_err *err)
+{
+    *out = spec;
+    if (!secrets_has_redacted(spec))
+        return 0;
+    json_t *copy = repo_own_json(a, json_deep_copy(spec));
+    const json_t *olds = json_object_get(prev, "secrets");
+    size_t i, j;
+    json_t *s;
+    const json_t *o;
+    json_array_foreach(json_object_get(copy, "secrets"), i, s)
+    {
+        const char *k = key_of(s);
+        if (k == NULL || strcmp(k, SECRETS_REDACTED) != 0)
+            continue;
+        const char *kept = NULL;
+        json_array_foreach(olds, j, o)
+        {
+            if (same_str(s, o, "namespace") && same_str(s, o, "name"))
+                kept = key_of(o);
+        }
+        if (kept == NULL || kept[0] == '\0' || strcmp(kept, SECRETS_REDACTED) == 0) {
+            sx_err_set(err, SX_EVALIDATION,
+                       "spec.secrets[%zu].key_pem is %s, and the config has no key of that "
+                       "secret to keep",
+                       i, SECRETS_REDACTED);
+            sx_err_hint(err, "Send the private key itself for a new or renamed secret.");
+            return SX_EVALIDATION;
+        }
+        json_object_set_new(s, "key_pem", json_string(kept));
+    }
+    *out = copy;
+    return 0;
 }

@@ -11,8 +11,10 @@
 #ifndef SX_SERVER_SECRETS_H
 #define SX_SERVER_SECRETS_H
 
+#include <stdbool.h>
 #include <jansson.h>
 
+#include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/seal.h"
 #include "server/config.h"
@@ -45,5 +47,19 @@ int secrets_check(pg_pool *pool, const sx_keyring *k, sx_err *err) SX_MUSTCHECK;
  * else a redacted deep copy (doc may share objects with the caller's data, which is
  * never changed). NULL allowed (NULL returned). */
 json_t *secrets_redacted(json_t *doc);
+
+/* Whether a spec carries a private key that reads SECRETS_REDACTED (one written back as
+ * it was read by a role without secrets: read). NULL allowed. */
+bool secrets_has_redacted(const json_t *spec);
+
+/*
+ * The spec to store for an update that wrote back redacted private keys: *out (in a) is
+ * a copy of spec in which every secrets[i].key_pem that reads SECRETS_REDACTED holds the
+ * key of the secret of the same namespace and name in prev (the version it replaces), so
+ * editing a config does not need the permission to read its keys. SX_EVALIDATION, naming
+ * the path, when prev has no such secret (there is no key to keep).
+ */
+int secrets_keep_redacted(sx_arena *a, const json_t *spec, const json_t *prev, const json_t **out,
+                          sx_err *err) SX_MUSTCHECK;
 
 #endif

@@ -95,6 +95,11 @@ if [ ! -s "$LOCAL/hs256.secret" ]; then
     (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOCAL/hs256.secret")
 fi
 export SEXTANT_AUTH_HS256_SECRET_FILE="$LOCAL/hs256.secret"
+# Private keys in configs are stored encrypted: a random keyring for this machine, in .local/.
+if [ ! -s "$LOCAL/secrets.keys" ]; then
+    (umask 077 && printf 'local %s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$LOCAL/secrets.keys")
+fi
+export SEXTANT_SECRETS_KEY_FILE="$LOCAL/secrets.keys"
 # The web UI from this tree, and its one-click sign-in (local demo only: anyone who
 # reaches the port may sign in as any role).
 export SEXTANT_HTTP_UI_DIR="$ROOT/ui/dist"

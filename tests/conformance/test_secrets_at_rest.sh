@@ -189,6 +189,24 @@ st=$(call "$OPERATOR" PUT "/api/v1/configs/$ID" "{\"spec\":$(spec 11 tls2)}" -H 
 expect_status "a change after the rotation is stored" 200 "$st"
 check "...sealed with k2" \
     [ "$(sql "SELECT split_part(spec->'secrets'->0->>'key_pem', ':', 3) FROM config_versions WHERE config_id = '$ID' AND version = 3")" = k2 ]
+
+# ---------------------------------------------------------------- editing without secrets:read
+st=$(call "$OPERATOR" GET "/api/v1/configs/$ID")
+node -e '
+    const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    j.spec.backends[0].endpoints[0].port = 12;
+    console.log(JSON.stringify({spec: j.spec}));
+    j.spec.secrets.push({...j.spec.secrets[0], name: "other-tls"});
+    require("fs").writeFileSync(process.argv[2], JSON.stringify({spec: j.spec}));
+' "$WORK/body" "$WORK/new-secret.json" >"$WORK/edited.json"
+st=$(call "$OPERATOR" PUT "/api/v1/configs/$ID" "$(cat "$WORK/edited.json")" -H 'If-Match: "3"')
+expect_status "an operator writes back the config as read, key redacted, port changed" 200 "$st"
+st=$(call "$ADMIN" GET "/api/v1/configs/$ID/versions/4")
+check "version 4 has the new port" [ "$(jv .spec.backends[0].endpoints[0].port)" = 12 ]
+check "version 4 kept the stored private key" same_key .spec.secrets[0].key_pem
+st=$(call "$OPERATOR" PUT "/api/v1/configs/$ID" "$(cat "$WORK/new-secret.json")" -H 'If-Match: "4"')
+check "a new secret whose key reads [redacted] is refused (422: $(jv .error.message))" \
+    [ "$st $(sql "SELECT latest_version FROM configs WHERE id = '$ID'")" = "422 4" ]
 conf_stop_serve r1
 check "the daemon's logs hold no private key" no_plaintext "$(cat "$WORK"/*.log)"
 

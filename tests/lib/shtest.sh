@@ -157,6 +157,14 @@ work_init() {
     trap 'exit 1' INT TERM
 }
 
+# secrets_keyring FILE: writes a keyring of one random key "test" (secrets.key_file) and
+# exports SEXTANT_SECRETS_KEY_FILE, so the daemons started next store private keys
+# (Kubernetes TLS Secrets, configs with TLS) encrypted instead of refusing them.
+secrets_keyring() {
+    (umask 077 && printf 'test %s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$1")
+    export SEXTANT_SECRETS_KEY_FILE="$1"
+}
+
 # rbac_policy FILE PERMISSION...: writes an RBAC policy file (auth.policy_file); each
 # PERMISSION is "ROLE RESOURCE=ACTION[,ACTION...]", roles in the order first named:
 #   rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'viewer configs=read'

@@ -28,6 +28,8 @@ conf_k8s() {
         return 1
     fi
     export SEXTANT_K8S_ENABLED=true SEXTANT_K8S_KUBECONFIG="$K8S_DIR/kubeconfig"
+    # Gateways terminate TLS with the private keys of their Secrets: stored encrypted.
+    secrets_keyring "$WORK/secrets.keys"
 }
 
 # conf_k8s_cleanup: the API server's log tail on failure, the API server stopped, then
