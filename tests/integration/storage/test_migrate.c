@@ -411,6 +411,25 @@ static void test_history_tables_refuse_changes(void **state)
     assert_string_equal(enc, "0001");
     free(enc);
 
+    /* The one exception, resealing secrets: their columns alone, under sextant.rekey. */
+    expect_refused(c, "BEGIN; SELECT set_config('sextant.rekey', 'on', true);"
+                      " UPDATE config_versions SET spec = '{}', author = 'mallory'");
+    free(q1(c, "ROLLBACK"));
+    expect_refused(c, "BEGIN; SELECT set_config('sextant.rekey', 'on', true);"
+                      " UPDATE snapshots SET encoded = '\\x02', reason = 'forged'");
+    free(q1(c, "ROLLBACK"));
+    free(q1(c, "BEGIN; SELECT set_config('sextant.rekey', 'on', true);"
+               " UPDATE config_versions SET spec = '{\"sealed\": 1}';"
+               " UPDATE snapshots SET ir = '{\"sealed\": 2}', encoded = '\\x03'; COMMIT"));
+    char *sealed = q1(c, "SELECT v.spec::text || s.ir::text || encode(s.encoded, 'hex')"
+                         " FROM config_versions v, snapshots s");
+    assert_string_equal(sealed, "{\"sealed\": 1}{\"sealed\": 2}03");
+    free(sealed);
+    expect_refused(c, "UPDATE config_versions SET spec = '{}'"); /* the setting was local */
+    expect_refused(c, "BEGIN; SELECT set_config('sextant.rekey', 'on', true);"
+                      " DELETE FROM snapshots");
+    free(q1(c, "ROLLBACK"));
+
     /* Deployment states are constrained to the nine documented values. */
     char st[6];
     free(q1(c, "INSERT INTO deployments (config_id, config_version, created_by) VALUES"
