@@ -8,6 +8,7 @@
 #include "server/secrets.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include "server/base/log.h"
 #include "storage/repo_common.h"
@@ -22,6 +23,12 @@ int secrets_attach(const sextant_config *cfg, pg_pool *pool, sx_keyring **out, s
         int rc = sx_keyring_load(cfg->secrets.key_file, out, err);
         if (rc)
             return rc;
+        struct stat st;
+        if (stat(cfg->secrets.key_file, &st) == 0 && (st.st_mode & 077) != 0)
+            SX_WARN(COMPONENT,
+                    "secrets.key_file %s can be read by other users than its owner (mode %03o); "
+                    "chmod 600 it",
+                    cfg->secrets.key_file, (unsigned)(st.st_mode & 0777));
     } else if (cfg->secrets.allow_plaintext) {
         SX_WARN(COMPONENT, "secrets.key_file is not set and secrets.allow_plaintext is true: "
                            "private keys in configs are stored unencrypted in PostgreSQL and "

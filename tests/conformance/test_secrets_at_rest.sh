@@ -90,8 +90,12 @@ proxy_has_key() {
     sds_fetch "$1" && [ "$(jv '.secrets["conformance/shop-tls"].key' "$WORK/sds.json")" = "$(cat "$WORK/tls2.key")" ]
 }
 
+chmod 644 "$KEYS"
 conf_serve r1 || exit 1
 HTTP_PORT=$R1_HTTP
+check "the daemon warns that the key file can be read by others" \
+    grep -q "secrets.key_file $KEYS can be read by other users" "$WORK/r1.log"
+chmod 600 "$KEYS"
 
 # ---------------------------------------------------------------- write through REST
 st=$(call "$OPERATOR" POST /api/v1/configs \
