@@ -56,10 +56,11 @@ struct http_server {
     void *on_refusal_ud;
     http_handler_fn fallback; /* see http_set_fallback; NULL: the JSON 404 */
     void *fallback_ud;
-    const char *fallback_route;      /* static label of fallback requests in logs and metrics */
-    pthread_mutex_t streams_mu;      /* guards streams and streams_ended */
-    sx_list streams;                 /* open streamed responses (http_respond_stream) */
-    bool streams_ended;              /* http_stop ended them: new ones end at once */
+    const char *fallback_route; /* static label of fallback requests in logs and metrics */
+    pthread_mutex_t streams_mu; /* guards streams and streams_ended */
+    sx_list streams;            /* open streamed responses (http_respond_stream) */
+    bool streams_ended;         /* http_stop ended them: new ones end at once */
+
     struct http_guard *guard;        /* limits, deadlines, the reaper (http_conn.c); owned */
     struct MHD_Daemon *admin_daemon; /* http.admin_listen's; NULL when none or stopped */
     int admin_port;                  /* its bound port while running, else 0 */

@@ -180,12 +180,14 @@ typedef struct sextant_config {
     } redis;
     struct {
         config_listen listen;
-        int64_t threads;            /* MHD thread pool size */
-        int64_t max_body_bytes;     /* larger request bodies get 413 */
-        config_tls tls;             /* client_ca_file unused */
-        char *ui_dir;               /* the built web UI served at / (api/static.h); NULL: none */
-        config_listen admin_listen; /* health and metrics only; text NULL: none */
-        int64_t max_connections;    /* open connections on the API port */
+        int64_t threads;        /* MHD thread pool size */
+        int64_t max_body_bytes; /* larger request bodies get 413 */
+        config_tls tls;         /* client_ca_file unused */
+        char *ui_dir;           /* the built web UI served at / (api/static.h); NULL: none */
+
+        /* Connection limits (api/http_conn.c) and the admin listener. */
+        config_listen admin_listen;          /* health and metrics only; text NULL: none */
+        int64_t max_connections;             /* open connections on the API port */
         int64_t max_connections_per_address; /* of them, from one client address */
         int64_t header_timeout_ms;           /* request headers must be in within it */
         int64_t idle_timeout_ms;             /* a connection without traffic is closed */
@@ -275,9 +277,10 @@ typedef struct sextant_config {
         int64_t health_failures;        /* default not-ready reports that halt a rollout */
     } rollouts;
     struct {
-        int64_t retention_ms;           /* live events older than this are deleted */
-        int64_t keepalive_ms;           /* keep-alive comment interval on an idle event stream */
-        int64_t max_streams;            /* open event streams per replica; more get 503 */
+        int64_t retention_ms; /* live events older than this are deleted */
+        int64_t keepalive_ms; /* keep-alive comment interval on an idle event stream */
+        int64_t max_streams;  /* open event streams per replica; more get 503 */
+
         int64_t max_streams_per_user;   /* open event streams per token subject; more: 429 */
         int64_t max_stream_lifetime_ms; /* a stream ends after this (plus jitter) */
     } events;

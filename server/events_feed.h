@@ -42,16 +42,17 @@ typedef struct events_feed events_feed;
 typedef struct events_sub events_sub;
 
 typedef struct events_feed_options {
-    pg_pool *pool;            /* borrowed; required */
-    pg_link *link;            /* borrowed, NULL allowed: the retry back-off's bounds, and a
-                               * connection made again retries a failed read at once */
-    int keepalive_ms;         /* comment on a subscription idle this long; 0 = 15000 */
-    int check_interval_ms;    /* while streams are open, read at least this often, so a
-                               * NOTIFY lost in transit delays events by this at most;
-                               * 0 = only when NOTIFYed (snapshots.check_interval) */
-    int max_streams;          /* open subscriptions at most; 0 = 1000 */
+    pg_pool *pool;         /* borrowed; required */
+    pg_link *link;         /* borrowed, NULL allowed: the retry back-off's bounds, and a
+                            * connection made again retries a failed read at once */
+    int keepalive_ms;      /* comment on a subscription idle this long; 0 = 15000 */
+    int check_interval_ms; /* while streams are open, read at least this often, so a
+                            * NOTIFY lost in transit delays events by this at most;
+                            * 0 = only when NOTIFYed (snapshots.check_interval) */
+    int max_streams;       /* open subscriptions at most; 0 = 1000 */
+    sx_metrics *metrics;   /* NULL allowed: sextant_events_streams, sextant_events_sent_total */
+
     int max_streams_per_user; /* open subscriptions of one user at most; 0 = no bound */
-    sx_metrics *metrics;      /* NULL allowed: sextant_events_streams, sextant_events_sent_total */
 } events_feed_options;
 
 /* Creates a stopped feed. SX_EINVAL without a pool. *out freed by events_feed_destroy. */
