@@ -105,10 +105,10 @@ RA=$(header Retry-After)
 check "the 429 carries Retry-After ($RA)" grep -Eqx '[1-9][0-9]*' <<<"$RA"
 stream o1 "$OSC"
 check "oscar is still served" wait_for 10 connected o1
-STREAMS=$(metric sextant_events_streams)
+check "three streams are open (sextant_events_streams)" wait_for 10 metric_is sextant_events_streams 3
 bg_stop u1
-check "ursula's closed stream is reaped at once (sextant_events_streams below $STREAMS)" \
-    wait_for 10 bash -c "[ \"\$(curl -s --max-time 5 http://127.0.0.1:$HTTP_PORT/metrics | awk '\$1 == \"sextant_events_streams\" { print \$2 }')\" -lt $STREAMS ]"
+check "ursula's closed stream is reaped at once, not at the next keep-alive (60 s)" \
+    wait_for 10 metric_is sextant_events_streams 2
 stream u3 "$URS"
 check "... so ursula may open another" wait_for 10 connected u3
 check "the access log has the hung-up stream" contains "$WORK/serve.log" '"route":"/api/v1/events","status":200'
