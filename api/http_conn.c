@@ -137,8 +137,8 @@ struct http_guard {
     int stopfd;           /* eventfd: the reaper stops */
     pthread_t reaper;
     bool running;
-    pthread_mutex_t log_mu; /* guards the two logs below */
-    refusal_log *logs;
+    pthread_mutex_t log_mu;          /* guards the two logs below */
+    refusal_log *logs[ADDR_BUCKETS]; /* by addr_hash */
     size_t nlogs;
     uint64_t overflow; /* refusals from addresses beyond REFUSAL_LOG_MAX, unlogged */
     int64_t overflow_ms;
@@ -234,7 +234,8 @@ static void refused(http_guard *g, const struct in6_addr *a, refusal why)
     sx_metric_inc(g->m_refused, lv);
     int64_t now = sx_monotonic_ms();
     pthread_mutex_lock(&g->log_mu);
-    refusal_log *e = g->logs;
+    refusal_log **bucket = &g->logs[addr_hash(a)];
+    refusal_log *e = *bucket;
     while (e && !(e->why == why && memcmp(&e->addr, a, sizeof(*a)) == 0))
         e = e->next;
     bool log_now = false;
@@ -245,8 +246,8 @@ static void refused(http_guard *g, const struct in6_addr *a, refusal why)
         e->addr = *a;
         e->why = why;
         e->last_ms = now;
-        e->next = g->logs;
-        g->logs = e;
+        e->next = *bucket;
+        *bucket = e;
         g->nlogs++;
         log_now = true;
     } else {
@@ -265,12 +266,12 @@ static void refused(http_guard *g, const struct in6_addr *a, refusal why)
     }
 }
 
-/* The reaper's round of the refusal log: a line for each address refused again since
- * its last line an interval ago; addresses quiet for an interval are forgotten. */
-static void flush_refusal_log(http_guard *g, int64_t now)
+/* The reaper's round of one bucket of the refusal log: a line for each address refused
+ * again since its last line an interval ago; addresses quiet for an interval are
+ * forgotten. Call with log_mu. */
+static void flush_bucket(http_guard *g, refusal_log **p, int64_t now)
 {
-    pthread_mutex_lock(&g->log_mu);
-    for (refusal_log **p = &g->logs; *p;) {
+    while (*p) {
         refusal_log *e = *p;
         if (now - e->last_ms < REFUSAL_LOG_INTERVAL_MS) {
             p = &e->next;
@@ -293,6 +294,14 @@ static void flush_refusal_log(http_guard *g, int64_t now)
         e->last_ms = now;
         p = &e->next;
     }
+}
+
+/* The reaper's round of the refusal log. */
+static void flush_refusal_log(http_guard *g, int64_t now)
+{
+    pthread_mutex_lock(&g->log_mu);
+    for (size_t b = 0; b < ADDR_BUCKETS; b++)
+        flush_bucket(g, &g->logs[b], now);
     if (g->overflow && now - g->overflow_ms >= REFUSAL_LOG_INTERVAL_MS) {
         sx_log_fields(SX_LOG_WARN, "http", json_pack("{s:I}", "refused", (json_int_t)g->overflow),
                       "closed %llu connections from too many addresses to name each",
@@ -572,10 +581,12 @@ void http_guard_destroy(http_guard *g)
     http_guard_stop(g);
     listener_clear(&g->api);
     listener_clear(&g->admin);
-    while (g->logs) {
-        refusal_log *e = g->logs;
-        g->logs = e->next;
-        sx_free(e);
+    for (size_t b = 0; b < ADDR_BUCKETS; b++) {
+        while (g->logs[b]) {
+            refusal_log *e = g->logs[b];
+            g->logs[b] = e->next;
+            sx_free(e);
+        }
     }
     pthread_mutex_destroy(&g->api.mu);
     pthread_mutex_destroy(&g->admin.mu);
