@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -606,6 +607,16 @@ int http_guard_start(http_guard *g, sx_err *err)
                               ? (size_t)cfg->http.max_connections_per_address
                               : g->api.max_total;
     g->admin.max_total = g->admin.max_per_addr = ADMIN_MAX_CONNECTIONS;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)g->api.max_total + ADMIN_MAX_CONNECTIONS + 256 > rl.rlim_cur)
+        sx_log_fields(SX_LOG_WARN, "http",
+                      json_pack("{s:I,s:I}", "max_connections", (json_int_t)g->api.max_total,
+                                "open_files_limit", (json_int_t)rl.rlim_cur),
+                      "http.max_connections (%zu) is close to the open-files limit (%llu): "
+                      "connections past the limit fail before they can be refused cleanly; "
+                      "raise the limit (ulimit -n, LimitNOFILE=) or lower http.max_connections",
+                      g->api.max_total, (unsigned long long)rl.rlim_cur);
     g->epfd = epoll_create1(EPOLL_CLOEXEC);
     g->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
