@@ -11,28 +11,102 @@
  * policy); ?types= narrows that further. Last-Event-ID (or ?since= for clients that
  * cannot set headers) resumes strictly after that event; without it the stream starts
  * at the newest event and replays nothing older.
+ *
+ * A stream is bound to the token that opened it: it ends when the token expires (plus
+ * auth.clock_skew, the leeway the token was accepted with) and in any case after
+ * events.max_stream_lifetime plus a random part of up to as long again (as
+ * kube-apiserver ends watches), so that clients come back with a fresh token and spread
+ * over the replicas. It ends at a frame boundary with a closing comment; a client
+ * resuming with Last-Event-ID gets every event after the last one it received. A user
+ * holds at most events.max_streams_per_user streams on a replica (429 beyond, with
+ * Retry-After); without authentication, each client address counts as a user.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "api/handlers_common.h"
 #include "api/handlers_routes.h"
 #include "server/events.h"
+#include "server/base/clock.h"
+#include "server/base/log.h"
+#include "server/base/mem.h"
 #include "server/events_feed.h"
 #include "server/server.h"
 
 #define EVENT_STREAM_TYPE "text/event-stream; charset=utf-8"
+/* Retry-After of a refusal over events.max_streams_per_user: a closed stream frees its
+ * place at once. */
+#define PER_USER_RETRY_AFTER "5"
+
+/* One stream: its subscription and when it must end. Touched by the stream's reads,
+ * one at a time, and by done. */
+typedef struct sse_stream {
+    events_sub *sub;
+    int64_t end_ms;  /* monotonic */
+    bool token_ends; /* end_ms is the token's expiry, not the lifetime */
+    bool finishing;  /* past end_ms: the subscription was told to finish */
+    bool said_bye;   /* the closing comment was written */
+    char user[128];  /* for the log line */
+} sse_stream;
 
 static long stream_read(void *ctx, char *buf, size_t max)
 {
-    return events_sub_read(ctx, buf, max);
+    sse_stream *ss = ctx;
+    if (!ss->finishing && sx_monotonic_ms() >= ss->end_ms) {
+        ss->finishing = true;
+        events_sub_finish(ss->sub);
+        sx_log_fields(SX_LOG_INFO, "events",
+                      json_pack("{s:s,s:s}", "user", ss->user, "reason",
+                                ss->token_ends ? "token_expired" : "max_lifetime"),
+                      "event stream ended: %s (the client reconnects with Last-Event-ID)",
+                      ss->token_ends ? "its token expired" : "it reached its lifetime");
+    }
+    long n = events_sub_read(ss->sub, buf, max);
+    if (n < 0 && ss->finishing && !ss->said_bye) {
+        ss->said_bye = true;
+        int len = snprintf(buf, max, ": stream closed, %s; reconnect with Last-Event-ID\n\n",
+                           ss->token_ends ? "the token expired" : "its lifetime is over");
+        if (len > 0 && (size_t)len < max)
+            return len;
+    }
+    return n;
 }
 
 static void stream_done(void *ctx)
 {
-    events_sub_close(ctx);
+    sse_stream *ss = ctx;
+    events_sub_close(ss->sub);
+    sx_free(ss);
+}
+
+/* When a stream opened now by who must end (monotonic ms): at the token's expiry plus
+ * the clock skew, or after the lifetime with its jitter, whichever comes first. */
+static int64_t stream_end(const sextant_config *cfg, const rest_principal *who, bool *token_ends)
+{
+    int64_t now = sx_monotonic_ms();
+    int64_t life = cfg->events.max_stream_lifetime_ms > 0 ? cfg->events.max_stream_lifetime_ms
+                                                          : 30 * 60 * 1000LL;
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+        rnd = (uint64_t)now * 2654435761u;
+    int64_t end = now + life + (int64_t)(rnd % (uint64_t)life);
+    *token_ends = false;
+    if (who && who->expires > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        int64_t left = who->expires * 1000 + cfg->auth.clock_skew_ms - wall;
+        if (now + left < end) {
+            end = now + (left > 0 ? left : 0);
+            *token_ends = true;
+        }
+    }
+    return end;
 }
 
 static void stream_wake(void *ctx)
@@ -125,6 +199,11 @@ void api_events_stream(http_request *req, rest_api *api, void *ud)
     if (!types_or_respond(req, &o.types) || !resume_or_respond(req, &o.resume, &o.last_id))
         return;
     const rest_principal *who = rest_principal_of(req);
+    const sextant_config *cfg = srv->config;
+    /* Without authentication everyone is "anonymous": each address counts as a user. */
+    o.user = cfg->auth.enabled ? who->user
+                               : sx_arena_printf(http_req_arena(req), "%s@%s", who->user,
+                                                 http_req_remote_ip(req));
     o.proxies = rest_allows(api, who->role, "proxies", "read");
     o.deployments = rest_allows(api, who->role, "deployments", "read");
     http_req_set_header(req, "Cache-Control", "no-store");
@@ -141,13 +220,21 @@ void api_events_stream(http_request *req, rest_api *api, void *ud)
         return;
     }
     if (events_sub_open(srv->events, &o, &sub, &err) != 0) {
+        if (err.code == SX_ERATELIMIT)
+            http_req_set_header(req, "Retry-After", PER_USER_RETRY_AFTER);
         api_refuse(req, NULL, &err, NULL);
         return;
     }
+    sse_stream *ss = sx_calloc(1, sizeof(*ss));
+    ss->sub = sub;
+    ss->end_ms = stream_end(cfg, who, &ss->token_ends);
+    snprintf(ss->user, sizeof(ss->user), "%s", o.user);
     /* Proxies in front must not buffer the stream. */
     http_req_set_header(req, "X-Accel-Buffering", "no");
     http_stream *hs =
-        http_respond_stream(req, 200, EVENT_STREAM_TYPE, stream_read, stream_done, sub);
-    if (hs) /* else the subscription is already closed */
+        http_respond_stream(req, 200, EVENT_STREAM_TYPE, stream_read, stream_done, ss);
+    if (hs) { /* else the stream is already closed */
         events_sub_set_wake(sub, stream_wake, hs);
+        http_stream_wake_at(hs, ss->end_ms);
+    }
 }

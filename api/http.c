@@ -258,7 +258,7 @@ static void dispatch(http_request *r)
     sx_buf allow = {0};
     for (size_t i = 0; i < s->nroutes && !too_deep; i++) {
         const route *rt = &s->routes[i];
-        if (!route_matches(rt, segs, nseg))
+        if ((r->admin && !rt->builtin) || !route_matches(rt, segs, nseg))
             continue;
         if (method_accepts(rt, r->method) && (best == NULL || rt->nliteral > best->nliteral))
             best = rt;
@@ -295,7 +295,7 @@ static void dispatch(http_request *r)
         char msg[512];
         snprintf(msg, sizeof(msg), "method %s is not allowed on %s", r->method, r->path);
         http_respond_problem_raw(r, 405, "method_not_allowed", msg, NULL);
-    } else if (s->fallback) {
+    } else if (s->fallback && !r->admin) {
         r->route = s->fallback_route;
         s->fallback(r, s->fallback_ud);
         if (!r->responded) {
@@ -387,6 +387,8 @@ static http_request *request_new(http_server *s, struct MHD_Connection *conn)
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     http_request *r = request_new(cls, conn);
+    http_guard_request_line(conn);
+    r->admin = http_guard_is_admin(conn);
     if (uri)
         r->raw_path = sx_arena_strndup(r->arena, uri, strcspn(uri, "?"));
     return r;
@@ -526,6 +528,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (r == NULL || r->method == NULL) {
         if (r == NULL) /* the URI callback always makes one; a safety net */
             *con_cls = r = request_new(s, conn);
+        http_guard_headers_in(conn);
         request_begin(r, url, method);
         const char *why = framing_problem(conn, version);
         if (why) {
@@ -569,7 +572,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     http_server *s = cls;
     http_request *r = *con_cls;
-    (void)conn;
+    http_guard_request_done(conn);
     if (r == NULL)
         return;
     *con_cls = NULL;
@@ -625,7 +628,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     pthread_mutex_lock(&s->err_mu);
     snprintf(s->last_mhd_error, sizeof(s->last_mhd_error), "%s", msg);
     pthread_mutex_unlock(&s->err_mu);
-    SX_WARN("http", "libmicrohttpd: %s", msg);
+    /* Most of these are about one connection (a client that went away mid-request):
+     * logged at most once a minute per message, so a flood cannot flood the log. */
+    uint64_t suppressed;
+    if (http_guard_mhd_log(s->guard, fmt, &suppressed))
+        sx_log_fields(SX_LOG_WARN, "http", json_pack("{s:I}", "suppressed", (json_int_t)suppressed),
+                      "libmicrohttpd: %s", msg);
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -653,6 +661,9 @@ http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_sup
         SX_ERROR("http", "bug: built-in route: %s", err.message);
         abort();
     }
+    for (size_t i = 0; i < s->nroutes; i++)
+        s->routes[i].builtin = true;
+    s->guard = http_guard_create(s);
     return s;
 }
 
@@ -676,11 +687,10 @@ static void wipe_free(char *s)
     }
 }
 
-int http_start(http_server *s, sx_err *err)
+/* The socket address of l (the key named key) into *ss. */
+static int resolve_listen(const config_listen *l, const char *key, struct sockaddr_storage *ss,
+                          sx_err *err)
 {
-    if (s->daemon)
-        return 0;
-    const config_listen *l = &s->cfg->http.listen;
     char portstr[16];
     snprintf(portstr, sizeof(portstr), "%d", l->port);
     struct addrinfo hints, *res = NULL;
@@ -690,12 +700,74 @@ int http_start(http_server *s, sx_err *err)
     hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
     int gai = getaddrinfo(l->host, portstr, &hints, &res);
     if (gai != 0 || res == NULL)
-        return sx_err_set(err, SX_EIO, "could not resolve http.listen host %s: %s", l->host,
+        return sx_err_set(err, SX_EIO, "could not resolve %s host %s: %s", key, l->host,
                           gai_strerror(gai));
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    memcpy(&ss, res->ai_addr, res->ai_addrlen);
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
+    return 0;
+}
+
+/*
+ * The admin listener (http.admin_listen): plain HTTP on one thread of its own, with its
+ * own connection limits, serving the built-in routes only (dispatch), so that probes
+ * and scrapers are answered while the API port is flooded or full.
+ */
+static int start_admin(http_server *s, sx_err *err)
+{
+    const config_listen *l = &s->cfg->http.admin_listen;
+    if (l->text == NULL)
+        return 0;
+    struct sockaddr_storage ss;
+    if (resolve_listen(l, "http.admin_listen", &ss, err) != 0)
+        return SX_EIO;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                         MHD_USE_ERROR_LOG | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem guard_opts[HTTP_GUARD_NOPTS];
+    http_guard_options(s->guard, true, guard_opts);
+    pthread_mutex_lock(&s->err_mu);
+    s->last_mhd_error[0] = '\0';
+    pthread_mutex_unlock(&s->err_mu);
+    s->admin_daemon = MHD_start_daemon(
+        flags, (uint16_t)l->port, http_guard_accept_policy(), http_guard_listener(s->guard, true),
+        on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_ARRAY, guard_opts, MHD_OPTION_END);
+    if (s->admin_daemon == NULL) {
+        pthread_mutex_lock(&s->err_mu);
+        sx_err_set(err, SX_EIO, "could not listen on %s (http.admin_listen): %s", l->text,
+                   s->last_mhd_error[0] ? s->last_mhd_error : "libmicrohttpd refused to start");
+        pthread_mutex_unlock(&s->err_mu);
+        return SX_EIO;
+    }
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(s->admin_daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->admin_port = di ? di->port : l->port;
+    sx_log_fields(SX_LOG_INFO, "http",
+                  json_pack("{s:s,s:i}", "listen", l->text, "port", s->admin_port),
+                  "admin listener (health, readiness, metrics) on %s", l->text);
+    return 0;
+}
+
+static void stop_admin(http_server *s)
+{
+    if (s->admin_daemon == NULL)
+        return;
+    MHD_stop_daemon(s->admin_daemon);
+    s->admin_daemon = NULL;
+    s->admin_port = 0;
+}
+
+static void http_stop_daemons(http_server *s);
+
+int http_start(http_server *s, sx_err *err)
+{
+    if (s->daemon)
+        return 0;
+    const config_listen *l = &s->cfg->http.listen;
+    struct sockaddr_storage ss;
+    if (resolve_listen(l, "http.listen", &ss, err) != 0)
+        return SX_EIO;
 
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                          MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
@@ -727,14 +799,25 @@ int http_start(http_server *s, sx_err *err)
     pthread_mutex_lock(&s->streams_mu);
     s->streams_ended = false;
     pthread_mutex_unlock(&s->streams_mu);
+    /* Connection limits, the idle timeout and the header deadline (api/http_conn.c). */
+    int grc = http_guard_start(s->guard, err);
+    if (grc != 0) {
+        wipe_free(s->tls_cert);
+        wipe_free(s->tls_key);
+        s->tls_cert = s->tls_key = NULL;
+        return grc;
+    }
+    struct MHD_OptionItem guard_opts[HTTP_GUARD_NOPTS];
+    http_guard_options(s->guard, false, guard_opts);
     /* The logger must come first, or libmicrohttpd prints what precedes it itself. */
     s->daemon = MHD_start_daemon(
-        flags, (uint16_t)l->port, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-        s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)s->cfg->http.threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        flags, (uint16_t)l->port, http_guard_accept_policy(), http_guard_listener(s->guard, false),
+        on_access, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned int)s->cfg->http.threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_ARRAY, guard_opts, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (s->daemon == NULL) {
+        http_guard_stop(s->guard);
         wipe_free(s->tls_cert);
         wipe_free(s->tls_key);
         s->tls_cert = s->tls_key = NULL;
@@ -746,6 +829,11 @@ int http_start(http_server *s, sx_err *err)
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : l->port;
+    int arc = start_admin(s, err);
+    if (arc != 0) {
+        http_stop_daemons(s);
+        return arc;
+    }
     atomic_store(&s->running, true);
     sx_log_fields(SX_LOG_INFO, "http",
                   json_pack("{s:s,s:i,s:b,s:I}", "listen", l->text, "port", s->port, "tls",
@@ -755,21 +843,29 @@ int http_start(http_server *s, sx_err *err)
     return 0;
 }
 
-void http_stop(http_server *s)
+/* Stops the daemons and the guard's reaper, frees the TLS material. */
+static void http_stop_daemons(http_server *s)
 {
-    if (s->daemon == NULL)
-        return;
-    atomic_store(&s->running, false);
+    stop_admin(s);
     MHD_socket fd = MHD_quiesce_daemon(s->daemon);
     http_streams_end(s); /* libmicrohttpd must not be stopped with a suspended connection */
     MHD_stop_daemon(s->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd); /* quiesce hands the listening socket to us */
+    http_guard_stop(s->guard);
     s->daemon = NULL;
     s->port = 0;
     wipe_free(s->tls_cert);
     wipe_free(s->tls_key);
     s->tls_cert = s->tls_key = NULL;
+}
+
+void http_stop(http_server *s)
+{
+    if (s->daemon == NULL)
+        return;
+    atomic_store(&s->running, false);
+    http_stop_daemons(s);
     SX_INFO("http", "http server stopped");
 }
 
@@ -794,6 +890,7 @@ void http_destroy(http_server *s)
         sx_free(s->routes[i].pattern);
     }
     sx_free(s->routes);
+    http_guard_destroy(s->guard);
     pthread_mutex_destroy(&s->err_mu);
     pthread_mutex_destroy(&s->streams_mu);
     sx_free(s);

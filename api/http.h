@@ -12,7 +12,14 @@
  * request's arena, freed when the response is done.
  *
  * Built-in routes: GET /healthz, GET /readyz (from the supervisor's gate), GET /readyz/xds
- * (its xDS gate: sup_ready_xds), GET /metrics.
+ * (its xDS gate: sup_ready_xds), GET /metrics. They are also the only routes of the
+ * admin listener (http.admin_listen), when one is configured.
+ *
+ * Connections are guarded (api/http_conn.c): at most http.max_connections open, of
+ * them at most http.max_connections_per_address from one client address, request
+ * headers in within http.header_timeout whatever trickles in, and none silent for
+ * longer than http.idle_timeout; refusals are counted in
+ * sextant_http_connections_refused_total{reason} and logged once a minute per address.
  * Unknown paths get a JSON 404 (or go to the fallback handler, the web UI's files, when
  * one is set), a known path with another method a JSON 405 with Allow.
  * Errors always have the shape {"error":{"code":..., "message":..., "details":[...]}}.
@@ -22,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 #include "server/base/arena.h"
@@ -171,5 +179,12 @@ http_stream *http_respond_stream(http_request *r, int status, const char *conten
  * running ask again instead of parking. Any thread, any number of times, until done
  * has returned. */
 void http_stream_wake(http_stream *s);
+
+/* Wakes the stream (as http_stream_wake) once the monotonic clock (sx_monotonic_ms)
+ * reaches monotonic_ms, within a fraction of a second, so that read can end the body at
+ * a deadline even when the producer has nothing. Replaces an earlier one. Same rules as
+ * http_stream_wake. A client that hangs up while its stream is parked is noticed at
+ * once: the connection is closed and done runs without another read. */
+void http_stream_wake_at(http_stream *s, int64_t monotonic_ms);
 
 #endif

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <microhttpd.h>
@@ -23,8 +24,6 @@
 #define MAX_PARAMS       8
 #define MAX_RESP_HEADERS 16
 #define REQUEST_ID_MAX   128
-/* Idle connections are closed after this long; SSE streams send keep-alives sooner. */
-#define CONNECTION_TIMEOUT_S 120
 
 typedef struct route {
     char method[16];
@@ -35,6 +34,7 @@ typedef struct route {
     size_t nliteral; /* literal segments; more literals win over parameters */
     http_handler_fn fn;
     void *ud;
+    bool builtin; /* health, readiness, metrics: also served on the admin listener */
 } route;
 
 struct http_server {
@@ -60,6 +60,10 @@ struct http_server {
     pthread_mutex_t streams_mu; /* guards streams and streams_ended */
     sx_list streams;            /* open streamed responses (http_respond_stream) */
     bool streams_ended;         /* http_stop ended them: new ones end at once */
+
+    struct http_guard *guard;        /* limits, deadlines, the reaper (http_conn.c); owned */
+    struct MHD_Daemon *admin_daemon; /* http.admin_listen's; NULL when none or stopped */
+    int admin_port;                  /* its bound port while running, else 0 */
 };
 
 typedef struct resp_header {
@@ -96,6 +100,7 @@ struct http_request {
     struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
     /* The filter of its JSON answers (http_req_set_json_filter); NULL: none. */
     json_t *(*json_filter)(json_t *body);
+    bool admin;                       /* came in on the admin listener: built-in routes only */
 };
 
 /* ---- http_request.c */
@@ -119,5 +124,44 @@ void http_stream_release(http_stream *st);
 size_t http_stream_bytes(http_stream *st);
 /* Ends every open stream and makes new ones end at once (http_stop). */
 void http_streams_end(http_server *s);
+/* The reaper: the peer of the parked stream with this id hung up: end it now. */
+void http_streams_hangup(http_server *s, uint64_t id);
+/* The reaper: fires the timed wakes (http_stream_wake_at) due at now_ms. */
+void http_streams_tick(http_server *s, int64_t now_ms);
+
+/* ---- http_conn.c: the connection guard (see there) */
+
+typedef struct http_guard http_guard;
+/* Never NULL; registers its metrics. Limits are read from cfg at http_guard_start. */
+http_guard *http_guard_create(http_server *s);
+/* Stops the reaper if it runs; NULL allowed. */
+void http_guard_destroy(http_guard *g);
+/* Starts the reaper thread; before the daemons start. SX_EIO when it cannot. */
+int http_guard_start(http_guard *g, sx_err *err) SX_MUSTCHECK;
+/* Stops and joins the reaper; after the daemons stopped. Idempotent. */
+void http_guard_stop(http_guard *g);
+/* The libmicrohttpd options of a listener's daemon (the API's or, admin, the admin
+ * listener's): connection limit, idle timeout, connection notifications. Fills opts
+ * (HTTP_GUARD_NOPTS items, the last MHD_OPTION_END) for MHD_OPTION_ARRAY. */
+#define HTTP_GUARD_NOPTS 4
+size_t http_guard_options(http_guard *g, bool admin, struct MHD_OptionItem *opts);
+/* The accept policy callback and its closure for MHD_start_daemon. */
+MHD_AcceptPolicyCallback http_guard_accept_policy(void);
+void *http_guard_listener(http_guard *g, bool admin);
+/* The request callbacks tell the guard where a connection is: its request line came
+ * (libmicrohttpd's URI callback), its headers are in (first access call), its request
+ * completed. Any of them on the connection's worker thread. */
+void http_guard_request_line(struct MHD_Connection *c);
+void http_guard_headers_in(struct MHD_Connection *c);
+void http_guard_request_done(struct MHD_Connection *c);
+/* True when c came in on the admin listener. */
+bool http_guard_is_admin(struct MHD_Connection *c);
+/* Whether a libmicrohttpd message with this format may be logged now (at most once a
+ * minute per message); *suppressed: how many were not since it last was. */
+bool http_guard_mhd_log(http_guard *g, const char *fmt, uint64_t *suppressed);
+/* Watches fd (a parked stream's socket) for its peer hanging up, reported to
+ * http_streams_hangup with id (never 0); unwatch before the stream is resumed. */
+void http_guard_watch(http_guard *g, int fd, uint64_t id);
+void http_guard_unwatch(http_guard *g, int fd);
 
 #endif

@@ -20,6 +20,16 @@
  * ends every open stream (end_streams). The state has two references, the response's
  * (dropped when libmicrohttpd frees it, after done ran) and the request's (dropped by
  * on_completed, which reads the byte count), because the two go in either order.
+ *
+ * libmicrohttpd does not watch a suspended connection's socket, so a client that hangs
+ * up while its stream is parked would only be noticed at the next write (the next
+ * keep-alive). So a parked stream's socket is watched by the connection guard's reaper
+ * (http_conn.c) for the peer's hang-up, which resumes the stream marked gone: its body
+ * ends with an error, libmicrohttpd closes the connection at once and done runs. The
+ * socket leaves the reaper's set before the connection is resumed, so it is never
+ * watched while libmicrohttpd may close it; the reaper names streams by a serial id,
+ * never by a pointer that may be stale. The reaper also fires timed wakes
+ * (http_stream_wake_at).
  */
 struct http_stream {
     pthread_mutex_t mu;
@@ -31,7 +41,11 @@ struct http_stream {
     bool parked; /* the connection is suspended until a wake */
     bool woken;  /* a wake came while read was running: ask again instead of parking */
     bool ending; /* http_stop: the body ends at the next read */
+    bool gone;   /* the peer hung up while parked: the connection is closed */
     int refs;
+    uint64_t id;         /* serial, never 0: how the reaper names the stream */
+    int fd;              /* the connection's socket, -1 when unknown */
+    int64_t wake_at_ms;  /* monotonic; a wake is due then (0: none); guarded by mu */
     atomic_size_t bytes; /* body bytes handed to libmicrohttpd */
     sx_link link;        /* in srv->streams */
 };
@@ -53,9 +67,11 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     http_stream *st = cls;
     for (;;) {
         pthread_mutex_lock(&st->mu);
-        bool ending = st->ending;
+        bool ending = st->ending, gone = st->gone;
         st->woken = false;
         pthread_mutex_unlock(&st->mu);
+        if (gone)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
         if (ending)
             return MHD_CONTENT_READER_END_OF_STREAM;
         long n = st->read(st->ctx, buf, max);
@@ -68,6 +84,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         pthread_mutex_lock(&st->mu);
         if (!st->woken && !st->ending) {
             st->parked = true;
+            http_guard_watch(st->srv->guard, st->fd, st->id);
             MHD_suspend_connection(st->conn);
             pthread_mutex_unlock(&st->mu);
             return 0;
@@ -93,6 +110,7 @@ static void stream_resume_locked(http_stream *st)
 {
     if (st->parked) {
         st->parked = false;
+        http_guard_unwatch(st->srv->guard, st->fd);
         MHD_resume_connection(st->conn);
     } else {
         st->woken = true;
@@ -120,6 +138,46 @@ void http_streams_end(http_server *s)
     pthread_mutex_unlock(&s->streams_mu);
 }
 
+void http_streams_hangup(http_server *s, uint64_t id)
+{
+    pthread_mutex_lock(&s->streams_mu);
+    for (sx_link *l = s->streams.head; l; l = l->next) {
+        http_stream *st = SX_CONTAINER(l, http_stream, link);
+        if (st->id != id)
+            continue;
+        pthread_mutex_lock(&st->mu);
+        if (st->parked) {
+            st->gone = true;
+            stream_resume_locked(st);
+        }
+        pthread_mutex_unlock(&st->mu);
+        break;
+    }
+    pthread_mutex_unlock(&s->streams_mu);
+}
+
+void http_streams_tick(http_server *s, int64_t now_ms)
+{
+    pthread_mutex_lock(&s->streams_mu);
+    for (sx_link *l = s->streams.head; l; l = l->next) {
+        http_stream *st = SX_CONTAINER(l, http_stream, link);
+        pthread_mutex_lock(&st->mu);
+        if (st->wake_at_ms && st->wake_at_ms <= now_ms) {
+            st->wake_at_ms = 0;
+            stream_resume_locked(st);
+        }
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_mutex_unlock(&s->streams_mu);
+}
+
+void http_stream_wake_at(http_stream *st, int64_t monotonic_ms)
+{
+    pthread_mutex_lock(&st->mu);
+    st->wake_at_ms = monotonic_ms > 0 ? monotonic_ms : 1;
+    pthread_mutex_unlock(&st->mu);
+}
+
 http_stream *http_respond_stream(http_request *r, int status, const char *content_type,
                                  http_stream_read_fn read, http_stream_done_fn done, void *ctx)
 {
@@ -135,6 +193,11 @@ http_stream *http_respond_stream(http_request *r, int status, const char *conten
     st->done = done;
     st->ctx = ctx;
     st->refs = 2;
+    static atomic_uint_fast64_t serial = 1;
+    st->id = atomic_fetch_add(&serial, 1);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    st->fd = ci ? ci->connect_fd : -1;
     atomic_init(&st->bytes, 0);
     struct MHD_Response *resp =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8192, stream_reader, st, stream_free);

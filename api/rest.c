@@ -351,6 +351,7 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
     sx_arena *a = http_req_arena(req);
     who->user = ANONYMOUS;
     who->role = "";
+    who->expires = 0;
     da->write = true;
     da->suppressed = -1;
     const char *bucket_key;
@@ -379,6 +380,7 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
         }
         who->user = id.user;
         who->role = id.role;
+        who->expires = id.expires;
         bucket_key = id.user;
     }
     ratelimit_check(api->limits, bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ, &v);

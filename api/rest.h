@@ -11,6 +11,7 @@
 #define SX_API_REST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "api/http.h"
 #include "server/base/err.h"
@@ -21,6 +22,7 @@ struct sx_server;
 typedef struct rest_principal {
     const char *user; /* the token's "sub" claim */
     const char *role; /* "admin", "operator" or "viewer" */
+    int64_t expires;  /* the token's "exp", seconds since the epoch; 0 with auth off */
 } rest_principal;
 
 /* The REST context shared by all routes (auth keys, policy, rate limiter, server). */

@@ -541,6 +541,8 @@ static void parse_value(loader *L, size_t i, const char *text)
             config_bad(L, i, "expected true or false, got %s", config_quote(text, q, sizeof(q)));
         return;
     case K_LISTEN:
+        if (*text == '\0' && k->def == NULL)
+            return; /* an optional listener: "" means none */
         if (config_parse_listen(text, (config_listen *)f, why, sizeof(why)) != 0)
             config_bad(L, i, "%s", why);
         return;
@@ -773,14 +775,25 @@ static bool wildcard_host(const char *h)
     return strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0;
 }
 
+/* Whether two listen addresses would take the same port. */
+static bool same_port(const config_listen *a, const config_listen *b)
+{
+    return a->host && b->host && a->port == b->port &&
+           (strcmp(a->host, b->host) == 0 || wildcard_host(a->host) || wildcard_host(b->host));
+}
+
 static void check_listeners(loader *L)
 {
     const config_listen *h = &L->cfg->http.listen, *g = &L->cfg->grpc.listen;
-    if (h->host == NULL || g->host == NULL || h->port != g->port)
-        return;
-    if (strcmp(h->host, g->host) == 0 || wildcard_host(h->host) || wildcard_host(g->host))
+    const config_listen *a = &L->cfg->http.admin_listen;
+    if (same_port(h, g))
         config_bad(L, (size_t)config_key_find("grpc.listen"),
                    "must not use the same port as http.listen (%s)", h->text);
+    if (same_port(a, h) || same_port(a, g))
+        config_bad(L, (size_t)config_key_find("http.admin_listen"),
+                   "must not use the same port as %s (%s)",
+                   same_port(a, h) ? "http.listen" : "grpc.listen",
+                   same_port(a, h) ? h->text : g->text);
 }
 
 /* Nodes that name no cluster need a group to land in. */

@@ -31,6 +31,11 @@
  *   http.tls.cert_file             file      (none)             PEM; together with key_file
  *   http.tls.key_file              file      (none)             PEM; together with cert_file
  *   http.ui_dir                    string    <source>/ui/dist   the built web UI; "" serves none
+ *   http.admin_listen              address   (none)             /healthz, /readyz, /metrics only
+ *   http.max_connections           integer   4096               1..1000000 open on the API port
+ *   http.max_connections_per_address integer 256                1..1000000 per client address
+ *   http.header_timeout            duration  10s                100ms..1h to send the headers
+ *   http.idle_timeout              duration  60s                1s..1h without traffic
  *   grpc.listen                    address   127.0.0.1:18000    host:port or [v6]:port
  *   grpc.tls.cert_file             file      (none)             PEM; together with key_file
  *   grpc.tls.key_file              file      (none)             PEM; together with cert_file
@@ -83,6 +88,8 @@
  *   events.retention               duration  24h                1m..30d; older events are pruned
  *   events.keepalive               duration  15s                100ms..1m; idle stream comment
  *   events.max_streams             integer   1000               1..100000 streams per replica
+ *   events.max_streams_per_user    integer   8                  1..100000 streams per user
+ *   events.max_stream_lifetime     duration  30m                1s..24h, plus up to as long again
  *   leader.retry                   duration  2s                 10ms..1h between tries for the lock
  *   leader.lease                   duration  10s                1s..1h; a silent holder's session
  *                                                               ends after it (take-over bound)
@@ -180,6 +187,13 @@ typedef struct sextant_config {
         int64_t max_body_bytes; /* larger request bodies get 413 */
         config_tls tls;         /* client_ca_file unused */
         char *ui_dir;           /* the built web UI served at / (api/static.h); NULL: none */
+
+        /* Connection limits (api/http_conn.c) and the admin listener. */
+        config_listen admin_listen;          /* health and metrics only; text NULL: none */
+        int64_t max_connections;             /* open connections on the API port */
+        int64_t max_connections_per_address; /* of them, from one client address */
+        int64_t header_timeout_ms;           /* request headers must be in within it */
+        int64_t idle_timeout_ms;             /* a connection without traffic is closed */
     } http;
     struct {
         config_listen listen;
@@ -274,6 +288,9 @@ typedef struct sextant_config {
         int64_t retention_ms; /* live events older than this are deleted */
         int64_t keepalive_ms; /* keep-alive comment interval on an idle event stream */
         int64_t max_streams;  /* open event streams per replica; more get 503 */
+
+        int64_t max_streams_per_user;   /* open event streams per token subject; more: 429 */
+        int64_t max_stream_lifetime_ms; /* a stream ends after this (plus jitter) */
     } events;
     /* Leader election (server/leader.h) and the replicas' heartbeats (server/replicas.h). */
     struct {

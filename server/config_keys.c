@@ -63,6 +63,23 @@ const key_def config_keys[] = {
      "PEM private key for HTTPS; needs http.tls.cert_file."},
     {"http.ui_dir", K_TEXT, SEXTANT_UI_DIR, 0, 0, OFF(http.ui_dir), "<source tree>/ui/dist",
      "Folder of the built web UI (npm run build in ui/), served at /; \"\" serves no UI."},
+    {"http.admin_listen", K_LISTEN, NULL, 0, 0, OFF(http.admin_listen), "none",
+     "Admin listener (plain HTTP) serving only /healthz, /readyz, /readyz/xds and /metrics, "
+     "with connection limits of its own, so probes stay answerable while the API port is "
+     "flooded: host:port or [v6]:port; keep it on a private address."},
+    {"http.max_connections", K_INT, "4096", 1, 1000000, OFF(http.max_connections), NULL,
+     "Open connections the API port holds at once; more are accepted and closed at once, and "
+     "counted (keep it below the process's open-files limit)."},
+    {"http.max_connections_per_address", K_INT, "256", 1, 1000000,
+     OFF(http.max_connections_per_address), NULL,
+     "Open connections one client address may hold on the API port; more are closed at once. "
+     "Behind a proxy every client has the proxy's address: raise it there."},
+    {"http.header_timeout", K_DURATION, "10s", 100, MS_HOUR, OFF(http.header_timeout_ms), NULL,
+     "Time a client has to send a request's headers, from the connection's start (or, on a "
+     "kept-alive connection, from its request line); bytes trickling in do not extend it."},
+    {"http.idle_timeout", K_DURATION, "60s", 1000, MS_HOUR, OFF(http.idle_timeout_ms), NULL,
+     "A connection that sends and receives nothing for this long is closed (kept-alive "
+     "connections between requests included); whole seconds."},
     {"grpc.listen", K_LISTEN, "127.0.0.1:18000", 0, 0, OFF(grpc.listen), NULL,
      "xDS gRPC server: host:port or [v6]:port."},
     {"grpc.tls.cert_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.cert_file), "none, plaintext",
@@ -232,6 +249,13 @@ const key_def config_keys[] = {
      "Interval of the keep-alive comment on an idle event stream."},
     {"events.max_streams", K_INT, "1000", 1, 100000, OFF(events.max_streams), NULL,
      "Event streams one replica serves at once; more get 503."},
+    {"events.max_streams_per_user", K_INT, "8", 1, 100000, OFF(events.max_streams_per_user), NULL,
+     "Event streams one user (token subject) holds at once on a replica; more get 429."},
+    {"events.max_stream_lifetime", K_DURATION, "30m", 1000, MS_DAY,
+     OFF(events.max_stream_lifetime_ms), NULL,
+     "An event stream ends after this long, plus a random part of up to as long again, so "
+     "clients reconnect (with Last-Event-ID) and spread over the replicas; a stream also ends "
+     "when its token expires."},
     {"leader.retry", K_DURATION, "2s", 10, MS_HOUR, OFF(leader.retry_ms), NULL,
      "How often a replica that does not lead tries to take the leader lock."},
     {"leader.lease", K_DURATION, "10s", 1000, MS_HOUR, OFF(leader.lease_ms), NULL,

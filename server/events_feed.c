@@ -77,6 +77,7 @@ struct events_sub {
     event_pos cursor; /* the last position given or passed over */
     int64_t last_frame_ms;
     /* Fixed at open. */
+    char *user; /* who holds it (events_sub_options.user), NULL when not said */
     unsigned types;
     bool proxies, deployments;
     /* Guarded by mu. */
@@ -99,6 +100,7 @@ struct events_feed {
     int64_t check_ms;      /* a round at least this often while streams are open; 0: never */
     int64_t last_round_ms; /* (mu) when the last round ended */
     size_t max_streams;
+    size_t max_per_user; /* open subscriptions of one user at most; 0: no bound */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     sup_thread thread; /* runs feed_main */
@@ -208,6 +210,7 @@ static void sub_free(events_sub *s)
     for (size_t i = 0; i < s->qlen; i++)
         frame_unref(s->q[(s->qhead + i) % s->qcap]);
     sx_free(s->q);
+    sx_free(s->user);
     pthread_mutex_destroy(&s->mu);
     sx_free(s);
 }
@@ -279,7 +282,24 @@ int events_sub_open(events_feed *f, const events_sub_options *o, events_sub **ou
                       max);
         return SX_EUNAVAILABLE;
     }
+    if (o->user && f->max_per_user) {
+        size_t mine = 0;
+        for (events_sub *o2 = sub_of(f->subs.head); o2; o2 = sub_of(o2->link.next))
+            mine += o2->user && strcmp(o2->user, o->user) == 0;
+        if (mine >= f->max_per_user) {
+            size_t max = f->max_per_user;
+            pthread_mutex_unlock(&f->mu);
+            sx_err_set(err, SX_ERATELIMIT, "too many open event streams for this user");
+            sx_err_detail(err,
+                          "A user holds at most %zu event streams on a replica "
+                          "(events.max_streams_per_user).",
+                          max);
+            sx_err_hint(err, "Close a stream, or retry once one has ended.");
+            return SX_ERATELIMIT;
+        }
+    }
     events_sub *s = sx_calloc(1, sizeof(*s));
+    s->user = o->user ? sx_strdup(o->user) : NULL;
     pthread_mutex_init(&s->mu, NULL);
     s->feed = f;
     s->refs = 1;
@@ -353,6 +373,21 @@ long events_sub_read(events_sub *s, char *buf, size_t max)
         pthread_mutex_unlock(&f->mu);
     }
     return ended ? -1 : (long)n;
+}
+
+void events_sub_finish(events_sub *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->ended = true;
+    size_t keep = s->qoff > 0 ? 1 : 0; /* the frame being written is finished */
+    while (s->qlen > keep) {
+        size_t last = (s->qhead + s->qlen - 1) % s->qcap;
+        s->qbytes -= s->q[last]->len;
+        frame_unref(s->q[last]);
+        s->q[last] = NULL;
+        s->qlen--;
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 void events_sub_close(events_sub *s)
@@ -674,6 +709,7 @@ int events_feed_create(const events_feed_options *opt, events_feed **out, sx_err
     f->check_ms = opt->check_interval_ms > 0 ? opt->check_interval_ms : 0;
     f->last_round_ms = sx_monotonic_ms();
     f->max_streams = opt->max_streams > 0 ? (size_t)opt->max_streams : DEFAULT_MAX_STREAMS;
+    f->max_per_user = opt->max_streams_per_user > 0 ? (size_t)opt->max_streams_per_user : 0;
     pthread_mutex_init(&f->mu, NULL);
     sx_cond_init_monotonic(&f->cv);
     static const char hello[] = ": connected\n\n", keepalive[] = ": keep-alive\n\n";

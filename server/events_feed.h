@@ -51,6 +51,8 @@ typedef struct events_feed_options {
                             * 0 = only when NOTIFYed (snapshots.check_interval) */
     int max_streams;       /* open subscriptions at most; 0 = 1000 */
     sx_metrics *metrics;   /* NULL allowed: sextant_events_streams, sextant_events_sent_total */
+
+    int max_streams_per_user; /* open subscriptions of one user at most; 0 = no bound */
 } events_feed_options;
 
 /* Creates a stopped feed. SX_EINVAL without a pool. *out freed by events_feed_destroy. */
@@ -79,11 +81,13 @@ typedef struct events_sub_options {
     bool deployments; /* may see the "deployments" events */
     bool resume;      /* start after the event last_id instead of at the feed's position */
     long long last_id;
+    const char *user; /* who opens it (copied), for max_streams_per_user; NULL: not counted */
 } events_sub_options;
 
 /* Opens a subscription (it starts with a ": connected" comment). SX_EUNAVAILABLE when
  * max_streams are open, the feed is stopped, or it has not read its position yet (not
- * ready). *out is closed with events_sub_close. */
+ * ready); SX_ERATELIMIT when o->user holds max_streams_per_user already. *out is closed
+ * with events_sub_close. */
 int events_sub_open(events_feed *f, const events_sub_options *o, events_sub **out,
                     sx_err *err) SX_MUSTCHECK;
 
@@ -95,6 +99,11 @@ void events_sub_set_wake(events_sub *s, void (*wake)(void *ctx), void *ctx);
  * is queued (the wake function is called when there is); -1 when the stream has ended
  * (feed stopped, or the subscription fell too far behind). Never blocks. */
 long events_sub_read(events_sub *s, char *buf, size_t max);
+
+/* Ends the stream at the next frame boundary: the frame being read is finished, the
+ * frames queued behind it are dropped (a client resuming with Last-Event-ID gets them
+ * again), and read returns -1 after that. Any thread. */
+void events_sub_finish(events_sub *s);
 
 /* Closes the subscription and frees it; its wake function is not called once this has
  * returned. NULL allowed. */

@@ -451,6 +451,7 @@ static int create_nodes_and_events(struct sx_server *srv, sx_err *err)
         .keepalive_ms = (int)cfg->events.keepalive_ms,
         .check_interval_ms = (int)cfg->snapshots.check_interval_ms,
         .max_streams = (int)cfg->events.max_streams,
+        .max_streams_per_user = (int)cfg->events.max_streams_per_user,
         .metrics = srv->metrics,
         .link = srv->db_link,
     };

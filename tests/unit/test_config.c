@@ -292,6 +292,13 @@ static void test_defaults_env_only(void **state)
     assert_null(c->http.tls.key_file);
     assert_string_equal(c->grpc.listen.text, "127.0.0.1:18000");
     assert_null(c->grpc.tls.client_ca_file);
+    assert_null(c->http.admin_listen.text);
+    assert_int_equal(c->http.max_connections, 4096);
+    assert_int_equal(c->http.max_connections_per_address, 256);
+    assert_int_equal(c->http.header_timeout_ms, 10000);
+    assert_int_equal(c->http.idle_timeout_ms, 60000);
+    assert_int_equal(c->events.max_streams_per_user, 8);
+    assert_int_equal(c->events.max_stream_lifetime_ms, 30 * 60 * 1000);
     char host[256], want[300];
     gethostname(host, sizeof(host));
     host[sizeof(host) - 1] = '\0';
@@ -427,6 +434,15 @@ static void test_empty_and_null_values(void **state)
     assert_string_equal(c->http.listen.text, "127.0.0.1:8080");
     assert_int_equal(c->http.threads, 4);
     config_free(c);
+    /* The admin listener is optional: "" means none, as unset does. */
+    const char *env_admin[] = {DBURL, "SEXTANT_HTTP_ADMIN_LISTEN=", NULL};
+    c = load_ok(NULL, env_admin);
+    assert_null(c->http.admin_listen.text);
+    config_free(c);
+    c = load_ok("http:\n  admin_listen: \"[::1]:9090\"\n", env);
+    assert_string_equal(c->http.admin_listen.host, "::1");
+    assert_int_equal(c->http.admin_listen.port, 9090);
+    config_free(c);
 }
 
 /* ------------------------------------------------------------------ bad input */
@@ -553,6 +569,48 @@ static const bad_case bad_cases[] = {
      false,
      "grpc.listen",
      "same port",
+     0},
+    {"admin listener on the API port",
+     "http:\n  listen: 127.0.0.1:9000\n  admin_listen: 0.0.0.0:9000\n",
+     {0},
+     false,
+     "http.admin_listen",
+     "must not use the same port as http.listen",
+     0},
+    {"admin listener on the gRPC port",
+     NULL,
+     {"SEXTANT_GRPC_LISTEN=127.0.0.1:9001", "SEXTANT_HTTP_ADMIN_LISTEN=127.0.0.1:9001", NULL},
+     false,
+     "SEXTANT_HTTP_ADMIN_LISTEN (http.admin_listen)",
+     "must not use the same port as grpc.listen",
+     0},
+    {"admin listener without a port",
+     "http:\n  admin_listen: localhost\n",
+     {0},
+     false,
+     "http.admin_listen",
+     "missing port",
+     0},
+    {"no connections at all",
+     "http:\n  max_connections: 0\n",
+     {0},
+     false,
+     "http.max_connections",
+     "between 1 and",
+     0},
+    {"header timeout too short",
+     NULL,
+     {"SEXTANT_HTTP_HEADER_TIMEOUT=10ms", NULL},
+     false,
+     "SEXTANT_HTTP_HEADER_TIMEOUT (http.header_timeout)",
+     "must be between",
+     0},
+    {"no event stream per user",
+     "events:\n  max_streams_per_user: 0\n",
+     {0},
+     false,
+     "events.max_streams_per_user",
+     "between 1 and",
      0},
     {"bad duration",
      "database:\n  connect_timeout: 5x\n",

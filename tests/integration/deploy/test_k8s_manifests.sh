@@ -33,8 +33,8 @@ check "the xDS Service targets the gRPC port" \
     [ "$(fact '.services[] | select(.service == "sextant-xds") | .target')" = "$GRPC_DEFAULT" ]
 check "every Service selects the Deployment's pods" \
     [ "$(jq '[.labels as $l | .services[] | .selector | to_entries[] | select($l[.key] != .value)] | length' "$WORK/facts.json")" = 0 ]
-check "the NetworkPolicy admits both ports" \
-    [ "$(fact '.network_policy_ports | sort | join(",")')" = "grpc,http" ]
+check "the NetworkPolicy admits the three ports" \
+    [ "$(fact '.network_policy_ports | sort | join(",")')" = "admin,grpc,http" ]
 check "3 replicas" [ "$(fact .replicas)" = 3 ]
 check "a PodDisruptionBudget keeps at least two" [ "$(fact '.pdb[0].maxUnavailable')" = 1 ]
 check "podAntiAffinity" [ "$(fact .anti_affinity)" = true ]
@@ -53,6 +53,9 @@ fact .config >"$WORK/sextant.yaml"
 check "the ConfigMap's listen ports are the defaults' ports" \
     grep -q "listen: \"0.0.0.0:$HTTP_DEFAULT\"" "$WORK/sextant.yaml"
 check "... and the gRPC one" grep -q "listen: \"0.0.0.0:$GRPC_DEFAULT\"" "$WORK/sextant.yaml"
+ADMIN_CM=$(sed -nE 's/^ *admin_listen: "0.0.0.0:([0-9]+)"$/\1/p' "$WORK/sextant.yaml")
+check "the ConfigMap's sextant.yaml has an admin listener ($ADMIN_CM)" test -n "$ADMIN_CM"
+check "container port admin is its port" [ "$(fact .ports.admin)" = "$ADMIN_CM" ]
 
 # ---------------------------------------------------------------- the daemon
 k8s_start "$WORK/k8s" || { fail "the test Kubernetes API server did not start"; finish; }
@@ -66,18 +69,22 @@ LOG_FROM=$(($(wc -l <"$WORK/k8s/apiserver.log") + 1))
 
 # What the test changes, and why: its own ports and JWT key, the API server's kubeconfig
 # (a pod uses its service account), the UI of this tree (the image's path is not here).
-if deploy_serve "$WORK/sextant.yaml" SEXTANT_K8S_KUBECONFIG="$KUBECONFIG" SEXTANT_HTTP_UI_DIR=""; then
+ADMIN_PORT=$(free_port) || exit 1
+if deploy_serve "$WORK/sextant.yaml" SEXTANT_K8S_KUBECONFIG="$KUBECONFIG" SEXTANT_HTTP_UI_DIR="" \
+    SEXTANT_HTTP_ADMIN_LISTEN="127.0.0.1:$ADMIN_PORT"; then
     pass "sextant serve --config <the ConfigMap's sextant.yaml> is ready"
 else
     fail "sextant serve with the ConfigMap's sextant.yaml did not become ready: $(cat "$WORK/readyz.json" 2>/dev/null)"
 fi
 check "the daemon runs with every value of the ConfigMap's file" \
-    config_matches "$WORK/sextant.yaml" '^(http\.listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$'
+    config_matches "$WORK/sextant.yaml" '^(http\.listen|http\.admin_listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$'
+# The probes use the admin listener, which answers while the API port is flooded.
 for kind in livenessProbe readinessProbe startupProbe; do
     path=$(fact ".probes.$kind.path")
-    [ "$path" != null ] || continue
-    check "$kind targets the HTTP port" [ "$(fact ".probes.$kind.port")" = "$HTTP_DEFAULT" ]
-    check "$kind $path answers 200 on the ready daemon" [ "$(probe "$path")" = 200 ]
+    check "$kind is set" [ "$path" != null ]
+    check "$kind targets the admin port" [ "$(fact ".probes.$kind.port")" = "$ADMIN_CM" ]
+    check "$kind $path answers 200 on the ready daemon's admin listener" \
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$ADMIN_PORT$path")" = 200 ]
 done
 
 # Every status the fixture leads to: GatewayClass, Gateway, five routes, BackendTLSPolicy.

@@ -71,13 +71,17 @@ else
 fi
 check "... and a second time, as on every restart" \
     env SEXTANT_AUTH_HS256_SECRET_FILE="$WORK/jwt-hs256" "${SX_ENV[@]}" "$BIN" "${PRE_ARGS[@]/$CONFIG/$D/sextant.yaml}"
-if deploy_serve "$D/sextant.yaml" SEXTANT_HTTP_UI_DIR=""; then
+ADMIN_PORT=$(free_port) || exit 1
+if deploy_serve "$D/sextant.yaml" SEXTANT_HTTP_UI_DIR="" SEXTANT_HTTP_ADMIN_LISTEN="127.0.0.1:$ADMIN_PORT"; then
     pass "ExecStart's serve with the shipped sextant.yaml is ready"
 else
     fail "serve with deploy/systemd/sextant.yaml did not become ready: $(cat "$WORK/readyz.json" 2>/dev/null)"
 fi
 check "the daemon runs with every value of sextant.yaml" \
-    config_matches "$D/sextant.yaml" '^(http\.listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$'
+    config_matches "$D/sextant.yaml" '^(http\.listen|http\.admin_listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$'
+check "sextant.yaml has an admin listener for health checks" grep -q '^  admin_listen: "127.0.0.1:[0-9]*"$' "$D/sextant.yaml"
+check "... which answers /healthz" \
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$ADMIN_PORT/healthz")" = 200 ]
 check "the default ports: HTTP" grep -q "listen: \"[0-9.]*:$(default_port http.listen)\"" "$D/sextant.yaml"
 check "the default ports: gRPC" grep -q "listen: \"[0-9.]*:$(default_port grpc.listen)\"" "$D/sextant.yaml"
 serve_stop 15
