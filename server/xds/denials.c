@@ -27,6 +27,7 @@ typedef struct entry {
     int64_t count;
     json_t *reasons; /* {"reason": count} */
     json_t *nodes;   /* the first MAX_NODES distinct node ids claimed */
+    json_t *clients; /* the first MAX_NODES distinct identities presented */
     struct entry *next;
 } entry;
 
@@ -53,6 +54,7 @@ static void entry_free(entry *e)
 {
     json_decref(e->reasons);
     json_decref(e->nodes);
+    json_decref(e->clients);
     sx_free(e);
 }
 
@@ -76,8 +78,23 @@ static entry *find_locked(xds_denials *d, const char *source)
     return NULL;
 }
 
-void xds_denials_note(xds_denials *d, const char *source, const char *reason, const char *node_id,
-                      const char *protocol, const char *msg, int64_t now_ms)
+/* Appends s to the array a unless it holds it or MAX_NODES strings already. */
+static void add_distinct(json_t *a, const char *s)
+{
+    if (s == NULL || s[0] == '\0' || json_array_size(a) >= MAX_NODES)
+        return;
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        if (strcmp(json_string_value(v), s) == 0)
+            return;
+    }
+    json_array_append_new(a, json_string(s));
+}
+
+void xds_denials_note(xds_denials *d, const char *source, const char *who, const char *reason,
+                      const char *node_id, const char *protocol, const char *msg, int64_t now_ms)
 {
     char src[SOURCE_LEN];
     snprintf(src, sizeof(src), "%s", source ? source : "");
@@ -94,6 +111,7 @@ void xds_denials_note(xds_denials *d, const char *source, const char *reason, co
         e->start_ms = now_ms;
         e->reasons = json_object();
         e->nodes = json_array();
+        e->clients = json_array();
         e->next = d->head;
         d->head = e;
         d->n++;
@@ -102,21 +120,15 @@ void xds_denials_note(xds_denials *d, const char *source, const char *reason, co
     json_object_set_new(e->reasons, reason,
                         json_integer(json_integer_value(json_object_get(e->reasons, reason)) + 1));
     const char *node = node_id ? node_id : "";
-    bool seen = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(e->nodes, i, v)
-    {
-        seen = seen || strcmp(json_string_value(v), node) == 0;
-    }
-    if (!seen && json_array_size(e->nodes) < MAX_NODES && node[0])
-        json_array_append_new(e->nodes, json_string(node));
+    add_distinct(e->nodes, node);
+    add_distinct(e->clients, who);
     int64_t interval_s = d->interval_ms / 1000;
     pthread_mutex_unlock(&d->mu);
     if (first)
         sx_log_fields(SX_LOG_WARN, "xds",
-                      json_pack("{s:s,s:s,s:s,s:s}", "source", src, "reason", reason, "node", node,
-                                "protocol", protocol ? protocol : ""),
+                      json_pack("{s:s,s:s,s:s,s:s,s:s}", "source", src, "reason", reason, "node",
+                                node, "client", who ? who : "", "protocol",
+                                protocol ? protocol : ""),
                       "refused an xds client from %s: %s (its further refusals in the next %llds "
                       "are counted, not logged)",
                       src[0] ? src : "an unknown address", msg, (long long)interval_s);
@@ -142,11 +154,13 @@ void xds_denials_flush(xds_denials *d, int64_t now_ms, bool all)
         next = e->next;
         if (d->audit) {
             json_t *details =
-                json_pack("{s:I,s:O,s:O,s:I}", "count", (json_int_t)e->count, "reasons", e->reasons,
-                          "nodes", e->nodes, "interval_s", (json_int_t)(d->interval_ms / 1000));
+                json_pack("{s:I,s:O,s:O,s:O,s:I}", "count", (json_int_t)e->count, "reasons",
+                          e->reasons, "nodes", e->nodes, "clients", e->clients, "interval_s",
+                          (json_int_t)(d->interval_ms / 1000));
+            const char *actor = json_string_value(json_array_get(e->clients, 0));
             audit_new row = {
-                .actor = "anonymous",
-                .action = "proxies.connect",
+                .actor = actor ? actor : "anonymous",
+                .action = "proxy.connect",
                 .resource_type = "proxy",
                 .resource_id = json_string_value(json_array_get(e->nodes, 0)),
                 .result = AUDIT_DENIED,

@@ -7,9 +7,10 @@
  * grow at that pace. So the first refusal of an address in an interval
  * (xds.auth_failure_interval) is logged at once, and the rest of the interval only
  * counted; when the interval is over, xds_denials_flush hands one row per address to
- * the audit writer: actor "anonymous", action "proxies.connect", result "denied", the
- * address as source_ip and in details the count, the count per reason and the node ids
- * claimed (the first few). Every refusal is also counted in
+ * the audit writer: action "proxy.connect", result "denied", the address as source_ip,
+ * as actor the first identity the address's clients authenticated as ("anonymous" when
+ * none did), and in details the count, the count per reason, and the first few node
+ * ids claimed and identities presented. Every refusal is also counted in
  * sextant_xds_auth_failures_total{reason} by the caller. Memory is bounded: past
  * MAX_SOURCES addresses, further ones are counted under one row without an address.
  *
@@ -35,11 +36,12 @@ xds_denials *xds_denials_create(int64_t interval_ms, xds_denials_audit_fn audit,
 /* NULL allowed; what was not flushed is dropped. */
 void xds_denials_destroy(xds_denials *d);
 
-/* Records one refusal from source (an IP address, "" when unknown) of node_id for
- * reason (a sextant_xds_auth_failures_total label), with msg the client was told, at
- * now_ms (monotonic). Logs it when it is its address's first of the interval. */
-void xds_denials_note(xds_denials *d, const char *source, const char *reason, const char *node_id,
-                      const char *protocol, const char *msg, int64_t now_ms);
+/* Records one refusal from source (an IP address, "" when unknown) of a client
+ * authenticated as who (NULL: as nobody) claiming node_id, for reason (a
+ * sextant_xds_auth_failures_total label), with msg the client was told, at now_ms
+ * (monotonic). Logs it when it is its address's first of the interval. */
+void xds_denials_note(xds_denials *d, const char *source, const char *who, const char *reason,
+                      const char *node_id, const char *protocol, const char *msg, int64_t now_ms);
 
 /* Writes the rows of every address whose interval is over at now_ms (all of them when
  * all is true, at shutdown). A row that cannot be written is logged. */

@@ -403,6 +403,13 @@ const char *xds_cred_source(const xds_cred *c)
     return c->source;
 }
 
+const char *xds_cred_who(const xds_cred *c)
+{
+    if (c->identities && c->nsans > 0)
+        return c->identities[0];
+    return c->token_ok ? c->jwt_identity : NULL;
+}
+
 xds_auth_fail xds_ident_check(const xds_ident *id, const xds_cred *c, const char *node_id,
                               const char *group, const char **identity, char *msg, size_t n)
 {

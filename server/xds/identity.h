@@ -76,6 +76,10 @@ xds_cred *xds_cred_read(const xds_ident *id, grpc_call *call, const grpc_metadat
 void xds_cred_free(xds_cred *c);
 /* The client's IP address as text ("" when unknown: not an IP transport). */
 const char *xds_cred_source(const xds_cred *c);
+/* Who the credentials name, whatever node they cover: the first certificate SAN
+ * ("x509:<SAN>") or the verified token's subject ("jwt:<sub>"); NULL when neither. For
+ * the record of a refusal. */
+const char *xds_cred_who(const xds_cred *c);
 
 /* Whether c may speak for node_id in group (NULL: the group is not checked). XDS_AUTH_OK
  * with *identity (owned by c), else the failure, with a message for the client in msg

@@ -630,8 +630,8 @@ void xds_auth_refused(xds_server *s, const xds_cred *cred, xds_auth_fail failure
 {
     const char *reason = xds_auth_fail_name(failure);
     xds_metrics_inc(s->metrics.auth_failures, reason);
-    xds_denials_note(s->denials, xds_cred_source(cred), reason, node_id, protocol, msg,
-                     sx_monotonic_ms());
+    xds_denials_note(s->denials, xds_cred_source(cred), xds_cred_who(cred), reason, node_id,
+                     protocol, msg, sx_monotonic_ms());
 }
 
 /* The audit rows of refused clients, through the write side of the domain. */

@@ -69,12 +69,12 @@ refused() { # refused NAME: NAME ended with PERMISSION_DENIED
 failures() { # failures REASON: sextant_xds_auth_failures_total{reason}
     metric "sextant_xds_auth_failures_total{reason=\"$1\"}" "$R1_HTTP"
 }
-audited() { # audited: the refusals the audit rows of proxies.connect count, in all
+audited() { # audited: the refusals the audit rows of proxy.connect count, in all
     sql "SELECT coalesce(sum((details->>'count')::int), 0) FROM audit_log
-         WHERE action = 'proxies.connect' AND result = 'denied'"
+         WHERE action = 'proxy.connect' AND result = 'denied'"
 }
 audit_rows() {
-    sql "SELECT count(*) FROM audit_log WHERE action = 'proxies.connect'"
+    sql "SELECT count(*) FROM audit_log WHERE action = 'proxy.connect'"
 }
 audited_is() { [ "$(audited)" = "$1" ]; }
 
@@ -112,9 +112,10 @@ check "mtls: ... in fewer rows than refusals ($rows rows)" eval '[ "$rows" -ge 1
 logged=$(grep -c 'refused an xds client from 127.0.0.1' "$WORK/r1.log")
 check "mtls: ... and fewer log lines than refusals ($logged lines)" \
     eval '[ "$logged" -ge 1 ] && [ "$logged" -lt 24 ]'
-check "mtls: the audit row names the address and the node claimed" \
-    [ "$(sql "SELECT count(*) FROM audit_log WHERE action = 'proxies.connect'
+check "mtls: the audit row names the address, the certificate and the node claimed" \
+    [ "$(sql "SELECT count(*) FROM audit_log WHERE action = 'proxy.connect'
               AND host(source_ip) = '127.0.0.1' AND resource_id = 'edge-1'
+              AND actor = 'x509:spiffe://example.org/ns/prod/node/edge-2'
               AND details->'reasons' ? 'node_not_covered'")" -ge 1 ]
 
 snapshot "$WORK/snap2.json" 2
