@@ -190,9 +190,6 @@ void xds_call_refuse(xds_call *c, const char *limit, grpc_status_code code, cons
     xds_call_end(c, XDS_TERM_INVALID_REQUEST, code, msg);
 }
 
-/* Moves a stream from WAITING to ACTIVE under node_id in group (locked); *old gets the
- * stream it superseded, with a reference, for the caller to end after unlocking. False
- * (the stream refused and ended) when the replica serves xds.max_streams already. */
 /* Ends c (locked), whose credentials do not allow it to speak for node_id: counted,
  * logged and audited in aggregate, cancelled with PERMISSION_DENIED. */
 static void refuse_auth(xds_call *c, xds_auth_fail f, const char *node_id, const char *msg)
@@ -201,6 +198,11 @@ static void refuse_auth(xds_call *c, xds_auth_fail f, const char *node_id, const
     xds_call_end(c, XDS_TERM_PERMISSION_DENIED, GRPC_STATUS_PERMISSION_DENIED, msg);
 }
 
+/* Moves a stream from WAITING to ACTIVE under node_id in group (locked); *old gets the
+ * stream it superseded, with a reference, for the caller to end after unlocking. False
+ * (the stream refused and ended) when its credentials do not cover the node, when the
+ * node's live stream has another identity, or when the replica serves xds.max_streams
+ * already. */
 bool xds_call_activate(xds_call *c, const char *node_id, const char *group, xds_call **old)
 {
     *old = NULL;
