@@ -3,11 +3,12 @@
  * and by proxy group (whom a new snapshot goes to).
  *
  * A stream enters the registry once its first request has been validated and leaves
- * it when it ends. A second stream from the same node id supersedes the first: add
- * takes the older one out and hands it back so that its owner cancels it (reason
- * superseded). Fan-out and shutdown take a snapshot of the members with a reference
- * on each (through the ops the registry was created with), so no lock is held while
- * streams are being written to.
+ * it when it ends. A second stream from the same node id and identity supersedes the
+ * first: add takes the older one out and hands it back so that its owner cancels it
+ * (reason superseded); one of another identity is not registered. Fan-out and
+ * shutdown take a snapshot of the members with a reference on each (through the ops
+ * the registry was created with), so no lock is held while streams are being written
+ * to.
  *
  * The registry also keeps sextant_xds_streams{protocol}, and names the protocols and
  * the termination reasons used as metric labels.
