@@ -128,8 +128,9 @@ static void usage_token(FILE *out)
             "as the gRPC \"authorization\" metadata (\"Bearer TOKEN\"), it lets an xDS\n"
             "client speak for the node ids that match a pattern (* is any run of\n"
             "characters), in the proxy groups that match a --group pattern (any group\n"
-            "without one). Its subject is --user, by default \"proxies:\" and the\n"
-            "patterns: only a stream of the same subject may replace a node's stream.\n"
+            "without one). Its subject is --user, by default \"proxies:\", the patterns\n"
+            "and \"@\" and the groups: only a stream of the same subject may replace a\n"
+            "node's stream.\n"
             "It is signed with RS256 when auth.rs256_private_key_file is set, else with\n"
             "HS256 and auth.hs256_secret (or auth.hs256_secret_file), and carries\n"
             "auth.issuer and auth.audience when they are set. The database is not used.\n"
@@ -297,6 +298,9 @@ static int mint_proxy_token(const cli_opts *o, const sextant_config *cfg, int64_
         for (size_t i = 0; i < o->node_pattern_count && len < sizeof(subject); i++)
             len += (size_t)snprintf(subject + len, sizeof(subject) - len, "%s%s", i ? "," : "",
                                     o->node_patterns[i]);
+        for (size_t i = 0; i < o->group_count && len < sizeof(subject); i++)
+            len += (size_t)snprintf(subject + len, sizeof(subject) - len, "%s%s", i ? "," : "@",
+                                    o->groups[i]);
     }
     sx_err err;
     sx_err_clear(&err);

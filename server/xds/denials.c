@@ -16,10 +16,12 @@
 
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/utf8.h"
 
 #define MAX_SOURCES 4096 /* addresses with an open interval at once */
 #define MAX_NODES   8    /* node ids kept per row */
 #define SOURCE_LEN  64
+#define TEXT_MAX    256 /* bytes kept of a node id or identity the client sent */
 
 typedef struct entry {
     char source[SOURCE_LEN]; /* "" for the overflow entry */
@@ -93,9 +95,24 @@ static void add_distinct(json_t *a, const char *s)
     json_array_append_new(a, json_string(s));
 }
 
-void xds_denials_note(xds_denials *d, const char *source, const char *who, const char *reason,
-                      const char *node_id, const char *protocol, const char *msg, int64_t now_ms)
+/* What a client sent, for the log and the audit row: at most max bytes, valid
+ * UTF-8 (a status report's node id is not checked before its credentials are). Caller
+ * frees; NULL for NULL. */
+static char *client_text(const char *s, size_t max)
 {
+    if (s == NULL)
+        return NULL;
+    char *cut = sx_strndup(s, max);
+    char *out = sx_utf8_sanitize(cut);
+    sx_free(cut);
+    return out;
+}
+
+void xds_denials_note(xds_denials *d, const char *source, const char *who_in, const char *reason,
+                      const char *node_in, const char *protocol, const char *msg_in, int64_t now_ms)
+{
+    char *node_id = client_text(node_in, TEXT_MAX), *who = client_text(who_in, TEXT_MAX);
+    char *msg = client_text(msg_in, 4 * TEXT_MAX);
     char src[SOURCE_LEN];
     snprintf(src, sizeof(src), "%s", source ? source : "");
     pthread_mutex_lock(&d->mu);
@@ -132,6 +149,9 @@ void xds_denials_note(xds_denials *d, const char *source, const char *who, const
                       "refused an xds client from %s: %s (its further refusals in the next %llds "
                       "are counted, not logged)",
                       src[0] ? src : "an unknown address", msg, (long long)interval_s);
+    sx_free(node_id);
+    sx_free(who);
+    sx_free(msg);
 }
 
 void xds_denials_flush(xds_denials *d, int64_t now_ms, bool all)

@@ -150,6 +150,8 @@ client j-control --protocol control --node edge-1 --cluster edge --token "$DB"
 check "jwt: ... and on gateway.control.v1" refused j-control
 client j-report --protocol report --node edge-1 --token "$DB"
 check "jwt: ... and its ReportStatus" refused j-report
+client j-long --protocol report --node "$(head -c 100000 /dev/zero | tr '\0' x)" --token "$DB"
+check "jwt: ... and one about a 100 kB node id" refused j-long
 client j-none --node edge-1 --cluster edge
 check "jwt: no token is refused PERMISSION_DENIED" refused j-none
 client j-rest --node edge-1 --cluster edge --token "$TOKEN"
@@ -159,7 +161,7 @@ check "jwt: a token for groups payments-* claiming a node of group edge is refus
 client j-other --node edge-1 --cluster edge --token "$OTHER"
 check "jwt: another identity covering edge-1 cannot take over its stream" refused j-other
 check "jwt: ... and is told so" has j-other "live stream of another identity"
-check "jwt: refusals counted by reason" wait_for 10 eval '[ "$(failures node_not_covered)" = 4 ] &&
+check "jwt: refusals counted by reason" wait_for 10 eval '[ "$(failures node_not_covered)" = 5 ] &&
     [ "$(failures missing_credentials)" = 1 ] && [ "$(failures bad_token)" = 1 ] &&
     [ "$(failures group_not_covered)" = 1 ] && [ "$(failures identity_conflict)" = 1 ]'
 
@@ -177,6 +179,12 @@ check "jwt: ... and its old stream is superseded" \
     eval 'wait_for 20 ended j-real && has j-real " end ABORTED"'
 bg_stop c-j-again
 conf_stop_serve r1
+check "jwt: the interval's refusals are audited at shutdown, under the token's subject" \
+    [ "$(sql "SELECT count(*) FROM audit_log WHERE action = 'proxy.connect'
+              AND actor = 'jwt:proxies:db-*'")" = 1 ]
+check "jwt: ... with the node ids claimed cut to 256 bytes" \
+    [ "$(sql "SELECT max(length(n)) FROM audit_log, jsonb_array_elements_text(details->'nodes') n
+              WHERE action = 'proxy.connect'")" = 256 ]
 
 # ------------------------------------------------------------------ none
 SEXTANT_XDS_AUTH=none conf_serve r1 || exit 1
