@@ -15,7 +15,10 @@
  *   mtls,jwt  either one
  *
  * The SAN check reads the peer properties gRPC's handshake put on the call's auth
- * context; it does not build or know the server's TLS credentials.
+ * context; it does not build or know the server's TLS credentials, and trusts them to
+ * require a client certificate and verify it against grpc.tls.client_ca_file
+ * (GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY): gRPC reports the SANs of
+ * an unverified certificate too.
  *
  * An accepted node id comes with the identity that covered it ("x509:<SAN>" or
  * "jwt:<sub>", "" under none): a stream may supersede an older stream of its node only
