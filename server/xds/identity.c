@@ -444,10 +444,12 @@ xds_auth_fail xds_ident_check(const xds_ident *id, const xds_cred *c, const char
         return XDS_AUTH_FAIL_TOKEN;
     }
     if (!has_cert && !c->has_token) {
+        static const char *const want[] = {
+            "", "a client certificate with a URI or DNS SAN",
+            "a bearer token in the authorization metadata",
+            "a client certificate with a URI or DNS SAN, or a bearer token"};
         snprintf(msg, n, "no credentials: xds.auth is %s (%s)", xds_ident_modes_text(id),
-                 id->modes == XDS_AUTH_JWT
-                     ? "send a bearer token in the authorization metadata"
-                     : "a client certificate with a matching SAN, or a bearer token");
+                 want[id->modes & 3]);
         return XDS_AUTH_FAIL_MISSING;
     }
     if (node_ok) {
