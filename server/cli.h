@@ -38,6 +38,9 @@ typedef struct cli_opts {
     const char *user; /* --user U */
     const char *role; /* --role R */
     const char *ttl;  /* --ttl DURATION */
+    /* token for proxies: --node-pattern P, repeatable (and --group G, above) */
+    const char *node_patterns[CLI_MAX_GROUPS];
+    size_t node_pattern_count;
 } cli_opts;
 
 /* Loads the configuration (path NULL: the environment only), configures logging from it

@@ -76,6 +76,11 @@
  *   xds.min_client_ping_interval   duration  10s                0..1h between a client's pings
  *   xds.max_ping_strikes           integer   2                  0 (off)..100 early pings, then
  *                                                               GOAWAY
+ *   xds.auth                       string    (required: serve)  none, mtls, jwt or "mtls,jwt"
+ *   xds.mtls.node_id_from          string    none               SAN patterns holding {node}
+ *   xds.auth_failure_interval      duration  60s                1s..1h; refusals logged and
+ *                                                               audited once per source each
+ *                                                               interval
  *   fleet.stale_after              duration  120s               1s..24h; idle connected node is
  * stale fleet.disconnected_after       duration  300s               1s..24h; > stale_after; idle
  * node counts as disconnected
@@ -247,6 +252,9 @@ typedef struct sextant_config {
         int64_t max_node_metadata_bytes;     /* the node's metadata, protobuf-encoded */
         int64_t min_client_ping_interval_ms; /* a client's pings closer than this are strikes */
         int64_t max_ping_strikes;            /* then GOAWAY; 0: never */
+        char *auth;                          /* none, mtls, jwt or "mtls,jwt"; NULL: unset */
+        char *mtls_node_id_from;             /* SAN patterns with {node}, comma-separated */
+        int64_t auth_failure_interval_ms;    /* refusals: one log line and audit row per source */
     } xds;
     struct {
         int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */

@@ -173,6 +173,17 @@ const key_def config_keys[] = {
      "HTTP/2 pings a client sends closer together than this (without data) are strikes."},
     {"xds.max_ping_strikes", K_INT, "2", 0, 100, OFF(xds.max_ping_strikes), "0, never",
      "Strikes after which a connection gets GOAWAY (ENHANCE_YOUR_CALM); 0 tolerates any."},
+    {"xds.auth", K_TEXT, NULL, 0, 0, OFF(xds.auth), "required by serve",
+     "How xDS clients are authenticated: mtls (client certificate SAN), jwt (bearer token), "
+     "\"mtls,jwt\" (either), or none (any client may claim any node id; development only)."},
+    {"xds.mtls.node_id_from", K_TEXT, NULL, 0, 0, OFF(xds.mtls_node_id_from), "none",
+     "With xds.auth mtls: comma-separated patterns of the client certificate's URI or DNS SAN, "
+     "each holding {node} once (the node id) and * for any run of characters but '/', e.g. "
+     "spiffe://example.org/ns/*/node/{node}."},
+    {"xds.auth_failure_interval", K_DURATION, "60s", 1000, MS_HOUR,
+     OFF(xds.auth_failure_interval_ms), NULL,
+     "xDS clients refused for their credentials are logged once per client address in each "
+     "such interval, and audited as one row per address and interval with their count."},
     {"ratelimit.read_rate", K_INT, "50", 1, 1000000, OFF(ratelimit.read_rate), NULL,
      "Sustained API reads per second per user (token bucket refill)."},
     {"ratelimit.read_burst", K_INT, "100", 1, 1000000, OFF(ratelimit.read_burst), NULL,

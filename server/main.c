@@ -54,6 +54,7 @@
 #include "server/snapshot/loader.h"
 #include "server/snapshot/store.h"
 #include "server/supervisor.h"
+#include "server/xds/identity.h"
 #include "server/xds/server.h"
 #include "storage/pg_listener.h"
 #include "storage/pg_pool.h"
@@ -79,7 +80,8 @@ static void usage_main(FILE *out)
                  "  migrate   Apply pending database migrations, then exit.\n"
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
-                 "  token     Mint a JWT for the REST API with the configured signing key.\n"
+                 "  token     Mint a JWT for the REST API, or for proxies (--node-pattern),\n"
+                 "            with the configured signing key.\n"
                  "  rotate-secrets  Reseal every stored private key with the active key.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
@@ -119,20 +121,31 @@ static void usage_serve(FILE *out, bool full)
 static void usage_token(FILE *out)
 {
     fprintf(out, "Usage: sextant token --user USER --role ROLE [--ttl DURATION] [--config FILE]\n"
+                 "       sextant token --node-pattern P... [--group G...] [--user SUBJECT]\n"
+                 "                     [--ttl DURATION] [--config FILE]\n"
                  "\n"
                  "Mints a JWT bearer token for the REST API and prints it on standard output,\n"
                  "for bootstrap and automation: send it as \"Authorization: Bearer TOKEN\".\n"
+                 "With --node-pattern it mints a proxy token instead, for xds.auth jwt: sent\n"
+                 "as the gRPC \"authorization\" metadata (\"Bearer TOKEN\"), it lets an xDS\n"
+                 "client speak for the node ids that match a pattern (* is any run of\n"
+                 "characters), in the proxy groups that match a --group pattern (any group\n"
+                 "without one). Its subject is --user, by default \"proxies:\", the patterns\n"
+                 "and \"@\" and the groups: only a stream of the same subject may replace a\n"
+                 "node's stream.\n"
                  "It is signed with RS256 when auth.rs256_private_key_file is set, else with\n"
                  "HS256 and auth.hs256_secret (or auth.hs256_secret_file), and carries\n"
                  "auth.issuer and auth.audience when they are set. The database is not used.\n"
                  "\n"
                  "Options:\n"
                  "  -u, --user USER       The token's subject (\"sub\"), recorded in the audit\n"
-                 "                        log. Required.\n"
+                 "                        log. Required for a REST API token.\n"
                  "  -r, --role ROLE       admin, operator or viewer, or any role defined by\n"
-                 "                        auth.policy_file. Required.\n"
+                 "                        auth.policy_file. Required for a REST API token.\n"
                  "  -t, --ttl DURATION    Lifetime, such as 15m, 1h or 720h (default 1h, at\n"
                  "                        most 366 days).\n"
+                 "  -p, --node-pattern P  A node id pattern of a proxy token; repeatable.\n"
+                 "  -g, --group G         A proxy group pattern of a proxy token; repeatable.\n"
                  "  -c, --config FILE     YAML configuration file; the auth.* keys are used.\n"
                  "  -h, --help            Print this help.\n"
                  "\n"
@@ -163,10 +176,11 @@ static const struct cli_option {
     {"import publish", NULL, "--namespace", offsetof(cli_opts, ns)},
     {"import publish", NULL, "--author", offsetof(cli_opts, author)},
     {"import publish", "-m", "--message", offsetof(cli_opts, message)},
-    {"import publish", "-g", "--group", offsetof(cli_opts, groups)},
+    {"import publish token", "-g", "--group", offsetof(cli_opts, groups)},
     {"token", "-u", "--user", offsetof(cli_opts, user)},
     {"token", "-r", "--role", offsetof(cli_opts, role)},
     {"token", "-t", "--ttl", offsetof(cli_opts, ttl)},
+    {"token", "-p", "--node-pattern", offsetof(cli_opts, node_patterns)},
 };
 
 /* Whether the space-separated list cmds names cmd. */
@@ -242,6 +256,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, cli_opt
             o->groups[o->group_count++] = value;
             continue;
         }
+        if (slot == &o->node_patterns[0]) {
+            if (o->node_pattern_count == CLI_MAX_GROUPS) {
+                fprintf(stderr, "sextant: %s: at most %d node patterns\n", cmd, CLI_MAX_GROUPS);
+                return CLI_EXIT_USAGE;
+            }
+            o->node_patterns[o->node_pattern_count++] = value;
+            continue;
+        }
         *slot = value;
     }
     return 0;
@@ -266,10 +288,51 @@ static char **token_environment(void)
     return envp;
 }
 
+/* A proxy token (--node-pattern): the node ids and groups it may speak for on xDS. */
+static int mint_proxy_token(const cli_opts *o, const sextant_config *cfg, int64_t ttl_s)
+{
+    char subject[256];
+    if (o->user) {
+        snprintf(subject, sizeof(subject), "%s", o->user);
+    } else {
+        /* Tokens of the same patterns share the subject, so they are one identity: a
+         * proxy reconnecting with a newly minted token replaces its own stream. */
+        size_t len = (size_t)snprintf(subject, sizeof(subject), "proxies:");
+        for (size_t i = 0; i < o->node_pattern_count && len < sizeof(subject); i++)
+            len += (size_t)snprintf(subject + len, sizeof(subject) - len, "%s%s", i ? "," : "",
+                                    o->node_patterns[i]);
+        for (size_t i = 0; i < o->group_count && len < sizeof(subject); i++)
+            len += (size_t)snprintf(subject + len, sizeof(subject) - len, "%s%s", i ? "," : "@",
+                                    o->groups[i]);
+    }
+    sx_err err;
+    sx_err_clear(&err);
+    char *token = NULL;
+    if (xds_ident_mint(cfg, subject, o->node_patterns, o->node_pattern_count, o->groups,
+                       o->group_count, ttl_s, &token, &err) != 0) {
+        cli_print_err("token", &err);
+        return 1;
+    }
+    printf("%s\n", token);
+    sx_free(token);
+    return 0;
+}
+
 static int cmd_token(const cli_opts *o)
 {
-    if (o->user == NULL || o->role == NULL) {
-        fprintf(stderr, "sextant: token: --user and --role are required\n");
+    bool proxy = o->node_pattern_count > 0;
+    if (proxy && o->role) {
+        fprintf(stderr, "sextant: token: --role is for REST API tokens; a proxy token "
+                        "(--node-pattern) has no role\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (!proxy && o->group_count > 0) {
+        fprintf(stderr, "sextant: token: --group limits a proxy token: it needs --node-pattern\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (!proxy && (o->user == NULL || o->role == NULL)) {
+        fprintf(stderr, "sextant: token: --user and --role are required (or --node-pattern "
+                        "for a proxy token)\n");
         return CLI_EXIT_USAGE;
     }
     int64_t ttl_ms = 3600 * 1000;
@@ -296,6 +359,11 @@ static int cmd_token(const cli_opts *o)
     }
     sx_fielderrs_free(&errs);
     sx_log_configure(cfg->log.level, cfg->replica.id);
+    if (proxy) {
+        int st = mint_proxy_token(o, cfg, ttl_ms / 1000);
+        config_free(cfg);
+        return st;
+    }
 
     /* A role the policy does not know would only ever get 403s: refuse it now. */
     sx_err err;

@@ -104,6 +104,9 @@ export SEXTANT_SECRETS_KEY_FILE="$LOCAL/secrets.keys"
 # reaches the port may sign in as any role).
 export SEXTANT_HTTP_UI_DIR="$ROOT/ui/dist"
 export SEXTANT_AUTH_DEV_SIGN_IN="${SEXTANT_AUTH_DEV_SIGN_IN:-true}"
+# The demo's proxies (deploy/local/clients.sh) connect without credentials: any client
+# that reaches the gRPC port may claim any node id (README "Proxy authentication").
+export SEXTANT_XDS_AUTH="${SEXTANT_XDS_AUTH:-none}"
 
 "$BIN" migrate
 "$BIN" import --file deploy/local/demo.json --namespace demo --name echo --group demo \

@@ -5,8 +5,9 @@
  *
  * The first request names the node: its id and cluster are checked (present, bounded,
  * valid UTF-8, since they are stored as PostgreSQL text), its group is decided
- * (xds_group_for_node) and the stream becomes ACTIVE under that node, superseding an
- * older stream of the same node. Every request then counts as activity
+ * (xds_group_for_node) and, when the client's credentials cover the node
+ * (xds_call_activate, identity.h), the stream becomes ACTIVE under that node,
+ * superseding an older stream of the same node and identity. Every request then counts as activity
  * (node_status_seen). A request that cannot be decoded ends the stream: as an invalid
  * request when it was the first, else as a stream error. A type Sextant does not serve
  * is ignored, not refused: clients ask for types they can do without.

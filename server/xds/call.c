@@ -66,6 +66,7 @@ static void call_free(xds_call *c)
     xds_wire_snap_unref(c->snap);
     grpc_call_unref(c->call);
     sx_free(c->user_agent);
+    xds_cred_free(c->cred);
     sx_free(c->node_id);
     sx_free(c->group);
     pthread_mutex_destroy(&c->mu);
@@ -189,26 +190,57 @@ void xds_call_refuse(xds_call *c, const char *limit, grpc_status_code code, cons
     xds_call_end(c, XDS_TERM_INVALID_REQUEST, code, msg);
 }
 
+/* Ends c (locked), whose credentials do not allow it to speak for node_id: counted,
+ * logged and audited in aggregate, cancelled with PERMISSION_DENIED. */
+static void refuse_auth(xds_call *c, xds_auth_fail f, const char *node_id, const char *msg)
+{
+    xds_auth_refused(c->srv, c->cred, f, node_id, xds_protocol_name(c->protocol), msg);
+    xds_call_end(c, XDS_TERM_PERMISSION_DENIED, GRPC_STATUS_PERMISSION_DENIED, msg);
+}
+
 /* Moves a stream from WAITING to ACTIVE under node_id in group (locked); *old gets the
  * stream it superseded, with a reference, for the caller to end after unlocking. False
- * (the stream refused and ended) when the replica serves xds.max_streams already. */
+ * (the stream refused and ended) when its credentials do not cover the node, when the
+ * node's live stream has another identity, or when the replica serves xds.max_streams
+ * already. */
 bool xds_call_activate(xds_call *c, const char *node_id, const char *group, xds_call **old)
 {
     *old = NULL;
+    const char *identity = "";
+    char msg[512];
+    xds_auth_fail f =
+        xds_ident_check(c->srv->ident, c->cred, node_id, group, &identity, msg, sizeof(msg));
+    if (f != XDS_AUTH_OK) {
+        refuse_auth(c, f, node_id, msg);
+        return false;
+    }
     c->link.node_id = sx_strdup(node_id);
     c->link.group = sx_strdup(group);
     c->link.protocol = c->protocol;
     c->link.owner = c;
+    c->link.identity = identity; /* owned by c->cred */
     /* Registered before the snapshot is looked up, so that a snapshot published in
      * between reaches the stream by fan-out if not by the lookup. */
-    bool full = false;
+    bool full = false, conflict = false;
     xds_call *prev = xds_streams_add_capped(c->srv->streams, &c->link,
-                                            (size_t)c->srv->cfg->xds.max_streams, &full);
-    if (full) {
+                                            (size_t)c->srv->cfg->xds.max_streams, &full, &conflict);
+    if (full || conflict) {
         /* Not the node's stream: its end must not be reported as the node's. */
         sx_free((char *)c->link.node_id);
         sx_free((char *)c->link.group);
         c->link.node_id = c->link.group = NULL;
+    }
+    if (conflict) {
+        /* Both may speak for the node, but superseding would let one client disconnect
+         * another: the live stream keeps the node until it ends. */
+        snprintf(msg, sizeof(msg),
+                 "node id \"%.256s\" has a live stream of another identity; only a client of "
+                 "the same identity may replace it",
+                 node_id);
+        refuse_auth(c, XDS_AUTH_FAIL_IDENTITY, node_id, msg);
+        return false;
+    }
+    if (full) {
         char msg[128];
         snprintf(msg, sizeof(msg), "this replica serves its maximum of %lld xDS streams",
                  (long long)c->srv->cfg->xds.max_streams);
@@ -418,9 +450,11 @@ void xds_call_on_close(xds_call *c)
     xds_call_unref(c);
 }
 
-void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const char *user_agent)
+void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const char *user_agent,
+                    xds_cred *cred)
 {
     xds_call *c = sx_calloc(1, sizeof(*c));
+    c->cred = cred;
     pthread_mutex_init(&c->mu, NULL);
     atomic_init(&c->refs, 1); /* ours, until the batches below hold their own */
     c->srv = s;

@@ -67,6 +67,7 @@ typedef struct xds_call {
     int64_t send_started_ms;
     int64_t opened_ms;
     char *user_agent; /* from the HTTP/2 headers, "" when none */
+    xds_cred *cred;   /* what the client presented when the call was accepted */
     char *node_id;    /* NULL until the first valid request */
     char *group;
     xds_stream_link link;
@@ -84,9 +85,10 @@ typedef struct xds_call {
 extern const xds_streams_ops xds_call_stream_ops;
 
 /* Starts a stream accepted on s speaking protocol (not locked: the call is new). Takes
- * over call; user_agent is copied. When even the close batch cannot start the call is
- * cancelled and dropped. */
-void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const char *user_agent);
+ * over call and cred; user_agent is copied. When even the close batch cannot start the
+ * call is cancelled and dropped. */
+void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const char *user_agent,
+                    xds_cred *cred);
 /* Drops a reference; frees the call with the last (not locked). */
 void xds_call_unref(xds_call *c);
 /* The node id of the stream, "" before its first valid request. */
@@ -104,8 +106,10 @@ void xds_call_end_from_outside(xds_call *c, xds_term reason, grpc_status_code co
                                const char *msg);
 /* Moves a stream from WAITING to ACTIVE under node_id in group (locked): registers it
  * and adopts what the node is to be served; *old gets the stream it superseded, with a
- * reference, for the caller to end after unlocking c, or NULL. False when the replica
- * serves xds.max_streams already: c is then refused (RESOURCE_EXHAUSTED) and ended. */
+ * reference, for the caller to end after unlocking c, or NULL. False when c is refused
+ * and ended: its credentials do not cover node_id in group, or the node has a live
+ * stream of another identity (PERMISSION_DENIED; identity.h), or the replica serves
+ * xds.max_streams already (RESOURCE_EXHAUSTED). */
 bool xds_call_activate(xds_call *c, const char *node_id, const char *group, xds_call **old);
 /* Ends c (locked), whose input is past a limit: counted in
  * sextant_xds_limit_refusals_total{limit} (one of xds_limit_names), logged, cancelled

@@ -52,6 +52,9 @@ void xds_metrics_init(xds_metrics *m, sx_metrics *r)
     m->limit_refusals =
         sx_metrics_counter(r, "sextant_xds_limit_refusals_total",
                            "xDS streams ended for input past a limit, by limit.", "limit");
+    m->auth_failures = sx_metrics_counter(
+        r, "sextant_xds_auth_failures_total",
+        "xDS streams and status reports refused for their credentials, by reason.", "reason");
 }
 
 void xds_metrics_inc(sx_metric *f, const char *label)

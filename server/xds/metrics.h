@@ -21,6 +21,8 @@
  *   sextant_xds_status_report_rejections_total{reason} counter: status reports refused
  *   sextant_xds_limit_refusals_total{limit}          counter: streams ended for input past a
  *                                                    limit (xds_limit_names)
+ *   sextant_xds_auth_failures_total{reason}          counter: streams and reports refused for
+ *                                                    their credentials (identity.h reasons)
  *
  * Every pointer is NULL when the engine runs without a registry (unit tests); the
  * xds_metrics_* helpers then do nothing.
@@ -42,6 +44,7 @@ typedef struct xds_metrics {
     sx_metric *terminations;
     sx_metric *report_rejections;
     sx_metric *limit_refusals;
+    sx_metric *auth_failures;
 } xds_metrics;
 
 /* Registers every family in r (NULL: leaves m all NULL). */

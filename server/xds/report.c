@@ -102,9 +102,11 @@ int xds_report_take(xds_server *s, const Gateway__Control__V1__DataplaneStatusRe
     return -1;
 }
 
-void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload)
+void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload, xds_cred *cred)
 {
     int reject = -1;
+    bool denied = false;
+    char denied_msg[512] = "";
     sx_err err;
     sx_err_clear(&err);
     Gateway__Control__V1__DataplaneStatusReport *rep = NULL;
@@ -131,8 +133,23 @@ void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload
     }
     if (payload)
         grpc_byte_buffer_destroy(payload);
+    if (reject < 0 && rep->node_id && rep->node_id[0]) {
+        /* Only a client whose credentials cover the node may report for it, and it
+         * learns nothing else first. The group is not known here, so a token's "groups"
+         * claim is not checked. */
+        const char *identity;
+        xds_auth_fail f = xds_ident_check(s->ident, cred, rep->node_id, NULL, &identity, denied_msg,
+                                          sizeof(denied_msg));
+        if (f != XDS_AUTH_OK) {
+            denied = true;
+            xds_auth_refused(s, cred, f, rep->node_id, "control-v1-report", denied_msg);
+        }
+    }
+    xds_cred_free(cred);
 
-    if (reject >= 0) {
+    if (denied) {
+        /* counted and logged as a refusal for credentials (denials.h) */
+    } else if (reject >= 0) {
         xds_metrics_inc(s->metrics.report_rejections, xds_reject_name((xds_reject)reject));
         sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT,
                       json_pack("{s:s,s:s}", "reason", xds_reject_name((xds_reject)reject), "error",
@@ -153,14 +170,24 @@ void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload
     u->resp = xds_wire_pack(&ack.base);
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
-    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[1].op = GRPC_OP_SEND_MESSAGE;
-    ops[1].data.send_message.send_message = u->resp;
-    ops[2].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    ops[2].data.send_status_from_server.status = GRPC_STATUS_OK;
-    ops[3].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[3].data.recv_close_on_server.cancelled = &u->cancelled;
-    if (grpc_call_start_batch(call, ops, 4, &u->tag, NULL) != GRPC_CALL_OK) {
+    size_t nops = 0;
+    grpc_slice details = grpc_slice_from_copied_string(denied_msg);
+    ops[nops++].op = GRPC_OP_SEND_INITIAL_METADATA;
+    if (!denied) {
+        ops[nops].op = GRPC_OP_SEND_MESSAGE;
+        ops[nops++].data.send_message.send_message = u->resp;
+    }
+    ops[nops].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[nops].data.send_status_from_server.status =
+        denied ? GRPC_STATUS_PERMISSION_DENIED : GRPC_STATUS_OK;
+    if (denied)
+        ops[nops].data.send_status_from_server.status_details = &details;
+    nops++;
+    ops[nops].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[nops++].data.recv_close_on_server.cancelled = &u->cancelled;
+    grpc_call_error e = grpc_call_start_batch(call, ops, nops, &u->tag, NULL);
+    grpc_slice_unref(details);
+    if (e != GRPC_CALL_OK) {
         grpc_byte_buffer_destroy(u->resp);
         grpc_call_unref(call);
         sx_free(u);

@@ -18,10 +18,11 @@ typedef struct xds_unary_call xds_unary_call;
  * node. Returns -1 when accepted, else the xds_reject reason (counted and logged). */
 int xds_report_take(xds_server *s, const Gateway__Control__V1__DataplaneStatusReport *rep,
                     const char *stream_node);
-/* Answers an accepted ReportStatus call (call and payload are taken over; payload NULL
- * allowed) from a completion-queue thread. Its batch completes with tag XDS_TAG_UNARY,
- * whose object goes to xds_report_done. */
-void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload);
+/* Answers an accepted ReportStatus call (call, payload and cred are taken over; payload
+ * NULL allowed) from a completion-queue thread: PERMISSION_DENIED when cred does not
+ * cover the report's node id (identity.h), else OK with StatusAck. Its batch completes
+ * with tag XDS_TAG_UNARY, whose object goes to xds_report_done. */
+void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload, xds_cred *cred);
 /* Frees a ReportStatus call once its batch completed. */
 void xds_report_done(xds_unary_call *u);
 

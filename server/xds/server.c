@@ -32,6 +32,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/changes.h"
 #include "server/server.h"
 #include "server/snapshot/loader.h"
 #include "server/xds/call.h"
@@ -138,18 +139,21 @@ static void on_accept(rpc_slot *sl, bool ok)
                      (const char *)GRPC_SLICE_START_PTR(v));
         }
     }
+    /* The credentials are read now, while the metadata is at hand; the node they must
+     * cover is only known from the first request. */
+    xds_cred *cred = xds_cred_read(s->ident, call, &sl->md, (int64_t)time(NULL));
     grpc_metadata_array_destroy(&sl->md);
     enum method m = sl->method;
     if (!atomic_load(&s->stopping))
         slot_arm(sl);
     if (m == M_REPORT)
-        xds_report_status(s, call, payload);
+        xds_report_status(s, call, payload, cred);
     else
         xds_call_start(s,
                        m == M_SOTW    ? XDS_PROTO_SOTW
                        : m == M_DELTA ? XDS_PROTO_DELTA
                                       : XDS_PROTO_CONTROL,
-                       call, ua);
+                       call, ua, cred);
 }
 
 /* One completion-queue thread and its queue. */
@@ -211,6 +215,7 @@ static void sweep(xds_server *s)
 {
     int64_t send_to = s->cfg->xds.send_timeout_ms, ack_to = s->cfg->xds.ack_timeout_ms;
     int64_t now = sx_monotonic_ms();
+    xds_denials_flush(s->denials, now, false);
     int64_t touch_every = s->cfg->fleet.stale_after_ms / 4;
     bool touch = s->o.nodes != NULL && touch_every > 0 && now - s->last_touch_ms >= touch_every;
     if (touch)
@@ -276,6 +281,8 @@ static void metrics_zero(xds_metrics *m)
         xds_metrics_add(m->report_rejections, xds_reject_name((xds_reject)r), 0);
     for (int l = 0; l < XDS_LIMIT_COUNT; l++)
         xds_metrics_add(m->limit_refusals, xds_limit_names[l], 0);
+    for (int f = XDS_AUTH_OK + 1; f < XDS_AUTH_FAIL_COUNT; f++)
+        xds_metrics_add(m->auth_failures, xds_auth_fail_name((xds_auth_fail)f), 0);
     xds_metrics_add(m->coalesced, NULL, 0);
     xds_metrics_add(m->build_failures, NULL, 0);
 }
@@ -285,7 +292,14 @@ int xds_server_create(const xds_server_options *opt, xds_server **out, sx_err *e
     *out = NULL;
     if (opt->config == NULL)
         return sx_err_set(err, SX_EINVAL, "the xDS server needs a configuration");
+    xds_ident *ident = NULL;
+    int rc = xds_ident_create(opt->config, &ident, err);
+    if (rc != 0)
+        return rc;
     xds_server *s = sx_calloc(1, sizeof(*s));
+    s->ident = ident;
+    s->denials =
+        xds_denials_create(opt->config->xds.auth_failure_interval_ms, opt->audit, opt->audit_ctx);
     s->o = *opt;
     s->cfg = opt->config;
     xds_metrics_init(&s->metrics, opt->metrics);
@@ -532,10 +546,17 @@ static int xds_start(void *ctx, sx_err *err)
     }
     atomic_store(&s->running, true);
     sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT,
-                  json_pack("{s:s,s:i,s:b,s:b,s:i}", "listen", s->listen, "port", s->port, "tls",
-                            s->cfg->grpc.tls.cert_file != NULL, "mtls",
-                            s->cfg->grpc.tls.client_ca_file != NULL, "cq_threads", s->nthreads),
+                  json_pack("{s:s,s:i,s:b,s:b,s:i,s:s}", "listen", s->listen, "port", s->port,
+                            "tls", s->cfg->grpc.tls.cert_file != NULL, "mtls",
+                            s->cfg->grpc.tls.client_ca_file != NULL, "cq_threads", s->nthreads,
+                            "auth", xds_ident_modes_text(s->ident)),
                   "xds server listening on %s", s->listen);
+    if (xds_ident_modes(s->ident) == 0)
+        sx_log_fields(SX_LOG_WARN, XDS_LOG_COMPONENT, json_pack("{s:s}", "auth", "none"),
+                      "xds clients are not authenticated (xds.auth: none): anyone who can reach "
+                      "%s may claim any node id and take over its stream; never run like this "
+                      "outside development",
+                      s->listen);
     return 0;
 }
 
@@ -571,6 +592,7 @@ static void xds_stop(void *ctx)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     teardown_grpc(s);
+    xds_denials_flush(s->denials, sx_monotonic_ms(), true);
     sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT, json_pack("{s:I}", "streams", (json_int_t)n),
                   "xds server stopped");
 }
@@ -594,11 +616,28 @@ void xds_server_destroy(xds_server *s)
     pthread_mutex_destroy(&s->pins_mu);
     xds_streams_destroy(s->streams);
     xds_names_destroy(s->names);
+    xds_denials_destroy(s->denials);
+    xds_ident_destroy(s->ident);
     sx_free(s->control_plane_id);
     sx_free(s->listen);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     sx_free(s);
+}
+
+void xds_auth_refused(xds_server *s, const xds_cred *cred, xds_auth_fail failure,
+                      const char *node_id, const char *protocol, const char *msg)
+{
+    const char *reason = xds_auth_fail_name(failure);
+    xds_metrics_inc(s->metrics.auth_failures, reason);
+    xds_denials_note(s->denials, xds_cred_source(cred), xds_cred_who(cred), reason, node_id,
+                     protocol, msg, sx_monotonic_ms());
+}
+
+/* The audit rows of refused clients, through the write side of the domain. */
+static int audit_refusals(void *ctx, const audit_new *row, sx_err *err)
+{
+    return changes_audit(ctx, row, err);
 }
 
 /* A ReportStatus from a node whose stream is on another replica: the database knows
@@ -630,6 +669,8 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
         .known_node = known_in_database,
         .known_node_ctx = srv,
         .pool = srv->db,
+        .audit = srv->db ? audit_refusals : NULL,
+        .audit_ctx = srv,
     };
     xds_server *s = NULL;
     int rc = xds_server_create(&o, &s, err);

@@ -9,6 +9,10 @@
  *   /gateway.control.v1.ConfigurationDiscoveryService/StreamConfiguration
  *   /gateway.control.v1.ConfigurationDiscoveryService/ReportStatus
  *
+ * Clients are authenticated as xds.auth says (identity.h): a stream whose first request
+ * names a node id its credentials do not cover, or a status report about one, is refused
+ * with PERMISSION_DENIED, counted, and logged and audited in aggregate (denials.h).
+ *
  * Each stream is one call object with an explicit state machine (call.c), its
  * protocol state (sotw.h, delta.h, control.h) and at most one send in flight. New
  * snapshots are built once by the publisher (publisher.h) and pushed by it into the
@@ -33,6 +37,7 @@
 #include "server/nodes/status.h"
 #include "server/snapshot/store.h"
 #include "server/supervisor.h"
+#include "storage/repo_audit.h"
 
 typedef struct xds_server xds_server;
 
@@ -48,6 +53,9 @@ typedef struct xds_server_options {
     void *known_node_ctx;
     /* borrowed; NULL: rollout pins are not loaded (every node follows its group) */
     pg_pool *pool;
+    /* Writes the audit rows of refused clients (denials.h); NULL: not audited. */
+    int (*audit)(void *ctx, const audit_new *row, sx_err *err);
+    void *audit_ctx;
 } xds_server_options;
 
 /* Creates the server (nothing is bound or started; the publisher already watches the

@@ -38,8 +38,8 @@ struct xds_streams {
 
 static const char *const protocol_names[XDS_PROTO_COUNT] = {"ads-sotw", "ads-delta", "control-v1"};
 static const char *const term_names[XDS_TERM_COUNT] = {
-    "shutdown",    "client_disconnect", "stream_error",    "send_timeout",
-    "ack_timeout", "superseded",        "invalid_request", "other",
+    "shutdown",   "client_disconnect", "stream_error",      "send_timeout", "ack_timeout",
+    "superseded", "invalid_request",   "permission_denied", "other",
 };
 
 const char *xds_protocol_name(xds_protocol p)
@@ -174,19 +174,32 @@ static void unlink_locked(xds_streams *r, xds_stream_link *l)
 
 void *xds_streams_add(xds_streams *r, xds_stream_link *l)
 {
-    bool full = false;
-    return xds_streams_add_capped(r, l, 0, &full);
+    bool full = false, conflict = false;
+    return xds_streams_add_capped(r, l, 0, &full, &conflict);
 }
 
-void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full)
+/* Two identities are the same when both are absent or equal. */
+static bool same_identity(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full,
+                             bool *conflict)
 {
     void *superseded = NULL;
     *full = false;
+    *conflict = false;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long now_us = (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
     pthread_mutex_lock(&r->mu);
     xds_stream_link **p = node_slot_locked(r, l->node_id);
+    if (*p != NULL && !same_identity((*p)->identity, l->identity)) {
+        pthread_mutex_unlock(&r->mu);
+        *conflict = true;
+        return NULL;
+    }
     if (*p == NULL && cap > 0 && r->count >= cap) {
         pthread_mutex_unlock(&r->mu);
         *full = true;

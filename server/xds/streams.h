@@ -3,11 +3,12 @@
  * and by proxy group (whom a new snapshot goes to).
  *
  * A stream enters the registry once its first request has been validated and leaves
- * it when it ends. A second stream from the same node id supersedes the first: add
- * takes the older one out and hands it back so that its owner cancels it (reason
- * superseded). Fan-out and shutdown take a snapshot of the members with a reference
- * on each (through the ops the registry was created with), so no lock is held while
- * streams are being written to.
+ * it when it ends. A second stream from the same node id and identity supersedes the
+ * first: add takes the older one out and hands it back so that its owner cancels it
+ * (reason superseded); one of another identity is not registered. Fan-out and
+ * shutdown take a snapshot of the members with a reference on each (through the ops
+ * the registry was created with), so no lock is held while streams are being written
+ * to.
  *
  * The registry also keeps sextant_xds_streams{protocol}, and names the protocols and
  * the termination reasons used as metric labels.
@@ -43,6 +44,7 @@ typedef enum xds_term {
     XDS_TERM_ACK_TIMEOUT,       /* a response was not answered within xds.ack_timeout */
     XDS_TERM_SUPERSEDED,        /* a newer stream from the same node replaced it */
     XDS_TERM_INVALID_REQUEST,   /* the first request was malformed */
+    XDS_TERM_PERMISSION_DENIED, /* the credentials do not cover the node id (identity.h) */
     XDS_TERM_OTHER,
     XDS_TERM_COUNT,
 } xds_term;
@@ -51,13 +53,17 @@ const char *xds_term_name(xds_term r);
 
 typedef struct xds_group_slot xds_group_slot;
 
-/* Embedded in the owner (one per stream). The owner sets the first four fields before
+/* Embedded in the owner (one per stream). The owner sets the first five fields before
  * xds_streams_add and keeps them unchanged (and alive) until xds_streams_remove. */
 typedef struct xds_stream_link {
     const char *node_id;
     const char *group;
     xds_protocol protocol;
     void *owner; /* handed to the ops and returned by the lookups */
+    /* Who the client authenticated as (identity.h; NULL or "" when nobody is): only a
+     * stream of the same identity supersedes the node's stream. Set before add, like the
+     * fields above. */
+    const char *identity;
     /* Set by xds_streams_add: the stream's generation, which orders the streams of a
      * node (node_status): the wall clock in microseconds, strictly increasing in the
      * registry, so above the generation of the stream it supersedes; across replicas a
@@ -85,10 +91,12 @@ void xds_streams_destroy(xds_streams *r);
  * out and its owner returned with a reference the caller must drop (after cancelling
  * it); otherwise NULL. */
 void *xds_streams_add(xds_streams *r, xds_stream_link *l);
-/* The same, unless it would make more than cap streams (0 = no bound): a stream that
- * supersedes one of its node is always registered; otherwise *full is set and nothing
- * changes (NULL returned, l not registered). */
-void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full);
+/* The same, unless the node's stream has another identity (*conflict set) or l would
+ * make more than cap streams (0 = no bound; *full set): then nothing changes (NULL
+ * returned, l not registered). A stream that supersedes one of its node is never
+ * refused for the cap. */
+void *xds_streams_add_capped(xds_streams *r, xds_stream_link *l, size_t cap, bool *full,
+                             bool *conflict);
 
 /* Takes l out; returns false when it was not registered (already superseded). */
 bool xds_streams_remove(xds_streams *r, xds_stream_link *l);

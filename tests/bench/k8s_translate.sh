@@ -208,8 +208,8 @@ run() {
     hwm_end=$(kb "$SERVE_PID" VmHWM)
     tr_sum2=$(metric sextant_k8s_translation_seconds_sum)
     tr_count2=$(metric sextant_k8s_translation_seconds_count)
-    # (auth.enabled=false warns once at start: not counted)
-    warns=$(grep -E '"level": ?"(warn|error)"' "$WORK/serve.log" | grep -Evc '"component": ?"auth"' || true)
+    # (auth.enabled=false and xds.auth none warn once at start: not counted)
+    warns=$(grep -E '"level": ?"(warn|error)"' "$WORK/serve.log" | grep -Evc '"component": ?"auth"|"auth": ?"none"' || true)
     bench_stop_pid k8s_translate "$SERVE_PID" 30
     SERVE_PID=
     cp "$WORK/serve.log" "$WORK/serve-$name.log"

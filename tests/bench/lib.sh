@@ -6,6 +6,9 @@
 # shellcheck source=tests/lib/services.sh
 source "$ROOT/tests/lib/services.sh"
 
+# The benchmarks' clients connect without credentials (xds.auth must be set explicitly).
+export SEXTANT_XDS_AUTH=${SEXTANT_XDS_AUTH:-none}
+
 # bench_options SPEC ARGS...: parses a driver's command line. SPEC lists its options as
 # "--opt=VAR" (sets VAR to the word after --opt) and "--flag:VAR=VALUE" (sets VAR to VALUE);
 # -h and --help print the driver's usage and exit 0; anything else prints it to stderr

@@ -217,7 +217,8 @@ run_one() { # run_one STREAMS ENDPOINTS
         return 1
     fi
     local peak cpeak logw
-    logw=$(grep -cE '"level": ?"(warn|error)"' "$WORK/serve.log" || true)
+    # (xds.auth none warns once at start: not counted)
+    logw=$(grep -E '"level": ?"(warn|error)"' "$WORK/serve.log" | grep -vc '"auth": ?"none"' || true)
     s_cpu=$(awk -v a="$s_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
     c_cpu=$(awk -v a="$c_cpu" -v b="$(cpu_ticks "$CLIENT_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
     peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$SERVE_PID/status")

@@ -77,6 +77,9 @@ wait_for() {
 # daemon sees only the SEXTANT_* settings a test means for it.
 SX_ENV=(env -u SEXTANT_BIN -u SEXTANT_SOURCE_DIR -u SEXTANT_TEST_DATABASE_URL -u SEXTANT_TEST_REDIS_URL
     -u SEXTANT_TEST_REDIS_SERVER -u SEXTANT_TEST_PG_BIN -u SEXTANT_TEST_OUT -u SEXTANT_TEST_TOOLS)
+# The daemons of the tests serve xDS without authentication (xds.auth must be set
+# explicitly), unless a test sets SEXTANT_XDS_AUTH itself (tests/conformance/test_xds_auth.sh).
+export SEXTANT_XDS_AUTH=${SEXTANT_XDS_AUTH:-none}
 
 # ready [PORT]: /readyz on 127.0.0.1:PORT (HTTP_PORT by default) answers 200; the
 # answer's body is kept in $WORK/readyz.json.

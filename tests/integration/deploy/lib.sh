@@ -37,10 +37,12 @@ default_port() {
     "$BIN" serve --help | awk -v k="$1" '$1 == k { sub(/\)$/, "", $4); n = split($4, a, ":"); print a[n] }'
 }
 
+# deploy_serve FILE [VAR=VALUE...]: `sextant serve --config FILE` as the deployment runs it:
+# the file's own xds.auth, not the tests' default (tests/lib/shtest.sh).
 deploy_serve() {
     local file=$1
     shift
-    env SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT" \
+    env -u SEXTANT_XDS_AUTH SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT" \
         SEXTANT_AUTH_HS256_SECRET_FILE="$WORK/jwt-hs256" SEXTANT_LOG_LEVEL=debug \
         SEXTANT_REPLICA_ID="deploy-test" "$@" \
         "${SX_ENV[@]}" "$BIN" serve --config "$file" >>"$WORK/serve.log" 2>&1 &

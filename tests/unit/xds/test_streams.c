@@ -141,17 +141,19 @@ static void test_cap_and_generations(void **state)
     owner *b = make("node-b", "edge", XDS_PROTO_SOTW);
     owner *c = make("node-c", "edge", XDS_PROTO_SOTW);
     owner *a2 = make("node-a", "edge", XDS_PROTO_SOTW);
-    bool full = true;
-    assert_null(xds_streams_add_capped(r, &a->link, 2, &full));
+    bool full = true, conflict = true;
+    assert_null(xds_streams_add_capped(r, &a->link, 2, &full, &conflict));
     assert_false(full);
-    assert_null(xds_streams_add_capped(r, &b->link, 2, &full));
+    assert_false(conflict);
+    assert_null(xds_streams_add_capped(r, &b->link, 2, &full, &conflict));
     assert_false(full);
-    assert_null(xds_streams_add_capped(r, &c->link, 2, &full));
+    assert_null(xds_streams_add_capped(r, &c->link, 2, &full, &conflict));
     assert_true(full);
     assert_false(xds_streams_has_node(r, "node-c"));
     assert_int_equal(xds_streams_count(r), 2);
-    assert_ptr_equal(xds_streams_add_capped(r, &a2->link, 2, &full), a);
+    assert_ptr_equal(xds_streams_add_capped(r, &a2->link, 2, &full, &conflict), a);
     assert_false(full);
+    assert_false(conflict);
     assert_true(a2->link.gen > a->link.gen);
     assert_true(b->link.gen > a->link.gen);
     assert_true(a2->link.gen > b->link.gen);
@@ -164,11 +166,42 @@ static void test_cap_and_generations(void **state)
     sx_free(a2);
 }
 
+/* Only a stream of the same identity supersedes the node's stream; another one is
+ * refused and leaves the registry as it was. */
+static void test_identity(void **state)
+{
+    (void)state;
+    xds_streams *r = xds_streams_create(&ops, NULL);
+    owner *a = make("node-a", "edge", XDS_PROTO_SOTW);
+    owner *impostor = make("node-a", "edge", XDS_PROTO_DELTA);
+    owner *a2 = make("node-a", "edge", XDS_PROTO_SOTW);
+    a->link.identity = "x509:spiffe://example.org/ns/prod/node/node-a";
+    impostor->link.identity = "jwt:someone-else";
+    a2->link.identity = "x509:spiffe://example.org/ns/prod/node/node-a";
+    bool full = false, conflict = false;
+    assert_null(xds_streams_add_capped(r, &a->link, 0, &full, &conflict));
+    assert_null(xds_streams_add_capped(r, &impostor->link, 0, &full, &conflict));
+    assert_true(conflict);
+    assert_false(impostor->link.registered);
+    void *found = xds_streams_find(r, "node-a");
+    assert_ptr_equal(found, a);
+    a->refs--;
+    assert_ptr_equal(xds_streams_add_capped(r, &a2->link, 0, &full, &conflict), a);
+    assert_false(conflict);
+    assert_false(a->link.registered);
+    assert_true(xds_streams_remove(r, &a2->link));
+    xds_streams_destroy(r);
+    sx_free(a);
+    sx_free(impostor);
+    sx_free(a2);
+}
+
 static void test_names(void **state)
 {
     (void)state;
-    const char *want[] = {"shutdown",    "client_disconnect", "stream_error",    "send_timeout",
-                          "ack_timeout", "superseded",        "invalid_request", "other"};
+    const char *want[] = {"shutdown",        "client_disconnect", "stream_error",
+                          "send_timeout",    "ack_timeout",       "superseded",
+                          "invalid_request", "permission_denied", "other"};
     for (int i = 0; i < XDS_TERM_COUNT; i++)
         assert_string_equal(xds_term_name((xds_term)i), want[i]);
     assert_string_equal(xds_protocol_name(XDS_PROTO_SOTW), "ads-sotw");
@@ -177,4 +210,5 @@ static void test_names(void **state)
 }
 
 TL_MAIN(cmocka_unit_test(test_supersede_and_groups), cmocka_unit_test(test_many_nodes),
-        cmocka_unit_test(test_names), cmocka_unit_test(test_cap_and_generations))
+        cmocka_unit_test(test_names), cmocka_unit_test(test_cap_and_generations),
+        cmocka_unit_test(test_identity))

@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""ads_auth.py — a raw xDS client (gRPC C core through Debian's python3-grpcio) that
+opens one stream as a node, with the credentials it is given, and logs what happens.
+
+    ads_auth.py --server HOST:PORT --node ID [--cluster GROUP] --out FILE
+        [--protocol sotw|delta|control|report]
+        [--ca CA.pem --cert CERT.pem --key KEY.pem]   # TLS, with a client certificate
+        [--token JWT]                                 # "authorization: Bearer JWT"
+
+sotw, delta and control open a stream (ADS state of the world, ADS Delta,
+gateway.control.v1 StreamConfiguration), subscribe to every cluster (every snapshot for
+control), ACK every response and log one line per response and one when the stream ends:
+    <unix ms> response <version>
+    <unix ms> end <grpc code name> <details>
+report sends one unary ReportStatus for the node (--repeat N: N, one after the other)
+and logs for each
+    <unix ms> end <grpc code name> <details>
+then exits. A stream runs until it ends or until SIGTERM/SIGINT. The messages are encoded
+here by hand (field numbers from Envoy's and Sextant's protos), so no protoc is needed.
+"""
+import argparse
+import queue
+import signal
+import sys
+import time
+
+import grpc
+
+CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+METHODS = {
+    "sotw": "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
+    "delta": "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources",
+    "control": "/gateway.control.v1.ConfigurationDiscoveryService/StreamConfiguration",
+    "report": "/gateway.control.v1.ConfigurationDiscoveryService/ReportStatus",
+}
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(num, data):
+    """A length-delimited field (string or message)."""
+    if isinstance(data, str):
+        data = data.encode()
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def fields(buf):
+    """The length-delimited and varint fields of a message: {number: [values]}."""
+    i, out = 0, {}
+    while i < len(buf):
+        key, shift = 0, 0
+        while True:
+            b = buf[i]
+            i += 1
+            key |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        num, wire = key >> 3, key & 7
+        n, shift = 0, 0
+        if wire in (0, 2):
+            while True:
+                b = buf[i]
+                i += 1
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+        if wire == 2:
+            out.setdefault(num, []).append(buf[i : i + n])
+            i += n
+        elif wire == 0:
+            out.setdefault(num, []).append(n)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            raise ValueError("unexpected wire type %d" % wire)
+    return out
+
+
+def text(fs, num):
+    return fs.get(num, [b""])[0].decode()
+
+
+def node_msg(node, cluster):
+    return field(1, node) + (field(2, cluster) if cluster else b"")  # Node.id, Node.cluster
+
+
+def first_request(proto, node, cluster):
+    if proto == "sotw":  # DiscoveryRequest: node 2, type_url 4
+        return field(2, node_msg(node, cluster)) + field(4, CDS)
+    if proto == "delta":  # DeltaDiscoveryRequest: node 1, type_url 2
+        return field(1, node_msg(node, cluster)) + field(2, CDS)
+    # gateway.control.v1 DiscoveryRequest: node_id 1, cluster 2
+    return field(1, node) + (field(2, cluster) if cluster else b"")
+
+
+def ack(proto, node, cluster, resp):
+    """The ACK of a response, and the version it carried."""
+    fs = fields(resp)
+    if proto == "sotw":  # DiscoveryResponse: version_info 1, type_url 4, nonce 5
+        version = text(fs, 1)
+        return version, (
+            field(1, version) + field(2, node_msg(node, cluster)) + field(4, text(fs, 4)) + field(5, text(fs, 5))
+        )
+    if proto == "delta":  # DeltaDiscoveryResponse: system_version_info 1, type_url 4, nonce 5
+        version = text(fs, 1)
+        return version, field(2, text(fs, 4)) + field(6, text(fs, 5))
+    # gateway.control.v1 DiscoveryResponse: version 1, nonce 2; request: version 3, nonce 4
+    version = text(fs, 1)
+    return version, field(1, node) + field(3, version) + field(4, text(fs, 2))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--node", required=True)
+    ap.add_argument("--cluster", default="")
+    ap.add_argument("--protocol", default="sotw", choices=sorted(METHODS))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--ca")
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    ap.add_argument("--token")
+    ap.add_argument("--repeat", type=int, default=1, help="report: how many calls")
+    a = ap.parse_args()
+
+    out = open(a.out, "a", buffering=1)
+
+    def log(line):
+        out.write("%d %s\n" % (int(time.time() * 1000), line))
+
+    if a.ca:
+        read = lambda p: open(p, "rb").read() if p else None
+        creds = grpc.ssl_channel_credentials(read(a.ca), read(a.key), read(a.cert))
+        channel = grpc.secure_channel(a.server, creds, options=[("grpc.ssl_target_name_override", "localhost")])
+    else:
+        channel = grpc.insecure_channel(a.server)
+    metadata = [("authorization", "Bearer " + a.token)] if a.token else None
+
+    if a.protocol == "report":
+        call = channel.unary_unary(METHODS["report"])
+        for _ in range(a.repeat):
+            try:
+                call(field(1, a.node) + field(2, "v1") + b"\x18\x01", metadata=metadata, timeout=10)
+                log("end OK")
+            except grpc.RpcError as e:
+                log("end %s %s" % (e.code().name, e.details()))
+        return 0
+
+    requests = queue.Queue()
+    requests.put(first_request(a.protocol, a.node, a.cluster))
+
+    def request_iter():
+        while True:
+            r = requests.get()
+            if r is None:
+                return
+            yield r
+
+    call = channel.stream_stream(METHODS[a.protocol])(request_iter(), metadata=metadata)
+
+    def stop(*_):
+        call.cancel()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        for resp in call:
+            version, reply = ack(a.protocol, a.node, a.cluster, resp)
+            log("response %s" % version)
+            requests.put(reply)
+        log("end OK")
+    except grpc.RpcError as e:
+        log("end %s %s" % (e.code().name, e.details()))
+    requests.put(None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
