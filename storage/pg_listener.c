@@ -33,6 +33,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 #define COMPONENT       "pg_listener"
 #define CHANNEL_MAX_LEN 63 /* NAMEDATALEN - 1: longer identifiers are truncated */
@@ -91,10 +92,7 @@ static void first_line(char *dst, size_t n, const char *src)
 
 static bool is_stopping(pg_listener *l)
 {
-    pthread_mutex_lock(&l->mu);
-    bool s = l->stopping;
-    pthread_mutex_unlock(&l->mu);
-    return s;
+    return sx_locked_bool(&l->mu, &l->stopping);
 }
 
 static void wake(pg_listener *l)
@@ -625,10 +623,7 @@ void pg_listener_destroy(pg_listener *l)
 
 bool pg_listener_connected(pg_listener *l)
 {
-    pthread_mutex_lock(&l->mu);
-    bool c = l->connected;
-    pthread_mutex_unlock(&l->mu);
-    return c;
+    return sx_locked_bool(&l->mu, &l->connected);
 }
 
 bool pg_listener_wait_connected(pg_listener *l, int timeout_ms)
