@@ -439,6 +439,24 @@ void tl_store_close(tl_store *s)
     tl_db_drop(s->url);
 }
 
+void tl_sessions_open(tl_sessions *s)
+{
+    s->url = tl_db_create_migrated();
+    s->pool = tl_pool(s->url, 4);
+    assert_int_equal(pg_acquire(s->pool, &s->c, NULL), 0);
+    assert_int_equal(pg_acquire(s->pool, &s->w, NULL), 0);
+    s->a = sx_arena_create();
+}
+
+void tl_sessions_close(tl_sessions *s)
+{
+    sx_arena_destroy(s->a);
+    pg_release(s->pool, s->w);
+    pg_release(s->pool, s->c);
+    pg_pool_destroy(s->pool);
+    tl_db_drop(s->url);
+}
+
 typedef struct race_slot {
     pthread_barrier_t *start;
     void *(*fn)(void *);
