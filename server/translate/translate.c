@@ -12,6 +12,7 @@
  */
 #include "server/translate/translate.h"
 
+#include <stddef.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "server/base/hash.h"
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
 
 /* ---------------------------------------------------------------- context helpers */
 
@@ -282,14 +284,7 @@ void tr_index(tr_ctx *tr)
 /* The first entry of a sorted table whose qname is qname, or NULL. */
 static const tr_name *find_first(const tr_name *t, size_t n, const char *qname)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(t[mid].qname, qname) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sx_sorted_first(t, n, sizeof(*t), offsetof(tr_name, qname), qname);
     return lo < n && strcmp(t[lo].qname, qname) == 0 ? &t[lo] : NULL;
 }
 

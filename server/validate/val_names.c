@@ -8,11 +8,13 @@
  * (qualified names, BackendRef namespace defaulting, bare listener-side references that
  * must be unambiguous) are server/translate/translate.c's; keep the two in step.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
 #include "server/validate/val_internal.h"
 
 const char *val_qname(const char *ns, const char *name, char *buf, size_t n)
@@ -104,14 +106,7 @@ void val_names_free(val_ctx *c)
 
 const val_name *val_find(const val_table *t, const char *qname, size_t *count)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(t->v[mid].qname, qname) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sx_sorted_first(t->v, t->n, sizeof(*t->v), offsetof(val_name, qname), qname);
     if (lo >= t->n || strcmp(t->v[lo].qname, qname) != 0) {
         if (count)
             *count = 0;
