@@ -482,7 +482,6 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
     if (rc)
         return rc;
     const char *p[] = {group};
-    void *v;
     rc = repo_query_rows(
         c, a,
         "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
@@ -492,8 +491,7 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
                             "   ON v.config_id = c.id AND v.version = c.live_version"
                             " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
                             " ORDER BY c.namespace, c.name",
-        1, p, sizeof(cfg_version), read_live_ver, &v, count, err);
-    *out = v;
+        1, p, sizeof(cfg_version), read_live_ver, out, count, err);
     return rc;
 }
 
@@ -544,7 +542,6 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
     if (exclude_id && (rc = check_id(exclude_id, err)))
         return rc;
     const char *p[] = {repo_strv_param(a, groups, n), exclude_id};
-    void *v;
     rc = repo_query_rows(c, a,
                          "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
                          " FROM configs c JOIN config_versions v"
@@ -553,8 +550,7 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
                          "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
                          "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
                          " ORDER BY c.namespace, c.name",
-                         2, p, sizeof(cfg_live), read_live, &v, count, err);
-    *out = v;
+                         2, p, sizeof(cfg_live), read_live, out, count, err);
     return rc;
 }
 
