@@ -171,6 +171,20 @@ last_is() {
     case "$(last_result "$1")" in "$2"*) return 0 ;; esac
     return 1
 }
+# conf_client_on_a LOG INTERVAL_MS WHAT: the grpc-js xDS client (bg_run client), node
+# NODE of group GROUP on r1, calls xds:///echo.test every INTERVAL_MS ms into LOG; the
+# check WHAT is that a call reaches backend A within 20 s, and the test ends there (with
+# the last outcome) when none does.
+conf_client_on_a() {
+    GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$NODE" "$GROUP" "$R1_GRPC") \
+        bg_run client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$1" \
+        --interval-ms "$2"
+    check "$3" wait_for 20 last_is "$1" "ok A"
+    if ! last_is "$1" "ok A"; then
+        echo "last outcome: $(last_result "$1")" >&2
+        finish
+    fi
+}
 # results_since LOG MS: the outcomes logged at or after unix time MS.
 results_since() {
     awk -v t="$2" '$1 >= t { $1 = ""; sub(/^ /, ""); print }' "$1"
