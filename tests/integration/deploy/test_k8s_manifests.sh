@@ -66,13 +66,9 @@ LOG_FROM=$(($(wc -l <"$WORK/k8s/apiserver.log") + 1))
 
 # What the test changes, and why: its own ports and JWT key, the API server's kubeconfig
 # (a pod uses its service account), the UI of this tree (the image's path is not here).
-if deploy_serve "$WORK/sextant.yaml" SEXTANT_K8S_KUBECONFIG="$KUBECONFIG" SEXTANT_HTTP_UI_DIR=""; then
-    pass "sextant serve --config <the ConfigMap's sextant.yaml> is ready"
-else
-    fail "sextant serve with the ConfigMap's sextant.yaml did not become ready: $(cat "$WORK/readyz.json" 2>/dev/null)"
-fi
-check "the daemon runs with every value of the ConfigMap's file" \
-    config_matches "$WORK/sextant.yaml" '^(http\.listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$'
+deploy_serve_checked "$WORK/sextant.yaml" "the ConfigMap's sextant.yaml" \
+    '^(http\.listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$' \
+    SEXTANT_K8S_KUBECONFIG="$KUBECONFIG" SEXTANT_HTTP_UI_DIR=""
 for kind in livenessProbe readinessProbe startupProbe; do
     path=$(fact ".probes.$kind.path")
     [ "$path" != null ] || continue

@@ -71,13 +71,8 @@ else
 fi
 check "... and a second time, as on every restart" \
     env SEXTANT_AUTH_HS256_SECRET_FILE="$WORK/jwt-hs256" "${SX_ENV[@]}" "$BIN" "${PRE_ARGS[@]/$CONFIG/$D/sextant.yaml}"
-if deploy_serve "$D/sextant.yaml" SEXTANT_HTTP_UI_DIR=""; then
-    pass "ExecStart's serve with the shipped sextant.yaml is ready"
-else
-    fail "serve with deploy/systemd/sextant.yaml did not become ready: $(cat "$WORK/readyz.json" 2>/dev/null)"
-fi
-check "the daemon runs with every value of sextant.yaml" \
-    config_matches "$D/sextant.yaml" '^(http\.listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$'
+deploy_serve_checked "$D/sextant.yaml" "the unit's sextant.yaml (ExecStart)" \
+    '^(http\.listen|grpc\.listen|http\.ui_dir|auth\.hs256_secret_file|log\.level)$' SEXTANT_HTTP_UI_DIR=""
 check "the default ports: HTTP" grep -q "listen: \"[0-9.]*:$(default_port http.listen)\"" "$D/sextant.yaml"
 check "the default ports: gRPC" grep -q "listen: \"[0-9.]*:$(default_port grpc.listen)\"" "$D/sextant.yaml"
 serve_stop 15
