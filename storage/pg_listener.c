@@ -511,12 +511,7 @@ int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err
     l->app = sx_strdup(opt->application_name ? opt->application_name : "sextant-listener");
     l->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
     l->nhosts = count_hosts(opt->url);
-    l->link = opt->link;
-    if (l->link == NULL) {
-        pg_link_options ko = {.metrics = opt->metrics};
-        l->link = pg_link_create(&ko);
-        l->own_link = true;
-    }
+    l->link = pg_link_given_or_own(opt->link, opt->metrics, &l->own_link);
     if (pg_link_watch(l->link, on_link_up, l) != 0)
         SX_WARN(COMPONENT, "too many watchers of the database link: the listener waits out "
                            "its back-off");

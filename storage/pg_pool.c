@@ -85,12 +85,7 @@ int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
     p->statement_timeout_ms = opt->statement_timeout_ms;
     p->acquire_timeout_ms = opt->acquire_timeout_ms > 0 ? opt->acquire_timeout_ms : 10000;
     sx_cond_init_monotonic(&p->rc_cv);
-    p->link = opt->link;
-    if (p->link == NULL) {
-        pg_link_options lo = {.metrics = opt->metrics};
-        p->link = pg_link_create(&lo);
-        p->own_link = true;
-    }
+    p->link = pg_link_given_or_own(opt->link, opt->metrics, &p->own_link);
     if (pg_link_watch(p->link, on_link_up, p) != 0)
         SX_WARN("storage", "too many watchers of the database link: the pool waits out its "
                            "back-off");
