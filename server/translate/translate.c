@@ -22,6 +22,7 @@
 #include "server/base/hash.h"
 #include "server/base/mem.h"
 #include "server/base/sorted.h"
+#include "server/base/num.h"
 
 /* ---------------------------------------------------------------- context helpers */
 
@@ -199,11 +200,9 @@ static int cmp_name(const void *a, const void *b)
 {
     const tr_name *x = a, *y = b;
     int c = strcmp(x->qname, y->qname);
-    if (c != 0)
-        return c;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    if (c == 0)
+        c = SX_CMP(x->kind, y->kind);
+    return c ? c : SX_CMP(x->idx, y->idx);
 }
 
 static const char *route_list_name(tr_route_kind k)

@@ -15,6 +15,7 @@
 
 #include "server/base/mem.h"
 #include "server/base/sorted.h"
+#include "server/base/num.h"
 #include "server/validate/val_internal.h"
 
 const char *val_qname(const char *ns, const char *name, char *buf, size_t n)
@@ -30,13 +31,9 @@ static int cmp_name(const void *a, const void *b)
 {
     const val_name *x = a, *y = b;
     int c = strcmp(x->qname, y->qname);
-    if (c != 0)
+    if (c || (c = SX_CMP(x->doc, y->doc)) || (c = SX_CMP(x->kind, y->kind)))
         return c;
-    if (x->doc != y->doc)
-        return x->doc < y->doc ? -1 : 1;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    return SX_CMP(x->idx, y->idx);
 }
 
 typedef struct table_builder {
