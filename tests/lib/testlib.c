@@ -72,12 +72,17 @@ static void admin_exec(const char *sql)
     PQfinish(c);
 }
 
-char *tl_role_create(const char *url)
+/* A name of prefix that no other test process, nor another call in this one, takes. */
+static void unique_name(char *out, size_t n, const char *prefix)
 {
     static int counter;
+    snprintf(out, n, "%s_%d_%d_%lld", prefix, (int)getpid(), ++counter, tl_now_ms() % 100000);
+}
+
+char *tl_role_create(const char *url)
+{
     char role[64], sql[160];
-    snprintf(role, sizeof(role), "sx_role_%d_%d_%lld", (int)getpid(), ++counter,
-             tl_now_ms() % 100000);
+    unique_name(role, sizeof(role), "sx_role");
     snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN SUPERUSER", role);
     admin_exec(sql);
     /* postgresql://USER@host...: the user is what sits between "://" and '@'. */
@@ -146,10 +151,8 @@ static char *url_with_db(const char *url, const char *db)
 
 char *tl_db_create(void)
 {
-    static int counter;
     char name[64], sql[128];
-    snprintf(name, sizeof(name), "sx_test_%d_%d_%lld", (int)getpid(), ++counter,
-             tl_now_ms() % 100000);
+    unique_name(name, sizeof(name), "sx_test");
     snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
     admin_exec(sql);
     return url_with_db(tl_env("SEXTANT_TEST_DATABASE_URL"), name);
