@@ -221,31 +221,62 @@ int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     return API_PAGE_FILL(page, rc, list, config_item);
 }
 
+/* A config change under way: its audit, how it is answered, the request it makes and
+ * the body it came with (NULL when it takes none). */
+typedef struct config_change {
+    api_change ch;
+    change_answer ans;
+    apply_request ar;
+    json_t *body;
+} config_change;
+
+/* Starts change op (audited as action, answered with extra) to the config of the route's
+ * {id}, or to a new one for APPLY_CREATE: checks the id, that the database is wired, the
+ * idempotency key, If-Match (not for a create) and, when fields is not NULL, the body.
+ * Sets cc->ar's op, config_id, if_match and idem. Returns false once answered. */
+static bool config_change_begin(config_change *cc, http_request *req, rest_api *api, apply_op op,
+                                const char *action, extra_fn extra, const api_field *fields,
+                                size_t nfields)
+{
+    bool create = op == APPLY_CREATE;
+    *cc = (config_change){
+        .ch = {req, api, action, "config", create ? "" : http_req_param(req, "id")},
+        .ans = {create ? 201 : 200, extra, NULL},
+        .ar = {.op = op},
+    };
+    if (!create && (cc->ar.config_id = config_id_or_respond(req, &cc->ch)) == NULL)
+        return false;
+    return db_or_respond(req, api) &&
+           api_idem_or_respond(req, &cc->ch, render_change, &cc->ans, &cc->ar.idem) &&
+           (create || api_if_match_or_respond(req, &cc->ch, &cc->ar.if_match)) &&
+           (fields == NULL || api_body_or_respond(req, &cc->ch, fields, nfields, &cc->body));
+}
+
+/* Reads the fields create_fields and put_fields share from the body into cc->ar. */
+static void config_change_read_body(config_change *cc)
+{
+    json_t *body = cc->body;
+    const char **groups;
+    cc->ar.group_count = api_strv(cc->ch.req, body, "groups", &groups);
+    cc->ar.groups = groups;
+    cc->ar.ns = api_str(body, "namespace");
+    cc->ar.name = api_str(body, "name");
+    cc->ar.spec = json_object_get(body, "spec");
+    cc->ar.message = api_str(body, "message");
+    cc->ar.draft = json_is_true(json_object_get(body, "draft"));
+}
+
 void api_configs_create(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    api_change ch = {req, api, "config.create", "config", ""};
-    change_answer ans = {201, NULL, NULL};
-    idem_request *idem;
-    json_t *body;
-    if (!db_or_respond(req, api) || !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
-        !api_body_or_respond(req, &ch, create_fields, NFIELDS(create_fields), &body))
+    config_change cc;
+    if (!config_change_begin(&cc, req, api, APPLY_CREATE, "config.create", NULL, create_fields,
+                             NFIELDS(create_fields)))
         return;
-    const char **groups;
-    size_t ngroups = api_strv(req, body, "groups", &groups);
-    const char *ns = api_str(body, "namespace");
-    apply_request ar = {
-        .op = APPLY_CREATE,
-        .ns = ns && ns[0] ? ns : "default",
-        .name = api_str(body, "name"),
-        .groups = groups,
-        .group_count = ngroups,
-        .spec = json_object_get(body, "spec"),
-        .message = api_str(body, "message"),
-        .draft = json_is_true(json_object_get(body, "draft")),
-        .idem = idem,
-    };
-    run_change(&ch, &ar, &ans);
+    config_change_read_body(&cc);
+    if (cc.ar.ns == NULL || cc.ar.ns[0] == '\0')
+        cc.ar.ns = "default";
+    run_change(&cc.ch, &cc.ar, &cc.ans);
 }
 
 void api_configs_validate(http_request *req, rest_api *api, void *ud)
@@ -312,62 +343,30 @@ void api_config_get(http_request *req, rest_api *api, void *ud)
 void api_config_put(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    api_change ch = {req, api, "config.update", "config", http_req_param(req, "id")};
-    const char *id = config_id_or_respond(req, &ch);
-    change_answer ans = {200, NULL, NULL};
-    idem_request *idem;
-    json_t *body;
-    int if_match;
-    if (id == NULL || !db_or_respond(req, api) ||
-        !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
-        !api_if_match_or_respond(req, &ch, &if_match) ||
-        !api_body_or_respond(req, &ch, put_fields, NFIELDS(put_fields), &body))
+    config_change cc;
+    if (!config_change_begin(&cc, req, api, APPLY_UPDATE, "config.update", NULL, put_fields,
+                             NFIELDS(put_fields)))
         return;
-    const char **groups;
-    size_t ngroups = api_strv(req, body, "groups", &groups);
-    if (json_object_get(body, "groups") && ngroups == 0) {
+    config_change_read_body(&cc);
+    if (json_object_get(cc.body, "groups") && cc.ar.group_count == 0) {
         sx_err err;
         sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
-        api_refuse(req, &ch, &err, api_details1("groups", "must name at least one"));
+        api_refuse(req, &cc.ch, &err, api_details1("groups", "must name at least one"));
         return;
     }
-    const char *name = api_str(body, "name");
-    apply_request ar = {
-        .op = APPLY_UPDATE,
-        .config_id = id,
-        .if_match = if_match,
-        .ns = api_str(body, "namespace"),
-        .name = name && name[0] ? name : NULL,
-        .groups = groups,
-        .group_count = ngroups,
-        .spec = json_object_get(body, "spec"),
-        .message = api_str(body, "message"),
-        .draft = json_is_true(json_object_get(body, "draft")),
-        .idem = idem,
-    };
-    run_change(&ch, &ar, &ans);
+    if (cc.ar.name && cc.ar.name[0] == '\0')
+        cc.ar.name = NULL;
+    run_change(&cc.ch, &cc.ar, &cc.ans);
 }
 
 void api_config_delete(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    api_change ch = {req, api, "config.delete", "config", http_req_param(req, "id")};
-    const char *id = config_id_or_respond(req, &ch);
-    change_answer ans = {200, NULL, NULL};
-    idem_request *idem;
-    int if_match;
-    if (id == NULL || !db_or_respond(req, api) ||
-        !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
-        !api_if_match_or_respond(req, &ch, &if_match))
+    config_change cc;
+    if (!config_change_begin(&cc, req, api, APPLY_DELETE, "config.delete", NULL, NULL, 0))
         return;
-    apply_request ar = {
-        .op = APPLY_DELETE,
-        .config_id = id,
-        .if_match = if_match,
-        .message = http_req_query(req, "message"),
-        .idem = idem,
-    };
-    run_change(&ch, &ar, &ans);
+    cc.ar.message = http_req_query(req, "message");
+    run_change(&cc.ch, &cc.ar, &cc.ans);
 }
 
 /* ------------------------------------------------------------------ versions */
@@ -473,36 +472,23 @@ static json_t *rollback_extra(const apply_result *res, const apply_request *ar)
 void api_config_rollback(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    api_change ch = {req, api, "config.rollback", "config", http_req_param(req, "id")};
-    const char *id = config_id_or_respond(req, &ch);
-    change_answer ans = {200, rollback_extra, NULL};
-    idem_request *idem;
-    json_t *body;
-    int if_match;
-    if (id == NULL || !db_or_respond(req, api) ||
-        !api_idem_or_respond(req, &ch, render_change, &ans, &idem) ||
-        !api_if_match_or_respond(req, &ch, &if_match) ||
-        !api_body_or_respond(req, &ch, rollback_fields, NFIELDS(rollback_fields), &body))
+    config_change cc;
+    if (!config_change_begin(&cc, req, api, APPLY_ROLLBACK, "config.rollback", rollback_extra,
+                             rollback_fields, NFIELDS(rollback_fields)))
         return;
-    json_int_t v = json_integer_value(json_object_get(body, "version"));
+    json_int_t v = json_integer_value(json_object_get(cc.body, "version"));
     if (v < 1 || v > 0x7fffffff) {
         sx_err err;
         sx_err_set(&err, SX_EINVAL, "the request body has 1 problem");
         api_refuse(
-            req, &ch, &err,
+            req, &cc.ch, &err,
             api_details1("version", "must be a positive integer (a version of this config)"));
         return;
     }
-    const char *msg = api_str(body, "message");
+    const char *msg = api_str(cc.body, "message");
     char dflt[64];
     snprintf(dflt, sizeof(dflt), "rollback to version %lld", (long long)v);
-    apply_request ar = {
-        .op = APPLY_ROLLBACK,
-        .config_id = id,
-        .if_match = if_match,
-        .rollback_to = (int)v,
-        .message = msg && msg[0] ? msg : dflt,
-        .idem = idem,
-    };
-    run_change(&ch, &ar, &ans);
+    cc.ar.rollback_to = (int)v;
+    cc.ar.message = msg && msg[0] ? msg : dflt;
+    run_change(&cc.ch, &cc.ar, &cc.ans);
 }

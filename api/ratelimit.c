@@ -29,6 +29,7 @@
 #include "server/base/list.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 #include "storage/redis_bucket.h"
 
 #define COMPONENT         "ratelimit"
@@ -376,8 +377,5 @@ bool ratelimit_shared(ratelimit *rl)
 
 size_t ratelimit_tracked(ratelimit *rl)
 {
-    pthread_mutex_lock(&rl->mu);
-    size_t n = rl->count;
-    pthread_mutex_unlock(&rl->mu);
-    return n;
+    return sx_locked_size(&rl->mu, &rl->count);
 }

@@ -804,17 +804,27 @@ static void check_xds(loader *L)
         config_bad(L, (size_t)config_key_find("xds.default_group"), "must not be empty");
 }
 
+/* Reports key, whose duration got_ms breaks rule against another key's duration
+ * other_ms: "<rule> (<other>), got <got>". */
+static void bad_against(loader *L, const char *key, const char *rule, int64_t other_ms,
+                        int64_t got_ms)
+{
+    char o[32], g[32];
+    config_bad(L, (size_t)config_key_find(key), "%s (%s), got %s", rule,
+               config_format_duration(other_ms, o, sizeof(o)),
+               config_format_duration(got_ms, g, sizeof(g)));
+}
+
 /* A reconnect back-off's bounds: the minimum may not exceed the maximum. */
 static void check_backoff(loader *L, const char *section, int64_t min_ms, int64_t max_ms)
 {
-    char lo[64], hi[64], a[32], b[32];
+    char lo[64], hi[64], rule[96];
     snprintf(lo, sizeof(lo), "%s.reconnect_backoff_min", section);
     snprintf(hi, sizeof(hi), "%s.reconnect_backoff_max", section);
     if (key_failed(L, lo) || key_failed(L, hi) || min_ms <= max_ms)
         return;
-    config_format_duration(min_ms, a, sizeof(a));
-    config_format_duration(max_ms, b, sizeof(b));
-    config_bad(L, (size_t)config_key_find(lo), "must not exceed %s (%s), got %s", hi, b, a);
+    snprintf(rule, sizeof(rule), "must not exceed %s", hi);
+    bad_against(L, lo, rule, max_ms, min_ms);
 }
 
 /* Stale must come before disconnected, or no node could ever be stale. */
@@ -825,13 +835,10 @@ static void check_fleet(loader *L)
     const sextant_config *c = L->cfg;
     if (c->fleet.disconnected_after_ms > c->fleet.stale_after_ms)
         return;
-    char s[32], d[32];
-    config_format_duration(c->fleet.stale_after_ms, s, sizeof(s));
-    config_format_duration(c->fleet.disconnected_after_ms, d, sizeof(d));
-    config_bad(L, (size_t)config_key_find("fleet.stale_after"),
-               "must be less than fleet.disconnected_after (%s), got %s", d, s);
-    config_bad(L, (size_t)config_key_find("fleet.disconnected_after"),
-               "must be greater than fleet.stale_after (%s), got %s", s, d);
+    bad_against(L, "fleet.stale_after", "must be less than fleet.disconnected_after",
+                c->fleet.disconnected_after_ms, c->fleet.stale_after_ms);
+    bad_against(L, "fleet.disconnected_after", "must be greater than fleet.stale_after",
+                c->fleet.stale_after_ms, c->fleet.disconnected_after_ms);
 }
 
 /* A leader cut off from the database must find out (one check interval, then one
@@ -844,11 +851,8 @@ static void check_leader(loader *L)
     const sextant_config *c = L->cfg;
     if (c->leader.check_ms * 2 <= c->leader.lease_ms)
         return;
-    char k[32], l[32];
-    config_format_duration(c->leader.check_ms, k, sizeof(k));
-    config_format_duration(c->leader.lease_ms, l, sizeof(l));
-    config_bad(L, (size_t)config_key_find("leader.check"),
-               "must be at most half of leader.lease (%s), got %s", l, k);
+    bad_against(L, "leader.check", "must be at most half of leader.lease", c->leader.lease_ms,
+                c->leader.check_ms);
 }
 
 /* ------------------------------------------------------------------ load / free */

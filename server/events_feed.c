@@ -43,6 +43,7 @@
 #include "server/base/list.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 #include "server/events.h"
 #include "storage/repo_events.h"
 
@@ -411,10 +412,7 @@ void events_sub_close(events_sub *s)
 
 size_t events_feed_streams(events_feed *f)
 {
-    pthread_mutex_lock(&f->mu);
-    size_t n = f->nsubs;
-    pthread_mutex_unlock(&f->mu);
-    return n;
+    return sx_locked_size(&f->mu, &f->nsubs);
 }
 
 /* ------------------------------------------------------------------ the feed thread */
@@ -784,10 +782,7 @@ static void feed_wake(void *ctx)
 static bool feed_ready(void *ctx)
 {
     events_feed *f = ctx;
-    pthread_mutex_lock(&f->mu);
-    bool known = f->head_known;
-    pthread_mutex_unlock(&f->mu);
-    return known;
+    return sx_locked_bool(&f->mu, &f->head_known);
 }
 
 sup_thread *events_feed_component(events_feed *f)

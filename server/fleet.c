@@ -44,9 +44,7 @@ struct fleet_monitor {
     sup_thread thread;     /* the refresh and sweep loop */
     bool failing;          /* the last refresh failed (logged once until it works again) */
     bool sweep_failing;    /* the same for the sweep */
-    pthread_mutex_t mu;    /* guards woken and stopping */
-    pthread_cond_t cv;     /* signalled when the lead is gained and at stop */
-    bool woken, stopping;
+    sx_wake wake;          /* woken when the lead is gained, stopping at stop */
 };
 
 static void *fleet_thread(void *arg);
@@ -54,7 +52,7 @@ static void *fleet_thread(void *arg);
 static void fleet_wake_stop(void *ctx)
 {
     fleet_monitor *f = ctx;
-    sx_cond_raise(&f->mu, &f->cv, &f->stopping);
+    sx_wake_raise(&f->wake, true);
 }
 
 /* On the leader's thread: a new leader sweeps at once. */
@@ -63,15 +61,14 @@ static void on_lead(void *ctx, bool leading, uint64_t term)
     (void)term;
     fleet_monitor *f = ctx;
     if (leading)
-        sx_cond_raise(&f->mu, &f->cv, &f->woken);
+        sx_wake_raise(&f->wake, false);
 }
 
 fleet_monitor *fleet_create(struct sx_server *srv)
 {
     fleet_monitor *f = sx_calloc(1, sizeof(*f));
     f->srv = srv;
-    pthread_mutex_init(&f->mu, NULL);
-    sx_cond_init_monotonic(&f->cv);
+    sx_wake_init(&f->wake);
     f->thread = (sup_thread){
         .run = fleet_thread, .wake = fleet_wake_stop, .ctx = f, .what = "the fleet health"};
     if (srv->metrics) {
@@ -210,14 +207,7 @@ static void sweep(fleet_monitor *f)
 static bool wait_next(fleet_monitor *f)
 {
     struct timespec until = sx_deadline_in(FLEET_REFRESH_MS);
-    pthread_mutex_lock(&f->mu);
-    int rc = 0;
-    while (!f->stopping && !f->woken && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&f->cv, &f->mu, &until);
-    f->woken = false;
-    bool go = !f->stopping;
-    pthread_mutex_unlock(&f->mu);
-    return go && !sup_stopping(f->srv->sup);
+    return sx_wake_wait(&f->wake, &until, NULL) && !sup_stopping(f->srv->sup);
 }
 
 static void *fleet_thread(void *arg)
@@ -241,7 +231,6 @@ void fleet_destroy(fleet_monitor *f)
 {
     if (f == NULL)
         return;
-    pthread_mutex_destroy(&f->mu);
-    pthread_cond_destroy(&f->cv);
+    sx_wake_destroy(&f->wake);
     sx_free(f);
 }

@@ -29,10 +29,8 @@
 struct replicas_beat {
     struct sx_server *srv; /* borrowed */
     sup_thread thread;
-    bool failing;       /* the last heartbeat failed (logged once until one works) */
-    pthread_mutex_t mu; /* guards woken and stopping */
-    pthread_cond_t cv;  /* signalled on a change of leadership and at stop */
-    bool woken, stopping;
+    bool failing; /* the last heartbeat failed (logged once until one works) */
+    sx_wake wake; /* woken on a change of leadership, stopping at stop */
 };
 
 static void on_lead(void *ctx, bool leading, uint64_t term)
@@ -40,13 +38,13 @@ static void on_lead(void *ctx, bool leading, uint64_t term)
     (void)leading;
     (void)term;
     replicas_beat *r = ctx;
-    sx_cond_raise(&r->mu, &r->cv, &r->woken);
+    sx_wake_raise(&r->wake, false);
 }
 
 static void wake_stop(void *ctx)
 {
     replicas_beat *r = ctx;
-    sx_cond_raise(&r->mu, &r->cv, &r->stopping);
+    sx_wake_raise(&r->wake, true);
 }
 
 /* One heartbeat (leading as given), then, on the leader, the clean-up. */
@@ -85,14 +83,7 @@ static void beat(replicas_beat *r, bool leading)
 static bool wait_next(replicas_beat *r)
 {
     struct timespec until = sx_deadline_in(r->srv->config->leader.heartbeat_ms);
-    pthread_mutex_lock(&r->mu);
-    int rc = 0;
-    while (!r->stopping && !r->woken && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&r->cv, &r->mu, &until);
-    r->woken = false;
-    bool go = !r->stopping;
-    pthread_mutex_unlock(&r->mu);
-    return go && !sup_stopping(r->srv->sup);
+    return sx_wake_wait(&r->wake, &until, NULL) && !sup_stopping(r->srv->sup);
 }
 
 static void *run(void *ctx)
@@ -112,8 +103,7 @@ replicas_beat *replicas_create(struct sx_server *srv)
 {
     replicas_beat *r = sx_calloc(1, sizeof(*r));
     r->srv = srv;
-    pthread_mutex_init(&r->mu, NULL);
-    sx_cond_init_monotonic(&r->cv);
+    sx_wake_init(&r->wake);
     r->thread =
         (sup_thread){.run = run, .wake = wake_stop, .ctx = r, .what = "the replica heartbeat"};
     if (srv->leader)
@@ -130,7 +120,6 @@ void replicas_destroy(replicas_beat *r)
 {
     if (r == NULL)
         return;
-    pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cv);
+    sx_wake_destroy(&r->wake);
     sx_free(r);
 }

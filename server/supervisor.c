@@ -21,6 +21,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 #define MIN_STOP_GRACE_MS 100
 
@@ -351,10 +352,7 @@ bool sup_sleep(sup_supervisor *sup, int64_t ms)
 
 bool sup_stopping(sup_supervisor *sup)
 {
-    pthread_mutex_lock(&sup->mu);
-    bool s = sup->stopping;
-    pthread_mutex_unlock(&sup->mu);
-    return s;
+    return sx_locked_bool(&sup->mu, &sup->stopping);
 }
 
 /* Marks shutdown as begun and wakes sleepers; returns whether it already had begun. */

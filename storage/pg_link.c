@@ -52,6 +52,15 @@ struct pg_link {
     sx_metric *m_reconnects; /* sextant_db_reconnects_total{connection} */
 };
 
+pg_link *pg_link_given_or_own(pg_link *given, sx_metrics *m, bool *own)
+{
+    *own = given == NULL;
+    if (given)
+        return given;
+    pg_link_options o = {.metrics = m};
+    return pg_link_create(&o);
+}
+
 pg_link *pg_link_create(const pg_link_options *opt)
 {
     pg_link *k = sx_calloc(1, sizeof(*k));

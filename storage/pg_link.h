@@ -23,6 +23,7 @@
 #define SX_STORAGE_PG_LINK_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "server/base/metrics.h"
@@ -40,6 +41,9 @@ typedef struct pg_link_options {
 pg_link *pg_link_create(const pg_link_options *opt);
 /* Frees the link. NULL allowed. */
 void pg_link_destroy(pg_link *k);
+/* The link a pool or a listener uses: given (borrowed) when not NULL, else a new one
+ * with default options and metrics m, which sets *own: the caller destroys it. */
+pg_link *pg_link_given_or_own(pg_link *given, sx_metrics *m, bool *own);
 
 /* The back-off step after current_ms (0: the first failure), within the link's bounds. */
 int pg_link_backoff_next(const pg_link *k, int current_ms);

@@ -33,6 +33,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 #define COMPONENT       "pg_listener"
 #define CHANNEL_MAX_LEN 63 /* NAMEDATALEN - 1: longer identifiers are truncated */
@@ -91,10 +92,7 @@ static void first_line(char *dst, size_t n, const char *src)
 
 static bool is_stopping(pg_listener *l)
 {
-    pthread_mutex_lock(&l->mu);
-    bool s = l->stopping;
-    pthread_mutex_unlock(&l->mu);
-    return s;
+    return sx_locked_bool(&l->mu, &l->stopping);
 }
 
 static void wake(pg_listener *l)
@@ -513,12 +511,7 @@ int pg_listener_create(const pg_listener_options *opt, pg_listener **out, sx_err
     l->app = sx_strdup(opt->application_name ? opt->application_name : "sextant-listener");
     l->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
     l->nhosts = count_hosts(opt->url);
-    l->link = opt->link;
-    if (l->link == NULL) {
-        pg_link_options ko = {.metrics = opt->metrics};
-        l->link = pg_link_create(&ko);
-        l->own_link = true;
-    }
+    l->link = pg_link_given_or_own(opt->link, opt->metrics, &l->own_link);
     if (pg_link_watch(l->link, on_link_up, l) != 0)
         SX_WARN(COMPONENT, "too many watchers of the database link: the listener waits out "
                            "its back-off");
@@ -625,10 +618,7 @@ void pg_listener_destroy(pg_listener *l)
 
 bool pg_listener_connected(pg_listener *l)
 {
-    pthread_mutex_lock(&l->mu);
-    bool c = l->connected;
-    pthread_mutex_unlock(&l->mu);
-    return c;
+    return sx_locked_bool(&l->mu, &l->connected);
 }
 
 bool pg_listener_wait_connected(pg_listener *l, int timeout_ms)

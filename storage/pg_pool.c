@@ -87,12 +87,7 @@ int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
     p->statement_timeout_ms = opt->statement_timeout_ms;
     p->acquire_timeout_ms = opt->acquire_timeout_ms > 0 ? opt->acquire_timeout_ms : 10000;
     sx_cond_init_monotonic(&p->rc_cv);
-    p->link = opt->link;
-    if (p->link == NULL) {
-        pg_link_options lo = {.metrics = opt->metrics};
-        p->link = pg_link_create(&lo);
-        p->own_link = true;
-    }
+    p->link = pg_link_given_or_own(opt->link, opt->metrics, &p->own_link);
     if (pg_link_watch(p->link, on_link_up, p) != 0)
         SX_WARN("storage", "too many watchers of the database link: the pool waits out its "
                            "back-off");
@@ -292,6 +287,24 @@ static void on_link_up(void *ctx)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Opens the connection of a slot already counted in p->open: called with the mutex
+ * held, which is released while connecting. Returns the connection with the mutex held
+ * again (the caller reports it to the link once it releases the mutex), or NULL with
+ * the mutex released, why filled, the failure counted and the link told. */
+static pg_conn *open_slot(pg_pool *p, char *why, size_t whylen)
+{
+    pthread_mutex_unlock(&p->mu);
+    PGconn *conn = open_conn(p, why, whylen);
+    pthread_mutex_lock(&p->mu);
+    if (conn == NULL) {
+        connect_failed_locked(p, why);
+        pthread_mutex_unlock(&p->mu);
+        pg_link_down(p->link, "pool");
+        return NULL;
+    }
+    return connected_locked(p, conn);
+}
+
 /*
  * The reconnector: while the pool is in back-off (backoff_ms > 0) it opens a connection
  * each time the back-off runs out and parks it as idle, so that the pool is back with
@@ -317,19 +330,14 @@ static void *reconnector(void *arg)
         }
         p->open++;
         p->retry_at = now + p->backoff_ms; /* requests keep failing fast while we try */
-        pthread_mutex_unlock(&p->mu);
         char why[SX_ERR_MESSAGE_MAX];
-        PGconn *conn = open_conn(p, why, sizeof(why));
-        pthread_mutex_lock(&p->mu);
-        if (conn == NULL) {
-            connect_failed_locked(p, why);
-            pthread_mutex_unlock(&p->mu);
-            pg_link_down(p->link, "pool");
+        pg_conn *c = open_slot(p, why, sizeof(why));
+        if (c == NULL) {
             SX_DEBUG("storage", "database pool still cannot connect: %s", why);
             pthread_mutex_lock(&p->mu);
             continue;
         }
-        pg_conn *c = connected_locked(p, conn);
+        PGconn *conn = c->conn; /* c is the pool's once idle */
         c->next = p->idle;
         p->idle = c;
         pthread_cond_signal(&p->cv);
@@ -377,21 +385,12 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
                 return SX_EUNAVAILABLE;
             }
             p->open++;
-            pthread_mutex_unlock(&p->mu);
-
             char why[SX_ERR_MESSAGE_MAX];
-            PGconn *conn = open_conn(p, why, sizeof(why));
-
-            pthread_mutex_lock(&p->mu);
-            if (conn == NULL) {
-                connect_failed_locked(p, why);
-                pthread_mutex_unlock(&p->mu);
-                pg_link_down(p->link, "pool");
+            pg_conn *c = open_slot(p, why, sizeof(why));
+            if (c == NULL)
                 return sx_err_set(err, SX_EUNAVAILABLE, "could not connect to postgresql: %s", why);
-            }
-            pg_conn *c = connected_locked(p, conn);
             pthread_mutex_unlock(&p->mu);
-            pg_link_up(p->link, "pool", conn);
+            pg_link_up(p->link, "pool", c->conn);
             *out = c;
             return 0;
         }

@@ -295,16 +295,18 @@ static int read_rows(sx_arena *a, const PGresult *r, size_t n, size_t item_size,
 }
 
 int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
-                    size_t item_size, repo_row_fn read, void **items, size_t *count, sx_err *err)
+                    size_t item_size, repo_row_fn read, void *items, size_t *count, sx_err *err)
 {
-    *items = NULL;
+    void *v = NULL;
     *count = 0;
     PGresult *r;
     int rc = repo_query(c, a, sql, n, p, &r, err);
-    if (rc || (rc = read_rows(a, r, (size_t)PQntuples(r), item_size, read, items, err)) != 0)
-        return rc;
-    *count = (size_t)PQntuples(r);
-    return 0;
+    if (rc == 0 && (rc = read_rows(a, r, (size_t)PQntuples(r), item_size, read, &v, err)) == 0)
+        *count = (size_t)PQntuples(r);
+    else
+        v = NULL;
+    memcpy(items, &v, sizeof(v));
+    return rc;
 }
 
 /* ------------------------------------------------------------------ keyset pages */

@@ -82,10 +82,12 @@ int repo_query(pg_conn *c, sx_arena *a, const char *sql, int n, const char *cons
 typedef int (*repo_row_fn)(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err);
 
 /* Runs a query on c and reads every row of its result (which belongs to a) with read
- * into a new array of item_size-byte items in a: *items (NULL when there is no row) and
- * *count its length. On failure *items is NULL and *count 0. */
+ * into a new array of item_size-byte items in a. items is the address of the caller's
+ * pointer to such items (a T ** for a T of item_size bytes): it receives the array (NULL
+ * when there is no row) and *count its length. On failure the array is NULL and *count
+ * 0. */
 int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
-                    size_t item_size, repo_row_fn read, void **items, size_t *count,
+                    size_t item_size, repo_row_fn read, void *items, size_t *count,
                     sx_err *err) SX_MUSTCHECK;
 
 /* ------------------------------------------------------------------ keyset pages

@@ -510,7 +510,6 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
     if (rc)
         return rc;
     const char *p[] = {group};
-    void *v;
     rc = repo_query_rows(
         c, a,
         "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
@@ -576,7 +575,6 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
     if (exclude_id && (rc = check_id(exclude_id, err)))
         return rc;
     const char *p[] = {repo_strv_param(a, groups, n), exclude_id};
-    void *v;
     rc = repo_query_rows(c, a,
                          "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
                          " FROM configs c JOIN config_versions v"

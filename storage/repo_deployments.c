@@ -286,14 +286,12 @@ static int get_dep(pg_conn *c, const char *id, bool lock, sx_arena *a, deploy_re
     deploy_record *o = sx_arena_alloc(a, sizeof(*o));
     if ((rc = read_dep(a, r, 0, o, err)) != 0)
         return rc;
-    void *waves;
     rc = repo_query_rows(c, a,
                          "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
                          " ORDER BY wave_index",
-                         1, p, sizeof(deploy_wave), read_wave, &waves, &o->wave_count, err);
+                         1, p, sizeof(deploy_wave), read_wave, &o->waves, &o->wave_count, err);
     if (rc)
         return rc;
-    o->waves = waves;
     *out = o;
     return 0;
 }

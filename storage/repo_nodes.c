@@ -394,10 +394,8 @@ static int mark_idle(pg_conn *c, const char *sql, long long idle_ms, int limit, 
 {
     memset(out, 0, sizeof(*out));
     const char *p[] = {repo_i64_param(a, idle_ms), repo_i64_param(a, repo_limit(limit))};
-    void *v;
-    int rc = repo_query_rows(c, a, sql, 2, p, sizeof(node_stale), read_stale, &v, &out->count, err);
-    out->items = v;
-    return rc;
+    return repo_query_rows(c, a, sql, 2, p, sizeof(node_stale), read_stale, &out->items,
+                           &out->count, err);
 }
 
 /* SKIP LOCKED: a node another replica is marking (or a flush is touching) right now is

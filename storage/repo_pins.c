@@ -91,14 +91,12 @@ static int read_pin(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
 
 int pin_repo_load(pg_conn *c, sx_arena *a, pin_record **out, size_t *n, sx_err *err)
 {
-    void *v;
     int rc =
         repo_query_rows(c, a,
                         "SELECT node_id, desired_group, desired_snapshot_version, deployment_id"
                         " FROM node_status WHERE desired_snapshot_version IS NOT NULL"
                         "   AND desired_group IS NOT NULL ORDER BY node_id",
-                        0, NULL, sizeof(pin_record), read_pin, &v, n, err);
-    *out = v;
+                        0, NULL, sizeof(pin_record), read_pin, out, n, err);
     return rc;
 }
 
@@ -126,7 +124,6 @@ int pin_repo_select(pg_conn *c, const char *const *groups, size_t ngroups,
         labels && json_object_size(labels) ? repo_json_param(a, labels) : NULL,
         nns ? repo_strv_param(a, namespaces, nns) : NULL,
     };
-    void *v;
     int rc = repo_query_rows(c, a,
                              "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
                              " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
@@ -136,8 +133,7 @@ int pin_repo_select(pg_conn *c, const char *const *groups, size_t ngroups,
                              "   AND ($4::jsonb IS NULL OR namespace IN"
                              "     (SELECT jsonb_array_elements_text($4::jsonb)))"
                              " ORDER BY node_id",
-                             4, p, sizeof(pin_candidate), read_candidate, &v, n, err);
-    *out = v;
+                             4, p, sizeof(pin_candidate), read_candidate, out, n, err);
     return rc;
 }
 
@@ -167,7 +163,6 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
     if (n == 0)
         return 0;
     const char *p[] = {repo_strv_param(a, node_ids, n)};
-    void *v;
     int rc = repo_query_rows(
         c, a,
         "SELECT pn.node_id, pn.group_name, pn.connected, s.acked_snapshot_version,"
@@ -180,7 +175,6 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
                               "pn.node_id"
                               " WHERE pn.node_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
                               " ORDER BY pn.node_id",
-        1, p, sizeof(pin_answer), read_answer, &v, count, err);
-    *out = v;
+        1, p, sizeof(pin_answer), read_answer, out, count, err);
     return rc;
 }

@@ -828,28 +828,21 @@ int snap_repo_load_latest_all(snap_repo *r, sx_arena *a, snap_record **items, si
 {
     *items = NULL;
     *count = 0;
-    PGresult *res;
-    int rc = query(r, a,
-                   "SELECT name, current_snapshot_version FROM proxy_groups"
-                   " WHERE current_snapshot_version > 0 ORDER BY name",
-                   0, NULL, &res, err);
+    snap_group *groups;
+    size_t n;
+    int rc = snap_repo_current_versions(r, a, &groups, &n, err);
     if (rc)
         return rc;
-    size_t n = (size_t)PQntuples(res);
     snap_record *v = n ? sx_arena_alloc(a, n * sizeof(*v)) : NULL;
     bool *have = n ? sx_arena_alloc(a, n * sizeof(bool)) : NULL;
     json_t *missing = repo_own_json(a, json_array());
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        long long version;
-        rc = repo_i64(res, (int)i, 1, 0, &version, err);
-        const char *name = PQgetvalue(res, (int)i, 0);
-        if (rc == 0 && !(have[i] = cache_lookup(r, a, name, version, &v[i])))
+    for (size_t i = 0; i < n; i++) {
+        const char *name = groups[i].name;
+        if (!(have[i] = cache_lookup(r, a, name, groups[i].latest_version, &v[i]))) {
             json_array_append_new(missing, json_string(name));
-        if (!have[i])
-            v[i].group = sx_arena_strdup(a, name);
+            v[i].group = groups[i].name;
+        }
     }
-    if (rc)
-        return rc;
     if (json_array_size(missing) > 0) {
         /* The result holds every missing snapshot's bytes (escaped, twice their size):
          * it lives in an arena of its own, gone once they are copied into a. */

@@ -9,18 +9,7 @@ source tests/lib/services.sh
 LOCAL=$ROOT/.local
 
 # stop PIDFILE WHAT: SIGTERM, SIGKILL after 15 s; the pid file is removed.
-stop() {
-    [ -f "$1" ] || return 0
-    local pid
-    pid=$(cat "$1")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid"
-        for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-        echo "stopped $2 (pid $pid)"
-    fi
-    rm -f "$1"
-}
+stop() { svc_stop_pid "$1" 150 "$2"; }
 # HAProxy first, so no request is sent to a replica that is stopping.
 stop "$LOCAL/haproxy.pid" haproxy
 stop "$LOCAL/sextant.pid" sextant

@@ -114,16 +114,7 @@ export SEXTANT_XDS_AUTH="${SEXTANT_XDS_AUTH:-none}"
 
 # Sextant: restart so the newest build serves. Whatever ran before stops first: the
 # single replica, the replicas of --replicas and their HAProxy.
-stop_pid() { # stop_pid FILE: SIGTERM to the process in FILE, waits up to 10 s
-    [ -f "$1" ] || return 0
-    local pid
-    pid=$(cat "$1")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid"
-        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    fi
-    rm -f "$1"
-}
+stop_pid() { svc_stop_pid "$1" 100; } # stop_pid FILE: SIGTERM, waits up to 10 s
 stop_pid "$LOCAL/sextant.pid"
 for f in "$LOCAL"/replicas/*.pid; do stop_pid "$f"; done
 stop_pid "$LOCAL/haproxy.pid"

@@ -4,6 +4,7 @@
  */
 #include "server/base/clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -29,6 +30,39 @@ void sx_cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, bool *flag)
     *flag = true;
     pthread_cond_broadcast(cv);
     pthread_mutex_unlock(mu);
+}
+
+void sx_wake_init(sx_wake *w)
+{
+    pthread_mutex_init(&w->mu, NULL);
+    sx_cond_init_monotonic(&w->cv);
+    w->woken = w->stopping = false;
+}
+
+void sx_wake_destroy(sx_wake *w)
+{
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+}
+
+void sx_wake_raise(sx_wake *w, bool stop)
+{
+    sx_cond_raise(&w->mu, &w->cv, stop ? &w->stopping : &w->woken);
+}
+
+bool sx_wake_wait(sx_wake *w, const struct timespec *until, const struct timespec *gap)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = 0;
+    while (!w->stopping && !w->woken && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&w->cv, &w->mu, until);
+    rc = 0;
+    while (gap && !w->stopping && w->woken && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&w->cv, &w->mu, gap);
+    w->woken = false;
+    bool go = !w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    return go;
 }
 
 struct timespec sx_deadline_in(int64_t ms)

@@ -25,6 +25,21 @@ struct timespec sx_deadline_in(int64_t ms);
 /* Sets *flag under mu and wakes every thread waiting on cv for it (to stop a worker,
  * say). */
 void sx_cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, bool *flag);
+/* What a worker thread waits on between two passes: mu guards woken (something to do
+ * now) and stopping; cv, on the monotonic clock, is broadcast when either is raised. */
+typedef struct sx_wake {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool woken, stopping;
+} sx_wake;
+void sx_wake_init(sx_wake *w);
+void sx_wake_destroy(sx_wake *w);
+/* Raises stopping when stop, else woken, and wakes the worker. */
+void sx_wake_raise(sx_wake *w, bool stop);
+/* The worker's wait (mu not held): until woken or stopping is raised or the monotonic
+ * deadline until. Once woken, with gap not NULL, it waits on until the gap deadline as
+ * well (a stop still ends it at once). Clears woken; returns false when stopping. */
+bool sx_wake_wait(sx_wake *w, const struct timespec *until, const struct timespec *gap);
 /* The next delay of a doubling back-off: min_ms after none (ms == 0), else twice ms, at
  * most max_ms. */
 int sx_backoff_next(int ms, int min_ms, int max_ms);

@@ -12,10 +12,12 @@
  * (AddressNotAssigned) until its load balancer is assigned. Without either source the
  * Gateway has no status.addresses: proxyless clients need none.
  */
+#include <stddef.h>
 #include <arpa/inet.h>
 #include <string.h>
 
 #include "server/k8s/gw_internal.h"
+#include "server/base/sorted.h"
 
 #define GATEWAY_NAME_LABEL "gateway.networking.k8s.io/gateway-name"
 
@@ -74,14 +76,8 @@ void gw_addresses_build(gw_ctx *c, gw_gw *g)
     if (o->n_gateway_addresses == 0) {
         const gw_index *x = &c->idx[GW_SERVICE];
         const char *ns = g->obj->ns;
-        size_t lo = 0, hi = x->n; /* the first Service of the Gateway's namespace */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(x->v[mid].ns, ns) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        /* the first Service of the Gateway's namespace */
+        size_t lo = sx_sorted_first(x->v, x->n, sizeof(*x->v), offsetof(gw_obj, ns), ns);
         for (size_t i = lo; i < x->n && strcmp(x->v[i].ns, ns) == 0; i++) {
             const char *owner = gw_str(gw_path(x->v[i].o, "metadata.labels"), GATEWAY_NAME_LABEL);
             if (owner == NULL || strcmp(owner, g->obj->name) != 0)

@@ -9,6 +9,7 @@
  * specific of the two. Durations are GEP-2257's: one to four number-unit pairs with
  * units h, m, s and ms ("1h30m", "500ms", "0s").
  */
+#include <stddef.h>
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include "server/base/b64.h"
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
 #include "server/k8s/gw_internal.h"
 
 /* ---------------------------------------------------------------- JSON */
@@ -252,14 +254,7 @@ bool gw_grant_allows(gw_ctx *c, const char *from_group, const char *from_kind, c
 {
     const gw_index *x = &c->idx[GW_REFERENCE_GRANT];
     /* Grants are sorted by namespace: find the first of to_ns. */
-    size_t lo = 0, hi = x->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(x->v[mid].ns, to_ns) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sx_sorted_first(x->v, x->n, sizeof(*x->v), offsetof(gw_obj, ns), to_ns);
     for (size_t g = lo; g < x->n && strcmp(x->v[g].ns, to_ns) == 0; g++) {
         const json_t *spec = gw_get(x->v[g].o, "spec");
         size_t nf, nt;

@@ -22,6 +22,7 @@
 
 #include "server/base/clock.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 /* A state and what it owns; pub is what callers see. */
 typedef struct state_impl {
@@ -352,10 +353,7 @@ size_t wm_size(wm_map *m)
 
 uint64_t wm_map_generation(wm_map *m)
 {
-    pthread_mutex_lock(&m->t->mu);
-    uint64_t g = m->generation;
-    pthread_mutex_unlock(&m->t->mu);
-    return g;
+    return sx_locked_u64(&m->t->mu, &m->generation);
 }
 
 wm_state *wm_map_load_all(wm_map *m)
@@ -368,10 +366,7 @@ wm_state *wm_map_load_all(wm_map *m)
 
 uint64_t wm_table_generation(wm_table *t)
 {
-    pthread_mutex_lock(&t->mu);
-    uint64_t g = t->generation;
-    pthread_mutex_unlock(&t->mu);
-    return g;
+    return sx_locked_u64(&t->mu, &t->generation);
 }
 
 wm_table_state *wm_table_load_all(wm_table *t)

@@ -52,22 +52,15 @@ struct rollout_driver {
     bool started;
     bool failing;
     long long gauge_due_ms;
-    pthread_mutex_t mu; /* guards woken and stopping */
-    pthread_cond_t cv;  /* signalled by rollout_driver_wake and driver_stop */
-    bool woken;         /* something happened since the last tick began */
-    bool stopping;
+    sx_wake wake; /* woken: something happened since the last tick began (raised by
+                   * rollout_driver_wake); stopping raised by driver_stop */
 };
 
 rollout_driver *rollout_driver_create(struct sx_server *srv)
 {
     rollout_driver *d = sx_calloc(1, sizeof(*d));
     d->srv = srv;
-    pthread_mutex_init(&d->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sx_wake_init(&d->wake);
     if (srv->metrics) {
         d->m_deployments =
             sx_metrics_gauge(srv->metrics, "sextant_deployments", "Deployments by state.", "state");
@@ -175,10 +168,7 @@ static void tick(rollout_driver *d, bool full)
 
 void rollout_driver_wake(rollout_driver *d)
 {
-    pthread_mutex_lock(&d->mu);
-    d->woken = true;
-    pthread_cond_signal(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    sx_wake_raise(&d->wake, false);
 }
 
 static void deadline_after(struct timespec *ts, long long ms)
@@ -198,18 +188,8 @@ static bool wait_next(rollout_driver *d, long long began_ms, long long due_ms)
     struct timespec full, gap;
     deadline_after(&full, due_ms - sx_monotonic_ms());
     deadline_after(&gap, MIN_GAP_MS - (sx_monotonic_ms() - began_ms));
-    pthread_mutex_lock(&d->mu);
-    int rc = 0;
-    while (!d->stopping && !d->woken && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&d->cv, &d->mu, &full);
     /* Woken: keep the gap (a stop still ends the wait at once). */
-    rc = 0;
-    while (!d->stopping && d->woken && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&d->cv, &d->mu, &gap);
-    d->woken = false;
-    bool go = !d->stopping;
-    pthread_mutex_unlock(&d->mu);
-    return go && !sup_stopping(d->srv->sup);
+    return sx_wake_wait(&d->wake, &full, &gap) && !sup_stopping(d->srv->sup);
 }
 
 static void *driver_thread(void *arg)
@@ -229,9 +209,9 @@ static void *driver_thread(void *arg)
 static int driver_start(void *ctx, sx_err *err)
 {
     rollout_driver *d = ctx;
-    pthread_mutex_lock(&d->mu);
-    d->stopping = false;
-    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_lock(&d->wake.mu);
+    d->wake.stopping = false;
+    pthread_mutex_unlock(&d->wake.mu);
     if (pthread_create(&d->thread, NULL, driver_thread, d) != 0)
         return sx_err_set(err, SX_EINTERNAL, "could not start the rollout driver thread");
     d->started = true;
@@ -241,7 +221,7 @@ static int driver_start(void *ctx, sx_err *err)
 static void driver_stop(void *ctx)
 {
     rollout_driver *d = ctx;
-    sx_cond_raise(&d->mu, &d->cv, &d->stopping);
+    sx_wake_raise(&d->wake, true);
     if (d->started)
         pthread_join(d->thread, NULL);
     d->started = false;
@@ -285,7 +265,6 @@ void rollout_driver_destroy(rollout_driver *d)
 {
     if (d == NULL)
         return;
-    pthread_cond_destroy(&d->cv);
-    pthread_mutex_destroy(&d->mu);
+    sx_wake_destroy(&d->wake);
     sx_free(d);
 }

@@ -30,6 +30,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 #define COMPONENT           "snapshots"
 #define POLL_MS             100   /* waiting for the database and the listener */
@@ -529,10 +530,7 @@ bool snap_loader_fresh(snap_loader *l)
 
 size_t snap_loader_stale_groups(snap_loader *l)
 {
-    pthread_mutex_lock(&l->mu);
-    size_t n = l->nstale;
-    pthread_mutex_unlock(&l->mu);
-    return n;
+    return sx_locked_size(&l->mu, &l->nstale);
 }
 
 int snap_loader_create(const snap_loader_options *opt, snap_loader **out, sx_err *err)

@@ -12,6 +12,7 @@
  */
 #include "server/translate/translate.h"
 
+#include <stddef.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 
 #include "server/base/hash.h"
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
+#include "server/base/num.h"
 
 /* ---------------------------------------------------------------- context helpers */
 
@@ -197,11 +200,9 @@ static int cmp_name(const void *a, const void *b)
 {
     const tr_name *x = a, *y = b;
     int c = strcmp(x->qname, y->qname);
-    if (c != 0)
-        return c;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    if (c == 0)
+        c = SX_CMP(x->kind, y->kind);
+    return c ? c : SX_CMP(x->idx, y->idx);
 }
 
 static const char *route_list_name(tr_route_kind k)
@@ -282,14 +283,7 @@ void tr_index(tr_ctx *tr)
 /* The first entry of a sorted table whose qname is qname, or NULL. */
 static const tr_name *find_first(const tr_name *t, size_t n, const char *qname)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(t[mid].qname, qname) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sx_sorted_first(t, n, sizeof(*t), offsetof(tr_name, qname), qname);
     return lo < n && strcmp(t[lo].qname, qname) == 0 ? &t[lo] : NULL;
 }
 

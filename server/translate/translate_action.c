@@ -11,6 +11,7 @@
  * longest request_timeout of its backends.
  */
 #include "server/translate/translate.h"
+#include "server/base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -327,9 +328,8 @@ const Gateway__Control__V1__UrlRewriteFilter *tr_rule_filters(tr_ctx *tr, ir_fil
  * has nothing to forward to (the caller answers 500). */
 static int cmp_duration(const Google__Protobuf__Duration *a, const Google__Protobuf__Duration *b)
 {
-    if (a->seconds != b->seconds)
-        return a->seconds < b->seconds ? -1 : 1;
-    return a->nanos < b->nanos ? -1 : a->nanos > b->nanos;
+    int c = SX_CMP(a->seconds, b->seconds);
+    return c ? c : SX_CMP(a->nanos, b->nanos);
 }
 
 static ev_action *forward_action(tr_ctx *tr, ir_backend_ref **refs, size_t n, const char *ns,

@@ -15,6 +15,7 @@
  * a token limit is worse than a snapshot that does not publish.
  */
 #include "server/translate/translate.h"
+#include "server/base/num.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -238,28 +239,20 @@ typedef struct ep {
     size_t idx;
 } ep;
 
-static int cmp_ep(const void *a, const void *b)
-{
-    const ep *x = a, *y = b;
-    int c = strcmp(x->zone, y->zone);
-    if (c == 0)
-        c = strcmp(x->addr, y->addr);
-    if (c == 0 && x->in->port != y->in->port)
-        c = x->in->port < y->in->port ? -1 : 1;
-    if (c == 0)
-        c = x->idx < y->idx ? -1 : x->idx > y->idx;
-    return c;
-}
-
 static int cmp_addr(const void *a, const void *b)
 {
     const ep *x = a, *y = b;
     int c = strcmp(x->addr, y->addr);
-    if (c == 0 && x->in->port != y->in->port)
-        c = x->in->port < y->in->port ? -1 : 1;
     if (c == 0)
-        c = x->idx < y->idx ? -1 : x->idx > y->idx;
-    return c;
+        c = SX_CMP(x->in->port, y->in->port);
+    return c ? c : SX_CMP(x->idx, y->idx);
+}
+
+static int cmp_ep(const void *a, const void *b)
+{
+    const ep *x = a, *y = b;
+    int c = strcmp(x->zone, y->zone);
+    return c ? c : cmp_addr(a, b);
 }
 
 static ev_lb_endpoint *lb_endpoint(tr_ctx *tr, const ep *e)

@@ -17,6 +17,7 @@
  * refuses them.
  */
 #include "server/translate/translate.h"
+#include "server/base/num.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,26 +80,16 @@ static int cmp_vhost(const void *a, const void *b)
 static int cmp_route(const void *a, const void *b)
 {
     const tr_route *x = *(tr_route *const *)a, *y = *(tr_route *const *)b;
-    if (x->path_rank != y->path_rank)
-        return x->path_rank < y->path_rank ? -1 : 1;
-    if (x->path_len != y->path_len)
-        return x->path_len > y->path_len ? -1 : 1;
-    if (x->has_method != y->has_method)
-        return x->has_method ? -1 : 1;
-    if (x->n_headers != y->n_headers)
-        return x->n_headers > y->n_headers ? -1 : 1;
-    if (x->n_query != y->n_query)
-        return x->n_query > y->n_query ? -1 : 1;
-    int c = strcmp(x->qname, y->qname);
-    if (c != 0)
+    /* Lower rank first; then the longer path, a method, more headers, more query
+     * parameters (y before x); then by name and position. */
+    int c;
+    if ((c = SX_CMP(x->path_rank, y->path_rank)) || (c = SX_CMP(y->path_len, x->path_len)) ||
+        (c = SX_CMP(y->has_method, x->has_method)) || (c = SX_CMP(y->n_headers, x->n_headers)) ||
+        (c = SX_CMP(y->n_query, x->n_query)) || (c = strcmp(x->qname, y->qname)) ||
+        (c = SX_CMP(x->kind, y->kind)) || (c = SX_CMP(x->rule, y->rule)) ||
+        (c = SX_CMP(x->match, y->match)))
         return c;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    if (x->rule != y->rule)
-        return x->rule < y->rule ? -1 : 1;
-    if (x->match != y->match)
-        return x->match < y->match ? -1 : 1;
-    return x->part < y->part ? -1 : x->part > y->part;
+    return SX_CMP(x->part, y->part);
 }
 
 void tr_route_config(tr_ctx *tr, size_t li, const char *name, const tr_name *const *attached,

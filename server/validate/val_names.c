@@ -8,11 +8,14 @@
  * (qualified names, BackendRef namespace defaulting, bare listener-side references that
  * must be unambiguous) are server/translate/translate.c's; keep the two in step.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
+#include "server/base/num.h"
 #include "server/validate/val_internal.h"
 
 const char *val_qname(const char *ns, const char *name, char *buf, size_t n)
@@ -28,13 +31,9 @@ static int cmp_name(const void *a, const void *b)
 {
     const val_name *x = a, *y = b;
     int c = strcmp(x->qname, y->qname);
-    if (c != 0)
+    if (c || (c = SX_CMP(x->doc, y->doc)) || (c = SX_CMP(x->kind, y->kind)))
         return c;
-    if (x->doc != y->doc)
-        return x->doc < y->doc ? -1 : 1;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    return SX_CMP(x->idx, y->idx);
 }
 
 typedef struct table_builder {
@@ -104,14 +103,7 @@ void val_names_free(val_ctx *c)
 
 const val_name *val_find(const val_table *t, const char *qname, size_t *count)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(t->v[mid].qname, qname) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sx_sorted_first(t->v, t->n, sizeof(*t->v), offsetof(val_name, qname), qname);
     if (lo >= t->n || strcmp(t->v[lo].qname, qname) != 0) {
         if (count)
             *count = 0;

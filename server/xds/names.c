@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 typedef struct entry {
     struct entry *next;
@@ -165,8 +166,5 @@ void xds_names_release_many(xds_names *t, const char *const *names, size_t n)
 
 size_t xds_names_count(xds_names *t)
 {
-    pthread_mutex_lock(&t->mu);
-    size_t n = t->count;
-    pthread_mutex_unlock(&t->mu);
-    return n;
+    return sx_locked_size(&t->mu, &t->count);
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "server/base/mem.h"
+#include "server/base/locked.h"
 
 struct xds_group_slot {
     char *name;
@@ -288,8 +289,5 @@ void *xds_streams_find(xds_streams *r, const char *node_id)
 
 size_t xds_streams_count(xds_streams *r)
 {
-    pthread_mutex_lock(&r->mu);
-    size_t n = r->count;
-    pthread_mutex_unlock(&r->mu);
-    return n;
+    return sx_locked_size(&r->mu, &r->count);
 }

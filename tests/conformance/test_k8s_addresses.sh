@@ -16,9 +16,7 @@ source "$CONF/lib/k8s_source.sh"
 conf_init k8s-addresses
 conf_services || exit 1
 k8s_source_init || exit 1
-for f in 00-namespace 10-gatewayclass; do
-    k8s_apply "$SRC/tests/k8s/examples/$f.yaml" || exit 1
-done
+k8s_apply_examples 00-namespace 10-gatewayclass || exit 1
 k8s_apply - <<'EOF2' || exit 1
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway

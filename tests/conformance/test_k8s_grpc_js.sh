@@ -149,13 +149,7 @@ route_condition() {
 check "the GRPCRoute's status says Accepted" wait_for 10 route_condition Accepted
 check "the GRPCRoute's status says ResolvedRefs" route_condition ResolvedRefs
 
-GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$NODE" "$GROUP" "$R1_GRPC") \
-    bg_run client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$LOG" --interval-ms 20
-check "a call to xds:///echo.test reaches backend A" wait_for 20 last_is "$LOG" "ok A"
-if ! last_is "$LOG" "ok A"; then
-    echo "last outcome: $(last_result "$LOG")" >&2
-    finish
-fi
+conf_client_on_a "$LOG" 20 "a call to xds:///echo.test reaches backend A"
 V0=$(k8s_versions "$ID")
 
 # ok_since MS BACKEND: a call after MS reached BACKEND.

@@ -27,9 +27,7 @@ source "$CONF/lib/k8s_source.sh"
 conf_init k8s-watch
 conf_services || exit 1
 k8s_source_init || exit 1
-for f in 00-namespace 10-gatewayclass 30-service 31-endpointslice; do
-    k8s_apply "$SRC/tests/k8s/examples/$f.yaml" || exit 1
-done
+k8s_apply_examples 00-namespace 10-gatewayclass 30-service 31-endpointslice || exit 1
 k8s_apply - <<'EOF' || exit 1
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway

@@ -31,13 +31,7 @@ ID=$(jv .id)
 check "version 1 wrote snapshot $GROUP v1" [ "$(jv '.snapshots[0].version')" = 1 ]
 
 LOG="$WORK/calls.log"
-GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$NODE" "$GROUP" "$R1_GRPC") \
-    bg_run client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$LOG" --interval-ms 50
-check "grpc-js: calls to xds:///echo.test reach backend A" wait_for 20 last_is "$LOG" "ok A"
-if ! last_is "$LOG" "ok A"; then
-    echo "last outcome: $(last_result "$LOG")" >&2
-    finish
-fi
+conf_client_on_a "$LOG" 50 "grpc-js: calls to xds:///echo.test reach backend A"
 
 # ---------------------------------------------------------------- v2: backend B
 t0=$(now_ms)

@@ -118,6 +118,24 @@ svc_pg_stop() {
     svc_as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
 }
 
+# svc_stop_pid PIDFILE TENTHS [WHAT]: SIGTERM to the process in PIDFILE, then up to
+# TENTHS tenths of a second for it to exit; with WHAT, a SIGKILL if it has not and the
+# line "stopped WHAT (pid N)". The pid file is removed.
+svc_stop_pid() {
+    [ -f "$1" ] || return 0
+    local pid
+    pid=$(cat "$1")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        for _ in $(seq 1 "$2"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        if [ -n "${3:-}" ]; then
+            kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+            echo "stopped $3 (pid $pid)"
+        fi
+    fi
+    rm -f "$1"
+}
+
 # svc_redis_start DIR PORT: a Redis on 127.0.0.1:PORT with no persistence, daemonised,
 # its pid in DIR/redis.pid; waits until it answers PING.
 svc_redis_start() {

@@ -72,12 +72,17 @@ static void admin_exec(const char *sql)
     PQfinish(c);
 }
 
-char *tl_role_create(const char *url)
+/* A name of prefix that no other test process, nor another call in this one, takes. */
+static void unique_name(char *out, size_t n, const char *prefix)
 {
     static int counter;
+    snprintf(out, n, "%s_%d_%d_%lld", prefix, (int)getpid(), ++counter, tl_now_ms() % 100000);
+}
+
+char *tl_role_create(const char *url)
+{
     char role[64], sql[160];
-    snprintf(role, sizeof(role), "sx_role_%d_%d_%lld", (int)getpid(), ++counter,
-             tl_now_ms() % 100000);
+    unique_name(role, sizeof(role), "sx_role");
     snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN SUPERUSER", role);
     admin_exec(sql);
     /* postgresql://USER@host...: the user is what sits between "://" and '@'. */
@@ -146,10 +151,8 @@ static char *url_with_db(const char *url, const char *db)
 
 char *tl_db_create(void)
 {
-    static int counter;
     char name[64], sql[128];
-    snprintf(name, sizeof(name), "sx_test_%d_%d_%lld", (int)getpid(), ++counter,
-             tl_now_ms() % 100000);
+    unique_name(name, sizeof(name), "sx_test");
     snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
     admin_exec(sql);
     return url_with_db(tl_env("SEXTANT_TEST_DATABASE_URL"), name);
@@ -435,6 +438,24 @@ void tl_store_close(tl_store *s)
     sx_arena_destroy(s->a);
     snap_repo_destroy(s->snaps);
     redis_cache_destroy(s->cache);
+    pg_pool_destroy(s->pool);
+    tl_db_drop(s->url);
+}
+
+void tl_sessions_open(tl_sessions *s)
+{
+    s->url = tl_db_create_migrated();
+    s->pool = tl_pool(s->url, 4);
+    assert_int_equal(pg_acquire(s->pool, &s->c, NULL), 0);
+    assert_int_equal(pg_acquire(s->pool, &s->w, NULL), 0);
+    s->a = sx_arena_create();
+}
+
+void tl_sessions_close(tl_sessions *s)
+{
+    sx_arena_destroy(s->a);
+    pg_release(s->pool, s->w);
+    pg_release(s->pool, s->c);
     pg_pool_destroy(s->pool);
     tl_db_drop(s->url);
 }

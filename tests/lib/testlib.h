@@ -156,6 +156,22 @@ void tl_store_open(tl_store *s, int pool_size);
 /* Frees every part of s and drops its database. */
 void tl_store_close(tl_store *s);
 
+struct pg_conn;
+/* The fixture of the repository tests that need no cache: a private migrated database
+ * (url), a pool of 4 connections on it, two sessions taken from the pool (c, and w for a
+ * transaction left open beside c) and an arena. */
+typedef struct tl_sessions {
+    char *url;
+    struct pg_pool *pool;
+    struct pg_conn *c;
+    struct pg_conn *w;
+    struct sx_arena *a;
+} tl_sessions;
+/* Opens every part of s; fails the test when one cannot be. */
+void tl_sessions_open(tl_sessions *s);
+/* Releases every part of s and drops its database. */
+void tl_sessions_close(tl_sessions *s);
+
 /* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
  * released together so that they race, and returns once every one has returned. fn
  * must not use cmocka's assertions (they work on the test's thread only). */

@@ -93,16 +93,23 @@ conf_end_client() {
 # replica id NAME; sets NAME_HTTP, NAME_GRPC (upper case) and PID_NAME, and waits
 # until /readyz is 200 and the gRPC port accepts connections.
 conf_serve() {
-    local name=$1 up http grpc
-    up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+    local http grpc
     http=$(free_port) || return 1
     grpc=$(free_port) || return 1
+    conf_serve_on "$1" "$http" "$grpc" 20
+}
+
+# conf_serve_on NAME HTTP GRPC SECONDS: conf_serve on the given ports, waiting at most
+# SECONDS for /readyz.
+conf_serve_on() {
+    local name=$1 http=$2 grpc=$3 up
+    up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
     printf -v "${up}_HTTP" '%s' "$http"
     printf -v "${up}_GRPC" '%s' "$grpc"
     SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
         SEXTANT_REPLICA_ID="$name" SEXTANT_LOG_LEVEL=${SEXTANT_LOG_LEVEL:-info} \
         bg_run "$name" "${SX_ENV[@]}" "$BIN" serve
-    if ! wait_for 20 ready "$http" || ! wait_for 5 listening "$grpc"; then
+    if ! wait_for "$4" ready "$http" || ! wait_for 5 listening "$grpc"; then
         echo "conformance: replica $name did not become ready" >&2
         return 1
     fi
@@ -163,6 +170,20 @@ conf_echo_snapshot() {
 last_is() {
     case "$(last_result "$1")" in "$2"*) return 0 ;; esac
     return 1
+}
+# conf_client_on_a LOG INTERVAL_MS WHAT: the grpc-js xDS client (bg_run client), node
+# NODE of group GROUP on r1, calls xds:///echo.test every INTERVAL_MS ms into LOG; the
+# check WHAT is that a call reaches backend A within 20 s, and the test ends there (with
+# the last outcome) when none does.
+conf_client_on_a() {
+    GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$NODE" "$GROUP" "$R1_GRPC") \
+        bg_run client node "$CONF/lib/xds_client.js" --target xds:///echo.test --out "$1" \
+        --interval-ms "$2"
+    check "$3" wait_for 20 last_is "$1" "ok A"
+    if ! last_is "$1" "ok A"; then
+        echo "last outcome: $(last_result "$1")" >&2
+        finish
+    fi
 }
 # results_since LOG MS: the outcomes logged at or after unix time MS.
 results_since() {

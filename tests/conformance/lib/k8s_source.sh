@@ -34,6 +34,14 @@ k8s_apply() {
     return 1
 }
 
+# k8s_apply_examples NAME...: applies tests/k8s/examples/NAME.yaml, in order.
+k8s_apply_examples() {
+    local f
+    for f in "$@"; do
+        k8s_apply "$SRC/tests/k8s/examples/$f.yaml" || return 1
+    done
+}
+
 # The replica waits for the first full list before /readyz says 200 (conf_serve waits).
 k8s_source_serve() {
     SEXTANT_K8S_ENABLED=true SEXTANT_K8S_KUBECONFIG="$K8S_DIR/kubeconfig" conf_serve "$1"

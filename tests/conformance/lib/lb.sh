@@ -32,15 +32,7 @@ lb_replica() {
     grpc=${!gv:-}
     [ -n "$http" ] || http=$(free_port) || return 1
     [ -n "$grpc" ] || grpc=$(free_port) || return 1
-    printf -v "$hv" '%s' "$http"
-    printf -v "$gv" '%s' "$grpc"
-    SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
-        SEXTANT_REPLICA_ID="$name" SEXTANT_LOG_LEVEL=${SEXTANT_LOG_LEVEL:-info} \
-        bg_run "$name" "${SX_ENV[@]}" "$BIN" serve
-    if ! wait_for 30 ready "$http" || ! wait_for 5 listening "$grpc"; then
-        echo "conformance: replica $name did not become ready" >&2
-        return 1
-    fi
+    conf_serve_on "$name" "$http" "$grpc" 30
 }
 
 # lb_ports NAME: gives replica NAME its ports without starting it (for a replica the

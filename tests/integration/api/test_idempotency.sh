@@ -28,6 +28,18 @@ keyed() {
     shift 5
     api_json "$tok" "$method" "$path" "$body" -H "Idempotency-Key: $key" "$@"
 }
+# replayed WHAT STATUS PATH BODY KEY CHECK...: alice POSTs BODY to PATH with KEY (status
+# STATUS), the check CHECK... judges the answer, then the request is retried and must get
+# the same answer byte for byte (left in $WORK/body).
+replayed() {
+    local what=$1 status=$2 path=$3 body=$4 key=$5
+    shift 5
+    call_status "POST $what with a key" "$status" keyed "$ALICE" POST "$path" "$body" "$key"
+    cp "$WORK/body" "$WORK/$key.first"
+    check "$@"
+    call_status "the $what retried" "$status" keyed "$ALICE" POST "$path" "$body" "$key"
+    check "... replays the answer" cmp -s "$WORK/$key.first" "$WORK/body"
+}
 audit_count() { # audit_count ACTION [WHERE]
     sql "SELECT count(*) FROM audit_log WHERE action = '$1' AND result = 'success' ${2:+AND $2}"
 }
@@ -112,22 +124,16 @@ check "... and make one config with one version, audited once" \
 
 # ---------------------------------------------------------------- config rollback
 RB='{"version":1,"message":"back"}'
-call_status "POST .../rollback with a key" 200 keyed "$ALICE" POST "/api/v1/configs/$CID/rollback" "$RB" rb-1
-cp "$WORK/body" "$WORK/rb1"
-check "... makes version 3 from version 1" jtrue 'j.rollback.after_version === 3 && j.rollback.source_version === 1'
-call_status "the rollback retried" 200 keyed "$ALICE" POST "/api/v1/configs/$CID/rollback" "$RB" rb-1
-check "... replays the answer" cmp -s "$WORK/rb1" "$WORK/body"
+replayed "config rollback" 200 "/api/v1/configs/$CID/rollback" "$RB" rb-1 \
+    "... makes version 3 from version 1" jtrue 'j.rollback.after_version === 3 && j.rollback.source_version === 1'
 check "... one rollback: version 3 the latest, one audit row" \
     [ "$(sql "SELECT latest_version FROM configs WHERE id = '$CID'")/$(audit_count config.rollback "resource_id = '$CID'")" = "3/1" ]
 
 # ---------------------------------------------------------------- group rollback
 SNAPS=$(sql "SELECT count(*) FROM snapshots WHERE group_name = 'edge'")
 GRB='{"snapshot_version":1,"message":"first one"}'
-call_status "POST /groups/edge/rollback with a key" 200 keyed "$ALICE" POST /api/v1/groups/edge/rollback "$GRB" grb-1
-cp "$WORK/body" "$WORK/grb1"
-check "... writes a new snapshot" jtrue 'j.changed === true'
-call_status "the group rollback retried" 200 keyed "$ALICE" POST /api/v1/groups/edge/rollback "$GRB" grb-1
-check "... replays the answer" cmp -s "$WORK/grb1" "$WORK/body"
+replayed "group rollback" 200 /api/v1/groups/edge/rollback "$GRB" grb-1 \
+    "... writes a new snapshot" jtrue 'j.changed === true'
 check "... one new snapshot, one audit row" \
     [ "$(($(sql "SELECT count(*) FROM snapshots WHERE group_name = 'edge'") - SNAPS))/$(audit_count group.rollback)" = "1/1" ]
 
@@ -136,11 +142,9 @@ check "... one new snapshot, one audit row" \
 # ACKs: the wave stays in progress).
 sql "INSERT INTO proxy_nodes (node_id, group_name, connected, last_seen) VALUES ('n-1', 'edge', true, now())" >/dev/null
 APPLY='{"version":1,"selector":{"groups":["edge"]},"strategy":{"type":"all_at_once"},"wave_timeout":"1h","reason":"idem"}'
-call_status "POST .../apply with a key" 201 keyed "$ALICE" POST "/api/v1/configs/$CID/apply" "$APPLY" apply-1
-cp "$WORK/body" "$WORK/apply1"
+replayed "config apply" 201 "/api/v1/configs/$CID/apply" "$APPLY" apply-1 \
+    "... creates a deployment" jtrue 'typeof j.id === "string" && j.id.length > 0'
 DID=$(jv .id)
-call_status "the apply retried" 201 keyed "$ALICE" POST "/api/v1/configs/$CID/apply" "$APPLY" apply-1
-check "... replays the answer" cmp -s "$WORK/apply1" "$WORK/body"
 check "... one deployment, one config.apply audit row" \
     [ "$(sql "SELECT count(*) FROM deployments WHERE config_id = '$CID'")/$(audit_count config.apply)" = "1/1" ]
 in_progress() {
@@ -148,11 +152,9 @@ in_progress() {
 }
 check "the deployment is in progress" wait_for 20 in_progress
 PAUSE='{"reason":"look first"}'
-call_status "POST .../pause with a key" 200 keyed "$ALICE" POST "/api/v1/deployments/$DID/pause" "$PAUSE" pause-1
-cp "$WORK/body" "$WORK/pause1"
-check "... paused" jtrue 'j.state === "paused"'
-call_status "the pause retried" 200 keyed "$ALICE" POST "/api/v1/deployments/$DID/pause" "$PAUSE" pause-1
-check "... replays the answer, not a 409 for pausing a paused deployment" cmp -s "$WORK/pause1" "$WORK/body"
+# The retry replays the answer, not a 409 for pausing a paused deployment.
+replayed "pause" 200 "/api/v1/deployments/$DID/pause" "$PAUSE" pause-1 \
+    "... paused" jtrue 'j.state === "paused"'
 check "... one pause: one audit row, one rollout_paused event" \
     [ "$(audit_count deployment.pause "resource_id = '$DID'")/$(sql "SELECT count(*) FROM events WHERE deployment_id = '$DID' AND type = 'rollout_paused'")" = "1/1" ]
 call_error "a pause with a new key is judged anew" 409 conflict keyed "$ALICE" POST "/api/v1/deployments/$DID/pause" "$PAUSE" pause-2

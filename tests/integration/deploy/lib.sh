@@ -9,6 +9,10 @@
 #                               deploy_init (SEXTANT_DATABASE_URL, as the deployment's secret
 #                               gives it), the listen addresses moved to this test's ports,
 #                               a JWT key file, and the given variables; waits for /readyz
+#   deploy_serve_checked FILE WHAT KEYS [VAR=VALUE...]   deploy_serve as two checks: the
+#                               daemon serving FILE (WHAT names it) becomes ready, and runs
+#                               with every value of FILE but those of the keys matching the
+#                               regex KEYS (config_matches)
 #   effective_config            the daemon's configuration as it logged it (log.level debug),
 #                               as JSON on stdout
 #   file_keys FILE              every scalar of a configuration file as "key.path<TAB>value"
@@ -48,6 +52,17 @@ deploy_serve() {
         "${SX_ENV[@]}" "$BIN" serve --config "$file" >>"$WORK/serve.log" 2>&1 &
     PID=$!
     wait_for 20 listening "$HTTP_PORT" && wait_for 30 ready
+}
+
+deploy_serve_checked() {
+    local file=$1 what=$2 keys=$3
+    shift 3
+    if deploy_serve "$file" "$@"; then
+        pass "sextant serve with $what is ready"
+    else
+        fail "sextant serve with $what did not become ready: $(cat "$WORK/readyz.json" 2>/dev/null)"
+    fi
+    check "the daemon runs with every value of $what" config_matches "$file" "$keys"
 }
 
 effective_config() {

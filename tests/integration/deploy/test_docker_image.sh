@@ -134,13 +134,8 @@ check "the HEALTHCHECK asks /healthz (a replica without its database must not be
 
 # The image's config file, with this test's ports and a UI of no folder (the image's
 # folder is not on this machine).
-if deploy_serve "$SRC/deploy/docker/sextant.yaml" SEXTANT_HTTP_UI_DIR=""; then
-    pass "sextant serve with the image's sextant.yaml is ready"
-else
-    fail "sextant serve with deploy/docker/sextant.yaml did not become ready: $(cat "$WORK/readyz.json" 2>/dev/null)"
-fi
-check "the daemon runs with every value of the image's sextant.yaml" \
-    config_matches "$SRC/deploy/docker/sextant.yaml" '^(http\.listen|grpc\.listen|http\.ui_dir)$'
+deploy_serve_checked "$SRC/deploy/docker/sextant.yaml" "the image's sextant.yaml" \
+    '^(http\.listen|grpc\.listen|http\.ui_dir)$' SEXTANT_HTTP_UI_DIR=""
 check "the HEALTHCHECK's path answers 200" [ "$(probe "${HEALTH_URL#http://127.0.0.1:"$HTTP_DEFAULT"}")" = 200 ]
 serve_stop 15
 

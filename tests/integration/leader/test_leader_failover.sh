@@ -158,13 +158,20 @@ new_leader() { # new_leader SINCE NAMES...: one of NAMES logged "leads" after SI
     return 1
 }
 BOUND1=$((RETRY_MS + LEASE_MS + SLACK_MS))
-if wait_for $((BOUND1 / 1000 + 5)) new_leader "$KILL1" "${REST[@]}"; then
-    T=$(($(leads_ms "$NEW") - KILL1))
-    echo "take-over after SIGKILL: $NEW leads $T ms after $L1 was killed (bound: retry + lease + slack = $BOUND1 ms)"
-    check "another replica leads within retry + lease + slack after the kill ($T ms <= $BOUND1 ms)" [ "$T" -le "$BOUND1" ]
-else
-    fail "no replica took the lead after $L1 was killed"
-fi
+# takeover SINCE WHAT NAMES...: one of NAMES (NEW) must lead within retry + lease + slack
+# of SINCE, when WHAT happened.
+takeover() {
+    local since=$1 what=$2 t
+    shift 2
+    if wait_for $((BOUND1 / 1000 + 5)) new_leader "$since" "$@"; then
+        t=$(($(leads_ms "$NEW") - since))
+        echo "take-over after $what: $NEW leads $t ms after it (bound: retry + lease + slack = $BOUND1 ms)"
+        check "another replica leads within retry + lease + slack after $what ($t ms <= $BOUND1 ms)" [ "$t" -le "$BOUND1" ]
+    else
+        fail "no replica took the lead after $what"
+    fi
+}
+takeover "$KILL1" "the SIGKILL of $L1" "${REST[@]}"
 check "exactly one of the survivors leads (sextant_leader)" wait_for 10 one_leader "${REST[@]}"
 L2=$LEADER
 check "it is the one that logged it ($L2)" [ "$L2" = "${NEW:-}" ]
@@ -183,13 +190,7 @@ CUT=$(now_ms)
 kill -USR1 "$(fwd_pid "$L2")"
 OTHERS=()
 for r in "${ALL[@]}"; do [ "$r" = "$L2" ] || OTHERS+=("$r"); done
-if wait_for $((BOUND1 / 1000 + 5)) new_leader "$CUT" "${OTHERS[@]}"; then
-    T=$(($(leads_ms "$NEW") - CUT))
-    echo "take-over after the cut: $NEW leads $T ms after $L2's connections were cut"
-    check "another replica leads within retry + lease + slack after the cut ($T ms)" [ "$T" -le "$BOUND1" ]
-else
-    fail "no replica took the lead after $L2's connections were cut"
-fi
+takeover "$CUT" "the cut of $L2's connections" "${OTHERS[@]}"
 L3=${NEW:-}
 check "$L2 says it stopped leading" contains "$WORK/$L2.log" "this replica stops leading"
 check "$L2's sextant_leader is 0" [ "$(metric sextant_leader "$(port_of "$L2")")" = 0 ]

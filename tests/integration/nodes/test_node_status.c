@@ -297,6 +297,56 @@ static void expect_connected(fixture *f, const char *node_id, const char *replic
     sx_arena_destroy(a);
 }
 
+/* One event of a scenario, on queue q: a stream's start (text: its client) or end
+ * (text: the reason), or a flush. A zeroed step ends the list. */
+typedef struct step {
+    enum { STEPS_END, START, END, FLUSH } op;
+    int q;
+    long long gen;
+    const char *text;
+} step;
+
+/* Events of one node played in order; then the node must be connected with the client
+ * "envoy second" of its newer stream. */
+typedef struct scenario {
+    const char *node;
+    step steps[7];
+} scenario;
+
+/* Plays the n scenarios on queues qs; the node of each must then be on replica. */
+static void play(fixture *f, node_status_queue *const *qs, const scenario *sc, size_t n,
+                 const char *replica)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (const step *s = sc[i].steps; s->op != STEPS_END; s++) {
+            if (s->op == START)
+                connect_gen(qs[s->q], sc[i].node, s->gen, s->text);
+            else if (s->op == END)
+                node_status_disconnected(qs[s->q], sc[i].node, s->gen, s->text);
+            else
+                flush(qs[s->q]);
+        }
+        expect_connected(f, sc[i].node, replica, "envoy second");
+    }
+}
+
+#define FIRST(q)                                                                                   \
+    {                                                                                              \
+        START, q, 100, "envoy first"                                                               \
+    }
+#define SECOND(q)                                                                                  \
+    {                                                                                              \
+        START, q, 200, "envoy second"                                                              \
+    }
+#define ENDED(q, why)                                                                              \
+    {                                                                                              \
+        END, q, 100, why                                                                           \
+    }
+#define FLUSHED(q)                                                                                 \
+    {                                                                                              \
+        FLUSH, q, 0, NULL                                                                          \
+    }
+
 /* A second stream of a node supersedes the first: the first one's end (reason
  * superseded) arrives after the second one's start, and must not mark the node
  * disconnected, whether both are in one flush or in separate ones, and whatever order
@@ -305,35 +355,17 @@ static void test_superseded_stream_end_changes_nothing(void **state)
 {
     fixture *f = *state;
     node_status_queue *q = open_queue(f, "replica-s", 0, false);
-
-    /* Separate flushes, in the order one replica produces them. */
-    connect_gen(q, "sep", 100, "envoy first");
-    flush(q);
-    connect_gen(q, "sep", 200, "envoy second");
-    flush(q);
-    node_status_disconnected(q, "sep", 100, "superseded");
-    flush(q);
-    expect_connected(f, "sep", "replica-s", "envoy second");
-
-    /* Everything in one debounce window. */
-    connect_gen(q, "win", 100, "envoy first");
-    connect_gen(q, "win", 200, "envoy second");
-    node_status_disconnected(q, "win", 100, "superseded");
-    flush(q);
-    expect_connected(f, "win", "replica-s", "envoy second");
-
-    /* Out of order: the old stream's end first, then its late connect, after the new
-     * stream's connect was written. */
-    node_status_disconnected(q, "ooo", 100, "superseded");
-    connect_gen(q, "ooo", 200, "envoy second");
-    connect_gen(q, "ooo", 100, "envoy first");
-    flush(q);
-    expect_connected(f, "ooo", "replica-s", "envoy second");
-    connect_gen(q, "ooo", 100, "envoy first");
-    flush(q);
-    node_status_disconnected(q, "ooo", 100, "superseded");
-    flush(q);
-    expect_connected(f, "ooo", "replica-s", "envoy second");
+    static const scenario cases[] = {
+        /* Separate flushes, in the order one replica produces them. */
+        {"sep", {FIRST(0), FLUSHED(0), SECOND(0), FLUSHED(0), ENDED(0, "superseded"), FLUSHED(0)}},
+        /* Everything in one debounce window. */
+        {"win", {FIRST(0), SECOND(0), ENDED(0, "superseded"), FLUSHED(0)}},
+        /* Out of order: the old stream's end first, then its late connect, after the new
+         * stream's connect was written. */
+        {"ooo", {ENDED(0, "superseded"), SECOND(0), FIRST(0), FLUSHED(0)}},
+        {"ooo", {FIRST(0), FLUSHED(0), ENDED(0, "superseded"), FLUSHED(0)}},
+    };
+    play(f, &q, cases, sizeof(cases) / sizeof(cases[0]), "replica-s");
 
     /* The end of the newest stream still disconnects it. */
     node_status_disconnected(q, "ooo", 200, "client_disconnect");
@@ -353,39 +385,27 @@ static void test_superseded_stream_end_changes_nothing(void **state)
 static void test_newest_stream_wins_across_replicas(void **state)
 {
     fixture *f = *state;
-    node_status_queue *q1 = open_queue(f, "replica-1", 0, false);
-    node_status_queue *q2 = open_queue(f, "replica-2", 0, false);
-
-    /* The new replica writes first; the old one's connect and end come late. */
-    connect_gen(q2, "moved", 200, "envoy second");
-    flush(q2);
-    connect_gen(q1, "moved", 100, "envoy first");
-    flush(q1);
-    expect_connected(f, "moved", "replica-2", "envoy second");
-    node_status_disconnected(q1, "moved", 100, "superseded");
-    flush(q1);
-    expect_connected(f, "moved", "replica-2", "envoy second");
-
-    /* The old replica writes first. */
-    connect_gen(q1, "moved2", 100, "envoy first");
-    flush(q1);
-    connect_gen(q2, "moved2", 200, "envoy second");
-    flush(q2);
-    node_status_disconnected(q1, "moved2", 100, "client_disconnect");
-    flush(q1);
-    expect_connected(f, "moved2", "replica-2", "envoy second");
-
-    /* A replica whose clock is ahead: once the old stream's end is written, the new
-     * stream's start is taken although its generation is lower. */
-    connect_gen(q1, "skew", 900, "envoy first");
-    node_status_disconnected(q1, "skew", 900, "client_disconnect");
-    flush(q1);
-    connect_gen(q2, "skew", 200, "envoy second");
-    flush(q2);
-    expect_connected(f, "skew", "replica-2", "envoy second");
-
-    node_status_destroy(q1);
-    node_status_destroy(q2);
+    node_status_queue *q[] = {open_queue(f, "replica-1", 0, false),
+                              open_queue(f, "replica-2", 0, false)};
+    static const scenario cases[] = {
+        /* The new replica writes first; the old one's connect and end come late. */
+        {"moved", {SECOND(1), FLUSHED(1), FIRST(0), FLUSHED(0)}},
+        {"moved", {ENDED(0, "superseded"), FLUSHED(0)}},
+        /* The old replica writes first. */
+        {"moved2",
+         {FIRST(0), FLUSHED(0), SECOND(1), FLUSHED(1), ENDED(0, "client_disconnect"), FLUSHED(0)}},
+        /* A replica whose clock is ahead: once the old stream's end is written, the new
+         * stream's start is taken although its generation is lower. */
+        {"skew",
+         {{START, 0, 900, "envoy first"},
+          {END, 0, 900, "client_disconnect"},
+          FLUSHED(0),
+          SECOND(1),
+          FLUSHED(1)}},
+    };
+    play(f, q, cases, sizeof(cases) / sizeof(cases[0]), "replica-2");
+    node_status_destroy(q[0]);
+    node_status_destroy(q[1]);
 }
 
 TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_superseded_stream_end_changes_nothing),

@@ -19,11 +19,7 @@
 #include "storage/repo_events.h"
 
 typedef struct fx {
-    char *url;
-    pg_pool *pool;
-    pg_conn *c; /* the reader's connection */
-    pg_conn *w; /* a second writer, for transactions left open */
-    sx_arena *a;
+    tl_sessions s;   /* s.c the reader's connection, s.w a second writer */
     PGconn *other;   /* a session in another database, closed by teardown */
     char *other_url; /* that database, dropped by teardown */
 } fx;
@@ -31,11 +27,7 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create_migrated();
-    f->pool = tl_pool(f->url, 4);
-    assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
-    assert_int_equal(pg_acquire(f->pool, &f->w, NULL), 0);
-    f->a = sx_arena_create();
+    tl_sessions_open(&f->s);
     *state = f;
     return 0;
 }
@@ -47,11 +39,7 @@ static int teardown(void **state)
         PQfinish(f->other);
     if (f->other_url)
         tl_db_drop(f->other_url);
-    sx_arena_destroy(f->a);
-    pg_release(f->pool, f->w);
-    pg_release(f->pool, f->c);
-    pg_pool_destroy(f->pool);
-    tl_db_drop(f->url);
+    tl_sessions_close(&f->s);
     free(f);
     return 0;
 }
@@ -70,7 +58,7 @@ static const char *ids_after(fx *f, event_pos pos, long long min_id, char *out, 
                              bool *pending)
 {
     event_list l;
-    TL_OK(event_repo_list_after(f->c, &pos, min_id, NULL, 1000, f->a, &l, &e_));
+    TL_OK(event_repo_list_after(f->s.c, &pos, min_id, NULL, 1000, f->s.a, &l, &e_));
     out[0] = '\0';
     for (size_t i = 0; i < l.count; i++) {
         size_t len = strlen(out);
@@ -85,10 +73,10 @@ static const char *ids_after(fx *f, event_pos pos, long long min_id, char *out, 
  * in the same cluster may hold committed events back for a moment. */
 static void list_settled(fx *f, const event_pos *after, int limit, event_list *l)
 {
-    TL_OK(event_repo_list_after(f->c, after, 0, NULL, limit, f->a, l, &e_));
+    TL_OK(event_repo_list_after(f->s.c, after, 0, NULL, limit, f->s.a, l, &e_));
     for (long long until = tl_now_ms() + 10000; l->pending && tl_now_ms() < until;) {
         tl_sleep_ms(20);
-        TL_OK(event_repo_list_after(f->c, after, 0, NULL, limit, f->a, l, &e_));
+        TL_OK(event_repo_list_after(f->s.c, after, 0, NULL, limit, f->s.a, l, &e_));
     }
 }
 
@@ -120,13 +108,13 @@ static void test_round_trip(void **state)
                     .group = "edge",
                     .data = data};
     long long id;
-    TL_OK(event_repo_insert(f->c, &in, &id, &e_));
+    TL_OK(event_repo_insert(f->s.c, &in, &id, &e_));
     json_decref(data);
     event_new dep = {.type = "wave_started",
                      .deployment_id = "3F1D2C44-5B6E-4F70-8A91-B2C3D4E5F607",
                      .notify_channel = "sextant_events"};
     long long id2;
-    TL_OK(event_repo_insert(f->c, &dep, &id2, &e_));
+    TL_OK(event_repo_insert(f->s.c, &dep, &id2, &e_));
     assert_true(id2 > id);
 
     event_pos zero = {0, 0};
@@ -163,14 +151,14 @@ static void test_round_trip(void **state)
     /* Bad input writes nothing. */
     sx_err err;
     event_new bad = {.type = "wave_started", .deployment_id = "not-a-uuid"};
-    assert_int_equal(event_repo_insert(f->c, &bad, NULL, &err), SX_EINVAL);
+    assert_int_equal(event_repo_insert(f->s.c, &bad, NULL, &err), SX_EINVAL);
     json_t *arr = json_array();
     event_new bad2 = {.type = "wave_started", .data = arr};
-    assert_int_equal(event_repo_insert(f->c, &bad2, NULL, &err), SX_EINVAL);
+    assert_int_equal(event_repo_insert(f->s.c, &bad2, NULL, &err), SX_EINVAL);
     json_decref(arr);
     event_new bad3 = {.type = "not_a_type"};
-    assert_int_equal(event_repo_insert(f->c, &bad3, NULL, &err), SX_EINVAL); /* the CHECK */
-    assert_int_equal(event_repo_list_after(f->c, &zero, 0, NULL, 0, f->a, &l, &err), SX_EINVAL);
+    assert_int_equal(event_repo_insert(f->s.c, &bad3, NULL, &err), SX_EINVAL); /* the CHECK */
+    assert_int_equal(event_repo_list_after(f->s.c, &zero, 0, NULL, 0, f->s.a, &l, &err), SX_EINVAL);
     list_settled(f, &zero, 10, &l);
     assert_int_equal(l.count, 2);
 }
@@ -181,16 +169,16 @@ static void test_open_transaction_holds_back(void **state)
 {
     fx *f = *state;
     event_pos head;
-    TL_OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->s.c, &head, &e_));
     assert_int_equal(head.id, 0);
-    long long a = insert(f->c, "proxy_connected", "a");
+    long long a = insert(f->s.c, "proxy_connected", "a");
     settle(f);
-    TL_OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->s.c, &head, &e_));
     assert_int_equal(head.id, a);
 
-    TL_OK(pg_begin(f->w, &e_));
-    long long b = insert(f->w, "proxy_connected", "b"); /* not committed */
-    long long c = insert(f->c, "proxy_connected", "c"); /* committed, newer transaction */
+    TL_OK(pg_begin(f->s.w, &e_));
+    long long b = insert(f->s.w, "proxy_connected", "b"); /* not committed */
+    long long c = insert(f->s.c, "proxy_connected", "c"); /* committed, newer transaction */
     assert_true(c > b);
     char ids[256];
     bool pending;
@@ -200,10 +188,10 @@ static void test_open_transaction_holds_back(void **state)
     snprintf(want, sizeof(want), "%lld", a);
     assert_string_equal(ids, want);
     assert_true(pending);
-    TL_OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->s.c, &head, &e_));
     assert_int_equal(head.id, a); /* the head does not pass the open transaction */
 
-    TL_OK(pg_commit(f->w, &e_));
+    TL_OK(pg_commit(f->s.w, &e_));
     settle(f);
     ids_after(f, head, 0, ids, sizeof(ids), &pending);
     snprintf(want, sizeof(want), "%lld,%lld", b, c);
@@ -225,12 +213,12 @@ static void test_other_database_holds_nothing_back(void **state)
     assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
     PQclear(r);
 
-    long long a = insert(f->c, "proxy_connected", "a");
+    long long a = insert(f->s.c, "proxy_connected", "a");
     event_pos head;
-    TL_OK(event_repo_head(f->c, &head, &e_));
+    TL_OK(event_repo_head(f->s.c, &head, &e_));
     for (long long until = tl_now_ms() + 10000; head.id != a && tl_now_ms() < until;) {
         tl_sleep_ms(20);
-        TL_OK(event_repo_head(f->c, &head, &e_));
+        TL_OK(event_repo_head(f->s.c, &head, &e_));
     }
     assert_int_equal(head.id, a);
     char ids[256], want[64];
@@ -241,7 +229,7 @@ static void test_other_database_holds_nothing_back(void **state)
     assert_false(pending);
     bool found = false;
     event_pos pos;
-    TL_OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, 0, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     assert_string_equal(ids, want);
 
@@ -254,17 +242,17 @@ static void test_other_database_holds_nothing_back(void **state)
 static void test_stream_order_is_transaction_order(void **state)
 {
     fx *f = *state;
-    TL_OK(pg_begin(f->w, &e_));
-    exec(f->w, "SELECT pg_current_xact_id()"); /* the old transaction's id, taken now */
-    long long newer = insert(f->c, "proxy_connected", "newer");
+    TL_OK(pg_begin(f->s.w, &e_));
+    exec(f->s.w, "SELECT pg_current_xact_id()"); /* the old transaction's id, taken now */
+    long long newer = insert(f->s.c, "proxy_connected", "newer");
     char ids[256];
     bool pending;
     ids_after(f, (event_pos){0, 0}, 0, ids, sizeof(ids), &pending);
     assert_string_equal(ids, ""); /* held back behind the open transaction */
     assert_true(pending);
-    long long older = insert(f->w, "proxy_connected", "older");
+    long long older = insert(f->s.w, "proxy_connected", "older");
     assert_true(older > newer);
-    TL_OK(pg_commit(f->w, &e_));
+    TL_OK(pg_commit(f->s.w, &e_));
     settle(f);
     ids_after(f, (event_pos){0, 0}, 0, ids, sizeof(ids), &pending);
     char want[64];
@@ -274,20 +262,20 @@ static void test_stream_order_is_transaction_order(void **state)
     /* Resuming after the first streamed event gives the second, though its id is lower. */
     event_pos pos;
     bool found;
-    TL_OK(event_repo_position(f->c, older, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, older, &pos, &found, &e_));
     assert_true(found);
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     snprintf(want, sizeof(want), "%lld", newer);
     assert_string_equal(ids, want);
-    TL_OK(event_repo_position(f->c, newer, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, newer, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     assert_string_equal(ids, "");
 
     /* upto bounds a page, inclusive. */
     event_pos zero = {0, 0}, upto;
-    TL_OK(event_repo_position(f->c, older, &upto, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, older, &upto, &found, &e_));
     event_list l;
-    TL_OK(event_repo_list_after(f->c, &zero, 0, &upto, 10, f->a, &l, &e_));
+    TL_OK(event_repo_list_after(f->s.c, &zero, 0, &upto, 10, f->s.a, &l, &e_));
     assert_int_equal(l.count, 1);
     assert_int_equal(l.items[0].id, older);
     assert_false(l.pending);
@@ -296,18 +284,18 @@ static void test_stream_order_is_transaction_order(void **state)
 static void test_position_prune(void **state)
 {
     fx *f = *state;
-    long long a = insert(f->c, "proxy_connected", "a");
-    long long b = insert(f->c, "proxy_stale", "b");
-    long long c = insert(f->c, "proxy_disconnected", "c");
+    long long a = insert(f->s.c, "proxy_connected", "a");
+    long long b = insert(f->s.c, "proxy_stale", "b");
+    long long c = insert(f->s.c, "proxy_disconnected", "c");
     char sql[128];
     snprintf(sql, sizeof(sql), "DELETE FROM events WHERE id = %lld", b);
-    exec(f->c, sql);
+    exec(f->s.c, sql);
     settle(f);
 
     /* A pruned id: before every event with a greater id, which min_id keeps to. */
     event_pos pos;
     bool found = true;
-    TL_OK(event_repo_position(f->c, b, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, b, &pos, &found, &e_));
     assert_false(found);
     char ids[256], want[64];
     ids_after(f, pos, b, ids, sizeof(ids), NULL);
@@ -315,27 +303,27 @@ static void test_position_prune(void **state)
     assert_string_equal(ids, want);
     /* An id past every event: the head. */
     event_pos head;
-    TL_OK(event_repo_head(f->c, &head, &e_));
-    TL_OK(event_repo_position(f->c, c + 1000, &pos, &found, &e_));
+    TL_OK(event_repo_head(f->s.c, &head, &e_));
+    TL_OK(event_repo_position(f->s.c, c + 1000, &pos, &found, &e_));
     assert_false(found);
     assert_int_equal(pos.id, head.id);
     assert_true(pos.txid == head.txid);
     /* 0: everything retained. */
-    TL_OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, 0, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     snprintf(want, sizeof(want), "%lld,%lld", a, c);
     assert_string_equal(ids, want);
     sx_err err;
-    assert_int_equal(event_repo_position(f->c, -1, &pos, &found, &err), SX_EINVAL);
+    assert_int_equal(event_repo_position(f->s.c, -1, &pos, &found, &err), SX_EINVAL);
 
     /* Prune by age. */
     snprintf(sql, sizeof(sql), "UPDATE events SET at = now() - interval '2 days' WHERE id = %lld",
              a);
-    exec(f->c, sql);
+    exec(f->s.c, sql);
     long long deleted = -1;
-    TL_OK(event_repo_prune(f->c, 24LL * 3600 * 1000, &deleted, &e_));
+    TL_OK(event_repo_prune(f->s.c, 24LL * 3600 * 1000, &deleted, &e_));
     assert_int_equal(deleted, 1);
-    TL_OK(event_repo_position(f->c, 0, &pos, &found, &e_));
+    TL_OK(event_repo_position(f->s.c, 0, &pos, &found, &e_));
     ids_after(f, pos, 0, ids, sizeof(ids), NULL);
     snprintf(want, sizeof(want), "%lld", c);
     assert_string_equal(ids, want);
@@ -345,18 +333,18 @@ static void test_emit(void **state)
 {
     fx *f = *state;
     /* The NOTIFY arrives on a session listening on the channel, after the commit. */
-    PGconn *l = PQconnectdb(f->url);
+    PGconn *l = PQconnectdb(f->s.url);
     assert_int_equal(PQstatus(l), CONNECTION_OK);
     PQclear(PQexec(l, "LISTEN " EVENTS_NOTIFY_CHANNEL));
 
     json_t *data = json_pack("{s:I}", "version", (json_int_t)7);
     sx_event e = {.type = EVENT_CONFIG_APPLIED, .node_id = "n1", .group = "edge", .data = data};
-    TL_OK(pg_begin(f->c, &e_));
-    TL_OK(events_emit(f->c, "r9", &e, &e_));
-    TL_OK(events_emit(f->c, "r9", &e, &e_));
+    TL_OK(pg_begin(f->s.c, &e_));
+    TL_OK(events_emit(f->s.c, "r9", &e, &e_));
+    TL_OK(events_emit(f->s.c, "r9", &e, &e_));
     PQconsumeInput(l);
     assert_null(PQnotifies(l)); /* not before the commit */
-    TL_OK(pg_commit(f->c, &e_));
+    TL_OK(pg_commit(f->s.c, &e_));
     json_decref(data);
     PGnotify *n = NULL;
     for (int i = 0; i < 100 && n == NULL; i++) {
@@ -380,19 +368,19 @@ static void test_emit(void **state)
     assert_string_equal(list.items[0].type, "config_applied");
 
     /* A rolled back emit leaves nothing and notifies nothing. */
-    TL_OK(pg_begin(f->c, &e_));
+    TL_OK(pg_begin(f->s.c, &e_));
     sx_event e2 = {.type = EVENT_PROXY_STALE, .node_id = "n2"};
-    TL_OK(events_emit(f->c, "r9", &e2, &e_));
-    pg_rollback(f->c);
+    TL_OK(events_emit(f->s.c, "r9", &e2, &e_));
+    pg_rollback(f->s.c);
     tl_sleep_ms(100);
     PQconsumeInput(l);
     assert_null(PQnotifies(l));
-    TL_OK(event_repo_list_after(f->c, &zero, 0, NULL, 10, f->a, &list, &e_));
+    TL_OK(event_repo_list_after(f->s.c, &zero, 0, NULL, 10, f->s.a, &list, &e_));
     assert_int_equal(list.count, 2);
 
     sx_err err;
     sx_event bad = {.type = "config_aplied"};
-    assert_int_equal(events_emit(f->c, "r9", &bad, &err), SX_EINVAL);
+    assert_int_equal(events_emit(f->s.c, "r9", &bad, &err), SX_EINVAL);
     assert_non_null(strstr(err.message, "config_aplied"));
     PQfinish(l);
 

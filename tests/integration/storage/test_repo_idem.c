@@ -20,35 +20,20 @@
 
 #define DAY_MS (24LL * 3600 * 1000)
 
-typedef struct fx {
-    char *url;
-    pg_pool *pool;
-    pg_conn *c;
-    pg_conn *w; /* a second session, for transactions left open */
-    sx_arena *a;
-} fx;
+typedef tl_sessions fx;
 
 static int setup(void **state)
 {
     fx *f = calloc(1, sizeof(*f));
-    f->url = tl_db_create_migrated();
-    f->pool = tl_pool(f->url, 4);
-    assert_int_equal(pg_acquire(f->pool, &f->c, NULL), 0);
-    assert_int_equal(pg_acquire(f->pool, &f->w, NULL), 0);
-    f->a = sx_arena_create();
+    tl_sessions_open(f);
     *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fx *f = *state;
-    sx_arena_destroy(f->a);
-    pg_release(f->pool, f->w);
-    pg_release(f->pool, f->c);
-    pg_pool_destroy(f->pool);
-    tl_db_drop(f->url);
-    free(f);
+    tl_sessions_close(*state);
+    free(*state);
     return 0;
 }
 
@@ -58,14 +43,21 @@ static const char *hash_of(const char *text, char out[SX_SHA256_HEX_LEN + 1])
     return out;
 }
 
-/* Claims and answers subject's key in one committed transaction on c. */
-static void store(pg_conn *c, sx_arena *a, const char *subject, const char *key, const char *hash,
-                  int status, const char *body)
+/* Claims subject's key, which must be free, in a new transaction on c left open. */
+static void claim_free_key(pg_conn *c, sx_arena *a, const char *subject, const char *key,
+                           const char *hash)
 {
     idem_record *rec = NULL;
     TL_OK(pg_begin(c, &e_));
     TL_OK(idem_repo_claim(c, subject, key, hash, DAY_MS, a, &rec, &e_));
     assert_null(rec);
+}
+
+/* Claims and answers subject's key in one committed transaction on c. */
+static void store(pg_conn *c, sx_arena *a, const char *subject, const char *key, const char *hash,
+                  int status, const char *body)
+{
+    claim_free_key(c, a, subject, key, hash);
     TL_OK(idem_repo_answer(c, subject, key, status, body, &e_));
     TL_OK(pg_commit(c, &e_));
 }
@@ -111,12 +103,9 @@ static void test_rolled_back_claim_frees_the_key(void **state)
 {
     fx *f = *state;
     char h[65];
-    hash_of("PUT\n/x\n", h);
-    idem_record *rec = NULL;
-    TL_OK(pg_begin(f->w, &e_));
-    TL_OK(idem_repo_claim(f->w, "alice", "k-rb", h, DAY_MS, f->a, &rec, &e_));
-    assert_null(rec);
+    claim_free_key(f->w, f->a, "alice", "k-rb", hash_of("PUT\n/x\n", h));
     /* Uncommitted: invisible to a lookup, which does not wait. */
+    idem_record *rec = NULL;
     TL_OK(idem_repo_get(f->c, "alice", "k-rb", DAY_MS, f->a, &rec, &e_));
     assert_null(rec);
     pg_rollback(f->w);
@@ -163,11 +152,7 @@ static void test_claim_waits_for_the_holder(void **state)
 {
     fx *f = *state;
     char h[65];
-    hash_of("POST\n/race\n{}", h);
-    idem_record *rec = NULL;
-    TL_OK(pg_begin(f->w, &e_));
-    TL_OK(idem_repo_claim(f->w, "alice", "k-race", h, DAY_MS, f->a, &rec, &e_));
-    assert_null(rec);
+    claim_free_key(f->w, f->a, "alice", "k-race", hash_of("POST\n/race\n{}", h));
 
     waiter wt = {f, h, NULL, sx_arena_create(), -1};
     pthread_t t;
@@ -200,9 +185,7 @@ static void test_expiry(void **state)
 {
     fx *f = *state;
     char h1[65], h2[65];
-    hash_of("a", h1);
-    hash_of("b", h2);
-    store(f->c, f->a, "alice", "k-old", h1, 200, "{\"old\":true}");
+    store(f->c, f->a, "alice", "k-old", hash_of("a", h1), 200, "{\"old\":true}");
     store(f->c, f->a, "alice", "k-older", h1, 200, "{}");
     store(f->c, f->a, "alice", "k-young", h1, 200, "{}");
     age(f, "k-old", "25 hours");
@@ -216,11 +199,7 @@ static void test_expiry(void **state)
     assert_non_null(rec);
 
     /* An expired key is claimed anew, by another request. */
-    TL_OK(pg_begin(f->c, &e_));
-    TL_OK(idem_repo_claim(f->c, "alice", "k-old", h2, DAY_MS, f->a, &rec, &e_));
-    assert_null(rec);
-    TL_OK(idem_repo_answer(f->c, "alice", "k-old", 201, "{\"new\":true}", &e_));
-    TL_OK(pg_commit(f->c, &e_));
+    store(f->c, f->a, "alice", "k-old", hash_of("b", h2), 201, "{\"new\":true}");
     TL_OK(idem_repo_get(f->c, "alice", "k-old", DAY_MS, f->a, &rec, &e_));
     assert_string_equal(rec->request_hash, h2);
     assert_string_equal(rec->response, "{\"new\":true}");
