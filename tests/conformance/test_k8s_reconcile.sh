@@ -6,10 +6,13 @@
 #      as its log lines and sextant_k8s_reconcile_backoff_seconds say; meanwhile another
 #      Gateway is written at once; fixing the Secret reconciles it (config written,
 #      listener ResolvedRefs=True) and forgets its failures;
-#   2. finalizer: the GatewayClass of ours gets sextant.dev/finalizer; `kubectl delete` of
+#   2. route conflict: a GRPCRoute sharing a hostname with an older HTTPRoute on a
+#      listener (named to sort first) is Accepted=False (Conflicted), naming the older,
+#      which alone is served; once the older goes, the GRPCRoute is accepted and served;
+#   3. finalizer: the GatewayClass of ours gets sextant.dev/finalizer; `kubectl delete` of
 #      it waits while Gateways use it, its status naming them
 #      (sextant.dev/DeletionBlocked), and completes when the last one goes;
-#   3. resync: a second replica with k8s.resync at 2 s reconciles every object again
+#   4. resync: a second replica with k8s.resync at 2 s reconciles every object again
 #      without a watch event (no ADDED/MODIFIED/DELETED seen meanwhile), and so finds a
 #      certificate that expired in the meantime (listener ResolvedRefs=False).
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/conformance/lib/harness.sh"
@@ -151,7 +154,49 @@ sleep_until_quiet() { # two passes' worth: nothing requeued any more
 }
 check "a success forgets the failures: no requeue of a Gateway follows (5 s watched)" sleep_until_quiet "$requeues"
 
-# ---------------------------------------------------------------- 2. finalizer
+# ---------------------------------------------------------------- 2. route conflict
+# The HTTPRoute shop/shop (hostname shop.example.com on listener http of shop/web) was
+# created seconds ago; a GRPCRoute for the same hostname comes now, named to sort first.
+k8s_apply - <<'EOF' || exit 1
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata:
+  name: a-grpc
+  namespace: shop
+spec:
+  parentRefs:
+    - name: web
+      sectionName: http
+  hostnames:
+    - shop.example.com
+  rules:
+    - backendRefs:
+        - name: shop-api
+          port: 8080
+EOF
+# route_accepted KIND NAME STATUS [REASON [MESSAGE-REGEX]]: the route's parent web says so
+route_accepted() {
+    kc get "$1" -n shop "$2" -o json >"$WORK/route.json" 2>/dev/null &&
+        jq -e --arg s "$3" --arg r "${4:-}" --arg m "${5:-}" '[.status.parents[] |
+            select(.controllerName == "sextant.dev/gateway-controller" and .parentRef.name == "web") |
+            .conditions[] | select(.type == "Accepted" and .status == $s and ($r == "" or .reason == $r)
+            and ($m == "" or (.message | test($m))))] | length == 1' "$WORK/route.json" >/dev/null
+}
+check "the younger GRPCRoute on the HTTPRoute's hostname: Accepted=False (Conflicted), naming the older" \
+    wait_for 20 route_accepted grpcroute a-grpc False Conflicted '^the older HTTPRoute shop/shop serves the same hostnames on listener http of Gateway shop/web$'
+check "the older HTTPRoute keeps the listener: Accepted=True" route_accepted httproute shop True Accepted
+served_routes() { # served_routes H G: the config of shop/web has H HTTP and G gRPC routes
+    local id
+    id=$(k8s_config_id shop web)
+    [ -n "$id" ] && [ "$(conf_rest GET "/api/v1/configs/$id")" = 200 ] &&
+        jtrue "(j.spec.http_routes || []).length === $1 && (j.spec.grpc_routes || []).length === $2"
+}
+check "the config of shop/web serves the HTTPRoute alone" served_routes 1 0
+kc delete httproute -n shop shop >/dev/null 2>&1
+check "the older HTTPRoute deleted: the GRPCRoute is Accepted" wait_for 20 route_accepted grpcroute a-grpc True Accepted
+check "... and served" wait_for 10 served_routes 0 1
+
+# ---------------------------------------------------------------- 3. finalizer
 class_has_finalizer() {
     [ "$(kc get gatewayclass sextant -o jsonpath='{.metadata.finalizers}' 2>/dev/null)" = '["sextant.dev/finalizer"]' ]
 }
@@ -182,7 +227,7 @@ check "the log says the finalizer was removed" \
     grep -q 'GatewayClass sextant: finalizer sextant.dev/finalizer removed' "$WORK/r1.log"
 conf_stop_serve r1
 
-# ---------------------------------------------------------------- 3. resync
+# ---------------------------------------------------------------- 4. resync
 k8s_apply "$SRC/tests/k8s/examples/10-gatewayclass.yaml" || exit 1
 make_cert short-cert 30 || exit 1
 tls_gateway brief short-cert || exit 1
