@@ -292,9 +292,12 @@ static int patch_finalizer(k8s_controller *c, const char *kind, const json_t *ob
     int code = k8s_patch_object(c->client, kind, ns, name, patch, rv, &err);
     json_decref(patch);
     if ((code >= 200 && code < 300) || (code == 404 && a == K8S_FIN_REMOVE)) {
+        bool deleting = json_object_get(meta, "deletionTimestamp") != NULL;
         SX_INFO(COMPONENT, "%s %s%s%s: finalizer %s %s", kind, ns ? ns : "", ns ? "/" : "", name,
                 K8S_FINALIZER,
-                a == K8S_FIN_ADD ? "added" : "removed; nothing holds its deletion any more");
+                a == K8S_FIN_ADD ? "added"
+                : deleting       ? "removed: nothing holds its deletion any more"
+                                 : "removed: it is not ours any more");
         return 0;
     }
     snprintf(why, n, "finalizer not %s: %s", a == K8S_FIN_ADD ? "added" : "removed", err.message);
@@ -440,6 +443,7 @@ static int sync_once(k8s_controller *c, bool all)
         const json_t *obj = object_at(ts, kind, key);
         const k8s_fin_guard *guard = guard_of(c, kind);
         k8s_fin_action fin = K8S_FIN_NONE;
+        size_t n_holders = 0;
         if (guard && obj) {
             json_object_set_new(judged, key, json_true());
             json_t *holders = NULL;
@@ -448,9 +452,7 @@ static int sync_once(k8s_controller *c, bool all)
             json_t *empty = json_object();
             s->changed = !json_equal(s->status, s->prev_ ? s->prev_ : empty);
             json_decref(empty);
-            if (fin == K8S_FIN_HOLD)
-                SX_INFO(COMPONENT, "%s %s: deletion held by %zu object%s", kind, key,
-                        json_array_size(holders), json_array_size(holders) == 1 ? "" : "s");
+            n_holders = json_array_size(holders);
             json_decref(holders);
         }
         const json_t *gi_json = s->kind == GW_GATEWAY ? json_object_get(gw_index, key) : NULL;
@@ -465,6 +467,9 @@ static int sync_once(k8s_controller *c, bool all)
         bool dirty = s->changed || fin == K8S_FIN_ADD || fin == K8S_FIN_REMOVE;
         if (!k8s_rec_wanted(c->rec, kind, key, fp, dirty, now, all))
             continue;
+        if (fin == K8S_FIN_HOLD) /* said when what holds it changes (its status does) */
+            SX_INFO(COMPONENT, "%s %s: deletion held by %zu object%s still using it", kind, key,
+                    n_holders, n_holders == 1 ? "" : "s");
         char why[1024] = "";
         k8s_rec_result r = reconcile_one(c, &out, s, gi, fin, obj, ts, &db_down, why, sizeof(why));
         k8s_rec_done(c->rec, kind, key, r, why, now);
