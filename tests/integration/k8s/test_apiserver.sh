@@ -238,6 +238,8 @@ out=$(kc get gatewayclass held 2>&1)
 check "completes the deletion: $out" has "$out" 'NotFound'
 wait "$PID_finwatch"
 check "the watch saw the deletion as DELETED" is "$(jq -r 'select(.object.metadata.name == "held") | .type' "$WORK/finwatch.log" | tr '\n' ' ')" "DELETED "
+"$PY" "$HERE/pyclient.py" "$KUBECONFIG" finalizer py-held >"$WORK/py.out" 2>&1
+check "python3-kubernetes: delete waits on a finalizer, a stale patch is 409, removing it deletes: $(tail -n 1 "$WORK/py.out")" [ $? -eq 0 ]
 
 # ------------------------------------------------------------------ lists: selectors, pagination
 expect_status "a list across namespaces with fieldSelector=metadata.name=shop" 200 "$(api GET "$GW/httproutes?fieldSelector=metadata.name%3Dshop")"
