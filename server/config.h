@@ -114,7 +114,8 @@
  *   k8s.max_input_objects          integer   0                  0 (no limit)..1000000000
  *   k8s.max_objects_per_snapshot   integer   0                  0 (no limit)..1000000000
  *   k8s.max_endpoints_per_snapshot integer   0                  0 (no limit)..1000000000
- *   k8s.resync                     duration  10m                0 (never) or 1s..24h; re-translate
+ *   k8s.resync                     duration  10h                0 (never) or 1s..24h; re-reconcile
+ *   k8s.max_backoff                duration  5m                 1s..24h; longest requeue delay
  *   k8s.watch_timeout              duration  5m                 1s..1h whole seconds, per watch
  *
  * Durations are one or more <integer><unit> groups with unit ms, s, m or h ("500ms",
@@ -329,7 +330,10 @@ typedef struct sextant_config {
         int64_t max_objects_per_snapshot; /* IR objects (listeners, routes, backends,
                                              secrets) one Gateway's spec may hold; 0: none */
         int64_t max_endpoints_per_snapshot; /* endpoints one Gateway's spec may hold; 0: none */
-        int64_t resync_ms;                  /* every kind is listed again this often; 0: never */
+        int64_t resync_ms;                  /* every judged object is reconciled again this often
+                                               without an event (no relist); 0: never */
+        int64_t max_backoff_ms;             /* longest requeue delay of an object whose reconcile
+                                               failed (1 s doubling up to this) */
         int64_t watch_timeout_ms; /* timeoutSeconds of each watch request (whole seconds) */
     } k8s;
     char *source_file;     /* the YAML file read, NULL when none */

@@ -313,9 +313,13 @@ const key_def config_keys[] = {
      OFF(k8s.max_endpoints_per_snapshot), "0, no limit",
      "Backend endpoints one Gateway's translation may produce; past it that Gateway's build "
      "fails."},
-    {"k8s.resync", K_DURATION, "10m", 0, 24 * MS_HOUR, OFF(k8s.resync_ms), NULL,
-     "Everything watched is translated again this often without an event, and written "
-     "where it changed; 0 never."},
+    {"k8s.resync", K_DURATION, "10h", 0, 24 * MS_HOUR, OFF(k8s.resync_ms), NULL,
+     "Every watched object is reconciled again this often without an event (its config and "
+     "status checked against the database and the API server, written where they differ); "
+     "0 never."},
+    {"k8s.max_backoff", K_DURATION, "5m", 1000, 24 * MS_HOUR, OFF(k8s.max_backoff_ms), NULL,
+     "A failed reconcile of an object is tried again after 1s, doubling up to this; a success "
+     "resets it."},
     {"k8s.watch_timeout", K_DURATION, "5m", 1000, MS_HOUR, OFF(k8s.watch_timeout_ms), NULL,
      "timeoutSeconds of each watch request (whole seconds); the watch then resumes from its "
      "last resourceVersion."},

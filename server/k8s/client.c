@@ -793,23 +793,22 @@ char *k8s_client_resource_version(k8s_client *c, const char *kind)
 
 /* ---------------------------------------------------------------- status write-back */
 
-int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char *name,
-                     const json_t *status, const char *resource_version, sx_err *err)
+/* A merge patch body on the object's path (sub: a subresource or NULL); see
+ * k8s_patch_status for the answer. */
+static int merge_patch(k8s_client *c, const char *what, const char *kind, const char *ns,
+                       const char *name, const char *sub, const json_t *body, char **rv_out,
+                       sx_err *err)
 {
+    if (rv_out)
+        *rv_out = NULL;
     worker *w = find_worker(c, kind);
     if (w == NULL)
-        return sx_err_set(err, SX_EINVAL, "status write-back: %s is not a watched kind", kind);
-    if (name == NULL || *name == '\0' || !json_is_object(status))
-        return sx_err_set(err, SX_EINVAL,
-                          "status write-back: a name and a status object are "
-                          "required");
+        return sx_err_set(err, SX_EINVAL, "%s: %s is not a watched kind", what, kind);
+    if (name == NULL || *name == '\0' || !json_is_object(body))
+        return sx_err_set(err, SX_EINVAL, "%s: a name and an object are required", what);
     if (w->k->namespaced && (ns == NULL || *ns == '\0'))
-        return sx_err_set(err, SX_EINVAL, "status write-back: %s %s needs a namespace", kind, name);
-    char *path = k8s_kind_path(w->k, ns, name, "status");
-    json_t *body = json_pack("{s:O}", "status", (json_t *)status);
-    if (resource_version && resource_version[0])
-        json_object_set_new(body, "metadata",
-                            json_pack("{s:s}", "resourceVersion", resource_version));
+        return sx_err_set(err, SX_EINVAL, "%s: %s %s needs a namespace", what, kind, name);
+    char *path = k8s_kind_path(w->k, ns, name, sub);
     json_t *answer = NULL;
     pthread_mutex_lock(&c->patch_mu);
     if (c->patch_h == NULL)
@@ -818,8 +817,31 @@ int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char
                                            "application/merge-patch+json", &answer, err)
                         : sx_err_set(err, SX_EINTERNAL, "could not create a libcurl handle");
     pthread_mutex_unlock(&c->patch_mu);
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(answer, "metadata"), "resourceVersion"));
+    if (rv_out && rc >= 200 && rc < 300 && rv)
+        *rv_out = sx_strdup(rv);
     json_decref(answer);
-    json_decref(body);
     sx_free(path);
     return rc;
+}
+
+int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char *name,
+                     const json_t *status, const char *resource_version, sx_err *err)
+{
+    if (!json_is_object(status))
+        return sx_err_set(err, SX_EINVAL, "status write-back: a status object is required");
+    json_t *body = json_pack("{s:O}", "status", (json_t *)status);
+    if (resource_version && resource_version[0])
+        json_object_set_new(body, "metadata",
+                            json_pack("{s:s}", "resourceVersion", resource_version));
+    int rc = merge_patch(c, "status write-back", kind, ns, name, "status", body, NULL, err);
+    json_decref(body);
+    return rc;
+}
+
+int k8s_patch_object(k8s_client *c, const char *kind, const char *ns, const char *name,
+                     const json_t *patch, char **resource_version, sx_err *err)
+{
+    return merge_patch(c, "patch", kind, ns, name, NULL, patch, resource_version, err);
 }

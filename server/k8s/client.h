@@ -119,4 +119,14 @@ char *k8s_client_resource_version(k8s_client *c, const char *kind);
 int k8s_patch_status(k8s_client *c, const char *kind, const char *ns, const char *name,
                      const json_t *status, const char *resource_version, sx_err *err) SX_MUSTCHECK;
 
+/*
+ * A JSON merge patch (borrowed) on the object itself, not a subresource: metadata such as
+ * finalizers. The answer is as for k8s_patch_status; a patch carrying
+ * metadata.resourceVersion is refused with 409 when the object changed since. On 2xx,
+ * *resource_version (NULL allowed) is set to the object's new resourceVersion (a new
+ * string to free, NULL when the answer had none); otherwise to NULL.
+ */
+int k8s_patch_object(k8s_client *c, const char *kind, const char *ns, const char *name,
+                     const json_t *patch, char **resource_version, sx_err *err) SX_MUSTCHECK;
+
 #endif

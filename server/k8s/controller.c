@@ -18,9 +18,11 @@
 #include "server/changes.h"
 #include "server/config.h"
 #include "server/k8s/client.h"
+#include "server/k8s/finalizer.h"
 #include "server/k8s/gw.h"
 #include "server/k8s/kinds.h"
 #include "server/k8s/kubeconfig.h"
+#include "server/k8s/reconcile.h"
 #include "server/k8s/watchmap.h"
 #include "server/server.h"
 
@@ -43,7 +45,10 @@ struct k8s_controller {
      * all of them (a transaction each). Emptied when the lead changes, at every
      * resync and when a write fails, so the database is asked again then. Our thread's. */
     json_t *written;
-    sx_metric *m_seconds, *m_status, *m_writes, *m_failures;
+    k8s_rec *rec;            /* per-object reconcile: fingerprints, requeues (our thread's) */
+    k8s_fin_guard guards[1]; /* the kinds whose deletion a finalizer holds */
+    size_t n_guards;
+    sx_metric *m_seconds, *m_status, *m_writes, *m_failures, *m_resyncs;
     sup_thread thread;
 };
 
@@ -77,8 +82,10 @@ static void refusal_message(const val_result *problems, const sx_fielderrs *verr
     json_decref(p);
 }
 
-/* Writes gateway i's config; returns 0, or an error worth retrying later. */
-static int write_gateway(k8s_controller *c, gw_output *out, size_t i)
+/* Writes gateway i's config; returns 0, or an error worth retrying later with what
+ * failed in why (n bytes). A build that failed or a spec refused for what it says is 0:
+ * the Gateway's status says so. */
+static int write_gateway(k8s_controller *c, gw_output *out, size_t i, char *why, size_t n)
 {
     gw_gateway_out *g = &out->gateways[i];
     if (g->error) {
@@ -128,6 +135,7 @@ static int write_gateway(k8s_controller *c, gw_output *out, size_t i)
         /* The database is away, a rollout holds the group, a REST config has the name:
          * said, and tried again later. */
         count(c->m_writes, "error");
+        snprintf(why, n, "config not written: %s", err.message);
         SX_WARN(COMPONENT, "Gateway %s/%s: config not written yet: %s", g->ns, g->name,
                 err.message);
         if (rc == SX_ECONFLICT && gw_output_fail(out, i, "Invalid", err.message) != 0)
@@ -221,42 +229,161 @@ static const json_t *current_status(const wm_table_state *ts, const gw_status_ou
     return i < 0 ? NULL : json_object_get(st->values[i], "status");
 }
 
-/* Writes every changed status; returns 0 or an error worth retrying. */
-static int write_statuses(k8s_controller *c, const gw_output *out, const wm_table_state *ts)
+/* Writes s when it changed (with resource_version as precondition, NULL: s's own);
+ * returns 0, or an error with what failed in why. */
+static int write_status(k8s_controller *c, const gw_status_out *s, const wm_table_state *ts,
+                        const char *resource_version, char *why, size_t n)
 {
-    int rc = 0;
-    for (size_t i = 0; i < out->n_statuses && leading(c); i++) {
-        const gw_status_out *s = &out->statuses[i];
-        if (!s->changed)
-            continue;
-        const json_t *before = current_status(ts, s);
-        json_t *patch = status_patch(s->status, before);
-        sx_err err = {0};
-        int code = k8s_patch_status(c->client, gw_kind_name(s->kind), s->ns, s->name, patch,
-                                    s->resource_version, &err);
-        json_decref(patch);
-        if (code >= 200 && code < 300) {
-            count(c->m_status, "written");
-        } else if (code == 404) {
-            count(c->m_status, "gone"); /* deleted since: its deletion is on its way */
-        } else if (code == 409) {
-            /* Changed since it was read: the watch brings the newer object, whose
-             * change translates again. */
-            count(c->m_status, "conflict");
-        } else {
-            count(c->m_status, "error");
-            SX_WARN(COMPONENT, "status of %s %s%s%s not written: %s", gw_kind_name(s->kind),
-                    s->ns ? s->ns : "", s->ns ? "/" : "", s->name, err.message);
-            rc = code < 0 ? code : SX_EUNAVAILABLE;
-        }
+    if (!s->changed)
+        return 0;
+    const json_t *before = current_status(ts, s);
+    json_t *patch = status_patch(s->status, before);
+    sx_err err = {0};
+    int code = k8s_patch_status(c->client, gw_kind_name(s->kind), s->ns, s->name, patch,
+                                resource_version ? resource_version : s->resource_version, &err);
+    json_decref(patch);
+    if (code >= 200 && code < 300) {
+        count(c->m_status, "written");
+        return 0;
     }
-    return rc;
+    if (code == 404) {
+        count(c->m_status, "gone"); /* deleted since: its deletion is on its way */
+        return 0;
+    }
+    /* 409: changed since it was read; the watch brings the newer object, and the
+     * requeue tries again should it not. */
+    count(c->m_status, code == 409 ? "conflict" : "error");
+    snprintf(why, n, "status not written: %s", err.message);
+    if (code != 409)
+        SX_WARN(COMPONENT, "status of %s %s%s%s not written: %s", gw_kind_name(s->kind),
+                s->ns ? s->ns : "", s->ns ? "/" : "", s->name, err.message);
+    return code < 0 ? code : SX_EUNAVAILABLE;
 }
 
-/* One whole pass over what the maps hold now. Returns 0, or an error when something
- * should be tried again (the pass is idempotent: what was written is unchanged next
- * time). */
-static int sync_once(k8s_controller *c)
+static void key_of(const char *ns, const char *name, char *out, size_t n)
+{
+    if (ns && ns[0])
+        snprintf(out, n, "%s/%s", ns, name);
+    else
+        snprintf(out, n, "%s", name);
+}
+
+static const k8s_fin_guard *guard_of(const k8s_controller *c, const char *kind)
+{
+    for (size_t i = 0; i < c->n_guards; i++)
+        if (strcmp(c->guards[i].kind, kind) == 0)
+            return &c->guards[i];
+    return NULL;
+}
+
+/* Adds or removes obj's finalizer; 0, or an error with why. *rv is set to the new
+ * resourceVersion after a change (free it). */
+static int patch_finalizer(k8s_controller *c, const char *kind, const json_t *obj, k8s_fin_action a,
+                           char **rv, char *why, size_t n)
+{
+    *rv = NULL;
+    json_t *patch = k8s_fin_patch(obj, a);
+    if (patch == NULL)
+        return 0;
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    sx_err err = {0};
+    int code = k8s_patch_object(c->client, kind, ns, name, patch, rv, &err);
+    json_decref(patch);
+    if ((code >= 200 && code < 300) || (code == 404 && a == K8S_FIN_REMOVE)) {
+        bool deleting = json_object_get(meta, "deletionTimestamp") != NULL;
+        SX_INFO(COMPONENT, "%s %s%s%s: finalizer %s %s", kind, ns ? ns : "", ns ? "/" : "", name,
+                K8S_FINALIZER,
+                a == K8S_FIN_ADD ? "added"
+                : deleting       ? "removed: nothing holds its deletion any more"
+                                 : "removed: it is not ours any more");
+        return 0;
+    }
+    snprintf(why, n, "finalizer not %s: %s", a == K8S_FIN_ADD ? "added" : "removed", err.message);
+    return code < 0 ? code : SX_EUNAVAILABLE;
+}
+
+/* The object of kind at key in ts (borrowed), or NULL. */
+static const json_t *object_at(const wm_table_state *ts, const char *kind, const char *key)
+{
+    const wm_state *st = wm_table_state_find(ts, kind);
+    long i = st ? wm_state_find(st, key) : -1;
+    return i < 0 ? NULL : st->values[i];
+}
+
+/* Guarded objects that are not ours but carry our finalizer (their kind is judged, but
+ * they have no status of ours): the finalizer goes. */
+static void release_foreign(k8s_controller *c, const wm_table_state *ts, const json_t *judged,
+                            int64_t now, bool all)
+{
+    for (size_t g = 0; g < c->n_guards && leading(c); g++) {
+        const wm_state *st = wm_table_state_find(ts, c->guards[g].kind);
+        for (size_t i = 0; st && i < st->n && leading(c); i++) {
+            if (json_object_get(judged, st->keys[i]))
+                continue;
+            json_t *holders = NULL;
+            k8s_fin_action a = k8s_fin_judge(&c->guards[g], st->values[i], ts, &holders);
+            json_decref(holders);
+            if (a != K8S_FIN_REMOVE)
+                continue;
+            const char *kind = c->guards[g].kind;
+            if (!k8s_rec_wanted(c->rec, kind, st->keys[i], NULL, true, now, all))
+                continue;
+            char why[1024] = "", *rv = NULL;
+            int rc = patch_finalizer(c, kind, st->values[i], a, &rv, why, sizeof(why));
+            sx_free(rv);
+            k8s_rec_done(c->rec, kind, st->keys[i], rc == 0 ? K8S_REC_SUCCESS : K8S_REC_ERROR, why,
+                         now);
+        }
+    }
+}
+
+/* Reconciles judged object s (gateway g or NULL): its finalizer, its config, its
+ * status. Returns the result, with why. *db_down is set when the database is away (the
+ * configs of the Gateways after it are then not tried in this pass). */
+static k8s_rec_result reconcile_one(k8s_controller *c, gw_output *out, gw_status_out *s, long gi,
+                                    k8s_fin_action fin, const json_t *obj, const wm_table_state *ts,
+                                    bool *db_down, char *why, size_t n)
+{
+    bool failed = false;
+    char *rv = NULL;
+    if (fin == K8S_FIN_ADD || fin == K8S_FIN_REMOVE) {
+        if (patch_finalizer(c, gw_kind_name(s->kind), obj, fin, &rv, why, n) != 0)
+            return K8S_REC_ERROR;
+        if (fin == K8S_FIN_REMOVE) {
+            sx_free(rv);
+            return K8S_REC_SUCCESS; /* the object goes now: no status to write */
+        }
+    }
+    if (gi >= 0 && *db_down) {
+        snprintf(why, n, "config not written: the database is unavailable");
+        failed = true;
+    } else if (gi >= 0) {
+        int w = write_gateway(c, out, (size_t)gi, why, n);
+        failed = w != 0;
+        if (w == SX_EUNAVAILABLE)
+            *db_down = true;
+    }
+    char swhy[1024] = "";
+    if (write_status(c, s, ts, rv, swhy, sizeof(swhy)) != 0) {
+        if (!failed)
+            snprintf(why, n, "%s", swhy);
+        failed = true;
+    }
+    sx_free(rv);
+    if (failed)
+        return K8S_REC_ERROR;
+    if (k8s_rec_status_problem(s->status, c->cfg->k8s.controller_name, why, n))
+        return K8S_REC_INVALID;
+    return K8S_REC_SUCCESS;
+}
+
+/* One pass over what the maps hold now: translate everything, then reconcile each judged
+ * object the bookkeeping wants (all of them when all is set). Returns 0, or an error when
+ * the configs of vanished Gateways could not all be deleted (tried again later); the
+ * failures of single objects are requeued by the bookkeeping instead. */
+static int sync_once(k8s_controller *c, bool all)
 {
     const sextant_config *cfg = c->cfg;
     wm_table_state *ts = wm_table_load_all(c->maps);
@@ -288,19 +415,76 @@ static int sync_once(k8s_controller *c)
         wm_table_state_free(ts);
         return 0; /* a configuration problem: retrying cannot help */
     }
-    rc = 0;
-    for (size_t i = 0; i < out.n_gateways && leading(c); i++) {
-        int w = write_gateway(c, &out, i);
-        if (w != 0 && rc == 0)
-            rc = w;
-        if (w == SX_EUNAVAILABLE)
-            break; /* the database is away: the others would fail alike (and each say so) */
+    char now_text[32];
+    struct tm tm;
+    time_t now_s = (time_t)in.now;
+    gmtime_r(&now_s, &tm);
+    strftime(now_text, sizeof now_text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    json_t *gw_index = json_object(); /* "ns/name" -> index in out.gateways */
+    for (size_t i = 0; i < out.n_gateways; i++) {
+        char key[600];
+        key_of(out.gateways[i].ns, out.gateways[i].name, key, sizeof(key));
+        json_object_set_new(gw_index, key, json_integer((json_int_t)i));
     }
-    if (rc == 0 && leading(c))
+    json_t *judged = json_object(); /* keys of guarded objects with a status of ours */
+    int64_t now = sx_monotonic_ms();
+    bool db_down = false, complete = true;
+    k8s_rec_begin(c->rec);
+    for (size_t i = 0; i < out.n_statuses; i++) {
+        if (!leading(c)) {
+            complete = false;
+            break;
+        }
+        gw_status_out *s = &out.statuses[i];
+        const char *kind = gw_kind_name(s->kind);
+        char key[600];
+        key_of(s->ns, s->name, key, sizeof(key));
+        const json_t *obj = object_at(ts, kind, key);
+        const k8s_fin_guard *guard = guard_of(c, kind);
+        k8s_fin_action fin = K8S_FIN_NONE;
+        size_t n_holders = 0;
+        if (guard && obj) {
+            json_object_set_new(judged, key, json_true());
+            json_t *holders = NULL;
+            fin = k8s_fin_judge(guard, obj, ts, &holders);
+            k8s_fin_condition(s->status, s->prev_, fin, holders, s->generation, now_text);
+            json_t *empty = json_object();
+            s->changed = !json_equal(s->status, s->prev_ ? s->prev_ : empty);
+            json_decref(empty);
+            n_holders = json_array_size(holders);
+            json_decref(holders);
+        }
+        const json_t *gi_json = s->kind == GW_GATEWAY ? json_object_get(gw_index, key) : NULL;
+        long gi = gi_json ? (long)json_integer_value(gi_json) : -1;
+        json_t *fp = json_pack("{s:O}", "status", s->status);
+        if (gi >= 0) {
+            json_object_set(fp, "spec",
+                            out.gateways[gi].spec ? out.gateways[gi].spec : json_null());
+            if (out.gateways[gi].error)
+                json_object_set_new(fp, "error", json_string(out.gateways[gi].error));
+        }
+        bool dirty = s->changed || fin == K8S_FIN_ADD || fin == K8S_FIN_REMOVE;
+        if (!k8s_rec_wanted(c->rec, kind, key, fp, dirty, now, all))
+            continue;
+        if (fin == K8S_FIN_HOLD) /* said when what holds it changes (its status does) */
+            SX_INFO(COMPONENT, "%s %s: deletion held by %zu object%s still using it", kind, key,
+                    n_holders, n_holders == 1 ? "" : "s");
+        char why[1024] = "";
+        k8s_rec_result r = reconcile_one(c, &out, s, gi, fin, obj, ts, &db_down, why, sizeof(why));
+        k8s_rec_done(c->rec, kind, key, r, why, now);
+    }
+    if (complete && leading(c))
+        release_foreign(c, ts, judged, now, all);
+    if (complete && leading(c))
+        k8s_rec_end(c->rec);
+    json_decref(judged);
+    json_decref(gw_index);
+    rc = 0;
+    if (complete && !db_down && leading(c))
         rc = delete_gone(c, &out);
-    int s = write_statuses(c, &out, ts);
-    if (rc == 0)
-        rc = s;
+    else if (db_down)
+        rc = SX_EUNAVAILABLE; /* vanished Gateways' configs are deleted once it is back */
     if (!leading(c) && rc == 0)
         rc = SX_EUNAVAILABLE; /* lost the lead half-way: the next leader does it again */
     gw_output_free(&out);
@@ -341,41 +525,64 @@ static void *run(void *ctx)
         seen = wm_table_wait(c->maps, seen, 200);
     if (!sup_stopping(sup))
         SX_INFO(COMPONENT, "every watched kind is listed; translating");
-    bool dirty = true;
+    /* pending: a pass is due; all: it reconciles every object (the first pass, a
+     * resync, a new term). retry_at: when a pass that could not delete the configs of
+     * vanished Gateways is tried again (0: none). */
+    bool pending = true, all = true;
     int backoff = 0;
     int64_t retry_at = 0, resync = c->cfg->k8s.resync_ms;
     int64_t next_resync = resync > 0 ? sx_monotonic_ms() + resync : INT64_MAX;
     while (!sup_stopping(sup)) {
         int64_t now = sx_monotonic_ms();
-        int64_t wait = 1000;
-        if (dirty && retry_at > now && retry_at - now < wait)
-            wait = retry_at - now;
-        uint64_t g = wm_table_wait(c->maps, seen, dirty && retry_at <= now ? 0 : wait);
+        int64_t wake_at = k8s_rec_next_due(c->rec);
+        if (retry_at > 0 && retry_at < wake_at)
+            wake_at = retry_at;
+        if (next_resync < wake_at)
+            wake_at = next_resync;
+        int64_t wait = wake_at - now;
+        if (wait > 1000)
+            wait = 1000;
+        if (wait < 0 || (pending && leading(c)))
+            wait = 0;
+        if (!leading(c))
+            wait = 1000; /* a standby only follows the maps; gaining the lead wakes it */
+        uint64_t g = wm_table_wait(c->maps, seen, wait);
         if (sup_stopping(sup))
             break;
         if (g != seen) {
             seen = settle(c, g);
-            dirty = true;
+            pending = true;
         }
         if (atomic_exchange(&c->lead_changed, false)) {
-            dirty = true;
+            pending = all = true;
             json_object_clear(c->written);
         }
         now = sx_monotonic_ms();
         if (now >= next_resync) {
-            dirty = true;
+            /* Every object again, its config checked against the database again: what
+             * no watch event tells (a certificate expiring, a write lost) is found. */
+            pending = all = true;
             json_object_clear(c->written);
             next_resync = now + resync;
+            if (leading(c)) {
+                sx_metric_inc(c->m_resyncs, NULL);
+                SX_INFO(COMPONENT, "resync: reconciling every watched object");
+            }
         }
-        if (!dirty || !leading(c) || now < retry_at)
+        if (k8s_rec_next_due(c->rec) <= now || (retry_at > 0 && retry_at <= now))
+            pending = true;
+        if (!pending || !leading(c))
             continue;
-        if (sync_once(c) == 0) {
-            dirty = false;
+        bool was_all = all;
+        pending = all = false;
+        if (sync_once(c, was_all) == 0) {
             backoff = 0;
             retry_at = 0;
         } else {
             backoff = sx_backoff_next(backoff, RETRY_MIN_MS, RETRY_MAX_MS);
             retry_at = sx_monotonic_ms() + backoff;
+            if (!leading(c))
+                all = true; /* cut short: whoever leads next does everything */
         }
     }
     k8s_client_stop(c->client);
@@ -421,6 +628,9 @@ int k8s_ctl_create(struct sx_server *srv, leader *lead, k8s_controller **out, sx
     c->kcfg = kcfg;
     c->maps = wm_table_create();
     c->written = json_object();
+    c->rec = k8s_rec_create(srv->metrics, 1000, cfg->k8s.max_backoff_ms);
+    c->guards[c->n_guards++] =
+        k8s_fin_gateway_class((const char *const *)&cfg->k8s.controller_name);
     size_t nkinds;
     const k8s_kind *kinds = k8s_kind_table(&nkinds);
     k8s_client_options o = {.cfg = kcfg,
@@ -450,6 +660,9 @@ int k8s_ctl_create(struct sx_server *srv, leader *lead, k8s_controller **out, sx
                                        "Gateways whose translation failed or was refused; "
                                        "they keep their last configuration",
                                        NULL);
+    c->m_resyncs =
+        sx_metrics_counter(srv->metrics, "sextant_k8s_resyncs_total",
+                           "Passes reconciling every watched object after k8s.resync", NULL);
     atomic_init(&c->lead_changed, false);
     if (lead)
         leader_subscribe(lead, on_lead, c);
@@ -471,6 +684,7 @@ void k8s_ctl_destroy(k8s_controller *c)
     k8s_client_destroy(c->client);
     wm_table_destroy(c->maps);
     json_decref(c->written);
+    k8s_rec_destroy(c->rec);
     k8s_cfg_free(c->kcfg);
     sx_free(c->addresses);
     sx_free(c);

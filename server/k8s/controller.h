@@ -8,10 +8,18 @@
  * Gateways that are gone, and writes the status of every judged object back with a
  * merge patch on /status, only when it changed.
  *
- * A pass hands the write path only the Gateways whose spec differs from what this
- * replica last wrote or found unchanged in its current term (each is a transaction);
- * that memory is dropped when the lead changes, when a write fails and at every
- * k8s.resync, when every Gateway is checked against the database again.
+ * Each pass translates everything, then reconciles object by object
+ * (server/k8s/reconcile.h): only the objects whose share of the output changed, that
+ * differ from it, or whose requeue time came. A Gateway's reconcile hands the write path
+ * its spec when it differs from what this replica last wrote or found unchanged in its
+ * current term (each is a transaction); that memory is dropped when the lead changes,
+ * when a write fails and at every k8s.resync, when every Gateway is checked against the
+ * database again. An object whose reconcile fails (a write refused, its status reporting
+ * a problem) is requeued alone, 1 s doubling to k8s.max_backoff, reset by a success.
+ * Every k8s.resync (default 10 h) every judged object is reconciled again without an
+ * event, from the maps (the watches are not restarted: a kind is listed again only after
+ * 410 Gone). GatewayClasses of ours carry the finalizer sextant.dev/finalizer, which
+ * holds their deletion while Gateways use them (server/k8s/finalizer.h).
  *
  * Every replica with k8s.enabled watches, so a standby that takes over has its maps
  * ready; only the leader (server/leader.h) writes configs and status. An unchanged
@@ -19,14 +27,15 @@
  * harmless: both compute the same output and the second finds nothing to write. A
  * Gateway whose build fails or is over a limit keeps its last written config (its
  * groups keep serving the last good snapshot) and says why in its status and in
- * sextant_k8s_build_failures_total. Every k8s.resync the whole translation runs again
- * without an event. A write the database refused for a while (unreachable, a rollout in
- * progress on the group) is retried with back-off.
+ * sextant_k8s_build_failures_total. A write the database refused for a while
+ * (unreachable, a rollout in progress on the group) is retried with the Gateway's
+ * back-off.
  *
  * Readiness: false until every kind was listed once (or found missing).
  *
  * Metrics: sextant_k8s_translation_seconds, sextant_k8s_status_writes_total{result},
- * sextant_k8s_config_writes_total{result}, sextant_k8s_build_failures_total, and the
+ * sextant_k8s_config_writes_total{result}, sextant_k8s_build_failures_total,
+ * sextant_k8s_resyncs_total, the reconcile metrics of server/k8s/reconcile.h, and the
  * client's sextant_k8s_watch_events_total{kind,type}, sextant_k8s_relists_total{kind},
  * sextant_k8s_objects{kind}.
  */

@@ -108,6 +108,9 @@ typedef struct gw_route {
     size_t n_hostnames;
     gw_parent *parents;
     size_t n_parents;
+    /* Why it lost a listener of the Gateway being attached to an older route of the
+     * other kind (HTTPRoute against GRPCRoute), or NULL (gw_routes.c). */
+    const char *conflict;
     /* Analysis (gw_rules.c), done when n_parents > 0. */
     const char *refused_reason; /* Accepted=False for every parent: UnsupportedValue,
                                    IncompatibleFilters; NULL when accepted */

@@ -13,6 +13,13 @@
  * parent is Accepted when at least one listener took the route; a listener's
  * attachedRoutes counts the routes it took whether or not it is served.
  *
+ * HTTPRoutes and GRPCRoutes do not share hostnames on a listener (the GRPCRoute API):
+ * when routes of the two kinds whose hostnames intersect attach to one listener, the
+ * oldest (creationTimestamp, then namespace/name) keeps it and the other is detached
+ * from it; a parent left with no listener is Accepted=False with reason Conflicted
+ * (the Gateway API's reason for a conflict lost, as policies use it), naming the route
+ * that won.
+ *
  * Routes that no longer name a Gateway of ours but still carry a status entry of this
  * controller are kept too, so that their status can be cleaned.
  */
@@ -257,14 +264,115 @@ static void attach_parent(gw_ctx *c, gw_gw *g, gw_route *r, gw_parent *p)
     }
 }
 
+/* Older first: creationTimestamp, then namespace/name. */
+static int older(const gw_route *a, const gw_route *b)
+{
+    int k = strcmp(a->created, b->created);
+    if (k == 0)
+        k = strcmp(a->obj->ns, b->obj->ns);
+    if (k == 0)
+        k = strcmp(a->obj->name, b->obj->name);
+    return k;
+}
+
+/* Whether a and b, both on listener l, answer a hostname in common. */
+static bool share_hostname(const gw_lis *l, const gw_route *a, const gw_route *b)
+{
+    (void)l; /* both met the listener's hostname already */
+    if (a->n_hostnames == 0 || b->n_hostnames == 0)
+        return true;
+    for (size_t i = 0; i < a->n_hostnames; i++)
+        for (size_t j = 0; j < b->n_hostnames; j++)
+            if (gw_host_intersect(a->hostnames[i], b->hostnames[j]))
+                return true;
+    return false;
+}
+
+/* Detaches, listener by listener, each HTTP or gRPC route that shares a hostname with
+ * an older route of the other kind kept there. */
+static void resolve_kind_conflicts(gw_ctx *c, gw_gw *g)
+{
+    const char *gwq = gw_printf(c, "%s/%s", g->obj->ns, g->obj->name);
+    for (size_t li = 0; li < g->n_lis; li++) {
+        gw_lis *l = &g->lis[li];
+        /* insertion sort of the HTTP and gRPC routes by age: a listener has few */
+        gw_route **v = sx_arena_alloc(c->a, (l->n_routes + 1) * sizeof *v);
+        size_t n = 0;
+        for (size_t i = 0; i < l->n_routes; i++) {
+            gw_route *r = l->routes[i];
+            if (r->kind != RK_HTTP && r->kind != RK_GRPC)
+                continue;
+            size_t at = n++;
+            while (at > 0 && older(r, v[at - 1]) < 0) {
+                v[at] = v[at - 1];
+                at--;
+            }
+            v[at] = r;
+        }
+        bool *lost = sx_arena_alloc(c->a, (n + 1) * sizeof *lost);
+        size_t n_lost = 0;
+        for (size_t i = 0; i < n; i++) {
+            lost[i] = false;
+            for (size_t j = 0; j < i && !lost[i]; j++) {
+                if (lost[j] || v[j]->kind == v[i]->kind || !share_hostname(l, v[i], v[j]))
+                    continue;
+                lost[i] = true;
+                n_lost++;
+                v[i]->conflict = gw_printf(
+                    c, "the older %s %s/%s serves the same hostnames on listener %s of Gateway %s",
+                    gw_rk_name(v[j]->kind), v[j]->obj->ns, v[j]->obj->name, l->name, gwq);
+            }
+        }
+        if (n_lost == 0)
+            continue;
+        size_t w = 0;
+        for (size_t i = 0; i < l->n_routes; i++) {
+            bool gone = false;
+            for (size_t k = 0; k < n && !gone; k++)
+                gone = lost[k] && v[k] == l->routes[i];
+            if (!gone)
+                l->routes[w++] = l->routes[i];
+        }
+        l->n_routes = w;
+        l->attached = w;
+    }
+}
+
+/* Whether r is still on a listener of g that parent p selects. */
+static bool still_attached(const gw_gw *g, const gw_route *r, const gw_parent *p)
+{
+    for (size_t i = 0; i < g->n_lis; i++) {
+        const gw_lis *l = &g->lis[i];
+        if ((p->section && strcmp(p->section, l->name) != 0) || (p->port && p->port != l->port))
+            continue;
+        for (size_t k = 0; k < l->n_routes; k++)
+            if (l->routes[k] == r)
+                return true;
+    }
+    return false;
+}
+
 void gw_routes_attach(gw_ctx *c, gw_gw *g, size_t gi)
 {
     for (int k = 0; k < RK_COUNT; k++)
         for (size_t i = 0; i < c->n_routes[k]; i++) {
             gw_route *r = &c->routes[k][i];
+            r->conflict = NULL;
             for (size_t j = 0; j < r->n_parents; j++)
                 if (r->parents[j].gw == gi)
                     attach_parent(c, g, r, &r->parents[j]);
+        }
+    resolve_kind_conflicts(c, g);
+    for (int k = RK_HTTP; k <= RK_GRPC; k++)
+        for (size_t i = 0; i < c->n_routes[k]; i++) {
+            gw_route *r = &c->routes[k][i];
+            if (r->conflict == NULL)
+                continue;
+            for (size_t j = 0; j < r->n_parents; j++) {
+                gw_parent *p = &r->parents[j];
+                if (p->gw == gi && p->accepted.ok && !still_attached(g, r, p))
+                    p->accepted = (gw_cond){"Accepted", false, "Conflicted", r->conflict};
+            }
         }
 }
 

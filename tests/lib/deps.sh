@@ -23,6 +23,7 @@ SEXTANT_DEBS=(
     "${SEXTANT_BUILD_DEBS[@]}" nodejs npm clang-format jq postgresql redis-server python3-grpcio
     haproxy # the load balancer of deploy/lb and of the failover tests
     kubernetes-client python3-kubernetes python3-yaml # kubectl and the Python client, against tests/k8s/apiserver.py
+    python3-cryptography # certificates with an expiry in seconds (tests/conformance/test_k8s_reconcile.sh)
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
     systemd # systemd-analyze, which checks deploy/systemd/sextant.service
 )

@@ -91,7 +91,8 @@ static void test_defaults(void **state)
     assert_int_equal(c->k8s.max_input_objects, 0);
     assert_int_equal(c->k8s.max_objects_per_snapshot, 0);
     assert_int_equal(c->k8s.max_endpoints_per_snapshot, 0);
-    assert_int_equal(c->k8s.resync_ms, 600000);
+    assert_int_equal(c->k8s.resync_ms, 36000000);
+    assert_int_equal(c->k8s.max_backoff_ms, 300000);
     assert_int_equal(c->k8s.watch_timeout_ms, 300000);
     config_free(c);
 }
@@ -111,6 +112,7 @@ static const char *full_yaml = "k8s:\n"
                                "  max_objects_per_snapshot: 4000\n"
                                "  max_endpoints_per_snapshot: 20000\n"
                                "  resync: 0\n"
+                               "  max_backoff: 30s\n"
                                "  watch_timeout: 90s\n";
 
 static void test_full_file(void **state)
@@ -134,6 +136,7 @@ static void test_full_file(void **state)
     assert_int_equal(c->k8s.max_objects_per_snapshot, 4000);
     assert_int_equal(c->k8s.max_endpoints_per_snapshot, 20000);
     assert_int_equal(c->k8s.resync_ms, 0);
+    assert_int_equal(c->k8s.max_backoff_ms, 30000);
     assert_int_equal(c->k8s.watch_timeout_ms, 90000);
 
     /* The dump shows the list as a list, the durations canonically. */
@@ -246,6 +249,8 @@ static const bad_case bad_cases[] = {
     {"watch timeout too long", "k8s:\n  watch_timeout: 2h\n", NULL, "k8s.watch_timeout",
      "must be between"},
     {"resync below a second", "k8s:\n  resync: 500ms\n", NULL, "k8s.resync", "at least 1s"},
+    {"max back-off below a second", "k8s:\n  max_backoff: 500ms\n", NULL, "k8s.max_backoff",
+     "must be between"},
     {"kubeconfig that does not exist", "k8s:\n  kubeconfig: /nonexistent/kubeconfig\n", NULL,
      "k8s.kubeconfig", "cannot read"},
     {"enabled not a boolean", NULL, "SEXTANT_K8S_ENABLED=maybe",
@@ -315,7 +320,8 @@ static void test_help_lists_the_keys(void **state)
                             "SEXTANT_K8S_MAX_INPUT_OBJECTS; 0, no limit",
                             "SEXTANT_K8S_MAX_OBJECTS_PER_SNAPSHOT; 0, no limit",
                             "SEXTANT_K8S_MAX_ENDPOINTS_PER_SNAPSHOT; 0, no limit",
-                            "SEXTANT_K8S_RESYNC; default 10m",
+                            "SEXTANT_K8S_RESYNC; default 10h",
+                            "SEXTANT_K8S_MAX_BACKOFF; default 5m",
                             "SEXTANT_K8S_WATCH_TIMEOUT; default 5m"};
     tl_assert_help_has(expect, sizeof(expect) / sizeof(expect[0]));
 }

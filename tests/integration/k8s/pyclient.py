@@ -10,6 +10,11 @@
                                                      even when a namespace is created meanwhile
     pyclient.py KUBECONFIG gone NAMESPACE RV         a watch from a compacted RV raises a 410
     pyclient.py KUBECONFIG badtoken                  a wrong token raises a 401
+    pyclient.py KUBECONFIG finalizer NAME            a GatewayClass NAME created with a
+                                                     finalizer: delete answers it with a
+                                                     deletionTimestamp, a patch with a stale
+                                                     resourceVersion raises 409, removing the
+                                                     finalizer deletes it (get raises 404)
 
 Prints what it saw; exits 0 when the check holds, 1 otherwise.
 """
@@ -123,6 +128,38 @@ def check_badtoken(kubeconfig):
     return 1
 
 
+def check_finalizer(kubeconfig, name):
+    api = client.CustomObjectsApi(api_client(kubeconfig))
+    body = {"apiVersion": GROUP + "/" + VERSION, "kind": "GatewayClass",
+            "metadata": {"name": name, "finalizers": ["example.com/py"]},
+            "spec": {"controllerName": "example.com/py"}}
+    created = api.create_cluster_custom_object(GROUP, VERSION, "gatewayclasses", body)
+    rv = created["metadata"]["resourceVersion"]
+    got = api.delete_cluster_custom_object(GROUP, VERSION, "gatewayclasses", name)
+    if not got.get("metadata", {}).get("deletionTimestamp"):
+        print("delete answered no deletionTimestamp: %s" % got)
+        return 1
+    print("delete: deletionTimestamp", got["metadata"]["deletionTimestamp"])
+    try:
+        api.patch_cluster_custom_object(GROUP, VERSION, "gatewayclasses", name,
+                                        {"metadata": {"resourceVersion": rv, "finalizers": None}})
+        print("a patch with the stale resourceVersion %s was applied" % rv)
+        return 1
+    except ApiException as e:
+        print("stale resourceVersion: ApiException %s" % e.status)
+        if e.status != 409:
+            return 1
+    api.patch_cluster_custom_object(GROUP, VERSION, "gatewayclasses", name,
+                                    {"metadata": {"finalizers": None}})
+    try:
+        api.get_cluster_custom_object(GROUP, VERSION, "gatewayclasses", name)
+        print("still there after its last finalizer was removed")
+        return 1
+    except ApiException as e:
+        print("after the finalizer went: ApiException %s" % e.status)
+        return 0 if e.status == 404 else 1
+
+
 def main():
     kubeconfig, what = sys.argv[1], sys.argv[2]
     if what == "watch":
@@ -133,6 +170,8 @@ def main():
         return check_gone(kubeconfig, sys.argv[3], sys.argv[4])
     if what == "badtoken":
         return check_badtoken(kubeconfig)
+    if what == "finalizer":
+        return check_finalizer(kubeconfig, sys.argv[3])
     print("unknown check " + what)
     return 2
 

@@ -203,6 +203,44 @@ check "is dropped with a Warning header" bash -c "[ \"\$(jq -c .spec '$WORK/body
 status_is "strategic merge patch on a custom resource" 415 UnsupportedMediaType \
     "$(api PATCH $ROUTE -H 'Content-Type: application/strategic-merge-patch+json' --data-binary '{}')"
 
+# ------------------------------------------------------------------ finalizers and deletion
+CLASS=$GW/gatewayclasses/held
+kc apply -f - >/dev/null <<'YAML'
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: held
+  finalizers: [example.com/hold]
+spec:
+  controllerName: example.com/other
+YAML
+out=$(kc delete gatewayclass held --wait=false 2>&1)
+check "kubectl delete --wait=false of an object with a finalizer: $out" has "$out" 'gatewayclass.gateway.networking.k8s.io "held" deleted'
+out=$(kc get gatewayclass held -o jsonpath='{.metadata.deletionTimestamp} {.metadata.finalizers[0]}' 2>&1)
+check "the object stays, with a deletionTimestamp and its finalizer: $out" has "$out" '^20[0-9-]*T[0-9:]*Z example.com/hold$'
+out=$(kc patch gatewayclass held --type merge -p '{"metadata":{"finalizers":["example.com/hold","example.com/more"]}}' 2>&1)
+check "kubectl patch adding a finalizer while it is deleted is refused: $out" has "$out" 'Forbidden: no new finalizers can be added if the object is being deleted'
+api GET $CLASS >/dev/null
+rv=$(jb .metadata.resourceVersion)
+expect_status "a label added meanwhile" 200 "$(merge $CLASS '{"metadata":{"labels":{"x":"y"}}}')"
+status_is "a merge patch carrying the older resourceVersion" 409 Conflict \
+    "$(merge $CLASS "{\"metadata\":{\"resourceVersion\":\"$rv\",\"finalizers\":null}}")"
+check "leaves the finalizer" is "$(kc get gatewayclass held -o jsonpath='{.metadata.finalizers[0]}')" example.com/hold
+expect_status "a second DELETE" 200 "$(api DELETE $CLASS)"
+check "answers the object, still being deleted" is "$(jb '.kind + " " + (.metadata.deletionTimestamp != null | tostring)')" "GatewayClass true"
+rv=$(list_rv $GW/gatewayclasses)
+bg_run finwatch curl -sN --max-time 20 --cacert "$K8S_CA" -H "Authorization: Bearer $K8S_TOKEN" \
+    "$K8S_URL$GW/gatewayclasses?watch=true&resourceVersion=$rv&timeoutSeconds=3"
+check "a watch of GatewayClasses is open" k8s_wait_watches "$K" gateway.networking.k8s.io/gatewayclasses 1
+out=$(kc patch gatewayclass held --type json -p '[{"op":"remove","path":"/metadata/finalizers/0"}]' 2>&1)
+check "kubectl patch removing the last finalizer: $out" has "$out" 'patched'
+out=$(kc get gatewayclass held 2>&1)
+check "completes the deletion: $out" has "$out" 'NotFound'
+wait "$PID_finwatch"
+check "the watch saw the deletion as DELETED" is "$(jq -r 'select(.object.metadata.name == "held") | .type' "$WORK/finwatch.log" | tr '\n' ' ')" "DELETED "
+"$PY" "$HERE/pyclient.py" "$KUBECONFIG" finalizer py-held >"$WORK/py.out" 2>&1
+check "python3-kubernetes: delete waits on a finalizer, a stale patch is 409, removing it deletes: $(tail -n 1 "$WORK/py.out")" [ $? -eq 0 ]
+
 # ------------------------------------------------------------------ lists: selectors, pagination
 expect_status "a list across namespaces with fieldSelector=metadata.name=shop" 200 "$(api GET "$GW/httproutes?fieldSelector=metadata.name%3Dshop")"
 check "finds the one route" is "$(jb '[.items[] | .metadata.namespace + "/" + .metadata.name] | join(",")')" "shop/shop"

@@ -10,7 +10,8 @@ Semantics followed (Kubernetes API concepts and conventions):
 - an update or patch that changes nothing writes nothing (no new resourceVersion, no event);
 - a namespaced object needs its Namespace; deleting a Namespace deletes what is in it,
   deleting a CRD deletes its objects and stops serving its kind;
-- objects with finalizers get a deletionTimestamp and stay until the finalizers are gone;
+- objects with finalizers get a deletionTimestamp and stay until the finalizers are gone
+  (removing the last one completes the deletion); no finalizer may be added meanwhile;
 - lists are consistent snapshots: limit/continue pages are served at the resourceVersion
   of the first page; an expired continue token is 410 with an inconsistent-continue token;
 - fieldValidation Strict/Warn/Ignore for unknown and duplicate fields (Warn by default).
@@ -490,6 +491,14 @@ class Api:
                     else:
                         result.pop("status", None)
             result["metadata"]["resourceVersion"] = omet["resourceVersion"]
+            if omet.get("deletionTimestamp") and not status_sub:
+                added = [f for f in result["metadata"].get("finalizers") or []
+                         if f not in (omet.get("finalizers") or [])]
+                if added:
+                    raise invalid(rt, req.name, [FieldError(
+                        "Forbidden", "metadata.finalizers", None,
+                        "no new finalizers can be added if the object is being deleted, found new "
+                        "finalizers []string{%s}" % ", ".join('"%s"' % f for f in added))])
             self.prepare(req, result, old)
             if rt.generation and not status_sub:
                 if _spec_part(old, has_status) != _spec_part(result, has_status):

@@ -4,8 +4,9 @@
  * again does not change (no flapping between replicas) and keeps its transition times;
  * limits turn a Gateway's spec into an error its status explains; objects of other
  * controllers are left alone; listeners that conflict or cannot be served; every
- * filter the IR carries, what it cannot carry, proxyless gRPC, TCP routes, shared route
- * names, the group template and gw_output_fail.
+ * filter the IR carries, what it cannot carry, proxyless gRPC, TCP routes, HTTP and gRPC
+ * routes on one hostname (the oldest wins), shared route names, the group template and
+ * gw_output_fail.
  */
 #include "tests/lib/testlib.h"
 
@@ -37,6 +38,7 @@ static const char *const ALL_FILES[] = {
     "gateway-listeners.yaml",
     "gateway-shared-names.yaml",
     "backendtlspolicy.yaml",
+    "httproute-grpcroute-conflict.yaml",
     NULL,
 };
 
@@ -500,6 +502,41 @@ static void test_tcproute_oldest_wins(void **state)
     fx_run_free(&r);
 }
 
+static void test_http_grpc_conflict_oldest_wins(void **state)
+{
+    (void)state;
+    const char *files[] = {"httproute-grpcroute-conflict.yaml", NULL};
+    fx_run r;
+    fx_translate(&r, files, NULL);
+    const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "same-namespace");
+    const json_t *p =
+        fx_parent(fx_status(&r, GW_GRPC_ROUTE, FX_NS, "aa-newer"), FX_NS, "same-namespace", NULL);
+    const json_t *c =
+        fx_cond(json_object_get(p, "conditions"), "Accepted", "False", "Conflicted", 0);
+    assert_string_equal(json_string_value(json_object_get(c, "message")),
+                        "the older HTTPRoute gateway-conformance-infra/zz-older serves the same "
+                        "hostnames on listener http of Gateway "
+                        "gateway-conformance-infra/same-namespace");
+    const char *accepted[][2] = {{"zz-older", "h"}, {"http-tie", "h"}, {"grpc-elsewhere", "g"}};
+    for (size_t i = 0; i < 3; i++) {
+        gw_kind k = accepted[i][1][0] == 'h' ? GW_HTTP_ROUTE : GW_GRPC_ROUTE;
+        p = fx_parent(fx_status(&r, k, FX_NS, accepted[i][0]), FX_NS, "same-namespace", NULL);
+        fx_cond(json_object_get(p, "conditions"), "Accepted", "True", "Accepted", 0);
+    }
+    /* Only the winners are served and counted. */
+    size_t n;
+    const json_t *http = json_object_get(g->spec, "http_routes");
+    const json_t *grpc = json_object_get(g->spec, "grpc_routes");
+    n = json_array_size(grpc);
+    assert_int_equal(n, 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(grpc, 0), "name")),
+                        "grpc-elsewhere");
+    assert_int_equal(json_array_size(http), 2);
+    const json_t *l = fx_listener(fx_status(&r, GW_GATEWAY, FX_NS, "same-namespace"), "http");
+    assert_int_equal(json_integer_value(json_object_get(l, "attachedRoutes")), 3);
+    fx_run_free(&r);
+}
+
 static void test_shared_names_and_virtual_hosts(void **state)
 {
     (void)state;
@@ -648,6 +685,7 @@ TL_MAIN(cmocka_unit_test(test_shuffled_input_same_output),
         cmocka_unit_test(test_listener_conditions), cmocka_unit_test(test_filters),
         cmocka_unit_test(test_unsupported_values), cmocka_unit_test(test_proxyless_grpc),
         cmocka_unit_test(test_tcproute_oldest_wins),
+        cmocka_unit_test(test_http_grpc_conflict_oldest_wins),
         cmocka_unit_test(test_shared_names_and_virtual_hosts),
         cmocka_unit_test(test_backend_tls_policy), cmocka_unit_test(test_group_template),
         cmocka_unit_test(test_output_fail))
