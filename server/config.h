@@ -182,6 +182,12 @@ typedef struct sextant_config {
         config_listen listen;
         config_tls tls;
     } grpc;
+    /* The serving certificates of both listeners (server/certs.h): their reload and
+     * expiry warning. */
+    struct {
+        int64_t reload_interval_ms; /* the certificate files are checked this often */
+        int64_t expiry_warning_ms;  /* warn (log, /readyz notice) this long before notAfter */
+    } tls;
     struct {
         char *id; /* this replica's name in logs, node status and leases */
     } replica;

@@ -71,6 +71,12 @@ const key_def config_keys[] = {
      "PEM private key for gRPC TLS; needs grpc.tls.cert_file."},
     {"grpc.tls.client_ca_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.client_ca_file), "none",
      "PEM CA bundle; when set, proxies must present a certificate it signed (mTLS)."},
+    {"tls.reload_interval", K_DURATION, "5s", 100, MS_HOUR, OFF(tls.reload_interval_ms), NULL,
+     "How often the certificate, key and client CA files are checked for changes; a change "
+     "(or SIGHUP) reloads them without a restart."},
+    {"tls.expiry_warning", K_DURATION, "336h", 0, 3650 * MS_DAY, OFF(tls.expiry_warning_ms), NULL,
+     "From this long before a serving certificate expires, a warning is logged and /readyz "
+     "shows a notice."},
     {"replica.id", K_REPLICA, NULL, 0, 0, OFF(replica.id), "<hostname>-<pid>",
      "This replica's name in logs, node status and leases."},
     {"log.level", K_LEVEL, "info", 0, 0, OFF(log.level), NULL,

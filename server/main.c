@@ -35,6 +35,7 @@
 #include "server/base/fielderr.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/certs.h"
 #include "server/cli.h"
 #include "server/cli_migrate.h"
 #include "server/cli_write.h"
@@ -495,6 +496,13 @@ static int create_kubernetes(struct sx_server *srv, sx_err *err)
     return sup_register(srv->sup, "kubernetes", &sup_thread_ops, k8s_ctl_component(srv->k8s), err);
 }
 
+/* SIGHUP, on the main thread: reload the certificates. */
+static void on_sighup(void *ctx)
+{
+    struct sx_server *srv = ctx;
+    certs_reload(srv->certs);
+}
+
 /*
  * The daemon, in one sequence: each component is created into srv and registered with
  * the supervisor, which starts them in this order (and stops them in reverse). "http"
@@ -507,8 +515,15 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
     const sextant_config *cfg = srv->config;
     sup_supervisor *sup = srv->sup;
     int rc;
+    /* The certificates are read before anything listens, so a bad one stops the start. */
+    certs_options co = {.config = cfg, .metrics = srv->metrics, .sup = sup};
+    if ((rc = certs_create(&co, &srv->certs, err)) != 0)
+        return rc;
+    sup_on_sighup(sup, on_sighup, srv);
     srv->http = http_create(cfg, srv->metrics, sup);
+    http_set_certs(srv->http, srv->certs);
     if ((rc = sup_register(sup, "http", &http_sup_ops, srv->http, err)) != 0 ||
+        (rc = sup_register(sup, "certs", &sup_thread_ops, certs_component(srv->certs), err)) != 0 ||
         (rc = create_storage(srv, err)) != 0)
         return rc;
     srv->datastore = datastore_create(srv->db, srv->db_link, sup);
@@ -588,6 +603,8 @@ static void free_daemon(struct sx_server *srv)
     srv->db_link = NULL;
     http_destroy(srv->http);
     srv->http = NULL;
+    certs_destroy(srv->certs); /* after every listener that asks for it */
+    srv->certs = NULL;
 }
 
 static void log_started(const struct sx_server *srv)

@@ -39,6 +39,7 @@ struct replicas_beat;
 struct rollout_driver;
 struct xds_server;
 struct http_server;
+struct certs;
 struct rest_api;
 struct static_ui;
 
@@ -113,6 +114,10 @@ struct sx_server {
     /* The component "kubernetes" (k8s.enabled only): the Gateway API source
      * (server/k8s/controller.h). */
     struct k8s_controller *k8s;
+
+    /* The component "certs": the serving certificates of both listeners, reloaded when
+     * their files change or on SIGHUP, and their expiry (server/certs.h). */
+    struct certs *certs;
 
     /* ---- HTTP (api/) */
 

@@ -48,6 +48,9 @@ typedef struct xds_server_options {
     void *known_node_ctx;
     /* borrowed; NULL: rollout pins are not loaded (every node follows its group) */
     pg_pool *pool;
+    /* borrowed; the certificate of TLS (server/certs.h, listener CERTS_GRPC), fetched at
+     * each handshake; NULL or a listener without TLS: plaintext */
+    struct certs *certs;
 } xds_server_options;
 
 /* Creates the server (nothing is bound or started; the publisher already watches the
