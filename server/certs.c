@@ -444,6 +444,7 @@ void certs_set_managed(certs *c, certs_listener l)
 {
     c->src[l].managed = true;
     c->src[l].enabled = true;
+    c->src[l].seen[F_CA] = stamp_of(c->src[l].files[F_CA]);
 }
 
 bool certs_enabled(const certs *c, certs_listener l)

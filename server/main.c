@@ -36,6 +36,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/certs.h"
+#include "server/certs_managed.h"
 #include "server/cli.h"
 #include "server/cli_migrate.h"
 #include "server/cli_write.h"
@@ -496,6 +497,16 @@ static int create_kubernetes(struct sx_server *srv, sx_err *err)
     return sup_register(srv->sup, "kubernetes", &sup_thread_ops, k8s_ctl_component(srv->k8s), err);
 }
 
+/* Managed TLS (tls.managed only): the serving certificate from the database, renewed by
+ * the leader; before "xds", which cannot start without a certificate. */
+static int create_managed_tls(struct sx_server *srv, sx_err *err)
+{
+    int rc = certs_managed_create(srv, &srv->tls_managed, err);
+    if (rc != 0 || srv->tls_managed == NULL)
+        return rc;
+    return sup_register(srv->sup, "tls_managed", &certs_managed_sup_ops, srv->tls_managed, err);
+}
+
 /* SIGHUP, on the main thread: reload the certificates. */
 static void on_sighup(void *ctx)
 {
@@ -537,7 +548,7 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
         (rc = create_nodes_and_events(srv, err)) != 0 ||
         (rc = sup_register(sup, "events", &sup_thread_ops, events_feed_component(srv->events),
                            err)) != 0 ||
-        (rc = create_leader(srv, err)) != 0)
+        (rc = create_leader(srv, err)) != 0 || (rc = create_managed_tls(srv, err)) != 0)
         return rc;
     srv->fleet = fleet_create(srv);
     srv->rollouts = rollout_driver_create(srv);
@@ -576,6 +587,8 @@ static void free_daemon(struct sx_server *srv)
     srv->rollouts = NULL;
     fleet_destroy(srv->fleet);
     srv->fleet = NULL;
+    certs_managed_destroy(srv->tls_managed);
+    srv->tls_managed = NULL;
     replicas_destroy(srv->replicas);
     srv->replicas = NULL;
     leader_destroy(srv->leader);

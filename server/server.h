@@ -40,6 +40,7 @@ struct rollout_driver;
 struct xds_server;
 struct http_server;
 struct certs;
+struct certs_managed;
 struct rest_api;
 struct static_ui;
 
@@ -118,6 +119,10 @@ struct sx_server {
     /* The component "certs": the serving certificates of both listeners, reloaded when
      * their files change or on SIGHUP, and their expiry (server/certs.h). */
     struct certs *certs;
+    /* The component "tls_managed" (tls.managed only): issues the serving certificate,
+     * shares it through the database, and renews it on the leader
+     * (server/certs_managed.h). */
+    struct certs_managed *tls_managed;
 
     /* ---- HTTP (api/) */
 
