@@ -229,7 +229,10 @@ static int issue(certs_managed *m, sx_arena *a, cert_record *r, sx_err *err)
         r->cert_pem = sx_arena_strdup(a, chain ? chain : "");
         r->key_pem = sx_arena_strdup(a, enc ? enc : "");
         r->serial = sx_arena_strdup(a, hex ? hex : "");
-        r->not_after = (long long)time(NULL) + cfg->tls.managed_lifetime_ms / 1000;
+        struct tm tm;
+        memset(&tm, 0, sizeof(tm));
+        ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm); /* the row says what the certificate says */
+        r->not_after = (long long)timegm(&tm);
         r->issued_by = cfg->replica.id;
         sx_free(chain);
         sx_free(enc);

@@ -11,7 +11,9 @@
 #     still answers on its old session;
 #   - a key that does not belong to the certificate, then a certificate file that is not
 #     PEM, are refused: counted, logged, and the previous certificate keeps serving.
-# Replica r2 checks only every hour: its replaced files are taken on SIGHUP.
+# Replica r2 checks only every hour: its replaced files are taken on SIGHUP. Replica r3
+# verifies proxies' certificates (mutual TLS): a new client CA file admits the proxies
+# it signed and refuses those of the old one.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/conformance/lib/harness.sh"
 
 conf_init tls-reload
@@ -21,14 +23,19 @@ export SEXTANT_AUTH_ENABLED=false
 
 CERTS="$WORK/certs"
 mkdir -p "$CERTS"
-# issue NAME DAYS: an ECDSA key and a certificate for localhost / 127.0.0.1 signed by
-# the test CA, valid DAYS days.
+# issue NAME DAYS [CA]: an ECDSA key and a certificate for localhost / 127.0.0.1 signed
+# by the test CA (or the CA called CA), valid DAYS days.
 issue() {
+    local ca=${3:-ca}
     openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
         -keyout "$CERTS/$1.key" -out "$CERTS/$1.csr" 2>/dev/null &&
-        openssl x509 -req -in "$CERTS/$1.csr" -CA "$CERTS/ca.pem" -CAkey "$CERTS/ca.key" \
+        openssl x509 -req -in "$CERTS/$1.csr" -CA "$CERTS/$ca.pem" -CAkey "$CERTS/$ca.key" \
             -set_serial "0x$(openssl rand -hex 8)" -days "$2" -out "$CERTS/$1.pem" \
             -extfile <(printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n') 2>/dev/null
+}
+make_ca() { # make_ca NAME
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=test CA $1" \
+        -keyout "$CERTS/$1.key" -out "$CERTS/$1.pem" -days 30 2>/dev/null
 }
 # fp FILE: the SHA-256 fingerprint of a PEM certificate, lower-case hex.
 fp() {
@@ -85,9 +92,9 @@ start() {
     wait_for 20 readyz "$http" && wait_for 5 listening "$grpc"
 }
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=sextant test CA" \
-    -keyout "$CERTS/ca.key" -out "$CERTS/ca.pem" -days 30 2>/dev/null
-issue a 5 && issue b 90 && issue c 90 && issue d 90 && issue e 90 || { fail "could not make certificates"; finish; }
+make_ca ca && make_ca clients1 && make_ca clients2 &&
+    issue a 5 && issue b 90 && issue c 90 && issue d 90 && issue e 90 && issue f 90 &&
+    issue client1 90 clients1 && issue client2 90 clients2 || { fail "could not make certificates"; finish; }
 FP_A=$(fp "$CERTS/a.pem")
 FP_B=$(fp "$CERTS/b.pem")
 mkdir -p "$WORK/r1" "$WORK/r2"
@@ -174,6 +181,31 @@ kill -HUP "$PID_r2"
 check "after SIGHUP new REST connections to r2 get certificate e" wait_for 20 serves "$R2_HTTP" "$FP_E"
 check "after SIGHUP new gRPC connections to r2 get certificate e" wait_for 20 serves "$R2_GRPC" "$FP_E"
 check "r2 logged the SIGHUP reload" grep -q 'reloading the certificates (SIGHUP)' "$WORK/r2.log"
+
+# --- mutual TLS: the client CA is reloaded too (r3: gRPC only, client CA clients1)
+mkdir -p "$WORK/r3"
+put f "$WORK/r3"
+cp "$CERTS/clients1.pem" "$WORK/r3/client_ca.pem"
+R3_HTTP=$(free_port) && R3_GRPC=$(free_port)
+SEXTANT_HTTP_LISTEN="127.0.0.1:$R3_HTTP" SEXTANT_GRPC_LISTEN="127.0.0.1:$R3_GRPC" SEXTANT_REPLICA_ID=r3 \
+    SEXTANT_GRPC_TLS_CERT_FILE="$WORK/r3/cert.pem" SEXTANT_GRPC_TLS_KEY_FILE="$WORK/r3/key.pem" \
+    SEXTANT_GRPC_TLS_CLIENT_CA_FILE="$WORK/r3/client_ca.pem" SEXTANT_TLS_RELOAD_INTERVAL=200ms \
+    bg_run r3 "${SX_ENV[@]}" "$BIN" serve
+if wait_for 20 ready "$R3_HTTP" && wait_for 5 listening "$R3_GRPC"; then
+    probe() { # probe CLIENT: an ADS stream with CLIENT's certificate gets its first response
+        "$PYTHON" "$CONF/lib/tls_clients.py" probe --target "127.0.0.1:$R3_GRPC" --ca "$CERTS/ca.pem" \
+            --cert "$CERTS/$1.pem" --key "$CERTS/$1.key" --node "mtls-$1" --group tls >"$WORK/probe.out" 2>&1
+    }
+    refused() { ! probe "$1"; }
+    check "a proxy whose certificate clients1 signed is served" probe client1
+    check "a proxy whose certificate another CA signed is refused" refused client2
+    cp "$CERTS/clients2.pem" "$WORK/r3/client_ca.pem.new" && mv "$WORK/r3/client_ca.pem.new" "$WORK/r3/client_ca.pem"
+    check "after the client CA file changes to clients2, its proxies are served" wait_for 20 probe client2
+    check "and those of clients1 are refused" refused client1
+    conf_stop_serve r3
+else
+    fail "replica r3 with mutual TLS did not become ready"
+fi
 
 bg_stop ads1
 bg_stop ads2

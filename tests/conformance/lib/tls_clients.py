@@ -8,6 +8,12 @@
             <unix ms> version <version_info>
         and, when the stream ends, <unix ms> ended <grpc code name>. Runs until SIGTERM.
 
+    /usr/bin/python3 tls_clients.py probe --target 127.0.0.1:PORT --ca CA.pem \
+        [--cert CHAIN.pem --key KEY.pem] --node NODE --group GROUP
+        One new connection (with a client certificate for mutual TLS when given) and an
+        ADS stream on it: prints "ok version <v>" and exits 0 on the first response,
+        or "error <why>" and exits 1.
+
     /usr/bin/python3 tls_clients.py rest --port PORT --ca CA.pem --go FIFO --out FILE
         One HTTPS connection (keep-alive): GET /healthz, logs
             first <status> <sha256 of the server certificate>
@@ -93,14 +99,47 @@ def decode(buf):
     return out
 
 
+def channel_for(a):
+    import grpc
+
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=read(a.ca),
+        private_key=read(a.key) if a.key else None,
+        certificate_chain=read(a.cert) if a.cert else None,
+    )
+    return grpc.secure_channel(
+        a.target, creds, options=[("grpc.ssl_target_name_override", "localhost")]
+    )
+
+
+def probe(a):
+    """One new connection: the first ADS response within 10 s, or why not."""
+    import grpc
+
+    channel = channel_for(a)
+    stream = channel.stream_stream(
+        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
+        request_serializer=lambda b: b,
+        response_deserializer=lambda b: b,
+    )
+    try:
+        for raw in stream(iter([request(a.node, a.group)]), timeout=10):
+            print("ok version %s" % decode(raw).get(1, ""))
+            return 0
+        print("error no response")
+    except grpc.RpcError as e:
+        print("error %s" % e.code().name)
+    return 1
+
+
 def ads(a):
     import grpc
 
-    with open(a.ca, "rb") as f:
-        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-    channel = grpc.secure_channel(
-        a.target, creds, options=[("grpc.ssl_target_name_override", "localhost")]
-    )
+    channel = channel_for(a)
     stream = channel.stream_stream(
         "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
         request_serializer=lambda b: b,
@@ -152,18 +191,24 @@ def rest(a):
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="mode", required=True)
-    s = sub.add_parser("ads")
-    s.add_argument("--target", required=True)
-    s.add_argument("--ca", required=True)
-    s.add_argument("--node", required=True)
-    s.add_argument("--group", required=True)
-    s.add_argument("--out", required=True)
+    for mode in ("ads", "probe"):
+        s = sub.add_parser(mode)
+        s.add_argument("--target", required=True)
+        s.add_argument("--ca", required=True)
+        s.add_argument("--cert", help="client certificate chain (mutual TLS)")
+        s.add_argument("--key", help="client private key (mutual TLS)")
+        s.add_argument("--node", required=True)
+        s.add_argument("--group", required=True)
+        if mode == "ads":
+            s.add_argument("--out", required=True)
     s = sub.add_parser("rest")
     s.add_argument("--port", type=int, required=True)
     s.add_argument("--ca", required=True)
     s.add_argument("--go", required=True)
     s.add_argument("--out", required=True)
     a = p.parse_args()
+    if a.mode == "probe":
+        sys.exit(probe(a))
     ads(a) if a.mode == "ads" else rest(a)
 
 
