@@ -312,8 +312,9 @@ static void check_files(certs *c, certs_listener l, bool force)
         for (int f = 0; f < F_COUNT; f++)
             s->seen[f] = stamp_of(s->files[f]);
         certs_pem *cur = certs_current(c, l);
-        if (cur && certs_install(c, l, cur->cert, cur->key, "the managed certificate", &err) != 0)
-            (void)0; /* counted and logged by certs_install */
+        int rc =
+            cur ? certs_install(c, l, cur->cert, cur->key, "the managed certificate", &err) : 0;
+        (void)rc; /* a failure is counted and logged by certs_install */
         certs_pem_release(cur);
         return;
     }

@@ -630,7 +630,7 @@ static void log_started(const struct sx_server *srv)
                           (int)getpid(), "http_listen", cfg->http.listen.text, "http_port",
                           http_bound_port(srv->http), "grpc_listen", cfg->grpc.listen.text,
                           "database_url", db, "redis_url", cfg->redis.url[0] ? redis : "disabled",
-                          "http_tls", cfg->http.tls.cert_file != NULL);
+                          "http_tls", certs_enabled(srv->certs, CERTS_HTTP));
     json_object_set_new(f, "config_file",
                         cfg->source_file ? json_string(cfg->source_file) : json_null());
     sx_log_fields(SX_LOG_INFO, "main", f, "sextant started");

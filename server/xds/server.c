@@ -538,8 +538,9 @@ static int xds_start(void *ctx, sx_err *err)
     atomic_store(&s->running, true);
     sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT,
                   json_pack("{s:s,s:i,s:b,s:b,s:i}", "listen", s->listen, "port", s->port, "tls",
-                            s->cfg->grpc.tls.cert_file != NULL, "mtls",
-                            s->cfg->grpc.tls.client_ca_file != NULL, "cq_threads", s->nthreads),
+                            certs_enabled(s->o.certs, CERTS_GRPC), "mtls",
+                            certs_verifies_clients(s->o.certs, CERTS_GRPC), "cq_threads",
+                            s->nthreads),
                   "xds server listening on %s", s->listen);
     return 0;
 }
