@@ -46,9 +46,10 @@ struct http_server {
     struct MHD_Daemon *daemon; /* NULL when stopped; touched by start/stop only */
     atomic_bool running;       /* mirrors daemon != NULL for readiness probes */
     int port;                  /* bound port while running */
-    struct certs *certs;       /* the certificate of HTTPS (http_set_certs); borrowed, NULL */
-    sx_metric *m_requests;     /* sextant_http_requests_total{method,route,status} */
-    sx_metric *m_duration;     /* sextant_http_request_duration_seconds{route} */
+    /* The certificate of HTTPS (http_set_certs); borrowed; NULL: plain HTTP. */
+    struct certs *certs;
+    sx_metric *m_requests; /* sextant_http_requests_total{method,route,status} */
+    sx_metric *m_duration; /* sextant_http_request_duration_seconds{route} */
     pthread_mutex_t err_mu;
     char last_mhd_error[256];   /* the latest libmicrohttpd complaint, for start errors */
     http_refusal_fn on_refusal; /* see http_set_refusal_hook; NULL when none */
