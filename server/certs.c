@@ -52,7 +52,7 @@ typedef struct source {
     stamp seen[F_COUNT];        /* the stamps of the last attempt, good or bad */
     certs_pem *current;         /* under certs.mu; NULL until loaded */
     uint64_t generations;       /* versions installed so far */
-    uint64_t warned_generation; /* the version the expiry warning was logged for */
+    uint64_t warned_generation; /* under certs.mu: the version the expiry warning was for */
 } source;
 
 struct certs {
@@ -211,7 +211,10 @@ static char *read_file(const char *key, const char *path, sx_err *err)
 
 /* ------------------------------------------------------------------ installing */
 
-/* Makes p (one reference, taken over) the current version of l. */
+static void check_expiry(certs *c, certs_listener l, int64_t now);
+
+/* Makes p (one reference, taken over) the current version of l, and says at once
+ * whether it expires soon. */
 static void install(certs *c, certs_listener l, certs_pem *p, const char *what)
 {
     source *s = &c->src[l];
@@ -234,6 +237,7 @@ static void install(certs *c, certs_listener l, certs_pem *p, const char *what)
                   "%s certificate %s from %s (serial %s)", listener_names[l],
                   old ? "reloaded" : "loaded", what, p->serial);
     certs_pem_release(old);
+    check_expiry(c, l, (int64_t)time(NULL));
 }
 
 static void count_failure(certs *c, certs_listener l, const sx_err *err, const char *what)
@@ -350,8 +354,11 @@ static void check_expiry(certs *c, certs_listener l, int64_t now)
         snprintf(text, sizeof(text), "the %s certificate (serial %s) expired at %s",
                  listener_names[l], p->serial, when);
     sup_set_notice(c->sup, notice, text);
-    if (s->warned_generation != p->generation) {
-        s->warned_generation = p->generation;
+    pthread_mutex_lock(&c->mu); /* install() runs this on other threads too */
+    bool first = s->warned_generation != p->generation;
+    s->warned_generation = p->generation;
+    pthread_mutex_unlock(&c->mu);
+    if (first) {
         sx_log_fields(SX_LOG_WARN, "certs",
                       json_pack("{s:s,s:s,s:I}", "listener", listener_names[l], "serial", p->serial,
                                 "not_after", (json_int_t)p->not_after),

@@ -99,7 +99,7 @@ NA2=$(sql "SELECT extract(epoch FROM not_after)::bigint FROM serving_certificate
 check "the renewed certificate runs 90 days" [ $((NA2 - $(date +%s))) -gt $((89 * 86400)) ]
 check "the row names the new leader as its issuer" \
     bash -c "[ \"\$(psql '$SEXTANT_DATABASE_URL' -qtAXc 'SELECT issued_by FROM serving_certificates')\" != m1 ]"
-check "the leader logged the renewal" bash -c "grep -q 'renewed the managed serving certificate' '$WORK/m2.log' '$WORK/m3.log'"
+check "the leader logged the renewal" wait_for 10 bash -c "grep -q 'renewed the managed serving certificate' '$WORK/m2.log' '$WORK/m3.log'"
 metric_num() { # metric_num PORT NAME VALUE
     local v
     v=$(metric_at "$1" "$2")

@@ -115,7 +115,7 @@ check "r1's gRPC listener serves certificate a" serves "$R1_GRPC" "$FP_A"
 readyz "$R1_HTTP"
 check "/readyz is 200 with a notice that the certificate expires soon" \
     jtrue '/expires at/.test(j.notices.tls_http) && /expires at/.test(j.notices.tls_grpc)' "$WORK/readyz.json"
-check "the log warns of the expiry" grep -q '"level":"warn".*certificate (serial [0-9A-F]*) expires at' "$WORK/r1.log"
+check "the log warns of the expiry" wait_for 10 grep -q '"level":"warn".*certificate (serial [0-9A-F]*) expires at' "$WORK/r1.log"
 check "the expiry gauge is certificate a's notAfter" \
     metric_num_is "$R1_HTTP" 'sextant_tls_cert_expiry_timestamp_seconds{listener="grpc"}' "$(enddate "$CERTS/a.pem")"
 
@@ -138,7 +138,7 @@ no_notice() {
     readyz "$R1_HTTP" && jtrue 'j.notices === undefined' "$WORK/readyz.json"
 }
 check "the expiry notice is gone from /readyz" wait_for 10 no_notice
-check "the log says the certificate was reloaded" grep -q 'certificate reloaded from' "$WORK/r1.log"
+check "the log says the certificate was reloaded" wait_for 10 grep -q 'certificate reloaded from' "$WORK/r1.log"
 
 V2=$(conf_publish tls "$WORK/snap2.json") || exit 1
 check "the ADS stream opened before the rotation receives version $V2" \
@@ -160,7 +160,7 @@ E0=$(errors)
 cp "$CERTS/c.key" "$WORK/r1/key.pem.new" && mv "$WORK/r1/key.pem.new" "$WORK/r1/key.pem"
 check "a key that does not match the certificate is refused and counted" \
     wait_for 20 metric_above "$R1_HTTP" 'sextant_tls_reloads_total{listener="http",result="error"}' "${E0:-0}"
-check "the refusal is logged" grep -q '"level":"error".*certificate not reloaded.*private key does not belong' "$WORK/r1.log"
+check "the refusal is logged" wait_for 10 grep -q '"level":"error".*certificate not reloaded.*private key does not belong' "$WORK/r1.log"
 check "new REST connections still get certificate b" serves "$R1_HTTP" "$FP_B"
 check "new gRPC connections still get certificate b" serves "$R1_GRPC" "$FP_B"
 E1=$(errors)
@@ -180,7 +180,7 @@ put e "$WORK/r2"
 kill -HUP "$PID_r2"
 check "after SIGHUP new REST connections to r2 get certificate e" wait_for 20 serves "$R2_HTTP" "$FP_E"
 check "after SIGHUP new gRPC connections to r2 get certificate e" wait_for 20 serves "$R2_GRPC" "$FP_E"
-check "r2 logged the SIGHUP reload" grep -q 'reloading the certificates (SIGHUP)' "$WORK/r2.log"
+check "r2 logged the SIGHUP reload" wait_for 10 grep -q 'reloading the certificates (SIGHUP)' "$WORK/r2.log"
 
 # --- mutual TLS: the client CA is reloaded too (r3: gRPC only, client CA clients1)
 mkdir -p "$WORK/r3"
