@@ -335,9 +335,12 @@ static void handle_readyz(http_request *r, void *ud)
         if (!json_is_true(v))
             gate = false;
     }
-    http_respond_json(
-        r, gate ? 200 : 503,
-        json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps));
+    json_t *body =
+        json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps);
+    json_t *notices = sup_notices_json(s->sup); /* seen by operators, never a failure */
+    if (notices)
+        json_object_set_new(body, "notices", notices);
+    http_respond_json(r, gate ? 200 : 503, body);
 }
 
 /* GET /readyz/xds: the xDS side alone (snapshots loaded, gRPC serving), for the load
@@ -667,26 +670,6 @@ http_server *http_create(const sextant_config *cfg, sx_metrics *metrics, sup_sup
     return s;
 }
 
-static char *read_pem(const char *path, sx_err *err, const char *key)
-{
-    sx_buf b = {0};
-    int rc = sx_buf_read_file(&b, path, SIZE_MAX);
-    if (rc == 0 && b.len > 0)
-        return sx_buf_steal(&b);
-    const char *why = rc < 0 ? strerror(errno) : rc > 0 ? "read error" : "the file is empty";
-    sx_err_set(err, SX_EIO, "could not read %s %s: %s", key, path, why);
-    sx_buf_free(&b);
-    return NULL;
-}
-
-static void wipe_free(char *s)
-{
-    if (s) {
-        explicit_bzero(s, strlen(s));
-        sx_free(s);
-    }
-}
-
 /* The socket address of l (the key named key) into *ss. */
 static int resolve_listen(const config_listen *l, const char *key, struct sockaddr_storage *ss,
                           sx_err *err)
@@ -774,24 +757,12 @@ int http_start(http_server *s, sx_err *err)
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
 
-    struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
-    const config_tls *tls = &s->cfg->http.tls;
-    if (tls->cert_file && tls->key_file) {
-        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-            return sx_err_set(err, SX_EUNSUPPORTED,
-                              "http.tls is set but libmicrohttpd was built without TLS");
-        s->tls_cert = read_pem(tls->cert_file, err, "http.tls.cert_file");
-        s->tls_key = s->tls_cert ? read_pem(tls->key_file, err, "http.tls.key_file") : NULL;
-        if (s->tls_key == NULL) {
-            wipe_free(s->tls_cert);
-            s->tls_cert = NULL;
-            return err ? err->code : SX_EIO;
-        }
-        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert};
-        tls_opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key};
-        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    struct MHD_OptionItem tls_opts[2] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
+    int trc = http_tls_option(s, &tls_opts[0], err);
+    if (trc != 0)
+        return trc;
+    if (tls_opts[0].option != MHD_OPTION_END)
         flags |= MHD_USE_TLS;
-    }
 
     pthread_mutex_lock(&s->err_mu);
     s->last_mhd_error[0] = '\0';
@@ -802,9 +773,7 @@ int http_start(http_server *s, sx_err *err)
     /* Connection limits, the idle timeout and the header deadline (api/http_conn.c). */
     int grc = http_guard_start(s->guard, err);
     if (grc != 0) {
-        wipe_free(s->tls_cert);
-        wipe_free(s->tls_key);
-        s->tls_cert = s->tls_key = NULL;
+        http_tls_stopped(s);
         return grc;
     }
     struct MHD_OptionItem guard_opts[HTTP_GUARD_NOPTS];
@@ -818,9 +787,7 @@ int http_start(http_server *s, sx_err *err)
         MHD_OPTION_ARRAY, guard_opts, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (s->daemon == NULL) {
         http_guard_stop(s->guard);
-        wipe_free(s->tls_cert);
-        wipe_free(s->tls_key);
-        s->tls_cert = s->tls_key = NULL;
+        http_tls_stopped(s);
         pthread_mutex_lock(&s->err_mu);
         sx_err_set(err, SX_EIO, "could not listen on %s (http.listen): %s", l->text,
                    s->last_mhd_error[0] ? s->last_mhd_error : "libmicrohttpd refused to start");
@@ -855,9 +822,7 @@ static void http_stop_daemons(http_server *s)
     http_guard_stop(s->guard);
     s->daemon = NULL;
     s->port = 0;
-    wipe_free(s->tls_cert);
-    wipe_free(s->tls_key);
-    s->tls_cert = s->tls_key = NULL;
+    http_tls_stopped(s);
 }
 
 void http_stop(http_server *s)

@@ -79,6 +79,13 @@ void http_set_refusal_hook(http_server *s, http_refusal_fn fn, void *ud);
  * http_start; fn NULL restores the JSON 404. */
 void http_set_fallback(http_server *s, const char *route, http_handler_fn fn, void *ud);
 
+/* Serves HTTPS with the certificate of c's listener CERTS_HTTP (server/certs.h;
+ * borrowed, must outlive the server), asked for at every TLS handshake so that a
+ * reloaded certificate reaches new connections. NULL or a listener without TLS: plain
+ * HTTP. Before http_start. */
+struct certs;
+void http_set_certs(http_server *s, struct certs *c);
+
 /* Binds cfg->http.listen and starts the worker threads. Returns 0, or SX_EIO (address
  * in use, TLS material rejected) with the reason in err. */
 int http_start(http_server *s, sx_err *err) SX_MUSTCHECK;

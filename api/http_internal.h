@@ -46,8 +46,8 @@ struct http_server {
     struct MHD_Daemon *daemon; /* NULL when stopped; touched by start/stop only */
     atomic_bool running;       /* mirrors daemon != NULL for readiness probes */
     int port;                  /* bound port while running */
-    char *tls_cert;            /* PEM kept alive for the daemon while it runs */
-    char *tls_key;
+    /* The certificate of HTTPS (http_set_certs); borrowed; NULL: plain HTTP. */
+    struct certs *certs;
     sx_metric *m_requests; /* sextant_http_requests_total{method,route,status} */
     sx_metric *m_duration; /* sextant_http_request_duration_seconds{route} */
     pthread_mutex_t err_mu;
@@ -115,6 +115,15 @@ void http_resp_add_headers(http_request *r, struct MHD_Response *resp, const cha
  * (NULL: []). */
 void http_respond_problem_raw(http_request *r, int status, const char *code_name,
                               const char *message, json_t *details);
+
+/* ---- http_tls.c */
+
+/* The libmicrohttpd option that serves s->certs at each handshake in *opt, or
+ * MHD_OPTION_END when s has no TLS. Returns 0, SX_EUNSUPPORTED (no TLS in
+ * libmicrohttpd) or SX_EINVAL (another HTTPS server runs). */
+int http_tls_option(http_server *s, struct MHD_OptionItem *opt, sx_err *err);
+/* After the daemon stopped: frees the option's hold. */
+void http_tls_stopped(http_server *s);
 
 /* ---- http_stream.c */
 

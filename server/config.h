@@ -205,6 +205,18 @@ typedef struct sextant_config {
         config_listen listen;
         config_tls tls;
     } grpc;
+    /* The serving certificates of both listeners (server/certs.h): their reload and
+     * expiry warning, and the managed mode, in which Sextant issues them itself. */
+    struct {
+        int64_t reload_interval_ms;      /* the certificate files are checked this often */
+        int64_t expiry_warning_ms;       /* warn (log, /readyz notice) this long before notAfter */
+        bool managed;                    /* true: both listeners serve the managed certificate */
+        char *ca_cert_file;              /* managed: the issuing CA's PEM certificate */
+        char *ca_key_file;               /* managed: its PEM private key; never log */
+        char *managed_names;             /* managed: comma-separated DNS names and IP addresses */
+        int64_t managed_lifetime_ms;     /* managed: validity of an issued certificate */
+        int64_t managed_renew_before_ms; /* managed: the leader renews this long before notAfter */
+    } tls;
     struct {
         char *id; /* this replica's name in logs, node status and leases */
     } replica;

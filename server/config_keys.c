@@ -88,6 +88,29 @@ const key_def config_keys[] = {
      "PEM private key for gRPC TLS; needs grpc.tls.cert_file."},
     {"grpc.tls.client_ca_file", K_FILE, NULL, 0, 0, OFF(grpc.tls.client_ca_file), "none",
      "PEM CA bundle; when set, proxies must present a certificate it signed (mTLS)."},
+    {"tls.reload_interval", K_DURATION, "5s", 100, MS_HOUR, OFF(tls.reload_interval_ms), NULL,
+     "How often the certificate, key and client CA files are checked for changes; a change "
+     "(or SIGHUP) reloads them without a restart."},
+    {"tls.expiry_warning", K_DURATION, "336h", 0, 3650 * MS_DAY, OFF(tls.expiry_warning_ms), NULL,
+     "From this long before a serving certificate expires, a warning is logged and /readyz "
+     "shows a notice."},
+    {"tls.managed", K_BOOL, "false", 0, 0, OFF(tls.managed), NULL,
+     "Sextant issues the serving certificate of both listeners from tls.ca_cert_file and "
+     "tls.ca_key_file, keeps it in PostgreSQL for every replica, and the leader renews it."},
+    {"tls.ca_cert_file", K_FILE, NULL, 0, 0, OFF(tls.ca_cert_file), "none",
+     "Managed mode: PEM certificate of the CA that issues the serving certificate."},
+    {"tls.ca_key_file", K_FILE, NULL, 0, 0, OFF(tls.ca_key_file), "none",
+     "Managed mode: PEM private key of that CA (unencrypted). Never logged."},
+    {"tls.managed_names", K_TEXT, "localhost,127.0.0.1", 0, 0, OFF(tls.managed_names), NULL,
+     "Managed mode: the serving certificate's subject alternative names, comma-separated DNS "
+     "names and IP addresses."},
+    {"tls.managed_lifetime", K_DURATION, "2160h", MS_HOUR, 3650 * MS_DAY,
+     OFF(tls.managed_lifetime_ms), NULL,
+     "Managed mode: validity of an issued serving certificate (default 90 days)."},
+    {"tls.managed_renew_before", K_DURATION, "336h", MS_MINUTE, 3650 * MS_DAY,
+     OFF(tls.managed_renew_before_ms), NULL,
+     "Managed mode: the leader issues a new certificate this long before the current one "
+     "expires (default 14 days); less than tls.managed_lifetime."},
     {"replica.id", K_REPLICA, NULL, 0, 0, OFF(replica.id), "<hostname>-<pid>",
      "This replica's name in logs, node status and leases."},
     {"log.level", K_LEVEL, "info", 0, 0, OFF(log.level), NULL,

@@ -35,6 +35,8 @@
 #include "server/base/fielderr.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/certs.h"
+#include "server/certs_managed.h"
 #include "server/cli.h"
 #include "server/cli_migrate.h"
 #include "server/cli_secrets.h"
@@ -569,6 +571,23 @@ static int create_kubernetes(struct sx_server *srv, sx_err *err)
     return sup_register(srv->sup, "kubernetes", &sup_thread_ops, k8s_ctl_component(srv->k8s), err);
 }
 
+/* Managed TLS (tls.managed only): the serving certificate from the database, renewed by
+ * the leader; before "xds", which cannot start without a certificate. */
+static int create_managed_tls(struct sx_server *srv, sx_err *err)
+{
+    int rc = certs_managed_create(srv, &srv->tls_managed, err);
+    if (rc != 0 || srv->tls_managed == NULL)
+        return rc;
+    return sup_register(srv->sup, "tls_managed", &certs_managed_sup_ops, srv->tls_managed, err);
+}
+
+/* SIGHUP, on the main thread: reload the certificates. */
+static void on_sighup(void *ctx)
+{
+    struct sx_server *srv = ctx;
+    certs_reload(srv->certs);
+}
+
 /*
  * The daemon, in one sequence: each component is created into srv and registered with
  * the supervisor, which starts them in this order (and stops them in reverse). "http"
@@ -581,8 +600,15 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
     const sextant_config *cfg = srv->config;
     sup_supervisor *sup = srv->sup;
     int rc;
+    /* The certificates are read before anything listens, so a bad one stops the start. */
+    certs_options co = {.config = cfg, .metrics = srv->metrics, .sup = sup};
+    if ((rc = certs_create(&co, &srv->certs, err)) != 0)
+        return rc;
+    sup_on_sighup(sup, on_sighup, srv);
     srv->http = http_create(cfg, srv->metrics, sup);
+    http_set_certs(srv->http, srv->certs);
     if ((rc = sup_register(sup, "http", &http_sup_ops, srv->http, err)) != 0 ||
+        (rc = sup_register(sup, "certs", &sup_thread_ops, certs_component(srv->certs), err)) != 0 ||
         (rc = create_storage(srv, err)) != 0)
         return rc;
     srv->datastore = datastore_create(srv->db, srv->db_link, sup);
@@ -596,7 +622,7 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
         (rc = create_nodes_and_events(srv, err)) != 0 ||
         (rc = sup_register(sup, "events", &sup_thread_ops, events_feed_component(srv->events),
                            err)) != 0 ||
-        (rc = create_leader(srv, err)) != 0)
+        (rc = create_leader(srv, err)) != 0 || (rc = create_managed_tls(srv, err)) != 0)
         return rc;
     srv->fleet = fleet_create(srv);
     srv->rollouts = rollout_driver_create(srv);
@@ -635,6 +661,8 @@ static void free_daemon(struct sx_server *srv)
     srv->rollouts = NULL;
     fleet_destroy(srv->fleet);
     srv->fleet = NULL;
+    certs_managed_destroy(srv->tls_managed);
+    srv->tls_managed = NULL;
     replicas_destroy(srv->replicas);
     srv->replicas = NULL;
     leader_destroy(srv->leader);
@@ -664,6 +692,8 @@ static void free_daemon(struct sx_server *srv)
     srv->db_link = NULL;
     http_destroy(srv->http);
     srv->http = NULL;
+    certs_destroy(srv->certs); /* after every listener that asks for it */
+    srv->certs = NULL;
 }
 
 static void log_started(const struct sx_server *srv)
@@ -676,7 +706,7 @@ static void log_started(const struct sx_server *srv)
                           (int)getpid(), "http_listen", cfg->http.listen.text, "http_port",
                           http_bound_port(srv->http), "grpc_listen", cfg->grpc.listen.text,
                           "database_url", db, "redis_url", cfg->redis.url[0] ? redis : "disabled",
-                          "http_tls", cfg->http.tls.cert_file != NULL);
+                          "http_tls", certs_enabled(srv->certs, CERTS_HTTP));
     json_object_set_new(f, "config_file",
                         cfg->source_file ? json_string(cfg->source_file) : json_null());
     sx_log_fields(SX_LOG_INFO, "main", f, "sextant started");

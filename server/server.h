@@ -39,6 +39,8 @@ struct replicas_beat;
 struct rollout_driver;
 struct xds_server;
 struct http_server;
+struct certs;
+struct certs_managed;
 struct rest_api;
 struct static_ui;
 
@@ -116,6 +118,14 @@ struct sx_server {
     /* The component "kubernetes" (k8s.enabled only): the Gateway API source
      * (server/k8s/controller.h). */
     struct k8s_controller *k8s;
+
+    /* The component "certs": the serving certificates of both listeners, reloaded when
+     * their files change or on SIGHUP, and their expiry (server/certs.h). */
+    struct certs *certs;
+    /* The component "tls_managed" (tls.managed only): issues the serving certificate,
+     * shares it through the database, and renews it on the leader
+     * (server/certs_managed.h). */
+    struct certs_managed *tls_managed;
 
     /* ---- HTTP (api/) */
 

@@ -34,6 +34,8 @@ typedef struct sup_component {
     bool xds_gate;   /* part of the xDS gate (sup_gate_xds); fixed once sealed */
 } sup_component;
 
+#define SUP_MAX_NOTICES 8
+
 struct sup_supervisor {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* broadcast when shutdown begins, for sup_sleep */
@@ -46,6 +48,11 @@ struct sup_supervisor {
     int64_t shutdown_timeout_ms;
     sx_metric *m_ready;           /* sextant_ready */
     sx_metric *m_component_ready; /* sextant_component_ready{component} */
+    struct {
+        char *key, *text;
+    } notices[SUP_MAX_NOTICES]; /* sup_set_notice; key NULL when the slot is free */
+    void (*on_sighup)(void *ctx);
+    void *on_sighup_ctx;
 };
 
 /* One stop() call in flight, shared by the supervisor and its stopper thread. */
@@ -88,9 +95,10 @@ int sup_block_signals(sx_err *err)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     int rc = pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (rc != 0)
-        return sx_err_set(err, SX_EINTERNAL, "could not block SIGINT and SIGTERM: %s",
+        return sx_err_set(err, SX_EINTERNAL, "could not block SIGINT, SIGTERM and SIGHUP: %s",
                           strerror(rc));
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -121,6 +129,10 @@ void sup_destroy(sup_supervisor *sup)
 {
     if (sup == NULL)
         return;
+    for (size_t i = 0; i < SUP_MAX_NOTICES; i++) {
+        sx_free(sup->notices[i].key);
+        sx_free(sup->notices[i].text);
+    }
     for (size_t i = 0; i < sup->ncomps; i++)
         sx_free(sup->comps[i].name);
     sx_free(sup->comps);
@@ -370,14 +382,20 @@ static bool begin_shutdown(sup_supervisor *sup)
 
 int sup_wait_for_signal(sup_supervisor *sup)
 {
-    (void)sup;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     for (;;) {
         int sig = 0;
         int rc = sigwait(&set, &sig);
+        if (rc == 0 && sig == SIGHUP) {
+            SX_INFO("supervisor", "received SIGHUP");
+            if (sup->on_sighup)
+                sup->on_sighup(sup->on_sighup_ctx);
+            continue;
+        }
         if (rc == 0)
             return sig;
         if (rc != EINTR) {
@@ -523,3 +541,49 @@ static bool thread_ready(void *ctx)
 }
 
 const sup_ops sup_thread_ops = {thread_start, thread_stop, thread_ready};
+
+void sup_set_notice(sup_supervisor *sup, const char *key, const char *text)
+{
+    pthread_mutex_lock(&sup->mu);
+    size_t slot = SUP_MAX_NOTICES;
+    for (size_t i = 0; i < SUP_MAX_NOTICES; i++) {
+        if (sup->notices[i].key && strcmp(sup->notices[i].key, key) == 0) {
+            slot = i;
+            break;
+        }
+        if (sup->notices[i].key == NULL && slot == SUP_MAX_NOTICES)
+            slot = i;
+    }
+    if (slot < SUP_MAX_NOTICES) {
+        sx_free(sup->notices[slot].text);
+        sup->notices[slot].text = text ? sx_strdup(text) : NULL;
+        if (text == NULL) {
+            sx_free(sup->notices[slot].key);
+            sup->notices[slot].key = NULL;
+        } else if (sup->notices[slot].key == NULL) {
+            sup->notices[slot].key = sx_strdup(key);
+        }
+    }
+    pthread_mutex_unlock(&sup->mu);
+}
+
+json_t *sup_notices_json(sup_supervisor *sup)
+{
+    json_t *o = NULL;
+    pthread_mutex_lock(&sup->mu);
+    for (size_t i = 0; i < SUP_MAX_NOTICES; i++) {
+        if (sup->notices[i].key == NULL)
+            continue;
+        if (o == NULL)
+            o = json_object();
+        json_object_set_new(o, sup->notices[i].key, json_string(sup->notices[i].text));
+    }
+    pthread_mutex_unlock(&sup->mu);
+    return o;
+}
+
+void sup_on_sighup(sup_supervisor *sup, void (*fn)(void *ctx), void *ctx)
+{
+    sup->on_sighup = fn;
+    sup->on_sighup_ctx = ctx;
+}

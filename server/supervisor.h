@@ -59,9 +59,9 @@ typedef enum sup_state {
                        the process must exit without freeing what the component uses */
 } sup_state;
 
-/* Blocks SIGINT and SIGTERM in the calling thread (and so in every thread created after
- * it) and ignores SIGPIPE. Call first thing in main, before any library starts a thread.
- * Returns 0 or SX_EINTERNAL. */
+/* Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread
+ * created after it) and ignores SIGPIPE. Call first thing in main, before any library starts a
+ * thread. Returns 0 or SX_EINTERNAL. */
 int sup_block_signals(sx_err *err) SX_MUSTCHECK;
 
 /* New supervisor. metrics (not owned, may be NULL) receives sextant_ready and
@@ -106,6 +106,20 @@ bool sup_ready_xds(sup_supervisor *sup, json_t **components);
 /* {"name": ready, ...} for every component in registration order; new reference. */
 json_t *sup_readiness_json(sup_supervisor *sup);
 
+/* Sets (text not NULL, copied) or clears (text NULL) the notice called key: something an
+ * operator should see on /readyz that does not make the replica unready (a certificate
+ * that expires soon). At most 8 notices; any thread. */
+void sup_set_notice(sup_supervisor *sup, const char *key, const char *text);
+
+/* {"key": "text", ...} of the notices set now, or NULL when there is none; new
+ * reference. Any thread. */
+json_t *sup_notices_json(sup_supervisor *sup);
+
+/* Sets the function the main thread runs when SIGHUP arrives in sup_wait_for_signal
+ * (reload what can be reloaded); NULL: SIGHUP is logged and ignored. Before
+ * sup_start_all. */
+void sup_on_sighup(sup_supervisor *sup, void (*fn)(void *ctx), void *ctx);
+
 /* Number of components, and the state of the i-th (registration order); for tests. */
 size_t sup_count(sup_supervisor *sup);
 sup_state sup_component_state(sup_supervisor *sup, size_t i);
@@ -138,7 +152,8 @@ typedef struct sup_thread {
 extern const sup_ops sup_thread_ops;
 
 /* Waits on the main thread until SIGINT or SIGTERM arrives; returns the signal number.
- * Requires sup_block_signals. */
+ * A SIGHUP meanwhile runs the sup_on_sighup function and goes on waiting. Requires
+ * sup_block_signals. */
 int sup_wait_for_signal(sup_supervisor *sup);
 
 /* Asks the process to shut down from any thread (a fatal error in a component): marks

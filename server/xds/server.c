@@ -32,6 +32,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/certs.h"
 #include "server/changes.h"
 #include "server/server.h"
 #include "server/snapshot/loader.h"
@@ -45,7 +46,6 @@
 #include "storage/repo_pins.h"
 
 #define SWEEP_INTERVAL_MS 1000
-#define TLS_FILE_MAX      (1024 * 1024)
 #define KEEPALIVE_TIME_MS 60000
 #define KEEPALIVE_WAIT_MS 20000
 
@@ -88,19 +88,6 @@ const char *xds_group_for_node(const xds_server *s, const char *node_id, const c
 int xds_server_port(const xds_server *s)
 {
     return s->port;
-}
-
-static char *read_small_file(const char *path, sx_err *err)
-{
-    sx_buf b = {0};
-    int rc = sx_buf_read_file(&b, path, TLS_FILE_MAX);
-    if (rc == 0 && b.len <= TLS_FILE_MAX)
-        return sx_buf_steal(&b);
-    sx_buf_free(&b);
-    if (rc < 0)
-        return sx_err_set(err, SX_EIO, "could not open %s", path), NULL;
-    sx_err_set(err, SX_EIO, "could not read %s (unreadable, or larger than 1 MiB)", path);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------ accepting */
@@ -326,31 +313,49 @@ int xds_server_create(const xds_server_options *opt, xds_server **out, sx_err *e
     return 0;
 }
 
+/* gRPC's certificate config fetcher, called at each TLS handshake: a new version of the
+ * certificate (server/certs.h) goes to the connections made from then on, while those
+ * open keep their session and their streams. */
+static grpc_ssl_certificate_config_reload_status
+fetch_certificate(void *ud, grpc_ssl_server_certificate_config **config)
+{
+    xds_server *s = ud;
+    certs_pem *p = certs_current(s->o.certs, CERTS_GRPC);
+    if (p == NULL)
+        return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+    uint64_t served = atomic_load(&s->tls_generation);
+    grpc_ssl_certificate_config_reload_status st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+    if (p->generation != served &&
+        atomic_compare_exchange_strong(&s->tls_generation, &served, p->generation)) {
+        grpc_ssl_pem_key_cert_pair pair = {.private_key = p->key, .cert_chain = p->cert};
+        /* gRPC 1.51 insists on root certificates in a fetched config even when clients
+         * are not asked for theirs; without a client CA the chain itself stands in, and
+         * GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE never uses it. */
+        *config = grpc_ssl_server_certificate_config_create(p->ca ? p->ca : p->cert, &pair,
+                                                            1); /* copies */
+        st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW;
+    }
+    certs_pem_release(p);
+    return st;
+}
+
+/* The one place the listener's credentials are made: plaintext, or TLS (mTLS with
+ * grpc.tls.client_ca_file) whose certificate is fetched at each handshake. */
 static grpc_server_credentials *make_credentials(xds_server *s, sx_err *err)
 {
-    const config_tls *tls = &s->cfg->grpc.tls;
-    if (tls->cert_file == NULL || tls->key_file == NULL)
+    if (!certs_enabled(s->o.certs, CERTS_GRPC))
         return grpc_insecure_server_credentials_create();
-    char *cert = read_small_file(tls->cert_file, err);
-    char *key = cert ? read_small_file(tls->key_file, err) : NULL;
-    char *ca = key && tls->client_ca_file ? read_small_file(tls->client_ca_file, err) : NULL;
-    grpc_server_credentials *creds = NULL;
-    if (cert && key && (tls->client_ca_file == NULL || ca)) {
-        grpc_ssl_pem_key_cert_pair pair = {.private_key = key, .cert_chain = cert};
-        creds = grpc_ssl_server_credentials_create_ex(
-            ca, &pair, 1,
-            ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-               : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
-            NULL);
-        if (creds == NULL)
-            sx_err_set(err, SX_EINVAL, "could not set up TLS for gRPC from %s and %s",
-                       tls->cert_file, tls->key_file);
-    }
-    if (key)
-        memset(key, 0, strlen(key));
-    sx_free(cert);
-    sx_free(key);
-    sx_free(ca);
+    atomic_store(&s->tls_generation, 0);
+    grpc_ssl_server_credentials_options *opts =
+        grpc_ssl_server_credentials_create_options_using_config_fetcher(
+            certs_verifies_clients(s->o.certs, CERTS_GRPC)
+                ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE,
+            fetch_certificate, s);
+    grpc_server_credentials *creds =
+        opts ? grpc_ssl_server_credentials_create_with_options(opts) : NULL; /* takes opts over */
+    if (creds == NULL)
+        sx_err_set(err, SX_EINVAL, "could not set up TLS for gRPC (grpc.tls.*)");
     return creds;
 }
 
@@ -547,9 +552,9 @@ static int xds_start(void *ctx, sx_err *err)
     atomic_store(&s->running, true);
     sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT,
                   json_pack("{s:s,s:i,s:b,s:b,s:i,s:s}", "listen", s->listen, "port", s->port,
-                            "tls", s->cfg->grpc.tls.cert_file != NULL, "mtls",
-                            s->cfg->grpc.tls.client_ca_file != NULL, "cq_threads", s->nthreads,
-                            "auth", xds_ident_modes_text(s->ident)),
+                            "tls", certs_enabled(s->o.certs, CERTS_GRPC), "mtls",
+                            certs_verifies_clients(s->o.certs, CERTS_GRPC), "cq_threads",
+                            s->nthreads, "auth", xds_ident_modes_text(s->ident)),
                   "xds server listening on %s", s->listen);
     if (xds_ident_modes(s->ident) == 0)
         sx_log_fields(SX_LOG_WARN, XDS_LOG_COMPONENT, json_pack("{s:s}", "auth", "none"),
@@ -671,6 +676,7 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
         .pool = srv->db,
         .audit = srv->db ? audit_refusals : NULL,
         .audit_ctx = srv,
+        .certs = srv->certs,
     };
     xds_server *s = NULL;
     int rc = xds_server_create(&o, &s, err);

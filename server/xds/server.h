@@ -56,6 +56,10 @@ typedef struct xds_server_options {
     /* Writes the audit rows of refused clients (denials.h); NULL: not audited. */
     int (*audit)(void *ctx, const audit_new *row, sx_err *err);
     void *audit_ctx;
+
+    /* borrowed; the certificate of TLS (server/certs.h, listener CERTS_GRPC), fetched at
+     * each handshake; NULL or a listener without TLS: plaintext */
+    struct certs *certs;
 } xds_server_options;
 
 /* Creates the server (nothing is bound or started; the publisher already watches the

@@ -54,6 +54,7 @@ typedef struct xds_tag {
 /* The server: configuration, the shared tables, the gRPC objects and the threads. */
 struct xds_server {
     xds_server_options o;
+    _Atomic uint64_t tls_generation; /* the certificate version gRPC serves (0: none yet) */
     const sextant_config *cfg;
     xds_metrics metrics;
     xds_streams *streams;

@@ -8,7 +8,7 @@ SEXTANT_BUILD_DEBS=(
     build-essential cmake pkg-config curl ca-certificates
     libpq-dev libhiredis-dev libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
     libmicrohttpd-dev libjansson-dev libjwt-dev libyaml-dev libcurl4-openssl-dev libssl-dev
-    libcmocka-dev libre2-dev
+    libcmocka-dev libre2-dev libgnutls28-dev
 )
 # What the built daemon needs at run time on Debian 12: the packages of the shared
 # libraries it links (tests/integration/deploy/test_docker_image.sh checks this against the
@@ -16,7 +16,7 @@ SEXTANT_BUILD_DEBS=(
 # stage installs exactly these.
 SEXTANT_RUNTIME_DEBS=(
     libpq5 libhiredis0.14 libgrpc29 libprotobuf-c1 libmicrohttpd12 libjansson4 libjwt0
-    libyaml-0-2 libcurl4 libssl3 libre2-9 ca-certificates curl
+    libyaml-0-2 libcurl4 libssl3 libre2-9 libgnutls30 ca-certificates curl
 )
 # Everything deploy/local/up.sh and the tests need: the build, then the services and tools.
 SEXTANT_DEBS=(

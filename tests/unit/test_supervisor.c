@@ -2,7 +2,7 @@
  * test_supervisor.c — start order, reverse stop order, the readiness gate, a component
  * that becomes ready later from its own thread, a failing start, a component that
  * overruns the shutdown budget and is abandoned, and the one-thread component
- * (sup_thread_ops) with and without a wake callback.
+ * (sup_thread_ops) with and without a wake callback, and the notices of /readyz.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -359,6 +359,27 @@ static void test_thread_component(void **state)
     sup_destroy(sup);
 }
 
+/* Notices: set, replaced, cleared; absent when none; the gate does not depend on them. */
+static void test_notices(void **state)
+{
+    (void)state;
+    sup_supervisor *sup = sup_create(NULL, 1000);
+    assert_null(sup_notices_json(sup));
+    sup_set_notice(sup, "tls_http", "expires soon");
+    sup_set_notice(sup, "tls_grpc", "expires too");
+    sup_set_notice(sup, "tls_http", "expires sooner");
+    json_t *n = sup_notices_json(sup);
+    assert_non_null(n);
+    assert_int_equal(json_object_size(n), 2);
+    assert_string_equal(json_string_value(json_object_get(n, "tls_http")), "expires sooner");
+    json_decref(n);
+    sup_set_notice(sup, "tls_http", NULL);
+    sup_set_notice(sup, "tls_grpc", NULL);
+    sup_set_notice(sup, "never_set", NULL);
+    assert_null(sup_notices_json(sup));
+    sup_destroy(sup);
+}
+
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
@@ -370,6 +391,7 @@ int main(void)
         cmocka_unit_test_setup(test_failed_start, setup),
         cmocka_unit_test_setup(test_abandoned_on_timeout, setup),
         cmocka_unit_test_setup(test_thread_component, setup),
+        cmocka_unit_test(test_notices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
