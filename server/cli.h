@@ -38,6 +38,10 @@ typedef struct cli_opts {
     const char *user; /* --user U */
     const char *role; /* --role R */
     const char *ttl;  /* --ttl DURATION */
+    /* audit */
+    const char *action; /* verify or archive (the first argument) */
+    const char *before; /* --before DATE */
+    const char *output; /* --output FILE */
 } cli_opts;
 
 /* Loads the configuration (path NULL: the environment only), configures logging from it

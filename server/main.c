@@ -36,6 +36,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/cli.h"
+#include "server/cli_audit.h"
 #include "server/cli_migrate.h"
 #include "server/cli_write.h"
 #include "server/config.h"
@@ -78,6 +79,7 @@ static void usage_main(FILE *out)
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
                  "  token     Mint a JWT for the REST API with the configured signing key.\n"
+                 "  audit     Verify the audit log's hash chains, or archive old months of it.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
                  "\n"
@@ -152,7 +154,7 @@ static const struct cli_option {
     const char *shrt, *lng;
     size_t off;
 } options[] = {
-    {"serve migrate import publish token", "-c", "--config", offsetof(cli_opts, config)},
+    {"serve migrate import publish token audit", "-c", "--config", offsetof(cli_opts, config)},
     {"migrate", "-d", "--dir", offsetof(cli_opts, dir)},
     {"import publish", "-f", "--file", offsetof(cli_opts, file)},
     {"import publish", "-n", "--name", offsetof(cli_opts, name)},
@@ -163,6 +165,8 @@ static const struct cli_option {
     {"token", "-u", "--user", offsetof(cli_opts, user)},
     {"token", "-r", "--role", offsetof(cli_opts, role)},
     {"token", "-t", "--ttl", offsetof(cli_opts, ttl)},
+    {"audit", "-b", "--before", offsetof(cli_opts, before)},
+    {"audit", "-o", "--output", offsetof(cli_opts, output)},
 };
 
 /* Whether the space-separated list cmds names cmd. */
@@ -213,6 +217,9 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, cli_opt
             /* slot (and value, for --opt=value) set */
         } else if (strcmp(cmd, "publish") == 0 && a[0] != '-' && o->file == NULL) {
             o->file = a;
+            continue;
+        } else if (strcmp(cmd, "audit") == 0 && a[0] != '-' && o->action == NULL) {
+            o->action = a;
             continue;
         } else {
             fprintf(stderr, "sextant: %s: %s '%s'\n", cmd,
@@ -692,6 +699,7 @@ static const struct command {
     {"import", cli_import_usage, cli_import_usage, cli_import},
     {"publish", cli_publish_usage, cli_publish_usage, cli_publish},
     {"token", usage_token, usage_token, cmd_token},
+    {"audit", cli_audit_usage, cli_audit_usage, cli_audit},
     {"version", usage_version, usage_version, cmd_version},
 };
 
