@@ -137,6 +137,9 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TABLE %I PARTITION OF audit_log FOR VALUES FROM (%L) TO (%L)',
                    part, m AT TIME ZONE 'UTC', (m + interval '1 month') AT TIME ZONE 'UTC');
+    EXECUTE format('COMMENT ON TABLE %I IS %L', part,
+                   'The audit_log rows of ' || to_char(m, 'YYYY-MM') || ' (UTC); read them '
+                   'through audit_log. `sextant audit archive` exports and detaches it.');
     -- Rows are reached through audit_log only: no one but the owner holds rights on a
     -- partition, whatever default privileges say.
     FOR grantee IN

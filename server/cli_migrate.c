@@ -39,14 +39,15 @@ static int grant_runtime(const sextant_config *cfg, const char *url, sx_err *err
 {
     pg_pool *pool = NULL;
     pg_conn *c = NULL;
+    bool granted = false;
     int rc = cli_audit_connect(cfg, url, "sextant-migrate", &pool, &c, err);
     if (rc == 0)
-        rc = audit_chain_grant_runtime(c, cfg->database.runtime_role, err);
-    if (rc == 0)
+        rc = audit_chain_grant_runtime(c, cfg->database.runtime_role, &granted, err);
+    if (rc == 0 && granted)
         sx_log_fields(SX_LOG_INFO, "migrate",
                       json_pack("{s:s}", "runtime_role", cfg->database.runtime_role),
                       "granted the runtime role %s its rights", cfg->database.runtime_role);
-    else
+    else if (rc != 0)
         sx_err_prefix(err, "could not grant the runtime role %s", cfg->database.runtime_role);
     cli_audit_disconnect(pool, c);
     return rc;

@@ -587,10 +587,19 @@ int audit_chain_ensure_partitions(pg_conn *c, int *created, sx_err *err)
     return rc;
 }
 
-int audit_chain_grant_runtime(pg_conn *c, const char *role, sx_err *err)
+int audit_chain_grant_runtime(pg_conn *c, const char *role, bool *granted, sx_err *err)
 {
+    *granted = false;
+    PGresult *r = NULL;
+    int rc = pg_exec(c, "SELECT to_regprocedure('sextant_grant_runtime_role(text)') IS NOT NULL", 0,
+                     NULL, &r, err);
+    bool exists = rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
     const char *p[] = {role};
-    return pg_exec(c, "SELECT sextant_grant_runtime_role($1)", 1, p, NULL, err);
+    if (rc == 0 && exists &&
+        (rc = pg_exec(c, "SELECT sextant_grant_runtime_role($1)", 1, p, NULL, err)) == 0)
+        *granted = true;
+    return rc;
 }
 
 int audit_chain_session_owns(pg_conn *c, bool *owner, sx_err *err)

@@ -75,8 +75,10 @@ int audit_chain_archive(pg_conn *c, const char *before, FILE *out, audit_archive
 int audit_chain_ensure_partitions(pg_conn *c, int *created, sx_err *err) SX_MUSTCHECK;
 
 /* Grants the runtime role role its rights (sextant_grant_runtime_role, creating it
- * NOLOGIN when missing and allowed to). Needs the owner's rights. */
-int audit_chain_grant_runtime(pg_conn *c, const char *role, sx_err *err) SX_MUSTCHECK;
+ * NOLOGIN when missing and allowed to); *granted false when the schema has no such
+ * function (a migration folder without it). Needs the owner's rights. */
+int audit_chain_grant_runtime(pg_conn *c, const char *role, bool *granted,
+                              sx_err *err) SX_MUSTCHECK;
 
 /* Whether the session's role owns audit_log or acts as its owner (*owner). */
 int audit_chain_session_owns(pg_conn *c, bool *owner, sx_err *err) SX_MUSTCHECK;
