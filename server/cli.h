@@ -41,6 +41,10 @@ typedef struct cli_opts {
     /* token for proxies: --node-pattern P, repeatable (and --group G, above) */
     const char *node_patterns[CLI_MAX_GROUPS];
     size_t node_pattern_count;
+    /* audit */
+    const char *action; /* verify or archive (the first argument) */
+    const char *before; /* --before DATE */
+    const char *output; /* --output FILE */
 } cli_opts;
 
 /* Loads the configuration (path NULL: the environment only), configures logging from it

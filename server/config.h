@@ -19,6 +19,8 @@
  *   database.listen_url            string    database.url       LISTEN/NOTIFY connection string
  *   database.reconnect_backoff_min duration  50ms               1ms..1m; doubles per failure
  *   database.reconnect_backoff_max duration  1s                 1ms..1m; >= the minimum
+ *   database.migrate_url           string    database.url       the schema owner's connection
+ *   database.runtime_role          string    sextant_app        role migrate grants serve's rights
  *   redis.url                      string    ""                 "" disables the cache;
  *                                                               redis://[[user]:pass@]host[:port][/db]
  *   redis.timeout                  duration  500ms              1ms..1m
@@ -173,6 +175,8 @@ typedef struct sextant_config {
         char *listen_url;             /* LISTEN connection; NULL: url. Secret-bearing like url */
         int64_t reconnect_backoff_min_ms; /* first wait before reconnecting */
         int64_t reconnect_backoff_max_ms; /* longest wait; >= the minimum */
+        char *migrate_url;  /* the schema owner's; NULL: url. Secret-bearing like url */
+        char *runtime_role; /* granted serve's rights by migrate; NULL: none */
     } database;
     struct {
         char *url;                        /* "" when the cache is disabled; secret-bearing */

@@ -40,6 +40,12 @@ const key_def config_keys[] = {
     {"database.reconnect_backoff_max", K_DURATION, "1s", 1, MS_MINUTE,
      OFF(database.reconnect_backoff_max_ms), NULL,
      "Longest wait between attempts to reconnect to PostgreSQL (at least the minimum)."},
+    {"database.migrate_url", K_DBURL, "", 0, 0, OFF(database.migrate_url), "database.url",
+     "Connection string of the schema owner, used by `sextant migrate` and `sextant audit "
+     "archive`; serve connects with database.url, the runtime role's."},
+    {"database.runtime_role", K_TEXT, "sextant_app", 0, 0, OFF(database.runtime_role), NULL,
+     "Role `sextant migrate` grants what serve needs: audit rows it may insert and read but "
+     "never change; created NOLOGIN when missing. Empty: grant nothing (one role for all)."},
     {"redis.url", K_REDISURL, "", 0, 0, OFF(redis.url), "\"\", cache disabled",
      "Redis cache: redis://[[user]:password@]host[:port][/db]; empty disables the cache."},
     {"redis.timeout", K_DURATION, "500ms", 1, MS_MINUTE, OFF(redis.timeout_ms), NULL,

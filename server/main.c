@@ -38,6 +38,7 @@
 #include "server/certs.h"
 #include "server/certs_managed.h"
 #include "server/cli.h"
+#include "server/cli_audit.h"
 #include "server/cli_migrate.h"
 #include "server/cli_secrets.h"
 #include "server/cli_write.h"
@@ -85,6 +86,7 @@ static void usage_main(FILE *out)
                  "  token     Mint a JWT for the REST API, or for proxies (--node-pattern),\n"
                  "            with the configured signing key.\n"
                  "  rotate-secrets  Reseal every stored private key with the active key.\n"
+                 "  audit     Verify the audit log's hash chains, or archive old months of it.\n"
                  "  version   Print the version, then exit.\n"
                  "  help      Print this help, or `sextant help COMMAND` for a command's.\n"
                  "\n"
@@ -170,7 +172,7 @@ static const struct cli_option {
     const char *shrt, *lng;
     size_t off;
 } options[] = {
-    {"serve migrate import publish token rotate-secrets", "-c", "--config",
+    {"serve migrate import publish token rotate-secrets audit", "-c", "--config",
      offsetof(cli_opts, config)},
     {"migrate", "-d", "--dir", offsetof(cli_opts, dir)},
     {"import publish", "-f", "--file", offsetof(cli_opts, file)},
@@ -183,6 +185,8 @@ static const struct cli_option {
     {"token", "-r", "--role", offsetof(cli_opts, role)},
     {"token", "-t", "--ttl", offsetof(cli_opts, ttl)},
     {"token", "-p", "--node-pattern", offsetof(cli_opts, node_patterns)},
+    {"audit", "-b", "--before", offsetof(cli_opts, before)},
+    {"audit", "-o", "--output", offsetof(cli_opts, output)},
 };
 
 /* Whether the space-separated list cmds names cmd. */
@@ -233,6 +237,9 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, cli_opt
             /* slot (and value, for --opt=value) set */
         } else if (strcmp(cmd, "publish") == 0 && a[0] != '-' && o->file == NULL) {
             o->file = a;
+            continue;
+        } else if (strcmp(cmd, "audit") == 0 && a[0] != '-' && o->action == NULL) {
+            o->action = a;
             continue;
         } else {
             fprintf(stderr, "sextant: %s: %s '%s'\n", cmd,
@@ -814,6 +821,7 @@ static const struct command {
     {"publish", cli_publish_usage, cli_publish_usage, cli_publish},
     {"token", usage_token, usage_token, cmd_token},
     {"rotate-secrets", cli_rotate_secrets_usage, cli_rotate_secrets_usage, cli_rotate_secrets},
+    {"audit", cli_audit_usage, cli_audit_usage, cli_audit},
     {"version", usage_version, usage_version, cmd_version},
 };
 

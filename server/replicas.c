@@ -5,6 +5,11 @@
  * Design: one thread that waits on a condition variable for the next heartbeat, a
  * change of leadership (told on the leader's thread, which only raises a flag here) or
  * the stop. Each heartbeat is one statement on a pooled connection taken for it.
+ *
+ * The same thread keeps the audit log writable: at the first heartbeat that reaches
+ * the database and then hourly, it has the monthly partitions of this month and the
+ * next two created (the owner's function; idempotent, so every replica may), and once
+ * it warns when serve connects as the audit log's owner, which could rewrite it.
  */
 #include "server/replicas.h"
 
@@ -17,6 +22,7 @@
 #include "server/base/mem.h"
 #include "server/leader.h"
 #include "server/server.h"
+#include "storage/audit_chain.h"
 #include "storage/pg_pool.h"
 #include "storage/repo_replicas.h"
 
@@ -26,11 +32,16 @@
 
 #define COMPONENT "replicas"
 
+/* How often the audit partitions ahead are checked. */
+#define AUDIT_UPKEEP_MS (3600 * 1000)
+
 struct replicas_beat {
     struct sx_server *srv; /* borrowed */
     sup_thread thread;
     bool failing; /* the last heartbeat failed (logged once until one works) */
     sx_wake wake; /* woken on a change of leadership, stopping at stop */
+    int64_t audit_next_ms; /* monotonic time of the next audit upkeep; 0: at once */
+    bool audit_checked;    /* the owner check has run */
 };
 
 static void on_lead(void *ctx, bool leading, uint64_t term)
@@ -45,6 +56,35 @@ static void wake_stop(void *ctx)
 {
     replicas_beat *r = ctx;
     sx_wake_raise(&r->wake, true);
+}
+
+/* The audit partitions ahead, and once the owner warning; failures are retried at the
+ * next heartbeat and logged at most once per attempt window. */
+static void audit_upkeep(replicas_beat *r, pg_conn *c)
+{
+    int64_t now = sx_monotonic_ms();
+    if (r->audit_next_ms && now < r->audit_next_ms)
+        return;
+    sx_err err;
+    sx_err_clear(&err);
+    int created = 0;
+    bool owner = false;
+    int rc = audit_chain_ensure_partitions(c, &created, &err);
+    if (rc == 0 && !r->audit_checked && (rc = audit_chain_session_owns(c, &owner, &err)) == 0) {
+        r->audit_checked = true;
+        if (owner)
+            SX_WARN(COMPONENT, "serve connects as the owner of the audit log, which can rewrite "
+                               "or delete its rows: give database.url a runtime role (see "
+                               "database.runtime_role) and database.migrate_url the owner");
+    }
+    if (rc == 0 && created > 0)
+        sx_log_fields(SX_LOG_INFO, COMPONENT, json_pack("{s:i}", "created", created),
+                      "created monthly audit log partitions");
+    if (rc != 0) {
+        sx_err_prefix(&err, "could not create the audit log's partitions ahead");
+        sx_log_err(SX_LOG_WARN, COMPONENT, &err);
+    }
+    r->audit_next_ms = now + (rc == 0 ? AUDIT_UPKEEP_MS : AUDIT_UPKEEP_MS / 60);
 }
 
 /* One heartbeat (leading as given), then, on the leader, the clean-up. */
@@ -72,6 +112,8 @@ static void beat(replicas_beat *r, bool leading)
         if (rc == 0 && deleted > 0)
             sx_log_fields(SX_LOG_INFO, COMPONENT, json_pack("{s:i}", "deleted", deleted),
                           "forgot replicas silent for leader.forget_after");
+        if (rc == 0)
+            audit_upkeep(r, c);
         pg_release(srv->db, c);
     }
     if (rc != 0 && !r->failing)

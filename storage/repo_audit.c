@@ -40,6 +40,43 @@ static bool valid_result(const char *r)
                  strcmp(r, AUDIT_FAILED) == 0);
 }
 
+/* The length of s cut to at most AUDIT_TEXT_MAX bytes, at a UTF-8 character boundary. */
+static size_t capped_len(const char *s)
+{
+    size_t n = strlen(s);
+    if (n <= AUDIT_TEXT_MAX)
+        return n;
+    n = AUDIT_TEXT_MAX;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+/* s, or its capped copy in a with name added to truncated. */
+static const char *cap_text(sx_arena *a, const char *s, const char *name, json_t *truncated)
+{
+    if (s == NULL || strlen(s) <= AUDIT_TEXT_MAX)
+        return s;
+    json_array_append_new(truncated, json_string(name));
+    return sx_arena_strndup(a, s, capped_len(s));
+}
+
+/* Caps the top-level strings of details (the request path, the route, a client's
+ * request id...) in place. */
+static void cap_details(json_t *details, json_t *truncated)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(details, key, v)
+    {
+        if (!json_is_string(v) || json_string_length(v) <= AUDIT_TEXT_MAX)
+            continue;
+        const char *s = json_string_value(v);
+        json_string_setn(v, s, capped_len(s));
+        json_array_append_new(truncated, json_string(key));
+    }
+}
+
 int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *err)
 {
     if (id)
@@ -58,12 +95,19 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
     json_t *details = in->details ? json_copy((json_t *)in->details) : json_object();
     if (in->client_request_id)
         json_object_set_new(details, "client_request_id", json_string(in->client_request_id));
+    json_t *truncated = json_array();
+    cap_details(details, truncated);
+    const char *actor = cap_text(a, in->actor, "actor", truncated);
+    const char *resource_id = cap_text(a, in->resource_id, "resource_id", truncated);
+    if (json_array_size(truncated) > 0)
+        json_object_set(details, "truncated", truncated);
+    json_decref(truncated);
     const char *p[] = {
-        in->actor,
+        actor,
         in->actor_role ? in->actor_role : "",
         in->action,
         in->resource_type,
-        in->resource_id ? in->resource_id : "",
+        resource_id ? resource_id : "",
         in->result,
         in->status_code ? repo_i64_param(a, in->status_code) : NULL,
         in->request_id,

@@ -5,7 +5,9 @@
  * Entries are appended on the caller's connection, normally inside the transaction
  * of the change they describe, so a change and its audit row commit or vanish
  * together. The table refuses UPDATE, DELETE and TRUNCATE; there is no function to
- * change an entry.
+ * change an entry. Each row is chained to the previous row of its writer (the
+ * session's application_name, the replica id) by the table's insert trigger; see
+ * storage/audit_chain.h.
  *
  * Memory: results live in the caller's sx_arena (storage/repo_common.h). Failures:
  * SX_EINVAL for bad input (message names the field; a malformed source_ip or time is
@@ -20,6 +22,10 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+
+/* Longest actor, resource_id and top-level details string stored, in bytes: longer
+ * ones are cut at a character boundary and named in details.truncated (an array). */
+#define AUDIT_TEXT_MAX 1024
 
 /* The three results an entry can record. */
 #define AUDIT_SUCCESS "success"

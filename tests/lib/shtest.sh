@@ -253,7 +253,8 @@ migrate() {
 # test_db NAME: a fresh database for one test, with a Redis key prefix of its own: on the
 # runner's PostgreSQL and Redis (SEXTANT_TEST_DATABASE_URL, SEXTANT_TEST_REDIS_URL, as
 # tests/run.sh exports them) when there are, else on private ones in $WORK; migrated.
-# Exports SEXTANT_DATABASE_URL, SEXTANT_REDIS_URL, SEXTANT_REDIS_KEY_PREFIX; test_db_drop
+# Exports SEXTANT_DATABASE_URL (the owner's), TEST_RUNTIME_DB_URL (the runtime
+# role's, see runtime_role), SEXTANT_REDIS_URL, SEXTANT_REDIS_KEY_PREFIX; test_db_drop
 # undoes it.
 TEST_DB_ADMIN_URL= # superuser URL of the server holding the database (to drop it)
 TEST_DB_NAME=
@@ -283,7 +284,34 @@ test_db() {
         export SEXTANT_REDIS_URL="redis://127.0.0.1:$rport"
     fi
     export SEXTANT_REDIS_KEY_PREFIX="sx-$TEST_DB_NAME:"
+    runtime_role "$TEST_DB_ADMIN_URL" || return 1
+    export TEST_RUNTIME_DB_URL="${TEST_DB_ADMIN_URL%%://*}://sextant_app@${TEST_DB_ADMIN_URL#*@}"
+    TEST_RUNTIME_DB_URL="${TEST_RUNTIME_DB_URL%/*}/$TEST_DB_NAME"
     migrate
+}
+# runtime_role ADMIN_URL: the login role sextant_app on that cluster (roles are the
+# cluster's, so every test shares it; `sextant migrate` grants it its rights in each
+# database). Tests that run serve as the runtime role, as production does, give
+# TEST_RUNTIME_DB_URL (exported by test_db) to serve as database.url and the
+# owner's URL as database.migrate_url.
+runtime_role() {
+    psql "$1" -qX >/dev/null 2>&1 <<'SQL'
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sextant_app') THEN
+        CREATE ROLE sextant_app LOGIN;
+    ELSIF NOT (SELECT rolcanlogin FROM pg_roles WHERE rolname = 'sextant_app') THEN
+        ALTER ROLE sextant_app LOGIN;
+    END IF;
+EXCEPTION WHEN OTHERS THEN
+    NULL; -- made or altered by a test beside this one at the same moment
+END;
+$$;
+SQL
+    [ "$(psql "$1" -qtAXc "SELECT rolcanlogin FROM pg_roles WHERE rolname = 'sextant_app'")" = t ] || {
+        echo "could not create the login role sextant_app" >&2
+        return 1
+    }
 }
 test_db_drop() {
     if [ "$TEST_OWN_PG" = 1 ]; then
