@@ -98,6 +98,12 @@ void val_add(val_ctx *c, const char *path, const char *fmt, ...) SX_PRINTF(3, 4)
 /* Adds a conflict-stage problem naming the other config (with: "namespace/name (id)"). */
 void val_add_conflict(val_ctx *c, const char *path, const char *with, const char *fmt, ...)
     SX_PRINTF(4, 5);
+/* Adds a problem of the current stage about a feature the data plane plane ("envoy")
+ * cannot take. */
+void val_add_plane(val_ctx *c, const char *path, const char *plane, const char *fmt, ...)
+    SX_PRINTF(4, 5);
+/* The data planes the config's groups serve together (val_planes.c). */
+unsigned val_ctx_planes(const val_ctx *c);
 /* buf (VAL_PATH_MAX bytes) set to the path fmt makes, cut to fit as snprintf does;
  * returns buf, so that a path is made where it is passed. */
 const char *val_path(char buf[VAL_PATH_MAX], const char *fmt, ...) SX_PRINTF(2, 3);
@@ -202,6 +208,8 @@ void val_security(val_ctx *c);
 void val_quota(val_ctx *c);
 void val_conflict(val_ctx *c);
 void val_traps(val_ctx *c);
+/* What the data planes of the config's groups can take (val_planes.c). */
+void val_planes_check(val_ctx *c);
 /* The translator over the merged IR of the config and its peers (val_translate.c). */
 void val_translate_check(val_ctx *c);
 
