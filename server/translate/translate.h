@@ -78,6 +78,7 @@ typedef struct tr_route_set {
     size_t count;
     size_t *backends; /* indexes of every backend the route sends to or mirrors to */
     size_t n_backends;
+    bool sessions; /* a Route keeps sessions: its connection manager needs the filter */
 } tr_route_set;
 
 /* Resources emitted so far for one type, unsorted. */
@@ -228,6 +229,7 @@ typedef struct tr_rule_out {
     const char *prefix_repl;  /* ReplacePrefixMatch value (action or redirect), or NULL */
     const char *prefix_where; /* its IR path, for errors */
     bool has_rewrite;
+    Google__Protobuf__Any *session; /* the rule's per-route stateful session, or NULL */
 } tr_rule_out;
 /* translate_action.c: applies the filters of a rule (at IR path where) to ro; grpc: a
  * gRPC rule (redirects and rewrites are HTTP-only). Backends the filters name (mirrors)
@@ -245,6 +247,19 @@ void tr_rule_action(tr_ctx *tr, tr_rule_out *ro, ir_backend_ref **refs, size_t n
 /* translate_action.c: timeouts and retries of an HTTP rule on forwarding action a. */
 void tr_http_policies(tr_ctx *tr, Envoy__Config__Route__V3__RouteAction *a,
                       const Gateway__Control__V1__HttpRule *rule, const char *where);
+
+/* translate_session.c: session persistence as Envoy's stateful session filter. */
+#define TR_SESSION_FILTER "envoy.filters.http.stateful_session"
+/* The typed_per_filter_config value (FilterConfig{StatefulSessionPerRoute}, optional) of
+ * a rule's session persistence sp at IR path where; NULL for NULL sp. What Envoy cannot
+ * express is recorded as problems. */
+Google__Protobuf__Any *tr_session_route_config(tr_ctx *tr,
+                                               const Gateway__Control__V1__SessionPersistence *sp,
+                                               const char *where);
+/* Sets r's per-route config of the filter to cfg (NULL: nothing). */
+void tr_session_attach(tr_ctx *tr, Envoy__Config__Route__V3__Route *r, Google__Protobuf__Any *cfg);
+/* The connection manager's StatefulSession (empty: per-route configs decide). */
+Google__Protobuf__Any *tr_session_filter_config(tr_ctx *tr);
 
 /* translate_listener.c: Listener and RouteConfiguration resources; also fills
  * tr->backend_tls from the listeners' backend_tls. */

@@ -134,9 +134,22 @@ static ev_filter *network_filter(tr_ctx *tr, const char *name, const ProtobufCMe
     return f;
 }
 
-/* The HTTP connection manager: RDS over ADS for route_config, the router last. */
+/* Whether one of the n routes keeps sessions (its connection manager needs the stateful
+ * session filter, translate_session.c). */
+static bool keeps_sessions(const tr_ctx *tr, const tr_name **routes, size_t n)
+{
+    for (size_t a = 0; a < n; a++)
+        if ((routes[a]->kind == TR_ROUTE_HTTP && tr->http_sets[routes[a]->idx].sessions) ||
+            (routes[a]->kind == TR_ROUTE_GRPC && tr->grpc_sets[routes[a]->idx].sessions))
+            return true;
+    return false;
+}
+
+/* The HTTP connection manager: RDS over ADS for route_config, the stateful session
+ * filter when a route keeps sessions (optional: clients without it ignore it), the
+ * router last. */
 static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const char *route_config,
-                                  bool strip_port)
+                                  bool strip_port, bool sessions)
 {
     ev_hcm *h = TR_NEW(
         tr, ev_hcm,
@@ -162,11 +175,21 @@ static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const cha
         TR_NEW(tr, Envoy__Extensions__Filters__Http__Router__V3__Router,
                ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT);
     router->typed_config = tr_any(tr, &r->base);
-    h->n_http_filters = 1;
     h->http_filters =
         (Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **)tr_ptrs(tr,
-                                                                                               1);
-    h->http_filters[0] = router;
+                                                                                               2);
+    if (sessions) {
+        Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *ss = TR_NEW(
+            tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
+            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+        ss->name = TR_SESSION_FILTER;
+        ss->config_type_case =
+            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+        ss->typed_config = tr_session_filter_config(tr);
+        ss->is_optional = 1;
+        h->http_filters[h->n_http_filters++] = ss;
+    }
+    h->http_filters[h->n_http_filters++] = router;
     if (strip_port) {
         /* Virtual hosts are matched on the host without its port. */
         h->strip_port_mode_case =
@@ -280,7 +303,7 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
 
     ev_listener *out = socket_listener(tr, l, path);
     ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true);
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n));
     fc->n_filters = 1;
     fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
@@ -323,7 +346,7 @@ static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, s
                      h ? h : "");
             continue;
         }
-        ev_hcm *hcm = connection_manager(tr, h, l->name, false);
+        ev_hcm *hcm = connection_manager(tr, h, l->name, false, keeps_sessions(tr, routes, n));
         Envoy__Config__Listener__V3__ApiListener *api =
             TR_NEW(tr, Envoy__Config__Listener__V3__ApiListener,
                    ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);

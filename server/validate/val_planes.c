@@ -142,7 +142,8 @@ typedef enum feature {
     F_WASM_PLUGIN,
     F_BACKEND_SESSION,
     F_EXTENSION_REF,
-    F_RULE_SESSION,
+    F_SESSION_IDLE,
+    F_SESSION_ABSOLUTE,
     F_HEADER_SESSION,
 } feature;
 
@@ -160,7 +161,12 @@ static const struct {
     [F_BACKEND_SESSION] = {VAL_PLANE_CONTROL, "session persistence on a backend (set it on the "
                                               "route rules instead)"},
     [F_EXTENSION_REF] = {VAL_PLANE_CONTROL, "extension_ref filters"},
-    [F_RULE_SESSION] = {VAL_PLANE_CONTROL, "session persistence"},
+    [F_SESSION_IDLE] = {VAL_PLANE_CONTROL,
+                        "an idle timeout of session persistence (Envoy's stateful session has "
+                        "none)"},
+    [F_SESSION_ABSOLUTE] = {VAL_PLANE_CONTROL,
+                            "an absolute timeout of session persistence other than a permanent "
+                            "cookie's lifetime (cookie_lifetime_type Permanent)"},
     [F_HEADER_SESSION] = {VAL_PLANE_ENVOY | VAL_PLANE_CONTROL,
                           "header-based session persistence (gRPC clients keep sessions in "
                           "cookies only)"},
@@ -216,8 +222,14 @@ static void on_rule(void *arg, const val_rule *u)
             refuse(c, val_path(p, "%s.filters[%zu].extension_ref", u->path, k), F_EXTENSION_REF);
     if (header_type(u->session_persistence))
         refuse(c, val_path(p, "%s.session_persistence.type", u->path), F_HEADER_SESSION);
-    if (u->session_persistence)
-        refuse(c, val_path(p, "%s.session_persistence", u->path), F_RULE_SESSION);
+    const Gateway__Control__V1__SessionPersistence *sp = u->session_persistence;
+    if (sp && sp->idle_timeout)
+        refuse(c, val_path(p, "%s.session_persistence.idle_timeout", u->path), F_SESSION_IDLE);
+    if (sp && sp->absolute_timeout &&
+        (header_type(sp) || !sp->cookie_lifetime_type ||
+         strcmp(sp->cookie_lifetime_type, "Permanent") != 0))
+        refuse(c, val_path(p, "%s.session_persistence.absolute_timeout", u->path),
+               F_SESSION_ABSOLUTE);
 }
 
 static void on_route(void *arg, const val_route *r)

@@ -107,6 +107,47 @@ static void test_default_applies(void **state)
     val_result_free(&r);
 }
 
+/* Session persistence: translated for envoy (a cookie or a header), for grpc a cookie
+ * only; an idle timeout reaches control data planes only. */
+static void test_session_persistence(void **state)
+{
+    (void)state;
+    const char *base = "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
+                       "'port': 80, 'attached_routes': ['r']}],"
+                       " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': "
+                       "'b'}], 'session_persistence': %s}]}],"
+                       " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', "
+                       "'port': 80}]}]}";
+    char text[1024];
+    val_group_planes g = {"edge", VAL_PLANE_ENVOY};
+    val_limits l = {.groups = &g, .ngroups = 1};
+    val_result r;
+
+    snprintf(text, sizeof text, base, "{'session_name': 'sid', 'type': 'Header'}");
+    json_t *spec = tl_json(text);
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    g.planes = VAL_PLANE_GRPC;
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_non_null(at(&r, "spec.http_routes[0].rules[0].session_persistence.type", "grpc"));
+    assert_int_equal(r.count, 1);
+    val_result_free(&r);
+    json_decref(spec);
+
+    snprintf(text, sizeof text, base, "{'session_name': 'sid', 'idle_timeout': '60s'}");
+    spec = tl_json(text);
+    g.planes = VAL_PLANE_ENVOY | VAL_PLANE_CONTROL;
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_non_null(
+        at(&r, "spec.http_routes[0].rules[0].session_persistence.idle_timeout", "envoy"));
+    assert_int_equal(r.count, 1);
+    val_result_free(&r);
+    g.planes = VAL_PLANE_CONTROL;
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    json_decref(spec);
+}
+
 static void test_group_change(void **state)
 {
     (void)state;
@@ -128,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_control_takes_all),
         cmocka_unit_test(test_envoy_refuses_with_the_plane),
         cmocka_unit_test(test_default_applies),
+        cmocka_unit_test(test_session_persistence),
         cmocka_unit_test(test_group_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
