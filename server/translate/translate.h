@@ -201,6 +201,10 @@ void tr_ca_secret(tr_ctx *tr, const char *name, char **pems, size_t n_pems);
  * secrets (SDS over ADS); http adds ALPN h2 and http/1.1. NULL after recording errors. */
 Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t li, bool http,
                                                             const char *path);
+/* translate_tls.c: the same context with ALPN h3, in a QUIC transport socket
+ * (envoy.transport_sockets.quic: QuicDownstreamTransport), for an HTTP/3 listener. */
+Envoy__Config__Core__V3__TransportSocket *tr_downstream_quic(tr_ctx *tr, size_t li,
+                                                             const char *path);
 /* translate_tls.c: the TLS transport socket towards backend bi (tls_validation, and the
  * client certificate and options of tr->backend_tls[bi]); h2 offers ALPN h2. NULL when
  * the backend does not use TLS, or after recording errors. */

@@ -6,7 +6,8 @@
  * listener with one filter chain: the HTTP connection manager, routes over RDS on the
  * ADS stream (route_config_name = the listener name, which is also the name of its
  * RouteConfiguration), the router as the last HTTP filter, TLS when the listener
- * terminates it (HTTPS, or tls.enabled), SNI match on tls.sni_hosts.
+ * terminates it (HTTPS, or tls.enabled), SNI match on tls.sni_hosts. HTTP3 listeners
+ * are the same over QUIC: a UDP socket, the QUIC transport socket, codec HTTP3.
  *
  * A GRPC listener with port 0 is for proxyless gRPC clients, which dial
  * xds:///HOSTNAME and ask for a Listener named exactly HOSTNAME: each hostname becomes
@@ -31,6 +32,7 @@
 
 #include "envoy/config/core/v3/address.pb-c.h"
 #include "envoy/config/listener/v3/listener.pb-c.h"
+#include "envoy/config/listener/v3/udp_listener_config.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
@@ -328,6 +330,67 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
     tr_route_config(tr, li, l->name, routes, n, false);
 }
 
+/* The transport of every address of a Listener: UDP. */
+static void bind_udp(Envoy__Config__Core__V3__Address *a)
+{
+    if (a && a->socket_address)
+        a->socket_address->protocol = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP;
+}
+
+/* An HTTP/3 listener: a UDP socket taking QUIC (udp_listener_config.quic_options with
+ * QUIC's defaults), TLS from the listener's secrets with ALPN h3 in the QUIC transport
+ * socket (QUIC always encrypts, so the secrets are required), SNI hosts as the chain's
+ * server names (QUIC reads them without a listener filter), and the HTTP connection
+ * manager with codec HTTP3. Proxyless gRPC clients never ask for it: they read only
+ * the listeners named by the hostnames they dial. */
+static void http3_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t n,
+                           const char *path)
+{
+    const ir_listener *l = tr->ir->listeners[li];
+    const Gateway__Control__V1__TlsConfig *t = l->tls;
+    if (l->port == 0)
+        tr_error(tr, tr_printf(tr, "%s.port", path), "an http/3 listener needs a port");
+    if (t && t->passthrough)
+        tr_error(tr, tr_printf(tr, "%s.tls.passthrough", path),
+                 "http/3 terminates tls in quic: it cannot pass tls through");
+    ev_listener *out = socket_listener(tr, l, path);
+    bind_udp(out->address);
+    for (size_t i = 0; i < out->n_additional_addresses; i++)
+        bind_udp(out->additional_addresses[i]->address);
+    Envoy__Config__Listener__V3__UdpListenerConfig *u =
+        TR_NEW(tr, Envoy__Config__Listener__V3__UdpListenerConfig,
+               ENVOY__CONFIG__LISTENER__V3__UDP_LISTENER_CONFIG__INIT);
+    u->quic_options = TR_NEW(tr, Envoy__Config__Listener__V3__QuicProtocolOptions,
+                             ENVOY__CONFIG__LISTENER__V3__QUIC_PROTOCOL_OPTIONS__INIT);
+    out->udp_listener_config = u;
+
+    ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n));
+    hcm->codec_type =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__CODEC_TYPE__HTTP3;
+    hcm->http3_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http3ProtocolOptions,
+                                         ENVOY__CONFIG__CORE__V3__HTTP3_PROTOCOL_OPTIONS__INIT);
+    fc->n_filters = 1;
+    fc->filters = (ev_filter **)tr_ptrs(tr, 1);
+    fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
+    fc->transport_socket = tr_downstream_quic(tr, li, path);
+    if (t && t->n_sni_hosts) {
+        Envoy__Config__Listener__V3__FilterChainMatch *m =
+            TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
+                   ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+        m->n_server_names = t->n_sni_hosts;
+        m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
+        for (size_t i = 0; i < t->n_sni_hosts; i++)
+            m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
+        fc->filter_chain_match = m;
+    }
+    out->n_filter_chains = 1;
+    out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
+    out->filter_chains[0] = fc;
+    emit_listener(tr, out, path);
+    tr_route_config(tr, li, l->name, routes, n, false);
+}
+
 static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, size_t n,
                                 const char *path)
 {
@@ -546,7 +609,8 @@ void tr_listeners(tr_ctx *tr)
         }
         const tr_name **routes;
         size_t n = attached_routes(tr, li, &routes);
-        bool http = l->protocol == P_HTTP || l->protocol == P_HTTPS || l->protocol == P_GRPC;
+        bool http = l->protocol == P_HTTP || l->protocol == P_HTTPS || l->protocol == P_GRPC ||
+                    l->protocol == P_HTTP3;
         bool stream = l->protocol == P_TCP || l->protocol == P_TLS || l->protocol == P_PASSTHROUGH;
         for (size_t a = 0; a < n; a++) {
             bool is_stream = routes[a]->kind == TR_ROUTE_STREAM;
@@ -570,7 +634,9 @@ void tr_listeners(tr_ctx *tr)
             for (size_t a = 0; a < n; a++)
                 if (routes[a]->kind != TR_ROUTE_STREAM)
                     routes[k++] = routes[a];
-            if (l->port == 0 && l->protocol == P_GRPC) {
+            if (l->protocol == P_HTTP3) {
+                http3_listener(tr, li, routes, k, path);
+            } else if (l->port == 0 && l->protocol == P_GRPC) {
                 mark_proxyless(tr, routes, k, path);
                 proxyless_listeners(tr, li, routes, k, path);
             } else if (l->port == 0)
@@ -584,9 +650,6 @@ void tr_listeners(tr_ctx *tr)
                 if (routes[a]->kind == TR_ROUTE_STREAM)
                     routes[k++] = routes[a];
             stream_listener(tr, li, routes, k, path);
-        } else if (l->protocol == P_HTTP3) {
-            tr_error(tr, tr_printf(tr, "%s.protocol", path),
-                     "http/3 listeners are not supported by the envoy translation");
         } else if (l->protocol == P_UDP) {
             tr_error(tr, tr_printf(tr, "%s.protocol", path),
                      "udp listeners are not supported by the envoy translation");

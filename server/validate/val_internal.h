@@ -148,7 +148,8 @@ bool val_addrs_overlap(const char *a, const char *b);
 /* "0.0.0.0:80", "[::1]:80" for a listener address ("" is 0.0.0.0). */
 const char *val_addr_port(const char *addr, unsigned port, char *buf, size_t n);
 /* When listeners a and b (either may be NULL) take the same socket: both bind the same
- * port, not 0 (proxyless listeners have no socket), and an address of a overlaps one of
+ * port, not 0 (proxyless listeners have no socket), over the same transport (HTTP/3 and
+ * UDP listeners bind UDP, the others TCP), and an address of a overlaps one of
  * b's (see val_addrs_overlap). Returns the first such address of a, else NULL. */
 const char *val_sockets_clash(const val_listener *a, const val_listener *b);
 /* The k-th address a listener binds (0: address, then addresses[k-1]) with its field

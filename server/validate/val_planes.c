@@ -21,8 +21,7 @@
 #include "server/translate/resources.h"
 #include "server/validate/val_internal.h"
 
-#define P_HTTP3 GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_HTTP3
-#define P_UDP   GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UDP
+#define P_UDP GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UDP
 
 static const struct {
     unsigned bit;
@@ -134,7 +133,6 @@ static const char *planes_text(unsigned planes, char *buf, size_t n)
 
 /* What an ADS data plane cannot take: control-only features. */
 typedef enum feature {
-    F_HTTP3_LISTENER,
     F_UDP_LISTENER,
     F_UDP_ROUTE,
     F_AI_SERVICE,
@@ -152,7 +150,6 @@ static const struct {
     unsigned takes;
     const char *what;
 } FEATURES[] = {
-    [F_HTTP3_LISTENER] = {VAL_PLANE_CONTROL, "http/3 listeners"},
     [F_UDP_LISTENER] = {VAL_PLANE_CONTROL, "udp listeners"},
     [F_UDP_ROUTE] = {VAL_PLANE_CONTROL, "udp routes"},
     [F_AI_SERVICE] = {VAL_PLANE_CONTROL, "ai services"},
@@ -261,9 +258,7 @@ void val_planes_check(val_ctx *c)
     char p[VAL_PATH_MAX];
     for (size_t i = 0; i < ir->n_listeners; i++) {
         const val_listener *l = ir->listeners[i];
-        if (l && l->protocol == P_HTTP3)
-            refuse(c, val_path(p, "spec.listeners[%zu].protocol", i), F_HTTP3_LISTENER);
-        else if (l && l->protocol == P_UDP)
+        if (l && l->protocol == P_UDP)
             refuse(c, val_path(p, "spec.listeners[%zu].protocol", i), F_UDP_LISTENER);
     }
     for (size_t i = 0; i < ir->n_backends; i++) {

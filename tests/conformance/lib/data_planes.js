@@ -83,9 +83,9 @@ const SPEC = {
 
 // Where each feature is, and the data plane the envoy group must name there. The
 // header-based session persistence itself is translated (Envoy's stateful session
-// filter); its idle timeout is not, Envoy having none.
+// filter); its idle timeout is not, Envoy having none. The HTTP/3 listener is translated
+// too (a QUIC listener), and for Envoy it needs the TLS this one lacks (H3_TLS).
 const ENVOY_REFUSED = [
-  'spec.listeners[0].protocol',
   'spec.listeners[1].protocol',
   'spec.http_routes[0].rules[0].filters[0].extension_ref',
   'spec.http_routes[0].rules[0].session_persistence.idle_timeout',
@@ -173,7 +173,10 @@ x.main(async () => {
     check(`refused at ${path}, naming the envoy data plane and the group`, d && /envoy data plane/.test(d.message) &&
       d.message.includes(EDGE), details.filter((e) => e.path === path));
   }
-  const extra = details.filter((d) => !ENVOY_REFUSED.includes(d.path));
+  const h3 = details.find((d) => d.path === 'spec.listeners[0].tls');
+  check('the HTTP/3 listener is translated for envoy, which needs its TLS secrets', h3 && !h3.data_plane &&
+    /needs at least one secret/.test(h3.message), details.filter((d) => d.path.startsWith('spec.listeners[0]')));
+  const extra = details.filter((d) => !ENVOY_REFUSED.includes(d.path) && d.path !== 'spec.listeners[0].tls');
   check('and for nothing else', extra.length === 0, extra);
   r = await rest('POST', '/api/v1/configs/validate', {groups: ['conf-planes-default'], spec: SPEC});
   check('a group that never chose serves envoy, grpc and control: the header-based session is refused for grpc', r.status === 422 &&

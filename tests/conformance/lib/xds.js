@@ -99,6 +99,7 @@ function envoy() {
       'envoy/extensions/filters/http/stateful_session/v3/stateful_session.proto',
       'envoy/extensions/http/stateful_session/cookie/v3/cookie.proto',
       'envoy/extensions/http/stateful_session/header/v3/header.proto',
+      'envoy/extensions/transport_sockets/quic/v3/quic_transport.proto',
       'envoy/extensions/transport_sockets/tls/v3/secret.proto',
     ],
     {keepCase: true},

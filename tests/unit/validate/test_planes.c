@@ -14,8 +14,7 @@
 #include "server/validate/validate.h"
 
 static const char *SPEC =
-    "{'listeners': [{'name': 'q', 'protocol': 'LISTENER_PROTOCOL_HTTP3', 'port': 443,"
-    "   'attached_routes': ['r']}],"
+    "{'listeners': [{'name': 'q', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53}],"
     " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': 'ai'}],"
     "   'filters': [{'type': 'ExtensionRef', 'extension_ref': {'kind': 'K', 'name': 'n'}}]}]}],"
     " 'backends': [{'name': 'ai', 'endpoints': [{'address': '192.0.2.1', 'port': 443}],"
@@ -148,6 +147,29 @@ static void test_session_persistence(void **state)
     json_decref(spec);
 }
 
+/* An HTTP/3 listener binds UDP: it shares its port with a TCP listener without a clash,
+ * but not with a UDP one. */
+static void test_udp_and_tcp_share_a_port(void **state)
+{
+    (void)state;
+    val_group_planes g = {"ctl", VAL_PLANE_CONTROL};
+    val_limits l = {.groups = &g, .ngroups = 1};
+    val_result r;
+    json_t *spec = tl_json("{'listeners': [{'name': 'tcp', 'protocol': 'LISTENER_PROTOCOL_HTTP',"
+                           " 'port': 8443}, {'name': 'quic', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
+                           " 'port': 8443}]}");
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    json_decref(spec);
+    spec = tl_json("{'listeners': [{'name': 'dns', 'protocol': 'LISTENER_PROTOCOL_UDP',"
+                   " 'port': 8443}, {'name': 'quic', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
+                   " 'port': 8443}]}");
+    assert_int_not_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    assert_true(r.count >= 1);
+    val_result_free(&r);
+    json_decref(spec);
+}
+
 static void test_group_change(void **state)
 {
     (void)state;
@@ -170,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_envoy_refuses_with_the_plane),
         cmocka_unit_test(test_default_applies),
         cmocka_unit_test(test_session_persistence),
+        cmocka_unit_test(test_udp_and_tcp_share_a_port),
         cmocka_unit_test(test_group_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
