@@ -21,6 +21,9 @@
  * chain matches on SNI. Rules whose port is set and differs from the listener's do not
  * apply to it.
  *
+ * A UDP listener becomes a UDP socket whose udp_proxy listener filter forwards to the
+ * one backend of the one UDP route rule that applies to it.
+ *
  * Routes attach to listeners through attached_routes only; parent_refs are how the
  * producer of the IR decided those attachments and are not read here.
  */
@@ -37,6 +40,7 @@
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb-c.h"
+#include "envoy/extensions/filters/udp/udp_proxy/v3/udp_proxy.pb-c.h"
 
 typedef Envoy__Config__Listener__V3__Listener ev_listener;
 typedef Envoy__Config__Listener__V3__FilterChain ev_chain;
@@ -422,6 +426,94 @@ static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, s
     tr_route_config(tr, li, l->name, routes, n, true);
 }
 
+/* ---------------------------------------------------------------- UDP listeners */
+
+/* A UDP listener: a UDP socket whose udp_proxy listener filter forwards every datagram
+ * to the backend of the one UDP route rule that applies to it (rules whose port is set
+ * and differs do not). Envoy's UDP proxy names one cluster: more rules, or a rule
+ * splitting traffic between backends, cannot be expressed and are refused. */
+static void udp_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t n, const char *path)
+{
+    const ir_listener *l = tr->ir->listeners[li];
+    if (l->port == 0)
+        tr_error(tr, tr_printf(tr, "%s.port", path), "a udp listener needs a port");
+    if (l->tls && (l->tls->enabled || l->tls->n_secret_refs || l->tls->n_sni_hosts))
+        tr_error(tr, tr_printf(tr, "%s.tls", path), "a udp listener does not use tls");
+    const ir_stream_rule *rule = NULL;
+    const char *ns = NULL, *where = NULL;
+    size_t applying = 0;
+    for (size_t a = 0; a < n; a++) {
+        const ir_stream_route *sr =
+            routes[a]->kind == TR_ROUTE_STREAM ? tr->ir->stream_routes[routes[a]->idx] : NULL;
+        if (sr == NULL || sr->kind != GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UDP) {
+            tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                     "route \"%s\" cannot attach to a udp listener: only udp routes can",
+                     routes[a]->qname);
+            continue;
+        }
+        for (size_t k = 0; k < sr->n_rules; k++) {
+            if (sr->rules[k]->port != 0 && sr->rules[k]->port != l->port)
+                continue;
+            if (applying++ == 0) {
+                rule = sr->rules[k];
+                ns = sr->namespace_;
+                where = tr_printf(tr, "stream_routes[%zu].rules[%zu]", routes[a]->idx, k);
+            }
+        }
+    }
+    if (applying == 0) {
+        tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                 "a udp listener needs an attached udp route rule to forward datagrams to");
+        return;
+    }
+    if (applying > 1) {
+        tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                 "%zu udp route rules apply to listener \"%s\": envoy's udp proxy forwards a "
+                 "listener to one of them",
+                 applying, l->name);
+        return;
+    }
+    const char **names;
+    uint32_t *weights;
+    long m = tr_weighted_backends(tr, rule->backend_refs, rule->n_backend_refs, ns, where, &names,
+                                  &weights);
+    for (size_t r = 0; r < rule->n_backend_refs; r++) {
+        const ir_backend_ref *ref = rule->backend_refs[r];
+        long bi = tr_backend_find(
+            tr, tr_qname(tr, !tr_empty(ref->namespace_) ? ref->namespace_ : ns, ref->name));
+        if (bi >= 0)
+            mark_backend(tr, li, (size_t)bi);
+    }
+    if (m == 0)
+        tr_error(tr, where, "a udp rule needs a backend with a weight above 0");
+    else if (m > 1)
+        tr_error(tr, tr_printf(tr, "%s.backend_refs", where),
+                 "envoy's udp proxy forwards to one backend, not %ld weighted ones", m);
+    if (m != 1)
+        return;
+    Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *u =
+        TR_NEW(tr, Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig,
+               ENVOY__EXTENSIONS__FILTERS__UDP__UDP_PROXY__V3__UDP_PROXY_CONFIG__INIT);
+    u->stat_prefix = tr_strdup(tr, l->name);
+    u->route_specifier_case =
+        ENVOY__EXTENSIONS__FILTERS__UDP__UDP_PROXY__V3__UDP_PROXY_CONFIG__ROUTE_SPECIFIER_CLUSTER;
+    u->cluster = (char *)names[0];
+    Envoy__Config__Listener__V3__ListenerFilter *f =
+        TR_NEW(tr, Envoy__Config__Listener__V3__ListenerFilter,
+               ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
+    f->name = "envoy.filters.udp_listener.udp_proxy";
+    f->config_type_case = ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    f->typed_config = tr_any(tr, &u->base);
+    ev_listener *out = socket_listener(tr, l, path);
+    bind_udp(out->address);
+    for (size_t i = 0; i < out->n_additional_addresses; i++)
+        bind_udp(out->additional_addresses[i]->address);
+    out->n_listener_filters = 1;
+    out->listener_filters = (Envoy__Config__Listener__V3__ListenerFilter **)tr_ptrs(tr, 1);
+    out->listener_filters[0] = f;
+    emit_listener(tr, out, path);
+}
+
 /* ---------------------------------------------------------------- stream listeners */
 
 typedef struct stream_chain {
@@ -459,8 +551,8 @@ static void stream_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_
         const char *rp = tr_printf(tr, "stream_routes[%zu]", ri);
         bool tcp = sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_TCP;
         if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UDP) {
-            tr_error(tr, tr_printf(tr, "%s.kind", rp),
-                     "udp routes are not supported by the envoy translation");
+            tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                     "udp route \"%s\" attaches to UDP listeners only", routes[a]->qname);
             continue;
         }
         if (sr->kind != GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_TLS && !tcp) {
@@ -651,8 +743,7 @@ void tr_listeners(tr_ctx *tr)
                     routes[k++] = routes[a];
             stream_listener(tr, li, routes, k, path);
         } else if (l->protocol == P_UDP) {
-            tr_error(tr, tr_printf(tr, "%s.protocol", path),
-                     "udp listeners are not supported by the envoy translation");
+            udp_listener(tr, li, routes, n, path);
         } else {
             tr_error(tr, tr_printf(tr, "%s.protocol", path), "protocol is not set");
         }

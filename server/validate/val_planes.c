@@ -21,8 +21,6 @@
 #include "server/translate/resources.h"
 #include "server/validate/val_internal.h"
 
-#define P_UDP GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UDP
-
 static const struct {
     unsigned bit;
     const char *name;
@@ -133,8 +131,6 @@ static const char *planes_text(unsigned planes, char *buf, size_t n)
 
 /* What an ADS data plane cannot take: control-only features. */
 typedef enum feature {
-    F_UDP_LISTENER,
-    F_UDP_ROUTE,
     F_AI_SERVICE,
     F_TOKEN_POLICY,
     F_WASM_PLUGIN,
@@ -150,8 +146,6 @@ static const struct {
     unsigned takes;
     const char *what;
 } FEATURES[] = {
-    [F_UDP_LISTENER] = {VAL_PLANE_CONTROL, "udp listeners"},
-    [F_UDP_ROUTE] = {VAL_PLANE_CONTROL, "udp routes"},
     [F_AI_SERVICE] = {VAL_PLANE_CONTROL, "ai services"},
     [F_TOKEN_POLICY] = {VAL_PLANE_CONTROL, "token policies"},
     [F_WASM_PLUGIN] = {VAL_PLANE_CONTROL, "wasm plugins"},
@@ -229,15 +223,6 @@ static void on_rule(void *arg, const val_rule *u)
                F_SESSION_ABSOLUTE);
 }
 
-static void on_route(void *arg, const val_route *r)
-{
-    val_ctx *c = arg;
-    char p[VAL_PATH_MAX];
-    if (r->kind == VAL_ROUTE_STREAM && ((const val_stream_route *)r->msg)->kind ==
-                                           GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UDP)
-        refuse(c, val_path(p, "%s.kind", r->path), F_UDP_ROUTE);
-}
-
 unsigned val_ctx_planes(const val_ctx *c)
 {
     if (c->limits.ngroups == 0)
@@ -256,11 +241,6 @@ void val_planes_check(val_ctx *c)
         return; /* control data planes take all the protocol carries */
     const ir_snapshot *ir = c->docs[0].ir;
     char p[VAL_PATH_MAX];
-    for (size_t i = 0; i < ir->n_listeners; i++) {
-        const val_listener *l = ir->listeners[i];
-        if (l && l->protocol == P_UDP)
-            refuse(c, val_path(p, "spec.listeners[%zu].protocol", i), F_UDP_LISTENER);
-    }
     for (size_t i = 0; i < ir->n_backends; i++) {
         const val_backend *b = ir->backends[i];
         if (b == NULL)
@@ -274,7 +254,7 @@ void val_planes_check(val_ctx *c)
         if (b->session_persistence)
             refuse(c, val_path(p, "spec.backends[%zu].session_persistence", i), F_BACKEND_SESSION);
     }
-    val_each_route(ir, VAL_KINDS_ALL, on_route, on_rule, c);
+    val_each_route(ir, VAL_KINDS_ALL, NULL, on_rule, c);
 }
 
 /* ---------------------------------------------------------------- a group's change */

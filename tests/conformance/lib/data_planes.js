@@ -84,12 +84,11 @@ const SPEC = {
 // Where each feature is, and the data plane the envoy group must name there. The
 // header-based session persistence itself is translated (Envoy's stateful session
 // filter); its idle timeout is not, Envoy having none. The HTTP/3 listener is translated
-// too (a QUIC listener), and for Envoy it needs the TLS this one lacks (H3_TLS).
+// too (a QUIC listener), and for Envoy it needs the TLS this one lacks; the UDP listener
+// and its route become a udp_proxy listener.
 const ENVOY_REFUSED = [
-  'spec.listeners[1].protocol',
   'spec.http_routes[0].rules[0].filters[0].extension_ref',
   'spec.http_routes[0].rules[0].session_persistence.idle_timeout',
-  'spec.stream_routes[0].kind',
   'spec.backends[0].ai_service',
   'spec.backends[0].token_policy',
   'spec.backends[0].wasm_plugin',

@@ -1,10 +1,13 @@
 /*
- * test_http3.c — an HTTP/3 listener translated into an Envoy QUIC listener
+ * test_udp_listeners.c — the listeners that bind UDP. An HTTP/3 listener translated into
+ * an Envoy QUIC listener
  * (server/translate/translate_listener.c), decoded back from the bytes as a proxy reads
  * them: a UDP socket address, udp_listener_config with quic_options, the QUIC transport
  * socket holding the DownstreamTlsContext (SDS secrets, ALPN h3), SNI hosts as server
  * names, and the HTTP connection manager with codec HTTP3 whose routes are served as
- * for any HTTP listener; an HTTP/3 listener without secrets is refused.
+ * for any HTTP listener; an HTTP/3 listener without secrets is refused. A UDP listener
+ * becomes a UDP socket whose udp_proxy listener filter forwards to its route's backend;
+ * what Envoy's UDP proxy cannot express (several rules, weighted backends) is refused.
  */
 #include "tests/lib/testlib.h"
 
@@ -14,6 +17,7 @@
 #include "envoy/config/listener/v3/listener.pb-c.h"
 #include "envoy/config/listener/v3/udp_listener_config.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
+#include "envoy/extensions/filters/udp/udp_proxy/v3/udp_proxy.pb-c.h"
 #include "envoy/extensions/transport_sockets/quic/v3/quic_transport.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
 #include "server/base/fielderr.h"
@@ -134,11 +138,100 @@ static void test_needs_tls(void **state)
         err.message, "listeners[0].tls: a listener that terminates tls needs at least one secret");
 }
 
+static const char UDP[] =
+    "{'listeners': [{'name': 'dns', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
+    "   'attached_routes': ['dns']}, {'name': 'dns-tcp', 'protocol': 'LISTENER_PROTOCOL_TCP',"
+    "   'port': 53, 'attached_routes': ['dns-tcp']}],"
+    " 'stream_routes': [{'name': 'dns', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'port': 53,"
+    "   'backend_refs': [{'name': 'resolver'}]}, {'port': 5353, 'backend_refs': [{'name':"
+    "   'other'}]}]}, {'name': 'dns-tcp', 'kind': 'ROUTE_KIND_TCP', 'rules': [{'backend_refs':"
+    "   [{'name': 'resolver'}]}]}],"
+    " 'backends': [{'name': 'resolver', 'endpoints': [{'address': '10.0.0.53', 'port': 53}]},"
+    "  {'name': 'other', 'endpoints': [{'address': '10.0.0.54', 'port': 53}]}]}";
+
+static void test_udp_proxy(void **state)
+{
+    (void)state;
+    tr_resources *r = NULL;
+    sx_err err;
+    if (build(UDP, &r, &err) != 0)
+        fail_msg("build failed: %s (%s)", err.message, err.detail);
+    const tr_resource *x = tr_resources_find(r, TR_LDS, "dns");
+    assert_non_null(x);
+    Envoy__Config__Listener__V3__Listener *l =
+        envoy__config__listener__v3__listener__unpack(NULL, x->len, x->bytes);
+    assert_int_equal(l->address->socket_address->protocol,
+                     ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
+    assert_int_equal(l->n_filter_chains, 0);
+    assert_int_equal(l->n_listener_filters, 1);
+    assert_string_equal(l->listener_filters[0]->name, "envoy.filters.udp_listener.udp_proxy");
+    Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *u =
+        (Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *)unpack_any(
+            l->listener_filters[0]->typed_config,
+            &envoy__extensions__filters__udp__udp_proxy__v3__udp_proxy_config__descriptor);
+    /* The rule for port 53 applies; the one for 5353 does not. */
+    assert_string_equal(u->cluster, "resolver");
+    assert_string_equal(u->stat_prefix, "dns");
+    protobuf_c_message_free_unpacked(&u->base, NULL);
+    envoy__config__listener__v3__listener__free_unpacked(l, NULL);
+    assert_non_null(tr_resources_find(r, TR_CDS, "resolver"));
+    /* The TCP listener of the same port stays TCP. */
+    x = tr_resources_find(r, TR_LDS, "dns-tcp");
+    l = envoy__config__listener__v3__listener__unpack(NULL, x->len, x->bytes);
+    assert_int_equal(l->address->socket_address->protocol,
+                     ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
+    envoy__config__listener__v3__listener__free_unpacked(l, NULL);
+    tr_resources_unref(r);
+}
+
+static void test_udp_refusals(void **state)
+{
+    (void)state;
+    tr_resources *r = NULL;
+    sx_err err;
+    assert_int_equal(
+        build(
+            "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
+            " 'attached_routes': ['u']}],"
+            " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
+            " [{'name': 'a', 'weight': 1}, {'name': 'b', 'weight': 3}]}]}],"
+            " 'backends': [{'name': 'a'}, {'name': 'b'}]}",
+            &r, &err),
+        SX_EVALIDATION);
+    assert_string_equal(err.message, "stream_routes[0].rules[0].backend_refs: envoy's udp proxy "
+                                     "forwards to one backend, not 2 weighted ones");
+    assert_int_equal(
+        build(
+            "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
+            " 'attached_routes': ['u']}],"
+            " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
+            " [{'name': 'a'}]}, {'backend_refs': [{'name': 'a'}]}]}],"
+            " 'backends': [{'name': 'a'}]}",
+            &r, &err),
+        SX_EVALIDATION);
+    assert_string_equal(err.message, "listeners[0].attached_routes: 2 udp route rules apply to "
+                                     "listener \"u\": envoy's udp proxy forwards a listener to one "
+                                     "of them");
+    assert_int_equal(
+        build(
+            "{'listeners': [{'name': 't', 'protocol': 'LISTENER_PROTOCOL_TCP', 'port': 53,"
+            " 'attached_routes': ['u']}],"
+            " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
+            " [{'name': 'a'}]}]}], 'backends': [{'name': 'a'}]}",
+            &r, &err),
+        SX_EVALIDATION);
+    assert_string_equal(
+        err.message,
+        "listeners[0].attached_routes: udp route \"u\" attaches to UDP listeners only");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quic_listener),
         cmocka_unit_test(test_needs_tls),
+        cmocka_unit_test(test_udp_proxy),
+        cmocka_unit_test(test_udp_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
