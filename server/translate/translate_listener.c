@@ -151,11 +151,38 @@ static bool keeps_sessions(const tr_ctx *tr, const tr_name **routes, size_t n)
     return false;
 }
 
-/* The HTTP connection manager: RDS over ADS for route_config, the stateful session
- * filter when a route keeps sessions (optional: clients without it ignore it), the
+/* Whether one of the n routes carries a token policy's rate limit
+ * (translate_ratelimit.c). */
+static bool rate_limits(const tr_ctx *tr, const tr_name **routes, size_t n)
+{
+    for (size_t a = 0; a < n; a++)
+        if ((routes[a]->kind == TR_ROUTE_HTTP && tr->http_sets[routes[a]->idx].ratelimited) ||
+            (routes[a]->kind == TR_ROUTE_GRPC && tr->grpc_sets[routes[a]->idx].ratelimited))
+            return true;
+    return false;
+}
+
+/* An optional HTTP filter named name with config. */
+static Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *
+optional_filter(tr_ctx *tr, const char *name, Google__Protobuf__Any *config)
+{
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *f =
+        TR_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
+               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+    f->name = (char *)name;
+    f->config_type_case =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    f->typed_config = config;
+    f->is_optional = 1;
+    return f;
+}
+
+/* The HTTP connection manager: RDS over ADS for route_config, the local rate limit
+ * filter when a route carries a token policy's limit and the stateful session filter
+ * when a route keeps sessions (both optional: clients without them ignore them), the
  * router last. */
 static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const char *route_config,
-                                  bool strip_port, bool sessions)
+                                  bool strip_port, bool sessions, bool limits)
 {
     ev_hcm *h = TR_NEW(
         tr, ev_hcm,
@@ -183,18 +210,13 @@ static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const cha
     router->typed_config = tr_any(tr, &r->base);
     h->http_filters =
         (Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **)tr_ptrs(tr,
-                                                                                               2);
-    if (sessions) {
-        Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *ss = TR_NEW(
-            tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
-            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
-        ss->name = TR_SESSION_FILTER;
-        ss->config_type_case =
-            ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
-        ss->typed_config = tr_session_filter_config(tr);
-        ss->is_optional = 1;
-        h->http_filters[h->n_http_filters++] = ss;
-    }
+                                                                                               3);
+    if (limits)
+        h->http_filters[h->n_http_filters++] =
+            optional_filter(tr, TR_RATELIMIT_FILTER, tr_token_policy_filter_config(tr));
+    if (sessions)
+        h->http_filters[h->n_http_filters++] =
+            optional_filter(tr, TR_SESSION_FILTER, tr_session_filter_config(tr));
     h->http_filters[h->n_http_filters++] = router;
     if (strip_port) {
         /* Virtual hosts are matched on the host without its port. */
@@ -309,7 +331,8 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
 
     ev_listener *out = socket_listener(tr, l, path);
     ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n));
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n),
+                                     rate_limits(tr, routes, n));
     fc->n_filters = 1;
     fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
@@ -369,7 +392,8 @@ static void http3_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t
     out->udp_listener_config = u;
 
     ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n));
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n),
+                                     rate_limits(tr, routes, n));
     hcm->codec_type =
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__CODEC_TYPE__HTTP3;
     hcm->http3_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http3ProtocolOptions,
@@ -413,7 +437,8 @@ static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, s
                      h ? h : "");
             continue;
         }
-        ev_hcm *hcm = connection_manager(tr, h, l->name, false, keeps_sessions(tr, routes, n));
+        ev_hcm *hcm = connection_manager(tr, h, l->name, false, keeps_sessions(tr, routes, n),
+                                         rate_limits(tr, routes, n));
         Envoy__Config__Listener__V3__ApiListener *api =
             TR_NEW(tr, Envoy__Config__Listener__V3__ApiListener,
                    ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);

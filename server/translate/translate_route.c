@@ -260,7 +260,8 @@ static void add_route(tr_ctx *tr, tr_route_set *set, const tr_rule_out *ro, cons
     r->response_headers_to_add = (ev_hvo **)ro->resp_add.v;
     r->n_response_headers_to_remove = ro->resp_remove.n;
     r->response_headers_to_remove = (char **)ro->resp_remove.v;
-    tr_session_attach(tr, r, ro->session);
+    tr_route_filter_config(tr, r, TR_SESSION_FILTER, ro->session);
+    tr_route_filter_config(tr, r, TR_RATELIMIT_FILTER, ro->ratelimit);
 
     bool forwarding = false;
     if (ro->redirect) {
@@ -319,6 +320,10 @@ static void rule_begin(tr_ctx *tr, const char *where, bool grpc, const char *ns,
     const Gateway__Control__V1__UrlRewriteFilter *rw =
         tr_rule_filters(tr, filters, n_filters, ns, grpc, ro, set, where);
     tr_rule_action(tr, ro, refs, n_refs, ns, rw, set, where);
+    if (ro->action)
+        ro->ratelimit = tr_token_policy_route_config(tr, refs, n_refs, ns, where);
+    if (ro->ratelimit)
+        set->ratelimited = true;
 }
 
 static void http_route_set(tr_ctx *tr, size_t ri)

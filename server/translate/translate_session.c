@@ -95,19 +95,23 @@ Google__Protobuf__Any *tr_session_route_config(tr_ctx *tr,
     return tr_any(tr, &fc->base);
 }
 
-void tr_session_attach(tr_ctx *tr, Envoy__Config__Route__V3__Route *r, Google__Protobuf__Any *cfg)
+void tr_route_filter_config(tr_ctx *tr, Envoy__Config__Route__V3__Route *r, const char *filter,
+                            Google__Protobuf__Any *cfg)
 {
     if (cfg == NULL)
         return;
     Envoy__Config__Route__V3__Route__TypedPerFilterConfigEntry *e =
         TR_NEW(tr, Envoy__Config__Route__V3__Route__TypedPerFilterConfigEntry,
                ENVOY__CONFIG__ROUTE__V3__ROUTE__TYPED_PER_FILTER_CONFIG_ENTRY__INIT);
-    e->key = TR_SESSION_FILTER;
+    e->key = (char *)filter;
     e->value = cfg;
-    r->n_typed_per_filter_config = 1;
-    r->typed_per_filter_config =
-        (Envoy__Config__Route__V3__Route__TypedPerFilterConfigEntry **)tr_ptrs(tr, 1);
-    r->typed_per_filter_config[0] = e;
+    Envoy__Config__Route__V3__Route__TypedPerFilterConfigEntry **v =
+        (Envoy__Config__Route__V3__Route__TypedPerFilterConfigEntry **)tr_ptrs(
+            tr, r->n_typed_per_filter_config + 1);
+    for (size_t i = 0; i < r->n_typed_per_filter_config; i++)
+        v[i] = r->typed_per_filter_config[i];
+    v[r->n_typed_per_filter_config++] = e;
+    r->typed_per_filter_config = v;
 }
 
 Google__Protobuf__Any *tr_session_filter_config(tr_ctx *tr)

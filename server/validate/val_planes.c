@@ -132,7 +132,10 @@ static const char *planes_text(unsigned planes, char *buf, size_t n)
 /* What an ADS data plane cannot take: control-only features. */
 typedef enum feature {
     F_AI_SERVICE,
-    F_TOKEN_POLICY,
+    F_TOKEN_COUNT,
+    F_TOKEN_SCOPE,
+    F_TOKEN_ACTION,
+    F_TOKEN_NO_RATE,
     F_WASM_PLUGIN,
     F_BACKEND_SESSION,
     F_EXTENSION_REF,
@@ -147,7 +150,14 @@ static const struct {
     const char *what;
 } FEATURES[] = {
     [F_AI_SERVICE] = {VAL_PLANE_CONTROL, "ai services"},
-    [F_TOKEN_POLICY] = {VAL_PLANE_CONTROL, "token policies"},
+    [F_TOKEN_COUNT] = {VAL_PLANE_CONTROL,
+                       "token counts of a token policy (Envoy's local rate limit counts requests)"},
+    [F_TOKEN_SCOPE] = {VAL_PLANE_CONTROL,
+                       "a token policy scope other than the proxy's own (\"\" or \"proxy\")"},
+    [F_TOKEN_ACTION] = {VAL_PLANE_CONTROL,
+                        "an action on limit other than \"reject\" (Envoy answers 429)"},
+    [F_TOKEN_NO_RATE] = {VAL_PLANE_CONTROL,
+                         "a token policy without requests_per_minute (the rate Envoy limits)"},
     [F_WASM_PLUGIN] = {VAL_PLANE_CONTROL, "wasm plugins"},
     [F_BACKEND_SESSION] = {VAL_PLANE_CONTROL, "session persistence on a backend (set it on the "
                                               "route rules instead)"},
@@ -247,8 +257,20 @@ void val_planes_check(val_ctx *c)
             continue;
         if (b->ai_service)
             refuse(c, val_path(p, "spec.backends[%zu].ai_service", i), F_AI_SERVICE);
-        if (b->token_policy)
-            refuse(c, val_path(p, "spec.backends[%zu].token_policy", i), F_TOKEN_POLICY);
+        const Gateway__Control__V1__TokenPolicyConfig *t = b->token_policy;
+        if (t && t->tokens_per_minute)
+            refuse(c, val_path(p, "spec.backends[%zu].token_policy.tokens_per_minute", i),
+                   F_TOKEN_COUNT);
+        if (t && t->tokens_per_hour)
+            refuse(c, val_path(p, "spec.backends[%zu].token_policy.tokens_per_hour", i),
+                   F_TOKEN_COUNT);
+        if (t && !val_empty(t->scope) && strcmp(t->scope, "proxy") != 0)
+            refuse(c, val_path(p, "spec.backends[%zu].token_policy.scope", i), F_TOKEN_SCOPE);
+        if (t && !val_empty(t->on_limit) && strcmp(t->on_limit, "reject") != 0)
+            refuse(c, val_path(p, "spec.backends[%zu].token_policy.on_limit", i), F_TOKEN_ACTION);
+        if (t && t->requests_per_minute == 0)
+            refuse(c, val_path(p, "spec.backends[%zu].token_policy.requests_per_minute", i),
+                   F_TOKEN_NO_RATE);
         if (b->wasm_plugin)
             refuse(c, val_path(p, "spec.backends[%zu].wasm_plugin", i), F_WASM_PLUGIN);
         if (b->session_persistence)

@@ -85,12 +85,15 @@ const SPEC = {
 // header-based session persistence itself is translated (Envoy's stateful session
 // filter); its idle timeout is not, Envoy having none. The HTTP/3 listener is translated
 // too (a QUIC listener), and for Envoy it needs the TLS this one lacks; the UDP listener
-// and its route become a udp_proxy listener.
+// and its route become a udp_proxy listener. Of the token policy, Envoy's local rate limit
+// takes the request rate but not the token counts or a per-consumer scope.
 const ENVOY_REFUSED = [
   'spec.http_routes[0].rules[0].filters[0].extension_ref',
   'spec.http_routes[0].rules[0].session_persistence.idle_timeout',
   'spec.backends[0].ai_service',
-  'spec.backends[0].token_policy',
+  'spec.backends[0].token_policy.tokens_per_minute',
+  'spec.backends[0].token_policy.tokens_per_hour',
+  'spec.backends[0].token_policy.scope',
   'spec.backends[0].wasm_plugin',
 ];
 

@@ -101,6 +101,7 @@ function envoy() {
       'envoy/extensions/http/stateful_session/header/v3/header.proto',
       'envoy/extensions/transport_sockets/quic/v3/quic_transport.proto',
       'envoy/extensions/filters/udp/udp_proxy/v3/udp_proxy.proto',
+      'envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto',
       'envoy/extensions/transport_sockets/tls/v3/secret.proto',
     ],
     {keepCase: true},

@@ -73,7 +73,9 @@ static void test_envoy_refuses_with_the_plane(void **state)
     (void)state;
     val_result r;
     assert_int_equal(run_in("edge", VAL_PLANE_ENVOY, VAL_PLANES_ALL, &r), SX_EVALIDATION);
-    const char *paths[] = {"spec.backends[0].ai_service", "spec.backends[0].token_policy",
+    const char *paths[] = {"spec.backends[0].ai_service",
+                           "spec.backends[0].token_policy.tokens_per_minute",
+                           "spec.backends[0].token_policy.requests_per_minute",
                            "spec.http_routes[0].rules[0].filters[0].extension_ref"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         const val_problem *p = at(&r, paths[i], "envoy");
@@ -83,7 +85,7 @@ static void test_envoy_refuses_with_the_plane(void **state)
         assert_non_null(strstr(p->message, "group \"edge\" serves envoy"));
     }
     /* The translator says nothing more at those paths, and no grpc problem is made up. */
-    assert_int_equal(r.count, 3);
+    assert_int_equal(r.count, 4);
     json_t *j = val_result_to_json(&r);
     assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "data_plane")),
                         "envoy");
@@ -145,6 +147,35 @@ static void test_session_persistence(void **state)
     json_decref(spec);
 }
 
+/* A token policy's request rate reaches Envoy; its token counts do not. */
+static void test_token_policy(void **state)
+{
+    (void)state;
+    const char *base = "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
+                       "'port': 80, 'attached_routes': ['r']}],"
+                       " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': "
+                       "'b'}]}]}],"
+                       " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', "
+                       "'port': 80}], 'token_policy': %s}]}";
+    char text[1024];
+    val_group_planes g = {"edge", VAL_PLANE_ENVOY | VAL_PLANE_GRPC};
+    val_limits l = {.groups = &g, .ngroups = 1};
+    val_result r;
+    snprintf(text, sizeof text, base, "{'requests_per_minute': 600, 'burst': 2}");
+    json_t *spec = tl_json(text);
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    json_decref(spec);
+    snprintf(text, sizeof text, base, "{'requests_per_minute': 600, 'tokens_per_hour': 9}");
+    spec = tl_json(text);
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_hour", "envoy"));
+    assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_hour", "grpc"));
+    assert_int_equal(r.count, 2);
+    val_result_free(&r);
+    json_decref(spec);
+}
+
 /* An HTTP/3 listener binds UDP: it shares its port with a TCP listener without a clash,
  * but not with a UDP one. */
 static void test_udp_and_tcp_share_a_port(void **state)
@@ -177,7 +208,7 @@ static void test_group_change(void **state)
     assert_int_equal(r.count, 0);
     assert_int_equal(val_planes_refusals(spec, "g", VAL_PLANE_CONTROL | VAL_PLANE_ENVOY, &r),
                      SX_EVALIDATION);
-    assert_non_null(at(&r, "spec.backends[0].token_policy", "envoy"));
+    assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_minute", "envoy"));
     val_result_free(&r);
     json_decref(spec);
 }
@@ -190,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_envoy_refuses_with_the_plane),
         cmocka_unit_test(test_default_applies),
         cmocka_unit_test(test_session_persistence),
+        cmocka_unit_test(test_token_policy),
         cmocka_unit_test(test_udp_and_tcp_share_a_port),
         cmocka_unit_test(test_group_change),
     };
