@@ -11,8 +11,12 @@
  * before the translator check runs (which then says nothing more at that path); a
  * config whose groups serve no ADS kind is not translated at all (val_translate.c).
  *
- * The table of what each kind takes is FEATURES below; the README's feature table says
- * the same for operators, and the two change together.
+ * What the translator does express (session persistence, a token policy's request
+ * rate, HTTP/3 and UDP listeners) passes here; only the parts of those it cannot are
+ * refused (an idle timeout, token counts, ...), so that the problem names the data plane
+ * instead of leaving it to the translator's generic message. The table of what each
+ * kind takes is FEATURES below; the README's feature table says the same for operators,
+ * and the two change together.
  */
 #include <stdio.h>
 #include <string.h>
