@@ -52,6 +52,10 @@ void api_snapshot_get(http_request *req, rest_api *api, void *ud);
 int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_group_rollback(http_request *req, rest_api *api, void *ud);
 
+/* one group and its settings (api/handlers_groups.c) */
+void api_group_get(http_request *req, rest_api *api, void *ud);
+void api_group_put(http_request *req, rest_api *api, void *ud);
+
 /* proxies (api/handlers_proxies.c) */
 int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_proxy_get(http_request *req, rest_api *api, void *ud);

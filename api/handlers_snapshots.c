@@ -14,6 +14,7 @@
 #include "api/handlers_common.h"
 #include "api/idempotency.h"
 #include "server/catalog.h"
+#include "server/base/arena.h"
 #include "server/changes.h"
 
 static json_t *snapshot_item(const void *s)
@@ -68,6 +69,13 @@ int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_er
                             &counts, err);
     if (rc)
         return rc;
+    const char **names = sx_arena_alloc(http_req_arena(req), (list.count + 1) * sizeof(*names));
+    for (size_t i = 0; i < list.count; i++)
+        names[i] = list.items[i].name;
+    unsigned *planes = NULL;
+    if ((rc = catalog_group_planes(rest_server(api), names, list.count, http_req_arena(req),
+                                   &planes, err)) != 0)
+        return rc;
     for (size_t i = 0; i < list.count; i++) {
         const node_state_counts *k = &counts[i];
         json_array_append_new(
@@ -78,6 +86,8 @@ int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_er
                       "stale", (json_int_t)k->stale, "disconnected", (json_int_t)k->disconnected,
                       "nacking", (json_int_t)k->nacking, "nack_rate",
                       k->responded ? (double)k->nacking / (double)k->responded : 0.0));
+        json_object_set_new(json_array_get(page->items, json_array_size(page->items) - 1),
+                            "data_planes", val_planes_json(planes[i]));
     }
     page->next_cursor = list.next_cursor;
     return 0;

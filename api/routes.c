@@ -58,6 +58,8 @@ static const api_route routes[] = {
 
     {"GET", "/api/v1/groups", "groups", "read", NULL, api_groups_page},
     {"POST", "/api/v1/groups/{group}/rollback", "groups", "rollback", api_group_rollback, NULL},
+    {"GET", "/api/v1/groups/{group}", "groups", "read", api_group_get, NULL},
+    {"PUT", "/api/v1/groups/{group}", "groups", "update", api_group_put, NULL},
 
     {"GET", "/api/v1/proxies", "proxies", "read", NULL, api_proxies_page},
     {"GET", "/api/v1/proxies/{node_id}", "proxies", "read", api_proxy_get, NULL},

@@ -23,6 +23,7 @@
 #include "server/base/hash.h"
 #include "server/base/mem.h"
 #include "server/diff.h"
+#include "server/groups.h"
 #include "server/ir/ir.h"
 #include "server/secrets.h"
 #include "server/snapshot/compose.h"
@@ -215,7 +216,8 @@ static const val_decoded *decode_change(sx_arena *a, const json_t *spec, const c
 /* Checks spec before it is stored: the whole pipeline against peers when the request
  * carries limits, else the codec alone. irs receives what was decoded. */
 static int check_spec(const apply_request *req, const json_t *spec, const cfg_live *peers,
-                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, change_irs *irs, sx_err *err)
+                      size_t npeers, sx_arena *a, sx_fielderrs *verrs, change_irs *irs, sx_err *err,
+                      const val_limits *limits)
 {
     if (req->limits == NULL) {
         ir_snapshot *ir = NULL;
@@ -236,7 +238,7 @@ static int check_spec(const apply_request *req, const json_t *spec, const cfg_li
     val_result local = {0};
     val_result *res = req->problems ? req->problems : &local;
     val_result_free(res);
-    int rc = val_run_decoded(spec, self, vp, npeers, req->limits, now_or(req->now_unix), res);
+    int rc = val_run_decoded(spec, self, vp, npeers, limits, now_or(req->now_unix), res);
     if (rc != 0)
         rc = refuse(res, rc, err);
     val_result_free(&local);
@@ -412,9 +414,11 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     if (op != APPLY_DELETE) {
         cfg_live *peers = NULL;
         size_t npeers = 0;
+        const val_limits *lim = NULL;
         if ((rc = cfg_repo_live_in_groups(c, groups, ngroups, old ? old->id : NULL, a, &peers,
                                           &npeers, err)) != 0 ||
-            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, &ctx->irs, err)) != 0)
+            (rc = groups_limits(c, req->limits, groups, ngroups, a, &lim, err)) != 0 ||
+            (rc = check_spec(req, spec, peers, npeers, a, ctx->verrs, &ctx->irs, err, lim)) != 0)
             return rc;
         ctx->peers = peers ? peers : sx_arena_alloc(a, sizeof(*peers));
         ctx->npeers = npeers;
@@ -660,9 +664,12 @@ static int validate_tx(pg_conn *c, void *arg, sx_err *err)
         return rc;
     val_peer *vp = NULL;
     change_irs irs;
+    const val_limits *lim = NULL;
+    if ((rc = groups_limits(c, req->limits, groups, ngroups, a, &lim, err)) != 0)
+        return rc;
     const val_decoded *dec = decode_change(a, req->spec, peers, npeers, &vp, &irs);
-    int vrc = val_run_decoded(req->spec, dec, vp, npeers, req->limits, now_or(req->now_unix),
-                              req->problems);
+    int vrc =
+        val_run_decoded(req->spec, dec, vp, npeers, lim, now_or(req->now_unix), req->problems);
 
     /* What each group's snapshot would be, checked by the codec like the write path; a
      * spec the pipeline refused would only repeat its problems there. */
@@ -890,9 +897,12 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
     change_irs irs;
     apply_request vreq = {
         .limits = req->limits, .now_unix = req->now_unix, .problems = req->problems};
+    const val_limits *lim = NULL;
     if ((rc = cfg_repo_live_in_groups(c, (const char *const *)cfg->groups, cfg->group_count,
                                       cfg->id, a, &peers, &npeers, err)) != 0 ||
-        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, &irs, err)) != 0)
+        (rc = groups_limits(c, req->limits, (const char *const *)cfg->groups, cfg->group_count, a,
+                            &lim, err)) != 0 ||
+        (rc = check_spec(&vreq, ver->spec, peers, npeers, a, verrs, &irs, err, lim)) != 0)
         return rc;
 
     out->groups = sx_arena_alloc(a, (ngroups ? ngroups : 1) * sizeof(*out->groups));

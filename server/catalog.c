@@ -136,6 +136,29 @@ int catalog_snapshot(struct sx_server *srv, long long id, sx_arena *a, snap_reco
     return release(srv, c, 0);
 }
 
+int catalog_group(struct sx_server *srv, const char *group, sx_arena *a, groups_info *out,
+                  sx_err *err)
+{
+    if (srv == NULL || srv->db == NULL)
+        return unavailable(err);
+    return groups_get(srv->db, group, srv->config->groups.default_planes, a, out, err);
+}
+
+int catalog_group_planes(struct sx_server *srv, const char *const *groups, size_t n, sx_arena *a,
+                         unsigned **planes, sx_err *err)
+{
+    *planes = sx_arena_alloc(a, (n ? n : 1) * sizeof(**planes));
+    pg_conn *c = acquire(srv, err);
+    if (c == NULL)
+        return err->code;
+    val_group_planes *gp = NULL;
+    int rc = groups_planes(c, groups, n, a, &gp, err);
+    unsigned dflt = srv->config->groups.default_planes;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        (*planes)[i] = gp[i].planes ? gp[i].planes : (dflt ? dflt : VAL_PLANES_ALL);
+    return release(srv, c, rc);
+}
+
 int catalog_groups(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
                    snap_group_list *out, node_state_counts **counts, sx_err *err)
 {

@@ -22,6 +22,7 @@
 
 #include "server/base/arena.h"
 #include "server/base/err.h"
+#include "server/groups.h"
 #include "storage/repo_audit.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_deployments.h"
@@ -65,6 +66,15 @@ int catalog_snapshots(struct sx_server *srv, const char *group, int limit, const
  * keeps its name. */
 int catalog_snapshot(struct sx_server *srv, long long id, sx_arena *a, snap_record **out,
                      cfg_record ***sources, sx_err *err) SX_MUSTCHECK;
+
+/* One proxy group with its settings (server/groups.h): any valid name is a group, with
+ * its defaults until it has settings or snapshots. SX_EINVAL for a bad name. */
+int catalog_group(struct sx_server *srv, const char *group, sx_arena *a, groups_info *out,
+                  sx_err *err) SX_MUSTCHECK;
+/* The data planes each of the n groups serves (the default for those that never chose),
+ * in *planes (n entries in a). */
+int catalog_group_planes(struct sx_server *srv, const char *const *groups, size_t n, sx_arena *a,
+                         unsigned **planes, sx_err *err) SX_MUSTCHECK;
 
 /* One page of proxy groups and, in *counts (an array of out->count, in a), the fleet's
  * health in each of them. */

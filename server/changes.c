@@ -59,6 +59,16 @@ int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_req
     return apply_group_rollback(srv->db, srv->snap_repo, req, a, out, verrs, err);
 }
 
+int changes_set_group_planes(struct sx_server *srv, groups_set_request *req, sx_arena *a,
+                             groups_info *out, val_result *problems, sx_err *err)
+{
+    int rc = changes_ready(srv, err);
+    if (rc)
+        return rc;
+    req->default_planes = srv->config->groups.default_planes;
+    return groups_set_planes(srv->db, req, a, out, problems, err);
+}
+
 int changes_put_managed(struct sx_server *srv, const changes_managed *m, sx_arena *a,
                         apply_result *out, val_result *problems, sx_fielderrs *verrs, sx_err *err)
 {
@@ -143,6 +153,8 @@ json_t *changes_problems_json(const val_result *problems, const sx_fielderrs *ve
                               p->path ? p->path : "", "message", p->message ? p->message : "");
         if (p->conflict_with)
             json_object_set_new(e, "conflict_with", json_string(p->conflict_with));
+        if (p->data_plane)
+            json_object_set_new(e, "data_plane", json_string(p->data_plane));
         json_array_append_new(d, e);
     }
     for (size_t i = 0; verrs && i < verrs->count; i++)

@@ -14,6 +14,7 @@
 #define SX_SERVER_CHANGES_H
 
 #include "server/apply.h"
+#include "server/groups.h"
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
@@ -40,8 +41,8 @@ int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_req
                            sx_err *err) SX_MUSTCHECK;
 
 /* The problems of a refused config as a JSON array: every pipeline problem as
- * {"stage", "path", "message"[, "conflict_with"]} and every field error as {"stage":
- * stage, "path", "message"}. problems and verrs may be NULL. New reference. */
+ * {"stage", "path", "message"[, "conflict_with"][, "data_plane"]} and every field error as
+ * {"stage": stage, "path", "message"}. problems and verrs may be NULL. New reference. */
 json_t *changes_problems_json(const val_result *problems, const sx_fielderrs *verrs,
                               const char *stage);
 
@@ -116,6 +117,12 @@ int changes_put_managed(struct sx_server *srv, const changes_managed *m, sx_aren
 int changes_delete_managed(struct sx_server *srv, const char *ns, const char *name,
                            const char *message, sx_arena *a, apply_result *out, sx_fielderrs *verrs,
                            sx_err *err) SX_MUSTCHECK;
+
+/* Sets the data planes of a proxy group (server/groups.h: checked against the group's
+ * live configs, audited as "group.update"); req->default_planes is filled here from
+ * the configuration. */
+int changes_set_group_planes(struct sx_server *srv, groups_set_request *req, sx_arena *a,
+                             groups_info *out, val_result *problems, sx_err *err) SX_MUSTCHECK;
 
 /* Appends one audit row on a connection of its own (the row of a refusal: nothing else
  * is written with it). SX_EUNAVAILABLE "no database is configured" when there is no

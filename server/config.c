@@ -32,6 +32,7 @@
 #include "server/base/mem.h"
 #include "server/base/num.h"
 #include "server/config_internal.h"
+#include "server/validate/validate.h"
 
 #define MAX_DURATION_MS (365 * MS_DAY)
 #define HS256_MIN_BYTES 32
@@ -922,6 +923,12 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_backoff(&L, "redis", L.cfg->redis.reconnect_backoff_min_ms,
                   L.cfg->redis.reconnect_backoff_max_ms);
     config_check_k8s(&L);
+    int i_planes = config_key_find("groups.default_data_planes");
+    char why[160];
+    if (i_planes >= 0 && !L.raw[i_planes].failed &&
+        val_planes_parse_csv(L.cfg->groups.default_data_planes, &L.cfg->groups.default_planes, why,
+                             sizeof why) != 0)
+        config_bad(&L, (size_t)i_planes, "%s", why);
 
     for (size_t i = 0; i < config_nkeys; i++)
         sx_free(L.raw[i].text);

@@ -294,6 +294,10 @@ typedef struct sextant_config {
         int64_t regex_max_program_size; /* largest RE2 program size of a regex */
     } validation;
     struct {
+        char *default_data_planes; /* "envoy,grpc,control": what a group that chose none serves */
+        unsigned default_planes;   /* the same as VAL_PLANE_* bits (set by the loader) */
+    } groups;
+    struct {
         int64_t flush_interval_ms; /* debounce window for node status writes */
         int64_t max_pending;       /* bound on nodes with unwritten updates */
     } nodes;

@@ -257,6 +257,10 @@ const key_def config_keys[] = {
      OFF(validation.regex_max_program_size), NULL,
      "Largest RE2 program size of a route's regular expression (1..100000); larger ones are "
      "refused. Match the proxies' re2.max_program_size.error_level (Envoy's default: 100)."},
+    {"groups.default_data_planes", K_TEXT, "envoy,grpc,control", 0, 0,
+     OFF(groups.default_data_planes), NULL,
+     "Data planes a proxy group serves until it names its own (comma-separated envoy, grpc, "
+     "control): validation refuses what one of them cannot take."},
     {"nodes.flush_interval", K_DURATION, "1s", 10, MS_HOUR, OFF(nodes.flush_interval_ms), NULL,
      "Debounce window for writing node status (ACKs, last seen); NACKs and connects are "
      "written at once."},

@@ -78,6 +78,8 @@ typedef struct tr_route_set {
     size_t count;
     size_t *backends; /* indexes of every backend the route sends to or mirrors to */
     size_t n_backends;
+    bool sessions;    /* a Route keeps sessions: its connection manager needs the filter */
+    bool ratelimited; /* a Route carries a token policy's rate limit (likewise) */
 } tr_route_set;
 
 /* Resources emitted so far for one type, unsorted. */
@@ -200,6 +202,10 @@ void tr_ca_secret(tr_ctx *tr, const char *name, char **pems, size_t n_pems);
  * secrets (SDS over ADS); http adds ALPN h2 and http/1.1. NULL after recording errors. */
 Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t li, bool http,
                                                             const char *path);
+/* translate_tls.c: the same context with ALPN h3, in a QUIC transport socket
+ * (envoy.transport_sockets.quic: QuicDownstreamTransport), for an HTTP/3 listener. */
+Envoy__Config__Core__V3__TransportSocket *tr_downstream_quic(tr_ctx *tr, size_t li,
+                                                             const char *path);
 /* translate_tls.c: the TLS transport socket towards backend bi (tls_validation, and the
  * client certificate and options of tr->backend_tls[bi]); h2 offers ALPN h2. NULL when
  * the backend does not use TLS, or after recording errors. */
@@ -228,6 +234,8 @@ typedef struct tr_rule_out {
     const char *prefix_repl;  /* ReplacePrefixMatch value (action or redirect), or NULL */
     const char *prefix_where; /* its IR path, for errors */
     bool has_rewrite;
+    Google__Protobuf__Any *session;   /* the rule's per-route stateful session, or NULL */
+    Google__Protobuf__Any *ratelimit; /* its backend's per-route rate limit, or NULL */
 } tr_rule_out;
 /* translate_action.c: applies the filters of a rule (at IR path where) to ro; grpc: a
  * gRPC rule (redirects and rewrites are HTTP-only). Backends the filters name (mirrors)
@@ -245,6 +253,31 @@ void tr_rule_action(tr_ctx *tr, tr_rule_out *ro, ir_backend_ref **refs, size_t n
 /* translate_action.c: timeouts and retries of an HTTP rule on forwarding action a. */
 void tr_http_policies(tr_ctx *tr, Envoy__Config__Route__V3__RouteAction *a,
                       const Gateway__Control__V1__HttpRule *rule, const char *where);
+
+/* translate_session.c: session persistence as Envoy's stateful session filter. */
+#define TR_SESSION_FILTER "envoy.filters.http.stateful_session"
+/* The typed_per_filter_config value (FilterConfig{StatefulSessionPerRoute}, optional) of
+ * a rule's session persistence sp at IR path where; NULL for NULL sp. What Envoy cannot
+ * express is recorded as problems. */
+Google__Protobuf__Any *tr_session_route_config(tr_ctx *tr,
+                                               const Gateway__Control__V1__SessionPersistence *sp,
+                                               const char *where);
+/* Adds cfg (NULL: nothing) as r's per-route config of the HTTP filter named filter. */
+void tr_route_filter_config(tr_ctx *tr, Envoy__Config__Route__V3__Route *r, const char *filter,
+                            Google__Protobuf__Any *cfg);
+/* The connection manager's StatefulSession (empty: per-route configs decide). */
+Google__Protobuf__Any *tr_session_filter_config(tr_ctx *tr);
+
+/* translate_ratelimit.c: a backend's token policy as Envoy's local rate limit. */
+#define TR_RATELIMIT_FILTER   "envoy.filters.http.local_ratelimit"
+#define TR_TOKEN_POLICY_STATS "token_policy"
+/* The typed_per_filter_config value (FilterConfig{LocalRateLimit}, optional) of a rule
+ * (IR path where) forwarding to refs (namespace ns by default) when one of them has a
+ * token policy; NULL when none has. What Envoy cannot express is recorded. */
+Google__Protobuf__Any *tr_token_policy_route_config(tr_ctx *tr, ir_backend_ref **refs, size_t n,
+                                                    const char *ns, const char *where);
+/* The connection manager's LocalRateLimit (no bucket: the routes' configs limit). */
+Google__Protobuf__Any *tr_token_policy_filter_config(tr_ctx *tr);
 
 /* translate_listener.c: Listener and RouteConfiguration resources; also fills
  * tr->backend_tls from the listeners' backend_tls. */

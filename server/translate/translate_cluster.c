@@ -74,9 +74,6 @@ static void unsupported(tr_ctx *tr, const ir_backend *b, const char *path)
     if (b->ai_service)
         tr_error(tr, tr_printf(tr, "%s.ai_service", path),
                  "ai services are not supported by the envoy translation");
-    if (b->token_policy)
-        tr_error(tr, tr_printf(tr, "%s.token_policy", path),
-                 "token policies are not supported by the envoy translation");
     if (b->wasm_plugin)
         tr_error(tr, tr_printf(tr, "%s.wasm_plugin", path),
                  "wasm plugins are not supported by the envoy translation");

@@ -6,7 +6,8 @@
  * listener with one filter chain: the HTTP connection manager, routes over RDS on the
  * ADS stream (route_config_name = the listener name, which is also the name of its
  * RouteConfiguration), the router as the last HTTP filter, TLS when the listener
- * terminates it (HTTPS, or tls.enabled), SNI match on tls.sni_hosts.
+ * terminates it (HTTPS, or tls.enabled), SNI match on tls.sni_hosts. HTTP3 listeners
+ * are the same over QUIC: a UDP socket, the QUIC transport socket, codec HTTP3.
  *
  * A GRPC listener with port 0 is for proxyless gRPC clients, which dial
  * xds:///HOSTNAME and ask for a Listener named exactly HOSTNAME: each hostname becomes
@@ -20,6 +21,9 @@
  * chain matches on SNI. Rules whose port is set and differs from the listener's do not
  * apply to it.
  *
+ * A UDP listener becomes a UDP socket whose udp_proxy listener filter forwards to the
+ * one backend of the one UDP route rule that applies to it.
+ *
  * Routes attach to listeners through attached_routes only; parent_refs are how the
  * producer of the IR decided those attachments and are not read here.
  */
@@ -31,10 +35,12 @@
 
 #include "envoy/config/core/v3/address.pb-c.h"
 #include "envoy/config/listener/v3/listener.pb-c.h"
+#include "envoy/config/listener/v3/udp_listener_config.pb-c.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb-c.h"
 #include "envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.pb-c.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 #include "envoy/extensions/filters/network/tcp_proxy/v3/tcp_proxy.pb-c.h"
+#include "envoy/extensions/filters/udp/udp_proxy/v3/udp_proxy.pb-c.h"
 
 typedef Envoy__Config__Listener__V3__Listener ev_listener;
 typedef Envoy__Config__Listener__V3__FilterChain ev_chain;
@@ -134,9 +140,49 @@ static ev_filter *network_filter(tr_ctx *tr, const char *name, const ProtobufCMe
     return f;
 }
 
-/* The HTTP connection manager: RDS over ADS for route_config, the router last. */
+/* Whether one of the n routes keeps sessions (its connection manager needs the stateful
+ * session filter, translate_session.c). */
+static bool keeps_sessions(const tr_ctx *tr, const tr_name **routes, size_t n)
+{
+    for (size_t a = 0; a < n; a++)
+        if ((routes[a]->kind == TR_ROUTE_HTTP && tr->http_sets[routes[a]->idx].sessions) ||
+            (routes[a]->kind == TR_ROUTE_GRPC && tr->grpc_sets[routes[a]->idx].sessions))
+            return true;
+    return false;
+}
+
+/* Whether one of the n routes carries a token policy's rate limit
+ * (translate_ratelimit.c). */
+static bool rate_limits(const tr_ctx *tr, const tr_name **routes, size_t n)
+{
+    for (size_t a = 0; a < n; a++)
+        if ((routes[a]->kind == TR_ROUTE_HTTP && tr->http_sets[routes[a]->idx].ratelimited) ||
+            (routes[a]->kind == TR_ROUTE_GRPC && tr->grpc_sets[routes[a]->idx].ratelimited))
+            return true;
+    return false;
+}
+
+/* An optional HTTP filter named name with config. */
+static Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *
+optional_filter(tr_ctx *tr, const char *name, Google__Protobuf__Any *config)
+{
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *f =
+        TR_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
+               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+    f->name = (char *)name;
+    f->config_type_case =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    f->typed_config = config;
+    f->is_optional = 1;
+    return f;
+}
+
+/* The HTTP connection manager: RDS over ADS for route_config, the local rate limit
+ * filter when a route carries a token policy's limit and the stateful session filter
+ * when a route keeps sessions (both optional: clients without them ignore them), the
+ * router last. */
 static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const char *route_config,
-                                  bool strip_port)
+                                  bool strip_port, bool sessions, bool limits)
 {
     ev_hcm *h = TR_NEW(
         tr, ev_hcm,
@@ -162,11 +208,16 @@ static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const cha
         TR_NEW(tr, Envoy__Extensions__Filters__Http__Router__V3__Router,
                ENVOY__EXTENSIONS__FILTERS__HTTP__ROUTER__V3__ROUTER__INIT);
     router->typed_config = tr_any(tr, &r->base);
-    h->n_http_filters = 1;
     h->http_filters =
         (Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **)tr_ptrs(tr,
-                                                                                               1);
-    h->http_filters[0] = router;
+                                                                                               3);
+    if (limits)
+        h->http_filters[h->n_http_filters++] =
+            optional_filter(tr, TR_RATELIMIT_FILTER, tr_token_policy_filter_config(tr));
+    if (sessions)
+        h->http_filters[h->n_http_filters++] =
+            optional_filter(tr, TR_SESSION_FILTER, tr_session_filter_config(tr));
+    h->http_filters[h->n_http_filters++] = router;
     if (strip_port) {
         /* Virtual hosts are matched on the host without its port. */
         h->strip_port_mode_case =
@@ -280,7 +331,8 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
 
     ev_listener *out = socket_listener(tr, l, path);
     ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true);
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n),
+                                     rate_limits(tr, routes, n));
     fc->n_filters = 1;
     fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
@@ -297,6 +349,68 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
             fc->filter_chain_match = m;
             tls_inspector(tr, out);
         }
+    }
+    out->n_filter_chains = 1;
+    out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
+    out->filter_chains[0] = fc;
+    emit_listener(tr, out, path);
+    tr_route_config(tr, li, l->name, routes, n, false);
+}
+
+/* The transport of every address of a Listener: UDP. */
+static void bind_udp(Envoy__Config__Core__V3__Address *a)
+{
+    if (a && a->socket_address)
+        a->socket_address->protocol = ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP;
+}
+
+/* An HTTP/3 listener: a UDP socket taking QUIC (udp_listener_config.quic_options with
+ * QUIC's defaults), TLS from the listener's secrets with ALPN h3 in the QUIC transport
+ * socket (QUIC always encrypts, so the secrets are required), SNI hosts as the chain's
+ * server names (QUIC reads them without a listener filter), and the HTTP connection
+ * manager with codec HTTP3. Proxyless gRPC clients never ask for it: they read only
+ * the listeners named by the hostnames they dial. */
+static void http3_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t n,
+                           const char *path)
+{
+    const ir_listener *l = tr->ir->listeners[li];
+    const Gateway__Control__V1__TlsConfig *t = l->tls;
+    if (l->port == 0)
+        tr_error(tr, tr_printf(tr, "%s.port", path), "an http/3 listener needs a port");
+    if (t && t->passthrough)
+        tr_error(tr, tr_printf(tr, "%s.tls.passthrough", path),
+                 "http/3 terminates tls in quic: it cannot pass tls through");
+    ev_listener *out = socket_listener(tr, l, path);
+    bind_udp(out->address);
+    for (size_t i = 0; i < out->n_additional_addresses; i++)
+        bind_udp(out->additional_addresses[i]->address);
+    Envoy__Config__Listener__V3__UdpListenerConfig *u =
+        TR_NEW(tr, Envoy__Config__Listener__V3__UdpListenerConfig,
+               ENVOY__CONFIG__LISTENER__V3__UDP_LISTENER_CONFIG__INIT);
+    u->quic_options = TR_NEW(tr, Envoy__Config__Listener__V3__QuicProtocolOptions,
+                             ENVOY__CONFIG__LISTENER__V3__QUIC_PROTOCOL_OPTIONS__INIT);
+    out->udp_listener_config = u;
+
+    ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n),
+                                     rate_limits(tr, routes, n));
+    hcm->codec_type =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__CODEC_TYPE__HTTP3;
+    hcm->http3_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http3ProtocolOptions,
+                                         ENVOY__CONFIG__CORE__V3__HTTP3_PROTOCOL_OPTIONS__INIT);
+    fc->n_filters = 1;
+    fc->filters = (ev_filter **)tr_ptrs(tr, 1);
+    fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
+    fc->transport_socket = tr_downstream_quic(tr, li, path);
+    if (t && t->n_sni_hosts) {
+        Envoy__Config__Listener__V3__FilterChainMatch *m =
+            TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
+                   ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+        m->n_server_names = t->n_sni_hosts;
+        m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
+        for (size_t i = 0; i < t->n_sni_hosts; i++)
+            m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
+        fc->filter_chain_match = m;
     }
     out->n_filter_chains = 1;
     out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
@@ -323,7 +437,8 @@ static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, s
                      h ? h : "");
             continue;
         }
-        ev_hcm *hcm = connection_manager(tr, h, l->name, false);
+        ev_hcm *hcm = connection_manager(tr, h, l->name, false, keeps_sessions(tr, routes, n),
+                                         rate_limits(tr, routes, n));
         Envoy__Config__Listener__V3__ApiListener *api =
             TR_NEW(tr, Envoy__Config__Listener__V3__ApiListener,
                    ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);
@@ -334,6 +449,94 @@ static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, s
         emit_listener(tr, out, hp);
     }
     tr_route_config(tr, li, l->name, routes, n, true);
+}
+
+/* ---------------------------------------------------------------- UDP listeners */
+
+/* A UDP listener: a UDP socket whose udp_proxy listener filter forwards every datagram
+ * to the backend of the one UDP route rule that applies to it (rules whose port is set
+ * and differs do not). Envoy's UDP proxy names one cluster: more rules, or a rule
+ * splitting traffic between backends, cannot be expressed and are refused. */
+static void udp_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t n, const char *path)
+{
+    const ir_listener *l = tr->ir->listeners[li];
+    if (l->port == 0)
+        tr_error(tr, tr_printf(tr, "%s.port", path), "a udp listener needs a port");
+    if (l->tls && (l->tls->enabled || l->tls->n_secret_refs || l->tls->n_sni_hosts))
+        tr_error(tr, tr_printf(tr, "%s.tls", path), "a udp listener does not use tls");
+    const ir_stream_rule *rule = NULL;
+    const char *ns = NULL, *where = NULL;
+    size_t applying = 0;
+    for (size_t a = 0; a < n; a++) {
+        const ir_stream_route *sr =
+            routes[a]->kind == TR_ROUTE_STREAM ? tr->ir->stream_routes[routes[a]->idx] : NULL;
+        if (sr == NULL || sr->kind != GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UDP) {
+            tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                     "route \"%s\" cannot attach to a udp listener: only udp routes can",
+                     routes[a]->qname);
+            continue;
+        }
+        for (size_t k = 0; k < sr->n_rules; k++) {
+            if (sr->rules[k]->port != 0 && sr->rules[k]->port != l->port)
+                continue;
+            if (applying++ == 0) {
+                rule = sr->rules[k];
+                ns = sr->namespace_;
+                where = tr_printf(tr, "stream_routes[%zu].rules[%zu]", routes[a]->idx, k);
+            }
+        }
+    }
+    if (applying == 0) {
+        tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                 "a udp listener needs an attached udp route rule to forward datagrams to");
+        return;
+    }
+    if (applying > 1) {
+        tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                 "%zu udp route rules apply to listener \"%s\": envoy's udp proxy forwards a "
+                 "listener to one of them",
+                 applying, l->name);
+        return;
+    }
+    const char **names;
+    uint32_t *weights;
+    long m = tr_weighted_backends(tr, rule->backend_refs, rule->n_backend_refs, ns, where, &names,
+                                  &weights);
+    for (size_t r = 0; r < rule->n_backend_refs; r++) {
+        const ir_backend_ref *ref = rule->backend_refs[r];
+        long bi = tr_backend_find(
+            tr, tr_qname(tr, !tr_empty(ref->namespace_) ? ref->namespace_ : ns, ref->name));
+        if (bi >= 0)
+            mark_backend(tr, li, (size_t)bi);
+    }
+    if (m == 0)
+        tr_error(tr, where, "a udp rule needs a backend with a weight above 0");
+    else if (m > 1)
+        tr_error(tr, tr_printf(tr, "%s.backend_refs", where),
+                 "envoy's udp proxy forwards to one backend, not %ld weighted ones", m);
+    if (m != 1)
+        return;
+    Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *u =
+        TR_NEW(tr, Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig,
+               ENVOY__EXTENSIONS__FILTERS__UDP__UDP_PROXY__V3__UDP_PROXY_CONFIG__INIT);
+    u->stat_prefix = tr_strdup(tr, l->name);
+    u->route_specifier_case =
+        ENVOY__EXTENSIONS__FILTERS__UDP__UDP_PROXY__V3__UDP_PROXY_CONFIG__ROUTE_SPECIFIER_CLUSTER;
+    u->cluster = (char *)names[0];
+    Envoy__Config__Listener__V3__ListenerFilter *f =
+        TR_NEW(tr, Envoy__Config__Listener__V3__ListenerFilter,
+               ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__INIT);
+    f->name = "envoy.filters.udp_listener.udp_proxy";
+    f->config_type_case = ENVOY__CONFIG__LISTENER__V3__LISTENER_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    f->typed_config = tr_any(tr, &u->base);
+    ev_listener *out = socket_listener(tr, l, path);
+    bind_udp(out->address);
+    for (size_t i = 0; i < out->n_additional_addresses; i++)
+        bind_udp(out->additional_addresses[i]->address);
+    out->n_listener_filters = 1;
+    out->listener_filters = (Envoy__Config__Listener__V3__ListenerFilter **)tr_ptrs(tr, 1);
+    out->listener_filters[0] = f;
+    emit_listener(tr, out, path);
 }
 
 /* ---------------------------------------------------------------- stream listeners */
@@ -373,8 +576,8 @@ static void stream_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_
         const char *rp = tr_printf(tr, "stream_routes[%zu]", ri);
         bool tcp = sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_TCP;
         if (sr->kind == GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_UDP) {
-            tr_error(tr, tr_printf(tr, "%s.kind", rp),
-                     "udp routes are not supported by the envoy translation");
+            tr_error(tr, tr_printf(tr, "%s.attached_routes", path),
+                     "udp route \"%s\" attaches to UDP listeners only", routes[a]->qname);
             continue;
         }
         if (sr->kind != GATEWAY__CONTROL__V1__ROUTE_KIND__ROUTE_KIND_TLS && !tcp) {
@@ -523,7 +726,8 @@ void tr_listeners(tr_ctx *tr)
         }
         const tr_name **routes;
         size_t n = attached_routes(tr, li, &routes);
-        bool http = l->protocol == P_HTTP || l->protocol == P_HTTPS || l->protocol == P_GRPC;
+        bool http = l->protocol == P_HTTP || l->protocol == P_HTTPS || l->protocol == P_GRPC ||
+                    l->protocol == P_HTTP3;
         bool stream = l->protocol == P_TCP || l->protocol == P_TLS || l->protocol == P_PASSTHROUGH;
         for (size_t a = 0; a < n; a++) {
             bool is_stream = routes[a]->kind == TR_ROUTE_STREAM;
@@ -547,7 +751,9 @@ void tr_listeners(tr_ctx *tr)
             for (size_t a = 0; a < n; a++)
                 if (routes[a]->kind != TR_ROUTE_STREAM)
                     routes[k++] = routes[a];
-            if (l->port == 0 && l->protocol == P_GRPC) {
+            if (l->protocol == P_HTTP3) {
+                http3_listener(tr, li, routes, k, path);
+            } else if (l->port == 0 && l->protocol == P_GRPC) {
                 mark_proxyless(tr, routes, k, path);
                 proxyless_listeners(tr, li, routes, k, path);
             } else if (l->port == 0)
@@ -561,12 +767,8 @@ void tr_listeners(tr_ctx *tr)
                 if (routes[a]->kind == TR_ROUTE_STREAM)
                     routes[k++] = routes[a];
             stream_listener(tr, li, routes, k, path);
-        } else if (l->protocol == P_HTTP3) {
-            tr_error(tr, tr_printf(tr, "%s.protocol", path),
-                     "http/3 listeners are not supported by the envoy translation");
         } else if (l->protocol == P_UDP) {
-            tr_error(tr, tr_printf(tr, "%s.protocol", path),
-                     "udp listeners are not supported by the envoy translation");
+            udp_listener(tr, li, routes, n, path);
         } else {
             tr_error(tr, tr_printf(tr, "%s.protocol", path), "protocol is not set");
         }

@@ -260,6 +260,8 @@ static void add_route(tr_ctx *tr, tr_route_set *set, const tr_rule_out *ro, cons
     r->response_headers_to_add = (ev_hvo **)ro->resp_add.v;
     r->n_response_headers_to_remove = ro->resp_remove.n;
     r->response_headers_to_remove = (char **)ro->resp_remove.v;
+    tr_route_filter_config(tr, r, TR_SESSION_FILTER, ro->session);
+    tr_route_filter_config(tr, r, TR_RATELIMIT_FILTER, ro->ratelimit);
 
     bool forwarding = false;
     if (ro->redirect) {
@@ -308,16 +310,20 @@ static void add_route(tr_ctx *tr, tr_route_set *set, const tr_rule_out *ro, cons
 /* What one rule (at IR path where; grpc: of a gRPC route) does, into ro: its filters,
  * then its action (with the URL rewrite filter, which only HTTP rules may have). */
 static void rule_begin(tr_ctx *tr, const char *where, bool grpc, const char *ns,
-                       bool session_persistence, Gateway__Control__V1__Filter **filters,
-                       size_t n_filters, ir_backend_ref **refs, size_t n_refs, tr_route_set *set,
-                       tr_rule_out *ro)
+                       const Gateway__Control__V1__SessionPersistence *session,
+                       Gateway__Control__V1__Filter **filters, size_t n_filters,
+                       ir_backend_ref **refs, size_t n_refs, tr_route_set *set, tr_rule_out *ro)
 {
-    if (session_persistence)
-        tr_error(tr, tr_printf(tr, "%s.session_persistence", where),
-                 "session persistence is not supported by the envoy translation");
+    ro->session = tr_session_route_config(tr, session, where);
+    if (ro->session)
+        set->sessions = true;
     const Gateway__Control__V1__UrlRewriteFilter *rw =
         tr_rule_filters(tr, filters, n_filters, ns, grpc, ro, set, where);
     tr_rule_action(tr, ro, refs, n_refs, ns, rw, set, where);
+    if (ro->action)
+        ro->ratelimit = tr_token_policy_route_config(tr, refs, n_refs, ns, where);
+    if (ro->ratelimit)
+        set->ratelimited = true;
 }
 
 static void http_route_set(tr_ctx *tr, size_t ri)
@@ -334,9 +340,8 @@ static void http_route_set(tr_ctx *tr, size_t ri)
         const Gateway__Control__V1__HttpRule *rule = hr->rules[k];
         const char *where = tr_printf(tr, "http_routes[%zu].rules[%zu]", ri, k);
         tr_rule_out ro = {0};
-        rule_begin(tr, where, false, hr->namespace_, rule->session_persistence != NULL,
-                   rule->filters, rule->n_filters, rule->backend_refs, rule->n_backend_refs, set,
-                   &ro);
+        rule_begin(tr, where, false, hr->namespace_, rule->session_persistence, rule->filters,
+                   rule->n_filters, rule->backend_refs, rule->n_backend_refs, set, &ro);
         if (ro.action)
             tr_http_policies(tr, ro.action, rule, where);
         const char *repl = (ro.redirect || ro.action) ? ro.prefix_repl : NULL;
@@ -374,9 +379,8 @@ static void grpc_route_set(tr_ctx *tr, size_t ri)
         const Gateway__Control__V1__GrpcRule *rule = gr->rules[k];
         const char *where = tr_printf(tr, "grpc_routes[%zu].rules[%zu]", ri, k);
         tr_rule_out ro = {0};
-        rule_begin(tr, where, true, gr->namespace_, rule->session_persistence != NULL,
-                   rule->filters, rule->n_filters, rule->backend_refs, rule->n_backend_refs, set,
-                   &ro);
+        rule_begin(tr, where, true, gr->namespace_, rule->session_persistence, rule->filters,
+                   rule->n_filters, rule->backend_refs, rule->n_backend_refs, set, &ro);
         size_t nm = rule->n_matches ? rule->n_matches : 1;
         for (size_t j = 0; j < nm; j++) {
             static const Gateway__Control__V1__GrpcMatch any_method =

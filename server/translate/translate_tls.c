@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include "envoy/extensions/transport_sockets/quic/v3/quic_transport.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/common.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/secret.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
@@ -164,8 +165,43 @@ void tr_ca_secret(tr_ctx *tr, const char *name, char **pems, size_t n_pems)
 
 /* ---------------------------------------------------------------- downstream */
 
+/* The DownstreamTlsContext of listener li (see tr_downstream_tls); alpn: its protocols
+ * (n of them; 0: none). NULL after recording errors. */
+static Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *
+downstream_context(tr_ctx *tr, size_t li, const char *const *alpn, size_t n_alpn, const char *path);
+
 Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t li, bool http,
                                                             const char *path)
+{
+    static const char *const h2_h1[] = {"h2", "http/1.1"};
+    Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *d =
+        downstream_context(tr, li, h2_h1, http ? 2 : 0, path);
+    return d ? socket_of(tr, &d->base) : NULL;
+}
+
+Envoy__Config__Core__V3__TransportSocket *tr_downstream_quic(tr_ctx *tr, size_t li,
+                                                             const char *path)
+{
+    static const char *const h3[] = {"h3"};
+    Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *d =
+        downstream_context(tr, li, h3, 1, path);
+    if (d == NULL)
+        return NULL;
+    Envoy__Extensions__TransportSockets__Quic__V3__QuicDownstreamTransport *q =
+        TR_NEW(tr, Envoy__Extensions__TransportSockets__Quic__V3__QuicDownstreamTransport,
+               ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__QUIC__V3__QUIC_DOWNSTREAM_TRANSPORT__INIT);
+    q->downstream_tls_context = d;
+    Envoy__Config__Core__V3__TransportSocket *ts =
+        TR_NEW(tr, Envoy__Config__Core__V3__TransportSocket,
+               ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT);
+    ts->name = "envoy.transport_sockets.quic";
+    ts->config_type_case = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__CONFIG_TYPE_TYPED_CONFIG;
+    ts->typed_config = tr_any(tr, &q->base);
+    return ts;
+}
+
+static Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *
+downstream_context(tr_ctx *tr, size_t li, const char *const *alpn, size_t n_alpn, const char *path)
 {
     const ir_listener *l = tr->ir->listeners[li];
     const Gateway__Control__V1__TlsConfig *t = l->tls;
@@ -196,11 +232,11 @@ Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t l
                      "min_version %s is above max_version %s", t->min_version, t->max_version);
         c->tls_params = p;
     }
-    if (http) {
-        c->n_alpn_protocols = 2;
-        c->alpn_protocols = (char **)tr_ptrs(tr, 2);
-        c->alpn_protocols[0] = "h2";
-        c->alpn_protocols[1] = "http/1.1";
+    if (n_alpn) {
+        c->n_alpn_protocols = n_alpn;
+        c->alpn_protocols = (char **)tr_ptrs(tr, n_alpn);
+        for (size_t i = 0; i < n_alpn; i++)
+            c->alpn_protocols[i] = (char *)alpn[i];
     }
     Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *d =
         TR_NEW(tr, Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext,
@@ -253,7 +289,7 @@ Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t l
             d->require_client_certificate = req;
         }
     }
-    return tr->errs.count == errs ? socket_of(tr, &d->base) : NULL;
+    return tr->errs.count == errs ? d : NULL;
 }
 
 /* ---------------------------------------------------------------- upstream */

@@ -60,11 +60,20 @@ const char *val_listener_addr(const val_listener *l, size_t k, char *field, size
     return VAL_S(l->addresses[k - 1]);
 }
 
+/* Whether l listens on UDP (HTTP/3 over QUIC, a UDP stream proxy) rather than TCP. */
+static bool udp(const val_listener *l)
+{
+    return l->protocol == GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_HTTP3 ||
+           l->protocol == GATEWAY__CONTROL__V1__LISTENER_PROTOCOL__LISTENER_PROTOCOL_UDP;
+}
+
 const char *val_sockets_clash(const val_listener *a, const val_listener *b)
 {
     char fx[32], fy[32];
     if (a == NULL || b == NULL || a->port == 0 || a->port != b->port)
         return NULL;
+    if (udp(a) != udp(b))
+        return NULL; /* a UDP and a TCP socket share a port without a clash */
     for (size_t x = 0;; x++) {
         const char *ax = val_listener_addr(a, x, fx, sizeof fx);
         if (ax == NULL)

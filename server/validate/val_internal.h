@@ -98,6 +98,12 @@ void val_add(val_ctx *c, const char *path, const char *fmt, ...) SX_PRINTF(3, 4)
 /* Adds a conflict-stage problem naming the other config (with: "namespace/name (id)"). */
 void val_add_conflict(val_ctx *c, const char *path, const char *with, const char *fmt, ...)
     SX_PRINTF(4, 5);
+/* Adds a problem of the current stage about a feature the data plane plane ("envoy")
+ * cannot take. */
+void val_add_plane(val_ctx *c, const char *path, const char *plane, const char *fmt, ...)
+    SX_PRINTF(4, 5);
+/* The data planes the config's groups serve together (val_planes.c). */
+unsigned val_ctx_planes(const val_ctx *c);
 /* buf (VAL_PATH_MAX bytes) set to the path fmt makes, cut to fit as snprintf does;
  * returns buf, so that a path is made where it is passed. */
 const char *val_path(char buf[VAL_PATH_MAX], const char *fmt, ...) SX_PRINTF(2, 3);
@@ -142,7 +148,8 @@ bool val_addrs_overlap(const char *a, const char *b);
 /* "0.0.0.0:80", "[::1]:80" for a listener address ("" is 0.0.0.0). */
 const char *val_addr_port(const char *addr, unsigned port, char *buf, size_t n);
 /* When listeners a and b (either may be NULL) take the same socket: both bind the same
- * port, not 0 (proxyless listeners have no socket), and an address of a overlaps one of
+ * port, not 0 (proxyless listeners have no socket), over the same transport (HTTP/3 and
+ * UDP listeners bind UDP, the others TCP), and an address of a overlaps one of
  * b's (see val_addrs_overlap). Returns the first such address of a, else NULL. */
 const char *val_sockets_clash(const val_listener *a, const val_listener *b);
 /* The k-th address a listener binds (0: address, then addresses[k-1]) with its field
@@ -202,6 +209,8 @@ void val_security(val_ctx *c);
 void val_quota(val_ctx *c);
 void val_conflict(val_ctx *c);
 void val_traps(val_ctx *c);
+/* What the data planes of the config's groups can take (val_planes.c). */
+void val_planes_check(val_ctx *c);
 /* The translator over the merged IR of the config and its peers (val_translate.c). */
 void val_translate_check(val_ctx *c);
 

@@ -14,6 +14,9 @@
  * alone does not report it (the change broke the peer, e.g. made one of its bare
  * references ambiguous), and it is then reported at "spec" naming that peer.
  *
+ * The check runs only when one of the config's groups serves an ADS data plane (envoy
+ * or grpc, val_planes.c): gateway.control.v1 data planes receive the IR itself.
+ *
  * The check needs whole documents: it is skipped when the config or a peer did not
  * decode cleanly (the schema stage has then failed the config already, or a stored
  * peer is damaged and the references into it were checked by the other stages).
@@ -207,6 +210,9 @@ static bool in_baseline(const tr_items *base, const char *path)
 
 void val_translate_check(val_ctx *c)
 {
+    /* Only the ADS data planes receive what the translator makes. */
+    if (!(val_ctx_planes(c) & VAL_PLANES_ADS))
+        return;
     for (size_t d = 0; d < c->ndocs; d++)
         if (!c->docs[d].clean)
             return;

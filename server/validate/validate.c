@@ -35,8 +35,8 @@ const char *val_stage_name(val_stage s)
 
 /* ---------------------------------------------------------------- problems */
 
-static void add(val_ctx *c, val_stage stage, const char *path, const char *with, const char *fmt,
-                va_list ap)
+static void add(val_ctx *c, val_stage stage, const char *path, const char *with, const char *plane,
+                const char *fmt, va_list ap)
 {
     char msg[SX_ERR_MESSAGE_MAX];
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
@@ -66,6 +66,7 @@ static void add(val_ctx *c, val_stage stage, const char *path, const char *with,
         .path = sx_strdup(path),
         .message = sx_strdup(msg),
         .conflict_with = with ? sx_strdup(with) : NULL,
+        .data_plane = plane ? sx_strdup(plane) : NULL,
     };
 }
 
@@ -73,7 +74,15 @@ void val_add(val_ctx *c, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    add(c, c->stage, path, NULL, fmt, ap);
+    add(c, c->stage, path, NULL, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void val_add_plane(val_ctx *c, const char *path, const char *plane, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(c, c->stage, path, NULL, plane, fmt, ap);
     va_end(ap);
 }
 
@@ -81,7 +90,7 @@ void val_add_conflict(val_ctx *c, const char *path, const char *with, const char
 {
     va_list ap;
     va_start(ap, fmt);
-    add(c, VAL_CONFLICT, path, with, fmt, ap);
+    add(c, VAL_CONFLICT, path, with, NULL, fmt, ap);
     va_end(ap);
 }
 
@@ -236,10 +245,15 @@ static const struct {
     val_stage stage;
     void (*run)(val_ctx *c);
 } STAGES[] = {
-    {VAL_SCHEMA, val_schema},         {VAL_SEMANTIC, val_semantic},
-    {VAL_DEPENDENCY, val_dependency}, {VAL_SECURITY, val_security},
-    {VAL_QUOTA, val_quota},           {VAL_CONFLICT, val_conflict},
-    {VAL_TRAPS, val_traps},           {VAL_SEMANTIC, val_translate_check},
+    {VAL_SCHEMA, val_schema},
+    {VAL_SEMANTIC, val_semantic},
+    {VAL_DEPENDENCY, val_dependency},
+    {VAL_SECURITY, val_security},
+    {VAL_QUOTA, val_quota},
+    {VAL_CONFLICT, val_conflict},
+    {VAL_TRAPS, val_traps},
+    {VAL_SEMANTIC, val_planes_check},
+    {VAL_SEMANTIC, val_translate_check},
 };
 
 int val_run(const json_t *spec, const val_peer *peers, size_t npeers, const val_limits *limits,
@@ -297,6 +311,8 @@ json_t *val_result_to_json(const val_result *r)
         json_object_set_new(o, "message", json_string(p->message));
         if (p->conflict_with)
             json_object_set_new(o, "conflict_with", json_string(p->conflict_with));
+        if (p->data_plane)
+            json_object_set_new(o, "data_plane", json_string(p->data_plane));
         json_array_append_new(a, o);
     }
     return a;
@@ -310,6 +326,7 @@ void val_result_free(val_result *r)
         sx_free(r->items[i].path);
         sx_free(r->items[i].message);
         sx_free(r->items[i].conflict_with);
+        sx_free(r->items[i].data_plane);
     }
     sx_free(r->items);
     memset(r, 0, sizeof *r);
@@ -329,6 +346,7 @@ val_limits val_limits_from_config(const sextant_config *c)
         .tls_on_privileged_ports = c->validation.tls_on_privileged_ports,
         .refuse_private_endpoints = c->validation.refuse_private_endpoints,
         .regex_max_program_size = c->validation.regex_max_program_size,
+        .default_planes = c->groups.default_planes,
     };
     return l;
 }

@@ -49,6 +49,7 @@ typedef struct val_problem {
     char *path;          /* "spec.backends[2].endpoints[0].port" */
     char *message;       /* lowercase, no trailing period */
     char *conflict_with; /* conflict stage: "namespace/name (id)" of the other config; else NULL */
+    char *data_plane;    /* a feature a data plane cannot take: "envoy" or "grpc"; else NULL */
 } val_problem;
 
 typedef struct val_result {
@@ -81,12 +82,50 @@ typedef struct val_peer {
                                    decodes it */
 } val_peer;
 
+/* ---------------------------------------------------------------- data planes (val_planes.c) */
+
+/* The kinds of data plane a proxy group serves, as bits: Envoy proxies, proxyless gRPC
+ * clients (both over ADS, fed by the Envoy translator) and gateway.control.v1 clients. */
+#define VAL_PLANE_ENVOY   1u
+#define VAL_PLANE_GRPC    2u
+#define VAL_PLANE_CONTROL 4u
+#define VAL_PLANES_ALL    (VAL_PLANE_ENVOY | VAL_PLANE_GRPC | VAL_PLANE_CONTROL)
+#define VAL_PLANES_ADS    (VAL_PLANE_ENVOY | VAL_PLANE_GRPC)
+
+/* One group a config applies to and the data planes it serves (0: the default). */
+typedef struct val_group_planes {
+    const char *group;
+    unsigned planes;
+} val_group_planes;
+
+/* "envoy", "grpc", "control" for one bit; "unknown" otherwise. */
+const char *val_plane_name(unsigned plane);
+/* The set names[0..n) names: 0, or -1 with the reason in why (unknown or repeated name,
+ * or none at all). */
+int val_planes_parse(const char *const *names, size_t n, unsigned *out, char *why, size_t whyn);
+/* Likewise for "envoy, grpc" (the configuration key's form). */
+int val_planes_parse_csv(const char *csv, unsigned *out, char *why, size_t whyn);
+/* JSON array of the names in planes, in the order envoy, grpc, control; new reference. */
+json_t *val_planes_json(unsigned planes);
+
+/* A change of the data planes of group: appends to out (paths "spec.…", data_plane set)
+ * what the config spec holds that planes cannot take; SX_EVALIDATION when it added
+ * any, else 0. */
+int val_planes_refusals(const json_t *spec, const char *group, unsigned planes, val_result *out);
+/* Whether the n configs of a group, merged as composition merges them, translate for
+ * the ADS data planes: 0, or the translator's SX_EVALIDATION and err. */
+int val_planes_translate(const json_t *const *specs, size_t n, const char *group, sx_err *err);
+
 typedef struct val_limits {
     long long config_listeners, config_routes, config_backends, config_endpoints;
     long long group_listeners, group_routes, group_backends, group_endpoints;
     bool tls_on_privileged_ports;
     bool refuse_private_endpoints;
     long long regex_max_program_size; /* RE2 program size limit of a regex; 0: Envoy's 100 */
+    unsigned default_planes;          /* data planes of a group that chose none; 0: all */
+    const val_group_planes *groups;   /* the config's groups and their data planes (borrowed);
+                                         none: one group of default_planes */
+    size_t ngroups;
 } val_limits;
 
 /*

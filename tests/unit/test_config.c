@@ -22,6 +22,7 @@
 
 #include "server/base/mem.h"
 #include "server/config.h"
+#include "server/validate/validate.h"
 
 #define DBURL "SEXTANT_DATABASE_URL=postgres://sextant:hunter2@127.0.0.1:5432/sextant"
 
@@ -343,6 +344,7 @@ static void test_defaults_env_only(void **state)
     assert_int_equal(c->leader.heartbeat_ms, 5000);
     assert_int_equal(c->leader.forget_after_ms, 24LL * 3600 * 1000);
     assert_int_equal(c->validation.regex_max_program_size, 100); /* Envoy's default */
+    assert_int_equal(c->groups.default_planes, VAL_PLANES_ALL);  /* every kind, as before */
     config_free(c);
 }
 
@@ -696,6 +698,13 @@ static const bad_case bad_cases[] = {
      false,
      "validation.regex_max_program_size",
      "must be between 1 and 100000, got 0",
+     0},
+    {"unknown data plane",
+     "groups:\n  default_data_planes: envoy,quic\n",
+     {0},
+     false,
+     "groups.default_data_planes",
+     "unknown data plane \"quic\" (envoy, grpc or control)",
      0},
     {"body size unit",
      "http:\n  max_body_bytes: 1MB\n",

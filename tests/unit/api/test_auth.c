@@ -591,6 +591,8 @@ static const char *const operator_grants[] = {
     "configs.apply",        "configs.validate",   "groups.rollback",      "deployments.create",
     "deployments.update",   "deployments.delete", "deployments.rollback", "deployments.apply",
     "deployments.validate", "deployments.pause",  "deployments.cancel",   NULL};
+/* And a group's settings (its data planes). */
+static const char *const operator_setting_grants[] = {"groups.update", NULL};
 
 static bool granted(const char *role, const char *res, const char *act)
 {
@@ -602,6 +604,9 @@ static bool granted(const char *role, const char *res, const char *act)
     snprintf(key, sizeof(key), "%s.%s", res, act);
     for (size_t i = 0; operator_grants[i]; i++)
         if (strcmp(operator_grants[i], key) == 0)
+            return true;
+    for (size_t i = 0; operator_setting_grants[i]; i++)
+        if (strcmp(operator_setting_grants[i], key) == 0)
             return true;
     return false;
 }

@@ -747,7 +747,8 @@ static void test_refusals(void **state)
          " 'backends': [{'name': 'b'}]}",
          "http_routes[0].rules[0].matches[0]: replace_prefix_match needs PathPrefix matches"},
         {"{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53}]}",
-         "listeners[0].protocol: udp listeners are not supported by the envoy translation"},
+         "listeners[0].attached_routes: a udp listener needs an attached udp route rule to "
+         "forward datagrams to"},
         {"{'backends': [{'name': 'b', 'load_balancing': {'algorithm': "
          "'LOAD_BALANCING_ALGORITHM_MAGLEV', 'maglev_table_size': '65536'}}]}",
          "backends[0].load_balancing.maglev_table_size: must be a prime number at most 5000011"},

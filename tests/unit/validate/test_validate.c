@@ -447,12 +447,12 @@ static void test_quota(void **state)
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
 
     /* Within every limit. */
-    val_limits roomy = {2, 3, 2, 3, 3, 4, 3, 4, false, false, 0};
+    val_limits roomy = {2, 3, 2, 3, 3, 4, 3, 4, false, false, 0, 0, NULL, 0};
     val_result r;
     assert_int_equal(run(spec, &peer, 1, &roomy, &r), 0);
     val_result_free(&r);
 
-    val_limits tight = {1, 2, 1, 2, 2, 3, 2, 3, false, false, 0};
+    val_limits tight = {1, 2, 1, 2, 2, 3, 2, 3, false, false, 0, 0, NULL, 0};
     assert_int_equal(run(spec, &peer, 1, &tight, &r), SX_EVALIDATION);
     EXPECT(&r, P("quota", "spec.listeners", "2 listeners exceed the limit of 1 per config"),
            P("quota", "spec", "3 routes (http, grpc and stream) exceed the limit of 2 per config"),

@@ -1,6 +1,7 @@
 // Snapshots.tsx — per proxy group, the composed snapshots (newest first), the content of
 // one with the config versions it was built from, and the republishing of an older
-// one as the group's newest version (after a confirmation showing what changes).
+// one as the group's newest version (after a confirmation showing what changes); above
+// them, the data planes the group serves (components/dataPlanes.tsx).
 import {useEffect, useState} from 'preact/hooks';
 import {fetchOp} from '../lib/api';
 import {bytes} from '../lib/format';
@@ -9,6 +10,7 @@ import {navigate, seg, setQuery, useLocation} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
 import type {Group, Snapshot} from '../lib/types';
+import {DataPlanes} from '../components/dataPlanes';
 import {JsonView, SideBySide} from '../components/editors';
 import {ConfirmButtons, Refusal} from '../components/list';
 import {Badge, Dialog, Empty, ErrorBox, Field, PageHead, Section, Time, toast, val} from '../components/ui';
@@ -89,7 +91,8 @@ export function SnapshotsPage({group}: {group: string | null}) {
           <ul class="list">
             {list.map((g) => (
               <li key={g.name}>
-                <a href={`/snapshots/${seg(g.name)}`}>{g.name}</a> <span class="muted">v{g.latest_version}</span>
+                <a href={`/snapshots/${seg(g.name)}`}>{g.name}</a> <span class="muted">v{g.latest_version}</span>{' '}
+                <span class="muted small">{g.data_planes.join(', ')}</span>
               </li>
             ))}
           </ul>
@@ -116,6 +119,7 @@ export function SnapshotsPage({group}: {group: string | null}) {
           </select>
         </label>
       </PageHead>
+      <DataPlanes group={group} />
       {versions.error && <ErrorBox error={versions.error} retry={versions.reload} what="snapshots" />}
       {!versions.loading && !versions.error && !versions.items.length && <Empty title={`No snapshots for ${group}`} />}
       <div class="history-layout">

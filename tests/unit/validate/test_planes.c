@@ -1,0 +1,229 @@
+/*
+ * test_planes.c — what each data plane a proxy group serves can take
+ * (server/validate/val_planes.c): the names parse (and bad lists are refused with the
+ * reason); a config with features only gateway.control.v1 carries passes in a group
+ * serving control only, and in a group serving envoy each feature is refused at its
+ * path, the problem naming the data plane and the group; a group that never chose
+ * serves the default; a change of a group's data planes lists what its configs hold.
+ */
+#include "tests/lib/testlib.h"
+
+#include <string.h>
+
+#include "server/base/err.h"
+#include "server/validate/validate.h"
+
+static const char *SPEC =
+    "{'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': 'ai'}],"
+    "   'filters': [{'type': 'ExtensionRef', 'extension_ref': {'kind': 'K', 'name': 'n'}}]}]}],"
+    " 'backends': [{'name': 'ai', 'endpoints': [{'address': '192.0.2.1', 'port': 443}],"
+    "   'ai_service': {'provider': 'openai', 'model': 'm'},"
+    "   'token_policy': {'tokens_per_minute': 10}}]}";
+
+static void test_names(void **state)
+{
+    (void)state;
+    unsigned p;
+    char why[160];
+    assert_int_equal(val_planes_parse_csv("envoy,grpc,control", &p, why, sizeof why), 0);
+    assert_int_equal(p, VAL_PLANES_ALL);
+    assert_int_equal(val_planes_parse_csv(" control ", &p, why, sizeof why), 0);
+    assert_int_equal(p, VAL_PLANE_CONTROL);
+    assert_int_equal(val_planes_parse_csv("envoy,quic", &p, why, sizeof why), -1);
+    assert_string_equal(why, "unknown data plane \"quic\" (envoy, grpc or control)");
+    assert_int_equal(val_planes_parse_csv("envoy,envoy", &p, why, sizeof why), -1);
+    assert_string_equal(why, "data plane \"envoy\" is named twice");
+    assert_int_equal(val_planes_parse_csv("", &p, why, sizeof why), -1);
+    assert_string_equal(why, "must name at least one data plane (envoy, grpc, control)");
+    json_t *j = val_planes_json(VAL_PLANE_CONTROL | VAL_PLANE_ENVOY);
+    tl_assert_json_is(j, "['envoy', 'control']");
+    json_decref(j);
+}
+
+static int run_in(const char *group, unsigned planes, unsigned dflt, val_result *out)
+{
+    json_t *spec = tl_json(SPEC);
+    val_group_planes g = {group, planes};
+    val_limits l = {.default_planes = dflt, .groups = &g, .ngroups = 1};
+    int rc = val_run(spec, NULL, 0, &l, 1700000000, out);
+    json_decref(spec);
+    return rc;
+}
+
+static const val_problem *at(const val_result *r, const char *path, const char *plane)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (strcmp(r->items[i].path, path) == 0 && r->items[i].data_plane &&
+            strcmp(r->items[i].data_plane, plane) == 0)
+            return &r->items[i];
+    return NULL;
+}
+
+static void test_control_takes_all(void **state)
+{
+    (void)state;
+    val_result r;
+    assert_int_equal(run_in("ai", VAL_PLANE_CONTROL, VAL_PLANES_ALL, &r), 0);
+    assert_int_equal(r.count, 0);
+    val_result_free(&r);
+}
+
+static void test_envoy_refuses_with_the_plane(void **state)
+{
+    (void)state;
+    val_result r;
+    assert_int_equal(run_in("edge", VAL_PLANE_ENVOY, VAL_PLANES_ALL, &r), SX_EVALIDATION);
+    const char *paths[] = {"spec.backends[0].ai_service",
+                           "spec.backends[0].token_policy.tokens_per_minute",
+                           "spec.backends[0].token_policy.requests_per_minute",
+                           "spec.http_routes[0].rules[0].filters[0].extension_ref"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const val_problem *p = at(&r, paths[i], "envoy");
+        assert_non_null(p);
+        assert_int_equal(p->stage, VAL_SEMANTIC);
+        assert_non_null(strstr(p->message, "the envoy data plane cannot take"));
+        assert_non_null(strstr(p->message, "group \"edge\" serves envoy"));
+    }
+    /* The translator says nothing more at those paths, and no grpc problem is made up. */
+    assert_int_equal(r.count, 4);
+    json_t *j = val_result_to_json(&r);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "data_plane")),
+                        "envoy");
+    json_decref(j);
+    val_result_free(&r);
+}
+
+static void test_default_applies(void **state)
+{
+    (void)state;
+    val_result r;
+    /* planes 0: the group never chose; the default (control only) holds. */
+    assert_int_equal(run_in("quiet", 0, VAL_PLANE_CONTROL, &r), 0);
+    val_result_free(&r);
+    assert_int_equal(run_in("loud", 0, VAL_PLANE_GRPC, &r), SX_EVALIDATION);
+    assert_non_null(at(&r, "spec.backends[0].ai_service", "grpc"));
+    assert_null(at(&r, "spec.backends[0].ai_service", "envoy"));
+    val_result_free(&r);
+}
+
+/* Session persistence: translated for envoy (a cookie or a header), for grpc a cookie
+ * only; an idle timeout reaches control data planes only. */
+static void test_session_persistence(void **state)
+{
+    (void)state;
+    const char *base = "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
+                       "'port': 80, 'attached_routes': ['r']}],"
+                       " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': "
+                       "'b'}], 'session_persistence': %s}]}],"
+                       " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', "
+                       "'port': 80}]}]}";
+    char text[1024];
+    val_group_planes g = {"edge", VAL_PLANE_ENVOY};
+    val_limits l = {.groups = &g, .ngroups = 1};
+    val_result r;
+
+    snprintf(text, sizeof text, base, "{'session_name': 'sid', 'type': 'Header'}");
+    json_t *spec = tl_json(text);
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    g.planes = VAL_PLANE_GRPC;
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_non_null(at(&r, "spec.http_routes[0].rules[0].session_persistence.type", "grpc"));
+    assert_int_equal(r.count, 1);
+    val_result_free(&r);
+    json_decref(spec);
+
+    snprintf(text, sizeof text, base, "{'session_name': 'sid', 'idle_timeout': '60s'}");
+    spec = tl_json(text);
+    g.planes = VAL_PLANE_ENVOY | VAL_PLANE_CONTROL;
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_non_null(
+        at(&r, "spec.http_routes[0].rules[0].session_persistence.idle_timeout", "envoy"));
+    assert_int_equal(r.count, 1);
+    val_result_free(&r);
+    g.planes = VAL_PLANE_CONTROL;
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    json_decref(spec);
+}
+
+/* A token policy's request rate reaches Envoy; its token counts do not. */
+static void test_token_policy(void **state)
+{
+    (void)state;
+    const char *base = "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
+                       "'port': 80, 'attached_routes': ['r']}],"
+                       " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': "
+                       "'b'}]}]}],"
+                       " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', "
+                       "'port': 80}], 'token_policy': %s}]}";
+    char text[1024];
+    val_group_planes g = {"edge", VAL_PLANE_ENVOY | VAL_PLANE_GRPC};
+    val_limits l = {.groups = &g, .ngroups = 1};
+    val_result r;
+    snprintf(text, sizeof text, base, "{'requests_per_minute': 600, 'burst': 2}");
+    json_t *spec = tl_json(text);
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    json_decref(spec);
+    snprintf(text, sizeof text, base, "{'requests_per_minute': 600, 'tokens_per_hour': 9}");
+    spec = tl_json(text);
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_hour", "envoy"));
+    assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_hour", "grpc"));
+    assert_int_equal(r.count, 2);
+    val_result_free(&r);
+    json_decref(spec);
+}
+
+/* An HTTP/3 listener binds UDP: it shares its port with a TCP listener without a clash,
+ * but not with a UDP one. */
+static void test_udp_and_tcp_share_a_port(void **state)
+{
+    (void)state;
+    val_group_planes g = {"ctl", VAL_PLANE_CONTROL};
+    val_limits l = {.groups = &g, .ngroups = 1};
+    val_result r;
+    json_t *spec = tl_json("{'listeners': [{'name': 'tcp', 'protocol': 'LISTENER_PROTOCOL_HTTP',"
+                           " 'port': 8443}, {'name': 'quic', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
+                           " 'port': 8443}]}");
+    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    val_result_free(&r);
+    json_decref(spec);
+    spec = tl_json("{'listeners': [{'name': 'dns', 'protocol': 'LISTENER_PROTOCOL_UDP',"
+                   " 'port': 8443}, {'name': 'quic', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
+                   " 'port': 8443}]}");
+    assert_int_not_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    assert_true(r.count >= 1);
+    val_result_free(&r);
+    json_decref(spec);
+}
+
+static void test_group_change(void **state)
+{
+    (void)state;
+    json_t *spec = tl_json(SPEC);
+    val_result r = {0};
+    assert_int_equal(val_planes_refusals(spec, "g", VAL_PLANE_CONTROL, &r), 0);
+    assert_int_equal(r.count, 0);
+    assert_int_equal(val_planes_refusals(spec, "g", VAL_PLANE_CONTROL | VAL_PLANE_ENVOY, &r),
+                     SX_EVALIDATION);
+    assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_minute", "envoy"));
+    val_result_free(&r);
+    json_decref(spec);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_control_takes_all),
+        cmocka_unit_test(test_envoy_refuses_with_the_plane),
+        cmocka_unit_test(test_default_applies),
+        cmocka_unit_test(test_session_persistence),
+        cmocka_unit_test(test_token_policy),
+        cmocka_unit_test(test_udp_and_tcp_share_a_port),
+        cmocka_unit_test(test_group_change),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
