@@ -96,6 +96,13 @@ struct http_request {
     struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
 };
 
+/* ---- http.c */
+
+/* Percent-decodes one path segment in place (the router's step after splitting the path
+ * at the slashes the client sent); false when it does not decode to UTF-8 text without
+ * control characters. Also driven by tests/fuzz. */
+bool http_decode_segment(char *s);
+
 /* ---- http_request.c */
 
 /* Marks r answered with status; false (logged as a bug) when it already was. */

@@ -25,6 +25,7 @@ SEXTANT_DEBS=(
     kubernetes-client python3-kubernetes python3-yaml # kubectl and the Python client, against tests/k8s/apiserver.py
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
     systemd # systemd-analyze, which checks deploy/systemd/sextant.service
+    clang libclang-rt-14-dev # the clang builds (tests/build_matrix.sh) and libFuzzer (tests/fuzz)
 )
 
 # deps_install PKG...: installs the packages that are not installed yet (all of
