@@ -6,7 +6,8 @@
  *         types the codec maps specially); what decodes is encoded again, decoded again
  *         and must encode to the same JSON (the round trip of a clean document);
  *   odd   protobuf bytes unpacked as a ConfigSnapshot (untrusted bytes: a replica's
- *         stored snapshot), encoded as JSON (never fails), then decoded partially.
+ *         stored snapshot), encoded as JSON (never fails), then decoded partially; when
+ *         that JSON decodes cleanly, it must encode to the same JSON again.
  * Every decode also runs the partial decoder and walks what it kept.
  */
 #include <stdint.h>
@@ -114,6 +115,19 @@ static void from_bytes(const uint8_t *data, size_t len)
         abort(); /* the encoder must write valid JSON (UTF-8 strings) */
     free(text);
     partial(&gateway__control__v1__config_snapshot__descriptor, j);
+    /* What decodes again must encode to the same JSON: the codec's two halves agree on
+     * every value the binary form can carry. */
+    sx_fielderrs errs = {0};
+    ProtobufCMessage *m2 = NULL;
+    if (pbjson_decode(&gateway__control__v1__config_snapshot__descriptor, j, NULL, &m2, &errs) ==
+        0) {
+        json_t *e2 = pbjson_encode(m2, 0);
+        if (!json_equal(j, e2))
+            abort();
+        json_decref(e2);
+        protobuf_c_message_free_unpacked(m2, NULL);
+    }
+    sx_fielderrs_free(&errs);
     json_t *jd = pbjson_encode(&s->base, PBJSON_EMIT_DEFAULTS);
     partial(&gateway__control__v1__config_snapshot__descriptor, jd);
     json_decref(jd);
