@@ -10,6 +10,7 @@
  *         that JSON decodes cleanly, it must encode to the same JSON again.
  * Every decode also runs the partial decoder and walks what it kept.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,39 @@ static const ProtobufCMessageDescriptor *const DESCS[] = {
     &google__protobuf__bool_value__descriptor,
 };
 #define NDESCS (sizeof(DESCS) / sizeof(DESCS[0]))
+
+/* json_equal, except that numbers compare by value: protobuf-c does not pack a double
+ * field at -0.0 (it equals the default 0), so the binary form turns -0.0 into 0, which
+ * the JSON form writes as an integer. */
+static bool same_json(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    if (json_typeof(a) != json_typeof(b))
+        return false;
+    if (json_is_array(a)) {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!same_json(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    if (json_is_object(a)) {
+        if (json_object_size(a) != json_object_size(b))
+            return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v)
+        {
+            json_t *w = json_object_get(b, k);
+            if (w == NULL || !same_json(v, w))
+                return false;
+        }
+        return true;
+    }
+    return json_equal(a, b);
+}
 
 static void visit(const ProtobufCMessage *msg, const char *path, void *ctx)
 {
@@ -86,7 +120,7 @@ static void from_json(const ProtobufCMessageDescriptor *d, const uint8_t *data, 
             abort();
         json_t *e3 = pbjson_encode(m3, PBJSON_EMIT_DEFAULTS);
         json_t *e2d = pbjson_encode(m2, PBJSON_EMIT_DEFAULTS);
-        if (!json_equal(e3, e2d))
+        if (!same_json(e3, e2d))
             abort();
         json_decref(e3);
         json_decref(e2d);
