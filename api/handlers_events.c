@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "api/handlers_common.h"
+#include "api/handlers_events.h"
 #include "api/handlers_routes.h"
 #include "server/events.h"
 #include "server/base/clock.h"
@@ -121,12 +122,9 @@ static void bad_query(http_request *req, const char *name, const char *message)
     api_refuse(req, NULL, &err, api_details1(name, message));
 }
 
-/* ?types=a,b as a mask of events_type_index bits (0: every type); 400 for a name that
- * is not an event type. */
-static bool types_or_respond(http_request *req, unsigned *mask)
+bool api_events_parse_types(const char *q, unsigned *mask, char *why, size_t n_why)
 {
     *mask = 0;
-    const char *q = http_req_query(req, "types");
     if (q == NULL || q[0] == '\0')
         return true;
     for (const char *p = q; *p;) {
@@ -144,13 +142,11 @@ static bool types_or_respond(http_request *req, unsigned *mask)
             i = events_type_index(name);
         }
         if (i < 0) {
-            char msg[512];
-            int len = snprintf(msg, sizeof(msg), "\"%.*s\" is not an event type; the types are",
+            int len = snprintf(why, n_why, "\"%.*s\" is not an event type; the types are",
                                (int)(n < 64 ? n : 64), p);
-            for (int k = 0; k < EVENTS_NTYPES && len > 0 && (size_t)len < sizeof(msg); k++)
-                len += snprintf(msg + len, sizeof(msg) - (size_t)len, "%s %s", k ? "," : "",
+            for (int k = 0; k < EVENTS_NTYPES && len > 0 && (size_t)len < n_why; k++)
+                len += snprintf(why + len, n_why - (size_t)len, "%s %s", k ? "," : "",
                                 events_type_name(k));
-            bad_query(req, "types", msg);
             return false;
         }
         *mask |= 1u << i;
@@ -159,6 +155,17 @@ static bool types_or_respond(http_request *req, unsigned *mask)
         p = end + 1;
     }
     return true;
+}
+
+/* ?types=a,b as a mask of events_type_index bits (0: every type); 400 for a name that
+ * is not an event type. */
+static bool types_or_respond(http_request *req, unsigned *mask)
+{
+    char msg[512];
+    if (api_events_parse_types(http_req_query(req, "types"), mask, msg, sizeof(msg)))
+        return true;
+    bad_query(req, "types", msg);
+    return false;
 }
 
 /* Last-Event-ID, else ?since=; neither: start at the newest event. 400 for a value that

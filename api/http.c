@@ -191,7 +191,7 @@ static int hex_digit(char c)
  * byte XX, a '%' not followed by two hex digits stays as it is. Returns false when the
  * result is not UTF-8 text without control characters (an encoded NUL above all, which
  * would cut the value short): no handler, log line or JSON answer could carry it. */
-static bool decode_segment(char *s)
+bool http_decode_segment(char *s)
 {
     char *out = s;
     for (const char *p = s; *p; p++) {
@@ -239,7 +239,7 @@ static void dispatch(http_request *r)
         }
     }
     for (size_t i = 0; r->raw_path && i < nseg; i++) {
-        if (!decode_segment(segs[i])) {
+        if (!http_decode_segment(segs[i])) {
             sx_err err;
             sx_err_set(&err, SX_EINVAL,
                        "malformed path: segment %zu does not decode to UTF-8 text without "

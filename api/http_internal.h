@@ -103,6 +103,13 @@ struct http_request {
     bool admin;                       /* came in on the admin listener: built-in routes only */
 };
 
+/* ---- http.c */
+
+/* Percent-decodes one path segment in place (the router's step after splitting the path
+ * at the slashes the client sent); false when it does not decode to UTF-8 text without
+ * control characters. Also driven by tests/fuzz. */
+bool http_decode_segment(char *s);
+
 /* ---- http_request.c */
 
 /* Marks r answered with status; false (logged as a bug) when it already was. */

@@ -6,12 +6,15 @@
 # tested trees (a Release build, the one users deploy and benchmarks measure, and an
 # AddressSanitizer + UndefinedBehaviorSanitizer build), builds every other CMake build
 # type with GCC and clang (tests/build_matrix.sh), starts a private PostgreSQL and Redis
-# on free loopback ports, runs every ctest label in both tested builds, stops what it
+# on free loopback ports, runs every ctest label in both tested builds, runs each
+# libFuzzer target a few seconds on its corpus (tests/fuzz/run.sh, clang), stops what it
 # started (also on failure or Ctrl-C) and ends with ctest's summary.
 #
 #   tests/run.sh                 everything
 #   tests/run.sh --no-asan       skip the sanitizer build
 #   tests/run.sh --no-matrix     skip the other build types and compilers
+#   tests/run.sh --no-fuzz       skip the fuzz targets (skipped too with -L or -R unless
+#                                --fuzz is given); SEXTANT_FUZZ_SECONDS=N runs each N s
 #   tests/run.sh -L unit         one label (unit, integration, conformance, e2e)
 #   tests/run.sh -R regex        tests whose name matches
 #   tests/run.sh --repeat N      run the tests N times over one build (flake hunting);
@@ -31,6 +34,7 @@ source tests/lib/ui.sh
 
 ASAN=1
 MATRIX=1
+FUZZ=
 REPEAT=1
 HOG=0
 CTEST_ARGS=()
@@ -38,6 +42,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --no-asan) ASAN=0 ;;
     --no-matrix) MATRIX=0 ;;
+    --no-fuzz) FUZZ=0 ;;
+    --fuzz) FUZZ=1 ;;
     --cpu-hog) HOG=1 ;;
     --repeat)
         [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: --repeat takes a count" >&2; exit 2; }
@@ -45,11 +51,13 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     -L | -R) CTEST_ARGS+=("$1" "$2"); shift ;;
-    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "tests/run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
+# A run narrowed to some tests leaves the fuzz targets out unless asked for.
+[ -n "$FUZZ" ] || { [ ${#CTEST_ARGS[@]} -gt 0 ] && FUZZ=0 || FUZZ=1; }
 [ ${#CTEST_ARGS[@]} -gt 0 ] || CTEST_ARGS=(-L 'unit|integration|conformance|e2e')
 
 deps_install
@@ -158,6 +166,15 @@ for run in $(seq "$REPEAT"); do
     run_ctest build-release "$run"
     [ $ASAN = 0 ] || run_ctest build-asan "$run"
 done
+# The fuzz targets, each on its committed corpus (past findings) and then for
+# SEXTANT_FUZZ_SECONDS more (tests/fuzz/README.md runs them for longer).
+if [ "$FUZZ" = 1 ]; then
+    echo "== fuzz"
+    if ! tests/fuzz/run.sh; then
+        status=1
+        FAILED_RUNS+=("fuzz: a target found a problem (== fuzz above)")
+    fi
+fi
 if [ $status = 0 ]; then
     echo "== all tests passed ($REPEAT run(s))"
 else

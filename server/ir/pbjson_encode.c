@@ -23,6 +23,25 @@
 
 #include "server/ir/pbjson_internal.h"
 
+/* Appends s (n bytes) to b with any invalid UTF-8 byte replaced by U+FFFD. */
+static void append_lossy(sx_buf *b, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t len = 1;
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0xC0 && c < 0xF8)
+            len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (i + len <= n && pbjson_utf8_valid((const unsigned char *)s + i, len))
+            sx_buf_append(b, s + i, len);
+        else {
+            sx_buf_puts(b, "\xEF\xBF\xBD");
+            len = 1;
+        }
+        i += len;
+    }
+}
+
 /* A JSON string of s, with any invalid UTF-8 byte replaced by U+FFFD. */
 static json_t *json_string_lossy(const char *s)
 {
@@ -32,20 +51,7 @@ static json_t *json_string_lossy(const char *s)
     if (pbjson_utf8_valid((const unsigned char *)s, n))
         return json_stringn(s, n);
     sx_buf b = {0};
-    size_t i = 0;
-    while (i < n) {
-        size_t len = 1;
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0xC0 && c < 0xF8)
-            len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        if (i + len <= n && pbjson_utf8_valid((const unsigned char *)s + i, len))
-            sx_buf_append(&b, s + i, len);
-        else {
-            sx_buf_puts(&b, "\xEF\xBF\xBD");
-            len = 1;
-        }
-        i += len;
-    }
+    append_lossy(&b, s, n);
     json_t *j = json_stringn(b.data, b.len);
     sx_buf_free(&b);
     return j;
@@ -243,11 +249,17 @@ static json_t *encode_map(const ProtobufCFieldDescriptor *f, const ProtobufCMess
             v = pbjson_null_is_value(vf) ? json_null() : json_object();
         else
             v = encode_single(vf, vp, flags);
-        /* Keys that are not valid UTF-8 cannot be object keys; they are dropped. */
-        if (pbjson_utf8_valid((const unsigned char *)key, strlen(key)))
-            json_object_set_new(obj, key, v);
-        else
-            json_decref(v);
+        /* An object key must be UTF-8 as well: bad bytes become U+FFFD, like in values
+         * (keys that differ only there collapse into one, the last one kept). */
+        size_t klen = strlen(key);
+        if (pbjson_utf8_valid((const unsigned char *)key, klen)) {
+            json_object_setn_new(obj, key, klen, v);
+        } else {
+            sx_buf fixed = {0};
+            append_lossy(&fixed, key, klen);
+            json_object_setn_new(obj, fixed.data, fixed.len, v);
+            sx_buf_free(&fixed);
+        }
         sx_free(key);
     }
     return obj;

@@ -413,6 +413,33 @@ static void test_encode_invalid_utf8(void **state)
     assert_string_equal(json_string_value(json_object_get(got, "s")), "a\xef\xbf\xbd"
                                                                       "b\xef\xbf\xbd");
     json_decref(got);
+
+    /* A map key too: the entry is kept under the repaired key, not dropped (an encoded
+     * snapshot must not lose what it carried, and must decode back to itself). */
+    Gateway__Control__V1__Listener l = GATEWAY__CONTROL__V1__LISTENER__INIT;
+    Gateway__Control__V1__Listener__MetadataEntry e =
+        GATEWAY__CONTROL__V1__LISTENER__METADATA_ENTRY__INIT;
+    char key[] = "k\x8d";
+    e.key = key;
+    e.value = "v";
+    Gateway__Control__V1__Listener__MetadataEntry *ep = &e;
+    l.name = "l";
+    l.n_metadata = 1;
+    l.metadata = &ep;
+    got = pbjson_encode(&l.base, 0);
+    json_t *md = json_object_get(got, "metadata");
+    assert_int_equal(json_object_size(md), 1);
+    assert_string_equal(json_string_value(json_object_get(md, "k\xef\xbf\xbd")), "v");
+    ProtobufCMessage *back = NULL;
+    sx_fielderrs errs = {0};
+    assert_int_equal(
+        pbjson_decode(&gateway__control__v1__listener__descriptor, got, NULL, &back, &errs), 0);
+    json_t *again = pbjson_encode(back, 0);
+    tl_assert_json_equal(again, got);
+    json_decref(again);
+    protobuf_c_message_free_unpacked(back, NULL);
+    sx_fielderrs_free(&errs);
+    json_decref(got);
 }
 
 static void test_protocol_round_trips(void **state)
