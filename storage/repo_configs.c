@@ -519,12 +519,13 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
                             "   ON v.config_id = c.id AND v.version = c.live_version"
                             " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
                             " ORDER BY c.namespace, c.name",
-        1, p, sizeof(cfg_version), read_live_ver, &v, count, err);
+        1, p, sizeof(cfg_version), read_live_ver, out, count, err);
     for (size_t i = 0; rc == 0 && i < *count; i++)
-        rc = open_spec(c, ((cfg_version *)v)[i].spec, err);
-    *out = rc ? NULL : v;
-    if (rc)
+        rc = open_spec(c, (*out)[i].spec, err);
+    if (rc) {
+        *out = NULL;
         *count = 0;
+    }
     return rc;
 }
 
@@ -583,12 +584,13 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
                          "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
                          "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
                          " ORDER BY c.namespace, c.name",
-                         2, p, sizeof(cfg_live), read_live, &v, count, err);
+                         2, p, sizeof(cfg_live), read_live, out, count, err);
     for (size_t i = 0; rc == 0 && i < *count; i++)
-        rc = open_spec(c, ((cfg_live *)v)[i].spec, err);
-    *out = rc ? NULL : v;
-    if (rc)
+        rc = open_spec(c, (*out)[i].spec, err);
+    if (rc) {
+        *out = NULL;
         *count = 0;
+    }
     return rc;
 }
 
