@@ -100,7 +100,7 @@ struct http_request {
     struct http_stream *stream;       /* the streamed answer's state (one reference), or NULL */
     /* The filter of its JSON answers (http_req_set_json_filter); NULL: none. */
     json_t *(*json_filter)(json_t *body);
-    bool admin;                       /* came in on the admin listener: built-in routes only */
+    bool admin; /* came in on the admin listener: built-in routes only */
 };
 
 /* ---- http.c */

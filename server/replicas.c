@@ -38,8 +38,8 @@
 struct replicas_beat {
     struct sx_server *srv; /* borrowed */
     sup_thread thread;
-    bool failing; /* the last heartbeat failed (logged once until one works) */
-    sx_wake wake; /* woken on a change of leadership, stopping at stop */
+    bool failing;          /* the last heartbeat failed (logged once until one works) */
+    sx_wake wake;          /* woken on a change of leadership, stopping at stop */
     int64_t audit_next_ms; /* monotonic time of the next audit upkeep; 0: at once */
     bool audit_checked;    /* the owner check has run */
 };
