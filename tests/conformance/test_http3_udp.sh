@@ -12,6 +12,8 @@ conf_need_python_grpc || exit 1
 conf_rest_auth "conformance-http3-secret-0123456789abcdef"
 GROUP=conf-http3
 conf_services || exit 1
+# The HTTP/3 listener terminates TLS with a private key: stored encrypted.
+secrets_keyring "$WORK/secrets.keys"
 echo_backend A || exit 1
 conf_serve r1 || exit 1
 HTTP_PORT=$R1_HTTP

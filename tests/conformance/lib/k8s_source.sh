@@ -25,6 +25,8 @@ k8s_source_init() {
     ln -s k8s/apiserver.log "$WORK/apiserver.log"
     k8s_crds "$K8S_DIR" >"$WORK/crds.out" 2>&1 || { cat "$WORK/crds.out" >&2; return 1; }
     conf_rest_auth "k8s-source-conformance-secret-0123456789"
+    # Gateways terminate TLS with the private keys of their Secrets: stored encrypted.
+    secrets_keyring "$WORK/secrets.keys"
 }
 
 k8s_apply() {
