@@ -23,6 +23,7 @@
 #include "envoy/config/core/v3/base.pb-c.h"
 #include "envoy/config/core/v3/config_source.pb-c.h"
 #include "envoy/config/route/v3/route_components.pb-c.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 #include "google/protobuf/any.pb-c.h"
 #include "google/protobuf/duration.pb-c.h"
 #include "google/protobuf/wrappers.pb-c.h"
@@ -278,6 +279,14 @@ Google__Protobuf__Any *tr_token_policy_route_config(tr_ctx *tr, ir_backend_ref *
                                                     const char *ns, const char *where);
 /* The connection manager's LocalRateLimit (no bucket: the routes' configs limit). */
 Google__Protobuf__Any *tr_token_policy_filter_config(tr_ctx *tr);
+
+/* translate_wasm.c: backend b's Wasm plugin (IR path of the backend: path) as the
+ * upstream HTTP filters of its cluster (the Wasm filter, then the upstream codec) into
+ * *out (arena); returns how many, 0 when b has no plugin or after recording what Envoy
+ * cannot run of it. */
+size_t tr_wasm_upstream_filters(
+    tr_ctx *tr, const ir_backend *b, const char *path,
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter ***out);
 
 /* translate_listener.c: Listener and RouteConfiguration resources; also fills
  * tr->backend_tls from the listeners' backend_tls. */

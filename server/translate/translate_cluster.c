@@ -10,9 +10,12 @@
  * healthy endpoints (at least 1), because gRPC clients weight localities and treat a
  * missing weight as 0 (every call fails). All endpoints are priority 0.
  *
- * What Envoy cannot be told about a backend (AI services, token policies, Wasm
- * plugins, session persistence) is refused, not dropped: a proxy that silently skips
- * a token limit is worse than a snapshot that does not publish.
+ * A backend's Wasm plugin runs in the cluster's upstream HTTP filters
+ * (translate_wasm.c), carried with the upstream protocol in HttpProtocolOptions.
+ *
+ * What Envoy cannot be told about a backend (AI services, session persistence on the
+ * backend) is refused, not dropped: a proxy that silently skips a token limit is worse
+ * than a snapshot that does not publish.
  */
 #include "server/translate/translate.h"
 #include "server/base/num.h"
@@ -74,9 +77,6 @@ static void unsupported(tr_ctx *tr, const ir_backend *b, const char *path)
     if (b->ai_service)
         tr_error(tr, tr_printf(tr, "%s.ai_service", path),
                  "ai services are not supported by the envoy translation");
-    if (b->wasm_plugin)
-        tr_error(tr, tr_printf(tr, "%s.wasm_plugin", path),
-                 "wasm plugins are not supported by the envoy translation");
     if (b->session_persistence)
         tr_error(tr, tr_printf(tr, "%s.session_persistence", path),
                  "session persistence is not supported by the envoy translation");
@@ -146,21 +146,34 @@ static void load_balancing(tr_ctx *tr, ev_cluster *c,
     }
 }
 
-static Google__Protobuf__Any *http2_options(tr_ctx *tr)
+/* HttpProtocolOptions: HTTP/2 (h2) or HTTP/1.1 upstream, with the upstream HTTP
+ * filters[0..n). */
+static Google__Protobuf__Any *protocol_options(
+    tr_ctx *tr, bool h2,
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **filters, size_t n)
 {
     Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions__ExplicitHttpConfig *e = TR_NEW(
         tr, Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions__ExplicitHttpConfig,
         ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__EXPLICIT_HTTP_CONFIG__INIT);
-    e->protocol_config_case =
-        ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__EXPLICIT_HTTP_CONFIG__PROTOCOL_CONFIG_HTTP2_PROTOCOL_OPTIONS;
-    e->http2_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http2ProtocolOptions,
-                                       ENVOY__CONFIG__CORE__V3__HTTP2_PROTOCOL_OPTIONS__INIT);
+    if (h2) {
+        e->protocol_config_case =
+            ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__EXPLICIT_HTTP_CONFIG__PROTOCOL_CONFIG_HTTP2_PROTOCOL_OPTIONS;
+        e->http2_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http2ProtocolOptions,
+                                           ENVOY__CONFIG__CORE__V3__HTTP2_PROTOCOL_OPTIONS__INIT);
+    } else {
+        e->protocol_config_case =
+            ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__EXPLICIT_HTTP_CONFIG__PROTOCOL_CONFIG_HTTP_PROTOCOL_OPTIONS;
+        e->http_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http1ProtocolOptions,
+                                          ENVOY__CONFIG__CORE__V3__HTTP1_PROTOCOL_OPTIONS__INIT);
+    }
     Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions *o =
         TR_NEW(tr, Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions,
                ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__INIT);
     o->upstream_protocol_options_case =
         ENVOY__EXTENSIONS__UPSTREAMS__HTTP__V3__HTTP_PROTOCOL_OPTIONS__UPSTREAM_PROTOCOL_OPTIONS_EXPLICIT_HTTP_CONFIG;
     o->explicit_http_config = e;
+    o->http_filters = filters;
+    o->n_http_filters = n;
     return tr_any(tr, &o->base);
 }
 
@@ -179,6 +192,9 @@ static void proxyless_limits(tr_ctx *tr, size_t bi, const ev_cluster *c, const c
         tr_error(tr, tr_printf(tr, "%s.tls_validation", path),
                  "proxyless grpc clients (%s) cannot take backend tls from the control plane",
                  from);
+    if (tr->ir->backends[bi]->wasm_plugin)
+        tr_error(tr, tr_printf(tr, "%s.wasm_plugin", path),
+                 "proxyless grpc clients (%s) run no wasm plugins", from);
 }
 
 static void cluster(tr_ctx *tr, size_t bi, const char *qname, const char *path)
@@ -211,12 +227,14 @@ static void cluster(tr_ctx *tr, size_t bi, const char *qname, const char *path)
         tr_error(tr, tr_printf(tr, "%s.protocol", path),
                  "unknown protocol \"%s\": use HTTP, HTTP2, GRPC, TCP or TLS (or leave it empty)",
                  b->protocol);
-    if (h2) {
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter **filters = NULL;
+    size_t n_filters = tr_wasm_upstream_filters(tr, b, path, &filters);
+    if (h2 || n_filters) {
         Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry *e = TR_NEW(
             tr, Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry,
             ENVOY__CONFIG__CLUSTER__V3__CLUSTER__TYPED_EXTENSION_PROTOCOL_OPTIONS_ENTRY__INIT);
         e->key = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
-        e->value = http2_options(tr);
+        e->value = protocol_options(tr, h2, filters, n_filters);
         c->n_typed_extension_protocol_options = 1;
         c->typed_extension_protocol_options =
             (Envoy__Config__Cluster__V3__Cluster__TypedExtensionProtocolOptionsEntry **)tr_ptrs(tr,

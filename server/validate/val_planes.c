@@ -141,6 +141,8 @@ typedef enum feature {
     F_TOKEN_ACTION,
     F_TOKEN_NO_RATE,
     F_WASM_PLUGIN,
+    F_WASM_LIMITS,
+    F_WASM_HOOKS,
     F_BACKEND_SESSION,
     F_EXTENSION_REF,
     F_SESSION_IDLE,
@@ -162,7 +164,12 @@ static const struct {
                         "an action on limit other than \"reject\" (Envoy answers 429)"},
     [F_TOKEN_NO_RATE] = {VAL_PLANE_CONTROL,
                          "a token policy without requests_per_minute (the rate Envoy limits)"},
-    [F_WASM_PLUGIN] = {VAL_PLANE_CONTROL, "wasm plugins"},
+    [F_WASM_PLUGIN] = {VAL_PLANE_ENVOY | VAL_PLANE_CONTROL,
+                       "wasm plugins (proxyless gRPC clients run none)"},
+    [F_WASM_LIMITS] = {VAL_PLANE_CONTROL, "memory or execution time limits of a wasm sandbox "
+                                          "(Envoy's wasm runtime has none per plugin)"},
+    [F_WASM_HOOKS] = {VAL_PLANE_CONTROL, "wasm execution hooks (Envoy calls every callback the "
+                                         "module exports)"},
     [F_BACKEND_SESSION] = {VAL_PLANE_CONTROL, "session persistence on a backend (set it on the "
                                               "route rules instead)"},
     [F_EXTENSION_REF] = {VAL_PLANE_CONTROL, "extension_ref filters"},
@@ -275,8 +282,18 @@ void val_planes_check(val_ctx *c)
         if (t && t->requests_per_minute == 0)
             refuse(c, val_path(p, "spec.backends[%zu].token_policy.requests_per_minute", i),
                    F_TOKEN_NO_RATE);
-        if (b->wasm_plugin)
+        const Gateway__Control__V1__WasmPluginConfig *w = b->wasm_plugin;
+        if (w)
             refuse(c, val_path(p, "spec.backends[%zu].wasm_plugin", i), F_WASM_PLUGIN);
+        if (w && w->sandbox && w->sandbox->max_memory_bytes)
+            refuse(c, val_path(p, "spec.backends[%zu].wasm_plugin.sandbox.max_memory_bytes", i),
+                   F_WASM_LIMITS);
+        if (w && w->sandbox && w->sandbox->max_execution_time_ms)
+            refuse(c,
+                   val_path(p, "spec.backends[%zu].wasm_plugin.sandbox.max_execution_time_ms", i),
+                   F_WASM_LIMITS);
+        if (w && w->n_hooks)
+            refuse(c, val_path(p, "spec.backends[%zu].wasm_plugin.hooks", i), F_WASM_HOOKS);
         if (b->session_persistence)
             refuse(c, val_path(p, "spec.backends[%zu].session_persistence", i), F_BACKEND_SESSION);
     }

@@ -74,7 +74,7 @@ const SPEC = {
       endpoints: [{address: '192.0.2.10', port: 443, healthy: true}],
       ai_service: {provider: 'openai', format: 'openai', model: 'gpt-4o', auth: {type: 'Bearer', header_name: 'Authorization', secret_ref: 'openai-key', secret_key: 'token'}, timeout: '30s'},
       token_policy: {tokens_per_minute: '60000', tokens_per_hour: '1000000', requests_per_minute: '600', scope: 'consumer', burst: 1.5, on_limit: 'reject'},
-      wasm_plugin: {name: 'redact', namespace: 'planes', wasm_bytes: WASM, sha256: 'a'.repeat(64), hooks: ['request_headers'], config_json: '{"mask":"*"}',
+      wasm_plugin: {name: 'redact', namespace: 'planes', wasm_bytes: WASM, sha256: require('crypto').createHash('sha256').update(Buffer.from(WASM, 'base64')).digest('hex'), hooks: ['request_headers'], config_json: '{"mask":"*"}',
         sandbox: {max_memory_bytes: '16777216', max_execution_time_ms: '50', allow_network: false, allow_file_system: false}},
     },
     {name: 'dns', namespace: 'planes', endpoints: [{address: '192.0.2.53', port: 53, healthy: true}]},
@@ -86,7 +86,8 @@ const SPEC = {
 // filter); its idle timeout is not, Envoy having none. The HTTP/3 listener is translated
 // too (a QUIC listener), and for Envoy it needs the TLS this one lacks; the UDP listener
 // and its route become a udp_proxy listener. Of the token policy, Envoy's local rate limit
-// takes the request rate but not the token counts or a per-consumer scope.
+// takes the request rate but not the token counts or a per-consumer scope. The Wasm
+// plugin runs in Envoy's upstream filters, but not its hooks or sandbox limits.
 const ENVOY_REFUSED = [
   'spec.http_routes[0].rules[0].filters[0].extension_ref',
   'spec.http_routes[0].rules[0].session_persistence.idle_timeout',
@@ -94,7 +95,9 @@ const ENVOY_REFUSED = [
   'spec.backends[0].token_policy.tokens_per_minute',
   'spec.backends[0].token_policy.tokens_per_hour',
   'spec.backends[0].token_policy.scope',
-  'spec.backends[0].wasm_plugin',
+  'spec.backends[0].wasm_plugin.hooks',
+  'spec.backends[0].wasm_plugin.sandbox.max_memory_bytes',
+  'spec.backends[0].wasm_plugin.sandbox.max_execution_time_ms',
 ];
 
 function auditRows(g) {

@@ -103,6 +103,9 @@ function envoy() {
       'envoy/extensions/filters/udp/udp_proxy/v3/udp_proxy.proto',
       'envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto',
       'envoy/extensions/transport_sockets/tls/v3/secret.proto',
+      'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
+      'envoy/extensions/filters/http/wasm/v3/wasm.proto',
+      'envoy/extensions/filters/http/upstream_codec/v3/upstream_codec.proto',
     ],
     {keepCase: true},
   );
