@@ -14,15 +14,19 @@
  * audit row.
  */
 #include "server/apply.h"
+#include "server/apply_events.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "server/base/clock.h"
 #include "server/base/hash.h"
 #include "server/base/mem.h"
+#include "server/base/strv.h"
 #include "server/diff.h"
+#include "server/events.h"
 #include "server/groups.h"
 #include "server/ir/ir.h"
 #include "server/secrets.h"
@@ -60,47 +64,6 @@ typedef struct tx_ctx {
     change_irs irs; /* of self and peers */
 } tx_ctx;
 
-static bool has_group(const char *const *groups, size_t n, const char *g)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(groups[i], g) == 0)
-            return true;
-    return false;
-}
-
-static bool same_group_sets(const char *const *a, size_t na, const char *const *b, size_t nb)
-{
-    for (size_t i = 0; i < na; i++)
-        if (!has_group(b, nb, a[i]))
-            return false;
-    for (size_t i = 0; i < nb; i++)
-        if (!has_group(a, na, b[i]))
-            return false;
-    return true;
-}
-
-static int cmp_str(const void *x, const void *y)
-{
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
-/* The union of two group lists, sorted by name, each once (in a). */
-static size_t group_union(sx_arena *a, const char *const *g1, size_t n1, const char *const *g2,
-                          size_t n2, const char ***out)
-{
-    const char **g = sx_arena_alloc(a, (n1 + n2 ? n1 + n2 : 1) * sizeof(*g));
-    size_t n = 0;
-    for (size_t i = 0; i < n1; i++)
-        if (!has_group(g, n, g1[i]))
-            g[n++] = g1[i];
-    for (size_t i = 0; i < n2; i++)
-        if (!has_group(g, n, g2[i]))
-            g[n++] = g2[i];
-    qsort(g, n, sizeof(*g), cmp_str);
-    *out = g;
-    return n;
-}
-
 /* Fills in and sources (NULL allowed) with the live configs of group (NULL: all of
  * them), with their decoded forms when irs has them; returns how many. */
 static size_t group_inputs(const cfg_live *live, const ir_snapshot *const *irs, size_t nlive,
@@ -108,7 +71,7 @@ static size_t group_inputs(const cfg_live *live, const ir_snapshot *const *irs, 
 {
     size_t n = 0;
     for (size_t i = 0; i < nlive; i++) {
-        if (group && !has_group((const char *const *)live[i].groups, live[i].group_count, group))
+        if (group && !sx_strv_has((const char *const *)live[i].groups, live[i].group_count, group))
             continue;
         in[n] = (snap_compose_input){live[i].ns, live[i].name, live[i].spec, irs ? irs[i] : NULL};
         if (sources)
@@ -127,7 +90,7 @@ static int recompose(pg_conn *c, tx_ctx *ctx, const char *group, const char *rea
     int rc;
     snap_compose_input *in;
     snap_source *sources;
-    if (ctx->peers && has_group(ctx->groups, ctx->ngroups, group)) {
+    if (ctx->peers && sx_strv_has(ctx->groups, ctx->ngroups, group)) {
         /* The group's rows are locked since validation read them: they are still what a
          * query would return, plus the config's own new live version. */
         in = sx_arena_alloc(a, (ctx->npeers + 1) * sizeof(*in));
@@ -407,8 +370,8 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
 
     const char **affected = NULL;
     size_t naffected =
-        group_union(a, groups, ngroups, old ? (const char *const *)old->groups : NULL,
-                    old ? old->group_count : 0, &affected);
+        sx_strv_union(a, groups, ngroups, old ? (const char *const *)old->groups : NULL,
+                      old ? old->group_count : 0, &affected);
     if ((rc = snap_writer_lock_groups(c, affected, naffected, err)) != 0)
         return rc;
     if (op != APPLY_DELETE) {
@@ -448,7 +411,7 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     default: {
         bool renamed = strcmp(name, old->name) != 0;
         if (op == APPLY_UPDATE && !renamed &&
-            same_group_sets(groups, ngroups, (const char *const *)old->groups, old->group_count)) {
+            sx_strv_same_set(groups, ngroups, (const char *const *)old->groups, old->group_count)) {
             /* The same content again is not a change: for the REST API the same as the
              * latest version (a draft included); for a managed source the same as the
              * newest version it wrote itself, so that what an operator made live since
@@ -515,18 +478,29 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     out->snapshots = sx_arena_alloc(a, (naffected ? naffected : 1) * sizeof(*out->snapshots));
     ctx->written = sx_arena_alloc(a, (naffected ? naffected : 1) * sizeof(*ctx->written));
     if (out->changed) {
-        char *reason = sx_arena_printf(a, "config %s/%s %s%s%s", ns, name, op_verb(op),
-                                       req->message && req->message[0] ? ": " : "",
-                                       req->message ? req->message : "");
-        if (op != APPLY_DELETE)
-            reason = sx_arena_printf(a, "config %s/%s v%d %s%s%s", ns, name, out->latest_version,
-                                     op_verb(op), req->message && req->message[0] ? ": " : "",
-                                     req->message ? req->message : "");
+        const char *msg = req->message ? req->message : "";
+        char *ver = op == APPLY_DELETE ? "" : sx_arena_printf(a, " v%d", out->latest_version);
+        char *reason = sx_arena_printf(a, "config %s/%s%s %s%s%s", ns, name, ver, op_verb(op),
+                                       msg[0] ? ": " : "", msg);
         for (size_t i = 0; i < naffected; i++)
             if ((rc = recompose(c, ctx, affected[i], reason, err)) != 0)
                 return rc;
     }
 
+    apply_event ev = {op == APPLY_CREATE   ? EVENT_CONFIG_CREATED
+                      : op == APPLY_DELETE ? EVENT_CONFIG_DELETED
+                                           : EVENT_CONFIG_UPDATED,
+                      ns,
+                      name,
+                      out->config_id,
+                      out->latest_version,
+                      req->draft,
+                      old && strcmp(old->name, name) != 0 ? old->name : NULL,
+                      op == APPLY_DELETE ? (const char *const *)old->groups : groups,
+                      op == APPLY_DELETE ? old->group_count : ngroups,
+                      req->author};
+    if (out->changed && (rc = apply_events_emit(c, &ev, err)) != 0)
+        return rc;
     json_t *details =
         repo_own_json(a, json_pack("{s:s,s:s,s:i,s:i,s:i,s:b,s:b,s:b}", "namespace", ns, "name",
                                    name, "before_version", out->before_version, "after_version",
@@ -613,7 +587,9 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
         return rc;
 
     tx_ctx ctx = {.req = req, .a = a, .out = out, .verrs = verrs};
+    int64_t t0 = sx_monotonic_ms();
     rc = snap_writer_tx(pool, snaps, a, apply_tx, &ctx, err);
+    apply_events_count(rc, out->changed, (double)(sx_monotonic_ms() - t0) / 1000.0);
     if (rc)
         memset(out, 0, sizeof(*out));
     return rc;
@@ -880,11 +856,11 @@ int apply_stage(pg_conn *c, const apply_stage_request *req, sx_arena *a, apply_s
     const char *const *groups = req->group_count ? req->groups : (const char *const *)cfg->groups;
     size_t ngroups = req->group_count ? req->group_count : cfg->group_count;
     for (size_t i = 0; i < ngroups; i++)
-        if (!has_group((const char *const *)cfg->groups, cfg->group_count, groups[i]))
+        if (!sx_strv_has((const char *const *)cfg->groups, cfg->group_count, groups[i]))
             return sx_err_set(err, SX_ENOTFOUND, "config %s/%s does not apply to group %s", cfg->ns,
                               cfg->name, groups[i]);
     const char **sorted = NULL;
-    ngroups = group_union(a, groups, ngroups, NULL, 0, &sorted);
+    ngroups = sx_strv_union(a, groups, ngroups, NULL, 0, &sorted);
     if ((rc = snap_writer_lock_groups(c, sorted, ngroups, err)) != 0)
         return rc;
     if ((rc = snap_writer_refuse_held(c, a, sorted, ngroups, err)) != 0)
@@ -978,7 +954,7 @@ int apply_unpromote(pg_conn *c, const deploy_record *d, const char *author, sx_a
     if (rc)
         return rc;
     const char **groups = NULL;
-    size_t n = group_union(a, (const char *const *)d->groups, d->group_count, NULL, 0, &groups);
+    size_t n = sx_strv_union(a, (const char *const *)d->groups, d->group_count, NULL, 0, &groups);
     if ((rc = snap_writer_lock_groups(c, groups, n, err)) != 0)
         return rc;
     apply_request req = {.author = author};

@@ -8,6 +8,7 @@
 
 #include "server/base/fielderr.h"
 #include "server/base/log.h"
+#include "server/events.h"
 
 sextant_config *cli_load_config(const char *path)
 {
@@ -28,6 +29,7 @@ sextant_config *cli_load_config(const char *path)
     }
     sx_fielderrs_free(&errs);
     sx_log_configure(cfg->log.level, cfg->replica.id);
+    events_set_replica(cfg->replica.id);
     for (size_t i = 0; i < cfg->warnings.count; i++)
         SX_WARN("config", "%s: %s", cfg->warnings.items[i].path, cfg->warnings.items[i].message);
     return cfg;

@@ -8,6 +8,7 @@
  */
 #include "server/events.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "storage/repo_events.h"
@@ -16,14 +17,24 @@ static const struct {
     const char *name;
     const char *resource;
 } types[EVENTS_NTYPES] = {
-    {EVENT_CONFIG_APPLIED, "proxies"},        {EVENT_CONFIG_REJECTED, "proxies"},
-    {EVENT_WAVE_STARTED, "deployments"},      {EVENT_WAVE_COMPLETED, "deployments"},
-    {EVENT_ROLLOUT_COMPLETED, "deployments"}, {EVENT_ROLLOUT_FAILED, "deployments"},
-    {EVENT_ROLLBACK_STARTED, "deployments"},  {EVENT_ROLLBACK_COMPLETED, "deployments"},
-    {EVENT_ROLLOUT_PAUSED, "deployments"},    {EVENT_ROLLOUT_RESUMED, "deployments"},
-    {EVENT_ROLLOUT_CANCELED, "deployments"},  {EVENT_PROXY_CONNECTED, "proxies"},
-    {EVENT_PROXY_DISCONNECTED, "proxies"},    {EVENT_PROXY_STALE, "proxies"},
+    {EVENT_CONFIG_APPLIED, "proxies"},         {EVENT_CONFIG_REJECTED, "proxies"},
+    {EVENT_WAVE_STARTED, "deployments"},       {EVENT_WAVE_COMPLETED, "deployments"},
+    {EVENT_ROLLOUT_COMPLETED, "deployments"},  {EVENT_ROLLOUT_FAILED, "deployments"},
+    {EVENT_ROLLBACK_STARTED, "deployments"},   {EVENT_ROLLBACK_COMPLETED, "deployments"},
+    {EVENT_ROLLOUT_PAUSED, "deployments"},     {EVENT_ROLLOUT_RESUMED, "deployments"},
+    {EVENT_ROLLOUT_CANCELED, "deployments"},   {EVENT_PROXY_CONNECTED, "proxies"},
+    {EVENT_PROXY_DISCONNECTED, "proxies"},     {EVENT_PROXY_STALE, "proxies"},
+    {EVENT_CONFIG_CREATED, "configs"},         {EVENT_CONFIG_UPDATED, "configs"},
+    {EVENT_CONFIG_DELETED, "configs"},         {EVENT_SNAPSHOT_GENERATED, "snapshots"},
+    {EVENT_DEPLOYMENT_STARTED, "deployments"},
 };
+
+static char default_replica[128];
+
+void events_set_replica(const char *replica_id)
+{
+    snprintf(default_replica, sizeof default_replica, "%s", replica_id ? replica_id : "");
+}
 
 int events_type_index(const char *type)
 {
@@ -51,7 +62,7 @@ int events_emit(pg_conn *c, const char *replica_id, const sx_event *e, sx_err *e
                           e->type ? e->type : "(null)");
     event_new in = {
         .type = e->type,
-        .replica_id = replica_id,
+        .replica_id = replica_id ? replica_id : default_replica,
         .deployment_id = e->deployment_id,
         .node_id = e->node_id,
         .group = e->group,

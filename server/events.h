@@ -20,6 +20,15 @@
  *   wave_started, wave_completed, rollout_completed,       the rollout driver    deployments
  *   rollout_failed, rollback_started, rollback_completed
  *   rollout_paused, rollout_resumed, rollout_canceled  reason, by      operator actions deployments
+ *   deployment_started   strategy, waves, config, by       the rollout driver    deployments
+ *   config_created,      namespace, name, version,         server/apply.c        configs
+ *   config_updated,      groups, by (config_updated: also
+ *   config_deleted       renamed_from when renamed)
+ *   snapshot_generated   version, reason, by, staged_for   the snapshot writer   snapshots
+ *
+ * Events without an author field are written by the fleet and the proxies; the others
+ * name who made the change ("by"). The replica an event is written by is the one set
+ * with events_set_replica unless the writer names another.
  */
 #ifndef SX_SERVER_EVENTS_H
 #define SX_SERVER_EVENTS_H
@@ -48,9 +57,18 @@
 #define EVENT_PROXY_CONNECTED    "proxy_connected"
 #define EVENT_PROXY_DISCONNECTED "proxy_disconnected"
 #define EVENT_PROXY_STALE        "proxy_stale"
+#define EVENT_CONFIG_CREATED     "config_created"
+#define EVENT_CONFIG_UPDATED     "config_updated"
+#define EVENT_CONFIG_DELETED     "config_deleted"
+#define EVENT_SNAPSHOT_GENERATED "snapshot_generated"
+#define EVENT_DEPLOYMENT_STARTED "deployment_started"
 
 /* How many types there are; events_type_name(i) for i below it names each once. */
-#define EVENTS_NTYPES 14
+#define EVENTS_NTYPES 19
+
+/* The replica id events_emit writes when its caller names none (copied; set once at
+ * start, before any writer runs). */
+void events_set_replica(const char *replica_id);
 
 /* One event to write; every pointer is borrowed for the call. */
 typedef struct sx_event {
@@ -63,7 +81,8 @@ typedef struct sx_event {
 
 /* Inserts e on c (inside the caller's transaction when there is one) and NOTIFYs
  * EVENTS_NOTIFY_CHANNEL (empty payload: a transaction's notifications fold into one),
- * so it is streamed only once committed. replica_id (NULL = "") names the writing replica.
+ * so it is streamed only once committed. replica_id (NULL = the one events_set_replica
+ * set, else "") names the writing replica.
  * SX_EINVAL for an unknown type, a deployment_id that is not a UUID or data that is not an object
  * (nothing written); database errors otherwise, after which the caller's transaction is aborted. */
 int events_emit(pg_conn *c, const char *replica_id, const sx_event *e, sx_err *err) SX_MUSTCHECK;
@@ -75,8 +94,9 @@ int events_type_index(const char *type);
 const char *events_type_name(int i);
 
 /* The RBAC resource type a reader needs "read" on to see events of type:
- * "deployments" for wave_*, rollout_* and rollback_*, "proxies" for the others; NULL for
- * an unknown type. Static string. */
+ * "deployments" for wave_*, rollout_*, rollback_* and deployment_started, "configs" for
+ * config_created/updated/deleted, "snapshots" for snapshot_generated, "proxies" for the
+ * others; NULL for an unknown type. Static string. */
 const char *events_type_resource(const char *type);
 
 #endif

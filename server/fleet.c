@@ -1,5 +1,6 @@
 /*
- * fleet.c — the sextant_proxies{state} gauge, refreshed every 10 s, and the periodic
+ * fleet.c — the sextant_proxies{state} and sextant_proxy_versions{group,version}
+ * gauges, refreshed every 10 s, and the periodic
  * sweep that reports stale proxies and prunes old live events (see fleet.h).
  *
  * Design: one thread. The counts come from node_repo_count_states, so the gauge,
@@ -20,6 +21,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "server/base/arena.h"
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
@@ -40,6 +42,7 @@
 struct fleet_monitor {
     struct sx_server *srv; /* borrowed */
     sx_metric *m_proxies;  /* sextant_proxies{state} */
+    sx_metric *m_versions; /* sextant_proxy_versions{group,version} */
     sx_metric *m_sweeps;   /* sextant_fleet_sweeps_total */
     sup_thread thread;     /* the refresh and sweep loop */
     bool failing;          /* the last refresh failed (logged once until it works again) */
@@ -76,6 +79,11 @@ fleet_monitor *fleet_create(struct sx_server *srv)
                                         "Proxies by state: connected, stale (no activity for "
                                         "fleet.stale_after) or disconnected.",
                                         "state");
+        f->m_versions = sx_metrics_gauge(
+            srv->metrics, "sextant_proxy_versions",
+            "Proxies not disconnected, by group and the snapshot version they last ACKed "
+            "(\"none\" before their first ACK); refreshed with sextant_proxies.",
+            "group,version");
         f->m_sweeps = sx_metrics_counter(srv->metrics, "sextant_fleet_sweeps_total",
                                          "Fleet sweeps (stale proxies, old events) this replica "
                                          "ran; only the leader sweeps.",
@@ -103,16 +111,34 @@ static void refresh(fleet_monitor *f)
     node_thresholds t = {srv->config->fleet.stale_after_ms,
                          srv->config->fleet.disconnected_after_ms};
     node_state_counts n;
+    node_version_count *v = NULL;
+    size_t nv = 0;
+    sx_arena *a = sx_arena_create();
     sx_err err;
     sx_err_clear(&err);
     pg_conn *c = NULL;
     int rc = pg_acquire(srv->db, &c, &err);
     if (rc == 0) {
         rc = node_repo_count_states(c, &t, &n, &err);
+        if (rc == 0)
+            rc = node_repo_count_versions(c, &t, a, &v, &nv, &err);
         pg_release(srv->db, c);
     }
-    if (!outcome(rc, &err, &f->failing) || f->m_proxies == NULL)
+    if (!outcome(rc, &err, &f->failing) || f->m_proxies == NULL) {
+        sx_arena_destroy(a);
         return;
+    }
+    const char *const **labels = sx_arena_alloc(a, (nv ? nv : 1) * sizeof *labels);
+    double *counts = sx_arena_alloc(a, (nv ? nv : 1) * sizeof *counts);
+    for (size_t i = 0; i < nv; i++) {
+        const char **l = sx_arena_alloc(a, 2 * sizeof *l);
+        l[0] = v[i].group;
+        l[1] = v[i].version;
+        labels[i] = l;
+        counts[i] = (double)v[i].count;
+    }
+    sx_metric_set_all(f->m_versions, nv, labels, counts);
+    sx_arena_destroy(a);
     const char *connected[] = {"connected"}, *stale[] = {"stale"},
                *disconnected[] = {"disconnected"};
     sx_metric_set(f->m_proxies, connected, (double)n.connected);

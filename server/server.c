@@ -11,6 +11,8 @@
 
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/apply_events.h"
+#include "server/validate/validate.h"
 
 #ifndef SEXTANT_VERSION
 #define SEXTANT_VERSION "0.0.0-dev"
@@ -34,6 +36,9 @@ int sx_server_create(sextant_config *cfg, struct sx_server **out, sx_err *err)
                                    "Process start time, seconds since the Unix epoch", NULL),
                   NULL, srv->start_time);
 
+    apply_events_metrics(srv->metrics);
+    val_metrics(srv->metrics);
+
     srv->sup = sup_create(srv->metrics, cfg->shutdown.timeout_ms);
     *out = srv;
     return 0;
@@ -46,6 +51,8 @@ void sx_server_destroy(struct sx_server *srv)
     if (srv->db || srv->cache || srv->listener || srv->snapshots || srv->http || srv->xds)
         SX_WARN("server", "components were not freed before sx_server_destroy");
     sup_destroy(srv->sup);
+    apply_events_metrics(NULL);
+    val_metrics(NULL);
     sx_metrics_destroy(srv->metrics);
     config_free(srv->config);
     sx_free(srv);

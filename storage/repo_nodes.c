@@ -637,3 +637,33 @@ int node_repo_count_groups(pg_conn *c, const node_thresholds *t, const char *con
         memset(out, 0, n * sizeof(*out));
     return rc;
 }
+
+int node_repo_count_versions(pg_conn *c, const node_thresholds *t, sx_arena *a,
+                             node_version_count **out, size_t *n, sx_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *p[2];
+    threshold_params(a, t, &p[0], &p[1]);
+    PGresult *r;
+    int rc = repo_query(c, a,
+                        "SELECT n.group_name,"
+                        "   coalesce(s.acked_snapshot_version::text, 'none') AS v, count(*)"
+                        " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                        " WHERE " STATE_EXPR("$1", "$2") " <> 'disconnected'"
+                                                         " GROUP BY 1, 2 ORDER BY 1, 2",
+                        2, p, &r, err);
+    if (rc)
+        return rc;
+    int rows = PQntuples(r);
+    node_version_count *v = sx_arena_alloc(a, (size_t)(rows ? rows : 1) * sizeof *v);
+    for (int i = 0; i < rows; i++) {
+        v[i].group = sx_arena_strdup(a, PQgetvalue(r, i, 0));
+        v[i].version = sx_arena_strdup(a, PQgetvalue(r, i, 1));
+        if ((rc = repo_i64(r, i, 2, 0, &v[i].count, err)) != 0)
+            return rc;
+    }
+    *out = v;
+    *n = (size_t)rows;
+    return 0;
+}

@@ -228,6 +228,19 @@ int node_repo_count_states(pg_conn *c, const node_thresholds *t, node_state_coun
 int node_repo_count_groups(pg_conn *c, const node_thresholds *t, const char *const *groups,
                            size_t n, node_state_counts *out, sx_err *err) SX_MUSTCHECK;
 
+/* How many nodes that are not disconnected hold each snapshot version, per group: the
+ * version a node last ACKed ("none" before its first ACK). */
+typedef struct node_version_count {
+    char *group;   /* in the caller's arena */
+    char *version; /* decimal, or "none" */
+    long long count;
+} node_version_count;
+
+/* Every (group, version) pair with its count, sorted by group then version text, into
+ * *out (arena); one statement. */
+int node_repo_count_versions(pg_conn *c, const node_thresholds *t, sx_arena *a,
+                             node_version_count **out, size_t *n, sx_err *err) SX_MUSTCHECK;
+
 /* One page of nodes matching f (NULL = all). */
 int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out,
                    sx_err *err) SX_MUSTCHECK;

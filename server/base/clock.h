@@ -16,6 +16,8 @@
 
 /* Milliseconds on the monotonic clock (for intervals only). */
 int64_t sx_monotonic_ms(void);
+/* Microseconds on the monotonic clock (for short intervals: timings). */
+int64_t sx_monotonic_us(void);
 /* Initialises *cv so that its timed waits run on the monotonic clock (pair it
  * with sx_deadline_in). cv must not be NULL; destroy it with pthread_cond_destroy. */
 void sx_cond_init_monotonic(pthread_cond_t *cv);

@@ -183,6 +183,21 @@ void sx_metric_set(sx_metric *m, const char *const *label_values, double v)
     pthread_mutex_unlock(&m->reg->mu);
 }
 
+void sx_metric_set_all(sx_metric *m, size_t n, const char *const *const *label_values,
+                       const double *values)
+{
+    pthread_mutex_lock(&m->reg->mu);
+    for (series *s = m->series; s;) {
+        series *next = s->next;
+        free_series(m, s);
+        s = next;
+    }
+    m->series = m->series_tail = NULL;
+    for (size_t i = 0; i < n; i++)
+        find_series(m, label_values[i], 1)->value = values[i];
+    pthread_mutex_unlock(&m->reg->mu);
+}
+
 void sx_metric_observe(sx_metric *m, const char *const *label_values, double v)
 {
     pthread_mutex_lock(&m->reg->mu);

@@ -36,6 +36,11 @@ void sx_metric_add(sx_metric *m, const char *const *label_values, double v);
 void sx_metric_inc(sx_metric *m, const char *const *label_values);
 void sx_metric_set(sx_metric *m, const char *const *label_values, double v);
 void sx_metric_observe(sx_metric *m, const char *const *label_values, double v);
+/* Replaces every series of gauge m with n series: label_values[i] (one array per
+ * series, as for sx_metric_set) set to values[i]; series not named are dropped. One
+ * step under the registry lock, so a render sees the old set or the new one. */
+void sx_metric_set_all(sx_metric *m, size_t n, const char *const *const *label_values,
+                       const double *values);
 /* Current value of a counter or gauge series (0 if absent); for tests and health. */
 double sx_metric_value(sx_metric *m, const char *const *label_values);
 

@@ -18,6 +18,7 @@
 #include "server/base/log.h"
 #include "server/changes.h"
 #include "server/config.h"
+#include "server/events.h"
 #include "server/server.h"
 #include "storage/repo_configs.h"
 #include "storage/repo_pins.h"
@@ -216,7 +217,12 @@ static int plan_tx(pg_conn *c, void *arg, sx_err *err)
     if (dn.reason)
         json_object_set_new(details, "reason", json_string(dn.reason));
     if ((rc = rollout_audit(c, x->srv, x->who, "config.apply", "config", cfg->id, details, err)) !=
-        0)
+            0 ||
+        (rc = rollout_emit(c, x->srv, EVENT_DEPLOYMENT_STARTED, d,
+                           json_pack("{s:O,s:i,s:i,s:O,s:s}", "strategy", strategy, "waves",
+                                     (int)nwaves, "nodes", (int)nplanned, "groups", gplan, "by",
+                                     x->who->user),
+                           err)) != 0)
         return rc;
     x->out = rollout_deployment_json(d);
     return 0;

@@ -18,6 +18,7 @@
 
 #include "server/base/clock.h"
 #include "server/base/mem.h"
+#include "server/events.h"
 #include "server/ir/ir.h"
 #include "server/snapshot/store.h"
 #include "storage/pg_listener.h"
@@ -165,6 +166,22 @@ static int notify_version(pg_conn *c, const char *group, long long version, long
     return rc;
 }
 
+/* The snapshot_generated event of snapshot s, written in its transaction. */
+static int generated(pg_conn *c, const snap_record *s, const snap_write *req, sx_err *err)
+{
+    json_t *data = json_pack("{s:I,s:s,s:s}", "version", (json_int_t)s->version, "reason",
+                             req->reason ? req->reason : "", "by", req->author);
+    if (req->staged_for)
+        json_object_set_new(data, "staged_for", json_string(req->staged_for));
+    sx_event e = {.type = EVENT_SNAPSHOT_GENERATED,
+                  .deployment_id = req->staged_for,
+                  .group = req->group,
+                  .data = data};
+    int rc = events_emit(c, NULL, &e, err);
+    json_decref(data);
+    return rc;
+}
+
 int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fielderrs *verrs,
                       snap_record **written, sx_err *err)
 {
@@ -209,7 +226,8 @@ int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fiel
         .created_by = req->author,
         .deployment_id = req->staged_for,
     };
-    if ((rc = snap_repo_insert(c, &sn, a, written, err)) != 0 || req->staged_for)
+    if ((rc = snap_repo_insert(c, &sn, a, written, err)) != 0 ||
+        (rc = generated(c, *written, req, err)) != 0 || req->staged_for)
         return rc;
     if (w->cache) {
         /* Before the COMMIT that delivers the NOTIFY below. */

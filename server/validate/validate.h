@@ -27,6 +27,7 @@
 
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
+#include "server/base/metrics.h"
 #include "server/config.h"
 #include "server/ir/ir.h"
 
@@ -43,6 +44,11 @@ typedef enum val_stage {
 
 /* "schema", "semantic", ... */
 const char *val_stage_name(val_stage s);
+
+/* Times every check of the pipeline into sextant_validation_duration_seconds{stage},
+ * registered in r; NULL stops timing (before r is destroyed). Process-wide: call at
+ * start and at the end. */
+void val_metrics(sx_metrics *r);
 
 typedef struct val_problem {
     val_stage stage;

@@ -50,6 +50,7 @@ void xds_acks_note(xds_call *c, const char *type, const xds_req_outcome *oc, con
                    size_t names, int err_code, const char *err_msg)
 {
     xds_server *s = c->srv;
+    xds_metrics_inc(s->metrics.requests, type);
     switch (oc->kind) {
     case XDS_REQ_ACK:
         xds_metrics_inc(s->metrics.acks, type);

@@ -26,6 +26,10 @@ void xds_metrics_init(xds_metrics *m, sx_metrics *r)
                                   "protocol");
     m->pushes = sx_metrics_counter(r, "sextant_xds_pushes_total",
                                    "xDS responses sent, by resource type.", "type");
+    m->requests = sx_metrics_counter(
+        r, "sextant_xds_requests_total",
+        "xDS requests received (state of the world, Delta and gateway.control.v1), by type.",
+        "type");
     m->acks =
         sx_metrics_counter(r, "sextant_xds_acks_total", "xDS responses ACKed, by type.", "type");
     m->nacks =

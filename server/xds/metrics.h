@@ -35,6 +35,7 @@
 typedef struct xds_metrics {
     sx_metric *streams;
     sx_metric *pushes;
+    sx_metric *requests; /* sextant_xds_requests_total{type} */
     sx_metric *acks;
     sx_metric *nacks;
     sx_metric *push_ack_seconds;

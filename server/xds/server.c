@@ -259,6 +259,7 @@ static void metrics_zero(xds_metrics *m)
     static const char *const types[] = {"sds", "cds", "eds", "lds", "rds", "snapshot"};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         xds_metrics_add(m->pushes, types[i], 0);
+        xds_metrics_add(m->requests, types[i], 0);
         xds_metrics_add(m->acks, types[i], 0);
         xds_metrics_add(m->nacks, types[i], 0);
     }

@@ -385,11 +385,14 @@ static void test_emit(void **state)
     PQfinish(l);
 
     /* The type table. */
-    assert_int_equal(events_type_index("proxy_stale"), EVENTS_NTYPES - 1);
+    assert_int_equal(events_type_index("deployment_started"), EVENTS_NTYPES - 1);
     assert_int_equal(events_type_index("nope"), -1);
     assert_null(events_type_name(EVENTS_NTYPES));
     assert_string_equal(events_type_resource("rollback_completed"), "deployments");
     assert_string_equal(events_type_resource("config_rejected"), "proxies");
+    assert_string_equal(events_type_resource("config_created"), "configs");
+    assert_string_equal(events_type_resource("snapshot_generated"), "snapshots");
+    assert_string_equal(events_type_resource("deployment_started"), "deployments");
     assert_null(events_type_resource("nope"));
 }
 

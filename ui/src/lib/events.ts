@@ -221,6 +221,17 @@ export function describeEvent(e: LiveEvent): string {
     case 'proxy_stale':
       parts.push(`${node || 'a proxy'} ${e.type.slice(6)}`);
       break;
+    case 'config_created':
+    case 'config_updated':
+    case 'config_deleted':
+      parts.push(`config ${s('namespace')}/${s('name')}${version && e.type !== 'config_deleted' ? ` v${version}` : ''} ${e.type.slice(7)}${s('by') ? ` by ${s('by')}` : ''}`);
+      break;
+    case 'snapshot_generated':
+      parts.push(`snapshot ${version ? `v${version}` : ''} generated${s('staged_for') ? ' (staged)' : ''}`);
+      break;
+    case 'deployment_started':
+      parts.push(`deployment started${s('by') ? ` by ${s('by')}` : ''}`);
+      break;
     case 'wave_started':
     case 'wave_completed': {
       // The server counts waves from 0 (`wave`, out of `waves`); pages show them from 1.
