@@ -109,6 +109,8 @@ const char *http_req_method(const http_request *r);
 const char *http_req_path(const http_request *r);
 /* The matched route pattern ("/api/v1/configs/{id}"). */
 const char *http_req_route(const http_request *r);
+/* The status the request was answered with; 0 while it is not answered yet. */
+int http_req_status(const http_request *r);
 /* The request id, always made by the server (32 hex digits) and sent back in
  * X-Request-Id. */
 const char *http_req_id(const http_request *r);

@@ -138,6 +138,11 @@ const char *http_req_route(const http_request *r)
     return r->route;
 }
 
+int http_req_status(const http_request *r)
+{
+    return r->responded ? r->status : 0;
+}
+
 const char *http_req_id(const http_request *r)
 {
     return r->id;

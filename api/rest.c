@@ -86,10 +86,11 @@ struct rest_api {
 static const char *audit_type(const char *resource_type);
 static const char *route_resource_id(const http_request *req);
 
-/* Appends the "denied" audit row of a refused request (details taken); a row that
- * cannot be written is logged, never answered. */
-static void audit_denied(rest_api *api, http_request *req, const char *user, const char *role,
-                         const char *action, const char *type, int status, json_t *details)
+/* Appends the audit row of a request with result (details taken); a row that cannot be
+ * written is logged, never answered. */
+static void audit_append(rest_api *api, http_request *req, const char *user, const char *role,
+                         const char *action, const char *type, const char *result, int status,
+                         json_t *details)
 {
     const char *ip = rest_source_ip(req);
     audit_new in = {.actor = user,
@@ -97,7 +98,7 @@ static void audit_denied(rest_api *api, http_request *req, const char *user, con
                     .action = action,
                     .resource_type = type,
                     .resource_id = route_resource_id(req),
-                    .result = AUDIT_DENIED,
+                    .result = result,
                     .status_code = status,
                     .request_id = http_req_id(req),
                     .client_request_id = http_req_client_id(req),
@@ -106,11 +107,18 @@ static void audit_denied(rest_api *api, http_request *req, const char *user, con
     sx_err err;
     sx_err_clear(&err);
     if (changes_audit(api->srv, &in, &err) != 0) {
-        sx_err_prefix(&err, "could not audit the %d refusal of %s by %s (request %s)", status,
+        sx_err_prefix(&err, "could not audit the %d answer to %s by %s (request %s)", status,
                       action, user, http_req_id(req));
-        sx_log_err(SX_LOG_ERROR, "auth", &err);
+        sx_log_err(SX_LOG_ERROR, "audit", &err);
     }
     json_decref(details);
+}
+
+/* The "denied" row of a refused request (details taken). */
+static void audit_denied(rest_api *api, http_request *req, const char *user, const char *role,
+                         const char *action, const char *type, int status, json_t *details)
+{
+    audit_append(api, req, user, role, action, type, AUDIT_DENIED, status, details);
 }
 
 static void audit_refused_request(http_request *req, int status, const char *reason, void *ud)
@@ -333,6 +341,20 @@ static void record_denial(rest_route_ctx *rc, http_request *req, const char *use
     }
 }
 
+/* With audit.reads: the row of a read that was answered (2xx or 3xx; refusals have
+ * theirs already, and a failed read changes nothing). A stream is audited when it opens. */
+static void audit_read(rest_route_ctx *rc, http_request *req, const rest_principal *who)
+{
+    int status = http_req_status(req);
+    if (status < 200 || status >= 400)
+        return;
+    const char *type = audit_type(rc->resource_type);
+    audit_append(rc->api, req, who->user, who->role,
+                 sx_arena_printf(http_req_arena(req), "%s.%s", type, rc->action), type,
+                 AUDIT_SUCCESS, status,
+                 json_pack("{s:s,s:s}", "path", http_req_path(req), "route", http_req_route(req)));
+}
+
 /* ------------------------------------------------------------------ the pipeline */
 
 static void set_retry_after(http_request *req, int retry)
@@ -421,6 +443,8 @@ static void pipeline(http_request *req, void *ud)
     if (!rest_allows(rc->api, who->role, POLICY_SECRETS, "read"))
         http_req_set_json_filter(req, secrets_redacted);
     rc->fn(req, rc->api, rc->ud);
+    if (!rc->write && rc->api->srv->config->audit.reads)
+        audit_read(rc, req, who);
 }
 
 static bool is_read_method(const char *m)

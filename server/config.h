@@ -277,6 +277,9 @@ typedef struct sextant_config {
         int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */
     } api;
     struct {
+        bool reads; /* also audit successful reads (GET and HEAD on /api/v1) */
+    } audit;
+    struct {
         int64_t read_rate, read_burst;           /* API reads per second per user, bucket size */
         int64_t write_rate, write_burst;         /* API writes per second per user, bucket size */
         int64_t auth_fail_rate, auth_fail_burst; /* failed authentications per second per

@@ -46,6 +46,9 @@ const key_def config_keys[] = {
     {"database.runtime_role", K_TEXT, "sextant_app", 0, 0, OFF(database.runtime_role), NULL,
      "Role `sextant migrate` grants what serve needs: audit rows it may insert and read but "
      "never change; created NOLOGIN when missing. Empty: grant nothing (one role for all)."},
+    {"audit.reads", K_BOOL, "false", 0, 0, OFF(audit.reads), NULL,
+     "Audit successful reads too (GET and HEAD on /api/v1: action <resource>.read, one row "
+     "per request); writes and refusals are always audited."},
     {"redis.url", K_REDISURL, "", 0, 0, OFF(redis.url), "\"\", cache disabled",
      "Redis cache: redis://[[user]:password@]host[:port][/db]; empty disables the cache."},
     {"redis.timeout", K_DURATION, "500ms", 1, MS_MINUTE, OFF(redis.timeout_ms), NULL,
