@@ -43,7 +43,9 @@ static int walk(json_t *doc, sx_buf *path, key_fn fn, void *ctx, sx_err *err)
         json_t *v;
         json_object_foreach(doc, k, v)
         {
-            sx_buf_printf(path, "%s%s", base ? "." : "", k);
+            if (base)
+                sx_buf_putc(path, '.');
+            sx_buf_puts(path, k);
             if (is_key_member(k) && json_is_string(v))
                 rc = fn(v, sx_buf_cstr(path), ctx, err);
             else if (json_is_object(v) || json_is_array(v))
@@ -60,7 +62,16 @@ static int walk(json_t *doc, sx_buf *path, key_fn fn, void *ctx, sx_err *err)
         {
             if (!json_is_object(v) && !json_is_array(v))
                 continue;
-            sx_buf_printf(path, "[%zu]", i);
+            char idx[24];
+            size_t n = sizeof idx;
+            idx[--n] = '\0';
+            idx[--n] = ']';
+            size_t x = i;
+            do
+                idx[--n] = (char)('0' + x % 10);
+            while ((x /= 10) > 0);
+            idx[--n] = '[';
+            sx_buf_puts(path, idx + n);
             rc = walk(v, path, fn, ctx, err);
             path->len = base;
             path->data[base] = '\0';

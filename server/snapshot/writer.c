@@ -92,7 +92,8 @@ static void remember(snap_writer *w, snap_record *rec)
 
 void snap_writer_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN + 1])
 {
-    json_t *copy = json_deep_copy(composed);
+    /* A shallow copy: the members are shared, only the two keys are left out. */
+    json_t *copy = json_copy((json_t *)composed);
     json_object_del(copy, "id");
     json_object_del(copy, "generated_at");
     char *canon = ir_canonical_json(copy);
