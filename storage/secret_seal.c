@@ -62,16 +62,7 @@ static int walk(json_t *doc, sx_buf *path, key_fn fn, void *ctx, sx_err *err)
         {
             if (!json_is_object(v) && !json_is_array(v))
                 continue;
-            char idx[24];
-            size_t n = sizeof idx;
-            idx[--n] = '\0';
-            idx[--n] = ']';
-            size_t x = i;
-            do
-                idx[--n] = (char)('0' + x % 10);
-            while ((x /= 10) > 0);
-            idx[--n] = '[';
-            sx_buf_puts(path, idx + n);
+            sx_buf_put_index(path, i);
             rc = walk(v, path, fn, ctx, err);
             path->len = base;
             path->data[base] = '\0';

@@ -98,3 +98,15 @@ int sx_buf_read_file(sx_buf *b, const char *path, size_t max)
     fclose(f);
     return failed ? 1 : 0;
 }
+
+void sx_buf_put_index(sx_buf *b, size_t index)
+{
+    char text[24];
+    size_t n = sizeof text;
+    text[--n] = ']';
+    do
+        text[--n] = (char)('0' + index % 10);
+    while ((index /= 10) > 0);
+    text[--n] = '[';
+    sx_buf_append(b, text + n, sizeof text - n);
+}

@@ -21,6 +21,8 @@ void sx_buf_reserve(sx_buf *b, size_t extra);
 void sx_buf_append(sx_buf *b, const void *p, size_t n);
 void sx_buf_puts(sx_buf *b, const char *s);
 void sx_buf_putc(sx_buf *b, char c);
+/* Appends "[index]" (a path's array index), without the cost of a printf. */
+void sx_buf_put_index(sx_buf *b, size_t index);
 void sx_buf_printf(sx_buf *b, const char *fmt, ...) SX_PRINTF(2, 3);
 /* The contents as a C string ("" when empty); valid until the next change. */
 const char *sx_buf_cstr(const sx_buf *b);

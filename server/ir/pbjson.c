@@ -255,7 +255,7 @@ void pbjson_path_field(sx_buf *path, const char *name)
 
 void pbjson_path_index(sx_buf *path, size_t index)
 {
-    sx_buf_printf(path, "[%zu]", index);
+    sx_buf_put_index(path, index);
 }
 
 void pbjson_path_key(sx_buf *path, const char *key)
