@@ -97,6 +97,20 @@ Google__Protobuf__Any *tr_any(tr_ctx *tr, const ProtobufCMessage *m)
     return any;
 }
 
+Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *
+tr_http_filter(tr_ctx *tr, const char *name, Google__Protobuf__Any *config, bool optional)
+{
+    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *f =
+        TR_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
+               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
+    f->name = (char *)name;
+    f->config_type_case =
+        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
+    f->typed_config = config;
+    f->is_optional = optional;
+    return f;
+}
+
 Envoy__Config__Core__V3__ConfigSource *tr_ads(tr_ctx *tr)
 {
     Envoy__Config__Core__V3__ConfigSource *cs = TR_NEW(

@@ -158,6 +158,10 @@ const char *tr_qname(tr_ctx *tr, const char *ns, const char *name);
 
 /* Any holding m, with type URL "type.googleapis.com/" + m's full type name. */
 Google__Protobuf__Any *tr_any(tr_ctx *tr, const ProtobufCMessage *m);
+/* An HTTP filter named name with config (typed_config); optional: clients that do not
+ * know it skip it instead of refusing what carries it. */
+Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *
+tr_http_filter(tr_ctx *tr, const char *name, Google__Protobuf__Any *config, bool optional);
 /* ConfigSource{ads: {}, resource_api_version: V3}. */
 Envoy__Config__Core__V3__ConfigSource *tr_ads(tr_ctx *tr);
 Google__Protobuf__UInt32Value *tr_u32(tr_ctx *tr, uint32_t v);

@@ -162,21 +162,6 @@ static bool rate_limits(const tr_ctx *tr, const tr_name **routes, size_t n)
     return false;
 }
 
-/* An optional HTTP filter named name with config. */
-static Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *
-optional_filter(tr_ctx *tr, const char *name, Google__Protobuf__Any *config)
-{
-    Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *f =
-        TR_NEW(tr, Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter,
-               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
-    f->name = (char *)name;
-    f->config_type_case =
-        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
-    f->typed_config = config;
-    f->is_optional = 1;
-    return f;
-}
-
 /* The HTTP connection manager: RDS over ADS for route_config, the local rate limit
  * filter when a route carries a token policy's limit and the stateful session filter
  * when a route keeps sessions (both optional: clients without them ignore them), the
@@ -213,10 +198,10 @@ static ev_hcm *connection_manager(tr_ctx *tr, const char *stat_prefix, const cha
                                                                                                3);
     if (limits)
         h->http_filters[h->n_http_filters++] =
-            optional_filter(tr, TR_RATELIMIT_FILTER, tr_token_policy_filter_config(tr));
+            tr_http_filter(tr, TR_RATELIMIT_FILTER, tr_token_policy_filter_config(tr), true);
     if (sessions)
         h->http_filters[h->n_http_filters++] =
-            optional_filter(tr, TR_SESSION_FILTER, tr_session_filter_config(tr));
+            tr_http_filter(tr, TR_SESSION_FILTER, tr_session_filter_config(tr), true);
     h->http_filters[h->n_http_filters++] = router;
     if (strip_port) {
         /* Virtual hosts are matched on the host without its port. */

@@ -94,18 +94,6 @@ static const char *const OFFLINE[] = {
 
 #define N_OFFLINE (sizeof OFFLINE / sizeof OFFLINE[0])
 
-static ev_filter *filter(tr_ctx *tr, const char *name, Google__Protobuf__Any *config)
-{
-    ev_filter *f =
-        TR_NEW(tr, ev_filter,
-               ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__INIT);
-    f->name = (char *)name;
-    f->config_type_case =
-        ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_FILTER__CONFIG_TYPE_TYPED_CONFIG;
-    f->typed_config = config;
-    return f;
-}
-
 static Envoy__Extensions__Wasm__V3__CapabilityRestrictionConfig *offline(tr_ctx *tr)
 {
     Envoy__Extensions__Wasm__V3__CapabilityRestrictionConfig *r =
@@ -208,8 +196,8 @@ size_t tr_wasm_upstream_filters(
                ENVOY__EXTENSIONS__FILTERS__HTTP__UPSTREAM_CODEC__V3__UPSTREAM_CODEC__INIT);
 
     ev_filter **v = (ev_filter **)tr_ptrs(tr, 2);
-    v[0] = filter(tr, WASM_FILTER, tr_any(tr, &wasm->base));
-    v[1] = filter(tr, CODEC_FILTER, tr_any(tr, &codec->base));
+    v[0] = tr_http_filter(tr, WASM_FILTER, tr_any(tr, &wasm->base), false);
+    v[1] = tr_http_filter(tr, CODEC_FILTER, tr_any(tr, &codec->base), false);
     *out = v;
     return 2;
 }
