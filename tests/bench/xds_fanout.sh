@@ -37,11 +37,14 @@ TIMEOUT=300
 IDLE_S=5
 EDS=1
 PG_LOAD=0
+FLOOR=1
+JSON_OUT=$ROOT/tests/out/bench/xds_fanout.json
 
 usage() {
     cat <<'TXT'
 usage: tests/bench/xds_fanout.sh [--streams N[,N...]] [--endpoints N[,N...]]
                                  [--no-eds] [--timeout S] [--idle S] [--pg-load]
+                                 [--no-floor] [--json FILE]
   --streams     concurrent ADS streams per run (default 1000,10000; at most 19000)
   --endpoints   endpoints in total over the 100 clusters (default 1000,100000)
   --no-eds      subscribe to CDS only
@@ -49,6 +52,10 @@ usage: tests/bench/xds_fanout.sh [--streams N[,N...]] [--endpoints N[,N...]]
   --idle        seconds to let the server settle before reading its idle RSS (default 5)
   --pg-load     also count PostgreSQL's rows, transactions and notifications for one
                 config change and for the push
+  --no-floor    skip the floor (bench_xds_floor: a bare gRPC server pushing the same
+                bytes) that every run is otherwise compared with
+  --json        where the figures go, one JSON object per run (default
+                tests/out/bench/xds_fanout.json)
 Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-release/bench_xds_fanout);
 CLIENT_MAX_RSS_MB (default 12000): the client stops rather than exhaust the machine's memory.
 TXT
@@ -56,9 +63,16 @@ TXT
 
 # shellcheck source=tests/bench/lib.sh
 source "$ROOT/tests/bench/lib.sh"
-bench_options "--streams=STREAMS --endpoints=ENDPOINTS --no-eds:EDS=0 --pg-load:PG_LOAD=1 --timeout=TIMEOUT --idle=IDLE_S" "$@"
+bench_options "--streams=STREAMS --endpoints=ENDPOINTS --no-eds:EDS=0 --pg-load:PG_LOAD=1 --no-floor:FLOOR=0 --json=JSON_OUT --timeout=TIMEOUT --idle=IDLE_S" "$@"
 bench_numbers xds_fanout ${STREAMS//,/ } ${ENDPOINTS//,/ } "$TIMEOUT" "$IDLE_S"
 bench_binaries xds_fanout bench_xds_fanout
+# The floor server is built beside the client (FLOOR_BIN names another one).
+if [ "$FLOOR" = 1 ] && [ -z "${FLOOR_BIN:-}" ]; then
+    FLOOR_BIN=$(dirname "$BENCH_BIN")/bench_xds_floor
+    cmake --build "$(dirname "$BENCH_BIN")" -j"$(nproc)" --target bench_xds_floor >/dev/null
+fi
+[ "$FLOOR" = 0 ] || [ -x "$FLOOR_BIN" ] || { echo "xds_fanout: $FLOOR_BIN is missing" >&2; exit 1; }
+rm -f "$JSON_OUT"
 "$SEXTANT_BIN" publish --help >/dev/null 2>&1 ||
     { echo "xds_fanout: $SEXTANT_BIN has no 'publish' command; rebuild it" >&2; exit 1; }
 
@@ -147,6 +161,36 @@ wait_line() {
 echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); $("$SEXTANT_BIN" version 2>/dev/null | head -n 1)"
 echo "# clients in their own process, one HTTP/2 connection per stream; types: cds$([ "$EDS" = 1 ] && echo ",eds (100 names)")"
 
+# client_start TARGET STREAMS NODE_PREFIX TAG SERVER_PID: starts bench_xds_fanout with
+# STREAMS streams against TARGET (CLIENT_PID; its stdin is fd 7) and waits until every
+# stream holds the initial version.
+client_start() {
+    rm -f "$WORK/ctl" "$WORK/client.out"
+    mkfifo "$WORK/ctl"
+    "$BENCH_BIN" --target "$1" --streams "$2" --group bench \
+        --node-prefix "$3" --timeout "$TIMEOUT" --max-rss-mb "${CLIENT_MAX_RSS_MB:-12000}" "${EDS_ARGS[@]}" \
+        <"$WORK/ctl" >"$WORK/client.out" 2>"$WORK/client.err" &
+    CLIENT_PID=$!
+    exec 7>"$WORK/ctl" || return 1
+    if ! wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
+        ! grep -q '^ready' "$WORK/client.out"; then
+        echo "$4 FAILED: streams did not all receive the initial version (server rss $(rss_kb "$5" 2>/dev/null || echo gone) kB)"
+        cat "$WORK/client.out" "$WORK/client.err" >&2
+        return 1
+    fi
+}
+
+# client_go T0 TAG SERVER_PID: tells the client the push started at T0 and waits for
+# its report.
+client_go() {
+    echo "go $1" >&7 || return 1
+    if ! wait_line "$WORK/client.out" '^(done|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
+        ! grep -q '^done' "$WORK/client.out"; then
+        echo "$2 FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer") (server rss $(rss_kb "$3" 2>/dev/null || echo gone) kB)"
+        return 1
+    fi
+}
+
 run_one() { # run_one STREAMS ENDPOINTS
     local n=$1 e=$2 tag="streams=$1 endpoints=$2"
     local http grpc v0 v1 before idle line t0 t1 per share ready_s rx_mb
@@ -171,19 +215,7 @@ run_one() { # run_one STREAMS ENDPOINTS
     sleep 1
     before=$(rss_kb "$SERVE_PID") || return 1
 
-    rm -f "$WORK/ctl" "$WORK/client.out"
-    mkfifo "$WORK/ctl"
-    "$BENCH_BIN" --target "127.0.0.1:$grpc" --streams "$n" --group bench \
-        --node-prefix "bench-$n-$e" --timeout "$TIMEOUT" --max-rss-mb "${CLIENT_MAX_RSS_MB:-12000}" "${EDS_ARGS[@]}" \
-        <"$WORK/ctl" >"$WORK/client.out" 2>"$WORK/client.err" &
-    CLIENT_PID=$!
-    exec 7>"$WORK/ctl" || return 1
-    if ! wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
-        ! grep -q '^ready' "$WORK/client.out"; then
-        echo "$tag FAILED: streams did not all receive the initial version (sextant rss $(rss_kb "$SERVE_PID" 2>/dev/null || echo gone) kB)"
-        cat "$WORK/client.out" "$WORK/client.err" >&2
-        return 1
-    fi
+    client_start "127.0.0.1:$grpc" "$n" "bench-$n-$e" "$tag" "$SERVE_PID" || return 1
     line=$(grep '^ready' "$WORK/client.out")
     ready_s=$(cut -d' ' -f3 <<<"$line")
     rx_mb=$(cut -d' ' -f4 <<<"$line")
@@ -210,12 +242,7 @@ run_one() { # run_one STREAMS ENDPOINTS
     t0=$("$BENCH_BIN" --now)
     v1=$(publish "$WORK/snap1.json") || return 1
     t1=$("$BENCH_BIN" --now)
-    echo "go $t0" >&7 || return 1
-    if ! wait_line "$WORK/client.out" '^(done|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
-        ! grep -q '^done' "$WORK/client.out"; then
-        echo "$tag FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer") (sextant rss $(rss_kb "$SERVE_PID" 2>/dev/null || echo gone) kB)"
-        return 1
-    fi
+    client_go "$t0" "$tag" "$SERVE_PID" || return 1
     local peak cpeak logw
     # (xds.auth none warns once at start: not counted)
     logw=$(grep -E '"level": ?"(warn|error)"' "$WORK/serve.log" | grep -vc '"auth": ?"none"' || true)
@@ -241,12 +268,58 @@ run_one() { # run_one STREAMS ENDPOINTS
     # The summary: per stream, until it held the new version of every type.
     line=$(grep -E '^result type=(all|cds) ' "$WORK/client.out" | tail -n 1)
     echo "streams=$n endpoints=$e rss_per_stream_kb=$per sextant_share_kb=$share publish_to_all $(cut -d' ' -f4- <<<"$line")"
+    S_P50=$(result_field p50) S_P99=$(result_field p99) S_CPU=$s_cpu
+}
+
+# result_field NAME: NAME's value (seconds, no unit) on the client's last summary line.
+result_field() {
+    grep -E '^result type=(all|cds) ' "$WORK/client.out" | tail -n 1 |
+        tr ' ' '\n' | sed -n "s/^$1=\([0-9.]*\)s\{0,1\}$/\1/p"
+}
+
+# run_floor STREAMS ENDPOINTS: the same client against bench_xds_floor, a bare gRPC
+# server pushing the same encoded CDS and EDS responses with no control-plane logic; the
+# push is timed from the moment the floor is told to push. Prints its figures and
+# Sextant's as ratios of them, and appends both to the JSON file.
+run_floor() {
+    local n=$1 e=$2 tag="streams=$1 endpoints=$2" port t0 f_cpu
+    port=$(svc_free_port)
+    rm -f "$WORK/floor_ctl" "$WORK/floor.out"
+    mkfifo "$WORK/floor_ctl"
+    "$FLOOR_BIN" --listen "127.0.0.1:$port" "$WORK/snap0.json" "$WORK/snap1.json" \
+        <"$WORK/floor_ctl" >"$WORK/floor.out" 2>"$WORK/floor.log" &
+    SERVE_PID=$!
+    exec 8>"$WORK/floor_ctl" || return 1
+    wait_line "$WORK/floor.out" '^listening' 120 "$SERVE_PID" || { echo "$tag floor FAILED: did not listen"; return 1; }
+    client_start "127.0.0.1:$port" "$n" "floor-$n-$e" "$tag floor" "$SERVE_PID" || return 1
+    sleep "$IDLE_S"
+    f_cpu=$(cpu_ticks "$SERVE_PID")
+    t0=$("$BENCH_BIN" --now)
+    echo push >&8
+    client_go "$t0" "$tag floor" "$SERVE_PID" || return 1
+    f_cpu=$(awk -v a="$f_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
+    local f_p50 f_p99
+    f_p50=$(result_field p50) f_p99=$(result_field p99)
+    echo "$tag floor push_to_all p50=${f_p50}s p99=${f_p99}s cpu_during_push server=${f_cpu}s"
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "null" }'; }
+    echo "$tag vs_floor p99_ratio=$(ratio "$S_P99" "$f_p99") server_cpu_ratio=$(ratio "$S_CPU" "$f_cpu") (targets: p99 <= 1.25, cpu <= 1.5)"
+    mkdir -p "$(dirname "$JSON_OUT")"
+    jq -cn --argjson streams "$n" --argjson endpoints "$e" \
+        --argjson sp50 "${S_P50:-null}" --argjson sp99 "${S_P99:-null}" --argjson scpu "${S_CPU:-null}" \
+        --argjson fp50 "${f_p50:-null}" --argjson fp99 "${f_p99:-null}" --argjson fcpu "${f_cpu:-null}" \
+        --argjson rp99 "$(ratio "$S_P99" "$f_p99")" --argjson rcpu "$(ratio "$S_CPU" "$f_cpu")" \
+        '{streams: $streams, endpoints: $endpoints,
+          sextant: {publish_to_all_p50_s: $sp50, publish_to_all_p99_s: $sp99, server_cpu_s: $scpu},
+          floor: {push_to_all_p50_s: $fp50, push_to_all_p99_s: $fp99, server_cpu_s: $fcpu},
+          ratio: {p99: $rp99, server_cpu: $rcpu}}' >>"$JSON_OUT"
 }
 
 # end_run: stops this run's client and server (also after a failed run).
 end_run() {
     echo quit >&7 2>/dev/null || true
     exec 7>&- 2>/dev/null || true
+    echo quit >&8 2>/dev/null || true
+    exec 8>&- 2>/dev/null || true
     bench_stop_pid xds_fanout "$CLIENT_PID" 30
     CLIENT_PID=
     if [ -n "$SERVE_PID" ] && ! kill -0 "$SERVE_PID" 2>/dev/null; then
@@ -264,8 +337,13 @@ end_run() {
 FAILED=0
 for e in ${ENDPOINTS//,/ }; do
     for n in ${STREAMS//,/ }; do
+        S_P50= S_P99= S_CPU=
         run_one "$n" "$e" || FAILED=1
         end_run
+        if [ "$FLOOR" = 1 ]; then
+            run_floor "$n" "$e" || FAILED=1
+            end_run
+        fi
     done
 done
 exit "$FAILED"
