@@ -36,6 +36,7 @@
 #include "server/base/fielderr.h"
 #include "server/ir/ir.h"
 #include "server/translate/resources.h"
+#include "tests/bench/lib/bench_ads.h"
 
 #define CQ_THREADS   2
 #define ACCEPT_AHEAD 64 /* calls requested from the server at once */
@@ -315,23 +316,21 @@ static void on_done(tag *t, bool ok)
         pthread_mutex_unlock(&s->mu);
 }
 
+static void on_event(void *arg_tag, bool ok, void *arg)
+{
+    (void)arg;
+    tag *t = arg_tag;
+    if (t->kind == TAG_ACCEPT)
+        on_accept(t->a, ok);
+    else if (t->kind != TAG_SHUTDOWN)
+        on_done(t, ok);
+}
+
 static void *cq_thread(void *arg)
 {
     (void)arg;
-    for (;;) {
-        grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN)
-            return NULL;
-        if (ev.type != GRPC_OP_COMPLETE)
-            continue;
-        tag *t = ev.tag;
-        if (t->kind == TAG_SHUTDOWN)
-            continue;
-        if (t->kind == TAG_ACCEPT)
-            on_accept(t->a, ev.success);
-        else
-            on_done(t, ev.success);
-    }
+    bench_cq_run(cq, on_event, NULL);
+    return NULL;
 }
 
 /* Hands the changed version of every type each stream asked for to gRPC. */

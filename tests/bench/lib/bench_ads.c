@@ -178,20 +178,32 @@ static void complete(bench_ads_tag *tag, bool success, int64_t at)
     }
 }
 
-void *bench_ads_cq_thread(void *cq)
+void bench_cq_run(grpc_completion_queue *cq, void (*on_done)(void *tag, bool ok, void *arg),
+                  void *arg)
 {
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
-            return NULL;
-        if (ev.type != GRPC_OP_COMPLETE)
-            continue;
-        int64_t at = bench_now_ns(); /* before any work: the arrival time of a response */
-        bench_ads_tag *tag = ev.tag;
-        pthread_mutex_lock(tag->c->mu);
-        complete(tag, ev.success != 0, at);
-        pthread_mutex_unlock(tag->c->mu);
+            return;
+        if (ev.type == GRPC_OP_COMPLETE)
+            on_done(ev.tag, ev.success != 0, arg);
     }
+}
+
+static void on_ads_done(void *t, bool ok, void *arg)
+{
+    (void)arg;
+    int64_t at = bench_now_ns(); /* before any work: the arrival time of a response */
+    bench_ads_tag *tag = t;
+    pthread_mutex_lock(tag->c->mu);
+    complete(tag, ok, at);
+    pthread_mutex_unlock(tag->c->mu);
+}
+
+void *bench_ads_cq_thread(void *cq)
+{
+    bench_cq_run(cq, on_ads_done, NULL);
+    return NULL;
 }
 
 void bench_ads_cancel(bench_ads_call *c)

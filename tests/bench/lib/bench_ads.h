@@ -79,6 +79,12 @@ void bench_ads_send(bench_ads_call *c, const char *node_id, const char *cluster,
  * (which may start another call on the channel). */
 void *bench_ads_cq_thread(void *cq);
 
+/* Takes the completed batches off cq until it is shut down, passing each one's tag and
+ * success to on_done (with arg); the loop of every benchmark thread that runs a
+ * completion queue. */
+void bench_cq_run(grpc_completion_queue *cq, void (*on_done)(void *tag, bool ok, void *arg),
+                  void *arg);
+
 /* Cancels the call, if one runs. */
 void bench_ads_cancel(bench_ads_call *c);
 
