@@ -404,18 +404,32 @@ void tl_assert_help_has(const char *const *want, size_t n)
     sx_buf_free(&b);
 }
 
+struct sextant_config *tl_env_config(const char *const *extra)
+{
+    char *envv[16];
+    size_t n = 0;
+    envv[n++] = "SEXTANT_DATABASE_URL=postgresql:///unused";
+    for (size_t i = 0; extra && extra[i]; i++) {
+        assert_true(n < sizeof envv / sizeof envv[0] - 1);
+        envv[n++] = (char *)extra[i];
+    }
+    envv[n] = NULL;
+    sextant_config *cfg = NULL;
+    sx_fielderrs errs = {0};
+    int rc = config_load(NULL, envv, &cfg, &errs);
+    tl_print_fielderrs(&errs);
+    sx_fielderrs_free(&errs);
+    assert_int_equal(rc, 0);
+    return cfg;
+}
+
 struct sextant_config *tl_http_config(int *port)
 {
     *port = tl_free_port();
     char listen[64];
     snprintf(listen, sizeof(listen), "SEXTANT_HTTP_LISTEN=127.0.0.1:%d", *port);
-    char *envv[] = {"SEXTANT_DATABASE_URL=postgresql:///unused", listen, "SEXTANT_HTTP_THREADS=2",
-                    NULL};
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    assert_int_equal(config_load(NULL, envv, &cfg, &errs), 0);
-    sx_fielderrs_free(&errs);
-    return cfg;
+    const char *extra[] = {listen, "SEXTANT_HTTP_THREADS=2", NULL};
+    return tl_env_config(extra);
 }
 
 struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t size)

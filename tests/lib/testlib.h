@@ -133,6 +133,10 @@ bool tl_config_refused(const char *name, int rc, struct sextant_config *cfg, sx_
 /* Fails the test unless `sextant --help`'s text about the configuration holds each of
  * the n strings of want (printing those it lacks). */
 void tl_assert_help_has(const char *const *want, size_t n);
+/* The configuration from the environment alone: a database URL it does not use and the
+ * NULL-terminated settings extra (NULL: none); prints its errors and fails the test
+ * unless it loads. Free it with config_free. */
+struct sextant_config *tl_env_config(const char *const *extra);
 /* The configuration of an HTTP server on a free loopback port (stored in *port) with two
  * threads (and a database URL it does not use), from the environment alone; fails the
  * test when it does not load. Free it with config_free. */

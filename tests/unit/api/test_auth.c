@@ -102,26 +102,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A configuration through the real loader; extra is a NULL-terminated list of
- * SEXTANT_AUTH_* settings. */
-static sextant_config *load_cfg(const char *const *extra)
-{
-    char *envv[16];
-    size_t n = 0;
-    envv[n++] = "SEXTANT_DATABASE_URL=postgresql:///unused";
-    for (size_t i = 0; extra && extra[i]; i++)
-        envv[n++] = (char *)extra[i];
-    envv[n] = NULL;
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    int rc = config_load(NULL, envv, &cfg, &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        print_message("config: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    sx_fielderrs_free(&errs);
-    assert_int_equal(rc, 0);
-    return cfg;
-}
-
 /* Both algorithms, issuer and audience checked, 60 s of clock skew (the default). */
 static sextant_config *full_cfg(void)
 {
@@ -131,13 +111,13 @@ static sextant_config *full_cfg(void)
     const char *extra[] = {
         "SEXTANT_AUTH_HS256_SECRET=" SECRET, pub, priv, "SEXTANT_AUTH_ISSUER=" ISSUER,
         "SEXTANT_AUTH_AUDIENCE=" AUDIENCE,   NULL};
-    return load_cfg(extra);
+    return tl_env_config(extra);
 }
 
 static sextant_config *hs_only_cfg(void)
 {
     const char *extra[] = {"SEXTANT_AUTH_HS256_SECRET=" SECRET, NULL};
-    return load_cfg(extra);
+    return tl_env_config(extra);
 }
 
 static sextant_config *rs_only_cfg(void)
@@ -145,7 +125,7 @@ static sextant_config *rs_only_cfg(void)
     char pub[200];
     snprintf(pub, sizeof(pub), "SEXTANT_AUTH_RS256_PUBLIC_KEY_FILE=%s", pub_path);
     const char *extra[] = {pub, NULL};
-    return load_cfg(extra);
+    return tl_env_config(extra);
 }
 
 /* Signs claims (JSON text) with libjwt. Caller frees with free. */
@@ -344,7 +324,7 @@ static void test_time_claims(void **state)
 
     /* Without skew, a token a second past its exp is refused. */
     const char *extra[] = {"SEXTANT_AUTH_HS256_SECRET=" SECRET, "SEXTANT_AUTH_CLOCK_SKEW=0", NULL};
-    cfg = load_cfg(extra);
+    cfg = tl_env_config(extra);
     expect_hs256(cfg, -1, NULL, "token expired");
     expect_hs256(cfg, 1, NULL, NULL);
     config_free(cfg);
@@ -514,7 +494,7 @@ static void test_missing_and_garbled(void **state)
     config_free(cfg);
 
     /* No key configured at all: every signed token is refused, saying why. */
-    cfg = load_cfg(NULL);
+    cfg = tl_env_config(NULL);
     v = auth_verifier_create(cfg);
     assert_false(auth_has_keys(v));
     auth_verifier_destroy(v);
