@@ -256,16 +256,9 @@ static json_t *snapshots_json(const apply_result *out)
 
 static const char *op_verb(apply_op op)
 {
-    switch (op) {
-    case APPLY_CREATE:
-        return "created";
-    case APPLY_DELETE:
-        return "deleted";
-    case APPLY_ROLLBACK:
-        return "rolled back";
-    default:
-        return "changed";
-    }
+    static const char *const verbs[] = {
+        [APPLY_CREATE] = "created", [APPLY_DELETE] = "deleted", [APPLY_ROLLBACK] = "rolled back"};
+    return (size_t)op < sizeof verbs / sizeof *verbs && verbs[op] ? verbs[op] : "changed";
 }
 
 static bool empty(const char *s)
