@@ -65,16 +65,21 @@ def channel_for(a):
     )
 
 
+def ads_stream(channel):
+    """The ADS (state of the world) stream method of channel, on raw bytes."""
+    return channel.stream_stream(
+        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
+        request_serializer=lambda b: b,
+        response_deserializer=lambda b: b,
+    )
+
+
 def probe(a):
     """One new connection: the first ADS response within 10 s, or why not."""
     import grpc
 
     channel = channel_for(a)
-    stream = channel.stream_stream(
-        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
-        request_serializer=lambda b: b,
-        response_deserializer=lambda b: b,
-    )
+    stream = ads_stream(channel)
     try:
         for raw in stream(iter([request(a.node, a.group)]), timeout=10):
             print("ok version %s" % text(fields(raw), 1))
@@ -89,11 +94,7 @@ def ads(a):
     import grpc
 
     channel = channel_for(a)
-    stream = channel.stream_stream(
-        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
-        request_serializer=lambda b: b,
-        response_deserializer=lambda b: b,
-    )
+    stream = ads_stream(channel)
     out = open(a.out, "a", buffering=1)
     q = queue.Queue()
     q.put(request(a.node, a.group))
