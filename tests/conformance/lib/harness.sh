@@ -94,18 +94,27 @@ conf_end_client() {
 # until /readyz is 200 and the gRPC port accepts connections.
 conf_serve() {
     local http grpc
-    http=$(free_port) || return 1
-    grpc=$(free_port) || return 1
+    conf_ports "$1" || return 1
     conf_serve_on "$1" "$http" "$grpc" 20
+}
+
+# conf_ports NAME [HTTP GRPC]: the ports of replica NAME, free ones unless given, in the
+# caller's variables http and grpc and in NAME_HTTP and NAME_GRPC (upper case).
+conf_ports() {
+    local up
+    up=$(echo "$1" | tr '[:lower:]' '[:upper:]')
+    http=${2:-} grpc=${3:-}
+    [ -n "$http" ] || http=$(free_port) || return 1
+    [ -n "$grpc" ] || grpc=$(free_port) || return 1
+    printf -v "${up}_HTTP" '%s' "$http"
+    printf -v "${up}_GRPC" '%s' "$grpc"
 }
 
 # conf_serve_on NAME HTTP GRPC SECONDS: conf_serve on the given ports, waiting at most
 # SECONDS for /readyz.
 conf_serve_on() {
-    local name=$1 http=$2 grpc=$3 up
-    up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-    printf -v "${up}_HTTP" '%s' "$http"
-    printf -v "${up}_GRPC" '%s' "$grpc"
+    local name=$1 http grpc
+    conf_ports "$name" "$2" "$3"
     SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
         SEXTANT_REPLICA_ID="$name" SEXTANT_LOG_LEVEL=${SEXTANT_LOG_LEVEL:-info} \
         bg_run "$name" "${SX_ENV[@]}" "$BIN" serve
