@@ -140,6 +140,23 @@ static ev_filter *network_filter(tr_ctx *tr, const char *name, const ProtobufCMe
     return f;
 }
 
+/* The filter chain match on the SNI hosts of t (as server names, lower case), or NULL when
+ * t names none. */
+static Envoy__Config__Listener__V3__FilterChainMatch *
+sni_match(tr_ctx *tr, const Gateway__Control__V1__TlsConfig *t)
+{
+    if (t == NULL || t->n_sni_hosts == 0)
+        return NULL;
+    Envoy__Config__Listener__V3__FilterChainMatch *m =
+        TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
+               ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+    m->n_server_names = t->n_sni_hosts;
+    m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
+    for (size_t i = 0; i < t->n_sni_hosts; i++)
+        m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
+    return m;
+}
+
 /* Whether one of the n routes needs a filter in its connection manager: with ratelimit
  * false, the stateful session filter (it keeps sessions, translate_session.c); with
  * ratelimit true, the local rate limit (it carries a token policy, translate_ratelimit.c). */
@@ -331,17 +348,9 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
     if (terminate) {
         fc->transport_socket = tr_downstream_tls(tr, li, true, path);
-        if (t && t->n_sni_hosts) {
-            Envoy__Config__Listener__V3__FilterChainMatch *m =
-                TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
-                       ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
-            m->n_server_names = t->n_sni_hosts;
-            m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
-            for (size_t i = 0; i < t->n_sni_hosts; i++)
-                m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
-            fc->filter_chain_match = m;
+        fc->filter_chain_match = sni_match(tr, t);
+        if (fc->filter_chain_match)
             tls_inspector(tr, out);
-        }
     }
     out->n_filter_chains = 1;
     out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
@@ -395,16 +404,7 @@ static void http3_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t
     fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
     fc->transport_socket = tr_downstream_quic(tr, li, path);
-    if (t && t->n_sni_hosts) {
-        Envoy__Config__Listener__V3__FilterChainMatch *m =
-            TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
-                   ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
-        m->n_server_names = t->n_sni_hosts;
-        m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
-        for (size_t i = 0; i < t->n_sni_hosts; i++)
-            m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
-        fc->filter_chain_match = m;
-    }
+    fc->filter_chain_match = sni_match(tr, t);
     out->n_filter_chains = 1;
     out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
     out->filter_chains[0] = fc;
