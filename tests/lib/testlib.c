@@ -4,6 +4,7 @@
 #include "tests/lib/testlib.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -285,6 +286,33 @@ void tl_write_file(const char *path, const char *text)
     assert_non_null(f);
     fputs(text, f);
     fclose(f);
+}
+
+int tl_tmpdir(char *dir, const char *name, char *const *paths, const char *const *files, size_t n)
+{
+    snprintf(dir, TL_DIR_MAX, "/tmp/sextant-%s-XXXXXX", name);
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        snprintf(paths[i], TL_PATH_MAX, "%s/%s", dir, files[i]);
+    return 0;
+}
+
+void tl_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[512];
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
 }
 
 json_t *tl_json(const char *text)

@@ -59,6 +59,16 @@ void tl_fail_err(const char *what, int rc, const sx_err *err);
             tl_fail_err(#call, rc_, &e_);                                                          \
     } while (0)
 
+/* Sizes of the buffers tl_tmpdir fills: the folder's name and each file's path. */
+#define TL_DIR_MAX  64
+#define TL_PATH_MAX 128
+/* Makes a new private folder /tmp/sextant-<name>-XXXXXX, its name in dir (TL_DIR_MAX
+ * bytes), and sets each of the n paths (TL_PATH_MAX bytes each) to dir/files[i]; -1 when
+ * the folder cannot be made (for a setup to return), else 0. */
+int tl_tmpdir(char *dir, const char *name, char *const *paths, const char *const *files, size_t n);
+/* Removes the folder dir and every file in it (it holds no folders). */
+void tl_rmdir(const char *dir);
+
 /* Writes text to path (replacing the file); fails the test when it cannot. */
 void tl_write_file(const char *path, const char *text);
 

@@ -36,7 +36,8 @@
 #define ISSUER       "https://issuer.example"
 #define AUDIENCE     "sextant"
 
-static char dir[64], pub_path[128], priv_path[128], other_priv_path[128], policy_path[128];
+static char dir[TL_DIR_MAX], pub_path[TL_PATH_MAX], priv_path[TL_PATH_MAX],
+    other_priv_path[TL_PATH_MAX], policy_path[TL_PATH_MAX];
 static char *pub_pem, *priv_pem, *other_priv_pem;
 static int64_t now;
 
@@ -72,13 +73,10 @@ static int write_key_pair(const char *pub, const char *priv)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/sextant-auth-XXXXXX");
-    if (mkdtemp(dir) == NULL)
+    char *const paths[] = {pub_path, priv_path, other_priv_path, policy_path};
+    const char *const files[] = {"rsa.pub.pem", "rsa.key.pem", "other.key.pem", "rbac.yaml"};
+    if (tl_tmpdir(dir, "auth", paths, files, 4) != 0)
         return -1;
-    snprintf(pub_path, sizeof(pub_path), "%s/rsa.pub.pem", dir);
-    snprintf(priv_path, sizeof(priv_path), "%s/rsa.key.pem", dir);
-    snprintf(other_priv_path, sizeof(other_priv_path), "%s/other.key.pem", dir);
-    snprintf(policy_path, sizeof(policy_path), "%s/rbac.yaml", dir);
     if (write_key_pair(pub_path, priv_path) != 0 || write_key_pair(NULL, other_priv_path) != 0)
         return -1;
     pub_pem = read_all(pub_path);
@@ -91,11 +89,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    unlink(pub_path);
-    unlink(priv_path);
-    unlink(other_priv_path);
-    unlink(policy_path);
-    rmdir(dir);
+    tl_rmdir(dir);
     sx_free(pub_pem);
     sx_free(priv_pem);
     sx_free(other_priv_pem);
