@@ -56,18 +56,13 @@ void api_group_put(http_request *req, rest_api *api, void *ud)
     (void)ud;
     const char *group = http_req_param(req, "group");
     api_change ch = {req, api, "group.update", "group", group};
+    idem_request *idem;
+    json_t *body;
+    if (!api_change_open_or_respond(req, &ch, render_group, NULL, put_fields, 2, &idem, &body))
+        return;
     struct sx_server *srv = rest_server(api);
     sx_err err;
     sx_err_clear(&err);
-    if (changes_ready(srv, &err) != 0) {
-        api_refuse(req, NULL, &err, NULL);
-        return;
-    }
-    idem_request *idem;
-    json_t *body;
-    if (!api_idem_or_respond(req, &ch, render_group, NULL, &idem) ||
-        !api_body_or_respond(req, &ch, put_fields, 2, &body))
-        return;
     bool reset = json_is_true(json_object_get(body, "use_default"));
     bool has_planes = json_object_get(body, "data_planes") != NULL;
     if (reset == has_planes) {

@@ -125,19 +125,15 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
     (void)ud;
     const char *group = http_req_param(req, "group");
     api_change ch = {req, api, "group.rollback", "group", group};
-    struct sx_server *srv = rest_server(api);
-    sx_err err;
-    sx_err_clear(&err);
-    if (changes_ready(srv, &err) != 0) {
-        api_refuse(req, NULL, &err, NULL);
-        return;
-    }
     group_answer ans = {group, 0};
     idem_request *idem;
     json_t *body;
-    if (!api_idem_or_respond(req, &ch, render_group_rollback, &ans, &idem) ||
-        !api_body_or_respond(req, &ch, rollback_fields, 2, &body))
+    if (!api_change_open_or_respond(req, &ch, render_group_rollback, &ans, rollback_fields, 2,
+                                    &idem, &body))
         return;
+    struct sx_server *srv = rest_server(api);
+    sx_err err;
+    sx_err_clear(&err);
     json_int_t v = json_integer_value(json_object_get(body, "snapshot_version"));
     ans.snapshot_version = v;
     if (v < 1) {

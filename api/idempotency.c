@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/base/hash.h"
+#include "server/changes.h"
 
 static void hash_request(http_request *req, char out[SX_SHA256_HEX_LEN + 1])
 {
@@ -80,6 +81,20 @@ bool api_idem_or_respond(http_request *req, const api_change *ch, idem_render_fn
     }
     *out = r;
     return true;
+}
+
+bool api_change_open_or_respond(http_request *req, const api_change *ch, idem_render_fn render,
+                                void *ud, const api_field *fields, size_t n, idem_request **idem,
+                                json_t **body)
+{
+    sx_err err;
+    sx_err_clear(&err);
+    if (changes_ready(rest_server(ch->api), &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
+        return false;
+    }
+    return api_idem_or_respond(req, ch, render, ud, idem) &&
+           api_body_or_respond(req, ch, fields, n, body);
 }
 
 bool api_idem_respond(http_request *req, const idem_request *r)

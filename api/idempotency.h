@@ -39,6 +39,14 @@
 bool api_idem_or_respond(http_request *req, const api_change *ch, idem_render_fn render, void *ud,
                          idem_request **out);
 
+/* The opening of a change with a body and an optional key: 503 (not audited) unless
+ * the daemon takes changes now, then the key (api_idem_or_respond with render and ud,
+ * into *idem) and the body with the n fields (api_body_or_respond, into *body). True
+ * when the handler goes on; false when the request is answered. */
+bool api_change_open_or_respond(http_request *req, const api_change *ch, idem_render_fn render,
+                                void *ud, const api_field *fields, size_t n, idem_request **idem,
+                                json_t **body);
+
 /* After the domain returned 0 for a change made under r: answers with r's answer (the
  * stored one when the key was answered meanwhile, marked replayed) and returns true.
  * False when r is NULL or holds no answer: the handler answers as without a key.

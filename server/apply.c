@@ -219,16 +219,9 @@ static json_t *snapshots_json(const apply_result *out)
 
 static const char *op_verb(apply_op op)
 {
-    switch (op) {
-    case APPLY_CREATE:
-        return "created";
-    case APPLY_DELETE:
-        return "deleted";
-    case APPLY_ROLLBACK:
-        return "rolled back";
-    default:
-        return "changed";
-    }
+    static const char *const verbs[] = {
+        [APPLY_CREATE] = "created", [APPLY_DELETE] = "deleted", [APPLY_ROLLBACK] = "rolled back"};
+    return (size_t)op < sizeof verbs / sizeof *verbs && verbs[op] ? verbs[op] : "changed";
 }
 
 static bool empty(const char *s)
@@ -721,23 +714,8 @@ static int group_rollback_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
                                    (json_int_t)ctx->out->version, "changed", ctx->out->changed));
     if (req->message && req->message[0])
         json_object_set_new(details, "message", json_string(req->message));
-    audit_new an = {
-        .actor = req->author,
-        .actor_role = req->actor_role,
-        .action = "group.rollback",
-        .resource_type = "group",
-        .resource_id = req->group,
-        .result = AUDIT_SUCCESS,
-        .status_code = 200,
-        .request_id = req->request_id,
-        .client_request_id = req->client_request_id,
-        .source_ip = req->source_ip,
-        .details = details,
-    };
-    long long audit_id;
-    if ((rc = audit_repo_append(c, &an, &audit_id, err)) != 0)
-        return rc;
-    return idem_end(c, req->idem, ctx->out, a, err);
+    return groups_change_end(c, GROUPS_WHO(req), "group.rollback", req->group, details, req->idem,
+                             ctx->out, a, err);
 }
 
 int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_rollback_request *req,

@@ -31,14 +31,9 @@ static bool yaml_is_null(const yaml_node_t *n)
 
 static const char *yaml_kind(const yaml_node_t *n)
 {
-    switch (n->type) {
-    case YAML_MAPPING_NODE:
-        return "mapping";
-    case YAML_SEQUENCE_NODE:
-        return "list";
-    default:
-        return "single value";
-    }
+    return n->type == YAML_MAPPING_NODE    ? "mapping"
+           : n->type == YAML_SEQUENCE_NODE ? "list"
+                                           : "single value";
 }
 
 /* The scalars of sequence seq joined with commas (a new string), or NULL after reporting

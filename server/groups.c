@@ -178,23 +178,8 @@ static int set_tx(pg_conn *c, void *arg, sx_err *err)
                           was ? val_planes_json(was) : json_null(), "data_planes",
                           ctx->planes ? val_planes_json(ctx->planes) : json_null(), "serves",
                           val_planes_json(effective)));
-    audit_new an = {
-        .actor = req->author,
-        .actor_role = req->actor_role,
-        .action = "group.update",
-        .resource_type = "group",
-        .resource_id = req->group,
-        .result = AUDIT_SUCCESS,
-        .status_code = 200,
-        .request_id = req->request_id,
-        .client_request_id = req->client_request_id,
-        .source_ip = req->source_ip,
-        .details = details,
-    };
-    long long audit_id;
-    if ((rc = audit_repo_append(c, &an, &audit_id, err)) != 0)
-        return rc;
-    return idem_end(c, req->idem, ctx->out, ctx->a, err);
+    return groups_change_end(c, GROUPS_WHO(req), "group.update", req->group, details, req->idem,
+                             ctx->out, ctx->a, err);
 }
 
 int groups_set_planes(pg_pool *pool, const groups_set_request *req, sx_arena *a, groups_info *out,
@@ -237,4 +222,26 @@ int groups_limits(pg_conn *c, const val_limits *in, const char *const *groups, s
     l->ngroups = n;
     *out = l;
     return 0;
+}
+
+int groups_change_end(pg_conn *c, groups_who who, const char *action, const char *group,
+                      json_t *details, idem_request *idem, const void *result, sx_arena *a,
+                      sx_err *err)
+{
+    audit_new an = {
+        .actor = who.author,
+        .actor_role = who.actor_role,
+        .action = action,
+        .resource_type = "group",
+        .resource_id = group,
+        .result = AUDIT_SUCCESS,
+        .status_code = 200,
+        .request_id = who.request_id,
+        .client_request_id = who.client_request_id,
+        .source_ip = who.source_ip,
+        .details = details,
+    };
+    long long audit_id;
+    int rc = audit_repo_append(c, &an, &audit_id, err);
+    return rc ? rc : idem_end(c, idem, result, a, err);
 }

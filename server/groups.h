@@ -68,4 +68,20 @@ typedef struct groups_set_request {
 int groups_set_planes(pg_pool *pool, const groups_set_request *req, sx_arena *a, groups_info *out,
                       val_result *problems, sx_err *err) SX_MUSTCHECK;
 
+/* Who asked for a change of a group, for its audit row (NULL = none, except author).
+ * GROUPS_WHO(req) takes them from a request that has fields of these names. */
+typedef struct groups_who {
+    const char *author, *actor_role, *request_id, *client_request_id, *source_ip;
+} groups_who;
+#define GROUPS_WHO(req)                                                                            \
+    ((groups_who){(req)->author, (req)->actor_role, (req)->request_id, (req)->client_request_id,   \
+                  (req)->source_ip})
+
+/* Last in the transaction on c of a change of group that passed: its audit row (action,
+ * status 200, details owned by the caller) by who, then the answer to idem (NULL: none)
+ * rendered from result. */
+int groups_change_end(pg_conn *c, groups_who who, const char *action, const char *group,
+                      json_t *details, idem_request *idem, const void *result, sx_arena *a,
+                      sx_err *err) SX_MUSTCHECK;
+
 #endif

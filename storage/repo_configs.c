@@ -191,6 +191,18 @@ static int open_spec(pg_conn *c, json_t *spec, sx_err *err)
     return seal_open_json(pg_conn_secrets(c, NULL), spec, err);
 }
 
+/* After a query of *count rows into *out (rc its result): open_spec on each row's spec;
+ * on any failure rc and no rows. */
+#define OPEN_SPECS(c, rc, out, count, err)                                                         \
+    do {                                                                                           \
+        for (size_t i_ = 0; (rc) == 0 && i_ < *(count); i_++)                                      \
+            (rc) = open_spec((c), (*(out))[i_].spec, (err));                                       \
+        if (rc) {                                                                                  \
+            *(out) = NULL;                                                                         \
+            *(count) = 0;                                                                          \
+        }                                                                                          \
+    } while (0)
+
 static int read_live_ver(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
     return read_ver(a, r, row, true, item, err);
@@ -520,12 +532,7 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
                             " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
                             " ORDER BY c.namespace, c.name",
         1, p, sizeof(cfg_version), read_live_ver, out, count, err);
-    for (size_t i = 0; rc == 0 && i < *count; i++)
-        rc = open_spec(c, (*out)[i].spec, err);
-    if (rc) {
-        *out = NULL;
-        *count = 0;
-    }
+    OPEN_SPECS(c, rc, out, count, err);
     return rc;
 }
 
@@ -585,12 +592,7 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
                          "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
                          " ORDER BY c.namespace, c.name",
                          2, p, sizeof(cfg_live), read_live, out, count, err);
-    for (size_t i = 0; rc == 0 && i < *count; i++)
-        rc = open_spec(c, (*out)[i].spec, err);
-    if (rc) {
-        *out = NULL;
-        *count = 0;
-    }
+    OPEN_SPECS(c, rc, out, count, err);
     return rc;
 }
 

@@ -765,19 +765,9 @@ k8s_kind_state k8s_client_kind_state(k8s_client *c, const char *kind)
 
 const char *k8s_kind_state_name(k8s_kind_state s)
 {
-    switch (s) {
-    case K8S_KIND_IDLE:
-        return "idle";
-    case K8S_KIND_LISTING:
-        return "listing";
-    case K8S_KIND_WATCHING:
-        return "watching";
-    case K8S_KIND_MISSING:
-        return "missing";
-    case K8S_KIND_FAILING:
-        return "failing";
-    }
-    return "unknown";
+    static const char *const names[] = {"idle", "listing", "watching", "missing", "failing"};
+    _Static_assert(sizeof names / sizeof *names == K8S_KIND_FAILING + 1, "a name per state");
+    return (size_t)s < sizeof names / sizeof *names ? names[s] : "unknown";
 }
 
 char *k8s_client_resource_version(k8s_client *c, const char *kind)

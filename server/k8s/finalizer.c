@@ -30,16 +30,9 @@ static bool has_finalizer(const json_t *obj)
 
 const char *k8s_fin_action_name(k8s_fin_action a)
 {
-    switch (a) {
-    case K8S_FIN_ADD:
-        return "add";
-    case K8S_FIN_HOLD:
-        return "hold";
-    case K8S_FIN_REMOVE:
-        return "remove";
-    default:
-        return "none";
-    }
+    static const char *const names[] = {"none", "add", "hold", "remove"};
+    _Static_assert(sizeof names / sizeof *names == K8S_FIN_REMOVE + 1, "a name per action");
+    return (size_t)a < sizeof names / sizeof *names ? names[a] : names[K8S_FIN_NONE];
 }
 
 k8s_fin_action k8s_fin_judge(const k8s_fin_guard *g, const json_t *obj, const wm_table_state *ts,

@@ -69,24 +69,11 @@ static unsigned supported_kinds(gw_proto p)
 
 static const char *proto_text(gw_proto p)
 {
-    switch (p) {
-    case GP_HTTP:
-        return "HTTP";
-    case GP_HTTPS:
-        return "HTTPS";
-    case GP_TLS_PASSTHROUGH:
-        return "TLS (Passthrough)";
-    case GP_TLS_TERMINATE:
-        return "TLS (Terminate)";
-    case GP_TCP:
-        return "TCP";
-    case GP_UDP:
-        return "UDP";
-    case GP_PROXYLESS:
-        return GW_PROTOCOL_PROXYLESS_GRPC;
-    default:
-        return "unknown";
-    }
+    static const char *const texts[] = {
+        "unknown",         "HTTP", "HTTPS", "TLS (Passthrough)",
+        "TLS (Terminate)", "TCP",  "UDP",   GW_PROTOCOL_PROXYLESS_GRPC};
+    _Static_assert(sizeof texts / sizeof *texts == GP_PROXYLESS + 1, "a text per gw_proto");
+    return (size_t)p < sizeof texts / sizeof *texts ? texts[p] : texts[GP_UNKNOWN];
 }
 
 static bool terminates(gw_proto p)

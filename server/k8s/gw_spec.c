@@ -542,20 +542,14 @@ static void stream_routes(build *b, json_t *out, json_t *backends, unsigned mark
 
 static const char *ir_protocol(gw_proto p)
 {
-    switch (p) {
-    case GP_HTTPS:
-        return "LISTENER_PROTOCOL_HTTPS";
-    case GP_TLS_PASSTHROUGH:
-        return "LISTENER_PROTOCOL_TLS_PASSTHROUGH";
-    case GP_TLS_TERMINATE:
-        return "LISTENER_PROTOCOL_TLS";
-    case GP_TCP:
-        return "LISTENER_PROTOCOL_TCP";
-    case GP_PROXYLESS:
-        return "LISTENER_PROTOCOL_GRPC";
-    default:
-        return "LISTENER_PROTOCOL_HTTP";
-    }
+    /* In gw_proto's order; unknown and UDP read as HTTP. */
+    static const char *const protocols[] = {
+        "LISTENER_PROTOCOL_HTTP",  "LISTENER_PROTOCOL_HTTP",
+        "LISTENER_PROTOCOL_HTTPS", "LISTENER_PROTOCOL_TLS_PASSTHROUGH",
+        "LISTENER_PROTOCOL_TLS",   "LISTENER_PROTOCOL_TCP",
+        "LISTENER_PROTOCOL_HTTP",  "LISTENER_PROTOCOL_GRPC"};
+    _Static_assert(sizeof protocols / sizeof *protocols == GP_PROXYLESS + 1, "one per gw_proto");
+    return (size_t)p < sizeof protocols / sizeof *protocols ? protocols[p] : protocols[0];
 }
 
 /* The IR listener xi; its secrets' names are added to used. */

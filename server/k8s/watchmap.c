@@ -23,6 +23,7 @@
 #include "server/base/clock.h"
 #include "server/base/mem.h"
 #include "server/base/locked.h"
+#include "server/base/sorted.h"
 
 /* A state and what it owns; pub is what callers see. */
 typedef struct state_impl {
@@ -136,18 +137,8 @@ void wm_state_release(wm_state *s)
 
 long wm_state_find(const wm_state *s, const char *key)
 {
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(s->keys[mid], key);
-        if (c == 0)
-            return (long)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
+    size_t i = sx_sorted_first(s->keys, s->n, sizeof *s->keys, 0, key);
+    return i < s->n && strcmp(s->keys[i], key) == 0 ? (long)i : -1;
 }
 
 /* The cached state of m with a new reference; the caller holds the lock. */

@@ -252,16 +252,9 @@ int rollout_begin_rollback(pg_conn *c, struct sx_server *srv, deploy_record *d, 
 
 const char *rollout_action_name(rollout_action act)
 {
-    switch (act) {
-    case ROLLOUT_PAUSE:
-        return "pause";
-    case ROLLOUT_RESUME:
-        return "resume";
-    case ROLLOUT_CANCEL:
-        return "cancel";
-    default:
-        return "rollback";
-    }
+    static const char *const names[] = {"pause", "resume", "cancel", "rollback"};
+    _Static_assert(sizeof names / sizeof *names == ROLLOUT_ROLLBACK + 1, "a name per action");
+    return (size_t)act < sizeof names / sizeof *names ? names[act] : names[ROLLOUT_ROLLBACK];
 }
 
 typedef struct act_ctx {

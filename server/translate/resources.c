@@ -12,11 +12,13 @@
  */
 #include "server/translate/resources.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
 #include "server/translate/translate.h"
 
 /* Each type's short name (metrics, logs), what one resource of it is (messages) and its
@@ -148,16 +150,7 @@ const tr_resource *tr_resources_find(const tr_resources *r, tr_type t, const cha
 {
     if (r == NULL || (unsigned)t >= TR_TYPE_COUNT || name == NULL)
         return NULL;
-    size_t lo = 0, hi = r->count[t];
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(r->items[t][mid].name, name);
-        if (c == 0)
-            return &r->items[t][mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    size_t i = sx_sorted_first(r->items[t], r->count[t], sizeof *r->items[t],
+                               offsetof(tr_resource, name), name);
+    return i < r->count[t] && strcmp(r->items[t][i].name, name) == 0 ? &r->items[t][i] : NULL;
 }

@@ -221,14 +221,9 @@ static int cmp_name(const void *a, const void *b)
 
 static const char *route_list_name(tr_route_kind k)
 {
-    switch (k) {
-    case TR_ROUTE_HTTP:
-        return "http_routes";
-    case TR_ROUTE_GRPC:
-        return "grpc_routes";
-    default:
-        return "stream_routes";
-    }
+    return k == TR_ROUTE_HTTP   ? "http_routes"
+           : k == TR_ROUTE_GRPC ? "grpc_routes"
+                                : "stream_routes";
 }
 
 /* Sorts a table and reports entries sharing a qualified name (and kind). */

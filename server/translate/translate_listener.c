@@ -140,25 +140,35 @@ static ev_filter *network_filter(tr_ctx *tr, const char *name, const ProtobufCMe
     return f;
 }
 
-/* Whether one of the n routes keeps sessions (its connection manager needs the stateful
- * session filter, translate_session.c). */
-static bool keeps_sessions(const tr_ctx *tr, const tr_name **routes, size_t n)
+/* The filter chain match on the SNI hosts of t (as server names, lower case), or NULL when
+ * t names none. */
+static Envoy__Config__Listener__V3__FilterChainMatch *
+sni_match(tr_ctx *tr, const Gateway__Control__V1__TlsConfig *t)
 {
-    for (size_t a = 0; a < n; a++)
-        if ((routes[a]->kind == TR_ROUTE_HTTP && tr->http_sets[routes[a]->idx].sessions) ||
-            (routes[a]->kind == TR_ROUTE_GRPC && tr->grpc_sets[routes[a]->idx].sessions))
-            return true;
-    return false;
+    if (t == NULL || t->n_sni_hosts == 0)
+        return NULL;
+    Envoy__Config__Listener__V3__FilterChainMatch *m =
+        TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
+               ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
+    m->n_server_names = t->n_sni_hosts;
+    m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
+    for (size_t i = 0; i < t->n_sni_hosts; i++)
+        m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
+    return m;
 }
 
-/* Whether one of the n routes carries a token policy's rate limit
- * (translate_ratelimit.c). */
-static bool rate_limits(const tr_ctx *tr, const tr_name **routes, size_t n)
+/* Whether one of the n routes needs a filter in its connection manager: with ratelimit
+ * false, the stateful session filter (it keeps sessions, translate_session.c); with
+ * ratelimit true, the local rate limit (it carries a token policy, translate_ratelimit.c). */
+static bool routes_need(const tr_ctx *tr, const tr_name **routes, size_t n, bool ratelimit)
 {
-    for (size_t a = 0; a < n; a++)
-        if ((routes[a]->kind == TR_ROUTE_HTTP && tr->http_sets[routes[a]->idx].ratelimited) ||
-            (routes[a]->kind == TR_ROUTE_GRPC && tr->grpc_sets[routes[a]->idx].ratelimited))
+    for (size_t a = 0; a < n; a++) {
+        const tr_route_set *s = routes[a]->kind == TR_ROUTE_HTTP   ? &tr->http_sets[routes[a]->idx]
+                                : routes[a]->kind == TR_ROUTE_GRPC ? &tr->grpc_sets[routes[a]->idx]
+                                                                   : NULL;
+        if (s && (ratelimit ? s->ratelimited : s->sessions))
             return true;
+    }
     return false;
 }
 
@@ -316,24 +326,16 @@ static void http_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t 
 
     ev_listener *out = socket_listener(tr, l, path);
     ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n),
-                                     rate_limits(tr, routes, n));
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, routes_need(tr, routes, n, false),
+                                     routes_need(tr, routes, n, true));
     fc->n_filters = 1;
     fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
     if (terminate) {
         fc->transport_socket = tr_downstream_tls(tr, li, true, path);
-        if (t && t->n_sni_hosts) {
-            Envoy__Config__Listener__V3__FilterChainMatch *m =
-                TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
-                       ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
-            m->n_server_names = t->n_sni_hosts;
-            m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
-            for (size_t i = 0; i < t->n_sni_hosts; i++)
-                m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
-            fc->filter_chain_match = m;
+        fc->filter_chain_match = sni_match(tr, t);
+        if (fc->filter_chain_match)
             tls_inspector(tr, out);
-        }
     }
     out->n_filter_chains = 1;
     out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
@@ -377,8 +379,8 @@ static void http3_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t
     out->udp_listener_config = u;
 
     ev_chain *fc = TR_NEW(tr, ev_chain, ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN__INIT);
-    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, keeps_sessions(tr, routes, n),
-                                     rate_limits(tr, routes, n));
+    ev_hcm *hcm = connection_manager(tr, l->name, l->name, true, routes_need(tr, routes, n, false),
+                                     routes_need(tr, routes, n, true));
     hcm->codec_type =
         ENVOY__EXTENSIONS__FILTERS__NETWORK__HTTP_CONNECTION_MANAGER__V3__HTTP_CONNECTION_MANAGER__CODEC_TYPE__HTTP3;
     hcm->http3_protocol_options = TR_NEW(tr, Envoy__Config__Core__V3__Http3ProtocolOptions,
@@ -387,16 +389,7 @@ static void http3_listener(tr_ctx *tr, size_t li, const tr_name **routes, size_t
     fc->filters = (ev_filter **)tr_ptrs(tr, 1);
     fc->filters[0] = network_filter(tr, HCM_FILTER, &hcm->base);
     fc->transport_socket = tr_downstream_quic(tr, li, path);
-    if (t && t->n_sni_hosts) {
-        Envoy__Config__Listener__V3__FilterChainMatch *m =
-            TR_NEW(tr, Envoy__Config__Listener__V3__FilterChainMatch,
-                   ENVOY__CONFIG__LISTENER__V3__FILTER_CHAIN_MATCH__INIT);
-        m->n_server_names = t->n_sni_hosts;
-        m->server_names = (char **)tr_ptrs(tr, t->n_sni_hosts);
-        for (size_t i = 0; i < t->n_sni_hosts; i++)
-            m->server_names[i] = tr_lower(tr, t->sni_hosts[i]);
-        fc->filter_chain_match = m;
-    }
+    fc->filter_chain_match = sni_match(tr, t);
     out->n_filter_chains = 1;
     out->filter_chains = (ev_chain **)tr_ptrs(tr, 1);
     out->filter_chains[0] = fc;
@@ -422,8 +415,8 @@ static void proxyless_listeners(tr_ctx *tr, size_t li, const tr_name **routes, s
                      h ? h : "");
             continue;
         }
-        ev_hcm *hcm = connection_manager(tr, h, l->name, false, keeps_sessions(tr, routes, n),
-                                         rate_limits(tr, routes, n));
+        ev_hcm *hcm = connection_manager(tr, h, l->name, false, routes_need(tr, routes, n, false),
+                                         routes_need(tr, routes, n, true));
         Envoy__Config__Listener__V3__ApiListener *api =
             TR_NEW(tr, Envoy__Config__Listener__V3__ApiListener,
                    ENVOY__CONFIG__LISTENER__V3__API_LISTENER__INIT);

@@ -176,27 +176,20 @@ static size_t http_parts(tr_ctx *tr, const Gateway__Control__V1__HttpMatch *m, c
 {
     const char *type = tr_empty(m->path_type) ? "PathPrefix" : m->path_type;
     const char *v = tr_empty(m->path) ? "/" : m->path;
-    if (strcmp(type, "RegularExpression") == 0) {
-        if (repl) {
-            tr_error(tr, path, "replace_prefix_match needs PathPrefix matches");
-            return 0;
-        }
-        out[0] = (path_part){PATH_REGEX, tr_strdup(tr, v), RANK_REGEX, strlen(v), NULL};
-        return 1;
-    }
-    if (v[0] != '/') {
+    bool regex = strcmp(type, "RegularExpression") == 0, exact = strcmp(type, "Exact") == 0;
+    if (!regex && v[0] != '/') {
         tr_error(tr, tr_printf(tr, "%s.path", path), "path must start with \"/\"");
         return 0;
     }
-    if (strcmp(type, "Exact") == 0) {
-        if (repl) {
-            tr_error(tr, path, "replace_prefix_match needs PathPrefix matches");
-            return 0;
-        }
-        out[0] = (path_part){PATH_EXACT, tr_strdup(tr, v), RANK_EXACT, strlen(v), NULL};
-        return 1;
+    if (!regex && !exact)
+        return prefix_parts(tr, v, repl, out);
+    if (repl) {
+        tr_error(tr, path, "replace_prefix_match needs PathPrefix matches");
+        return 0;
     }
-    return prefix_parts(tr, v, repl, out);
+    out[0] = (path_part){regex ? PATH_REGEX : PATH_EXACT, tr_strdup(tr, v),
+                         regex ? RANK_REGEX : RANK_EXACT, strlen(v), NULL};
+    return 1;
 }
 
 /* The part of a gRPC match: "/service/method" exact, "/service/" prefix, or a regex. */
@@ -326,83 +319,115 @@ static void rule_begin(tr_ctx *tr, const char *where, bool grpc, const char *ns,
         set->ratelimited = true;
 }
 
-static void http_route_set(tr_ctx *tr, size_t ri)
-{
-    const ir_http_route *hr = tr->ir->http_routes[ri];
-    tr_route_set *set = &tr->http_sets[ri];
-    const char *qname = tr_qname(tr, hr->namespace_, hr->name);
-    size_t cap = 0;
-    for (size_t k = 0; k < hr->n_rules; k++)
-        cap += 2 * (hr->rules[k]->n_matches ? hr->rules[k]->n_matches : 1);
-    set->items = tr_alloc(tr, (cap + 1) * sizeof *set->items);
+/* One match of a rule, read for add_route: its path parts (returned: how many), header
+ * and query matchers, and whether it names a method. */
+typedef size_t (*match_fn)(tr_ctx *tr, const void *rule, size_t j, const char *repl, const char *mp,
+                           path_part parts[2], tr_pvec *headers, tr_pvec *query, bool *method);
 
+static size_t http_match(tr_ctx *tr, const void *r, size_t j, const char *repl, const char *mp,
+                         path_part parts[2], tr_pvec *headers, tr_pvec *query, bool *method)
+{
+    static const Gateway__Control__V1__HttpMatch any_path = GATEWAY__CONTROL__V1__HTTP_MATCH__INIT;
+    const Gateway__Control__V1__HttpRule *rule = r;
+    const Gateway__Control__V1__HttpMatch *m = rule->n_matches ? rule->matches[j] : &any_path;
+    size_t np = http_parts(tr, m, repl, mp, parts);
+    header_matchers(tr, m->headers, m->n_headers, m->method, mp, headers);
+    query_matchers(tr, m, mp, query);
+    *method = !tr_empty(m->method);
+    return np;
+}
+
+static size_t grpc_match(tr_ctx *tr, const void *r, size_t j, const char *repl, const char *mp,
+                         path_part parts[2], tr_pvec *headers, tr_pvec *query, bool *method)
+{
+    (void)repl;
+    (void)query;
+    static const Gateway__Control__V1__GrpcMatch any_method =
+        GATEWAY__CONTROL__V1__GRPC_MATCH__INIT;
+    const Gateway__Control__V1__GrpcRule *rule = r;
+    const Gateway__Control__V1__GrpcMatch *m = rule->n_matches ? rule->matches[j] : &any_method;
+    size_t np = grpc_parts(tr, m, mp, parts);
+    header_matchers(tr, m->headers, m->n_headers, NULL, mp, headers);
+    *method = false;
+    return np;
+}
+
+/* The Routes of rule k (n_matches matches, read by match; none: one that matches all) of
+ * the route qname of kind, added to set. */
+static void rule_routes(tr_ctx *tr, tr_route_set *set, const tr_rule_out *ro, const void *rule,
+                        size_t n_matches, match_fn match, const char *repl, const char *qname,
+                        tr_route_kind kind, size_t k, const char *where)
+{
+    size_t nm = n_matches ? n_matches : 1;
+    for (size_t j = 0; j < nm; j++) {
+        const char *mp = tr_printf(tr, "%s.matches[%zu]", where, j);
+        path_part parts[2];
+        tr_pvec headers = {0}, query = {0};
+        bool method;
+        size_t np = match(tr, rule, j, repl, mp, parts, &headers, &query, &method);
+        for (size_t p = 0; p < np; p++)
+            add_route(tr, set, ro, &parts[p], &headers, &query, method, qname, kind, k, j, p,
+                      where);
+    }
+}
+
+/* The items of set, room for route's rules at per_match Routes a match (at least one
+ * match a rule). */
+#define SET_ALLOC(tr, set, route, per_match)                                                       \
+    do {                                                                                           \
+        size_t cap_ = 0;                                                                           \
+        for (size_t k_ = 0; k_ < (route)->n_rules; k_++)                                           \
+            cap_ +=                                                                                \
+                (per_match) * ((route)->rules[k_]->n_matches ? (route)->rules[k_]->n_matches : 1); \
+        (set)->items = tr_alloc((tr), (cap_ + 1) * sizeof *(set)->items);                          \
+    } while (0)
+
+/* rule_begin for rule of route, whose members an HTTP and a gRPC rule share by name. */
+#define RULE_BEGIN(tr, where, grpc, route, rule, set, ro)                                          \
+    rule_begin((tr), (where), (grpc), (route)->namespace_, (rule)->session_persistence,            \
+               (rule)->filters, (rule)->n_filters, (rule)->backend_refs, (rule)->n_backend_refs,   \
+               (set), (ro))
+
+/* The Routes of HTTP route ri (hr, named qname) into set. */
+static void http_route_set(tr_ctx *tr, size_t ri, const ir_http_route *hr, const char *qname,
+                           tr_route_set *set)
+{
     for (size_t k = 0; k < hr->n_rules; k++) {
         const Gateway__Control__V1__HttpRule *rule = hr->rules[k];
         const char *where = tr_printf(tr, "http_routes[%zu].rules[%zu]", ri, k);
         tr_rule_out ro = {0};
-        rule_begin(tr, where, false, hr->namespace_, rule->session_persistence, rule->filters,
-                   rule->n_filters, rule->backend_refs, rule->n_backend_refs, set, &ro);
+        RULE_BEGIN(tr, where, false, hr, rule, set, &ro);
         if (ro.action)
             tr_http_policies(tr, ro.action, rule, where);
         const char *repl = (ro.redirect || ro.action) ? ro.prefix_repl : NULL;
-
-        size_t nm = rule->n_matches ? rule->n_matches : 1;
-        for (size_t j = 0; j < nm; j++) {
-            static const Gateway__Control__V1__HttpMatch any_path =
-                GATEWAY__CONTROL__V1__HTTP_MATCH__INIT;
-            const Gateway__Control__V1__HttpMatch *m =
-                rule->n_matches ? rule->matches[j] : &any_path;
-            const char *mp = tr_printf(tr, "%s.matches[%zu]", where, j);
-            path_part parts[2];
-            size_t np = http_parts(tr, m, repl, mp, parts);
-            tr_pvec headers = {0}, query = {0};
-            header_matchers(tr, m->headers, m->n_headers, m->method, mp, &headers);
-            query_matchers(tr, m, mp, &query);
-            for (size_t p = 0; p < np; p++)
-                add_route(tr, set, &ro, &parts[p], &headers, &query, !tr_empty(m->method), qname,
-                          TR_ROUTE_HTTP, k, j, p, where);
-        }
+        rule_routes(tr, set, &ro, rule, rule->n_matches, http_match, repl, qname, TR_ROUTE_HTTP, k,
+                    where);
     }
 }
 
-static void grpc_route_set(tr_ctx *tr, size_t ri)
+/* The Routes of gRPC route ri (gr, named qname) into set. */
+static void grpc_route_set(tr_ctx *tr, size_t ri, const ir_grpc_route *gr, const char *qname,
+                           tr_route_set *set)
 {
-    const ir_grpc_route *gr = tr->ir->grpc_routes[ri];
-    tr_route_set *set = &tr->grpc_sets[ri];
-    const char *qname = tr_qname(tr, gr->namespace_, gr->name);
-    size_t cap = 0;
-    for (size_t k = 0; k < gr->n_rules; k++)
-        cap += gr->rules[k]->n_matches ? gr->rules[k]->n_matches : 1;
-    set->items = tr_alloc(tr, (cap + 1) * sizeof *set->items);
-
     for (size_t k = 0; k < gr->n_rules; k++) {
-        const Gateway__Control__V1__GrpcRule *rule = gr->rules[k];
         const char *where = tr_printf(tr, "grpc_routes[%zu].rules[%zu]", ri, k);
         tr_rule_out ro = {0};
-        rule_begin(tr, where, true, gr->namespace_, rule->session_persistence, rule->filters,
-                   rule->n_filters, rule->backend_refs, rule->n_backend_refs, set, &ro);
-        size_t nm = rule->n_matches ? rule->n_matches : 1;
-        for (size_t j = 0; j < nm; j++) {
-            static const Gateway__Control__V1__GrpcMatch any_method =
-                GATEWAY__CONTROL__V1__GRPC_MATCH__INIT;
-            const Gateway__Control__V1__GrpcMatch *m =
-                rule->n_matches ? rule->matches[j] : &any_method;
-            const char *mp = tr_printf(tr, "%s.matches[%zu]", where, j);
-            path_part parts[2];
-            size_t np = grpc_parts(tr, m, mp, parts);
-            tr_pvec headers = {0}, query = {0};
-            header_matchers(tr, m->headers, m->n_headers, NULL, mp, &headers);
-            for (size_t p = 0; p < np; p++)
-                add_route(tr, set, &ro, &parts[p], &headers, &query, false, qname, TR_ROUTE_GRPC, k,
-                          j, p, where);
-        }
+        RULE_BEGIN(tr, where, true, gr, gr->rules[k], set, &ro);
+        rule_routes(tr, set, &ro, gr->rules[k], gr->rules[k]->n_matches, grpc_match, NULL, qname,
+                    TR_ROUTE_GRPC, k, where);
     }
 }
 
 void tr_routes(tr_ctx *tr)
 {
-    for (size_t i = 0; i < tr->ir->n_http_routes; i++)
-        http_route_set(tr, i);
-    for (size_t i = 0; i < tr->ir->n_grpc_routes; i++)
-        grpc_route_set(tr, i);
+    for (size_t i = 0; i < tr->ir->n_http_routes; i++) {
+        const ir_http_route *hr = tr->ir->http_routes[i];
+        SET_ALLOC(tr, &tr->http_sets[i], hr, 2); /* a prefix match can make two Routes */
+        http_route_set(tr, i, hr, tr_qname(tr, hr->namespace_, hr->name), &tr->http_sets[i]);
+    }
+    for (size_t i = 0; i < tr->ir->n_grpc_routes; i++) {
+        const ir_grpc_route *gr = tr->ir->grpc_routes[i];
+        SET_ALLOC(tr, &tr->grpc_sets[i], gr, 1);
+        grpc_route_set(tr, i, gr, tr_qname(tr, gr->namespace_, gr->name), &tr->grpc_sets[i]);
+    }
 }

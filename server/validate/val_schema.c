@@ -189,22 +189,14 @@ static void backend_refs(val_ctx *c, const char *base, val_backend_ref **refs, s
 /* The filter type each configuration member goes with. */
 static const char *filter_type_of(const val_filter *f)
 {
-    switch (f->config_case) {
-    case GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_HEADER_MODIFIER:
-        return "RequestHeaderModifier";
-    case GATEWAY__CONTROL__V1__FILTER__CONFIG_RESPONSE_HEADER_MODIFIER:
-        return "ResponseHeaderModifier";
-    case GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_REDIRECT:
-        return "RequestRedirect";
-    case GATEWAY__CONTROL__V1__FILTER__CONFIG_URL_REWRITE:
-        return "URLRewrite";
-    case GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_MIRROR:
-        return "RequestMirror";
-    case GATEWAY__CONTROL__V1__FILTER__CONFIG_EXTENSION_REF:
-        return "ExtensionRef";
-    default:
-        return NULL;
-    }
+    static const char *const types[] = {
+        [GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_HEADER_MODIFIER] = "RequestHeaderModifier",
+        [GATEWAY__CONTROL__V1__FILTER__CONFIG_RESPONSE_HEADER_MODIFIER] = "ResponseHeaderModifier",
+        [GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_REDIRECT] = "RequestRedirect",
+        [GATEWAY__CONTROL__V1__FILTER__CONFIG_URL_REWRITE] = "URLRewrite",
+        [GATEWAY__CONTROL__V1__FILTER__CONFIG_REQUEST_MIRROR] = "RequestMirror",
+        [GATEWAY__CONTROL__V1__FILTER__CONFIG_EXTENSION_REF] = "ExtensionRef"};
+    return (size_t)f->config_case < sizeof types / sizeof *types ? types[f->config_case] : NULL;
 }
 
 static void filters(val_ctx *c, const char *base, val_filter **f, size_t n)

@@ -184,10 +184,9 @@ static void on_sotw_request(xds_call *c, const Envoy__Service__Discovery__V3__Di
                  req->error_detail ? req->error_detail->message : NULL);
 }
 
-/* A DeltaDiscoveryRequest of type t on a Delta stream. */
-static void on_delta_request(xds_call *c,
-                             const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req,
-                             tr_type t)
+void xds_ads_delta_request(xds_delta *d,
+                           const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req,
+                           tr_type t, const char *nonce, int64_t now_ms, xds_req_outcome *out)
 {
     size_t ni = req->n_initial_resource_versions;
     char **inames = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
@@ -198,7 +197,7 @@ static void on_delta_request(xds_call *c,
     }
     xds_delta_request r = {
         .type = t,
-        .nonce = req->response_nonce,
+        .nonce = nonce ? nonce : req->response_nonce,
         .is_nack = req->error_detail != NULL,
         .subscribe = req->resource_names_subscribe,
         .nsubscribe = req->n_resource_names_subscribe,
@@ -208,10 +207,18 @@ static void on_delta_request(xds_call *c,
         .initial_versions = ivers,
         .ninitial = ni,
     };
-    xds_req_outcome oc;
-    xds_delta_on_request(&c->p.delta, &r, sx_monotonic_ms(), &oc);
+    xds_delta_on_request(d, &r, now_ms, out);
     sx_free(inames);
     sx_free(ivers);
+}
+
+/* A DeltaDiscoveryRequest of type t on a Delta stream. */
+static void on_delta_request(xds_call *c,
+                             const Envoy__Service__Discovery__V3__DeltaDiscoveryRequest *req,
+                             tr_type t)
+{
+    xds_req_outcome oc;
+    xds_ads_delta_request(&c->p.delta, req, t, NULL, sx_monotonic_ms(), &oc);
     request_done(c, tr_type_name(t), &oc, req->response_nonce,
                  req->n_resource_names_subscribe + req->n_resource_names_unsubscribe,
                  req->error_detail ? req->error_detail->code : 0,

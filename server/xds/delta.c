@@ -12,11 +12,13 @@
  */
 #include "server/xds/delta.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
 
 #define MARK_ABSENT ""
 #define MARK_REPORT "?"
@@ -49,19 +51,12 @@ static void set_version(xds_known *k, const char *v)
 
 static ptrdiff_t known_search(const xds_delta_type *dt, const char *name, size_t *at)
 {
-    size_t lo = 0, hi = dt->nknown;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(dt->known[mid].name, name);
-        if (c == 0)
-            return (ptrdiff_t)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t i =
+        sx_sorted_first(dt->known, dt->nknown, sizeof *dt->known, offsetof(xds_known, name), name);
+    if (i < dt->nknown && strcmp(dt->known[i].name, name) == 0)
+        return (ptrdiff_t)i;
     if (at)
-        *at = lo;
+        *at = i;
     return -1;
 }
 

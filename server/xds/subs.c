@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "server/base/mem.h"
+#include "server/base/sorted.h"
 
 static bool is_star(const char *name)
 {
@@ -39,21 +40,9 @@ static void names_drop(xds_subs *s, const char **names, size_t n)
 /* Index of name, or of where it would go (*found false). */
 static size_t search(const xds_subs *s, const char *name, bool *found)
 {
-    size_t lo = 0, hi = s->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(s->names[mid], name);
-        if (c == 0) {
-            *found = true;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = false;
-    return lo;
+    size_t i = sx_sorted_first(s->names, s->count, sizeof *s->names, 0, name);
+    *found = i < s->count && strcmp(s->names[i], name) == 0;
+    return i;
 }
 
 void xds_subs_clear(xds_subs *s)

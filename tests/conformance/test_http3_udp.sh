@@ -45,38 +45,12 @@ node -e '
         key_pem: fs.readFileSync(key, "utf8")}];
     process.stdout.write(JSON.stringify({namespace: "conformance", name: "echo", groups: [group], spec: s}));
  ' "$WORK/echo.json" "$GROUP" "$H3_PORT" "$WORK/h3.crt" "$WORK/h3.key" "$UDP_PORT" >"$WORK/create.json"
-status=$(conf_rest POST /api/v1/configs "$(cat "$WORK/create.json")")
-check "a config with an HTTP/3 and a UDP listener is created in the group (got $status)" [ "$status" = 201 ]
-if [ "$status" != 201 ]; then
-    cat "$WORK/body" >&2
-    finish
-fi
-
-# ---------------------------------------------------------------- what ADS sends
-node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$R1_GRPC" --group "$GROUP" --node h3-fetch >"$WORK/fetch.json"
-check "ads_fetch walks LDS, RDS, CDS and EDS of the group" [ $? = 0 ]
+conf_create_config "$WORK/create.json" "an HTTP/3 and a UDP listener" h3-fetch
 node "$CONF/lib/http3_udp_check.js" "$WORK/fetch.json" h3 "$H3_PORT" conformance/h3-tls dns "$UDP_PORT" conformance/dns |
     tee "$WORK/http3_udp_check.out"
 check "every HTTP/3 and UDP check passed (lib/http3_udp_check.js)" [ "${PIPESTATUS[0]}" = 0 ]
 
 # ---------------------------------------------------------------- both real clients
-acked() { # acked NODE: node_status holds its ACK of version 1
-    [ "$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT acked_snapshot_version FROM node_status WHERE node_id = '$1'")" = 1 ]
-}
-for kind in py js; do
-    node_id="h3-$kind-client"
-    case "$kind" in
-    js) client=(node "$CONF/lib/xds_client.js") ;;
-    py) client=("$PYTHON" "$CONF/lib/xds_client.py") ;;
-    esac
-    log="$WORK/calls-$kind.log"
-    GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$node_id" "$GROUP" "$R1_GRPC") \
-        bg_run "client-$kind" "${client[@]}" --target xds:///echo.test --out "$log" --interval-ms 50
-    check "$kind: calls to xds:///echo.test reach backend A" wait_for 20 last_is "$log" "ok A"
-    check "$kind: node_status records the client's ACK of version 1" wait_for 10 acked "$node_id"
-    n=$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT count(*) FROM node_status WHERE node_id = '$node_id' AND last_nack_error IS NOT NULL")
-    check "$kind: the client NACKed nothing Sextant sent" [ "$n" = 0 ]
-    bg_stop "client-$kind"
-done
+conf_both_clients h3
 conf_stop_serve r1
 finish

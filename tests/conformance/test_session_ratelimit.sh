@@ -32,43 +32,11 @@ node -e '
     s.backends[0].token_policy = {requests_per_minute: 6000, burst: 1.5, on_limit: "reject"};
     process.stdout.write(JSON.stringify({namespace: "conformance", name: "echo", groups: [process.argv[2]], spec: s}));
 ' "$WORK/echo.json" "$GROUP" >"$WORK/create.json"
-status=$(conf_rest POST /api/v1/configs "$(cat "$WORK/create.json")")
-check "a config with session persistence and a token policy is created in the group (got $status)" [ "$status" = 201 ]
-if [ "$status" != 201 ]; then
-    cat "$WORK/body" >&2
-    finish
-fi
-
-# ---------------------------------------------------------------- what ADS sends
-node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$R1_GRPC" --group "$GROUP" --node session-fetch >"$WORK/fetch.json"
-check "ads_fetch walks LDS, RDS, CDS and EDS of the group" [ $? = 0 ]
+conf_create_config "$WORK/create.json" "session persistence and a token policy" session-fetch
 node "$CONF/lib/route_filters_check.js" "$WORK/fetch.json" echo-session 3600 6000 9000 | tee "$WORK/route_filters_check.out"
 check "every stateful session and rate limit check passed (lib/route_filters_check.js)" [ "${PIPESTATUS[0]}" = 0 ]
 
 # ---------------------------------------------------------------- both real clients
-acked() { # acked NODE: node_status holds its ACK of version 1
-    [ "$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT acked_snapshot_version FROM node_status WHERE node_id = '$1'")" = 1 ]
-}
-for kind in py js; do
-    node_id="session-$kind-client"
-    case "$kind" in
-    js) client=(node "$CONF/lib/xds_client.js") ;;
-    py) client=("$PYTHON" "$CONF/lib/xds_client.py") ;;
-    esac
-    log="$WORK/calls-$kind.log"
-    GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$node_id" "$GROUP" "$R1_GRPC") \
-        bg_run "client-$kind" "${client[@]}" --target xds:///echo.test --out "$log" --interval-ms 50
-    check "$kind: calls to xds:///echo.test reach backend A through the route with both filters" \
-        wait_for 20 last_is "$log" "ok A"
-    check "$kind: node_status records the client's ACK of version 1" wait_for 10 acked "$node_id"
-    n=$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT count(*) FROM node_status WHERE node_id = '$node_id' AND last_nack_error IS NOT NULL")
-    check "$kind: the client NACKed nothing Sextant sent" [ "$n" = 0 ]
-    if [ "$FAILS" -gt 0 ]; then
-        echo "--- $kind outcomes" >&2
-        cut -d' ' -f2- "$log" | uniq -c | tail -n 10 >&2
-        psql "$SEXTANT_DATABASE_URL" -qXc "SELECT node_id, acked_snapshot_version, last_nack_error FROM node_status" >&2
-    fi
-    bg_stop "client-$kind"
-done
+conf_both_clients session "through the route with both filters"
 conf_stop_serve r1
 finish

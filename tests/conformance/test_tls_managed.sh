@@ -53,13 +53,9 @@ leads() { # leads PORT
     [ "$(metric_at "$1" sextant_leader)" = 1 ]
 }
 start() { # start NAME [ENV...]: a managed replica; NAME_HTTP, NAME_GRPC, PID_NAME
-    local name=$1 up http grpc
+    local name=$1 http grpc
     shift
-    up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-    http=$(free_port) || return 1
-    grpc=$(free_port) || return 1
-    printf -v "${up}_HTTP" '%s' "$http"
-    printf -v "${up}_GRPC" '%s' "$grpc"
+    conf_ports "$name" || return 1
     SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
         SEXTANT_REPLICA_ID="$name" bg_run "$name" "${SX_ENV[@]}" "$@" "$BIN" serve
     wait_for 30 readyz "$http" && wait_for 5 listening "$grpc"

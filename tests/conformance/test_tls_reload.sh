@@ -78,12 +78,8 @@ readyz() { # readyz PORT: /readyz over HTTPS answers 200; the body in $WORK/read
 }
 # start NAME DIR INTERVAL: a replica serving DIR's certificate on both listeners.
 start() {
-    local name=$1 dir=$2 up http grpc
-    up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-    http=$(free_port) || return 1
-    grpc=$(free_port) || return 1
-    printf -v "${up}_HTTP" '%s' "$http"
-    printf -v "${up}_GRPC" '%s' "$grpc"
+    local name=$1 dir=$2 http grpc
+    conf_ports "$name" || return 1
     SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
         SEXTANT_REPLICA_ID="$name" SEXTANT_HTTP_TLS_CERT_FILE="$dir/cert.pem" \
         SEXTANT_HTTP_TLS_KEY_FILE="$dir/key.pem" SEXTANT_GRPC_TLS_CERT_FILE="$dir/cert.pem" \

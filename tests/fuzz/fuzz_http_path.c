@@ -19,6 +19,7 @@
 #include "api/http_internal.h"
 #include "server/base/mem.h"
 #include "server/base/utf8.h"
+#include "tests/fuzz/fuzz_util.h"
 
 static void segment(const char *seg)
 {
@@ -45,31 +46,10 @@ static void segment(const char *seg)
     sx_free(s);
 }
 
-static void id_value(const char *v)
-{
-    long long id = -1;
-    if (!api_parse_at_least(v, 0, &id))
-        return;
-    if (id < 0)
-        abort();
-    const char *digits = v;
-    while (digits[0] == '0' && digits[1] != '\0')
-        digits++;
-    char back[32];
-    snprintf(back, sizeof(back), "%lld", id);
-    if (strcmp(back, digits) != 0)
-        abort();
-    long long pos;
-    if (api_parse_positive(v, &pos) != (id > 0))
-        abort();
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *target = sx_malloc(size + 1);
-    memcpy(target, data, size);
-    target[size] = '\0';
+    char *target = fz_cstr(data, size);
     char *query = strchr(target, '?');
     if (query)
         *query++ = '\0';
@@ -88,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (amp)
             *amp = '\0';
         char *eq = strchr(q, '=');
-        id_value(eq ? eq + 1 : q);
+        fz_id_value(eq ? eq + 1 : q);
         if (amp == NULL)
             break;
         q = amp + 1;

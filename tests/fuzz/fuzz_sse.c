@@ -17,27 +17,17 @@
 #include "api/handlers_events.h"
 #include "server/base/mem.h"
 #include "server/events.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *in = sx_malloc(size + 1);
-    memcpy(in, data, size);
-    in[size] = '\0';
+    char *in = fz_cstr(data, size);
     char *types = strchr(in, '\n');
     if (types)
         *types++ = '\0';
 
-    long long id = -1;
-    if (api_parse_at_least(in, 0, &id)) {
-        const char *digits = in;
-        while (digits[0] == '0' && digits[1] != '\0')
-            digits++;
-        char back[32];
-        snprintf(back, sizeof(back), "%lld", id);
-        if (id < 0 || strcmp(back, digits) != 0)
-            abort();
-    }
+    fz_id_value(in);
 
     unsigned mask = 0xdeadu;
     char why[512];

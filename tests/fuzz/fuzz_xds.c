@@ -25,6 +25,7 @@
 #include "gateway/control/v1/control.pb-c.h"
 #include "server/base/err.h"
 #include "server/base/mem.h"
+#include "server/xds/ads.h"
 #include "server/xds/control.h"
 #include "server/xds/delta.h"
 #include "server/xds/names.h"
@@ -93,29 +94,8 @@ static void on_delta(fz *f, const uint8_t *p, size_t n, bool last_nonce)
         return;
     tr_type t;
     if (tr_type_from_url(req->type_url, &t) == 0) {
-        size_t ni = req->n_initial_resource_versions;
-        char **inames = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
-        char **ivers = ni ? sx_malloc(ni * sizeof(char *)) : NULL;
-        for (size_t i = 0; i < ni; i++) {
-            inames[i] = req->initial_resource_versions[i]->key;
-            ivers[i] = req->initial_resource_versions[i]->value;
-        }
-        xds_delta_request r = {
-            .type = t,
-            .nonce = last_nonce ? f->nonce : req->response_nonce,
-            .is_nack = req->error_detail != NULL,
-            .subscribe = req->resource_names_subscribe,
-            .nsubscribe = req->n_resource_names_subscribe,
-            .unsubscribe = req->resource_names_unsubscribe,
-            .nunsubscribe = req->n_resource_names_unsubscribe,
-            .initial_names = inames,
-            .initial_versions = ivers,
-            .ninitial = ni,
-        };
         xds_req_outcome oc;
-        xds_delta_on_request(&f->delta, &r, f->now, &oc);
-        sx_free(inames);
-        sx_free(ivers);
+        xds_ads_delta_request(&f->delta, req, t, last_nonce ? f->nonce : NULL, f->now, &oc);
     }
     envoy__service__discovery__v3__delta_discovery_request__free_unpacked(req, NULL);
 }

@@ -101,52 +101,31 @@ k8s_start() {
         return 1
     fi
     echo "$K8S_URL" >"$dir/url"
-    cat >"$dir/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $K8S_URL
-    certificate-authority-data: $(base64 -w0 <"$K8S_CA")
-users:
-- name: test
-  user:
-    token: $K8S_TOKEN
-contexts:
-- name: test
-  context:
-    cluster: test
-    user: test
-    namespace: default
-current-context: test
-EOF
-    cat >"$dir/kubeconfig-cert" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $K8S_URL
-    certificate-authority: $K8S_CA
-users:
-- name: test-cert
-  user:
-    client-certificate-data: $(base64 -w0 <"$dir/client.crt")
-    client-key-data: $(base64 -w0 <"$dir/client.key")
-contexts:
-- name: test-cert
-  context:
-    cluster: test
-    user: test-cert
-current-context: test-cert
-EOF
+    k8s_kubeconfig "$dir/kubeconfig" test "certificate-authority-data: $(base64 -w0 <"$K8S_CA")" \
+        "token: $K8S_TOKEN" "namespace: default"
+    k8s_kubeconfig "$dir/kubeconfig-cert" test-cert "certificate-authority: $K8S_CA" \
+        "client-certificate-data: $(base64 -w0 <"$dir/client.crt")
+    client-key-data: $(base64 -w0 <"$dir/client.key")"
     mkdir -p "$dir/serviceaccount"
     cp "$dir/token" "$dir/serviceaccount/token"
     cp "$K8S_CA" "$dir/serviceaccount/ca.crt"
     echo default >"$dir/serviceaccount/namespace"
     KUBECONFIG="$dir/kubeconfig"
     export K8S_URL K8S_TOKEN K8S_CA K8S_HOST K8S_PORT KUBECONFIG
+}
+
+# k8s_kubeconfig FILE USER CA USER_LINES [CONTEXT_LINE]: a kubeconfig of one cluster
+# (K8S_URL, the CA line CA), one user USER (USER_LINES under it) and one context of both
+# named USER (with CONTEXT_LINE, such as a namespace), the current one.
+k8s_kubeconfig() {
+    {
+        printf 'apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n'
+        printf '    server: %s\n    %s\n' "$K8S_URL" "$3"
+        printf 'users:\n- name: %s\n  user:\n    %s\n' "$2" "$4"
+        printf 'contexts:\n- name: %s\n  context:\n    cluster: test\n    user: %s\n' "$2" "$2"
+        [ -z "${5:-}" ] || printf '    %s\n' "$5"
+        printf 'current-context: %s\n' "$2"
+    } >"$1"
 }
 
 k8s_stop() {

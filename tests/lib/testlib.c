@@ -4,6 +4,7 @@
 #include "tests/lib/testlib.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -287,6 +288,33 @@ void tl_write_file(const char *path, const char *text)
     fclose(f);
 }
 
+int tl_tmpdir(char *dir, const char *name, char *const *paths, const char *const *files, size_t n)
+{
+    snprintf(dir, TL_DIR_MAX, "/tmp/sextant-%s-XXXXXX", name);
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        snprintf(paths[i], TL_PATH_MAX, "%s/%s", dir, files[i]);
+    return 0;
+}
+
+void tl_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[512];
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
 json_t *tl_json(const char *text)
 {
     char *s = sx_strdup(text);
@@ -404,18 +432,32 @@ void tl_assert_help_has(const char *const *want, size_t n)
     sx_buf_free(&b);
 }
 
+struct sextant_config *tl_env_config(const char *const *extra)
+{
+    char *envv[16];
+    size_t n = 0;
+    envv[n++] = "SEXTANT_DATABASE_URL=postgresql:///unused";
+    for (size_t i = 0; extra && extra[i]; i++) {
+        assert_true(n < sizeof envv / sizeof envv[0] - 1);
+        envv[n++] = (char *)extra[i];
+    }
+    envv[n] = NULL;
+    sextant_config *cfg = NULL;
+    sx_fielderrs errs = {0};
+    int rc = config_load(NULL, envv, &cfg, &errs);
+    tl_print_fielderrs(&errs);
+    sx_fielderrs_free(&errs);
+    assert_int_equal(rc, 0);
+    return cfg;
+}
+
 struct sextant_config *tl_http_config(int *port)
 {
     *port = tl_free_port();
     char listen[64];
     snprintf(listen, sizeof(listen), "SEXTANT_HTTP_LISTEN=127.0.0.1:%d", *port);
-    char *envv[] = {"SEXTANT_DATABASE_URL=postgresql:///unused", listen, "SEXTANT_HTTP_THREADS=2",
-                    NULL};
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    assert_int_equal(config_load(NULL, envv, &cfg, &errs), 0);
-    sx_fielderrs_free(&errs);
-    return cfg;
+    const char *extra[] = {listen, "SEXTANT_HTTP_THREADS=2", NULL};
+    return tl_env_config(extra);
 }
 
 struct redis_cache *tl_cache_for_db(const char *db_url, char *prefix, size_t size)

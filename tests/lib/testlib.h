@@ -59,6 +59,16 @@ void tl_fail_err(const char *what, int rc, const sx_err *err);
             tl_fail_err(#call, rc_, &e_);                                                          \
     } while (0)
 
+/* Sizes of the buffers tl_tmpdir fills: the folder's name and each file's path. */
+#define TL_DIR_MAX  64
+#define TL_PATH_MAX 128
+/* Makes a new private folder /tmp/sextant-<name>-XXXXXX, its name in dir (TL_DIR_MAX
+ * bytes), and sets each of the n paths (TL_PATH_MAX bytes each) to dir/files[i]; -1 when
+ * the folder cannot be made (for a setup to return), else 0. */
+int tl_tmpdir(char *dir, const char *name, char *const *paths, const char *const *files, size_t n);
+/* Removes the folder dir and every file in it (it holds no folders). */
+void tl_rmdir(const char *dir);
+
 /* Writes text to path (replacing the file); fails the test when it cannot. */
 void tl_write_file(const char *path, const char *text);
 
@@ -133,6 +143,10 @@ bool tl_config_refused(const char *name, int rc, struct sextant_config *cfg, sx_
 /* Fails the test unless `sextant --help`'s text about the configuration holds each of
  * the n strings of want (printing those it lacks). */
 void tl_assert_help_has(const char *const *want, size_t n);
+/* The configuration from the environment alone: a database URL it does not use and the
+ * NULL-terminated settings extra (NULL: none); prints its errors and fails the test
+ * unless it loads. Free it with config_free. */
+struct sextant_config *tl_env_config(const char *const *extra);
 /* The configuration of an HTTP server on a free loopback port (stored in *port) with two
  * threads (and a database URL it does not use), from the environment alone; fails the
  * test when it does not load. Free it with config_free. */

@@ -26,9 +26,10 @@
 
 #define DBURL "SEXTANT_DATABASE_URL=postgres://sextant:hunter2@127.0.0.1:5432/sextant"
 
-static char dir[64];
-static char cert[128], key[128], ca[128], junk[128], secret_file[128], short_secret_file[128],
-    rsa_pub[128], rsa_priv[128], rsa_other[128], policy[128], yaml_path[128];
+static char dir[TL_DIR_MAX];
+static char cert[TL_PATH_MAX], key[TL_PATH_MAX], ca[TL_PATH_MAX], junk[TL_PATH_MAX],
+    secret_file[TL_PATH_MAX], short_secret_file[TL_PATH_MAX], rsa_pub[TL_PATH_MAX],
+    rsa_priv[TL_PATH_MAX], rsa_other[TL_PATH_MAX], policy[TL_PATH_MAX], yaml_path[TL_PATH_MAX];
 
 /* Writes key to path as PEM: its public half when public_only, else the private key.
  * Returns whether the file was written. */
@@ -45,20 +46,13 @@ static bool write_pem(const char *path, EVP_PKEY *key, bool public_only)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/sextant-config-XXXXXX");
-    if (mkdtemp(dir) == NULL)
+    char *const paths[] = {cert,    key,      ca,        junk,   secret_file, short_secret_file,
+                           rsa_pub, rsa_priv, rsa_other, policy, yaml_path};
+    const char *const files[] = {"cert.pem",      "key.pem",   "ca.pem",      "junk.pem",
+                                 "secret.txt",    "short.txt", "rsa.pub.pem", "rsa.key.pem",
+                                 "other.key.pem", "rbac.yaml", "sextant.yaml"};
+    if (tl_tmpdir(dir, "config", paths, files, sizeof files / sizeof *files) != 0)
         return -1;
-    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-    snprintf(key, sizeof(key), "%s/key.pem", dir);
-    snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-    snprintf(junk, sizeof(junk), "%s/junk.pem", dir);
-    snprintf(secret_file, sizeof(secret_file), "%s/secret.txt", dir);
-    snprintf(short_secret_file, sizeof(short_secret_file), "%s/short.txt", dir);
-    snprintf(rsa_pub, sizeof(rsa_pub), "%s/rsa.pub.pem", dir);
-    snprintf(rsa_priv, sizeof(rsa_priv), "%s/rsa.key.pem", dir);
-    snprintf(rsa_other, sizeof(rsa_other), "%s/other.key.pem", dir);
-    snprintf(policy, sizeof(policy), "%s/rbac.yaml", dir);
-    snprintf(yaml_path, sizeof(yaml_path), "%s/sextant.yaml", dir);
     tl_write_file(cert, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
     tl_write_file(key, "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n");
     tl_write_file(ca, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n");
@@ -79,11 +73,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    const char *files[] = {cert,    key,      ca,        junk,   secret_file, short_secret_file,
-                           rsa_pub, rsa_priv, rsa_other, policy, yaml_path};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-        unlink(files[i]);
-    rmdir(dir);
+    tl_rmdir(dir);
     return 0;
 }
 

@@ -23,16 +23,15 @@
 
 #define DBURL "SEXTANT_DATABASE_URL=postgres://sextant@127.0.0.1:5432/sextant"
 
-static char dir[64], yaml_path[128], kubeconfig[128];
+static char dir[TL_DIR_MAX], yaml_path[TL_PATH_MAX], kubeconfig[TL_PATH_MAX];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/sextant-config-k8s-XXXXXX");
-    if (mkdtemp(dir) == NULL)
+    char *const paths[] = {yaml_path, kubeconfig};
+    const char *const files[] = {"sextant.yaml", "kubeconfig"};
+    if (tl_tmpdir(dir, "config-k8s", paths, files, 2) != 0)
         return -1;
-    snprintf(yaml_path, sizeof(yaml_path), "%s/sextant.yaml", dir);
-    snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", dir);
     tl_write_file(kubeconfig, "apiVersion: v1\nkind: Config\n");
     return 0;
 }
@@ -40,9 +39,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    unlink(yaml_path);
-    unlink(kubeconfig);
-    rmdir(dir);
+    tl_rmdir(dir);
     return 0;
 }
 

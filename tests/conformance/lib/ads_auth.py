@@ -16,15 +16,15 @@ report sends one unary ReportStatus for the node (--repeat N: N, one after the o
 and logs for each
     <unix ms> end <grpc code name> <details>
 then exits. A stream runs until it ends or until SIGTERM/SIGINT. The messages are encoded
-here by hand (field numbers from Envoy's and Sextant's protos), so no protoc is needed.
+by hand in protowire.py (field numbers from Envoy's and Sextant's protos), so no protoc is needed.
 """
 import argparse
 import queue
 import signal
 import sys
-import time
 
 import grpc
+from protowire import drain, field, fields, now_ms, text
 
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 METHODS = {
@@ -33,65 +33,6 @@ METHODS = {
     "control": "/gateway.control.v1.ConfigurationDiscoveryService/StreamConfiguration",
     "report": "/gateway.control.v1.ConfigurationDiscoveryService/ReportStatus",
 }
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(num, data):
-    """A length-delimited field (string or message)."""
-    if isinstance(data, str):
-        data = data.encode()
-    return varint(num << 3 | 2) + varint(len(data)) + data
-
-
-def fields(buf):
-    """The length-delimited and varint fields of a message: {number: [values]}."""
-    i, out = 0, {}
-    while i < len(buf):
-        key, shift = 0, 0
-        while True:
-            b = buf[i]
-            i += 1
-            key |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        num, wire = key >> 3, key & 7
-        n, shift = 0, 0
-        if wire in (0, 2):
-            while True:
-                b = buf[i]
-                i += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
-        if wire == 2:
-            out.setdefault(num, []).append(buf[i : i + n])
-            i += n
-        elif wire == 0:
-            out.setdefault(num, []).append(n)
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError("unexpected wire type %d" % wire)
-    return out
-
-
-def text(fs, num):
-    return fs.get(num, [b""])[0].decode()
 
 
 def node_msg(node, cluster):
@@ -140,7 +81,7 @@ def main():
     out = open(a.out, "a", buffering=1)
 
     def log(line):
-        out.write("%d %s\n" % (int(time.time() * 1000), line))
+        out.write("%d %s\n" % (now_ms(), line))
 
     if a.ca:
         read = lambda p: open(p, "rb").read() if p else None
@@ -163,14 +104,7 @@ def main():
     requests = queue.Queue()
     requests.put(first_request(a.protocol, a.node, a.cluster))
 
-    def request_iter():
-        while True:
-            r = requests.get()
-            if r is None:
-                return
-            yield r
-
-    call = channel.stream_stream(METHODS[a.protocol])(request_iter(), metadata=metadata)
+    call = channel.stream_stream(METHODS[a.protocol])(drain(requests), metadata=metadata)
 
     def stop(*_):
         call.cancel()

@@ -94,18 +94,27 @@ conf_end_client() {
 # until /readyz is 200 and the gRPC port accepts connections.
 conf_serve() {
     local http grpc
-    http=$(free_port) || return 1
-    grpc=$(free_port) || return 1
+    conf_ports "$1" || return 1
     conf_serve_on "$1" "$http" "$grpc" 20
+}
+
+# conf_ports NAME [HTTP GRPC]: the ports of replica NAME, free ones unless given, in the
+# caller's variables http and grpc and in NAME_HTTP and NAME_GRPC (upper case).
+conf_ports() {
+    local up
+    up=$(echo "$1" | tr '[:lower:]' '[:upper:]')
+    http=${2:-} grpc=${3:-}
+    [ -n "$http" ] || http=$(free_port) || return 1
+    [ -n "$grpc" ] || grpc=$(free_port) || return 1
+    printf -v "${up}_HTTP" '%s' "$http"
+    printf -v "${up}_GRPC" '%s' "$grpc"
 }
 
 # conf_serve_on NAME HTTP GRPC SECONDS: conf_serve on the given ports, waiting at most
 # SECONDS for /readyz.
 conf_serve_on() {
-    local name=$1 http=$2 grpc=$3 up
-    up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-    printf -v "${up}_HTTP" '%s' "$http"
-    printf -v "${up}_GRPC" '%s' "$grpc"
+    local name=$1 http grpc
+    conf_ports "$name" "$2" "$3"
     SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
         SEXTANT_REPLICA_ID="$name" SEXTANT_LOG_LEVEL=${SEXTANT_LOG_LEVEL:-info} \
         bg_run "$name" "${SX_ENV[@]}" "$BIN" serve
@@ -191,4 +200,58 @@ results_since() {
 }
 now_ms() {
     date +%s%3N
+}
+
+# conf_create_config FILE WHAT NODE: POST /api/v1/configs with the body in FILE (the check
+# says "a config with WHAT is created in the group"; the test ends, printing the answer,
+# when it is not), then lib/ads_fetch.js as NODE of GROUP against r1 into
+# $WORK/fetch.json, checked to walk every resource type.
+conf_create_config() {
+    local status
+    status=$(conf_rest POST /api/v1/configs "$(cat "$1")")
+    check "a config with $2 is created in the group (got $status)" [ "$status" = 201 ]
+    if [ "$status" != 201 ]; then
+        cat "$WORK/body" >&2
+        finish
+    fi
+    node "$CONF/lib/ads_fetch.js" --server "127.0.0.1:$R1_GRPC" --group "$GROUP" --node "$3" \
+        >"$WORK/fetch.json"
+    check "ads_fetch walks LDS, RDS, CDS and EDS of the group" [ $? = 0 ]
+}
+
+# conf_both_clients PREFIX [HOW]: both real proxyless clients of GROUP on r1, gRPC C core
+# (Python) then gRPC-JS, as nodes PREFIX-py-client and PREFIX-js-client: calls to
+# xds:///echo.test reach backend A (HOW, when given, ends that check's words), and
+# node_status holds each client's ACK of version 1 and no NACK. On a failure, the
+# client's outcomes and node_status are printed.
+conf_both_clients() {
+    local kind node_id log n client
+    for kind in py js; do
+        node_id="$1-$kind-client"
+        case "$kind" in
+        js) client=(node "$CONF/lib/xds_client.js") ;;
+        py) client=("$PYTHON" "$CONF/lib/xds_client.py") ;;
+        esac
+        log="$WORK/calls-$kind.log"
+        GRPC_XDS_BOOTSTRAP_CONFIG=$(xds_bootstrap "$node_id" "$GROUP" "$R1_GRPC") \
+            bg_run "client-$kind" "${client[@]}" --target xds:///echo.test --out "$log" \
+            --interval-ms 50
+        check "$kind: calls to xds:///echo.test reach backend A${2:+ $2}" \
+            wait_for 20 last_is "$log" "ok A"
+        check "$kind: node_status records the client's ACK of version 1" \
+            wait_for 10 conf_acked "$node_id" 1
+        n=$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT count(*) FROM node_status WHERE node_id = '$node_id' AND last_nack_error IS NOT NULL")
+        check "$kind: the client NACKed nothing Sextant sent" [ "$n" = 0 ]
+        if [ "$FAILS" -gt 0 ]; then
+            echo "--- $kind outcomes" >&2
+            cut -d' ' -f2- "$log" | uniq -c | tail -n 10 >&2
+            psql "$SEXTANT_DATABASE_URL" -qXc "SELECT node_id, acked_snapshot_version, last_nack_error FROM node_status" >&2
+        fi
+        bg_stop "client-$kind"
+    done
+}
+
+# conf_acked NODE VERSION: node_status holds NODE's ACK of VERSION.
+conf_acked() {
+    [ "$(psql "$SEXTANT_DATABASE_URL" -qtAXc "SELECT acked_snapshot_version FROM node_status WHERE node_id = '$1'")" = "$2" ]
 }

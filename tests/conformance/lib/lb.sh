@@ -28,20 +28,15 @@ lb_replica() {
     local name=$1 up http grpc
     up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
     local hv="${up}_HTTP" gv="${up}_GRPC"
-    http=${!hv:-}
-    grpc=${!gv:-}
-    [ -n "$http" ] || http=$(free_port) || return 1
-    [ -n "$grpc" ] || grpc=$(free_port) || return 1
+    conf_ports "$name" "${!hv:-}" "${!gv:-}" || return 1
     conf_serve_on "$name" "$http" "$grpc" 30
 }
 
 # lb_ports NAME: gives replica NAME its ports without starting it (for a replica the
 # load balancer lists before it runs).
 lb_ports() {
-    local up
-    up=$(echo "$1" | tr '[:lower:]' '[:upper:]')
-    printf -v "${up}_HTTP" '%s' "$(free_port)"
-    printf -v "${up}_GRPC" '%s' "$(free_port)"
+    local http grpc
+    conf_ports "$1"
 }
 
 # lb_start NAME...: renders the HAProxy configuration for the named replicas (their

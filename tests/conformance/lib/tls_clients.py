@@ -21,8 +21,8 @@
         connection:  second <status> <sha256 of that connection's certificate>
         (or "second error <what>"), and exits.
 
-The DiscoveryRequest and DiscoveryResponse fields used are encoded and decoded by hand,
-so that no generated code is needed.
+The DiscoveryRequest and DiscoveryResponse fields used are encoded and decoded by hand in
+protowire.py, so that no generated code is needed.
 """
 import argparse
 import hashlib
@@ -31,27 +31,10 @@ import queue
 import signal
 import ssl
 import sys
-import time
+
+from protowire import drain, field, fields, now_ms, text
 
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(num, data):
-    if isinstance(data, str):
-        data = data.encode()
-    return varint(num << 3 | 2) + varint(len(data)) + data
 
 
 def request(node, group, version="", nonce=""):
@@ -63,40 +46,6 @@ def request(node, group, version="", nonce=""):
     if nonce:
         msg += field(5, nonce)
     return msg
-
-
-def decode(buf):
-    """The length-delimited fields 1 (version_info) and 5 (nonce) of a DiscoveryResponse."""
-    i, out = 0, {}
-    while i < len(buf):
-        key, shift = 0, 0
-        while True:
-            b = buf[i]
-            i += 1
-            key |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        wt = key & 7
-        if wt == 0:
-            while buf[i] & 0x80:
-                i += 1
-            i += 1
-            continue
-        if wt != 2:
-            raise ValueError("unexpected wire type %d" % wt)
-        n, shift = 0, 0
-        while True:
-            b = buf[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        if key >> 3 in (1, 5):
-            out[key >> 3] = buf[i : i + n].decode()
-        i += n
-    return out
 
 
 def channel_for(a):
@@ -116,19 +65,24 @@ def channel_for(a):
     )
 
 
+def ads_stream(channel):
+    """The ADS (state of the world) stream method of channel, on raw bytes."""
+    return channel.stream_stream(
+        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
+        request_serializer=lambda b: b,
+        response_deserializer=lambda b: b,
+    )
+
+
 def probe(a):
     """One new connection: the first ADS response within 10 s, or why not."""
     import grpc
 
     channel = channel_for(a)
-    stream = channel.stream_stream(
-        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
-        request_serializer=lambda b: b,
-        response_deserializer=lambda b: b,
-    )
+    stream = ads_stream(channel)
     try:
         for raw in stream(iter([request(a.node, a.group)]), timeout=10):
-            print("ok version %s" % decode(raw).get(1, ""))
+            print("ok version %s" % text(fields(raw), 1))
             return 0
         print("error no response")
     except grpc.RpcError as e:
@@ -140,31 +94,20 @@ def ads(a):
     import grpc
 
     channel = channel_for(a)
-    stream = channel.stream_stream(
-        "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
-        request_serializer=lambda b: b,
-        response_deserializer=lambda b: b,
-    )
+    stream = ads_stream(channel)
     out = open(a.out, "a", buffering=1)
     q = queue.Queue()
     q.put(request(a.node, a.group))
 
-    def requests():
-        while True:
-            item = q.get()
-            if item is None:
-                return
-            yield item
-
     signal.signal(signal.SIGTERM, lambda *_: (q.put(None), sys.exit(0)))
     try:
-        for raw in stream(requests()):
-            r = decode(raw)
-            out.write("%d version %s\n" % (int(time.time() * 1000), r.get(1, "")))
-            q.put(request(a.node, a.group, r.get(1, ""), r.get(5, "")))
-        out.write("%d ended OK\n" % int(time.time() * 1000))
+        for raw in stream(drain(q)):
+            r = fields(raw)
+            out.write("%d version %s\n" % (now_ms(), text(r, 1)))
+            q.put(request(a.node, a.group, text(r, 1), text(r, 5)))
+        out.write("%d ended OK\n" % now_ms())
     except grpc.RpcError as e:
-        out.write("%d ended %s\n" % (int(time.time() * 1000), e.code().name))
+        out.write("%d ended %s\n" % (now_ms(), e.code().name))
 
 
 def rest(a):

@@ -9,7 +9,7 @@ Same log format as xds_client.js: one line per call,
     <unix ms> ok <backend>
     <unix ms> err <grpc code> <code name> <details>
 Runs until SIGTERM/SIGINT. The messages of echo.proto are two string fields, encoded
-here by hand so that no protoc is needed.
+by hand in protowire.py so that no protoc is needed.
 """
 import argparse
 import signal
@@ -17,44 +17,16 @@ import sys
 import time
 
 import grpc
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+from protowire import field, fields, now_ms, text
 
 
 def encode_request(message):
-    data = message.encode()
-    return b"\x0a" + varint(len(data)) + data  # HelloRequest.message = 1
+    return field(1, message)  # HelloRequest.message = 1
 
 
 def decode_reply(buf):
     """HelloReply: returns field 1 (backend) as text."""
-    i, fields = 0, {}
-    while i < len(buf):
-        key = buf[i]
-        i += 1
-        if key & 7 != 2:
-            raise ValueError("unexpected wire type in HelloReply")
-        n, shift = 0, 0
-        while True:
-            b = buf[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        fields[key >> 3] = buf[i : i + n].decode()
-        i += n
-    return fields.get(1, "")
+    return text(fields(buf), 1)
 
 
 def main():
@@ -83,7 +55,7 @@ def main():
                 code = e.code()
                 details = " ".join(str(e.details() or "").split())
                 line = "err %d %s %s" % (code.value[0], code.name, details)
-            out.write("%d %s\n" % (int(time.time() * 1000), line))
+            out.write("%d %s\n" % (now_ms(), line))
             time.sleep(a.interval_ms / 1000.0)
 
 

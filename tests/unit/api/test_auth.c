@@ -36,7 +36,8 @@
 #define ISSUER       "https://issuer.example"
 #define AUDIENCE     "sextant"
 
-static char dir[64], pub_path[128], priv_path[128], other_priv_path[128], policy_path[128];
+static char dir[TL_DIR_MAX], pub_path[TL_PATH_MAX], priv_path[TL_PATH_MAX],
+    other_priv_path[TL_PATH_MAX], policy_path[TL_PATH_MAX];
 static char *pub_pem, *priv_pem, *other_priv_pem;
 static int64_t now;
 
@@ -72,13 +73,10 @@ static int write_key_pair(const char *pub, const char *priv)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/sextant-auth-XXXXXX");
-    if (mkdtemp(dir) == NULL)
+    char *const paths[] = {pub_path, priv_path, other_priv_path, policy_path};
+    const char *const files[] = {"rsa.pub.pem", "rsa.key.pem", "other.key.pem", "rbac.yaml"};
+    if (tl_tmpdir(dir, "auth", paths, files, 4) != 0)
         return -1;
-    snprintf(pub_path, sizeof(pub_path), "%s/rsa.pub.pem", dir);
-    snprintf(priv_path, sizeof(priv_path), "%s/rsa.key.pem", dir);
-    snprintf(other_priv_path, sizeof(other_priv_path), "%s/other.key.pem", dir);
-    snprintf(policy_path, sizeof(policy_path), "%s/rbac.yaml", dir);
     if (write_key_pair(pub_path, priv_path) != 0 || write_key_pair(NULL, other_priv_path) != 0)
         return -1;
     pub_pem = read_all(pub_path);
@@ -91,35 +89,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    unlink(pub_path);
-    unlink(priv_path);
-    unlink(other_priv_path);
-    unlink(policy_path);
-    rmdir(dir);
+    tl_rmdir(dir);
     sx_free(pub_pem);
     sx_free(priv_pem);
     sx_free(other_priv_pem);
     return 0;
-}
-
-/* A configuration through the real loader; extra is a NULL-terminated list of
- * SEXTANT_AUTH_* settings. */
-static sextant_config *load_cfg(const char *const *extra)
-{
-    char *envv[16];
-    size_t n = 0;
-    envv[n++] = "SEXTANT_DATABASE_URL=postgresql:///unused";
-    for (size_t i = 0; extra && extra[i]; i++)
-        envv[n++] = (char *)extra[i];
-    envv[n] = NULL;
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    int rc = config_load(NULL, envv, &cfg, &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        print_message("config: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    sx_fielderrs_free(&errs);
-    assert_int_equal(rc, 0);
-    return cfg;
 }
 
 /* Both algorithms, issuer and audience checked, 60 s of clock skew (the default). */
@@ -131,13 +105,13 @@ static sextant_config *full_cfg(void)
     const char *extra[] = {
         "SEXTANT_AUTH_HS256_SECRET=" SECRET, pub, priv, "SEXTANT_AUTH_ISSUER=" ISSUER,
         "SEXTANT_AUTH_AUDIENCE=" AUDIENCE,   NULL};
-    return load_cfg(extra);
+    return tl_env_config(extra);
 }
 
 static sextant_config *hs_only_cfg(void)
 {
     const char *extra[] = {"SEXTANT_AUTH_HS256_SECRET=" SECRET, NULL};
-    return load_cfg(extra);
+    return tl_env_config(extra);
 }
 
 static sextant_config *rs_only_cfg(void)
@@ -145,7 +119,7 @@ static sextant_config *rs_only_cfg(void)
     char pub[200];
     snprintf(pub, sizeof(pub), "SEXTANT_AUTH_RS256_PUBLIC_KEY_FILE=%s", pub_path);
     const char *extra[] = {pub, NULL};
-    return load_cfg(extra);
+    return tl_env_config(extra);
 }
 
 /* Signs claims (JSON text) with libjwt. Caller frees with free. */
@@ -344,7 +318,7 @@ static void test_time_claims(void **state)
 
     /* Without skew, a token a second past its exp is refused. */
     const char *extra[] = {"SEXTANT_AUTH_HS256_SECRET=" SECRET, "SEXTANT_AUTH_CLOCK_SKEW=0", NULL};
-    cfg = load_cfg(extra);
+    cfg = tl_env_config(extra);
     expect_hs256(cfg, -1, NULL, "token expired");
     expect_hs256(cfg, 1, NULL, NULL);
     config_free(cfg);
@@ -514,7 +488,7 @@ static void test_missing_and_garbled(void **state)
     config_free(cfg);
 
     /* No key configured at all: every signed token is refused, saying why. */
-    cfg = load_cfg(NULL);
+    cfg = tl_env_config(NULL);
     v = auth_verifier_create(cfg);
     assert_false(auth_has_keys(v));
     auth_verifier_destroy(v);

@@ -5,7 +5,7 @@
  * empty prefix, is absent after decoding), and followed from listener to route
  * configuration to cluster to endpoints as a client would.
  */
-#include "tests/lib/testlib.h"
+#include "tests/lib/translate_fx.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -32,13 +32,10 @@ typedef Envoy__Config__Route__V3__RouteConfiguration RouteConfiguration;
 typedef Envoy__Config__Route__V3__Route Route;
 typedef Envoy__Config__Cluster__V3__Cluster Cluster;
 typedef Envoy__Config__Endpoint__V3__ClusterLoadAssignment ClusterLoadAssignment;
-typedef Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpConnectionManager Hcm;
 typedef Envoy__Extensions__Filters__Network__TcpProxy__V3__TcpProxy TcpProxy;
 typedef Envoy__Extensions__TransportSockets__Tls__V3__Secret Secret;
 typedef Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext DownstreamTlsContext;
 typedef Envoy__Extensions__TransportSockets__Tls__V3__UpstreamTlsContext UpstreamTlsContext;
-
-#define TYPE_PREFIX "type.googleapis.com/"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -114,19 +111,6 @@ static void *decode(const tr_resources *r, tr_type t, const char *name)
     return m;
 }
 
-/* The message inside an Any, after checking its type URL. */
-static ProtobufCMessage *unpack_any(const Google__Protobuf__Any *any,
-                                    const ProtobufCMessageDescriptor *d)
-{
-    assert_non_null(any);
-    char want[256];
-    snprintf(want, sizeof want, TYPE_PREFIX "%s", d->name);
-    assert_string_equal(any->type_url, want);
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, any->value.len, any->value.data);
-    assert_non_null(m);
-    return m;
-}
-
 /* ADS as a proxy reads it: the ads member present (an empty message on the wire). */
 static void assert_ads(const Envoy__Config__Core__V3__ConfigSource *cs)
 {
@@ -150,7 +134,7 @@ static Hcm *hcm_of(const Listener *l)
                             "envoy.filters.network.http_connection_manager");
         any = l->filter_chains[0]->filters[0]->typed_config;
     }
-    Hcm *h = (Hcm *)unpack_any(
+    Hcm *h = (Hcm *)tl_unpack_any(
         any,
         &envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__descriptor);
     assert_int_equal(
@@ -162,7 +146,7 @@ static Hcm *hcm_of(const Listener *l)
     const Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpFilter *last =
         h->http_filters[h->n_http_filters - 1];
     assert_string_equal(last->name, "envoy.filters.http.router");
-    ProtobufCMessage *router = unpack_any(
+    ProtobufCMessage *router = tl_unpack_any(
         last->typed_config, &envoy__extensions__filters__http__router__v3__router__descriptor);
     protobuf_c_message_free_unpacked(router, NULL);
     return h;
@@ -239,7 +223,7 @@ static void test_proxyless_chain(void **state)
     assert_string_equal(c->typed_extension_protocol_options[0]->key,
                         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions");
     Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions *po =
-        (Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions *)unpack_any(
+        (Envoy__Extensions__Upstreams__Http__V3__HttpProtocolOptions *)tl_unpack_any(
             c->typed_extension_protocol_options[0]->value,
             &envoy__extensions__upstreams__http__v3__http_protocol_options__descriptor);
     assert_non_null(po->explicit_http_config);
@@ -487,7 +471,7 @@ static void test_tls(void **state)
     assert_int_equal(fc->filter_chain_match->n_server_names, 1);
     assert_string_equal(fc->filter_chain_match->server_names[0], "example.com");
     assert_string_equal(fc->transport_socket->name, "envoy.transport_sockets.tls");
-    DownstreamTlsContext *d = (DownstreamTlsContext *)unpack_any(
+    DownstreamTlsContext *d = (DownstreamTlsContext *)tl_unpack_any(
         fc->transport_socket->typed_config,
         &envoy__extensions__transport_sockets__tls__v3__downstream_tls_context__descriptor);
     const Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext *c = d->common_tls_context;
@@ -529,7 +513,7 @@ static void test_tls(void **state)
     assert_int_equal(cl->ring_hash_lb_config->minimum_ring_size->value, 1024);
     assert_int_equal(cl->n_typed_extension_protocol_options, 0);
     assert_string_equal(cl->transport_socket->name, "envoy.transport_sockets.tls");
-    UpstreamTlsContext *u = (UpstreamTlsContext *)unpack_any(
+    UpstreamTlsContext *u = (UpstreamTlsContext *)tl_unpack_any(
         cl->transport_socket->typed_config,
         &envoy__extensions__transport_sockets__tls__v3__upstream_tls_context__descriptor);
     assert_string_equal(u->sni, "api.internal");
@@ -583,7 +567,7 @@ static void test_tcp_proxy(void **state)
     Listener *l = decode(r, TR_LDS, "pg");
     assert_int_equal(l->n_filter_chains, 1);
     assert_string_equal(l->filter_chains[0]->filters[0]->name, "envoy.filters.network.tcp_proxy");
-    TcpProxy *tp = (TcpProxy *)unpack_any(
+    TcpProxy *tp = (TcpProxy *)tl_unpack_any(
         l->filter_chains[0]->filters[0]->typed_config,
         &envoy__extensions__filters__network__tcp_proxy__v3__tcp_proxy__descriptor);
     assert_string_equal(tp->stat_prefix, "pg");
@@ -596,7 +580,7 @@ static void test_tcp_proxy(void **state)
     assert_int_equal(l->n_filter_chains, 2);
     assert_string_equal(l->filter_chains[0]->filter_chain_match->server_names[0], "a.example.com");
     assert_null(l->filter_chains[0]->transport_socket);
-    tp = (TcpProxy *)unpack_any(
+    tp = (TcpProxy *)tl_unpack_any(
         l->filter_chains[0]->filters[0]->typed_config,
         &envoy__extensions__filters__network__tcp_proxy__v3__tcp_proxy__descriptor);
     assert_int_equal(

@@ -9,22 +9,15 @@
  * becomes a UDP socket whose udp_proxy listener filter forwards to its route's backend;
  * what Envoy's UDP proxy cannot express (several rules, weighted backends) is refused.
  */
-#include "tests/lib/testlib.h"
+#include "tests/lib/translate_fx.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "envoy/config/listener/v3/listener.pb-c.h"
 #include "envoy/config/listener/v3/udp_listener_config.pb-c.h"
-#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb-c.h"
 #include "envoy/extensions/filters/udp/udp_proxy/v3/udp_proxy.pb-c.h"
 #include "envoy/extensions/transport_sockets/quic/v3/quic_transport.pb-c.h"
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb-c.h"
-#include "server/base/fielderr.h"
-#include "server/ir/ir.h"
-#include "server/translate/resources.h"
-
-typedef Envoy__Extensions__Filters__Network__HttpConnectionManager__V3__HttpConnectionManager Hcm;
 
 static const char H3[] =
     "{'listeners': [{'name': 'h3', 'protocol': 'LISTENER_PROTOCOL_HTTP3', 'port': 443,"
@@ -41,43 +34,11 @@ static const char H3[] =
     "CERTIFICATE-----', 'key_pem': '-----BEGIN PRIVATE KEY-----\\nY\\n-----END PRIVATE "
     "KEY-----'}]}";
 
-static int build(const char *text, tr_resources **out, sx_err *err)
-{
-    json_t *j = tl_json(text);
-    sx_fielderrs errs = {0};
-    ir_snapshot *ir = NULL;
-    assert_int_equal(ir_snapshot_from_json(j, NULL, &ir, &errs), 0);
-    json_decref(j);
-    sx_err_clear(err);
-    int rc = tr_resources_build(ir, "edge", 1, out, err);
-    ir_snapshot_free(ir);
-    return rc;
-}
-
-static ProtobufCMessage *unpack_any(const Google__Protobuf__Any *any,
-                                    const ProtobufCMessageDescriptor *d)
-{
-    assert_non_null(any);
-    char want[256];
-    snprintf(want, sizeof want, "type.googleapis.com/%s", d->name);
-    assert_string_equal(any->type_url, want);
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, any->value.len, any->value.data);
-    assert_non_null(m);
-    return m;
-}
-
 static void test_quic_listener(void **state)
 {
     (void)state;
-    tr_resources *r = NULL;
-    sx_err err;
-    if (build(H3, &r, &err) != 0)
-        fail_msg("build failed: %s (%s)", err.message, err.detail);
-    const tr_resource *x = tr_resources_find(r, TR_LDS, "h3");
-    assert_non_null(x);
-    Envoy__Config__Listener__V3__Listener *l =
-        envoy__config__listener__v3__listener__unpack(NULL, x->len, x->bytes);
-    assert_non_null(l);
+    tr_resources *r = tl_translated(H3);
+    Envoy__Config__Listener__V3__Listener *l = tl_listener(r, "h3");
     /* A UDP socket taking QUIC. */
     assert_int_equal(l->address->socket_address->protocol,
                      ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
@@ -89,7 +50,7 @@ static void test_quic_listener(void **state)
     const Envoy__Config__Listener__V3__FilterChain *fc = l->filter_chains[0];
     assert_string_equal(fc->transport_socket->name, "envoy.transport_sockets.quic");
     Envoy__Extensions__TransportSockets__Quic__V3__QuicDownstreamTransport *q =
-        (Envoy__Extensions__TransportSockets__Quic__V3__QuicDownstreamTransport *)unpack_any(
+        (Envoy__Extensions__TransportSockets__Quic__V3__QuicDownstreamTransport *)tl_unpack_any(
             fc->transport_socket->typed_config,
             &envoy__extensions__transport_sockets__quic__v3__quic_downstream_transport__descriptor);
     const Envoy__Extensions__TransportSockets__Tls__V3__CommonTlsContext *c =
@@ -101,7 +62,7 @@ static void test_quic_listener(void **state)
     assert_string_equal(fc->filter_chain_match->server_names[0], "example.com");
     protobuf_c_message_free_unpacked(&q->base, NULL);
     /* The connection manager speaks HTTP/3 and routes through RDS like any other. */
-    Hcm *h = (Hcm *)unpack_any(
+    Hcm *h = (Hcm *)tl_unpack_any(
         fc->filters[0]->typed_config,
         &envoy__extensions__filters__network__http_connection_manager__v3__http_connection_manager__descriptor);
     assert_int_equal(
@@ -114,9 +75,7 @@ static void test_quic_listener(void **state)
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
     assert_non_null(tr_resources_find(r, TR_RDS, "h3"));
     /* The HTTPS listener on the same port keeps its TCP socket. */
-    x = tr_resources_find(r, TR_LDS, "h2");
-    assert_non_null(x);
-    l = envoy__config__listener__v3__listener__unpack(NULL, x->len, x->bytes);
+    l = tl_listener(r, "h2");
     assert_int_equal(l->address->socket_address->protocol,
                      ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
     assert_null(l->udp_listener_config);
@@ -129,10 +88,11 @@ static void test_needs_tls(void **state)
     (void)state;
     tr_resources *r = NULL;
     sx_err err;
-    assert_int_equal(build("{'listeners': [{'name': 'h3', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
-                           " 'port': 443}]}",
-                           &r, &err),
-                     SX_EVALIDATION);
+    assert_int_equal(
+        tl_translate("{'listeners': [{'name': 'h3', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
+                     " 'port': 443}]}",
+                     &r, &err),
+        SX_EVALIDATION);
     assert_null(r);
     assert_string_equal(
         err.message, "listeners[0].tls: a listener that terminates tls needs at least one secret");
@@ -152,21 +112,15 @@ static const char UDP[] =
 static void test_udp_proxy(void **state)
 {
     (void)state;
-    tr_resources *r = NULL;
-    sx_err err;
-    if (build(UDP, &r, &err) != 0)
-        fail_msg("build failed: %s (%s)", err.message, err.detail);
-    const tr_resource *x = tr_resources_find(r, TR_LDS, "dns");
-    assert_non_null(x);
-    Envoy__Config__Listener__V3__Listener *l =
-        envoy__config__listener__v3__listener__unpack(NULL, x->len, x->bytes);
+    tr_resources *r = tl_translated(UDP);
+    Envoy__Config__Listener__V3__Listener *l = tl_listener(r, "dns");
     assert_int_equal(l->address->socket_address->protocol,
                      ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
     assert_int_equal(l->n_filter_chains, 0);
     assert_int_equal(l->n_listener_filters, 1);
     assert_string_equal(l->listener_filters[0]->name, "envoy.filters.udp_listener.udp_proxy");
     Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *u =
-        (Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *)unpack_any(
+        (Envoy__Extensions__Filters__Udp__UdpProxy__V3__UdpProxyConfig *)tl_unpack_any(
             l->listener_filters[0]->typed_config,
             &envoy__extensions__filters__udp__udp_proxy__v3__udp_proxy_config__descriptor);
     /* The rule for port 53 applies; the one for 5353 does not. */
@@ -176,8 +130,7 @@ static void test_udp_proxy(void **state)
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
     assert_non_null(tr_resources_find(r, TR_CDS, "resolver"));
     /* The TCP listener of the same port stays TCP. */
-    x = tr_resources_find(r, TR_LDS, "dns-tcp");
-    l = envoy__config__listener__v3__listener__unpack(NULL, x->len, x->bytes);
+    l = tl_listener(r, "dns-tcp");
     assert_int_equal(l->address->socket_address->protocol,
                      ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
@@ -190,7 +143,7 @@ static void test_udp_refusals(void **state)
     tr_resources *r = NULL;
     sx_err err;
     assert_int_equal(
-        build(
+        tl_translate(
             "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
             " 'attached_routes': ['u']}],"
             " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
@@ -201,7 +154,7 @@ static void test_udp_refusals(void **state)
     assert_string_equal(err.message, "stream_routes[0].rules[0].backend_refs: envoy's udp proxy "
                                      "forwards to one backend, not 2 weighted ones");
     assert_int_equal(
-        build(
+        tl_translate(
             "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
             " 'attached_routes': ['u']}],"
             " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
@@ -213,7 +166,7 @@ static void test_udp_refusals(void **state)
                                      "listener \"u\": envoy's udp proxy forwards a listener to one "
                                      "of them");
     assert_int_equal(
-        build(
+        tl_translate(
             "{'listeners': [{'name': 't', 'protocol': 'LISTENER_PROTOCOL_TCP', 'port': 53,"
             " 'attached_routes': ['u']}],"
             " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
@@ -225,13 +178,5 @@ static void test_udp_refusals(void **state)
         "listeners[0].attached_routes: udp route \"u\" attaches to UDP listeners only");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quic_listener),
-        cmocka_unit_test(test_needs_tls),
-        cmocka_unit_test(test_udp_proxy),
-        cmocka_unit_test(test_udp_refusals),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN(cmocka_unit_test(test_quic_listener), cmocka_unit_test(test_needs_tls),
+        cmocka_unit_test(test_udp_proxy), cmocka_unit_test(test_udp_refusals))

@@ -40,14 +40,25 @@ static void test_names(void **state)
     json_decref(j);
 }
 
-static int run_in(const char *group, unsigned planes, unsigned dflt, val_result *out)
+/* val_run of the spec text (a format: part, when given, goes into its %s) in group, which
+ * serves planes (0: never chose, dflt applies); *out is the result. */
+static int run_spec(const char *text, const char *part, const char *group, unsigned planes,
+                    unsigned dflt, val_result *out)
 {
-    json_t *spec = tl_json(SPEC);
+    char buf[1024];
+    if (part)
+        snprintf(buf, sizeof buf, text, part);
+    json_t *spec = tl_json(part ? buf : text);
     val_group_planes g = {group, planes};
     val_limits l = {.default_planes = dflt, .groups = &g, .ngroups = 1};
     int rc = val_run(spec, NULL, 0, &l, 1700000000, out);
     json_decref(spec);
     return rc;
+}
+
+static int run_in(const char *group, unsigned planes, unsigned dflt, val_result *out)
+{
+    return run_spec(SPEC, NULL, group, planes, dflt, out);
 }
 
 static const val_problem *at(const val_result *r, const char *path, const char *plane)
@@ -117,34 +128,24 @@ static void test_session_persistence(void **state)
                        "'b'}], 'session_persistence': %s}]}],"
                        " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', "
                        "'port': 80}]}]}";
-    char text[1024];
-    val_group_planes g = {"edge", VAL_PLANE_ENVOY};
-    val_limits l = {.groups = &g, .ngroups = 1};
     val_result r;
-
-    snprintf(text, sizeof text, base, "{'session_name': 'sid', 'type': 'Header'}");
-    json_t *spec = tl_json(text);
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    const char *header = "{'session_name': 'sid', 'type': 'Header'}";
+    assert_int_equal(run_spec(base, header, "edge", VAL_PLANE_ENVOY, 0, &r), 0);
     val_result_free(&r);
-    g.planes = VAL_PLANE_GRPC;
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_int_equal(run_spec(base, header, "edge", VAL_PLANE_GRPC, 0, &r), SX_EVALIDATION);
     assert_non_null(at(&r, "spec.http_routes[0].rules[0].session_persistence.type", "grpc"));
     assert_int_equal(r.count, 1);
     val_result_free(&r);
-    json_decref(spec);
 
-    snprintf(text, sizeof text, base, "{'session_name': 'sid', 'idle_timeout': '60s'}");
-    spec = tl_json(text);
-    g.planes = VAL_PLANE_ENVOY | VAL_PLANE_CONTROL;
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    const char *idle = "{'session_name': 'sid', 'idle_timeout': '60s'}";
+    assert_int_equal(run_spec(base, idle, "edge", VAL_PLANE_ENVOY | VAL_PLANE_CONTROL, 0, &r),
+                     SX_EVALIDATION);
     assert_non_null(
         at(&r, "spec.http_routes[0].rules[0].session_persistence.idle_timeout", "envoy"));
     assert_int_equal(r.count, 1);
     val_result_free(&r);
-    g.planes = VAL_PLANE_CONTROL;
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    assert_int_equal(run_spec(base, idle, "edge", VAL_PLANE_CONTROL, 0, &r), 0);
     val_result_free(&r);
-    json_decref(spec);
 }
 
 /* A token policy's request rate reaches Envoy; its token counts do not. */
@@ -157,23 +158,18 @@ static void test_token_policy(void **state)
                        "'b'}]}]}],"
                        " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', "
                        "'port': 80}], 'token_policy': %s}]}";
-    char text[1024];
-    val_group_planes g = {"edge", VAL_PLANE_ENVOY | VAL_PLANE_GRPC};
-    val_limits l = {.groups = &g, .ngroups = 1};
+    unsigned planes = VAL_PLANE_ENVOY | VAL_PLANE_GRPC;
     val_result r;
-    snprintf(text, sizeof text, base, "{'requests_per_minute': 600, 'burst': 2}");
-    json_t *spec = tl_json(text);
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    assert_int_equal(
+        run_spec(base, "{'requests_per_minute': 600, 'burst': 2}", "edge", planes, 0, &r), 0);
     val_result_free(&r);
-    json_decref(spec);
-    snprintf(text, sizeof text, base, "{'requests_per_minute': 600, 'tokens_per_hour': 9}");
-    spec = tl_json(text);
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), SX_EVALIDATION);
+    assert_int_equal(
+        run_spec(base, "{'requests_per_minute': 600, 'tokens_per_hour': 9}", "edge", planes, 0, &r),
+        SX_EVALIDATION);
     assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_hour", "envoy"));
     assert_non_null(at(&r, "spec.backends[0].token_policy.tokens_per_hour", "grpc"));
     assert_int_equal(r.count, 2);
     val_result_free(&r);
-    json_decref(spec);
 }
 
 /* An HTTP/3 listener binds UDP: it shares its port with a TCP listener without a clash,
@@ -181,22 +177,20 @@ static void test_token_policy(void **state)
 static void test_udp_and_tcp_share_a_port(void **state)
 {
     (void)state;
-    val_group_planes g = {"ctl", VAL_PLANE_CONTROL};
-    val_limits l = {.groups = &g, .ngroups = 1};
     val_result r;
-    json_t *spec = tl_json("{'listeners': [{'name': 'tcp', 'protocol': 'LISTENER_PROTOCOL_HTTP',"
-                           " 'port': 8443}, {'name': 'quic', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
-                           " 'port': 8443}]}");
-    assert_int_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    assert_int_equal(run_spec("{'listeners': [{'name': 'tcp', 'protocol': 'LISTENER_PROTOCOL_HTTP',"
+                              " 'port': 8443}, {'name': 'quic', 'protocol': "
+                              "'LISTENER_PROTOCOL_HTTP3', 'port': 8443}]}",
+                              NULL, "ctl", VAL_PLANE_CONTROL, 0, &r),
+                     0);
     val_result_free(&r);
-    json_decref(spec);
-    spec = tl_json("{'listeners': [{'name': 'dns', 'protocol': 'LISTENER_PROTOCOL_UDP',"
-                   " 'port': 8443}, {'name': 'quic', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
-                   " 'port': 8443}]}");
-    assert_int_not_equal(val_run(spec, NULL, 0, &l, 1700000000, &r), 0);
+    assert_int_not_equal(run_spec("{'listeners': [{'name': 'dns', 'protocol': "
+                                  "'LISTENER_PROTOCOL_UDP', 'port': 8443}, {'name': 'quic', "
+                                  "'protocol': 'LISTENER_PROTOCOL_HTTP3', 'port': 8443}]}",
+                                  NULL, "ctl", VAL_PLANE_CONTROL, 0, &r),
+                         0);
     assert_true(r.count >= 1);
     val_result_free(&r);
-    json_decref(spec);
 }
 
 static void test_group_change(void **state)

@@ -38,29 +38,10 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A configuration through the real loader, with the NULL-terminated settings extra. */
-static sextant_config *load_cfg(const char *const *extra)
-{
-    char *envv[16];
-    size_t n = 0;
-    envv[n++] = "SEXTANT_DATABASE_URL=postgresql:///unused";
-    for (size_t i = 0; extra && extra[i]; i++)
-        envv[n++] = (char *)extra[i];
-    envv[n] = NULL;
-    sextant_config *cfg = NULL;
-    sx_fielderrs errs = {0};
-    int rc = config_load(NULL, envv, &cfg, &errs);
-    for (size_t i = 0; i < errs.count; i++)
-        print_message("config: %s: %s\n", errs.items[i].path, errs.items[i].message);
-    sx_fielderrs_free(&errs);
-    assert_int_equal(rc, 0);
-    return cfg;
-}
-
 /* xds_ident_create on extra must fail with a message holding want. */
 static void refused(const char *const *extra, const char *want)
 {
-    sextant_config *cfg = load_cfg(extra);
+    sextant_config *cfg = tl_env_config(extra);
     xds_ident *id = NULL;
     sx_err err;
     sx_err_clear(&err);
@@ -94,7 +75,7 @@ static void test_modes(void **state)
                              "SEXTANT_XDS_MTLS_NODE_ID_FROM={node}/{node}", NULL},
             "must hold {node} exactly once");
 
-    sextant_config *cfg = load_cfg((const char *[]){
+    sextant_config *cfg = tl_env_config((const char *[]){
         "SEXTANT_XDS_AUTH=mtls, jwt", cert, key, ca, "SEXTANT_AUTH_HS256_SECRET=" SECRET,
         "SEXTANT_XDS_MTLS_NODE_ID_FROM=spiffe://example.org/ns/*/node/{node}, "
         "{node}.proxies.example.org",
@@ -108,7 +89,7 @@ static void test_modes(void **state)
     xds_ident_destroy(id);
     config_free(cfg);
 
-    cfg = load_cfg((const char *[]){"SEXTANT_XDS_AUTH=none", NULL});
+    cfg = tl_env_config((const char *[]){"SEXTANT_XDS_AUTH=none", NULL});
     assert_int_equal(xds_ident_create(cfg, &id, &err), 0);
     assert_int_equal(xds_ident_modes(id), 0);
     assert_string_equal(xds_ident_modes_text(id), "none");
@@ -188,7 +169,7 @@ static xds_auth_fail check(const xds_ident *id, const char *authorization, const
 static void test_tokens(void **state)
 {
     (void)state;
-    sextant_config *cfg = load_cfg(
+    sextant_config *cfg = tl_env_config(
         (const char *[]){"SEXTANT_XDS_AUTH=jwt", "SEXTANT_AUTH_HS256_SECRET=" SECRET, NULL});
     xds_ident *id = NULL;
     sx_err err;
@@ -255,7 +236,7 @@ static void test_tokens(void **state)
     config_free(cfg);
 
     /* Under none everyone speaks for every node, as nobody. */
-    cfg = load_cfg((const char *[]){"SEXTANT_XDS_AUTH=none", NULL});
+    cfg = tl_env_config((const char *[]){"SEXTANT_XDS_AUTH=none", NULL});
     assert_int_equal(xds_ident_create(cfg, &id, &err), 0);
     assert_int_equal(check(id, NULL, "edge-1", "edge", identity, sizeof(identity), msg, 512),
                      XDS_AUTH_OK);
