@@ -42,17 +42,19 @@ json_t *api_details1(const char *path, const char *message)
 
 /* The audit row of a refused change; failures are logged, never answered. */
 static void audit_refusal(const api_change *ch, int status, const char *code_name,
-                          const char *message, const json_t *details)
+                          const char *message, const json_t *details, const json_t *scope)
 {
     json_t *meta =
         json_pack("{s:s,s:s,s:O}", "code", code_name, "message", message, "problems", details);
+    if (scope)
+        json_object_set(meta, "scope", (json_t *)scope);
     audit_new an = {
         .actor = api_user(ch->req),
         .actor_role = api_role(ch->req),
         .action = ch->action,
         .resource_type = ch->resource_type,
         .resource_id = ch->resource_id ? ch->resource_id : "",
-        .result = AUDIT_FAILED,
+        .result = status == 403 ? AUDIT_DENIED : AUDIT_FAILED,
         .status_code = status,
         .request_id = http_req_id(ch->req),
         .client_request_id = http_req_client_id(ch->req),
@@ -82,8 +84,38 @@ void api_refuse(http_request *req, const api_change *ch, const sx_err *err, json
     int status = sx_code_http_status(code);
     if (ch && status != 503)
         audit_refusal(ch, status, sx_code_name(code),
-                      err->message[0] ? err->message : sx_code_name(code), details);
+                      err->message[0] ? err->message : sx_code_name(code), details, NULL);
     http_respond_err(req, err, details);
+}
+
+/* ------------------------------------------------------------------ scopes */
+
+bool api_scope_or_respond(http_request *req, rest_api *api, const api_change *ch, const char *type,
+                          const char *action, const policy_object *obj, const char *what)
+{
+    json_t *scope = NULL;
+    if (rest_allows_object(api, req, type, action, obj, &scope)) {
+        json_decref(scope);
+        return true;
+    }
+    repo_own_json(http_req_arena(req), scope);
+    sx_err err;
+    if (ch == NULL) {
+        sx_err_set(&err, SX_ENOTFOUND, "%s does not exist", what);
+        api_refuse(req, NULL, &err, json_array());
+        return false;
+    }
+    sx_err_set(&err, SX_EFORBIDDEN, "role %s may not %s %s: outside the groups of its role",
+               api_role(req), action, what);
+    json_t *details = json_array();
+    audit_refusal(ch, 403, sx_code_name(SX_EFORBIDDEN), err.message, details, scope);
+    http_respond_err(req, &err, details);
+    return false;
+}
+
+bool api_scope_reads(http_request *req, rest_api *api, const char *type, const policy_object *obj)
+{
+    return rest_allows_object(api, req, type, "read", obj, NULL);
 }
 
 /* ------------------------------------------------------------------ bodies */

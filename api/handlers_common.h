@@ -152,6 +152,20 @@ struct api_change {
 };
 typedef struct api_change api_change;
 
+/* ---- group scopes (api/policy.h) */
+
+/*
+ * True when the caller may do action on the object obj of type (rest_allows_object).
+ * Otherwise answers and returns false: a read (ch NULL) as 404 "<what> does not exist",
+ * so that what lies outside a role's scope is not even known to exist; a change as 403
+ * with an audit row (result "denied") whose details.scope names the scope that refused.
+ */
+bool api_scope_or_respond(http_request *req, rest_api *api, const api_change *ch, const char *type,
+                          const char *action, const policy_object *obj, const char *what);
+
+/* True when the caller may read the object obj of type: what a list keeps on its page. */
+bool api_scope_reads(http_request *req, rest_api *api, const char *type, const policy_object *obj);
+
 /* ---- JSON forms */
 
 json_t *api_config_json(const cfg_record *c, const cfg_version *latest);

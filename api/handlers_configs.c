@@ -218,7 +218,99 @@ int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     };
     cfg_list list;
     int rc = catalog_configs(rest_server(api), &f, http_req_arena(req), &list, err);
+    /* Only what the caller's scope covers stays on the page (the cursor goes on). */
+    size_t kept = 0;
+    for (size_t i = 0; rc == 0 && i < list.count; i++) {
+        const cfg_record *c = &list.items[i];
+        policy_object obj = {(const char *const *)c->groups, c->group_count, c->ns};
+        if (api_scope_reads(req, api, "configs", &obj))
+            list.items[kept++] = *c;
+    }
+    if (rc == 0)
+        list.count = kept;
     return API_PAGE_FILL(page, rc, list, config_item);
+}
+
+/* The groups of a change: the config's as they are (old, NULL for a create) and as the
+ * request sets them (none: unchanged), each once, in the request's arena. */
+static policy_object change_object(sx_arena *a, const cfg_record *old, const apply_request *ar)
+{
+    size_t nold = old ? old->group_count : 0;
+    const char **g = sx_arena_alloc(a, (nold + ar->group_count + 1) * sizeof(*g));
+    size_t n = 0;
+    for (size_t i = 0; i < nold + ar->group_count; i++) {
+        const char *x = i < nold ? old->groups[i] : ar->groups[i - nold];
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = strcmp(g[k], x) == 0;
+        if (!seen)
+            g[n++] = x;
+    }
+    return (policy_object){g, n, old ? old->ns : ar->ns};
+}
+
+/* The caller's group scope for a config change: every group it touches (for a change of
+ * a config, its groups before and after) and its namespace must be in the scope of the
+ * role's rule for action, else 403 (audited, naming the scope). When a scoped rule
+ * allows it, the change is pinned to the version read here (If-Match, unless the client
+ * sent one), so that the groups checked are the groups changed: a concurrent change
+ * makes it a 412, never a write outside the scope; and the audit row names the scope. */
+static bool config_scope_or_respond(http_request *req, rest_api *api, const api_change *ch,
+                                    apply_request *ar, const char *action)
+{
+    sx_arena *a = http_req_arena(req);
+    json_t *scope = NULL;
+    policy_object none = {NULL, 0, NULL};
+    if (rest_allows_object(api, req, "configs", action, &none, &scope) && scope == NULL)
+        return true; /* an unscoped rule allows it */
+    json_decref(scope);
+    cfg_record *old = NULL;
+    if (ar->op != APPLY_CREATE) {
+        cfg_version *latest = NULL;
+        sx_err err;
+        sx_err_clear(&err);
+        if (catalog_config(rest_server(api), ar->config_id, false, a, &old, &latest, &err) != 0) {
+            api_refuse(req, ch, &err, NULL);
+            return false;
+        }
+        if (ar->if_match == 0)
+            ar->if_match = old->latest_version;
+    }
+    policy_object obj = change_object(a, old, ar);
+    char *what = old ? sx_arena_printf(a, "config %s/%s", old->ns, old->name)
+                     : sx_arena_printf(a, "config %s/%s", ar->ns, ar->name ? ar->name : "");
+    if (!api_scope_or_respond(req, api, ch, "configs", action, &obj, what))
+        return false;
+    rest_allows_object(api, req, "configs", action, &obj, &scope);
+    ar->audit_scope = repo_own_json(a, scope);
+    return true;
+}
+
+/* A read of config id outside the caller's scope answers 404, as if it did not exist. */
+static bool config_readable_or_respond(http_request *req, rest_api *api, const cfg_record *c)
+{
+    policy_object obj = {(const char *const *)c->groups, c->group_count, c->ns};
+    return api_scope_or_respond(req, api, NULL, "configs", "read", &obj,
+                                sx_arena_printf(http_req_arena(req), "config %s", c->id));
+}
+
+/* Reads config id and checks the caller may read it; false once answered. */
+static bool config_visible_or_respond(http_request *req, rest_api *api, const char *id)
+{
+    json_t *scope = NULL;
+    policy_object none = {NULL, 0, NULL};
+    if (rest_allows_object(api, req, "configs", "read", &none, &scope) && scope == NULL)
+        return true;
+    json_decref(scope);
+    cfg_record *cfg = NULL;
+    cfg_version *latest = NULL;
+    sx_err err;
+    sx_err_clear(&err);
+    if (catalog_config(rest_server(api), id, false, http_req_arena(req), &cfg, &latest, &err)) {
+        api_refuse(req, NULL, &err, NULL);
+        return false;
+    }
+    return config_readable_or_respond(req, api, cfg);
 }
 
 /* A config change under way: its audit, how it is answered, the request it makes and
@@ -276,6 +368,8 @@ void api_configs_create(http_request *req, rest_api *api, void *ud)
     config_change_read_body(&cc);
     if (cc.ar.ns == NULL || cc.ar.ns[0] == '\0')
         cc.ar.ns = "default";
+    if (!config_scope_or_respond(req, api, &cc.ch, &cc.ar, "create"))
+        return;
     run_change(&cc.ch, &cc.ar, &cc.ans);
 }
 
@@ -307,6 +401,14 @@ void api_configs_validate(http_request *req, rest_api *api, void *ud)
         .spec = json_object_get(body, "spec"),
         .problems = &problems,
     };
+    /* The caller names the groups: outside its scope is a 403 (a dry run is not audited). */
+    policy_object obj = {groups, ngroups, ar.ns ? ar.ns : "default"};
+    if (!rest_allows_object(api, req, "configs", "validate", &obj, NULL)) {
+        sx_err_set(&err, SX_EFORBIDDEN, "role %s may not validate a config in these groups",
+                   api_role(req));
+        api_refuse(req, NULL, &err, json_array());
+        return;
+    }
     int rc = changes_validate(rest_server(api), &ar, http_req_arena(req), &verrs, &err);
     if (rc == 0) {
         json_t *g = json_array();
@@ -336,6 +438,8 @@ void api_config_get(http_request *req, rest_api *api, void *ud)
         api_refuse(req, NULL, &err, NULL);
         return;
     }
+    if (!config_readable_or_respond(req, api, cfg))
+        return;
     api_set_etag(req, cfg->latest_version);
     http_respond_json(req, 200, api_config_json(cfg, latest));
 }
@@ -356,6 +460,8 @@ void api_config_put(http_request *req, rest_api *api, void *ud)
     }
     if (cc.ar.name && cc.ar.name[0] == '\0')
         cc.ar.name = NULL;
+    if (!config_scope_or_respond(req, api, &cc.ch, &cc.ar, "update"))
+        return;
     run_change(&cc.ch, &cc.ar, &cc.ans);
 }
 
@@ -366,6 +472,8 @@ void api_config_delete(http_request *req, rest_api *api, void *ud)
     if (!config_change_begin(&cc, req, api, APPLY_DELETE, "config.delete", NULL, NULL, 0))
         return;
     cc.ar.message = http_req_query(req, "message");
+    if (!config_scope_or_respond(req, api, &cc.ch, &cc.ar, "delete"))
+        return;
     run_change(&cc.ch, &cc.ar, &cc.ans);
 }
 
@@ -382,7 +490,8 @@ static int list_versions(http_request *req, rest_api *api, api_list_page *page, 
 void api_config_versions(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    if (config_id_or_respond(req, NULL) != NULL)
+    const char *id = config_id_or_respond(req, NULL);
+    if (id != NULL && config_visible_or_respond(req, api, id))
         api_list(req, api, list_versions);
 }
 
@@ -405,7 +514,8 @@ void api_config_version(http_request *req, rest_api *api, void *ud)
     (void)ud;
     int v;
     const char *id = config_id_or_respond(req, NULL);
-    if (id == NULL || !version_param_or_respond(req, id, &v))
+    if (id == NULL || !version_param_or_respond(req, id, &v) ||
+        !config_visible_or_respond(req, api, id))
         return;
     cfg_version *ver = NULL;
     sx_err err;
@@ -442,7 +552,7 @@ void api_config_diff(http_request *req, rest_api *api, void *ud)
     int from, to;
     const char *id = config_id_or_respond(req, NULL);
     if (id == NULL || !diff_param_or_respond(req, "from", &from) ||
-        !diff_param_or_respond(req, "to", &to))
+        !diff_param_or_respond(req, "to", &to) || !config_visible_or_respond(req, api, id))
         return;
     cfg_version *vf = NULL, *vt = NULL;
     sx_err err;
@@ -490,5 +600,7 @@ void api_config_rollback(http_request *req, rest_api *api, void *ud)
     snprintf(dflt, sizeof(dflt), "rollback to version %lld", (long long)v);
     cc.ar.rollback_to = (int)v;
     cc.ar.message = msg && msg[0] ? msg : dflt;
+    if (!config_scope_or_respond(req, api, &cc.ch, &cc.ar, "rollback"))
+        return;
     run_change(&cc.ch, &cc.ar, &cc.ans);
 }

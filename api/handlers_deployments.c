@@ -173,6 +173,17 @@ void api_config_apply(http_request *req, rest_api *api, void *ud)
     json_t *out = NULL;
     bool created = false;
     int rc;
+    /* A rollout reaches the config's groups: they must be in the caller's scope. */
+    cfg_record *cfg = NULL;
+    cfg_version *latest = NULL;
+    if (catalog_config(srv, id, false, http_req_arena(req), &cfg, &latest, &err) != 0) {
+        api_refuse(req, &ch, &err, NULL);
+        return;
+    }
+    policy_object obj = {(const char *const *)cfg->groups, cfg->group_count, cfg->ns};
+    if (!api_scope_or_respond(req, api, &ch, "configs", "apply", &obj,
+                              sx_arena_printf(http_req_arena(req), "config %s", id)))
+        return;
     parse_apply(req, srv, body, &r, &verrs);
     if (verrs.count > 0) {
         rc = sx_err_set(&err, SX_EINVAL, "the request body has %zu problem%s", verrs.count,
@@ -243,6 +254,16 @@ int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, 
     }
     deploy_list list;
     int rc = catalog_deployments(rest_server(api), &f, http_req_arena(req), &list, err);
+    /* Only the deployments whose every group is in the caller's scope stay on the page. */
+    size_t kept = 0;
+    for (size_t i = 0; rc == 0 && i < list.count; i++) {
+        const deploy_record *d = &list.items[i];
+        policy_object obj = {(const char *const *)d->groups, d->group_count, NULL};
+        if (api_scope_reads(req, api, "deployments", &obj))
+            list.items[kept++] = *d;
+    }
+    if (rc == 0)
+        list.count = kept;
     return API_PAGE_FILL(page, rc, list, deployment_item);
 }
 
@@ -272,6 +293,10 @@ void api_deployment_get(http_request *req, rest_api *api, void *ud)
         api_refuse(req, NULL, &err, NULL);
         return;
     }
+    policy_object obj = {(const char *const *)d->groups, d->group_count, NULL};
+    if (!api_scope_or_respond(req, api, NULL, "deployments", "read", &obj,
+                              sx_arena_printf(http_req_arena(req), "deployment %s", id)))
+        return;
     http_respond_json(req, 200, rollout_deployment_json(d));
 }
 
@@ -292,6 +317,18 @@ static void act(http_request *req, rest_api *api, rollout_action what)
     json_t *body = NULL;
     const char *ctype = http_req_header(req, "Content-Type");
     if ((ctype && ctype[0]) && !api_body_or_respond(req, &ch, action_fields, 1, &body))
+        return;
+    /* A deployment's groups never change: the scope checked is the scope acted on. */
+    deploy_record *cur = NULL;
+    sx_err rerr;
+    sx_err_clear(&rerr);
+    if (catalog_deployment(srv, id, http_req_arena(req), &cur, &rerr) != 0) {
+        api_refuse(req, &ch, &rerr, NULL);
+        return;
+    }
+    policy_object obj = {(const char *const *)cur->groups, cur->group_count, NULL};
+    if (!api_scope_or_respond(req, api, &ch, "deployments", rollout_action_name(what), &obj,
+                              sx_arena_printf(http_req_arena(req), "deployment %s", id)))
         return;
     rollout_actor who = {api_user(req), api_role(req), http_req_id(req), rest_source_ip(req), idem};
     deploy_record *d = NULL;

@@ -41,6 +41,16 @@ int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     };
     node_list list;
     int rc = catalog_proxies(rest_server(api), &f, http_req_arena(req), &list, err);
+    /* Only the proxies of the groups in the caller's scope stay on the page. */
+    size_t kept = 0;
+    for (size_t i = 0; rc == 0 && i < list.count; i++) {
+        const char *g = list.items[i].group;
+        policy_object obj = {&g, 1, NULL};
+        if (api_scope_reads(req, api, "proxies", &obj))
+            list.items[kept++] = list.items[i];
+    }
+    if (rc == 0)
+        list.count = kept;
     return API_PAGE_FILL(page, rc, list, node_item);
 }
 
@@ -55,6 +65,11 @@ static node_record *node_or_respond(http_request *req, rest_api *api)
         api_refuse(req, NULL, &err, NULL);
         return NULL;
     }
+    const char *g = n->group;
+    policy_object obj = {&g, 1, NULL};
+    if (!api_scope_or_respond(req, api, NULL, "proxies", "read", &obj,
+                              sx_arena_printf(http_req_arena(req), "proxy %s", n->node_id)))
+        return NULL;
     return n;
 }
 
@@ -110,6 +125,12 @@ int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, 
     node_record *n = NULL;
     event_page events;
     int rc = catalog_proxy(srv, http_req_param(req, "node_id"), a, &n, err);
+    if (rc == 0) {
+        const char *g = n->group;
+        policy_object obj = {&g, 1, NULL};
+        if (!api_scope_reads(req, api, "proxies", &obj))
+            rc = sx_err_set(err, SX_ENOTFOUND, "proxy %s does not exist", n->node_id);
+    }
     if (rc == 0)
         rc = catalog_proxy_nacks(srv, n->node_id, page->limit, page->cursor, a, &events, err);
     return API_PAGE_FILL(page, rc, events, nack_item);

@@ -27,6 +27,16 @@ int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx
     snap_list list;
     int rc = catalog_snapshots(rest_server(api), http_req_query(req, "group"), page->limit,
                                page->cursor, http_req_arena(req), &list, err);
+    /* Only the snapshots of the groups in the caller's scope stay on the page. */
+    size_t kept = 0;
+    for (size_t i = 0; rc == 0 && i < list.count; i++) {
+        const char *g = list.items[i].group;
+        policy_object obj = {&g, 1, NULL};
+        if (api_scope_reads(req, api, "snapshots", &obj))
+            list.items[kept++] = list.items[i];
+    }
+    if (rc == 0)
+        list.count = kept;
     return API_PAGE_FILL(page, rc, list, snapshot_item);
 }
 
@@ -48,6 +58,11 @@ void api_snapshot_get(http_request *req, rest_api *api, void *ud)
         api_refuse(req, NULL, &err, NULL);
         return;
     }
+    const char *g = s->group;
+    policy_object obj = {&g, 1, NULL};
+    if (!api_scope_or_respond(req, api, NULL, "snapshots", "read", &obj,
+                              sx_arena_printf(http_req_arena(req), "snapshot %lld", id)))
+        return;
     json_t *body = api_snapshot_json(s);
     /* Name each source config; a deleted config keeps its name. */
     json_t *sources = json_object_get(body, "sources");
@@ -78,6 +93,9 @@ int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_er
         return rc;
     for (size_t i = 0; i < list.count; i++) {
         const node_state_counts *k = &counts[i];
+        policy_object obj = {&names[i], 1, NULL};
+        if (!api_scope_reads(req, api, "groups", &obj))
+            continue; /* outside the caller's scope: not on its page */
         json_array_append_new(
             page->items,
             json_pack("{s:s,s:I,s:s,s:{s:I,s:I,s:I,s:I},s:f}", "name", list.items[i].name,

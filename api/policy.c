@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "server/base/buf.h"
+#include "server/validate/validate.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 
@@ -62,6 +63,11 @@ typedef struct rule {
     char *id_pat;   /* pattern for the id; NULL: any id or none */
     char **actions; /* action patterns */
     size_t nactions;
+    char **groups; /* group patterns; NULL: any group (not scoped) */
+    size_t ngroups;
+    char **nss; /* namespace patterns; NULL: any namespace */
+    size_t nnss;
+    size_t index; /* its position in the role's permissions, for the audit */
 } rule;
 
 typedef struct role {
@@ -100,6 +106,77 @@ static bool glob_match(const char *pat, const char *s)
     return *pat == '\0';
 }
 
+/* The resource types the REST routes ask about, and what their ids look like. */
+typedef enum id_kind { ID_NONE, ID_UUID, ID_INTEGER, ID_GROUP, ID_ANY } id_kind;
+static const struct {
+    const char *type;
+    id_kind id;
+    bool scoped; /* its objects belong to groups: a rule may carry groups */
+} TYPES[] = {
+    {"configs", ID_UUID, true},  {"deployments", ID_UUID, true},   {"snapshots", ID_INTEGER, true},
+    {"groups", ID_GROUP, true},  {"proxies", ID_ANY, true},        {"replicas", ID_NONE, false},
+    {"events", ID_NONE, false},  {"audit", ID_NONE, false},        {"auth", ID_NONE, false},
+    {"openapi", ID_NONE, false}, {POLICY_SECRETS, ID_NONE, false},
+};
+#define NTYPES (sizeof(TYPES) / sizeof(TYPES[0]))
+
+static bool type_scoped(const char *type)
+{
+    for (size_t i = 0; i < NTYPES; i++)
+        if (strcmp(TYPES[i].type, type) == 0)
+            return TYPES[i].scoped;
+    return false;
+}
+
+/* True when some pattern of pats (n) matches s. */
+static bool any_match(char *const *pats, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (glob_match(pats[i], s))
+            return true;
+    return false;
+}
+
+/* True when ru grants action on type (and id) whatever the object's groups. */
+static bool rule_grants(const rule *ru, const char *type, const char *id, const char *action)
+{
+    bool has_id = id && *id;
+    if (strcmp(type, POLICY_SECRETS) == 0 ? strcmp(ru->type_pat, POLICY_SECRETS) != 0
+                                          : !glob_match(ru->type_pat, type))
+        return false;
+    if (ru->id_pat && !(has_id ? glob_match(ru->id_pat, id) : strcmp(ru->id_pat, "*") == 0))
+        return false;
+    for (size_t k = 0; k < ru->nactions; k++)
+        if (glob_match(ru->actions[k], action))
+            return true;
+    return false;
+}
+
+static bool rule_scoped(const rule *ru)
+{
+    return ru->groups != NULL || ru->nss != NULL;
+}
+
+/* True when the object (groups, ns) is inside ru's scope. */
+static bool rule_covers(const rule *ru, const policy_object *obj)
+{
+    for (size_t g = 0; ru->groups && g < obj->ngroups; g++)
+        if (!any_match(ru->groups, ru->ngroups, obj->groups[g]))
+            return false;
+    /* An object without a namespace is outside every namespace-scoped rule. */
+    if (ru->nss && (obj->ns == NULL || !any_match(ru->nss, ru->nnss, obj->ns)))
+        return false;
+    return true;
+}
+
+static json_t *strings_json(char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
 static const role *find_role(const policy *p, const char *name)
 {
     for (size_t i = 0; i < p->nroles; i++)
@@ -132,22 +209,83 @@ bool policy_allows(const policy *p, const char *role_name, const char *resource_
     const role *r = find_role(p, role_name);
     if (r == NULL)
         return false;
-    bool has_id = resource_id && *resource_id;
-    /* Private keys are granted only by a rule that names them: no wildcard reaches them. */
-    bool explicit_only = strcmp(resource_type, POLICY_SECRETS) == 0;
+    /* A scoped rule counts only for the types whose objects belong to groups: their
+     * handlers check each object (policy_allows_object). */
+    bool scopable = type_scoped(resource_type);
     for (size_t i = 0; i < r->nrules; i++) {
         const rule *ru = &r->rules[i];
-        if (explicit_only ? strcmp(ru->type_pat, POLICY_SECRETS) != 0
-                          : !glob_match(ru->type_pat, resource_type))
-            continue;
-        if (ru->id_pat &&
-            !(has_id ? glob_match(ru->id_pat, resource_id) : strcmp(ru->id_pat, "*") == 0))
-            continue;
-        for (size_t k = 0; k < ru->nactions; k++)
-            if (glob_match(ru->actions[k], action))
-                return true;
+        if ((scopable || !rule_scoped(ru)) && rule_grants(ru, resource_type, resource_id, action))
+            return true;
     }
     return false;
+}
+
+bool policy_allows_object(const policy *p, const char *role_name, const char *resource_type,
+                          const char *resource_id, const char *action, const policy_object *obj,
+                          json_t **scope)
+{
+    if (scope)
+        *scope = NULL;
+    if (role_name == NULL || resource_type == NULL || action == NULL)
+        return false;
+    const role *r = find_role(p, role_name);
+    if (r == NULL)
+        return false;
+    const rule *scoped_hit = NULL;
+    bool granted = false;
+    for (size_t i = 0; i < r->nrules; i++) {
+        const rule *ru = &r->rules[i];
+        if (!rule_grants(ru, resource_type, resource_id, action))
+            continue;
+        granted = true;
+        if (!rule_scoped(ru))
+            return true; /* unscoped: nothing to name */
+        if (scoped_hit == NULL && rule_covers(ru, obj))
+            scoped_hit = ru;
+    }
+    if (scope == NULL || !granted)
+        return scoped_hit != NULL;
+    json_t *s = json_pack("{s:s}", "role", role_name);
+    if (scoped_hit) {
+        json_object_set_new(s, "permission", json_integer((json_int_t)scoped_hit->index));
+        if (scoped_hit->groups)
+            json_object_set_new(s, "groups", strings_json(scoped_hit->groups, scoped_hit->ngroups));
+        if (scoped_hit->nss)
+            json_object_set_new(s, "namespaces", strings_json(scoped_hit->nss, scoped_hit->nnss));
+    } else {
+        /* Refused: every scope that would have granted the action, and what lies outside. */
+        json_t *groups = json_array(), *nss = json_array(), *outside = json_array();
+        for (size_t i = 0; i < r->nrules; i++) {
+            const rule *ru = &r->rules[i];
+            if (!rule_grants(ru, resource_type, resource_id, action))
+                continue;
+            for (size_t g = 0; g < ru->ngroups; g++)
+                json_array_append_new(groups, json_string(ru->groups[g]));
+            for (size_t g = 0; g < ru->nnss; g++)
+                json_array_append_new(nss, json_string(ru->nss[g]));
+            for (size_t g = 0; ru->groups && g < obj->ngroups; g++)
+                if (!any_match(ru->groups, ru->ngroups, obj->groups[g]))
+                    json_array_append_new(outside, json_string(obj->groups[g]));
+            if (ru->nss && obj->ns && !any_match(ru->nss, ru->nnss, obj->ns))
+                json_object_set_new(s, "outside_namespace", json_string(obj->ns));
+        }
+        json_object_set_new(s, "groups", groups);
+        json_object_set_new(s, "namespaces", nss);
+        json_t *uniq = json_array();
+        size_t k, j;
+        json_t *v, *w;
+        json_array_foreach(outside, k, v)
+        {
+            bool seen = false;
+            json_array_foreach(uniq, j, w) seen = seen || json_equal(v, w);
+            if (!seen)
+                json_array_append(uniq, v);
+        }
+        json_decref(outside);
+        json_object_set_new(s, "outside", uniq);
+    }
+    *scope = s;
+    return scoped_hit != NULL;
 }
 
 /* ------------------------------------------------------------------ freeing */
@@ -162,6 +300,12 @@ static void role_clear(role *r)
         for (size_t a = 0; a < ru->nactions; a++)
             sx_free(ru->actions[a]);
         sx_free(ru->actions);
+        for (size_t a = 0; a < ru->ngroups; a++)
+            sx_free(ru->groups[a]);
+        sx_free(ru->groups);
+        for (size_t a = 0; a < ru->nnss; a++)
+            sx_free(ru->nss[a]);
+        sx_free(ru->nss);
     }
     sx_free(r->rules);
     sx_free(r->name);
@@ -379,9 +523,177 @@ static void load_resource(loader *L, yaml_node_t *n, const char *path, rule *ru)
     ru->id_pat = slash ? sx_strdup(slash + 1) : NULL;
 }
 
+/* Whether a glob can match some text all of whose characters pass ok and whose length is
+ * at most max: its literal characters must pass, and its literal length fit. */
+static bool glob_can_match(const char *pat, bool (*ok)(char), size_t max)
+{
+    size_t lit = 0;
+    for (const char *c = pat; *c; c++) {
+        if (*c == '*')
+            continue;
+        if (!ok(*c))
+            return false;
+        lit++;
+    }
+    return lit <= max;
+}
+
+static bool uuid_char(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '-';
+}
+
+static bool digit_char(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static bool any_char(char c)
+{
+    return c != '\0';
+}
+
+/* RFC 1123 labels, the names of Kubernetes namespaces. */
+static bool ns_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+/* Whether a group glob can match a valid group name (server/validate/validate.h): the
+ * shortest text it matches (each '*' empty) or, when that is no name ("", "." or ".."),
+ * the same with each '*' standing for one letter. */
+static bool group_glob_can_match(const char *pat)
+{
+    char a[MAX_PATTERN_LEN + 1], b[2 * MAX_PATTERN_LEN + 1];
+    size_t i = 0, j = 0;
+    bool star = false;
+    for (const char *c = pat; *c && j + 1 < sizeof(b); c++) {
+        if (*c == '*') {
+            star = true;
+            b[j++] = 'a';
+        } else {
+            if (i + 1 < sizeof(a))
+                a[i++] = *c;
+            b[j++] = *c;
+        }
+    }
+    a[i] = b[j] = '\0';
+    return val_group_name_problem(a) == NULL || (star && val_group_name_problem(b) == NULL);
+}
+
+/* Whether an id pattern can match an id of a resource of kind k. */
+static bool id_can_match(id_kind k, const char *pat)
+{
+    switch (k) {
+    case ID_UUID:
+        return glob_can_match(pat, uuid_char, 36);
+    case ID_INTEGER:
+        return glob_can_match(pat, digit_char, 19);
+    case ID_GROUP:
+        return group_glob_can_match(pat);
+    case ID_ANY:
+        return glob_can_match(pat, any_char, MAX_PATTERN_LEN);
+    case ID_NONE:
+        return strcmp(pat, "*") == 0; /* covers the collection, as documented above */
+    }
+    return false;
+}
+
+/* Reads a list of patterns (groups or namespaces) into *out and *n. */
+static void load_patterns(loader *L, yaml_node_t *n, const char *path, const char *what,
+                          char ***out, size_t *nout)
+{
+    if (n->type != YAML_SEQUENCE_NODE) {
+        problem(L, line_of(n), path, "must be a list of %s patterns, got %s", what, kind_name(n));
+        return;
+    }
+    size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    if (count == 0)
+        problem(L, line_of(n), path,
+                "must name at least one %s pattern (leave the key out for every %s)", what, what);
+    *out = sx_calloc(count ? count : 1, sizeof(char *));
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *a = node_at(L, n->data.sequence.items.start[i]);
+        const char *s = scalar(a);
+        char sub[300];
+        snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+        if (s == NULL || *s == '\0' || strlen(s) > MAX_PATTERN_LEN)
+            problem(L, line_of(a), sub, "must be a %s pattern of 1-%d characters", what,
+                    MAX_PATTERN_LEN);
+        else
+            (*out)[(*nout)++] = sx_strdup(s);
+    }
+}
+
+/* The checks of a loaded rule that need all of it: every pattern must be able to match
+ * something, so that a typo does not silently grant less (or, read by a person, seem
+ * to grant something it never does). */
+static void check_rule(loader *L, const char *role_name, const rule *ru, yaml_node_t *pn,
+                       const char *path)
+{
+    if (ru->type_pat == NULL)
+        return;
+    bool any_type = false, id_ok = ru->id_pat == NULL, scopable = false, configs = false;
+    for (size_t t = 0; t < NTYPES; t++) {
+        /* Only a rule naming "secrets" reaches them (see policy_allows). */
+        if (strcmp(TYPES[t].type, POLICY_SECRETS) == 0 && strcmp(ru->type_pat, POLICY_SECRETS) != 0)
+            continue;
+        if (!glob_match(ru->type_pat, TYPES[t].type))
+            continue;
+        any_type = true;
+        id_ok = id_ok || id_can_match(TYPES[t].id, ru->id_pat);
+        scopable = scopable || TYPES[t].scoped;
+        configs = configs || strcmp(TYPES[t].type, "configs") == 0;
+    }
+    char field[320];
+    snprintf(field, sizeof(field), "%s.resource", path);
+    yaml_node_t *res = map_get(L, pn, "resource");
+    size_t line = res ? line_of(res) : line_of(pn);
+    if (!any_type) {
+        problem(L, line, field,
+                "role %s: unknown resource \"%s\" (resources: configs, deployments, snapshots, "
+                "groups, proxies, replicas, events, audit, auth, openapi, secrets)",
+                role_name, ru->type_pat);
+        return;
+    }
+    if (!id_ok)
+        problem(L, line, field,
+                "role %s: id pattern \"%s\" can never match an id of %s (configs and "
+                "deployments have UUIDs, snapshots integers, groups group names; to scope by "
+                "group, use groups:)",
+                role_name, ru->id_pat, ru->type_pat);
+    yaml_node_t *gn = map_get(L, pn, "groups"), *nn = map_get(L, pn, "namespaces");
+    if (ru->groups && !scopable)
+        problem(L, gn ? line_of(gn) : line, field,
+                "role %s: groups: never applies to %s (only configs, deployments, snapshots, "
+                "groups and proxies belong to groups)",
+                role_name, ru->type_pat);
+    if (ru->nss && !configs)
+        problem(L, nn ? line_of(nn) : line, field,
+                "role %s: namespaces: never applies to %s (only configs have namespaces)",
+                role_name, ru->type_pat);
+    for (size_t i = 0; i < ru->ngroups; i++)
+        if (!group_glob_can_match(ru->groups[i])) {
+            snprintf(field, sizeof(field), "%s.groups[%zu]", path, i);
+            problem(L, gn ? line_of(gn) : line, field,
+                    "role %s: group pattern \"%.80s\" can never match a group name (names hold "
+                    "only ASCII letters, digits and - _ . : /, at most 253 bytes)",
+                    role_name, ru->groups[i]);
+        }
+    for (size_t i = 0; i < ru->nnss; i++)
+        if (!glob_can_match(ru->nss[i], ns_char, 63)) {
+            snprintf(field, sizeof(field), "%s.namespaces[%zu]", path, i);
+            problem(L, nn ? line_of(nn) : line, field,
+                    "role %s: namespace pattern \"%.80s\" can never match a namespace (a "
+                    "Kubernetes namespace: at most 63 of a-z, 0-9 and -)",
+                    role_name, ru->nss[i]);
+        }
+}
+
 static void load_permissions(loader *L, yaml_node_t *n, const char *path, role *r)
 {
-    static const char *const keys[] = {"resource", "actions", "description", NULL};
+    static const char *const keys[] = {"resource",   "actions",     "groups",
+                                       "namespaces", "description", NULL};
     if (n->type != YAML_SEQUENCE_NODE) {
         problem(L, line_of(n), path, "must be a list of rules, got %s", kind_name(n));
         return;
@@ -399,12 +711,22 @@ static void load_permissions(loader *L, yaml_node_t *n, const char *path, role *
         }
         check_keys(L, pn, sub, keys);
         rule *ru = &r->rules[r->nrules++];
+        ru->index = i;
         yaml_node_t *res = required(L, pn, sub, "resource", field, sizeof(field), "required");
         if (res)
             load_resource(L, res, field, ru);
         yaml_node_t *act = required(L, pn, sub, "actions", field, sizeof(field), "required");
         if (act)
             load_actions(L, act, field, ru);
+        yaml_node_t *g = map_get(L, pn, "groups");
+        snprintf(field, sizeof(field), "%s.groups", sub);
+        if (g)
+            load_patterns(L, g, field, "group", &ru->groups, &ru->ngroups);
+        yaml_node_t *ns = map_get(L, pn, "namespaces");
+        snprintf(field, sizeof(field), "%s.namespaces", sub);
+        if (ns)
+            load_patterns(L, ns, field, "namespace", &ru->nss, &ru->nnss);
+        check_rule(L, r->name ? r->name : "(unnamed)", ru, pn, sub);
     }
 }
 

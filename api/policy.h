@@ -24,12 +24,36 @@
  * grants, no denials: what no rule grants is refused. Role names are 1-64 of
  * [a-z0-9_-], unique. Unknown keys are errors (a misspelt key must not silently change
  * what is granted), and every error is reported with its line.
+ *
+ * Scoped rules. A rule may carry "groups:" (configs, deployments, snapshots, groups,
+ * proxies) and "namespaces:" (configs) lists of glob patterns:
+ *
+ *         - resource: configs
+ *           actions: [read, create, update]
+ *           groups: ["edge-*"]              # every group of the object must match one
+ *           namespaces: ["team-a-*"]        # and its namespace one of these
+ *
+ * Such a rule grants its actions only on the objects in its scope: an object whose every
+ * group matches one of its group patterns (a config's groups, a deployment's groups, a
+ * snapshot's, a proxy's or the group itself) and, with namespaces, whose namespace
+ * matches one of those (an object without a namespace is outside). policy_allows answers
+ * "may the role do this to some object" (what a route checks before its handler runs,
+ * and what the UI is told); the handlers then ask policy_allows_object for each object a
+ * request touches, or shows. For the other types (replicas, audit, events, ...) a scoped
+ * rule grants nothing.
+ *
+ * The loader refuses any pattern that can never match, naming the role and the pattern:
+ * a resource type that matches no known type, an id pattern that no id of the type can
+ * match ("snapshots/edge-*": snapshot ids are integers; config and deployment ids are
+ * UUIDs), groups or namespaces on a type that has none, and a group or namespace
+ * pattern whose literal characters no valid name holds.
  */
 #ifndef SX_API_POLICY_H
 #define SX_API_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
@@ -78,5 +102,27 @@ const char *policy_role_names(const policy *p, char *out, size_t outlen);
  * request names none). Unknown roles may do nothing. */
 bool policy_allows(const policy *p, const char *role, const char *resource_type,
                    const char *resource_id, const char *action);
+
+/* What a scoped check is about: the groups an object belongs to (all of them; for a
+ * change, before and after) and its namespace (NULL when it has none). Borrowed. */
+typedef struct policy_object {
+    const char *const *groups;
+    size_t ngroups;
+    const char *ns;
+} policy_object;
+
+/*
+ * True when role may do action on the resource type (and id) for the object obj: an
+ * unscoped rule grants it, or a scoped rule does whose scope covers obj. When scope is
+ * not NULL it receives, for the audit, a new JSON object naming the scope that decided
+ * when a scoped rule was involved (NULL when an unscoped rule allowed or no rule grants
+ * the action at all): allowed, {"role", "permission": index of the rule in the role,
+ * "groups"?, "namespaces"?}; refused, {"role", "groups": every group pattern of the
+ * rules that grant the action, "namespaces": theirs, "outside": the object's groups
+ * that a rule's patterns miss, "outside_namespace"?}.
+ */
+bool policy_allows_object(const policy *p, const char *role, const char *resource_type,
+                          const char *resource_id, const char *action, const policy_object *obj,
+                          json_t **scope);
 
 #endif

@@ -51,6 +51,7 @@
 #include "server/secrets.h"
 #include "server/server.h"
 #include "storage/repo_audit.h"
+#include "storage/repo_common.h"
 
 #define ANONYMOUS "anonymous"
 
@@ -263,6 +264,18 @@ const char *rest_role_names(const rest_api *api, char *out, size_t outlen)
     return policy_role_names(api->policy, out, outlen);
 }
 
+bool rest_allows_object(const rest_api *api, http_request *req, const char *resource_type,
+                        const char *action, const policy_object *obj, json_t **scope)
+{
+    if (scope)
+        *scope = NULL;
+    if (!api->auth_enabled)
+        return true;
+    const rest_principal *who = rest_principal_of(req);
+    return who &&
+           policy_allows_object(api->policy, who->role, resource_type, NULL, action, obj, scope);
+}
+
 /* ------------------------------------------------------------------ refusals */
 
 /* The id the route names, for the audit row: {id}, {node_id} or {group}; NULL if none. */
@@ -299,6 +312,7 @@ static const char *audit_type(const char *resource_type)
 typedef struct denial_audit {
     bool write;         /* false: no row, no info line (a refusal counted elsewhere) */
     int64_t suppressed; /* earlier refusals not written, for details.suppressed; -1 none */
+    json_t *scope;      /* the group scope that refused, for details.scope; NULL none */
 } denial_audit;
 
 /* Records a refusal before it is answered: audit row, metric, log line, and for a 401
@@ -314,6 +328,8 @@ static void record_denial(rest_route_ctx *rc, http_request *req, const char *use
                       "path", http_req_path(req), "route", http_req_route(req));
         if (da->suppressed >= 0)
             json_object_set_new(details, "suppressed", json_integer(da->suppressed));
+        if (da->scope)
+            json_object_set(details, "scope", da->scope);
         audit_denied(rc->api, req, user, role,
                      sx_arena_printf(http_req_arena(req), "%s.%s", type, rc->action), type, status,
                      details);
@@ -376,6 +392,7 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
     who->expires = 0;
     da->write = true;
     da->suppressed = -1;
+    da->scope = NULL;
     const char *bucket_key;
     auth_identity id = {0};
     ratelimit_verdict v;
@@ -418,10 +435,22 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
         if (!policy_has_role(api->policy, id.role))
             return sx_err_set(err, SX_EFORBIDDEN, "role \"%s\" is not defined by the RBAC policy",
                               id.role);
-        if (!policy_allows(api->policy, id.role, rc->resource_type, route_resource_id(req),
-                           rc->action))
+        const char *rid = route_resource_id(req);
+        if (!policy_allows(api->policy, id.role, rc->resource_type, rid, rc->action))
             return sx_err_set(err, SX_EFORBIDDEN, "role %s may not %s %s", id.role, rc->action,
                               rc->resource_type);
+        /* A group route names its object: its scope is checked here, for every handler. */
+        if (strcmp(rc->resource_type, "groups") == 0 && rid) {
+            policy_object obj = {&rid, 1, NULL};
+            if (!policy_allows_object(api->policy, id.role, "groups", rid, rc->action, &obj,
+                                      &da->scope)) {
+                repo_own_json(a, da->scope);
+                return sx_err_set(err, SX_EFORBIDDEN, "role %s may not %s group %s", id.role,
+                                  rc->action, rid);
+            }
+            json_decref(da->scope);
+            da->scope = NULL;
+        }
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "api/http.h"
+#include "api/policy.h"
 #include "server/base/err.h"
 
 struct sx_server;
@@ -56,6 +57,12 @@ const char *rest_source_ip(http_request *req);
  * policy in force; always true when auth.enabled is false (everyone is admin then). */
 bool rest_allows(const rest_api *api, const char *role, const char *resource_type,
                  const char *action);
+/* Inside a handler: true when the caller may do action on the object obj of
+ * resource_type ("configs", "snapshots", ...) under the group scopes of its role
+ * (policy_allows_object); always true with auth.enabled false. *scope (NULL allowed)
+ * receives the scope that decided, a new reference or NULL, for the audit row. */
+bool rest_allows_object(const rest_api *api, http_request *req, const char *resource_type,
+                        const char *action, const policy_object *obj, json_t **scope);
 /* True when the policy in force defines role. */
 bool rest_has_role(const rest_api *api, const char *role);
 /* The policy's role names, comma-separated, in file order, into out; returns out. */

@@ -514,6 +514,8 @@ static int apply_tx(pg_conn *c, snap_writer *w, void *arg, sx_err *err)
     }
     if (req->message && req->message[0])
         json_object_set_new(details, "message", json_string(req->message));
+    if (req->audit_scope)
+        json_object_set(details, "scope", (json_t *)req->audit_scope);
     json_object_set_new(details, "snapshots", snapshots_json(out));
     audit_new an = {
         .actor = req->author,

@@ -106,6 +106,9 @@ typedef struct apply_request {
      * transaction. When the key is answered already, apply_config returns 0 with
      * idem->replayed true and *out zeroed: nothing was done. */
     idem_request *idem;
+    /* Non-NULL: the group scope of the caller's role that allowed the change, kept in the
+     * audit row as details.scope. */
+    const json_t *audit_scope;
 } apply_request;
 
 /* One snapshot written by a change. */
