@@ -259,18 +259,24 @@ static void test_policy_secrets(void **state)
     assert_false(policy_allows(p, "viewer", POLICY_SECRETS, NULL, "read"));
     assert_true(policy_allows(p, "viewer", "configs", NULL, "read"));
     policy_free(p);
+    /* A pattern that would only match "secrets" matches nothing: refused at load. */
+    const char *glob = "roles:\n"
+                       "  - name: all\n"
+                       "    permissions:\n"
+                       "      - resource: \"sec*\"\n"
+                       "        actions: [read]\n";
+    sx_err err;
+    assert_int_not_equal(policy_parse(glob, strlen(glob), "rbac.yaml", &p, NULL, &err), 0);
+    assert_non_null(strstr(err.message, "sec*"));
     const char *yaml = "roles:\n"
                        "  - name: all\n"
                        "    permissions:\n"
                        "      - resource: \"*\"\n"
                        "        actions: [\"*\"]\n"
-                       "      - resource: \"sec*\"\n"
-                       "        actions: [read]\n"
                        "  - name: keys\n"
                        "    permissions:\n"
                        "      - resource: secrets\n"
                        "        actions: [read]\n";
-    sx_err err;
     assert_int_equal(policy_parse(yaml, strlen(yaml), "rbac.yaml", &p, NULL, &err), 0);
     assert_false(policy_allows(p, "all", POLICY_SECRETS, NULL, "read")); /* no wildcard */
     assert_true(policy_allows(p, "all", "configs", NULL, "delete"));
