@@ -65,7 +65,7 @@ struct xds_server {
     char *control_plane_id;  /* ControlPlane.identifier in responses */
     char *listen;            /* grpc.listen as configured */
     xds_ident *ident;        /* xds.auth: who may speak for which node ids */
-    denials *denials;    /* refusals for credentials: logged and audited in aggregate */
+    denials *denials;        /* refusals for credentials: logged and audited in aggregate */
 
     grpc_server *server;
     grpc_completion_queue **cqs; /* ncqs queues; calls are spread over them */
