@@ -313,10 +313,15 @@ static void act(http_request *req, rest_api *api, rollout_action what)
     if (!deployment_id_or_respond(req, &ch, &id) || !db_ready_or_respond(req, srv) ||
         !api_idem_or_respond(req, &ch, render_act, NULL, &idem))
         return;
-    /* The body is optional: an empty one means no reason. */
+    /* The body is optional: none means no reason. A body that is there is read as any
+     * other (415 without a JSON Content-Type), never ignored: an action whose body was
+     * not understood is not done. */
     json_t *body = NULL;
+    size_t body_len = 0;
     const char *ctype = http_req_header(req, "Content-Type");
-    if ((ctype && ctype[0]) && !api_body_or_respond(req, &ch, action_fields, 1, &body))
+    (void)http_req_body(req, &body_len);
+    if (((ctype && ctype[0]) || body_len > 0) &&
+        !api_body_or_respond(req, &ch, action_fields, 1, &body))
         return;
     /* A deployment's groups never change: the scope checked is the scope acted on. */
     deploy_record *cur = NULL;

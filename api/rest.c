@@ -10,27 +10,29 @@
  * (api/policy.h; 403). Only then does the handler run, with the principal attached to
  * the request. Every bucket is shared by the replicas through Redis (per replica while
  * Redis does not answer). Each refusal is answered in the common error shape and
- * counted in sextant_api_requests_denied_total{status}; a refusal that is audited is
- * written as one audit_log row (changes_audit, on a connection of its own) before the
- * answer goes out, so an auditor who sees the answer can find the row. A refusal whose
- * row cannot be written (database down) is still refused: the failure is logged, never
- * turned into an allow.
+ * counted in sextant_api_requests_denied_total{status}. A refusal that a caller can
+ * repeat as fast as it likes is audited in aggregate; any other is written as one
+ * audit_log row (changes_audit, on a connection of its own) before the answer goes out,
+ * so an auditor who sees the answer can find the row. A refusal whose row cannot be
+ * written (database down) is still refused: the failure is logged, never turned into an
+ * allow.
  *
- * Refusals cannot grow the audit log without bound, because every audited refusal
- * spends a token first:
- *  - a failed authentication spends one of its client address's failed-authentication
- *    bucket (ratelimit.auth_fail_*) and is a 401 with a row; once that bucket is empty,
- *    failures are 429s without a row, and the next 401 row carries their number in
- *    details.suppressed (so the rows of an address add up to every failure but those
- *    after its last row, which the metric still counts); the address's valid tokens are
- *    not refused, so a flood from behind a shared address locks no one else out; a
- *    write over http.max_body_bytes (413, refused before any of this) spends a token of
- *    the same bucket to be written, and is still answered 413 but not written without;
+ * Refusals cannot grow the audit log without bound:
+ *  - a failed authentication (401) spends a token of its client address's
+ *    failed-authentication bucket (ratelimit.auth_fail_*); once that bucket is empty,
+ *    failures are 429s; the address's valid tokens are not refused, so a flood from
+ *    behind a shared address locks no one else out. Both, and a user's 429s from its
+ *    read or write bucket, are recorded in aggregate (server/denials.h, the mechanism
+ *    the xDS server records refused proxies with): one row per client address, status,
+ *    user (for a user's 429s) and api.refusal_interval, action "api.authenticate" (401
+ *    and its 429) or "api.request" (a user's 429), whose details.count is how many
+ *    refusals it stands for; the first of each interval is logged at info, the rest at
+ *    debug;
+ *  - a write over http.max_body_bytes (413, refused before any of this) spends a token
+ *    of the failed-authentication bucket to be written, and is still answered 413 but
+ *    not written without;
  *  - a 403 comes after the user's bucket has allowed the request, so its rows are
- *    bounded by the user's rate;
- *  - a user's 429s: the first of a run writes a row, the rest of the run only count in
- *    sextant_api_rate_limited_total; a run ends at the user's next allowed request, so
- *    there are no more of these rows than allowed requests.
+ *    bounded by the user's rate.
  *
  * Authentication comes first so that nothing about the policy or the rate limits is
  * revealed to a caller without a valid token; the user's bucket comes before the policy
@@ -45,9 +47,11 @@
 #include "api/auth.h"
 #include "api/policy.h"
 #include "api/ratelimit.h"
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/changes.h"
+#include "server/denials.h"
 #include "server/secrets.h"
 #include "server/server.h"
 #include "storage/repo_audit.h"
@@ -71,6 +75,7 @@ struct rest_api {
     auth_verifier *auth;     /* owned */
     policy *policy;          /* owned; the file's or the built-in */
     ratelimit *limits;       /* owned */
+    denials *refusals;       /* owned; 401s and 429s, audited in aggregate */
     rest_route_ctx **routes; /* owned; kept until rest_destroy */
     size_t nroutes;
     sx_metric *m_denied; /* sextant_api_requests_denied_total{status} */
@@ -159,6 +164,12 @@ static void audit_refused_request(http_request *req, int status, const char *rea
                            "suppressed", (json_int_t)v.refused));
 }
 
+/* The rows of refusals recorded in aggregate, through the write side of the domain. */
+static int audit_refusals(void *ctx, const audit_new *row, sx_err *err)
+{
+    return changes_audit(ctx, row, err);
+}
+
 int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
 {
     *out = NULL;
@@ -188,6 +199,16 @@ int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
                             .auth_burst = cfg->ratelimit.auth_fail_burst,
                             .shared = srv->limits};
     api->limits = ratelimit_create(&ro, srv->metrics);
+    api->refusals = denials_create(cfg->api.refusal_interval_ms, "routes", audit_refusals, srv);
+    int rc = denials_start(api->refusals, err);
+    if (rc != 0) {
+        denials_destroy(api->refusals);
+        ratelimit_destroy(api->limits);
+        auth_verifier_destroy(api->auth);
+        policy_free(pol);
+        sx_free(api);
+        return rc;
+    }
     api->m_denied = sx_metrics_counter(srv->metrics, "sextant_api_requests_denied_total",
                                        "API requests refused by authentication (401), "
                                        "authorization (403) or the rate limit (429)",
@@ -227,6 +248,7 @@ void rest_destroy(rest_api *api)
         sx_free(api->routes[i]);
     }
     sx_free(api->routes);
+    denials_destroy(api->refusals); /* writes the rows still open */
     ratelimit_destroy(api->limits);
     policy_free(api->policy);
     auth_verifier_destroy(api->auth);
@@ -307,12 +329,11 @@ static const char *audit_type(const char *resource_type)
     return resource_type;
 }
 
-/* How a refusal is recorded: whether it writes an audit row and how many earlier
- * refusals the row stands for. */
+/* How a refusal is recorded: a row of its own, or in aggregate (server/denials.h). */
 typedef struct denial_audit {
-    bool write;         /* false: no row, no info line (a refusal counted elsewhere) */
-    int64_t suppressed; /* earlier refusals not written, for details.suppressed; -1 none */
-    json_t *scope;      /* the group scope that refused, for details.scope; NULL none */
+    const char *aggregate; /* NULL: a row of its own; else the aggregate row's action */
+    bool known;            /* the aggregate is the caller's (a user's 429) */
+    json_t *scope;         /* the group scope that refused, for details.scope; NULL none */
 } denial_audit;
 
 /* Records a refusal before it is answered: audit row, metric, log line, and for a 401
@@ -322,12 +343,25 @@ static void record_denial(rest_route_ctx *rc, http_request *req, const char *use
 {
     int status = sx_code_http_status(code);
     const char *type = audit_type(rc->resource_type);
-    if (da->write) {
+    bool logged = true;
+    if (da->aggregate) {
+        const char *ip = rest_source_ip(req);
+        denial in = {.action = da->aggregate,
+                     .resource_type = "api",
+                     .status_code = status,
+                     .source = ip,
+                     .actor = da->known ? user : NULL,
+                     .actor_role = da->known ? role : NULL,
+                     .reason = message,
+                     .target = sx_arena_printf(http_req_arena(req), "%s %s", http_req_method(req),
+                                               http_req_route(req))};
+        if (!da->known) /* the reason names how the token failed, not the token */
+            in.reason = code == SX_ERATELIMIT ? "too many failed authentications" : message;
+        logged = denials_note(rc->api->refusals, &in, sx_monotonic_ms());
+    } else {
         json_t *details =
             json_pack("{s:s,s:s,s:s,s:s}", "reason", message, "method", http_req_method(req),
                       "path", http_req_path(req), "route", http_req_route(req));
-        if (da->suppressed >= 0)
-            json_object_set_new(details, "suppressed", json_integer(da->suppressed));
         if (da->scope)
             json_object_set(details, "scope", da->scope);
         audit_denied(rc->api, req, user, role,
@@ -338,7 +372,8 @@ static void record_denial(rest_route_ctx *rc, http_request *req, const char *use
     snprintf(st, sizeof(st), "%d", status);
     const char *label[] = {st};
     sx_metric_inc(rc->api->m_denied, label);
-    sx_log_fields(da->write ? SX_LOG_INFO : SX_LOG_DEBUG, "auth",
+    /* The first refusal of an aggregate's interval is logged; the rest at debug. */
+    sx_log_fields(logged ? SX_LOG_INFO : SX_LOG_DEBUG, "auth",
                   json_pack("{s:s,s:s,s:s,s:i,s:s,s:s}", "user", user, "role", role, "action",
                             rc->action, "status", status, "request_id", http_req_id(req), "remote",
                             rest_source_ip(req)),
@@ -390,8 +425,8 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
     who->user = ANONYMOUS;
     who->role = "";
     who->expires = 0;
-    da->write = true;
-    da->suppressed = -1;
+    da->aggregate = NULL;
+    da->known = false;
     da->scope = NULL;
     const char *bucket_key;
     auth_identity id = {0};
@@ -406,15 +441,14 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
             char why[SX_ERR_MESSAGE_MAX];
             snprintf(why, sizeof(why), "%s", err->message);
             ratelimit_check(api->limits, rest_source_ip(req), RATELIMIT_AUTH_FAIL, &v);
+            da->aggregate = "api.authenticate";
             if (!v.allowed) {
-                da->write = false;
                 set_retry_after(req, v.retry_after_s);
                 return sx_err_set(err, SX_ERATELIMIT,
                                   "too many failed authentications from this address: retry in "
                                   "%d second%s",
                                   v.retry_after_s, v.retry_after_s == 1 ? "" : "s");
             }
-            da->suppressed = v.refused;
             return sx_err_set(err, SX_EUNAUTH, "%s", why);
         }
         who->user = id.user;
@@ -424,8 +458,8 @@ static int admit(rest_route_ctx *rc, http_request *req, rest_principal *who, den
     }
     ratelimit_check(api->limits, bucket_key, rc->write ? RATELIMIT_WRITE : RATELIMIT_READ, &v);
     if (!v.allowed) {
-        /* The first refusal of a run is written; the rest of the run is counted. */
-        da->write = v.refused <= 1;
+        da->aggregate = "api.request";
+        da->known = true;
         set_retry_after(req, v.retry_after_s);
         return sx_err_set(err, SX_ERATELIMIT, "too many %s requests: retry in %d second%s",
                           rc->write ? "write" : "read", v.retry_after_s,

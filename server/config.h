@@ -43,6 +43,8 @@
  *   grpc.tls.key_file              file      (none)             PEM; together with cert_file
  *   grpc.tls.client_ca_file        file      (none)             PEM; turns on mTLS (needs cert/key)
  *   api.idempotency_ttl            duration  24h                1m..30d; older keys are deleted
+ *   api.refusal_interval           duration  60s                1s..1h; 401s and 429s audited per
+ *                                                                source, status and interval
  *   replica.id                     string    <hostname>-<pid>   1..128 of [A-Za-z0-9._:-]
  *   log.level                      enum      info               debug, info, warn, error
  *   auth.enabled                   boolean   true               false: no token needed (warned)
@@ -274,7 +276,8 @@ typedef struct sextant_config {
         int64_t auth_failure_interval_ms;    /* refusals: one log line and audit row per source */
     } xds;
     struct {
-        int64_t idempotency_ttl_ms; /* answers to Idempotency-Key requests kept this long */
+        int64_t idempotency_ttl_ms;  /* answers to Idempotency-Key requests kept this long */
+        int64_t refusal_interval_ms; /* 401s and 429s: one audit row per key and interval */
     } api;
     struct {
         bool reads; /* also audit successful reads (GET and HEAD on /api/v1) */

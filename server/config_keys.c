@@ -175,6 +175,10 @@ const key_def config_keys[] = {
      NULL,
      "How long the answer of a mutating REST request sent with an Idempotency-Key is kept "
      "for a retry of the same request; older keys are deleted."},
+    {"api.refusal_interval", K_DURATION, "60s", 1000, MS_HOUR, OFF(api.refusal_interval_ms), NULL,
+     "REST requests refused for their token (401) or by a rate limit (429) are audited as one "
+     "row per client address (and user, once known), status and interval, with their count; "
+     "the first of each is logged."},
     {"xds.max_connection_age", K_DURATION, "30m", 0, MS_DAY, OFF(xds.max_connection_age_ms), NULL,
      "A gRPC connection older than this (+-10% jitter) gets GOAWAY, so its proxy reconnects "
      "and streams spread over the replicas again; 0 never."},

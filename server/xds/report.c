@@ -148,7 +148,7 @@ void xds_report_status(xds_server *s, grpc_call *call, grpc_byte_buffer *payload
     xds_cred_free(cred);
 
     if (denied) {
-        /* counted and logged as a refusal for credentials (denials.h) */
+        /* counted and logged as a refusal for credentials (server/denials.h) */
     } else if (reject >= 0) {
         xds_metrics_inc(s->metrics.report_rejections, xds_reject_name((xds_reject)reject));
         sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT,

@@ -32,6 +32,7 @@
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/utf8.h"
 #include "server/certs.h"
 #include "server/changes.h"
 #include "server/server.h"
@@ -202,7 +203,7 @@ static void sweep(xds_server *s)
 {
     int64_t send_to = s->cfg->xds.send_timeout_ms, ack_to = s->cfg->xds.ack_timeout_ms;
     int64_t now = sx_monotonic_ms();
-    xds_denials_flush(s->denials, now, false);
+    denials_flush(s->denials, now, false);
     int64_t touch_every = s->cfg->fleet.stale_after_ms / 4;
     bool touch = s->o.nodes != NULL && touch_every > 0 && now - s->last_touch_ms >= touch_every;
     if (touch)
@@ -286,8 +287,8 @@ int xds_server_create(const xds_server_options *opt, xds_server **out, sx_err *e
         return rc;
     xds_server *s = sx_calloc(1, sizeof(*s));
     s->ident = ident;
-    s->denials =
-        xds_denials_create(opt->config->xds.auth_failure_interval_ms, opt->audit, opt->audit_ctx);
+    s->denials = denials_create(opt->config->xds.auth_failure_interval_ms, "nodes", opt->audit,
+                                opt->audit_ctx);
     s->o = *opt;
     s->cfg = opt->config;
     xds_metrics_init(&s->metrics, opt->metrics);
@@ -598,7 +599,7 @@ static void xds_stop(void *ctx)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     teardown_grpc(s);
-    xds_denials_flush(s->denials, sx_monotonic_ms(), true);
+    denials_flush(s->denials, sx_monotonic_ms(), true);
     sx_log_fields(SX_LOG_INFO, XDS_LOG_COMPONENT, json_pack("{s:I}", "streams", (json_int_t)n),
                   "xds server stopped");
 }
@@ -622,7 +623,7 @@ void xds_server_destroy(xds_server *s)
     pthread_mutex_destroy(&s->pins_mu);
     xds_streams_destroy(s->streams);
     xds_names_destroy(s->names);
-    xds_denials_destroy(s->denials);
+    denials_destroy(s->denials);
     xds_ident_destroy(s->ident);
     sx_free(s->control_plane_id);
     sx_free(s->listen);
@@ -631,13 +632,46 @@ void xds_server_destroy(xds_server *s)
     sx_free(s);
 }
 
+/* At most max bytes of what a client sent, valid UTF-8, for the log. Caller frees. */
+static char *client_text(const char *s, size_t max)
+{
+    char *cut = sx_strndup(s, max);
+    char *out = sx_utf8_sanitize(cut);
+    sx_free(cut);
+    return out;
+}
+
 void xds_auth_refused(xds_server *s, const xds_cred *cred, xds_auth_fail failure,
                       const char *node_id, const char *protocol, const char *msg)
 {
     const char *reason = xds_auth_fail_name(failure);
     xds_metrics_inc(s->metrics.auth_failures, reason);
-    xds_denials_note(s->denials, xds_cred_source(cred), xds_cred_who(cred), reason, node_id,
-                     protocol, msg, sx_monotonic_ms());
+    const char *source = xds_cred_source(cred), *who = xds_cred_who(cred);
+    denial in = {.action = "proxy.connect",
+                 .resource_type = "proxy",
+                 .status_code = 403,
+                 .source = source,
+                 .client = who,
+                 .reason = reason,
+                 .target = node_id};
+    if (!denials_note(s->denials, &in, sx_monotonic_ms()))
+        return;
+    /* The first of its address's interval is logged; the rest are counted. What the
+     * client sent is cut and made valid UTF-8 first. */
+    char *node = client_text(node_id ? node_id : "", 256);
+    char *client = client_text(who ? who : "", 256);
+    char *said = client_text(msg ? msg : "", 1024);
+    const char *src = source ? source : "";
+    sx_log_fields(SX_LOG_WARN, "xds",
+                  json_pack("{s:s,s:s,s:s,s:s,s:s}", "source", src, "reason", reason, "node", node,
+                            "client", client, "protocol", protocol ? protocol : ""),
+                  "refused an xds client from %s: %s (its further refusals in the next %llds "
+                  "are counted, not logged)",
+                  src[0] ? src : "an unknown address", said,
+                  (long long)(s->cfg->xds.auth_failure_interval_ms / 1000));
+    sx_free(node);
+    sx_free(client);
+    sx_free(said);
 }
 
 /* The audit rows of refused clients, through the write side of the domain. */

@@ -11,7 +11,7 @@
  *
  * Clients are authenticated as xds.auth says (identity.h): a stream whose first request
  * names a node id its credentials do not cover, or a status report about one, is refused
- * with PERMISSION_DENIED, counted, and logged and audited in aggregate (denials.h).
+ * with PERMISSION_DENIED, counted, and logged and audited in aggregate (server/denials.h).
  *
  * Each stream is one call object with an explicit state machine (call.c), its
  * protocol state (sotw.h, delta.h, control.h) and at most one send in flight. New
@@ -53,7 +53,7 @@ typedef struct xds_server_options {
     void *known_node_ctx;
     /* borrowed; NULL: rollout pins are not loaded (every node follows its group) */
     pg_pool *pool;
-    /* Writes the audit rows of refused clients (denials.h); NULL: not audited. */
+    /* Writes the audit rows of refused clients (server/denials.h); NULL: not audited. */
     int (*audit)(void *ctx, const audit_new *row, sx_err *err);
     void *audit_ctx;
 

@@ -21,7 +21,7 @@
 
 #include "server/base/log.h"
 #include "server/config.h"
-#include "server/xds/denials.h"
+#include "server/denials.h"
 #include "server/xds/identity.h"
 #include "server/xds/metrics.h"
 #include "server/xds/names.h"
@@ -65,7 +65,7 @@ struct xds_server {
     char *control_plane_id;  /* ControlPlane.identifier in responses */
     char *listen;            /* grpc.listen as configured */
     xds_ident *ident;        /* xds.auth: who may speak for which node ids */
-    xds_denials *denials;    /* refusals for credentials: logged and audited in aggregate */
+    denials *denials;        /* refusals for credentials: logged and audited in aggregate */
 
     grpc_server *server;
     grpc_completion_queue **cqs; /* ncqs queues; calls are spread over them */
@@ -100,7 +100,7 @@ struct xds_server {
 
 /* Records a client refused for its credentials (reason failure) and ends nothing:
  * counts sextant_xds_auth_failures_total{reason}, and logs and audits it in aggregate
- * (denials.h). */
+ * (server/denials.h). */
 void xds_auth_refused(struct xds_server *s, const xds_cred *cred, xds_auth_fail failure,
                       const char *node_id, const char *protocol, const char *msg);
 

@@ -27,6 +27,7 @@ SEXTANT_DEBS=(
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
     systemd # systemd-analyze, which checks deploy/systemd/sextant.service
     clang libclang-rt-14-dev # the clang builds (tests/build_matrix.sh) and libFuzzer (tests/fuzz)
+    valgrind # memcheck over a conformance run (tests/conformance/test_valgrind_memcheck.sh)
 )
 
 # deps_install PKG...: installs the packages that are not installed yet (all of

@@ -5,9 +5,11 @@
 # `sextant token` mints an HS256 token that GET /api/v1/whoami accepts; missing,
 # expired, badly signed and unsigned tokens (made here with openssl) get 401 with the
 # reason in the error shape; a role the RBAC policy file does not grant gets 403; a user
-# past the read burst gets 429 with Retry-After; every refusal is one audit_log row
-# (checked by request id with psql) and is counted in /metrics; /healthz, /readyz and
-# /metrics need no token. Then the daemon restarts with auth.enabled=false (answers
+# past the read burst gets 429 with Retry-After; every 403 is one audit_log row
+# (checked by request id with psql), 401s and 429s are audited in aggregate (one row per
+# address or user and status per api.refusal_interval, written at the latest when the
+# daemon stops, its count adding up to every refusal however many were sent), and every
+# refusal is counted in /metrics; /healthz, /readyz and /metrics need no token. Then the daemon restarts with auth.enabled=false (answers
 # without a token and warns) and with no key at all (warns, refuses everything).
 set -u
 
@@ -22,6 +24,8 @@ export SEXTANT_AUTH_ISSUER="https://sextant.test"
 export SEXTANT_AUTH_AUDIENCE="sextant-api"
 export SEXTANT_RATELIMIT_READ_BURST=5
 export SEXTANT_RATELIMIT_READ_RATE=1
+# One interval for the whole run: the aggregate rows are written when the daemon stops.
+export SEXTANT_API_REFUSAL_INTERVAL=1h
 # viewer may read configs only, so whoami (auth.read) is refused to it; operator reads
 # everything; admin does everything.
 rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'viewer configs=read'
@@ -44,8 +48,9 @@ claims() { # claims SUB ROLE EXP
 }
 
 # denied ID STATUS REASON ACTOR ROLE: the request with X-Request-Id ID got STATUS with
-# the reason in the error shape, and wrote exactly one matching audit_log row, which keeps
-# ID as details.client_request_id beside the server's own request id (the one answered).
+# the reason in the error shape; a 403 wrote exactly one matching audit_log row, which
+# keeps ID as details.client_request_id beside the server's own request id (the one
+# answered), a 401 or 429 no row of its own (they are counted in aggregate rows).
 denied() {
     local id=$1 status=$2 reason=$3 actor=$4 role=$5 code
     case $status in
@@ -59,6 +64,10 @@ denied() {
     local rid
     rid=$(grep -i '^X-Request-Id:' "$WORK/headers" | tr -d '\r' | awk '{print $2}')
     check "$id: the answered X-Request-Id is the server's ($rid)" grep -Eqx '[0-9a-f]{32}' <<<"$rid"
+    if [ "$status" != 403 ]; then
+        check "$id: no audit row of its own" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = '$rid'")" = 0 ]
+        return
+    fi
     check "$id: one audit_log row" [ "$(sql "SELECT count(*) FROM audit_log WHERE request_id = '$rid' AND details->>'client_request_id' = '$id'")" = 1 ]
     check "$id: audit row says who, what, denied, $status" [ "$(sql "SELECT actor || '|' || actor_role || '|' || action || '|' || resource_type || '|' || result || '|' || status_code || '|' || host(source_ip) FROM audit_log WHERE request_id = '$rid'")" = "$actor|$role|auth.read|auth|denied|$status|127.0.0.1" ]
 }
@@ -172,19 +181,52 @@ check "no more passed than the burst and the refill allow ($ok <= 5 + 1/s x ${el
 check "429 carries Retry-After" grep -qi '^Retry-After: [1-9]' "$WORK/headers.429"
 cp "$WORK/body.429" "$WORK/body"
 denied "rate-$first429" 429 "too many read requests" burst@example.com operator
-check "each 429 wrote one audit row" [ "$(sql "SELECT count(*) FROM audit_log WHERE actor = 'burst@example.com' AND status_code = 429 AND result = 'denied'")" = "$limited" ]
+# The same user goes on: a flood of 429s (a few may pass as the bucket refills).
+curl -s -o /dev/null -w '%{http_code}\n' --max-time 60 -H "Authorization: Bearer $BURST" \
+    "http://127.0.0.1:$HTTP_PORT/api/v1/whoami?n=[1-100]" >"$WORK/burst.codes"
+limited=$((limited + $(grep -c '^429$' "$WORK/burst.codes")))
+check "the user's flood is refused (${limited} 429s)" [ "$limited" -gt 50 ]
 check "another user is not limited by it" [ "$(http GET /api/v1/whoami -H "Authorization: Bearer $OPERATOR")" = 200 ]
 
+# ------------------------------------------------------------------ a flood without a token
+# 300 requests without a token from one address: 401s while the address's
+# failed-authentication bucket lasts, then 429s.
+curl -s -o /dev/null -w '%{http_code}\n' --max-time 120 \
+    "http://127.0.0.1:$HTTP_PORT/api/v1/configs?n=[1-300]" >"$WORK/flood.codes"
+flood401=$(grep -c '^401$' "$WORK/flood.codes")
+flood429=$(grep -c '^429$' "$WORK/flood.codes")
+check "the flood is all refused ($flood401 401s, $flood429 429s)" [ $((flood401 + flood429)) = 300 ]
+check "the flood turns into 429s" [ "$flood429" -gt 0 ]
+
 # ------------------------------------------------------------------ metrics and totals
-check "401s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="401"}')" = 6 ]
-check "403s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="403"}')" = "$(sql "SELECT count(*) FROM audit_log WHERE status_code = 403")" ]
-check "429s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="429"}')" = "$limited" ]
+n401=$((6 + flood401))
+n403=$(sql "SELECT count(*) FROM audit_log WHERE status_code = 403")
+check "401s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="401"}')" = "$n401" ]
+check "403s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="403"}')" = "$n403" ]
+check "429s are counted" [ "$(metric 'sextant_api_requests_denied_total{status="429"}')" = "$((limited + flood429))" ]
 check "rate-limited reads are counted" [ "$(metric 'sextant_api_rate_limited_total{kind="read"}')" = "$limited" ]
-check "every refusal wrote exactly one row" [ "$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied'")" = "$((6 + $(metric 'sextant_api_requests_denied_total{status="403"}') + limited))" ]
 check "successful reads wrote no denial rows" [ "$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied' AND actor = 'alice@example.com'")" = 0 ]
+check "401s and 429s wrote no row yet (their interval is open)" [ "$(sql "SELECT count(*) FROM audit_log WHERE status_code IN (401, 429)")" = 0 ]
 check "the log names the auth settings" grep -q '"msg":"API authentication enabled"' "$WORK/serve.log"
 check "no secret in the log" bash -c "! grep -q '$SECRET' '$WORK/serve.log'"
+check "the flood is logged once per address and status, not per request" \
+    [ "$(grep -c '"msg":"refused GET /api/v1/configs' "$WORK/serve.log")" -le 2 ]
 serve_stop
+
+# ------------------------------------------------------------------ the aggregate rows
+# Written when the daemon stops: one row per address and status, one per limited user,
+# however many requests; their counts add up to every refusal.
+agg() { sql "SELECT count(*) || '|' || coalesce(sum((details->>'count')::int), 0) FROM audit_log WHERE result = 'denied' AND $1"; }
+check "401s: one row from 127.0.0.1 counting all $n401" \
+    [ "$(agg "action = 'api.authenticate' AND status_code = 401 AND actor = 'anonymous' AND host(source_ip) = '127.0.0.1'")" = "1|$n401" ]
+check "401s: counted per reason" [ "$(sql "SELECT (details->'reasons'->>'missing bearer token') || '|' || (details->'reasons'->>'token expired') || '|' || (details->'reasons'->>'bad signature') FROM audit_log WHERE action = 'api.authenticate' AND status_code = 401")" = "$((1 + flood401))|1|1" ]
+check "401s: the routes asked for" [ "$(sql "SELECT details->'routes' FROM audit_log WHERE action = 'api.authenticate' AND status_code = 401")" = '["GET /api/v1/whoami", "GET /api/v1/configs"]' ]
+check "failed-authentication 429s: one row counting all $flood429" \
+    [ "$(agg "action = 'api.authenticate' AND status_code = 429 AND actor = 'anonymous' AND host(source_ip) = '127.0.0.1'")" = "1|$flood429" ]
+check "the user's 429s: one row counting all $limited" \
+    [ "$(agg "action = 'api.request' AND status_code = 429 AND actor = 'burst@example.com' AND actor_role = 'operator' AND resource_id = 'GET /api/v1/whoami'")" = "1|$limited" ]
+check "no other refusal rows: $((n401 + flood429 + limited + n403)) refusals in $((n403 + 3)) rows" \
+    [ "$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied'")" = "$((n403 + 3))" ]
 
 # ------------------------------------------------------------------ auth.enabled=false
 SEXTANT_AUTH_ENABLED=false serve_start
