@@ -91,8 +91,13 @@ int auth_mint(const sextant_config *cfg, const char *user, const char *role, int
     if (user == NULL || *user == '\0' || strlen(user) > MAX_USER_LEN)
         return sx_err_set(err, SX_EINVAL, "the user must be 1 to %d bytes", MAX_USER_LEN);
     const char *problem = sx_jwt_subject_problem(user, MAX_USER_LEN);
-    if (problem != NULL) /* "token subject ..." as "the user ...": it is not a token yet */
-        return sx_err_set(err, SX_EINVAL, "the user %s", problem + strlen("token subject "));
+    if (problem != NULL) {
+        /* "token subject is reserved" as "the user is reserved": it is not a token yet. */
+        static const char prefix[] = "token subject ";
+        if (strncmp(problem, prefix, sizeof(prefix) - 1) == 0)
+            return sx_err_set(err, SX_EINVAL, "the user %s", problem + sizeof(prefix) - 1);
+        return sx_err_set(err, SX_EINVAL, "%s", problem);
+    }
     if (role == NULL || *role == '\0' || strlen(role) > MAX_ROLE_LEN)
         return sx_err_set(err, SX_EINVAL, "the role must be 1 to %d bytes", MAX_ROLE_LEN);
     sx_jwt_signer s = {

@@ -72,7 +72,7 @@ int auth_verify_token(const auth_verifier *v, const char *token, int64_t now, sx
                       auth_identity *out, sx_err *err) SX_MUSTCHECK;
 
 /*
- * Mints a token for user with role, valid from now for ttl_seconds (1 .. one year), with
+ * Mints a token for user with role, valid from now for ttl_seconds (1 .. max lifetime), with
  * "iss"/"aud" from cfg when set, "iat", "exp" and a random "jti". Signs with RS256 when
  * auth.rs256_private_key_file is set, else with HS256 and auth.hs256_secret. Returns 0
  * and *token (caller frees with sx_free), or SX_EINVAL (bad user, role or ttl; no
