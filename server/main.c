@@ -86,7 +86,7 @@ static void usage_main(FILE *out)
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
                  "  token     Mint a JWT for the REST API, or for proxies (--node-pattern),\n"
-                 "            with the configured signing key.\n"
+                 "            with the configured signing key; `token revoke` revokes tokens.\n"
                  "  rotate-secrets  Reseal every stored private key with the active key.\n"
                  "  audit     Verify the audit log's hash chains, or archive old months of it.\n"
                  "  version   Print the version, then exit.\n"
