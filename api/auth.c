@@ -30,7 +30,14 @@ auth_verifier *auth_verifier_create(const sextant_config *cfg)
     v->keys.issuer = cfg->auth.issuer;
     v->keys.audience = cfg->auth.audience;
     v->keys.skew_s = cfg->auth.clock_skew_ms / 1000;
+    v->keys.max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000;
     return v;
+}
+
+void auth_verifier_set_revoked(auth_verifier *v, sx_jwt_revoked_fn revoked, void *ctx)
+{
+    v->keys.revoked = revoked;
+    v->keys.revoked_ctx = ctx;
 }
 
 void auth_verifier_destroy(auth_verifier *v)
@@ -51,9 +58,10 @@ int auth_verify_token(const auth_verifier *v, const char *token, int64_t now, sx
     int rc = sx_jwt_verify(&v->keys, token, now, a, &claims, err);
     if (rc != 0)
         return rc;
-    const char *sub = sx_jwt_text_claim(claims, "sub", MAX_USER_LEN);
-    if (sub == NULL)
-        return sx_err_set(err, SX_EUNAUTH, "token has no subject");
+    const char *sub = json_string_value(json_object_get(claims, "sub"));
+    const char *problem = sx_jwt_subject_problem(sub, MAX_USER_LEN);
+    if (problem != NULL)
+        return sx_err_set(err, SX_EUNAUTH, "%s", problem);
     const char *role = sx_jwt_text_claim(claims, "role", MAX_ROLE_LEN);
     if (role == NULL)
         return sx_err_set(err, SX_EUNAUTH, "token has no role");
@@ -82,9 +90,14 @@ int auth_mint(const sextant_config *cfg, const char *user, const char *role, int
     *token = NULL;
     if (user == NULL || *user == '\0' || strlen(user) > MAX_USER_LEN)
         return sx_err_set(err, SX_EINVAL, "the user must be 1 to %d bytes", MAX_USER_LEN);
-    for (const unsigned char *p = (const unsigned char *)user; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            return sx_err_set(err, SX_EINVAL, "the user must not contain control characters");
+    const char *problem = sx_jwt_subject_problem(user, MAX_USER_LEN);
+    if (problem != NULL) {
+        /* "token subject is reserved" as "the user is reserved": it is not a token yet. */
+        static const char prefix[] = "token subject ";
+        if (strncmp(problem, prefix, sizeof(prefix) - 1) == 0)
+            return sx_err_set(err, SX_EINVAL, "the user %s", problem + sizeof(prefix) - 1);
+        return sx_err_set(err, SX_EINVAL, "%s", problem);
+    }
     if (role == NULL || *role == '\0' || strlen(role) > MAX_ROLE_LEN)
         return sx_err_set(err, SX_EINVAL, "the role must be 1 to %d bytes", MAX_ROLE_LEN);
     sx_jwt_signer s = {
@@ -92,6 +105,7 @@ int auth_mint(const sextant_config *cfg, const char *user, const char *role, int
         .hs256_secret = cfg->auth.hs256_secret,
         .issuer = cfg->auth.issuer,
         .audience = cfg->auth.audience,
+        .max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000,
     };
     json_t *claims = json_pack("{s:s,s:s}", "sub", user, "role", role);
     int rc = sx_jwt_sign(&s, claims, ttl_seconds, token, err);

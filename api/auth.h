@@ -16,7 +16,11 @@
  * "unsigned tokens are not accepted", "token algorithm X is not accepted",
  * "bad signature", "token expired", "token not yet valid", "token has no expiry",
  * "wrong issuer", "wrong audience", "token has no subject", "token has no role",
- * "no token verification key is configured".
+ * "no token verification key is configured", and those of the strict token policy:
+ * "token lifetime exceeds the maximum" (auth.max_token_lifetime), "token issued in the
+ * future", "unsupported critical header", "token subject is reserved" ("anonymous",
+ * "kubernetes", "system:..."), "token subject contains control characters" (or
+ * bidirectional control characters, or is not valid UTF-8), "token revoked".
  */
 #ifndef SX_API_AUTH_H
 #define SX_API_AUTH_H
@@ -26,6 +30,7 @@
 
 #include "server/base/arena.h"
 #include "server/base/err.h"
+#include "server/base/jwt.h"
 #include "server/config.h"
 
 /* Longest token accepted (bytes); longer ones are malformed. */
@@ -49,6 +54,10 @@ auth_verifier *auth_verifier_create(const sextant_config *cfg);
 /* NULL allowed. */
 void auth_verifier_destroy(auth_verifier *v);
 
+/* Makes the verifier ask revoked (thread-safe; ctx borrowed, outliving the verifier)
+ * about every token that passes the other checks; call before any verification. */
+void auth_verifier_set_revoked(auth_verifier *v, sx_jwt_revoked_fn revoked, void *ctx);
+
 /* True when at least one verification key (HS256 secret, RS256 public key) is set. */
 bool auth_has_keys(const auth_verifier *v);
 
@@ -63,7 +72,7 @@ int auth_verify_token(const auth_verifier *v, const char *token, int64_t now, sx
                       auth_identity *out, sx_err *err) SX_MUSTCHECK;
 
 /*
- * Mints a token for user with role, valid from now for ttl_seconds (1 .. one year), with
+ * Mints a token for user with role, valid from now for ttl_seconds (1 .. max lifetime), with
  * "iss"/"aud" from cfg when set, "iat", "exp" and a random "jti". Signs with RS256 when
  * auth.rs256_private_key_file is set, else with HS256 and auth.hs256_secret. Returns 0
  * and *token (caller frees with sx_free), or SX_EINVAL (bad user, role or ttl; no

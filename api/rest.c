@@ -52,6 +52,7 @@
 #include "server/base/mem.h"
 #include "server/changes.h"
 #include "server/denials.h"
+#include "server/revocations.h"
 #include "server/secrets.h"
 #include "server/server.h"
 #include "storage/repo_audit.h"
@@ -190,6 +191,8 @@ int rest_create(struct sx_server *srv, rest_api **out, sx_err *err)
     api->srv = srv;
     api->auth_enabled = cfg->auth.enabled;
     api->auth = auth_verifier_create(cfg);
+    if (srv->revocations)
+        auth_verifier_set_revoked(api->auth, revocations_check, srv->revocations);
     api->policy = pol;
     ratelimit_options ro = {.read_rate = cfg->ratelimit.read_rate,
                             .read_burst = cfg->ratelimit.read_burst,

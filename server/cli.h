@@ -38,12 +38,13 @@ typedef struct cli_opts {
     const char *user; /* --user U */
     const char *role; /* --role R */
     const char *ttl;  /* --ttl DURATION */
+    const char *jti;  /* token revoke: --jti ID (--user and --before also apply) */
     /* token for proxies: --node-pattern P, repeatable (and --group G, above) */
     const char *node_patterns[CLI_MAX_GROUPS];
     size_t node_pattern_count;
     /* audit */
-    const char *action; /* verify or archive (the first argument) */
-    const char *before; /* --before DATE */
+    const char *action; /* verify or archive (the first argument); token: revoke */
+    const char *before; /* --before DATE (token revoke: TIME) */
     const char *output; /* --output FILE */
 } cli_opts;
 

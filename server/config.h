@@ -55,6 +55,7 @@
  *   auth.issuer                    string    (none)             required "iss" when set
  *   auth.audience                  string    (none)             required "aud" when set
  *   auth.clock_skew                duration  60s                0..1h leeway on exp and nbf
+ *   auth.max_token_lifetime        duration  24h                1s..366d; exp - iat at most
  *   auth.policy_file               file      (none)             YAML RBAC policy; none: built-in
  *   auth.dev_sign_in               boolean   false              true/false, yes/no, on/off, 1/0
  *   secrets.key_file               file      (none)             keyring sealing private keys at
@@ -244,6 +245,8 @@ typedef struct sextant_config {
         int64_t clock_skew_ms;        /* leeway on exp and nbf */
         char *policy_file;            /* NULL: the built-in RBAC policy (api/policy.h) */
         bool dev_sign_in;             /* local development only: sign in without a token */
+        /* The longest exp - iat (exp - now without iat) of an accepted token. */
+        int64_t max_token_lifetime_ms;
     } auth;
     /* Private keys in configs at rest (server/secrets.h). */
     struct {

@@ -144,6 +144,10 @@ const key_def config_keys[] = {
      "tokens."},
     {"auth.clock_skew", K_DURATION, "60s", 0, MS_HOUR, OFF(auth.clock_skew_ms), NULL,
      "Leeway when checking a token's exp and nbf against this server's clock."},
+    {"auth.max_token_lifetime", K_DURATION, "24h", 1000, 366 * MS_DAY,
+     OFF(auth.max_token_lifetime_ms), NULL,
+     "Longest lifetime of an accepted token (REST and xDS): exp - iat, or exp - now when it "
+     "has no iat. `sextant token` mints no longer ones."},
     {"auth.policy_file", K_FILE, NULL, 0, 0, OFF(auth.policy_file), "none, built-in policy",
      "YAML RBAC policy mapping roles to resources and actions (see README, Authentication)."},
     {"auth.dev_sign_in", K_BOOL, "false", 0, 0, OFF(auth.dev_sign_in), NULL,

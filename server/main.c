@@ -40,6 +40,7 @@
 #include "server/cli.h"
 #include "server/cli_audit.h"
 #include "server/cli_migrate.h"
+#include "server/cli_revoke.h"
 #include "server/cli_secrets.h"
 #include "server/cli_write.h"
 #include "server/config.h"
@@ -51,6 +52,7 @@
 #include "server/leader.h"
 #include "server/nodes/status.h"
 #include "server/replicas.h"
+#include "server/revocations.h"
 #include "server/rollout/driver.h"
 #include "server/secrets.h"
 #include "server/server.h"
@@ -84,7 +86,7 @@ static void usage_main(FILE *out)
                  "  import    Validate a configuration file and apply it to proxy groups.\n"
                  "  publish   Validate a whole snapshot and publish it to one proxy group.\n"
                  "  token     Mint a JWT for the REST API, or for proxies (--node-pattern),\n"
-                 "            with the configured signing key.\n"
+                 "            with the configured signing key; `token revoke` revokes tokens.\n"
                  "  rotate-secrets  Reseal every stored private key with the active key.\n"
                  "  audit     Verify the audit log's hash chains, or archive old months of it.\n"
                  "  version   Print the version, then exit.\n"
@@ -127,6 +129,7 @@ static void usage_token(FILE *out)
     fprintf(out, "Usage: sextant token --user USER --role ROLE [--ttl DURATION] [--config FILE]\n"
                  "       sextant token --node-pattern P... [--group G...] [--user SUBJECT]\n"
                  "                     [--ttl DURATION] [--config FILE]\n"
+                 "       sextant token revoke --jti ID | --user NAME [--before TIME]\n"
                  "\n"
                  "Mints a JWT bearer token for the REST API and prints it on standard output,\n"
                  "for bootstrap and automation: send it as \"Authorization: Bearer TOKEN\".\n"
@@ -146,12 +149,15 @@ static void usage_token(FILE *out)
                  "                        log. Required for a REST API token.\n"
                  "  -r, --role ROLE       admin, operator or viewer, or any role defined by\n"
                  "                        auth.policy_file. Required for a REST API token.\n"
-                 "  -t, --ttl DURATION    Lifetime, such as 15m, 1h or 720h (default 1h, at\n"
-                 "                        most 366 days).\n"
+                 "  -t, --ttl DURATION    Lifetime, such as 15m, 1h or 12h (default 1h, at\n"
+                 "                        most auth.max_token_lifetime, 24h by default).\n"
                  "  -p, --node-pattern P  A node id pattern of a proxy token; repeatable.\n"
                  "  -g, --group G         A proxy group pattern of a proxy token; repeatable.\n"
                  "  -c, --config FILE     YAML configuration file; the auth.* keys are used.\n"
                  "  -h, --help            Print this help.\n"
+                 "\n"
+                 "`sextant token revoke` revokes tokens on every replica (see\n"
+                 "`sextant token revoke --help`).\n"
                  "\n"
                  "Exit status: 0 when a token was printed; 1 on a bad configuration, an unknown\n"
                  "role or no signing key; 2 on a usage error.\n");
@@ -185,7 +191,8 @@ static const struct cli_option {
     {"token", "-r", "--role", offsetof(cli_opts, role)},
     {"token", "-t", "--ttl", offsetof(cli_opts, ttl)},
     {"token", "-p", "--node-pattern", offsetof(cli_opts, node_patterns)},
-    {"audit", "-b", "--before", offsetof(cli_opts, before)},
+    {"audit token", "-b", "--before", offsetof(cli_opts, before)},
+    {"token", NULL, "--jti", offsetof(cli_opts, jti)},
     {"audit", "-o", "--output", offsetof(cli_opts, output)},
 };
 
@@ -238,7 +245,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, cli_opt
         } else if (strcmp(cmd, "publish") == 0 && a[0] != '-' && o->file == NULL) {
             o->file = a;
             continue;
-        } else if (strcmp(cmd, "audit") == 0 && a[0] != '-' && o->action == NULL) {
+        } else if ((strcmp(cmd, "audit") == 0 || strcmp(cmd, "token") == 0) && a[0] != '-' &&
+                   o->action == NULL) {
             o->action = a;
             continue;
         } else {
@@ -329,6 +337,14 @@ static int mint_proxy_token(const cli_opts *o, const sextant_config *cfg, int64_
 
 static int cmd_token(const cli_opts *o)
 {
+    if (o->action && strcmp(o->action, "revoke") == 0)
+        return cli_revoke(o);
+    if (o->action || o->jti || o->before) {
+        fprintf(stderr, "sextant: token: %s\n",
+                o->action ? "the only subcommand is revoke"
+                          : "--jti and --before are options of `sextant token revoke`");
+        return CLI_EXIT_USAGE;
+    }
     bool proxy = o->node_pattern_count > 0;
     if (proxy && o->role) {
         fprintf(stderr, "sextant: token: --role is for REST API tokens; a proxy token "
@@ -623,6 +639,7 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
                            err)) != 0 ||
         (rc = sup_register(sup, "listener", &listener_sup_ops, srv->listener, err)) != 0 ||
         (rc = create_snapshots(srv, err)) != 0 ||
+        (rc = revocations_create(srv->db, srv->loader, &srv->revocations, err)) != 0 ||
         (rc = sup_register(sup, "snapshots", &sup_thread_ops, snap_loader_component(srv->loader),
                            err)) != 0 ||
         (rc = sup_register(sup, "freshness", &freshness_sup_ops, srv->loader, err)) != 0 ||
@@ -681,6 +698,8 @@ static void free_daemon(struct sx_server *srv)
     srv->events = NULL;
     snap_loader_destroy(srv->loader);
     srv->loader = NULL;
+    revocations_destroy(srv->revocations);
+    srv->revocations = NULL;
     snap_store_destroy(srv->snapshots);
     srv->snapshots = NULL;
     snap_repo_destroy(srv->snap_repo);
@@ -873,7 +892,10 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (o.help) {
-        c->help(stdout);
+        if (o.action && strcmp(o.action, "revoke") == 0 && strcmp(cmd, "token") == 0)
+            cli_revoke_usage(stdout);
+        else
+            c->help(stdout);
         return 0;
     }
     return c->run(&o);

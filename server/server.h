@@ -31,6 +31,7 @@ struct datastore;
 struct snap_repo;
 struct snap_store;
 struct snap_loader;
+struct revocations;
 struct node_status_queue;
 struct events_feed;
 struct fleet_monitor;
@@ -94,6 +95,9 @@ struct sx_server {
      * start-up, on NOTIFY and after a resync, and runs the rollout pins' reloads, all off
      * the LISTEN thread (server/snapshot/loader.h). */
     struct snap_loader *loader;
+    /* The revoked bearer tokens every token verification asks (REST and xDS), reloaded
+     * through the loader on NOTIFY (server/revocations.h). */
+    struct revocations *revocations;
     /* Node events from the xDS streams, written to proxy_nodes / node_status in debounced
      * batches (server/nodes/status.h). */
     struct node_status_queue *nodes;

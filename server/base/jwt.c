@@ -8,6 +8,11 @@
  * configured ones, and only then does jwt_decode run with the key of that algorithm;
  * afterwards the algorithm libjwt used is checked once more. libjwt 1.10 validates no
  * claims, so exp/nbf/iss/aud are checked here on the payload that was just verified.
+ *
+ * The lifetime rule bounds what a leaked token is worth: without it a token valid until
+ * year 9999 would be accepted. It is measured from "iat" when the token has one (a
+ * token cannot claim to have been issued in the future), else from now, so a token
+ * without "iat" is accepted only while its remaining life is within the maximum.
  */
 #include "server/base/jwt.h"
 
@@ -98,6 +103,67 @@ const char *sx_jwt_text_claim(const json_t *claims, const char *name, size_t max
     return s;
 }
 
+/* Decodes the UTF-8 sequence at *p into *cp and advances *p; false when it is not
+ * well-formed (overlong, surrogate, beyond U+10FFFF, truncated). */
+static bool next_code_point(const unsigned char **p, uint32_t *cp)
+{
+    const unsigned char *s = *p;
+    uint32_t c = s[0];
+    int n;
+    uint32_t min;
+    if (c < 0x80) {
+        *cp = c;
+        *p = s + 1;
+        return true;
+    } else if ((c & 0xe0) == 0xc0) {
+        n = 1, min = 0x80, c &= 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 2, min = 0x800, c &= 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 3, min = 0x10000, c &= 0x07;
+    } else {
+        return false;
+    }
+    for (int i = 1; i <= n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return false;
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return false;
+    *cp = c;
+    *p = s + n + 1;
+    return true;
+}
+
+/* Characters that change how the text around them is displayed or broken into lines:
+ * the bidirectional controls (Unicode UAX #9) and the line and paragraph separators. */
+static bool is_bidi_or_separator(uint32_t c)
+{
+    return c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+           (c >= 0x2066 && c <= 0x2069) || c == 0x2028 || c == 0x2029;
+}
+
+const char *sx_jwt_subject_problem(const char *sub, size_t max)
+{
+    if (sub == NULL || *sub == '\0' || strlen(sub) > max)
+        return "token has no subject";
+    for (const unsigned char *p = (const unsigned char *)sub; *p;) {
+        uint32_t c;
+        if (!next_code_point(&p, &c))
+            return "token subject is not valid UTF-8";
+        if (c < 0x20 || (c >= 0x7f && c <= 0x9f))
+            return "token subject contains control characters";
+        if (is_bidi_or_separator(c))
+            return "token subject contains bidirectional control characters";
+    }
+    /* The actors the server writes into the audit log itself. */
+    if (strcmp(sub, "anonymous") == 0 || strcmp(sub, "kubernetes") == 0 ||
+        strncmp(sub, "system:", 7) == 0)
+        return "token subject is reserved";
+    return NULL;
+}
+
 static bool audience_matches(const json_t *aud, const char *want)
 {
     if (json_is_string(aud))
@@ -167,6 +233,9 @@ int sx_jwt_verify(const sx_jwt_keys *k, const char *token, int64_t now, sx_arena
         return refuse(err, "token algorithm is not accepted"); /* not echoed: junk */
     if (!signature_ok(k, token, want))
         return refuse(err, "bad signature");
+    /* RFC 7515 §4.1.11: extensions named in "crit" must be understood, and none are. */
+    if (json_object_get(header, "crit") != NULL)
+        return refuse(err, "unsupported critical header");
 
     int64_t exp, nbf;
     if (!time_claim(claims, "exp", &exp))
@@ -186,6 +255,26 @@ int sx_jwt_verify(const sx_jwt_keys *k, const char *token, int64_t now, sx_arena
     }
     if (k->audience && !audience_matches(json_object_get(claims, "aud"), k->audience))
         return refuse(err, "wrong audience");
+    int64_t iat = -1;
+    if (json_object_get(claims, "iat") != NULL) {
+        if (!time_claim(claims, "iat", &iat) || iat < 0)
+            return refuse(err, "malformed token");
+        if (iat > now + k->skew_s)
+            return refuse(err, "token issued in the future");
+    }
+    if (k->max_lifetime_s > 0) {
+        /* Without "iat" the remaining life counts, with the leeway a clock may be off. */
+        int64_t from = iat >= 0 ? iat : now;
+        int64_t allowed = k->max_lifetime_s + (iat >= 0 ? 0 : k->skew_s);
+        if (exp - from > allowed)
+            return refuse(err, "token lifetime exceeds the maximum");
+    }
+    if (k->revoked) {
+        const char *jti = json_string_value(json_object_get(claims, "jti"));
+        const char *sub = json_string_value(json_object_get(claims, "sub"));
+        if (k->revoked(k->revoked_ctx, jti, sub, iat))
+            return refuse(err, "token revoked");
+    }
     *claims_out = claims;
     return 0;
 }
@@ -228,6 +317,12 @@ int sx_jwt_sign(const sx_jwt_signer *s, const json_t *claims, int64_t ttl_s, cha
     *token = NULL;
     if (ttl_s < 1 || ttl_s > MAX_TTL_SECONDS)
         return sx_err_set(err, SX_EINVAL, "the lifetime must be between 1s and 366 days");
+    if (s->max_lifetime_s > 0 && ttl_s > s->max_lifetime_s) {
+        sx_err_set(err, SX_EINVAL, "the lifetime must be at most %llds (auth.max_token_lifetime)",
+                   (long long)s->max_lifetime_s);
+        sx_err_hint(err, "A longer-lived token would be refused by every replica.");
+        return SX_EINVAL;
+    }
     jwt_alg_t alg;
     const char *key;
     if (s->rs256_private_pem) {

@@ -227,6 +227,7 @@ int xds_ident_create(const sextant_config *cfg, xds_ident **out, sx_err *err)
     id->keys.issuer = cfg->auth.issuer;
     id->keys.audience = cfg->auth.audience;
     id->keys.skew_s = cfg->auth.clock_skew_ms / 1000;
+    id->keys.max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000;
     if (rc == 0 && (id->modes & XDS_AUTH_JWT) && !sx_jwt_has_keys(&id->keys))
         rc = sx_err_set(err, SX_EINVAL,
                         "xds.auth: jwt needs auth.hs256_secret, auth.hs256_secret_file or "
@@ -245,6 +246,12 @@ void xds_ident_destroy(xds_ident *id)
         return;
     free_list(id->san_patterns, id->nsan);
     sx_free(id);
+}
+
+void xds_ident_set_revoked(xds_ident *id, sx_jwt_revoked_fn revoked, void *ctx)
+{
+    id->keys.revoked = revoked;
+    id->keys.revoked_ctx = ctx;
 }
 
 unsigned xds_ident_modes(const xds_ident *id)
@@ -508,6 +515,7 @@ int xds_ident_mint(const sextant_config *cfg, const char *subject, const char *c
         .hs256_secret = cfg->auth.hs256_secret,
         .issuer = cfg->auth.issuer,
         .audience = cfg->auth.audience,
+        .max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000,
     };
     rc = sx_jwt_sign(&s, claims, ttl_s, token, err);
     json_decref(claims);

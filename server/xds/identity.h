@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "server/base/err.h"
+#include "server/base/jwt.h"
 #include "server/config.h"
 
 /* The modes of xds.auth, as bits. */
@@ -66,6 +67,9 @@ typedef struct xds_cred xds_cred;
 int xds_ident_create(const sextant_config *cfg, xds_ident **out, sx_err *err) SX_MUSTCHECK;
 /* NULL allowed. */
 void xds_ident_destroy(xds_ident *id);
+/* Makes token verification ask revoked (NULL: nothing is revoked; ctx borrowed); call
+ * before any stream is accepted. */
+void xds_ident_set_revoked(xds_ident *id, sx_jwt_revoked_fn revoked, void *ctx);
 /* The mode bits (0: none) and their text ("none", "mtls", "jwt", "mtls,jwt"). */
 unsigned xds_ident_modes(const xds_ident *id);
 const char *xds_ident_modes_text(const xds_ident *id);

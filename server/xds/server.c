@@ -35,6 +35,7 @@
 #include "server/base/utf8.h"
 #include "server/certs.h"
 #include "server/changes.h"
+#include "server/revocations.h"
 #include "server/server.h"
 #include "server/snapshot/loader.h"
 #include "server/xds/call.h"
@@ -285,6 +286,7 @@ int xds_server_create(const xds_server_options *opt, xds_server **out, sx_err *e
     int rc = xds_ident_create(opt->config, &ident, err);
     if (rc != 0)
         return rc;
+    xds_ident_set_revoked(ident, opt->token_revoked, opt->token_revoked_ctx);
     xds_server *s = sx_calloc(1, sizeof(*s));
     s->ident = ident;
     s->denials = denials_create(opt->config->xds.auth_failure_interval_ms, "nodes", opt->audit,
@@ -711,6 +713,8 @@ int xds_server_register(struct sx_server *srv, xds_server **out, sx_err *err)
         .pool = srv->db,
         .audit = srv->db ? audit_refusals : NULL,
         .audit_ctx = srv,
+        .token_revoked = srv->revocations ? revocations_check : NULL,
+        .token_revoked_ctx = srv->revocations,
         .certs = srv->certs,
     };
     xds_server *s = NULL;

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 
 #include "server/base/err.h"
+#include "server/base/jwt.h"
 #include "server/base/metrics.h"
 #include "server/config.h"
 #include "server/nodes/status.h"
@@ -56,6 +57,9 @@ typedef struct xds_server_options {
     /* Writes the audit rows of refused clients (server/denials.h); NULL: not audited. */
     int (*audit)(void *ctx, const audit_new *row, sx_err *err);
     void *audit_ctx;
+    /* Whether a proxy token is revoked (server/base/jwt.h); NULL: none is. */
+    sx_jwt_revoked_fn token_revoked;
+    void *token_revoked_ctx;
 
     /* borrowed; the certificate of TLS (server/certs.h, listener CERTS_GRPC), fetched at
      * each handshake; NULL or a listener without TLS: plaintext */
