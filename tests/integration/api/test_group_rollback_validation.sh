@@ -16,53 +16,19 @@ OPER=$(api_token olga operator)
 ADMIN=$(api_token ada admin)
 GROUP=rb-valid
 
-# A self-signed certificate for s.example valid from a minute ago until SECS from now
-# (openssl ca is what sets an end date to the second).
-make_cert() {
-    local name=$1 secs=$2 d="$WORK/$1"
-    mkdir -p "$d" && : >"$d/index.txt" && echo 01 >"$d/serial"
-    printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s/index.txt\nnew_certs_dir = %s\nserial = %s/serial\ndefault_md = sha256\npolicy = p\nunique_subject = no\n[p]\ncommonName = supplied\n' \
-        "$d" "$d" "$d" >"$d/ca.cnf"
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=s.example \
-        -keyout "$d/key.pem" -out "$d/csr.pem" 2>/dev/null &&
-        openssl ca -batch -selfsign -notext -config "$d/ca.cnf" -keyfile "$d/key.pem" -in "$d/csr.pem" \
-            -out "$d/cert.pem" -startdate "$(date -u -d '-1 min' +%y%m%d%H%M%SZ)" \
-            -enddate "$(date -u -d "+$secs sec" +%y%m%d%H%M%SZ)" 2>/dev/null
-}
-make_cert short 3
-check "openssl made a certificate that expires in 3 seconds" openssl x509 -in "$WORK/short/cert.pem" -noout -checkend 0
-make_cert long 86400
+cert_valid_for "$WORK/short" 6
+check "openssl made a certificate that expires in 6 seconds" openssl x509 -in "$WORK/short/cert.pem" -noout -checkend 0
+cert_valid_for "$WORK/long" 86400
 check "openssl made a certificate valid for a day" openssl x509 -in "$WORK/long/cert.pem" -noout -checkend 3600
 
-# spec CERT_DIR: an HTTPS listener for s.example whose certificate is that one.
-spec() {
-    node -e '
-        const fs = require("fs"), d = process.argv[1];
-        const spec = {
-            listeners: [{name: "l", address: "0.0.0.0", port: 8443, protocol: "LISTENER_PROTOCOL_HTTPS",
-                hostnames: ["s.example"], attached_routes: ["r"], tls: {enabled: true, secret_refs: ["team/cert"]}}],
-            http_routes: [{name: "r", namespace: "team", hostnames: ["s.example"],
-                rules: [{name: "all", matches: [{path: "/", path_type: "PathPrefix"}],
-                    backend_refs: [{name: "b", namespace: "team", port: 8080}]}]}],
-            backends: [{name: "b", namespace: "team", protocol: "http", connect_timeout: "1s",
-                endpoints: [{address: "10.0.0.1", port: 8080, healthy: true}]}],
-            secrets: [{namespace: "team", name: "cert", cert_pem: fs.readFileSync(d + "/cert.pem", "utf8"),
-                key_pem: fs.readFileSync(d + "/key.pem", "utf8")}],
-        };
-        process.stdout.write(JSON.stringify(spec));' "$1"
-}
-
 call_status "snapshot 1: the config with the short-lived certificate" 201 \
-    api_json "$OPER" POST /api/v1/configs "$(api_config_body tls "$GROUP" "$(spec "$WORK/short")")"
+    api_json "$OPER" POST /api/v1/configs "$(api_config_body tls "$GROUP" "$(https_spec "$WORK/short")")"
 ID=$(jv .id)
 call_status "snapshot 2: the config with the valid certificate" 200 \
-    api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":$(spec "$WORK/long")}"
+    api_json "$OPER" PUT "/api/v1/configs/$ID" "{\"spec\":$(https_spec "$WORK/long")}"
 check "the group has snapshots 1 and 2" [ "$(sql "SELECT string_agg(version::text, ',' ORDER BY version) FROM snapshots WHERE group_name = '$GROUP'")" = "1,2" ]
 
-# Validation counts a certificate as expired once its notAfter is in the past.
-NOT_AFTER=$(date -u -d "$(openssl x509 -in "$WORK/short/cert.pem" -noout -enddate | cut -d= -f2)" +%s)
-expired() { [ "$(date -u +%s)" -gt "$NOT_AFTER" ]; }
-check "snapshot 1's certificate has expired" wait_for 10 expired
+check "snapshot 1's certificate has expired" wait_for 20 cert_expired "$WORK/short"
 
 # ------------------------------------------------------------------ refused
 audit_before=$(sql "SELECT count(*) FROM audit_log WHERE action = 'group.rollback'")
