@@ -51,6 +51,10 @@ int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx
 void api_snapshot_get(http_request *req, rest_api *api, void *ud);
 int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 void api_group_rollback(http_request *req, rest_api *api, void *ud);
+/* The action on "groups" that a rollback with "force": true needs besides "rollback":
+ * republishing content that validation refuses. Not a route of its own; whoami lists
+ * it for the roles that have it. */
+#define API_GROUP_FORCE_ACTION "force_rollback"
 
 /* one group and its settings (api/handlers_groups.c) */
 void api_group_get(http_request *req, rest_api *api, void *ud);

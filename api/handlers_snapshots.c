@@ -114,6 +114,7 @@ int api_groups_page(http_request *req, rest_api *api, api_list_page *page, sx_er
 static const api_field rollback_fields[] = {
     {"snapshot_version", API_INT, true},
     {"message", API_STRING, false},
+    {"force", API_BOOL, false},
 };
 
 /* What a group's rollback answers with, for its rendering. */
@@ -122,15 +123,15 @@ typedef struct group_answer {
     long long snapshot_version;
 } group_answer;
 
-static json_t *group_rollback_json(const group_answer *g, const apply_group_rollback_result *res)
+static json_t *group_rollback_json(const group_answer *g, const rollback_group_result *res)
 {
-    return json_pack("{s:s,s:I,s:I,s:I,s:b}", "group", g->group, "snapshot_version",
+    return json_pack("{s:s,s:I,s:I,s:I,s:b,s:b}", "group", g->group, "snapshot_version",
                      (json_int_t)g->snapshot_version, "before_version",
                      (json_int_t)res->before_version, "version", (json_int_t)res->version,
-                     "changed", res->changed);
+                     "changed", res->changed, "forced", res->forced);
 }
 
-/* idem_render_fn of a keyed rollback: result is the apply_group_rollback_result, ud the
+/* idem_render_fn of a keyed rollback: result is the rollback_group_result, ud the
  * group_answer. */
 static json_t *render_group_rollback(const void *result, void *ud, int *status)
 {
@@ -146,12 +147,22 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
     group_answer ans = {group, 0};
     idem_request *idem;
     json_t *body;
-    if (!api_change_open_or_respond(req, &ch, render_group_rollback, &ans, rollback_fields, 2,
+    if (!api_change_open_or_respond(req, &ch, render_group_rollback, &ans, rollback_fields, 3,
                                     &idem, &body))
         return;
     struct sx_server *srv = rest_server(api);
     sx_err err;
     sx_err_clear(&err);
+    bool force = json_is_true(json_object_get(body, "force"));
+    if (force && !rest_allows(api, api_role(req), "groups", API_GROUP_FORCE_ACTION)) {
+        sx_err_set(&err, SX_EFORBIDDEN, "your role may not force a rollback");
+        sx_err_detail(&err,
+                      "Republishing a snapshot that validation refuses needs the \"%s\" "
+                      "action on groups.",
+                      API_GROUP_FORCE_ACTION);
+        api_refuse(req, &ch, &err, NULL);
+        return;
+    }
     json_int_t v = json_integer_value(json_object_get(body, "snapshot_version"));
     ans.snapshot_version = v;
     if (v < 1) {
@@ -161,9 +172,12 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
                                 "must be a positive integer (a version of the group)"));
         return;
     }
-    apply_group_rollback_request gr = {
+    val_result problems = {0};
+    rollback_group_request gr = {
         .group = group,
         .snapshot_version = v,
+        .force = force,
+        .problems = &problems,
         .author = api_user(req),
         .actor_role = api_role(req),
         .message = api_str(body, "message"),
@@ -172,15 +186,22 @@ void api_group_rollback(http_request *req, rest_api *api, void *ud)
         .source_ip = rest_source_ip(req),
         .idem = idem,
     };
-    apply_group_rollback_result res;
+    rollback_group_result res;
     sx_fielderrs verrs = {0};
     int rc = changes_rollback_group(srv, &gr, http_req_arena(req), &res, &verrs, &err);
     if (rc) {
         err.code = rc;
-        api_refuse(req, &ch, &err,
-                   rc == SX_EVALIDATION ? changes_problems_json(NULL, &verrs, "schema") : NULL);
+        json_t *details = NULL;
+        if (rc == SX_EVALIDATION) {
+            details = changes_problems_json(&problems, &verrs, "schema");
+            if (problems.count > 0 && err.hint[0])
+                json_array_append_new(details,
+                                      json_pack("{s:s,s:s}", "path", "force", "message", err.hint));
+        }
+        api_refuse(req, &ch, &err, details);
     } else if (!api_idem_respond(req, idem)) {
         http_respond_json(req, 200, group_rollback_json(&ans, &res));
     }
     sx_fielderrs_free(&verrs);
+    val_result_free(&problems);
 }

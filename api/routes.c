@@ -91,6 +91,10 @@ static json_t *permissions_of(const rest_api *api, const char *role)
         if (!listed && rest_allows(api, role, r->resource_type, r->action))
             json_array_append_new(actions, json_string(r->action));
     }
+    /* Actions a handler checks besides its route's. */
+    if (rest_allows(api, role, "groups", API_GROUP_FORCE_ACTION))
+        json_array_append_new(json_object_get(perms, "groups"),
+                              json_string(API_GROUP_FORCE_ACTION));
     return perms;
 }
 

@@ -160,40 +160,6 @@ int apply_config(pg_pool *pool, snap_repo *snaps, const apply_request *req, sx_a
 int apply_validate(pg_pool *pool, const apply_request *req, sx_arena *a, sx_fielderrs *verrs,
                    sx_err *err) SX_MUSTCHECK;
 
-/* A group's rollback to one of its snapshots; pointers borrowed for the call. */
-typedef struct apply_group_rollback_request {
-    const char *group;             /* required */
-    long long snapshot_version;    /* the snapshot whose content becomes the newest again */
-    const char *author;            /* required */
-    const char *actor_role;        /* NULL = "" */
-    const char *message;           /* NULL = "" */
-    const char *request_id;        /* NULL = none */
-    const char *client_request_id; /* NULL = none */
-    const char *source_ip;         /* NULL = none */
-    idem_request *idem;            /* NULL, or the client's key (server/idem.h); render gets the
-                                      apply_group_rollback_result; replayed as apply_config */
-} apply_group_rollback_request;
-
-typedef struct apply_group_rollback_result {
-    long long before_version; /* the group's newest version before */
-    long long version;        /* its newest version after: the new snapshot, or before_version
-                                 when snapshot_version's content is already the newest */
-    bool changed;             /* a new snapshot was written */
-} apply_group_rollback_result;
-
-/*
- * Republishes the content of snapshot req->snapshot_version of req->group (its IR and
- * the config versions it was built from) as the group's next version, audited
- * ("group.rollback", with before and after versions), cached and NOTIFYd in one
- * transaction. SX_ENOTFOUND when the group has no such snapshot; SX_EVALIDATION (verrs)
- * when the old content no longer passes the codec; database errors otherwise. The
- * configs themselves are not changed: the next config change recomposes the group
- * from its configs again.
- */
-int apply_group_rollback(pg_pool *pool, snap_repo *snaps, const apply_group_rollback_request *req,
-                         sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
-                         sx_err *err) SX_MUSTCHECK;
-
 /* A whole snapshot for one group, bypassing configs (`sextant publish`). */
 typedef struct apply_publish_request {
     const char *group;      /* proxy group; required */

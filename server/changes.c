@@ -49,14 +49,17 @@ int changes_validate(struct sx_server *srv, apply_request *req, sx_arena *a, sx_
     return rc;
 }
 
-int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_request *req,
-                           sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
-                           sx_err *err)
+int changes_rollback_group(struct sx_server *srv, rollback_group_request *req, sx_arena *a,
+                           rollback_group_result *out, sx_fielderrs *verrs, sx_err *err)
 {
     int rc = changes_ready(srv, err);
     if (rc)
         return rc;
-    return apply_group_rollback(srv->db, srv->snap_repo, req, a, out, verrs, err);
+    val_limits limits = val_limits_from_config(srv->config);
+    req->limits = &limits;
+    rc = rollback_group(srv->db, srv->snap_repo, req, a, out, verrs, err);
+    req->limits = NULL;
+    return rc;
 }
 
 int changes_set_group_planes(struct sx_server *srv, groups_set_request *req, sx_arena *a,

@@ -15,6 +15,7 @@
 
 #include "server/apply.h"
 #include "server/groups.h"
+#include "server/rollback.h"
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "server/base/fielderr.h"
@@ -35,9 +36,11 @@ int changes_apply(struct sx_server *srv, apply_request *req, sx_arena *a, apply_
 int changes_validate(struct sx_server *srv, apply_request *req, sx_arena *a, sx_fielderrs *verrs,
                      sx_err *err) SX_MUSTCHECK;
 
-/* apply_group_rollback on the daemon's pool and snapshot repository. */
-int changes_rollback_group(struct sx_server *srv, const apply_group_rollback_request *req,
-                           sx_arena *a, apply_group_rollback_result *out, sx_fielderrs *verrs,
+/* rollback_group on the daemon's pool and snapshot repository, validated with the
+ * configured limits (req->limits is ignored; req->problems receives validation's
+ * problems). */
+int changes_rollback_group(struct sx_server *srv, rollback_group_request *req, sx_arena *a,
+                           rollback_group_result *out, sx_fielderrs *verrs,
                            sx_err *err) SX_MUSTCHECK;
 
 /* The problems of a refused config as a JSON array: every pipeline problem as

@@ -173,6 +173,7 @@ static void on_sotw_request(xds_call *c, const Envoy__Service__Discovery__V3__Di
     xds_sotw_request r = {
         .type = t,
         .nonce = req->response_nonce,
+        .version_info = req->version_info,
         .names = req->resource_names,
         .name_count = req->n_resource_names,
         .is_nack = req->error_detail != NULL,
@@ -334,6 +335,7 @@ static xds_call *on_control_request(xds_call *c, const uint8_t *data, size_t len
         .is_nack = nack,
         .has_subscriptions = req->n_subscriptions > 0,
         .mask = mask,
+        .version = req->version,
     };
     xds_req_outcome oc;
     xds_ctl_on_request(&c->p.ctl, &r, sx_monotonic_ms(), &oc);

@@ -9,6 +9,7 @@
 #include "server/xds/control.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const part_names[XDS_CTL_PARTS] = {
@@ -41,6 +42,16 @@ int xds_ctl_parse_subscriptions(char *const *names, size_t n, unsigned *mask, sx
     return 0;
 }
 
+/* A version as the snapshot version it names: a positive decimal integer, else 0. */
+static long long parse_version(const char *v)
+{
+    if (v == NULL || *v < '1' || *v > '9' || strlen(v) > 18)
+        return 0;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    return *end == '\0' ? n : 0;
+}
+
 void xds_ctl_init(xds_ctl *c, uint64_t nonce_seed)
 {
     memset(c, 0, sizeof(*c));
@@ -58,6 +69,7 @@ void xds_ctl_on_request(xds_ctl *c, const xds_ctl_request *req, int64_t now_ms,
         return;
     }
     if (restart) {
+        c->claimed = c->requested ? 0 : parse_version(req->version);
         c->requested = true;
         c->push.awaiting = false;
         c->push.must_respond = true;
@@ -89,6 +101,16 @@ bool xds_ctl_next(xds_ctl *c, int64_t now_ms, xds_ctl_response *out)
     memset(out, 0, sizeof(*out));
     if (!c->requested || !c->push.dirty || c->push.awaiting || c->current == 0)
         return false;
+    if (c->claimed != 0) {
+        /* The first request's version is what the stream is served: the client holds it
+         * (with the parts it subscribes to) and is owed nothing. */
+        if (c->claimed == c->current) {
+            c->push.must_respond = false;
+            c->push.sent_version = c->current;
+            c->sent_mask = c->mask;
+        }
+        c->claimed = 0;
+    }
     bool respond =
         c->push.must_respond || c->current != c->push.sent_version || c->mask != c->sent_mask;
     int64_t since = xds_push_take(&c->push, now_ms);

@@ -11,7 +11,11 @@
  * Rules kept here, as on the ADS streams:
  *   - a fresh nonce per response; version is the snapshot version in decimal;
  *   - a request with an empty nonce (the first one, or a reconnect carrying the
- *     version it got from another replica) is always answered; one whose nonce is not
+ *     version it got from another replica) is answered, unless it is the stream's
+ *     first and its version is the one the stream is served (the group's current
+ *     snapshot, or the version a rollout holds the node on): that client holds it
+ *     already, and is sent nothing until a newer version comes (checked when the
+ *     stream next evaluates, against the version it then has); one whose nonce is not
  *     the latest response's is stale and ignored;
  *   - ACK/NACK match the response awaiting an answer; nothing is re-sent after either;
  *     a new version waits for the answer to the previous one, and only the newest
@@ -55,6 +59,8 @@ typedef struct xds_ctl {
     unsigned mask;      /* subscribed parts */
     long long current;  /* newest snapshot version of the group; 0 before any */
     unsigned sent_mask; /* parts the last response carried */
+    long long claimed;  /* version the first request said the client holds; 0: none or
+                           already checked */
     bool requested;
     xds_push push; /* push.sent_version: version of the last response */
     xds_nonce nonce;
@@ -66,6 +72,7 @@ typedef struct xds_ctl_request {
     bool is_nack;           /* result_status NACK, or error_detail set */
     bool has_subscriptions; /* the list was not empty */
     unsigned mask;          /* parsed subscriptions when has_subscriptions */
+    const char *version;    /* the version the client holds; NULL or "" when none */
 } xds_ctl_request;
 
 typedef struct xds_ctl_response {

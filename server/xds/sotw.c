@@ -15,6 +15,7 @@
 #include "server/xds/sotw.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/base/mem.h"
@@ -39,6 +40,17 @@ static void bit_set(uint64_t *b, size_t i)
 static void bit_clear(uint64_t *b, size_t i)
 {
     b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+}
+
+/* A version_info as the snapshot version it names: a positive decimal integer, else 0
+ * (absent, or not one of ours). */
+static long long parse_version(const char *v)
+{
+    if (v == NULL || *v < '1' || *v > '9' || strlen(v) > 18)
+        return 0;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    return *end == '\0' ? n : 0;
 }
 
 /* The client holds nothing of this type any more (a reconnect or a restart). */
@@ -183,6 +195,12 @@ static bool evaluate(void *proto, tr_type t, int64_t now_ms, xds_response *out)
     uint32_t *gone = t == TR_CDS && nheld ? sx_malloc(nheld * sizeof(uint32_t)) : NULL;
     size_t nwanted = 0, nfresh = 0, m = 0, j = 0, ngone = 0;
     bool deleted = false;
+    /* A client that started the type claiming the version it is served holds every
+     * subscribed resource of it (it held nothing before on this stream: nheld is 0). */
+    bool claim = st->claimed != 0 && st->claimed == cur->version;
+    st->claimed = 0;
+    if (claim)
+        s->st.push[t].must_respond = false;
     for (size_t i = 0; i < n; i++) {
         const char *name = items[i].name;
         /* Held resources before this name are not in cur any more. */
@@ -207,7 +225,9 @@ static bool evaluate(void *proto, tr_type t, int64_t now_ms, xds_response *out)
         bit_set(bits, i);
         wanted[nwanted++] = (uint32_t)i;
         bool holds;
-        if (hr == cur)
+        if (claim)
+            holds = true;
+        else if (hr == cur)
             holds = bit_get(st->held_bits, i);
         else
             holds = hj < nheld && bit_get(st->held_bits, hj) &&
@@ -276,12 +296,14 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
     /* A nonce that names no response of this stream (empty, or from another stream
      * or server) starts the type afresh; one that names an older response is stale. */
     bool restart = req->nonce[0] == '\0' || !push->has_sent;
+    bool first = !subs->requested;
     if (!restart && !xds_nonce_equals(push->sent_nonce, req->nonce)) {
         out->kind = XDS_REQ_STALE;
         return;
     }
     if (restart) {
         forget_all(st);
+        st->claimed = first ? parse_version(req->version_info) : 0;
         push->awaiting = false;
         push->must_respond = true;
         xds_push_mark_dirty(push, now_ms);
@@ -289,6 +311,8 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
         xds_push_answer(push, req->is_nack, now_ms, out);
     }
     if (xds_subs_set_sotw(subs, full_state(req->type), req->names, req->name_count)) {
+        if (!first)
+            st->claimed = 0; /* names other than those the claim was made for */
         forget_unwanted(st, subs, req->type);
         xds_push_mark_dirty(push, now_ms);
         if (full_state(req->type))

@@ -9,8 +9,15 @@
  *   - every response gets a fresh nonce; version_info is the snapshot version;
  *   - a request whose nonce is not the latest one sent for its type is stale and is
  *     ignored entirely; a request with an empty nonce (a new stream, or a client that
- *     reconnects carrying a version from another server) is always answered, and
- *     makes the server forget what the client held of that type;
+ *     reconnects carrying a version from another server) is answered, and makes the
+ *     server forget what the client held of that type — except that the first request
+ *     of a type on a stream whose version_info is the version the stream is served
+ *     (its group's current snapshot, or the version a rollout holds it on) is taken at
+ *     its word: the client holds the subscribed resources of that version, and nothing
+ *     is sent until something changes (what avoids re-pushing a whole fleet when a
+ *     replica dies and its proxies reconnect elsewhere). The claim is checked at the
+ *     type's first evaluation, against the snapshot the stream then has; a later
+ *     request that changes the names before that drops it;
  *   - ACK (no error_detail) and NACK (error_detail) are matched by nonce; after a NACK
  *     nothing is re-sent: the client keeps its last good configuration and the next
  *     change is sent as usual;
@@ -54,6 +61,8 @@
 typedef struct xds_sotw_type {
     tr_resources *held_res; /* resources held_bits refers to (one reference), or NULL */
     uint64_t *held_bits;    /* bit i: the client holds held_res->items[type][i] */
+    long long claimed;      /* version_info of the type's first request on this stream,
+                               checked at its first evaluation; 0: none */
 } xds_sotw_type;
 
 typedef struct xds_sotw {
@@ -69,8 +78,9 @@ typedef struct xds_sotw {
 /* A decoded DiscoveryRequest; everything borrowed for the call. */
 typedef struct xds_sotw_request {
     tr_type type;
-    const char *nonce;  /* response_nonce; "" when absent */
-    char *const *names; /* resource_names */
+    const char *nonce;        /* response_nonce; "" when absent */
+    const char *version_info; /* version_info; NULL or "" when absent */
+    char *const *names;       /* resource_names */
     size_t name_count;
     bool is_nack; /* error_detail is present */
 } xds_sotw_request;

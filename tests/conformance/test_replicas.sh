@@ -94,11 +94,13 @@ check "after r1 is killed the client reconnects to r2 (proxy_nodes.replica_id)" 
 q="SELECT acked_snapshot_version FROM node_status WHERE node_id = '$NODE' AND acked_at > to_timestamp($t_kill / 1000.0)"
 check "after the failover the client ACKs version 2 again, now from r2 (node_status.acked_at)" \
     wait_for 10 bash -c "[ \"\$(psql '$SEXTANT_DATABASE_URL' -qtAXc \"$q\")\" = 2 ]"
-# A protocol-level client that fails over the same way: it reconnects to r2 carrying
-# the versions r1 gave it, with empty nonces; r2 answers the same version and bytes.
-check "a client resuming on r2 with r1's versions gets the same version_info and bytes" \
+# A protocol-level client that fails over the same way, but held an older snapshot: it
+# reconnects to r2 carrying the versions r1 gave it first, with empty nonces; r2 answers
+# with the current version and the bytes r1 serves. (A client holding the current
+# version is sent nothing: test_reconnect_versions.sh.)
+check "a client resuming on r2 with r1's older versions gets the current version_info and bytes" \
     bash -c "node '$CONF/lib/ads_fetch.js' --server 127.0.0.1:$R2_GRPC --group $G --node resumed \
-        --resume '$WORK/r1-v2.json' >'$WORK/r2-resumed.json' && cmp -s '$WORK/r1-v2.json' '$WORK/r2-resumed.json'"
+        --resume '$WORK/r1-v1.json' >'$WORK/r2-resumed.json' && cmp -s '$WORK/r1-v2.json' '$WORK/r2-resumed.json'"
 check "calls keep landing on backend Y after the failover" last_is "$CALLS" "ok Y"
 
 # The client now talks to r2 only: a new publish must reach it there.

@@ -464,3 +464,43 @@ expect_status() {
         fail "$1: want $2, got $3: $(head -c 800 "$WORK/body" 2>/dev/null)"
     fi
 }
+
+# cert_valid_for DIR SECS: DIR/cert.pem and DIR/key.pem, a self-signed certificate for
+# s.example valid from a minute ago until SECS seconds from now (openssl ca sets an end
+# date to the second), for tests of what a certificate's expiry changes.
+cert_valid_for() {
+    local d=$1 secs=$2
+    mkdir -p "$d" && : >"$d/index.txt" && echo 01 >"$d/serial"
+    printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s/index.txt\nnew_certs_dir = %s\nserial = %s/serial\ndefault_md = sha256\npolicy = p\nunique_subject = no\n[p]\ncommonName = supplied\n' \
+        "$d" "$d" "$d" >"$d/ca.cnf"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=s.example \
+        -keyout "$d/key.pem" -out "$d/csr.pem" 2>/dev/null &&
+        openssl ca -batch -selfsign -notext -config "$d/ca.cnf" -keyfile "$d/key.pem" -in "$d/csr.pem" \
+            -out "$d/cert.pem" -startdate "$(date -u -d '-1 min' +%y%m%d%H%M%SZ)" \
+            -enddate "$(date -u -d "+$secs sec" +%y%m%d%H%M%SZ)" 2>/dev/null
+}
+
+# cert_expired DIR: DIR/cert.pem's notAfter is in the past (validation's test).
+cert_expired() {
+    local end
+    end=$(date -u -d "$(openssl x509 -in "$1/cert.pem" -noout -enddate | cut -d= -f2)" +%s) &&
+        [ "$(date -u +%s)" -gt "$end" ]
+}
+
+# https_spec CERT_DIR: a config spec with an HTTPS listener for s.example (port 8443)
+# whose certificate and key are CERT_DIR's (secret team/cert), a route and a backend.
+https_spec() {
+    node -e '
+        const fs = require("fs"), d = process.argv[1];
+        process.stdout.write(JSON.stringify({
+            listeners: [{name: "l", address: "0.0.0.0", port: 8443, protocol: "LISTENER_PROTOCOL_HTTPS",
+                hostnames: ["s.example"], attached_routes: ["r"], tls: {enabled: true, secret_refs: ["team/cert"]}}],
+            http_routes: [{name: "r", namespace: "team", hostnames: ["s.example"],
+                rules: [{name: "all", matches: [{path: "/", path_type: "PathPrefix"}],
+                    backend_refs: [{name: "b", namespace: "team", port: 8080}]}]}],
+            backends: [{name: "b", namespace: "team", protocol: "http", connect_timeout: "1s",
+                endpoints: [{address: "10.0.0.1", port: 8080, healthy: true}]}],
+            secrets: [{namespace: "team", name: "cert", cert_pem: fs.readFileSync(d + "/cert.pem", "utf8"),
+                key_pem: fs.readFileSync(d + "/key.pem", "utf8")}],
+        }));' "$1"
+}

@@ -11,13 +11,14 @@
 // Node ids are PREFIX-0 .. PREFIX-(N-1). FILE is rewritten (atomically) every 100 ms and
 // on every change of what it says:
 //
-//   {"streams": N, "up": streams that received a response on their current connection,
+//   {"streams": N, "up": streams whose current connection a replica accepted (response
+//          headers) or answered,
 //    "connects": streams opened in all, "ends": streams that ended or failed,
 //    "changes": responses whose version_info differs from what the client held of that
 //               type (a first response counts for nothing: the client held nothing),
 //    "versions": {"<version>": clients whose newest version_info (of any type) it is},
-//    "max_gap_ms": the longest time from a stream's end to the first response of the
-//                  next one, "last_end_ms": when a stream last ended (unix ms)}
+//    "max_gap_ms": the longest time from a stream's end to the next one being up,
+//    "last_end_ms": when a stream last ended (unix ms)}
 //
 // Runs until SIGTERM.
 'use strict';
@@ -82,14 +83,20 @@ function startStream(c) {
     } else if (t === TYPE.EDS) {
       c.edsNonce = r.nonce;
     }
-    if (!c.up) {
-      c.up = true;
-      c.backoff = 0;
-      if (c.endedAt) totals.max_gap_ms = Math.max(totals.max_gap_ms, Date.now() - c.endedAt);
-      c.endedAt = 0;
-    }
+    markUp();
     dirty = true;
   });
+  // Up once a replica accepted the stream (its response headers) or answered it: a
+  // client that reconnects holding the current versions is sent nothing.
+  const markUp = () => {
+    if (attempt !== c.attempt || c.up) return;
+    c.up = true;
+    c.backoff = 0;
+    if (c.endedAt) totals.max_gap_ms = Math.max(totals.max_gap_ms, Date.now() - c.endedAt);
+    c.endedAt = 0;
+    dirty = true;
+  };
+  call.on('metadata', markUp);
   const ended = () => {
     if (attempt !== c.attempt || c.stopping) return;
     c.attempt++; // later events of this call are ignored

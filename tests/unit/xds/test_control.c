@@ -113,6 +113,61 @@ static Gateway__Control__V1__DataplaneStatusReport report(const char *node, cons
     return r;
 }
 
+/* A first request carrying version (the client reconnected holding it). */
+static void request_holding(xds_ctl *c, const char *version)
+{
+    xds_ctl_request r = {.nonce = "", .version = version};
+    xds_req_outcome oc;
+    xds_ctl_on_request(c, &r, 100, &oc);
+    assert_int_equal(oc.kind, XDS_REQ_SUBSCRIBE);
+}
+
+static void test_reconnect_holding_version(void **state)
+{
+    (void)state;
+    xds_ctl_response r;
+    /* Holding the version the stream is served: nothing is sent, and it is in step. */
+    xds_ctl c;
+    xds_ctl_init(&c, 3);
+    assert_int_equal(xds_ctl_on_snapshot(&c, 5, 50), XDS_ADOPT_NEW);
+    request_holding(&c, "5");
+    assert_false(xds_ctl_next(&c, 100, &r));
+    assert_int_equal(xds_ctl_synced_version(&c), 5);
+    /* The next version is sent, and ACKed as usual. */
+    assert_int_equal(xds_ctl_on_snapshot(&c, 6, 60), XDS_ADOPT_NEW);
+    assert_true(xds_ctl_next(&c, 100, &r));
+    assert_int_equal(r.version, 6);
+    assert_int_equal(request(&c, r.nonce, false, false, 0, NULL), XDS_REQ_ACK);
+    assert_int_equal(xds_ctl_synced_version(&c), 6);
+
+    /* The claim is checked when the stream has a snapshot (a replica starting up). */
+    xds_ctl_init(&c, 4);
+    request_holding(&c, "5");
+    assert_false(xds_ctl_next(&c, 100, &r));
+    assert_int_equal(xds_ctl_on_snapshot(&c, 5, 50), XDS_ADOPT_NEW);
+    assert_false(xds_ctl_next(&c, 100, &r));
+    assert_int_equal(xds_ctl_synced_version(&c), 5);
+
+    /* Another version (older, or a rollout holding the node on another one), or none:
+     * sent. */
+    const char *others[] = {"4", "6", "", "05x", NULL};
+    for (int i = 0; others[i]; i++) {
+        xds_ctl_init(&c, 5);
+        assert_int_equal(xds_ctl_on_snapshot(&c, 5, 50), XDS_ADOPT_NEW);
+        request_holding(&c, others[i]);
+        assert_true(xds_ctl_next(&c, 100, &r));
+        assert_int_equal(r.version, 5);
+    }
+
+    /* Only the stream's first request is taken at its word. */
+    xds_ctl_init(&c, 6);
+    assert_int_equal(xds_ctl_on_snapshot(&c, 5, 50), XDS_ADOPT_NEW);
+    request_holding(&c, "4");
+    assert_true(xds_ctl_next(&c, 100, &r));
+    request_holding(&c, "5");
+    assert_true(xds_ctl_next(&c, 100, &r));
+}
+
 static void test_report_checks(void **state)
 {
     (void)state;
@@ -171,4 +226,4 @@ static void test_report_checks(void **state)
 }
 
 TL_MAIN(cmocka_unit_test(test_subscription_names), cmocka_unit_test(test_stream_protocol),
-        cmocka_unit_test(test_report_checks))
+        cmocka_unit_test(test_reconnect_holding_version), cmocka_unit_test(test_report_checks))

@@ -205,6 +205,38 @@ static void test_first_request_answered_even_when_up_to_date(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 4);
 }
 
+static void test_initial_resource_versions_every_type(void **state)
+{
+    fx *f = *state;
+    tr_resources *r = publish(f, 9, "sds:s=1;cds:a=1,b=1;eds:a=1,b=1;lds:l=1;rds:r=1");
+    static const char *const held[TR_TYPE_COUNT][3] = {[TR_SDS] = {"s"},
+                                                       [TR_CDS] = {"a", "b"},
+                                                       [TR_EDS] = {"a", "b"},
+                                                       [TR_LDS] = {"l"},
+                                                       [TR_RDS] = {"r"}};
+    /* A reconnecting client holds everything at the current versions: each type is
+     * answered (the first request always is) without a resource or a removal. */
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
+        char *names[3] = {NULL}, *vers[3] = {NULL};
+        for (int i = 0; i < 2 && held[t][i]; i++) {
+            names[i] = (char *)held[t][i];
+            vers[i] = (char *)fx_version(r, (tr_type)t, held[t][i]);
+        }
+        bool wildcard = t == TR_CDS || t == TR_LDS;
+        request(f, (dreq){.type = (tr_type)t,
+                          .sub = wildcard ? NULL : names,
+                          .inames = names,
+                          .ivers = vers});
+    }
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
+        next_is(f, (tr_type)t);
+        assert_int_equal(f->last.n + f->last.nremoved, 0);
+        ack(f);
+    }
+    assert_false(next(f));
+    assert_int_equal(xds_delta_synced_version(&f->d), 9);
+}
+
 static void test_named_missing_then_appearing(void **state)
 {
     fx *f = *state;
@@ -401,8 +433,9 @@ static void test_removed_cluster_outlives_its_routes(void **state)
 TL_MAIN(TL_FX(test_legacy_wildcard_and_versions), TL_FX(test_only_changes_and_removals),
         TL_FX(test_initial_resource_versions_honoured),
         TL_FX(test_first_request_answered_even_when_up_to_date),
-        TL_FX(test_named_missing_then_appearing), TL_FX(test_subscriptions_apply_with_stale_nonce),
-        TL_FX(test_unsubscribe_and_resubscribe), TL_FX(test_star_and_unsubscribe_under_wildcard),
+        TL_FX(test_initial_resource_versions_every_type), TL_FX(test_named_missing_then_appearing),
+        TL_FX(test_subscriptions_apply_with_stale_nonce), TL_FX(test_unsubscribe_and_resubscribe),
+        TL_FX(test_star_and_unsubscribe_under_wildcard),
         TL_FX(test_legacy_wildcard_survives_named_subscribe), TL_FX(test_nack_no_resend),
         TL_FX(test_push_order_and_endpoint_refresh), TL_FX(test_coalescing),
         TL_FX(test_removed_cluster_outlives_its_routes))

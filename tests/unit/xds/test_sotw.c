@@ -516,6 +516,85 @@ static void test_unchanged_types_not_sent_and_synced(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 3);
 }
 
+/* ------------------------------------------------------------------ reconnects */
+
+/* A first request of type t carrying version_info (names: NULL-terminated, or NULL). */
+static void request_holding(fx *f, tr_type t, const char *version_info, char **names)
+{
+    size_t n = 0;
+    while (names && names[n])
+        n++;
+    xds_sotw_request r = {
+        .type = t, .nonce = "", .version_info = version_info, .names = names, .name_count = n};
+    xds_req_outcome oc;
+    f->now += 5;
+    xds_sotw_on_request(&f->s, &r, f->now, &oc);
+    assert_int_equal(oc.kind, XDS_REQ_SUBSCRIBE);
+}
+
+static void test_reconnect_holding_current_version_not_resent(void **state)
+{
+    fx *f = *state;
+    publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
+    /* A proxy that ACKed v7 of every type on a replica that died opens a stream here. */
+    request_holding(f, TR_SDS, "7", (char *[]){"s", NULL});
+    request_holding(f, TR_CDS, "7", NULL);
+    request_holding(f, TR_EDS, "7", (char *[]){"a", "b", NULL});
+    request_holding(f, TR_LDS, "7", NULL);
+    request_holding(f, TR_RDS, "7", (char *[]){"r", NULL});
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 7);
+    /* Something changes: only what changed is sent, as to any stream. */
+    publish(f, 8, "sds:s=1;cds:a=1,b=1;eds:a=1,b=2;lds:l=1,m=1;rds:r=1", XDS_ADOPT_NEW);
+    next_is(f, TR_EDS);
+    assert_string_equal(f->names, "b");
+    assert_int_equal(f->last.version, 8);
+    ack_names(f, (char *[]){"a", "b", NULL});
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 8);
+}
+
+static void test_reconnect_holding_other_version_resent(void **state)
+{
+    fx *f = *state;
+    publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
+    /* An older version, one from elsewhere, and none: each type is sent in full. */
+    request_holding(f, TR_CDS, "6", NULL);
+    request_holding(f, TR_LDS, "x7", NULL);
+    request_holding(f, TR_RDS, "", (char *[]){"r", NULL});
+    next_is(f, TR_CDS);
+    assert_string_equal(f->names, "a,b");
+    next_is(f, TR_LDS);
+    assert_string_equal(f->names, "l,m");
+    next_is(f, TR_RDS);
+    assert_string_equal(f->names, "r");
+}
+
+static void test_claim_checked_against_the_snapshot_served(void **state)
+{
+    fx *f = *state;
+    /* The request comes before the stream has a snapshot (a replica starting): the
+     * claim waits for it. */
+    request_holding(f, TR_LDS, "7", NULL);
+    request_holding(f, TR_CDS, "7", NULL);
+    assert_false(next(f));
+    publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
+    assert_false(next(f));
+    assert_int_equal(xds_sotw_synced_version(&f->s), 7);
+}
+
+static void test_claim_dropped_when_names_change(void **state)
+{
+    fx *f = *state;
+    publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
+    /* No snapshot evaluated the claim yet when the names change: the new names were
+     * never part of what the client said it holds. */
+    request_holding(f, TR_EDS, "7", (char *[]){"a", NULL});
+    request_holding(f, TR_EDS, "7", (char *[]){"a", "b", NULL});
+    next_is(f, TR_EDS);
+    assert_string_equal(f->names, "a,b");
+}
+
 /* ------------------------------------------------------------------ flow */
 
 static void test_one_unacked_per_type_and_coalescing(void **state)
@@ -573,7 +652,11 @@ static void test_nothing_before_a_snapshot(void **state)
         cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, S, T),         \
         cmocka_unit_test_setup_teardown(test_unchanged_types_not_sent_and_synced, S, T),           \
         cmocka_unit_test_setup_teardown(test_one_unacked_per_type_and_coalescing, S, T),           \
-        cmocka_unit_test_setup_teardown(test_nothing_before_a_snapshot, S, T),
+        cmocka_unit_test_setup_teardown(test_nothing_before_a_snapshot, S, T),                     \
+        cmocka_unit_test_setup_teardown(test_reconnect_holding_current_version_not_resent, S, T),  \
+        cmocka_unit_test_setup_teardown(test_reconnect_holding_other_version_resent, S, T),        \
+        cmocka_unit_test_setup_teardown(test_claim_checked_against_the_snapshot_served, S, T),     \
+        cmocka_unit_test_setup_teardown(test_claim_dropped_when_names_change, S, T),
 
 int main(void)
 {

@@ -3,7 +3,7 @@
 // one as the group's newest version (after a confirmation showing what changes); above
 // them, the data planes the group serves (components/dataPlanes.tsx).
 import {useEffect, useState} from 'preact/hooks';
-import {fetchOp} from '../lib/api';
+import {ApiError, fetchOp} from '../lib/api';
 import {bytes} from '../lib/format';
 import {useAction, useApi, useGroups, useLive, usePaged, useTitle} from '../lib/hooks';
 import {navigate, seg, setQuery, useLocation} from '../lib/router';
@@ -19,23 +19,31 @@ function RepublishDialog({
   group,
   snap,
   latest,
+  mayForce,
   onClose,
   onDone,
 }: {
   group: string;
   snap: Snapshot;
   latest: Snapshot | undefined;
+  mayForce: boolean;
   onClose: () => void;
   onDone: () => void;
 }) {
   const [message, setMessage] = useState(`republish snapshot v${snap.version}`);
   const {busy, error, run} = useAction();
   const cur = useApi('getSnapshot', latest ? {path: {id: latest.id}} : null);
-  const go = () =>
+  // A refusal by validation (the content no longer passes what is checked today): its
+  // problems, and the force a role with force_rollback may use.
+  const refused = error instanceof ApiError && error.code === 'validation_failed' ? error : null;
+  const problems = refused ? refused.details.filter((d) => d.path !== 'force') : [];
+  const go = (force: boolean) =>
     run(async () => {
-      const r = await fetchOp('rollbackGroup', {path: {group}, body: {snapshot_version: snap.version, message}});
+      const r = await fetchOp('rollbackGroup', {path: {group}, body: {snapshot_version: snap.version, message, ...(force ? {force} : {})}});
       toast(
-        r.changed ? `Group ${group} now serves v${snap.version}'s content as v${r.version}` : `Group ${group} already serves this content`,
+        r.changed
+          ? `Group ${group} now serves v${snap.version}'s content as v${r.version}${r.forced ? ' (forced past validation)' : ''}`
+          : `Group ${group} already serves this content`,
       );
       onDone();
     });
@@ -43,7 +51,7 @@ function RepublishDialog({
     <Dialog title={`Republish snapshot v${snap.version} of ${group}?`} open onClose={onClose} wide>
       <p>
         Its content and sources become the group's newest version, pushed to every proxy of <strong>{group}</strong> at once. The configs
-        are not touched: the next config change composes the group from its configs again.
+        are not touched: the next config change composes the group from its configs again. The content is validated as any change is.
       </p>
       {cur.data && (
         <div class="dialog-scroll">
@@ -53,11 +61,41 @@ function RepublishDialog({
       <Field label="Message">
         <input value={message} onInput={(e) => setMessage(val(e))} />
       </Field>
-      {error !== null && <Refusal title="Not republished" error={error} />}
+      {refused ? (
+        <div class="error-box" role="alert" data-testid="republish-refused">
+          <strong>Validation refuses this snapshot now</strong>
+          <p>{refused.message}</p>
+          <ul class="problems" aria-label="Problems">
+            {problems.map((p, i) => (
+              <li key={i}>
+                <span class="problem-where">
+                  <code class="mono">{p.path || 'snapshot'}</code>
+                </span>{' '}
+                <span class="problem-msg">
+                  {p.stage && <Badge tone="neutral">{p.stage}</Badge>} {p.message}
+                </span>
+              </li>
+            ))}
+          </ul>
+          <p class="muted small">
+            {mayForce
+              ? 'You may republish it anyway: the audit log records that it was forced and what validation said.'
+              : 'Your role may not force a rollback past validation; fix the configs and publish a new version instead.'}
+          </p>
+        </div>
+      ) : (
+        error !== null && <Refusal title="Not republished" error={error} />
+      )}
       <ConfirmButtons onCancel={onClose}>
-        <button type="button" class="btn btn-danger" onClick={go} disabled={busy} data-testid="confirm-republish">
-          Republish v{snap.version}
-        </button>
+        {refused && mayForce ? (
+          <button type="button" class="btn btn-danger" onClick={() => go(true)} disabled={busy} data-testid="confirm-force-republish">
+            Force republish v{snap.version}
+          </button>
+        ) : (
+          <button type="button" class="btn btn-danger" onClick={() => go(false)} disabled={busy || refused !== null} data-testid="confirm-republish">
+            Republish v{snap.version}
+          </button>
+        )}
       </ConfirmButtons>
     </Dialog>
   );
@@ -190,6 +228,7 @@ export function SnapshotsPage({group}: {group: string | null}) {
           group={group}
           snap={detail.data}
           latest={latest}
+          mayForce={can(me, 'groups', 'force_rollback')}
           onClose={() => setRepublish(false)}
           onDone={() => {
             setRepublish(false);
