@@ -494,6 +494,18 @@ static const char *const PEER_WEB =
     " 'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
     "   {'address': '192.0.2.50', 'port': 80}]}]}";
 
+/* What a config's first listener on port 8080 and its first http route match, GET /api on
+ * shop.example.com, meet in PEER_WEB. */
+#define CONFLICT_PORT                                                                              \
+    PC("conflict", "spec.listeners[0].port",                                                       \
+       "0.0.0.0:8080 is already claimed by listener \"team-edge\" of config team/web (c-2)",       \
+       "team/web (c-2)")
+#define CONFLICT_ROUTE                                                                             \
+    PC("conflict", "spec.http_routes[0].rules[0].matches[0]",                                      \
+       "hostname \"shop.example.com\" with PathPrefix \"/api\", method GET is already routed "     \
+       "by http route \"team/web\" of config team/web (c-2)",                                      \
+       "team/web (c-2)")
+
 static void test_conflict(void **state)
 {
     (void)state;
@@ -515,14 +527,7 @@ static void test_conflict(void **state)
         "              'backend_refs': [{'name': 'web'}]}]}],"
         " 'backends': [{'name': 'web', 'namespace': 'shop', 'endpoints': ["
         "   {'address': '192.0.2.60', 'port': 80}]}]}",
-        &peer, 1, NULL,
-        PC("conflict", "spec.listeners[0].port",
-           "0.0.0.0:8080 is already claimed by listener \"team-edge\" of config team/web (c-2)",
-           "team/web (c-2)"),
-        PC("conflict", "spec.http_routes[0].rules[0].matches[0]",
-           "hostname \"shop.example.com\" with PathPrefix \"/api\", method GET is already routed "
-           "by http route \"team/web\" of config team/web (c-2)",
-           "team/web (c-2)"),
+        &peer, 1, NULL, CONFLICT_PORT, CONFLICT_ROUTE,
         PC("conflict", "spec.grpc_routes[0].rules[0].matches[0]",
            "hostname \"rpc.example.com\" with service \"shop.Cart\", method \"Get\" is already "
            "routed by grpc route \"team/rpc\" of config team/web (c-2)",
@@ -615,28 +620,21 @@ static void test_every_stage_at_once(void **state)
     val_result r;
     int rc = run_json(spec, &peer, 1, &limits, &r);
     assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(
-        &r,
-        P("schema", "spec.listeners[1].hostnames[0]",
-          "\"bad_name\" is not a valid hostname: '_' is not allowed (letters, digits, hyphens "
-          "and dots only)"),
-        P("semantic", "spec.http_routes[0].rules[0].backend_refs[1]",
-          "unknown backend \"shop/missing\": neither this config nor another config of its "
-          "groups has it"),
-        P("dependency", "spec.listeners[1].tls.secret_refs[1]",
-          "unknown secret \"gone\": neither this config nor another config of its groups has "
-          "it"),
-        P("security", "spec.secrets[0].cert_pem", "certificate expired at 2025-12-31T00:00:00Z"),
-        P("quota", "spec.backends", "2 endpoints exceed the limit of 1 per config"),
-        PC("conflict", "spec.listeners[0].port",
-           "0.0.0.0:8080 is already claimed by listener \"team-edge\" of config team/web (c-2)",
-           "team/web (c-2)"),
-        PC("conflict", "spec.http_routes[0].rules[0].matches[0]",
-           "hostname \"shop.example.com\" with PathPrefix \"/api\", method GET is already routed "
-           "by http route \"team/web\" of config team/web (c-2)",
-           "team/web (c-2)"),
-        P("traps", "spec.http_routes[0].rules[1].backend_refs[0]",
-          "backend \"shop/idle\" has no endpoints: clients accept it and fail every call"));
+    EXPECT(&r,
+           P("schema", "spec.listeners[1].hostnames[0]",
+             "\"bad_name\" is not a valid hostname: '_' is not allowed (letters, digits, hyphens "
+             "and dots only)"),
+           P("semantic", "spec.http_routes[0].rules[0].backend_refs[1]",
+             "unknown backend \"shop/missing\": neither this config nor another config of its "
+             "groups has it"),
+           P("dependency", "spec.listeners[1].tls.secret_refs[1]",
+             "unknown secret \"gone\": neither this config nor another config of its groups has "
+             "it"),
+           P("security", "spec.secrets[0].cert_pem", "certificate expired at 2025-12-31T00:00:00Z"),
+           P("quota", "spec.backends", "2 endpoints exceed the limit of 1 per config"),
+           CONFLICT_PORT, CONFLICT_ROUTE,
+           P("traps", "spec.http_routes[0].rules[1].backend_refs[0]",
+             "backend \"shop/idle\" has no endpoints: clients accept it and fail every call"));
     json_t *js = val_result_to_json(&r);
     assert_int_equal(json_array_size(js), r.count);
     json_t *first = json_array_get(js, 0), *conflict = json_array_get(js, 5);
