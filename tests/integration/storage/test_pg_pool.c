@@ -46,11 +46,7 @@ static pg_pool *make_pool(int size, int statement_timeout_ms, int acquire_timeou
 static pg_conn *acquire(pg_pool *p)
 {
     pg_conn *c = NULL;
-    sx_err err;
-    int rc = pg_acquire(p, &c, &err);
-    if (rc)
-        fprintf(stderr, "acquire: %s\n", err.message);
-    assert_int_equal(rc, 0);
+    TL_OK(pg_acquire(p, &c, &e_));
     return c;
 }
 

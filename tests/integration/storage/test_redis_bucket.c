@@ -23,11 +23,7 @@ static redis_bucket *make(const char *url)
 {
     redis_bucket_options o = {.url = url, .timeout_ms = 2000, .key_prefix = prefix};
     redis_bucket *b = NULL;
-    sx_err err;
-    int rc = redis_bucket_create(&o, &b, &err);
-    if (rc)
-        fprintf(stderr, "redis_bucket_create: %s\n", err.message);
-    assert_int_equal(rc, 0);
+    TL_OK(redis_bucket_create(&o, &b, &e_));
     return b;
 }
 

@@ -43,11 +43,7 @@ static redis_cache *make_cache(const char *url, int timeout_ms, sx_metrics *m)
     redis_cache_options o = {
         .url = url, .timeout_ms = timeout_ms, .key_prefix = prefix, .metrics = m};
     redis_cache *c = NULL;
-    sx_err err;
-    int rc = redis_cache_create(&o, &c, &err);
-    if (rc)
-        fprintf(stderr, "redis_cache_create: %s\n", err.message);
-    assert_int_equal(rc, 0);
+    TL_OK(redis_cache_create(&o, &c, &e_));
     assert_non_null(c);
     return c;
 }

@@ -88,6 +88,22 @@ static int run(const char *spec, const val_peer *peers, size_t npeers, const val
     return rc;
 }
 
+/* Runs spec as run does and asserts the code and that the result holds exactly the rows. */
+static void check(int code, const char *spec, const val_peer *peers, size_t npeers,
+                  const val_limits *limits, const row *rows, size_t n)
+{
+    val_result r;
+    assert_int_equal(run(spec, peers, npeers, limits, &r), code);
+    expect(&r, rows, n);
+    val_result_free(&r);
+}
+
+#define CHECK(code, spec, peers, npeers, limits, ...)                                              \
+    do {                                                                                           \
+        static const row rows_[] = {__VA_ARGS__};                                                  \
+        check((code), (spec), (peers), (npeers), (limits), rows_, sizeof rows_ / sizeof rows_[0]); \
+    } while (0)
+
 /* ---------------------------------------------------------------- certificates */
 
 static EVP_PKEY *new_key(void)
@@ -200,119 +216,111 @@ static void test_demo_config_passes(void **state)
 static void test_schema(void **state)
 {
     (void)state;
-    val_result r;
-    int rc = run(
-        "{'listeners': ["
-        "  {'name': '', 'protocol': 'LISTENER_PROTOCOL_UNSPECIFIED', 'port': 8080,"
-        "   'address': 'localhost', 'hostnames': ['ok.example.com', 'bad_host.example.com',"
-        "   '*.wild.example.com', 'a.*.example.com', '-x.example.com', '10.0.0.1', '*', 'a..b']},"
-        "  {'name': 'l2', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 70000}],"
-        " 'http_routes': [{'name': '', 'rules': [{"
-        "   'matches': [{'path': 'api', 'path_type': 'Exact'},"
-        "     {'path': '/x(', 'path_type': 'RegularExpression'},"
-        "     {'path': '/', 'method': 'FETCH', 'headers': ["
-        "        {'name': 'x-v', 'value': '(a)\\\\1', 'type': 'RegularExpression'},"
-        "        {'name': 'bad header', 'value': 'x'}],"
-        "      'query_params': [{'name': 'q', 'value': '(?=x)', 'type': 'RegularExpression'}]}],"
-        "   'backend_refs': [{'name': ''}],"
-        "   'timeouts': {'request': '-1s'}, 'retry': {'attempts': 1, 'backoff': '0s'}}]}],"
-        " 'backends': [{'name': '', 'connect_timeout': '0s', 'endpoints': ["
-        "   {'address': 'echo.internal', 'port': 80}, {'address': '', 'port': 80}]}],"
-        " 'secrets': [{'name': 's'}]}",
-        NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r,
-           /* the codec and the IR's range rules */
-           P("schema", "spec.listeners[1].port", "must be between 0 and 65535"),
-           P("schema", "spec.listeners[0].name", "must not be empty"),
-           P("schema", "spec.listeners[0].protocol", "must be set"),
-           P("schema", "spec.listeners[0].address", "\"localhost\" is not an ip address"),
-           P("schema", "spec.listeners[0].hostnames[1]",
-             "\"bad_host.example.com\" is not a valid hostname: '_' is not allowed (letters, "
-             "digits, hyphens and dots only)"),
-           P("schema", "spec.listeners[0].hostnames[3]",
-             "\"a.*.example.com\" is not a valid hostname: a wildcard must be the whole first "
-             "label, as in \"*.example.com\""),
-           P("schema", "spec.listeners[0].hostnames[4]",
-             "\"-x.example.com\" is not a valid hostname: label \"-x\" starts or ends with a "
-             "hyphen"),
-           P("schema", "spec.listeners[0].hostnames[5]",
-             "\"10.0.0.1\" is not a valid hostname: it is an ip address"),
-           P("schema", "spec.listeners[0].hostnames[6]",
-             "\"*\" is not a valid hostname: a wildcard must be the whole first label, as in "
-             "\"*.example.com\""),
-           P("schema", "spec.listeners[0].hostnames[7]",
-             "\"a..b\" is not a valid hostname: empty label"),
-           P("schema", "spec.http_routes[0].name", "must not be empty"),
-           P("schema", "spec.http_routes[0].rules[0].matches[0].path", "must start with \"/\""),
-           P("schema", "spec.http_routes[0].rules[0].matches[1].path",
-             "invalid regular expression: missing ): /x("),
-           P("schema", "spec.http_routes[0].rules[0].matches[2].method",
-             "must be one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH"),
-           P("schema", "spec.http_routes[0].rules[0].matches[2].headers[0].value",
-             "invalid regular expression: invalid escape sequence: \\1 (RE2 has no "
-             "backreferences)"),
-           P("schema", "spec.http_routes[0].rules[0].matches[2].headers[1].name",
-             "\"bad header\" is not a valid header name"),
-           P("schema", "spec.http_routes[0].rules[0].matches[2].query_params[0].value",
-             "invalid regular expression: invalid perl operator: (?= (RE2 has no lookahead)"),
-           P("schema", "spec.http_routes[0].rules[0].backend_refs[0].name", "must not be empty"),
-           P("schema", "spec.http_routes[0].rules[0].timeouts.request", "must not be negative"),
-           P("schema", "spec.http_routes[0].rules[0].retry.backoff", "must be positive"),
-           P("schema", "spec.backends[0].name", "must not be empty"),
-           P("schema", "spec.backends[0].connect_timeout", "must be positive"),
-           P("schema", "spec.backends[0].endpoints[0].address",
-             "\"echo.internal\" is not an ip address: xDS clients take endpoint addresses as they "
-             "are and do not resolve names"),
-           P("schema", "spec.backends[0].endpoints[1].address", "must not be empty"),
-           P("schema", "spec.secrets[0].cert_pem", "must not be empty"),
-           P("schema", "spec.secrets[0].key_pem", "must not be empty"),
-           /* later stages still ran on what decoded: the rule's only backend has no name */
-           P("traps", "spec.http_routes[0].rules[0]",
-             "rule has no action: no backend_ref with a weight above 0 and no RequestRedirect "
-             "filter"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION,
+          "{'listeners': ["
+          "  {'name': '', 'protocol': 'LISTENER_PROTOCOL_UNSPECIFIED', 'port': 8080,"
+          "   'address': 'localhost', 'hostnames': ['ok.example.com', 'bad_host.example.com',"
+          "   '*.wild.example.com', 'a.*.example.com', '-x.example.com', '10.0.0.1', '*', 'a..b']},"
+          "  {'name': 'l2', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 70000}],"
+          " 'http_routes': [{'name': '', 'rules': [{"
+          "   'matches': [{'path': 'api', 'path_type': 'Exact'},"
+          "     {'path': '/x(', 'path_type': 'RegularExpression'},"
+          "     {'path': '/', 'method': 'FETCH', 'headers': ["
+          "        {'name': 'x-v', 'value': '(a)\\\\1', 'type': 'RegularExpression'},"
+          "        {'name': 'bad header', 'value': 'x'}],"
+          "      'query_params': [{'name': 'q', 'value': '(?=x)', 'type': 'RegularExpression'}]}],"
+          "   'backend_refs': [{'name': ''}],"
+          "   'timeouts': {'request': '-1s'}, 'retry': {'attempts': 1, 'backoff': '0s'}}]}],"
+          " 'backends': [{'name': '', 'connect_timeout': '0s', 'endpoints': ["
+          "   {'address': 'echo.internal', 'port': 80}, {'address': '', 'port': 80}]}],"
+          " 'secrets': [{'name': 's'}]}",
+          NULL, 0, NULL,
+          /* the codec and the IR's range rules */
+          P("schema", "spec.listeners[1].port", "must be between 0 and 65535"),
+          P("schema", "spec.listeners[0].name", "must not be empty"),
+          P("schema", "spec.listeners[0].protocol", "must be set"),
+          P("schema", "spec.listeners[0].address", "\"localhost\" is not an ip address"),
+          P("schema", "spec.listeners[0].hostnames[1]",
+            "\"bad_host.example.com\" is not a valid hostname: '_' is not allowed (letters, "
+            "digits, hyphens and dots only)"),
+          P("schema", "spec.listeners[0].hostnames[3]",
+            "\"a.*.example.com\" is not a valid hostname: a wildcard must be the whole first "
+            "label, as in \"*.example.com\""),
+          P("schema", "spec.listeners[0].hostnames[4]",
+            "\"-x.example.com\" is not a valid hostname: label \"-x\" starts or ends with a "
+            "hyphen"),
+          P("schema", "spec.listeners[0].hostnames[5]",
+            "\"10.0.0.1\" is not a valid hostname: it is an ip address"),
+          P("schema", "spec.listeners[0].hostnames[6]",
+            "\"*\" is not a valid hostname: a wildcard must be the whole first label, as in "
+            "\"*.example.com\""),
+          P("schema", "spec.listeners[0].hostnames[7]",
+            "\"a..b\" is not a valid hostname: empty label"),
+          P("schema", "spec.http_routes[0].name", "must not be empty"),
+          P("schema", "spec.http_routes[0].rules[0].matches[0].path", "must start with \"/\""),
+          P("schema", "spec.http_routes[0].rules[0].matches[1].path",
+            "invalid regular expression: missing ): /x("),
+          P("schema", "spec.http_routes[0].rules[0].matches[2].method",
+            "must be one of GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH"),
+          P("schema", "spec.http_routes[0].rules[0].matches[2].headers[0].value",
+            "invalid regular expression: invalid escape sequence: \\1 (RE2 has no "
+            "backreferences)"),
+          P("schema", "spec.http_routes[0].rules[0].matches[2].headers[1].name",
+            "\"bad header\" is not a valid header name"),
+          P("schema", "spec.http_routes[0].rules[0].matches[2].query_params[0].value",
+            "invalid regular expression: invalid perl operator: (?= (RE2 has no lookahead)"),
+          P("schema", "spec.http_routes[0].rules[0].backend_refs[0].name", "must not be empty"),
+          P("schema", "spec.http_routes[0].rules[0].timeouts.request", "must not be negative"),
+          P("schema", "spec.http_routes[0].rules[0].retry.backoff", "must be positive"),
+          P("schema", "spec.backends[0].name", "must not be empty"),
+          P("schema", "spec.backends[0].connect_timeout", "must be positive"),
+          P("schema", "spec.backends[0].endpoints[0].address",
+            "\"echo.internal\" is not an ip address: xDS clients take endpoint addresses as they "
+            "are and do not resolve names"),
+          P("schema", "spec.backends[0].endpoints[1].address", "must not be empty"),
+          P("schema", "spec.secrets[0].cert_pem", "must not be empty"),
+          P("schema", "spec.secrets[0].key_pem", "must not be empty"),
+          /* later stages still ran on what decoded: the rule's only backend has no name */
+          P("traps", "spec.http_routes[0].rules[0]",
+            "rule has no action: no backend_ref with a weight above 0 and no RequestRedirect "
+            "filter"));
 }
 
 static void test_semantic(void **state)
 {
     (void)state;
-    val_result r;
-    int rc = run(
-        "{'listeners': ["
-        "  {'name': 'web', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'address': '0.0.0.0',"
-        "   'port': 8080, 'attached_routes': ['web', 'missing']},"
-        "  {'name': 'web', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'address': '10.0.0.1',"
-        "   'port': 8080, 'attached_routes': ['redirect']}],"
-        " 'http_routes': ["
-        "  {'name': 'web', 'namespace': 'shop', 'rules': [{'backend_refs': ["
-        "     {'name': 'api'}, {'name': 'cart', 'namespace': 'other'}]}]},"
-        "  {'name': 'web', 'namespace': 'shop', 'rules': [{'backend_refs': [{'name': 'api'}]}]},"
-        "  {'name': 'redirect', 'namespace': 'shop', 'rules': [{'filters': [{"
-        "     'type': 'RequestRedirect', 'request_redirect': {'status_code': 305}}]}]}],"
-        " 'backends': ["
-        "  {'name': 'api', 'namespace': 'shop', 'endpoints': [{'address': '192.0.2.1', 'port': "
-        "80}]},"
-        "  {'name': 'cart', 'namespace': 'shop', 'endpoints': [{'address': '192.0.2.2', 'port': "
-        "80}]}]}",
-        NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r,
-           P("semantic", "spec.http_routes[0].rules[0].backend_refs[1]",
-             "unknown backend \"other/cart\" (there is a backend \"shop/cart\" in this config)"),
-           P("semantic", "spec.listeners[0].attached_routes[1]",
-             "unknown route \"missing\": neither this config nor another config of its groups "
-             "has it"),
-           P("semantic", "spec.listeners[1].port",
-             "10.0.0.1:8080 is already taken by spec.listeners[0] (\"web\")"),
-           P("semantic", "spec.listeners[1].name",
-             "duplicate listener name \"web\" (also spec.listeners[0])"),
-           P("semantic", "spec.http_routes[1].name",
-             "duplicate http route name \"shop/web\" (also spec.http_routes[0])"),
-           /* found by the translator check alone */
-           P("semantic", "spec.http_routes[2].rules[0].filters[0].request_redirect.status_code",
-             "redirect status 305 is not supported: use 301, 302, 303, 307 or 308"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION,
+          "{'listeners': ["
+          "  {'name': 'web', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'address': '0.0.0.0',"
+          "   'port': 8080, 'attached_routes': ['web', 'missing']},"
+          "  {'name': 'web', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'address': '10.0.0.1',"
+          "   'port': 8080, 'attached_routes': ['redirect']}],"
+          " 'http_routes': ["
+          "  {'name': 'web', 'namespace': 'shop', 'rules': [{'backend_refs': ["
+          "     {'name': 'api'}, {'name': 'cart', 'namespace': 'other'}]}]},"
+          "  {'name': 'web', 'namespace': 'shop', 'rules': [{'backend_refs': [{'name': 'api'}]}]},"
+          "  {'name': 'redirect', 'namespace': 'shop', 'rules': [{'filters': [{"
+          "     'type': 'RequestRedirect', 'request_redirect': {'status_code': 305}}]}]}],"
+          " 'backends': ["
+          "  {'name': 'api', 'namespace': 'shop', 'endpoints': [{'address': '192.0.2.1', 'port': "
+          "80}]},"
+          "  {'name': 'cart', 'namespace': 'shop', 'endpoints': [{'address': '192.0.2.2', 'port': "
+          "80}]}]}",
+          NULL, 0, NULL,
+          P("semantic", "spec.http_routes[0].rules[0].backend_refs[1]",
+            "unknown backend \"other/cart\" (there is a backend \"shop/cart\" in this config)"),
+          P("semantic", "spec.listeners[0].attached_routes[1]",
+            "unknown route \"missing\": neither this config nor another config of its groups "
+            "has it"),
+          P("semantic", "spec.listeners[1].port",
+            "10.0.0.1:8080 is already taken by spec.listeners[0] (\"web\")"),
+          P("semantic", "spec.listeners[1].name",
+            "duplicate listener name \"web\" (also spec.listeners[0])"),
+          P("semantic", "spec.http_routes[1].name",
+            "duplicate http route name \"shop/web\" (also spec.http_routes[0])"),
+          /* found by the translator check alone */
+          P("semantic", "spec.http_routes[2].rules[0].filters[0].request_redirect.status_code",
+            "redirect status 305 is not supported: use 301, 302, 303, 307 or 308"));
 }
 
 static void test_dependency(void **state)
@@ -453,24 +461,23 @@ static void test_quota(void **state)
     val_result_free(&r);
 
     val_limits tight = {1, 2, 1, 2, 2, 3, 2, 3, false, false, 0, 0, NULL, 0};
-    assert_int_equal(run(spec, &peer, 1, &tight, &r), SX_EVALIDATION);
-    EXPECT(&r, P("quota", "spec.listeners", "2 listeners exceed the limit of 1 per config"),
-           P("quota", "spec", "3 routes (http, grpc and stream) exceed the limit of 2 per config"),
-           P("quota", "spec.backends", "2 backends exceed the limit of 1 per config"),
-           P("quota", "spec.backends", "3 endpoints exceed the limit of 2 per config"),
-           P("quota", "spec.listeners",
-             "3 listeners in this config and the 1 other config of its groups exceed the limit of "
-             "2 per group"),
-           P("quota", "spec",
-             "4 routes in this config and the 1 other config of its groups exceed the limit of 3 "
-             "per group"),
-           P("quota", "spec.backends",
-             "3 backends in this config and the 1 other config of its groups exceed the limit of "
-             "2 per group"),
-           P("quota", "spec.backends",
-             "4 endpoints in this config and the 1 other config of its groups exceed the limit of "
-             "3 per group"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION, spec, &peer, 1, &tight,
+          P("quota", "spec.listeners", "2 listeners exceed the limit of 1 per config"),
+          P("quota", "spec", "3 routes (http, grpc and stream) exceed the limit of 2 per config"),
+          P("quota", "spec.backends", "2 backends exceed the limit of 1 per config"),
+          P("quota", "spec.backends", "3 endpoints exceed the limit of 2 per config"),
+          P("quota", "spec.listeners",
+            "3 listeners in this config and the 1 other config of its groups exceed the limit of "
+            "2 per group"),
+          P("quota", "spec",
+            "4 routes in this config and the 1 other config of its groups exceed the limit of 3 "
+            "per group"),
+          P("quota", "spec.backends",
+            "3 backends in this config and the 1 other config of its groups exceed the limit of "
+            "2 per group"),
+          P("quota", "spec.backends",
+            "4 endpoints in this config and the 1 other config of its groups exceed the limit of "
+            "3 per group"));
     json_decref(peer_spec);
 }
 
@@ -487,13 +494,26 @@ static const char *const PEER_WEB =
     " 'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
     "   {'address': '192.0.2.50', 'port': 80}]}]}";
 
+/* What a config's first listener on port 8080 and its first http route match, GET /api on
+ * shop.example.com, meet in PEER_WEB. */
+#define CONFLICT_PORT                                                                              \
+    PC("conflict", "spec.listeners[0].port",                                                       \
+       "0.0.0.0:8080 is already claimed by listener \"team-edge\" of config team/web (c-2)",       \
+       "team/web (c-2)")
+#define CONFLICT_ROUTE                                                                             \
+    PC("conflict", "spec.http_routes[0].rules[0].matches[0]",                                      \
+       "hostname \"shop.example.com\" with PathPrefix \"/api\", method GET is already routed "     \
+       "by http route \"team/web\" of config team/web (c-2)",                                      \
+       "team/web (c-2)")
+
 static void test_conflict(void **state)
 {
     (void)state;
     json_t *peer_spec = tl_json(PEER_WEB);
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
     val_result r;
-    int rc = run(
+    CHECK(
+        SX_ECONFLICT,
         "{'listeners': [{'name': 'shop-edge', 'protocol': 'LISTENER_PROTOCOL_HTTP',"
         "   'port': 8080, 'attached_routes': ['shop/web', 'shop/rpc']},"
         "  {'name': 'other-port', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'address': '10.0.0.5',"
@@ -507,28 +527,18 @@ static void test_conflict(void **state)
         "              'backend_refs': [{'name': 'web'}]}]}],"
         " 'backends': [{'name': 'web', 'namespace': 'shop', 'endpoints': ["
         "   {'address': '192.0.2.60', 'port': 80}]}]}",
-        &peer, 1, NULL, &r);
-    assert_int_equal(rc, SX_ECONFLICT);
-    EXPECT(
-        &r,
-        PC("conflict", "spec.listeners[0].port",
-           "0.0.0.0:8080 is already claimed by listener \"team-edge\" of config team/web (c-2)",
-           "team/web (c-2)"),
-        PC("conflict", "spec.http_routes[0].rules[0].matches[0]",
-           "hostname \"shop.example.com\" with PathPrefix \"/api\", method GET is already routed "
-           "by http route \"team/web\" of config team/web (c-2)",
-           "team/web (c-2)"),
+        &peer, 1, NULL, CONFLICT_PORT, CONFLICT_ROUTE,
         PC("conflict", "spec.grpc_routes[0].rules[0].matches[0]",
            "hostname \"rpc.example.com\" with service \"shop.Cart\", method \"Get\" is already "
            "routed by grpc route \"team/rpc\" of config team/web (c-2)",
            "team/web (c-2)"));
-    val_result_free(&r);
 
     /* Conflicts and another problem: the code is the validation error. */
-    rc = run("{'listeners': [{'name': 'x', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
-             "  'attached_routes': ['nothing']}]}",
-             &peer, 1, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
+    assert_int_equal(
+        run("{'listeners': [{'name': 'x', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
+            "  'attached_routes': ['nothing']}]}",
+            &peer, 1, NULL, &r),
+        SX_EVALIDATION);
     assert_int_equal(r.count, 2);
     assert_string_equal(val_stage_name(r.items[0].stage), "semantic");
     assert_string_equal(val_stage_name(r.items[1].stage), "conflict");
@@ -540,48 +550,43 @@ static void test_conflict(void **state)
 static void test_traps(void **state)
 {
     (void)state;
-    val_result r;
-    int rc =
-        run("{'listeners': ["
-            "  {'name': 'edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
-            "   'hostnames': ['a.example.com'], 'attached_routes': ['shop/b-only', 'shop/empty']},"
-            "  {'name': 'mesh', 'protocol': 'LISTENER_PROTOCOL_GRPC', 'port': 0,"
-            "   'hostnames': ['*.svc.test', 'echo.svc.test'], 'attached_routes': ['shop/rpc']}],"
-            " 'http_routes': ["
-            "  {'name': 'b-only', 'namespace': 'shop', 'hostnames': ['b.example.com'],"
-            "   'rules': [{'backend_refs': [{'name': 'api'}]}]},"
-            "  {'name': 'empty', 'namespace': 'shop', 'rules': ["
-            "   {'backend_refs': [{'name': 'nothing-there'}]}, {'matches': [{'path': '/none'}]}]}],"
-            " 'grpc_routes': [{'name': 'rpc', 'namespace': 'shop', 'rules': ["
-            "   {'backend_refs': [{'name': 'api', 'weight': 0}]}]}],"
-            " 'backends': ["
-            "  {'name': 'api', 'namespace': 'shop', 'endpoints': ["
-            "    {'address': '192.0.2.1', 'port': 80, 'zone': 'z1'},"
-            "    {'address': '192.0.2.2', 'port': 80},"
-            "    {'address': '192.0.2.3', 'port': 80, 'zone': 'z2'}]},"
-            "  {'name': 'nothing-there', 'namespace': 'shop'}]}",
-            NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(
-        &r,
-        P("traps", "spec.http_routes[1].rules[0].backend_refs[0]",
-          "backend \"shop/nothing-there\" has no endpoints: clients accept it and fail every "
-          "call"),
-        P("traps", "spec.http_routes[1].rules[1]",
-          "rule has no action: no backend_ref with a weight above 0 and no RequestRedirect "
-          "filter"),
-        P("traps", "spec.grpc_routes[0].rules[0]",
-          "rule has no action: no backend_ref with a weight above 0"),
-        P("traps", "spec.listeners[0].attached_routes[0]",
-          "route \"shop/b-only\" has no hostname that listener \"edge\" serves: its virtual host "
-          "can never match"),
-        P("traps", "spec.listeners[1].hostnames[0]",
-          "proxyless grpc clients dial an exact name: the wildcard \"*.svc.test\" matches none "
-          "of them"),
-        P("traps", "spec.backends[0].endpoints[1].zone",
-          "zone is not set while other endpoints of this backend have one: set it on all "
-          "endpoints or on none"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION,
+          "{'listeners': ["
+          "  {'name': 'edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
+          "   'hostnames': ['a.example.com'], 'attached_routes': ['shop/b-only', 'shop/empty']},"
+          "  {'name': 'mesh', 'protocol': 'LISTENER_PROTOCOL_GRPC', 'port': 0,"
+          "   'hostnames': ['*.svc.test', 'echo.svc.test'], 'attached_routes': ['shop/rpc']}],"
+          " 'http_routes': ["
+          "  {'name': 'b-only', 'namespace': 'shop', 'hostnames': ['b.example.com'],"
+          "   'rules': [{'backend_refs': [{'name': 'api'}]}]},"
+          "  {'name': 'empty', 'namespace': 'shop', 'rules': ["
+          "   {'backend_refs': [{'name': 'nothing-there'}]}, {'matches': [{'path': '/none'}]}]}],"
+          " 'grpc_routes': [{'name': 'rpc', 'namespace': 'shop', 'rules': ["
+          "   {'backend_refs': [{'name': 'api', 'weight': 0}]}]}],"
+          " 'backends': ["
+          "  {'name': 'api', 'namespace': 'shop', 'endpoints': ["
+          "    {'address': '192.0.2.1', 'port': 80, 'zone': 'z1'},"
+          "    {'address': '192.0.2.2', 'port': 80},"
+          "    {'address': '192.0.2.3', 'port': 80, 'zone': 'z2'}]},"
+          "  {'name': 'nothing-there', 'namespace': 'shop'}]}",
+          NULL, 0, NULL,
+          P("traps", "spec.http_routes[1].rules[0].backend_refs[0]",
+            "backend \"shop/nothing-there\" has no endpoints: clients accept it and fail every "
+            "call"),
+          P("traps", "spec.http_routes[1].rules[1]",
+            "rule has no action: no backend_ref with a weight above 0 and no RequestRedirect "
+            "filter"),
+          P("traps", "spec.grpc_routes[0].rules[0]",
+            "rule has no action: no backend_ref with a weight above 0"),
+          P("traps", "spec.listeners[0].attached_routes[0]",
+            "route \"shop/b-only\" has no hostname that listener \"edge\" serves: its virtual host "
+            "can never match"),
+          P("traps", "spec.listeners[1].hostnames[0]",
+            "proxyless grpc clients dial an exact name: the wildcard \"*.svc.test\" matches none "
+            "of them"),
+          P("traps", "spec.backends[0].endpoints[1].zone",
+            "zone is not set while other endpoints of this backend have one: set it on all "
+            "endpoints or on none"));
 }
 
 /* ---------------------------------------------------------------- across stages and configs */
@@ -615,28 +620,21 @@ static void test_every_stage_at_once(void **state)
     val_result r;
     int rc = run_json(spec, &peer, 1, &limits, &r);
     assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(
-        &r,
-        P("schema", "spec.listeners[1].hostnames[0]",
-          "\"bad_name\" is not a valid hostname: '_' is not allowed (letters, digits, hyphens "
-          "and dots only)"),
-        P("semantic", "spec.http_routes[0].rules[0].backend_refs[1]",
-          "unknown backend \"shop/missing\": neither this config nor another config of its "
-          "groups has it"),
-        P("dependency", "spec.listeners[1].tls.secret_refs[1]",
-          "unknown secret \"gone\": neither this config nor another config of its groups has "
-          "it"),
-        P("security", "spec.secrets[0].cert_pem", "certificate expired at 2025-12-31T00:00:00Z"),
-        P("quota", "spec.backends", "2 endpoints exceed the limit of 1 per config"),
-        PC("conflict", "spec.listeners[0].port",
-           "0.0.0.0:8080 is already claimed by listener \"team-edge\" of config team/web (c-2)",
-           "team/web (c-2)"),
-        PC("conflict", "spec.http_routes[0].rules[0].matches[0]",
-           "hostname \"shop.example.com\" with PathPrefix \"/api\", method GET is already routed "
-           "by http route \"team/web\" of config team/web (c-2)",
-           "team/web (c-2)"),
-        P("traps", "spec.http_routes[0].rules[1].backend_refs[0]",
-          "backend \"shop/idle\" has no endpoints: clients accept it and fail every call"));
+    EXPECT(&r,
+           P("schema", "spec.listeners[1].hostnames[0]",
+             "\"bad_name\" is not a valid hostname: '_' is not allowed (letters, digits, hyphens "
+             "and dots only)"),
+           P("semantic", "spec.http_routes[0].rules[0].backend_refs[1]",
+             "unknown backend \"shop/missing\": neither this config nor another config of its "
+             "groups has it"),
+           P("dependency", "spec.listeners[1].tls.secret_refs[1]",
+             "unknown secret \"gone\": neither this config nor another config of its groups has "
+             "it"),
+           P("security", "spec.secrets[0].cert_pem", "certificate expired at 2025-12-31T00:00:00Z"),
+           P("quota", "spec.backends", "2 endpoints exceed the limit of 1 per config"),
+           CONFLICT_PORT, CONFLICT_ROUTE,
+           P("traps", "spec.http_routes[0].rules[1].backend_refs[0]",
+             "backend \"shop/idle\" has no endpoints: clients accept it and fail every call"));
     json_t *js = val_result_to_json(&r);
     assert_int_equal(json_array_size(js), r.count);
     json_t *first = json_array_get(js, 0), *conflict = json_array_get(js, 5);
@@ -681,31 +679,27 @@ static void test_references_across_configs(void **state)
     val_result_free(&r);
 
     /* Without the peer nothing resolves. */
-    rc = run(spec, NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r,
-           P("semantic", "spec.http_routes[0].rules[0].backend_refs[0]",
-             "unknown backend \"team/web\": neither this config nor another config of its groups "
-             "has it"),
-           P("semantic", "spec.listeners[0].attached_routes[1]",
-             "unknown route \"status\": neither this config nor another config of its groups has "
-             "it"),
-           P("dependency", "spec.listeners[0].tls.secret_refs[0]",
-             "unknown secret \"edge-cert\": neither this config nor another config of its groups "
-             "has it"),
-           P("dependency", "spec.listeners[0].backend_tls.client_certificate_ref",
-             "unknown secret \"team/client-cert\": neither this config nor another config of its "
-             "groups has it"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION, spec, NULL, 0, NULL,
+          P("semantic", "spec.http_routes[0].rules[0].backend_refs[0]",
+            "unknown backend \"team/web\": neither this config nor another config of its groups "
+            "has it"),
+          P("semantic", "spec.listeners[0].attached_routes[1]",
+            "unknown route \"status\": neither this config nor another config of its groups has "
+            "it"),
+          P("dependency", "spec.listeners[0].tls.secret_refs[0]",
+            "unknown secret \"edge-cert\": neither this config nor another config of its groups "
+            "has it"),
+          P("dependency", "spec.listeners[0].backend_tls.client_certificate_ref",
+            "unknown secret \"team/client-cert\": neither this config nor another config of its "
+            "groups has it"));
 
     /* A backend the peer also defines would be two clusters of one name once merged. */
-    rc = run("{'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
-             "  {'address': '192.0.2.51', 'port': 80}]}]}",
-             &peer, 1, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r, P("semantic", "spec.backends[0].name",
-                 "backend \"team/web\" is also defined by config team/web (c-2)"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION,
+          "{'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
+          "  {'address': '192.0.2.51', 'port': 80}]}]}",
+          &peer, 1, NULL,
+          P("semantic", "spec.backends[0].name",
+            "backend \"team/web\" is also defined by config team/web (c-2)"));
     json_decref(peer_spec);
 }
 
@@ -723,32 +717,29 @@ static void test_names_that_collide_once_merged(void **state)
         " 'backends': [{'name': 'web', 'namespace': 'team', 'endpoints': ["
         "   {'address': '192.0.2.50', 'port': 80}]}]}");
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
-    val_result r;
-    int rc = run(
+    CHECK(
+        SX_EVALIDATION,
         "{'listeners': [{'name': 'echo.test', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 9001},"
         "  {'name': 'own-mesh', 'protocol': 'LISTENER_PROTOCOL_GRPC', 'port': 0,"
         "   'hostnames': ['echo.test', 'own.test', 'own.test']}],"
         " 'http_routes': [{'name': 'status', 'namespace': 'shop', 'hostnames': "
         "['shop.example.com'],"
         "   'rules': [{'backend_refs': [{'name': 'web', 'namespace': 'team'}]}]}]}",
-        &peer, 1, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r,
-           P("semantic", "spec.listeners[0].name",
-             "the Listener resource \"echo.test\" is also produced by listener \"mesh\" of config "
-             "team/web (c-2)"),
-           P("semantic", "spec.listeners[1].hostnames[0]",
-             "the Listener resource \"echo.test\" is also produced by spec.listeners[0] "
-             "(\"echo.test\")"),
-           P("semantic", "spec.listeners[1].hostnames[2]",
-             "the Listener resource \"own.test\" is also produced by spec.listeners[1] "
-             "(\"own-mesh\")"),
-           /* the new route makes the peer's bare reference ambiguous: the translator check */
-           P("semantic", "spec",
-             "merged with this config, config team/web (c-2) does not translate: "
-             "listeners[0].attached_routes[0]: route reference \"status\" is ambiguous: "
-             "\"shop/status\" and \"team/status\" match; use the qualified name"));
-    val_result_free(&r);
+        &peer, 1, NULL,
+        P("semantic", "spec.listeners[0].name",
+          "the Listener resource \"echo.test\" is also produced by listener \"mesh\" of config "
+          "team/web (c-2)"),
+        P("semantic", "spec.listeners[1].hostnames[0]",
+          "the Listener resource \"echo.test\" is also produced by spec.listeners[0] "
+          "(\"echo.test\")"),
+        P("semantic", "spec.listeners[1].hostnames[2]",
+          "the Listener resource \"own.test\" is also produced by spec.listeners[1] "
+          "(\"own-mesh\")"),
+        /* the new route makes the peer's bare reference ambiguous: the translator check */
+        P("semantic", "spec",
+          "merged with this config, config team/web (c-2) does not translate: "
+          "listeners[0].attached_routes[0]: route reference \"status\" is ambiguous: "
+          "\"shop/status\" and \"team/status\" match; use the qualified name"));
     json_decref(peer_spec);
 }
 
@@ -759,40 +750,35 @@ static void test_broken_documents(void **state)
     json_t *broken_peer = tl_json("{'listeners': [null, {'name': 7}], 'backends': 'none'}");
     val_peer peer = {.id = "c-9", .ns = "old", .name = "broken", .spec = broken_peer};
     val_result r;
-    int rc = run("{'listeners': [null, {'name': 5}],"
-                 " 'http_routes': [{'name': 'r', 'hostnames': [3], 'rules': [null, {"
-                 "   'matches': [null], 'backend_refs': [null, {'name': 'x', 'weight': 'a'}]}]}],"
-                 " 'backends': [{'name': 'b', 'endpoints': [null, {'address': 1, 'port': 80}]}],"
-                 " 'secrets': [null]}",
-                 &peer, 1, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r, P("schema", "spec.listeners[0]", "must not be null"),
-           P("schema", "spec.listeners[1].name", "expected a string, got a number"),
-           P("schema", "spec.http_routes[0].hostnames[0]", "expected a string, got a number"),
-           P("schema", "spec.http_routes[0].rules[0]", "must not be null"),
-           P("schema", "spec.http_routes[0].rules[1].matches[0]", "must not be null"),
-           P("schema", "spec.http_routes[0].rules[1].backend_refs[0]", "must not be null"),
-           P("schema", "spec.http_routes[0].rules[1].backend_refs[1].weight",
-             "expected a number, got a string"),
-           P("schema", "spec.backends[0].endpoints[0]", "must not be null"),
-           P("schema", "spec.backends[0].endpoints[1].address", "expected a string, got a number"),
-           P("schema", "spec.secrets[0]", "must not be null"),
-           P("schema", "spec.listeners[1].protocol", "must be set"),
-           P("semantic", "spec.http_routes[0].rules[1].backend_refs[1]",
-             "unknown backend \"x\": neither this config nor another config of its groups has it"),
-           P("traps", "spec.http_routes[0].rules[1]",
-             "rule has no action: no backend_ref with a weight above 0 and no RequestRedirect "
-             "filter"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION,
+          "{'listeners': [null, {'name': 5}],"
+          " 'http_routes': [{'name': 'r', 'hostnames': [3], 'rules': [null, {"
+          "   'matches': [null], 'backend_refs': [null, {'name': 'x', 'weight': 'a'}]}]}],"
+          " 'backends': [{'name': 'b', 'endpoints': [null, {'address': 1, 'port': 80}]}],"
+          " 'secrets': [null]}",
+          &peer, 1, NULL, P("schema", "spec.listeners[0]", "must not be null"),
+          P("schema", "spec.listeners[1].name", "expected a string, got a number"),
+          P("schema", "spec.http_routes[0].hostnames[0]", "expected a string, got a number"),
+          P("schema", "spec.http_routes[0].rules[0]", "must not be null"),
+          P("schema", "spec.http_routes[0].rules[1].matches[0]", "must not be null"),
+          P("schema", "spec.http_routes[0].rules[1].backend_refs[0]", "must not be null"),
+          P("schema", "spec.http_routes[0].rules[1].backend_refs[1].weight",
+            "expected a number, got a string"),
+          P("schema", "spec.backends[0].endpoints[0]", "must not be null"),
+          P("schema", "spec.backends[0].endpoints[1].address", "expected a string, got a number"),
+          P("schema", "spec.secrets[0]", "must not be null"),
+          P("schema", "spec.listeners[1].protocol", "must be set"),
+          P("semantic", "spec.http_routes[0].rules[1].backend_refs[1]",
+            "unknown backend \"x\": neither this config nor another config of its groups has it"),
+          P("traps", "spec.http_routes[0].rules[1]",
+            "rule has no action: no backend_ref with a weight above 0 and no RequestRedirect "
+            "filter"));
 
-    rc = run("{'listeners': 'all'}", NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r, P("schema", "spec.listeners", "expected an array, got a string"));
-    val_result_free(&r);
+    CHECK(SX_EVALIDATION, "{'listeners': 'all'}", NULL, 0, NULL,
+          P("schema", "spec.listeners", "expected an array, got a string"));
 
     json_t *array = json_array();
-    rc = run_json(array, NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
+    assert_int_equal(run_json(array, NULL, 0, NULL, &r), SX_EVALIDATION);
     EXPECT(&r, P("schema", "spec", "expected an object, got an array"));
     val_result_free(&r);
     json_decref(array);
@@ -905,8 +891,8 @@ static void test_regex_program_size_limit(void **state)
 static void test_regex_errors_name_the_field(void **state)
 {
     (void)state;
-    val_result r;
-    int rc = run(
+    CHECK(
+        SX_EVALIDATION,
         "{'http_routes': [{'name': 'h', 'rules': [{'backend_refs': [{'name': 'b'}],"
         "   'matches': [{'path': '((a{1,100}){1,100}){1,100}', 'path_type': 'RegularExpression',"
         "     'headers': [{'name': 'x-v', 'value': '(?=x)', 'type': 'RegularExpression'}],"
@@ -917,25 +903,22 @@ static void test_regex_errors_name_the_field(void **state)
         "    {'service': '[a-z]{60}', 'method': '[a-z]{60}', 'match_type': 'RegularExpression'},"
         "    {'service': 'svc', 'method': 'Get|Put', 'match_type': 'RegularExpression'}]}]}],"
         " 'backends': [{'name': 'b', 'endpoints': [{'address': '192.0.2.1', 'port': 80}]}]}",
-        NULL, 0, NULL, &r);
-    assert_int_equal(rc, SX_EVALIDATION);
-    EXPECT(&r,
-           P("schema", "spec.http_routes[0].rules[0].matches[0].path",
-             "invalid regular expression: invalid repetition size: {1,100} (RE2 allows counts up "
-             "to 1000, nested counts multiplied)"),
-           P("schema", "spec.http_routes[0].rules[0].matches[0].headers[0].value",
-             "invalid regular expression: invalid perl operator: (?= (RE2 has no lookahead)"),
-           P("schema", "spec.http_routes[0].rules[0].matches[0].query_params[0].value",
-             "invalid regular expression: invalid escape sequence: \\1 (RE2 has no "
-             "backreferences)"),
-           P("schema", "spec.grpc_routes[0].rules[0].matches[0].service",
-             "invalid regular expression: invalid repetition size: {1001} (RE2 allows counts up "
-             "to 1000, nested counts multiplied)"),
-           /* each part is within the limit, the path regex of both is not */
-           P("schema", "spec.grpc_routes[0].rules[0].matches[1]",
-             "invalid regular expression: service and method as one path: RE2 program size 126 "
-             "is over the limit of 100 (Envoy's re2.max_program_size.error_level)"));
-    val_result_free(&r);
+        NULL, 0, NULL,
+        P("schema", "spec.http_routes[0].rules[0].matches[0].path",
+          "invalid regular expression: invalid repetition size: {1,100} (RE2 allows counts up "
+          "to 1000, nested counts multiplied)"),
+        P("schema", "spec.http_routes[0].rules[0].matches[0].headers[0].value",
+          "invalid regular expression: invalid perl operator: (?= (RE2 has no lookahead)"),
+        P("schema", "spec.http_routes[0].rules[0].matches[0].query_params[0].value",
+          "invalid regular expression: invalid escape sequence: \\1 (RE2 has no "
+          "backreferences)"),
+        P("schema", "spec.grpc_routes[0].rules[0].matches[0].service",
+          "invalid regular expression: invalid repetition size: {1001} (RE2 allows counts up "
+          "to 1000, nested counts multiplied)"),
+        /* each part is within the limit, the path regex of both is not */
+        P("schema", "spec.grpc_routes[0].rules[0].matches[1]",
+          "invalid regular expression: service and method as one path: RE2 program size 126 "
+          "is over the limit of 100 (Envoy's re2.max_program_size.error_level)"));
 }
 TL_MAIN(cmocka_unit_test(test_demo_config_passes), cmocka_unit_test(test_schema),
         cmocka_unit_test(test_semantic), cmocka_unit_test(test_dependency),

@@ -154,14 +154,17 @@ static char *mint(const sextant_config *cfg, const char *subject, const char *no
     return token;
 }
 
-/* Checks node_id in group for authorization; returns the failure, *identity kept. */
+/* The identity and the message of the last check(). */
+static char identity[300], msg[512];
+
+/* Checks node_id in group for authorization; returns the failure, identity and msg kept. */
 static xds_auth_fail check(const xds_ident *id, const char *authorization, const char *node_id,
-                           const char *group, char *identity, size_t n, char *msg, size_t mn)
+                           const char *group)
 {
     xds_cred *c = cred_with(id, authorization);
     const char *who = NULL;
-    xds_auth_fail f = xds_ident_check(id, c, node_id, group, &who, msg, mn);
-    snprintf(identity, n, "%s", who ? who : "(null)");
+    xds_auth_fail f = xds_ident_check(id, c, node_id, group, &who, msg, sizeof(msg));
+    snprintf(identity, sizeof(identity), "%s", who ? who : "(null)");
     xds_cred_free(c);
     return f;
 }
@@ -189,37 +192,28 @@ static void test_tokens(void **state)
     assert_null(json_object_get(claims, "groups"));
     sx_arena_destroy(a);
 
-    char bearer[4096], other[4096], identity[300], msg[512];
+    char bearer[4096], other[4096];
     snprintf(bearer, sizeof(bearer), "Bearer %s", edge);
-    assert_int_equal(check(id, bearer, "edge-1", "edge", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_OK);
+    assert_int_equal(check(id, bearer, "edge-1", "edge"), XDS_AUTH_OK);
     assert_string_equal(identity, "jwt:proxies:edge-*");
-    assert_int_equal(check(id, bearer, "db-1", "edge", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_FAIL_NODE);
+    assert_int_equal(check(id, bearer, "db-1", "edge"), XDS_AUTH_FAIL_NODE);
     assert_non_null(strstr(msg, "do not cover node id \"db-1\""));
     assert_string_equal(xds_auth_fail_name(XDS_AUTH_FAIL_NODE), "node_not_covered");
 
     snprintf(other, sizeof(other), "Bearer %s", grouped);
-    assert_int_equal(check(id, other, "edge-1", "edge", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_OK);
+    assert_int_equal(check(id, other, "edge-1", "edge"), XDS_AUTH_OK);
     assert_string_equal(identity, "jwt:edge-proxies");
-    assert_int_equal(check(id, other, "edge-1", "payments", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_FAIL_GROUP);
+    assert_int_equal(check(id, other, "edge-1", "payments"), XDS_AUTH_FAIL_GROUP);
     /* A status report's group is not known: only the node is checked. */
-    assert_int_equal(check(id, other, "edge-1", NULL, identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_OK);
+    assert_int_equal(check(id, other, "edge-1", NULL), XDS_AUTH_OK);
 
-    assert_int_equal(check(id, NULL, "edge-1", "edge", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_FAIL_MISSING);
+    assert_int_equal(check(id, NULL, "edge-1", "edge"), XDS_AUTH_FAIL_MISSING);
     assert_string_equal(xds_auth_fail_name(XDS_AUTH_FAIL_MISSING), "missing_credentials");
     /* A tampered token: the signature no longer matches. */
     bearer[strlen(bearer) - 2] = bearer[strlen(bearer) - 2] == 'A' ? 'B' : 'A';
-    assert_int_equal(check(id, bearer, "edge-1", "edge", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_FAIL_TOKEN);
+    assert_int_equal(check(id, bearer, "edge-1", "edge"), XDS_AUTH_FAIL_TOKEN);
     assert_non_null(strstr(msg, "bad signature"));
-    assert_int_equal(
-        check(id, "Basic dXNlcjpwYXNz", "edge-1", "edge", identity, sizeof(identity), msg, 512),
-        XDS_AUTH_FAIL_TOKEN);
+    assert_int_equal(check(id, "Basic dXNlcjpwYXNz", "edge-1", "edge"), XDS_AUTH_FAIL_TOKEN);
 
     /* Minting refuses what no proxy could use. */
     char *t = NULL;
@@ -238,8 +232,7 @@ static void test_tokens(void **state)
     /* Under none everyone speaks for every node, as nobody. */
     cfg = tl_env_config((const char *[]){"SEXTANT_XDS_AUTH=none", NULL});
     assert_int_equal(xds_ident_create(cfg, &id, &err), 0);
-    assert_int_equal(check(id, NULL, "edge-1", "edge", identity, sizeof(identity), msg, 512),
-                     XDS_AUTH_OK);
+    assert_int_equal(check(id, NULL, "edge-1", "edge"), XDS_AUTH_OK);
     assert_string_equal(identity, "");
     xds_ident_destroy(id);
     config_free(cfg);
