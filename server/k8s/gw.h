@@ -72,6 +72,7 @@ typedef enum gw_kind {
     GW_SECRET,
     GW_NAMESPACE,
     GW_CONFIG_MAP, /* CA bundles of BackendTLSPolicies (key ca.crt); only referenced ones matter */
+    GW_BACKEND_LB_POLICY, /* sextant.dev/v1alpha1 BackendLBPolicy */
     GW_KIND_COUNT,
 } gw_kind;
 
@@ -145,7 +146,9 @@ typedef struct gw_gateway_out {
  *     answers 409 and the next translation of the newer object merges again.
  * A BackendTLSPolicy's status.ancestors is kept the same way: other controllers' entries
  * first, then one entry of ours per Gateway of ours whose routes name a Service port it
- * targets. Conditions carry observedGeneration = metadata.generation of the object.
+ * targets. A BackendLBPolicy's (sextant.dev) likewise, plus entries naming targets that do
+ * not exist (TargetNotFound); see gw_lb.c. Conditions carry observedGeneration =
+ * metadata.generation of the object.
  */
 typedef struct gw_status_out {
     char *api_version; /* the object's apiVersion, e.g. "gateway.networking.k8s.io/v1" */
@@ -170,8 +173,8 @@ typedef struct gw_counters {
 typedef struct gw_output {
     gw_gateway_out *gateways; /* sorted by namespace/name */
     size_t n_gateways;
-    /* GatewayClasses, Gateways, BackendTLSPolicies, then routes by kind (HTTP, gRPC, TLS,
-     * TCP, UDP); each sorted by namespace/name */
+    /* GatewayClasses, Gateways, BackendTLSPolicies, BackendLBPolicies, then routes by kind (HTTP,
+     * gRPC, TLS, TCP, UDP); each sorted by namespace/name */
     gw_status_out *statuses;
     size_t n_statuses;
     gw_counters counters;

@@ -80,6 +80,7 @@ typedef struct gw_backend {
     unsigned mark;          /* gw_spec.c: the Gateway whose spec took it last */
     const char *policy_key; /* the BackendTLSPolicy target it falls under, or NULL */
     bool blocked;           /* a policy targets it but cannot be applied: no traffic */
+    const char *lb_key;     /* the BackendLBPolicy target it falls under, or NULL */
 } gw_backend;
 
 /* One rule of a route after analysis. */
@@ -220,6 +221,18 @@ typedef struct gw_policy {
     size_t n_gws, cap_gws;
 } gw_policy;
 
+/* One BackendLBPolicy (sextant.dev). */
+typedef struct gw_lb {
+    const gw_obj *obj;
+    const char *created;
+    gw_cond accepted;
+    json_t *lb;           /* the IR LoadBalancingPolicy it gives; owned; NULL when invalid */
+    const char **missing; /* names of target Services that do not exist */
+    size_t n_missing;
+    size_t *gws; /* ancestors: Gateways whose spec uses a backend it targets */
+    size_t n_gws, cap_gws;
+} gw_lb;
+
 /* One GatewayClass whose controllerName is ours. */
 typedef struct gw_class {
     const gw_obj *obj;
@@ -252,7 +265,10 @@ typedef struct gw_ctx {
     size_t n_policies;
     json_t *policy_targets; /* "<ns>/<svc>/<port name or *>" -> [policy index, ...], the
                                first one applying, the others Conflicted */
-    bool over_input;        /* max_input_objects exceeded: nothing is translated */
+    gw_lb *lbs;             /* BackendLBPolicies, by (creationTimestamp, namespace, name) */
+    size_t n_lbs;
+    json_t *lb_targets; /* like policy_targets, for BackendLBPolicies */
+    bool over_input;    /* max_input_objects exceeded: nothing is translated */
     const char *over_input_message;
 } gw_ctx;
 
@@ -355,6 +371,18 @@ void gw_policies_used(gw_ctx *c, const gw_backend *b, size_t gi);
  * entry of ours to remove). */
 void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap);
 void gw_policies_free(gw_ctx *c);
+
+/* ---------------------------------------------------------------- gw_lb.c */
+
+/* Judges every BackendLBPolicy and records which Service ports each one targets. */
+void gw_lb_build(gw_ctx *c);
+/* Gives backend b (port port_name of its Service) the load_balancing of its policy. */
+void gw_lb_apply(gw_ctx *c, gw_backend *b, const char *port_name);
+/* Records that Gateway gi's spec uses backend b (its policy's ancestors). */
+void gw_lb_used(gw_ctx *c, const gw_backend *b, size_t gi);
+/* Appends the status of every BackendLBPolicy. */
+void gw_lb_status(gw_ctx *c, gw_output *out, size_t *cap);
+void gw_lb_free(gw_ctx *c);
 
 /* ---------------------------------------------------------------- gw_rules.c */
 

@@ -672,8 +672,10 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi)
         for (size_t i = 0; i < g->lis[l].n_routes; i++) {
             const gw_route *r = g->lis[l].routes[i];
             for (size_t k = 0; k < r->n_rules; k++)
-                for (size_t j = 0; j < r->rules[k].n_backends; j++)
+                for (size_t j = 0; j < r->rules[k].n_backends; j++) {
                     gw_policies_used(c, &c->backends[r->rules[k].backends[j]], gi);
+                    gw_lb_used(c, &c->backends[r->rules[k].backends[j]], gi);
+                }
         }
 
     unsigned mark = (unsigned)gi + 1;

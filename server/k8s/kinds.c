@@ -28,6 +28,8 @@ static const k8s_kind KINDS[] = {
     {"Namespace", "", "v1", "namespaces", false, NULL},
     /* CA bundles (ca.crt) of BackendTLSPolicies. */
     {"ConfigMap", "", "v1", "configmaps", true, NULL},
+    /* Sextant's own policies (deploy/k8s/crds/). */
+    {"BackendLBPolicy", "sextant.dev", "v1alpha1", "backendlbpolicies", true, NULL},
 };
 
 const k8s_kind *k8s_kind_table(size_t *n)
