@@ -72,7 +72,11 @@ typedef enum gw_kind {
     GW_SECRET,
     GW_NAMESPACE,
     GW_CONFIG_MAP, /* CA bundles of BackendTLSPolicies (key ca.crt); only referenced ones matter */
-    GW_BACKEND_LB_POLICY, /* sextant.dev/v1alpha1 BackendLBPolicy */
+    /* Sextant's own policies (sextant.dev/v1alpha1; gw_sextant.c). */
+    GW_BACKEND_LB_POLICY,
+    GW_AI_SERVICE,
+    GW_TOKEN_POLICY,
+    GW_WASM_PLUGIN,
     GW_KIND_COUNT,
 } gw_kind;
 
@@ -93,6 +97,18 @@ typedef struct gw_limits {
     size_t max_snapshot_endpoints; /* endpoints of the backends of one spec */
 } gw_limits;
 
+/* Data planes of a proxy group (the same bits as server/validate's VAL_PLANE_*). */
+#define GW_PLANE_ENVOY   1u
+#define GW_PLANE_GRPC    2u
+#define GW_PLANE_CONTROL 4u
+#define GW_PLANES_ALL    (GW_PLANE_ENVOY | GW_PLANE_GRPC | GW_PLANE_CONTROL)
+
+/* The data planes one group serves; planes 0: the group never chose (the default). */
+typedef struct gw_group_planes {
+    const char *group;
+    unsigned planes;
+} gw_group_planes;
+
 typedef struct gw_options {
     /* GatewayClass spec.controllerName that is ours; NULL: GW_DEFAULT_CONTROLLER. */
     const char *controller_name;
@@ -107,6 +123,12 @@ typedef struct gw_options {
      * IPAddress, anything else a Hostname); borrowed. */
     const char *const *gateway_addresses;
     size_t n_gateway_addresses;
+    /* The data planes of the groups of Gateways (borrowed; groups not listed serve
+     * default_planes; 0: every one). A Sextant policy a Gateway's group cannot take is
+     * left out of its spec and says so in its status (gw_sextant.c). */
+    const gw_group_planes *group_planes;
+    size_t n_group_planes;
+    unsigned default_planes;
 } gw_options;
 
 typedef struct gw_input {
@@ -146,8 +168,8 @@ typedef struct gw_gateway_out {
  *     answers 409 and the next translation of the newer object merges again.
  * A BackendTLSPolicy's status.ancestors is kept the same way: other controllers' entries
  * first, then one entry of ours per Gateway of ours whose routes name a Service port it
- * targets. A BackendLBPolicy's (sextant.dev) likewise, plus entries naming targets that do
- * not exist (TargetNotFound); see gw_lb.c. Conditions carry observedGeneration =
+ * targets. Sextant's own policies (sextant.dev) likewise, plus entries naming targets
+ * that do not exist (TargetNotFound); see gw_sextant.c. Conditions carry observedGeneration =
  * metadata.generation of the object.
  */
 typedef struct gw_status_out {
@@ -173,7 +195,7 @@ typedef struct gw_counters {
 typedef struct gw_output {
     gw_gateway_out *gateways; /* sorted by namespace/name */
     size_t n_gateways;
-    /* GatewayClasses, Gateways, BackendTLSPolicies, BackendLBPolicies, then routes by kind (HTTP,
+    /* GatewayClasses, Gateways, BackendTLSPolicies, Sextant's policies, then routes by kind (HTTP,
      * gRPC, TLS, TCP, UDP); each sorted by namespace/name */
     gw_status_out *statuses;
     size_t n_statuses;

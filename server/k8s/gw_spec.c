@@ -462,7 +462,9 @@ static void take_backends(build *b, const gw_route *r, json_t *backends, unsigne
             if (be->mark == mark)
                 continue;
             be->mark = mark;
-            json_array_append_new(backends, json_deep_copy(be->ir));
+            json_t *ir = json_deep_copy(be->ir);
+            gw_sx_decorate(b->c, be, mark - 1, ir); /* mark is the Gateway's index + 1 */
+            json_array_append_new(backends, ir);
             *endpoints += be->n_endpoints;
         }
     }
@@ -674,7 +676,7 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi)
             for (size_t k = 0; k < r->n_rules; k++)
                 for (size_t j = 0; j < r->rules[k].n_backends; j++) {
                     gw_policies_used(c, &c->backends[r->rules[k].backends[j]], gi);
-                    gw_lb_used(c, &c->backends[r->rules[k].backends[j]], gi);
+                    gw_sx_used(c, &c->backends[r->rules[k].backends[j]], gi);
                 }
         }
 

@@ -2,7 +2,8 @@
 // control_fetch.js — what a gateway.control.v1 data plane of one proxy group is served
 // now: subscribes to StreamConfiguration (control.proto loaded by @grpc/proto-loader),
 // takes the first snapshot, ACKs it, and prints the snapshot as JSON. Exits 1 when no
-// snapshot arrives within 5 s.
+// snapshot arrives within 5 s. Bytes fields (a Wasm module) are printed in base64, as
+// the IR's JSON writes them.
 //
 //   node control_fetch.js --server 127.0.0.1:PORT --group GROUP [--node ID]
 'use strict';
@@ -27,7 +28,8 @@ const ALL = ['listeners', 'http_routes', 'grpc_routes', 'stream_routes', 'backen
   }
   s.send({node_id: node, cluster: args.group, version: resp.version, nonce: resp.nonce, subscriptions: ALL,
     result_status: 'DISCOVERY_RESULT_STATUS_ACK'});
-  console.log(JSON.stringify(resp.snapshot));
+  const b64 = (k, v) => (v && v.type === 'Buffer' && Array.isArray(v.data) ? Buffer.from(v.data).toString('base64') : v);
+  console.log(JSON.stringify(resp.snapshot, b64));
   s.close();
   client.close();
   process.exit(0);
