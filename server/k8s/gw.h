@@ -27,7 +27,11 @@
  *   - a BackendTLSPolicy gives the backends of the Service ports it targets their
  *     tls_validation (CA bundles from a ConfigMap's or a Secret's ca.crt, or the
  *     system's; hostname; subjectAltNames); one that cannot be applied leaves them
- *     without traffic rather than speaking plain text to them.
+ *     without traffic rather than speaking plain text to them;
+ *   - Sextant's own policies (sextant.dev/v1alpha1 BackendLBPolicy, AIService, TokenPolicy,
+ *     WasmPlugin) give the backends of the Services they target load_balancing,
+ *     ai_service, token_policy and wasm_plugin, when the Gateway's group serves data
+ *     planes that take them (gw_sextant.c).
  *
  * What the IR cannot say is never dropped silently: the route or listener carrying it
  * is refused in its status (UnsupportedValue and the field). What Sextant's validation
