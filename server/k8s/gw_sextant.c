@@ -27,6 +27,7 @@
  * range, a target of another kind) an entry per target with Accepted=False Invalid.
  * Entries of other controllers are kept as they were.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -449,13 +450,12 @@ void gw_sx_used(gw_ctx *c, const gw_backend *b, size_t gi)
             unsigned planes = group_planes(c, c->gws[gi].group);
             if (p->ir && (planes & ~p->takes) != 0) {
                 char names[64] = "";
+                size_t used = 0;
                 static const char *const pn[] = {"envoy", "grpc", "control"};
                 for (int bit = 0; bit < 3; bit++)
-                    if (planes & (1u << bit)) {
-                        if (names[0])
-                            strcat(names, ", ");
-                        strcat(names, pn[bit]);
-                    }
+                    if (planes & (1u << bit))
+                        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                                 used ? ", " : "", pn[bit]);
                 a->refused = gw_printf(c,
                                        "group %s serves %s, and only control data planes take "
                                        "%s: left out of Gateway %s/%s (set the group's data "
