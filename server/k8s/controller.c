@@ -46,7 +46,7 @@ struct k8s_controller {
      * resync and when a write fails, so the database is asked again then. Our thread's. */
     json_t *written;
     k8s_rec *rec;            /* per-object reconcile: fingerprints, requeues (our thread's) */
-    k8s_fin_guard guards[1]; /* the kinds whose deletion a finalizer holds */
+    k8s_fin_guard guards[5]; /* the kinds whose deletion a finalizer holds */
     size_t n_guards;
     sx_metric *m_seconds, *m_status, *m_writes, *m_failures, *m_resyncs;
     sup_thread thread;
@@ -320,7 +320,9 @@ static void release_foreign(k8s_controller *c, const wm_table_state *ts, const j
     for (size_t g = 0; g < c->n_guards && leading(c); g++) {
         const wm_state *st = wm_table_state_find(ts, c->guards[g].kind);
         for (size_t i = 0; st && i < st->n && leading(c); i++) {
-            if (json_object_get(judged, st->keys[i]))
+            char jk[700];
+            snprintf(jk, sizeof(jk), "%s|%s", c->guards[g].kind, st->keys[i]);
+            if (json_object_get(judged, jk))
                 continue;
             json_t *holders = NULL;
             k8s_fin_action a = k8s_fin_judge(&c->guards[g], st->values[i], ts, &holders);
@@ -379,6 +381,41 @@ static k8s_rec_result reconcile_one(k8s_controller *c, gw_output *out, gw_status
     return K8S_REC_SUCCESS;
 }
 
+/*
+ * Policies that only some data planes take (AIService, TokenPolicy, WasmPlugin) need the
+ * data planes of the Gateways' groups, which live in the database: when any exists, the
+ * groups of the first translation's Gateways are read, out is freed, and the options of in
+ * get them (in a); the caller translates again. Returns whether it did. Without the
+ * database the groups are taken to serve the default, and the writes that follow fail
+ * and are retried anyway.
+ */
+static bool with_planes(k8s_controller *c, gw_input *in, gw_output *out, sx_arena *a)
+{
+    if (out->n_gateways == 0 || in->objects[GW_AI_SERVICE].count +
+                                        in->objects[GW_TOKEN_POLICY].count +
+                                        in->objects[GW_WASM_PLUGIN].count ==
+                                    0)
+        return false;
+    size_t n = out->n_gateways;
+    const char **groups = sx_arena_alloc(a, n * sizeof *groups);
+    for (size_t i = 0; i < n; i++)
+        groups[i] = sx_arena_strdup(a, out->gateways[i].group);
+    unsigned *planes = NULL;
+    sx_err err = {0};
+    if (catalog_group_planes(c->srv, groups, n, a, &planes, &err) != 0) {
+        SX_WARN(COMPONENT, "cannot read the data planes of the Gateways' groups: %s", err.message);
+        return false;
+    }
+    gw_group_planes *gp = sx_arena_alloc(a, n * sizeof *gp);
+    for (size_t i = 0; i < n; i++)
+        gp[i] = (gw_group_planes){groups[i], planes[i]};
+    in->options.group_planes = gp;
+    in->options.n_group_planes = n;
+    in->options.default_planes = c->cfg->groups.default_planes;
+    gw_output_free(out);
+    return true;
+}
+
 /* One pass over what the maps hold now: translate everything, then reconcile each judged
  * object the bookkeeping wants (all of them when all is set). Returns 0, or an error when
  * the configs of vanished Gateways could not all be deleted (tried again later); the
@@ -408,6 +445,11 @@ static int sync_once(k8s_controller *c, bool all)
     gw_output out = {0};
     sx_err err = {0};
     int rc = gw_translate(&in, &out, &err);
+    sx_arena *pa = sx_arena_create();
+    if (rc == 0 && with_planes(c, &in, &out, pa))
+        rc = gw_translate(&in, &out, &err);
+    in.options.group_planes = NULL; /* in pa: the output holds copies of what it needs */
+    sx_arena_destroy(pa);
     sx_metric_observe(c->m_seconds, NULL, (double)(sx_monotonic_ms() - t0) / 1000.0);
     if (rc != 0) {
         SX_ERROR(COMPONENT, "cannot translate the Gateway API objects: %s", err.message);
@@ -427,7 +469,7 @@ static int sync_once(k8s_controller *c, bool all)
         key_of(out.gateways[i].ns, out.gateways[i].name, key, sizeof(key));
         json_object_set_new(gw_index, key, json_integer((json_int_t)i));
     }
-    json_t *judged = json_object(); /* keys of guarded objects with a status of ours */
+    json_t *judged = json_object(); /* "<kind>|<key>" of guarded objects with a status of ours */
     int64_t now = sx_monotonic_ms();
     bool db_down = false, complete = true;
     k8s_rec_begin(c->rec);
@@ -445,7 +487,9 @@ static int sync_once(k8s_controller *c, bool all)
         k8s_fin_action fin = K8S_FIN_NONE;
         size_t n_holders = 0;
         if (guard && obj) {
-            json_object_set_new(judged, key, json_true());
+            char jk[700];
+            snprintf(jk, sizeof(jk), "%s|%s", kind, key);
+            json_object_set_new(judged, jk, json_true());
             json_t *holders = NULL;
             fin = k8s_fin_judge(guard, obj, ts, &holders);
             k8s_fin_condition(s->status, s->prev_, fin, holders, s->generation, now_text);
@@ -631,6 +675,10 @@ int k8s_ctl_create(struct sx_server *srv, leader *lead, k8s_controller **out, sx
     c->rec = k8s_rec_create(srv->metrics, 1000, cfg->k8s.max_backoff_ms);
     c->guards[c->n_guards++] =
         k8s_fin_gateway_class((const char *const *)&cfg->k8s.controller_name);
+    c->guards[c->n_guards++] = k8s_fin_sextant("WasmPlugin");
+    c->guards[c->n_guards++] = k8s_fin_sextant("AIService");
+    c->guards[c->n_guards++] = k8s_fin_sextant("TokenPolicy");
+    c->guards[c->n_guards++] = k8s_fin_sextant("BackendLBPolicy");
     size_t nkinds;
     const k8s_kind *kinds = k8s_kind_table(&nkinds);
     k8s_client_options o = {.cfg = kcfg,

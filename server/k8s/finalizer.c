@@ -162,3 +162,75 @@ k8s_fin_guard k8s_fin_gateway_class(const char *const *controller_name)
                            .holders = class_holders,
                            .ctx = (void *)controller_name};
 }
+
+/* ------------------------------------------------------------------ Sextant's kinds */
+
+static bool always_ours(const json_t *obj, void *ctx)
+{
+    (void)obj;
+    (void)ctx;
+    return true;
+}
+
+/* Whether filters (an array or NULL) hold an ExtensionRef to kind/name of sextant.dev. */
+static bool names_it(const json_t *filters, const char *kind, const char *name)
+{
+    size_t i;
+    const json_t *f;
+    json_array_foreach(filters, i, f)
+    {
+        const json_t *ref = json_object_get(f, "extensionRef");
+        const char *type = json_string_value(json_object_get(f, "type"));
+        const char *g = json_string_value(json_object_get(ref, "group"));
+        const char *k = json_string_value(json_object_get(ref, "kind"));
+        const char *n = json_string_value(json_object_get(ref, "name"));
+        if (type && strcmp(type, "ExtensionRef") == 0 && g && strcmp(g, "sextant.dev") == 0 && k &&
+            strcmp(k, kind) == 0 && n && strcmp(n, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool route_names_it(const json_t *route, const char *kind, const char *name)
+{
+    size_t i, j;
+    const json_t *rule, *be;
+    json_array_foreach(json_object_get(json_object_get(route, "spec"), "rules"), i, rule)
+    {
+        if (names_it(json_object_get(rule, "filters"), kind, name))
+            return true;
+        json_array_foreach(json_object_get(rule, "backendRefs"), j, be)
+        {
+            if (names_it(json_object_get(be, "filters"), kind, name))
+                return true;
+        }
+    }
+    return false;
+}
+
+static void sextant_holders(const json_t *obj, const wm_table_state *ts, json_t *holders, void *ctx)
+{
+    const char *kind = ctx;
+    const char *ns = str_at(obj, "metadata", "namespace");
+    const char *name = str_at(obj, "metadata", "name");
+    if (ns == NULL || name == NULL)
+        return;
+    static const char *const route_kinds[] = {"HTTPRoute", "GRPCRoute"};
+    for (size_t r = 0; r < 2; r++) {
+        const wm_state *st = wm_table_state_find(ts, route_kinds[r]);
+        for (size_t i = 0; st && i < st->n; i++) { /* keys are sorted: a stable order */
+            const char *rns = str_at(st->values[i], "metadata", "namespace");
+            if (rns == NULL || strcmp(rns, ns) != 0 || !route_names_it(st->values[i], kind, name))
+                continue;
+            char held[600];
+            snprintf(held, sizeof(held), "%s %s", route_kinds[r], st->keys[i]);
+            json_array_append_new(holders, json_string(held));
+        }
+    }
+}
+
+k8s_fin_guard k8s_fin_sextant(const char *kind)
+{
+    return (k8s_fin_guard){
+        .kind = kind, .ours = always_ours, .holders = sextant_holders, .ctx = (void *)kind};
+}

@@ -71,4 +71,11 @@ void k8s_fin_condition(json_t *status, const json_t *prev_status, k8s_fin_action
  * is kept): held by the Gateways whose spec.gatewayClassName names them. */
 k8s_fin_guard k8s_fin_gateway_class(const char *const *controller_name);
 
+/* The guard of Sextant's own kind kind ("WasmPlugin", "AIService", "TokenPolicy",
+ * "BackendLBPolicy"; a static string, kept): every object of it is ours, held by the
+ * HTTPRoutes and GRPCRoutes of its namespace whose rules name it in a filter of type
+ * ExtensionRef (extensionRef group sextant.dev, that kind and its name), on a rule or on
+ * one of the rule's backendRefs. */
+k8s_fin_guard k8s_fin_sextant(const char *kind);
+
 #endif

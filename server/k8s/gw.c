@@ -33,6 +33,10 @@ static const char *const KIND_NAMES[GW_KIND_COUNT] = {
     [GW_SECRET] = "Secret",
     [GW_NAMESPACE] = "Namespace",
     [GW_CONFIG_MAP] = "ConfigMap",
+    [GW_BACKEND_LB_POLICY] = "BackendLBPolicy",
+    [GW_AI_SERVICE] = "AIService",
+    [GW_TOKEN_POLICY] = "TokenPolicy",
+    [GW_WASM_PLUGIN] = "WasmPlugin",
 };
 
 const char *gw_kind_name(gw_kind k)
@@ -304,6 +308,7 @@ static void ctx_free(gw_ctx *c)
     gw_routes_free(c);
     gw_backends_free(c);
     gw_policies_free(c);
+    gw_sx_free(c);
     sx_arena_destroy(c->a);
 }
 
@@ -357,6 +362,7 @@ int gw_translate(const gw_input *in, gw_output *out, sx_err *err)
             gw_listeners_build(&c, &c.gws[i]);
         }
         gw_policies_build(&c);
+        gw_sx_build(&c);
         gw_routes_collect(&c);
         for (size_t i = 0; i < c.n_gws; i++) {
             gw_routes_attach(&c, &c.gws[i], i);

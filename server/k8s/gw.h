@@ -27,7 +27,11 @@
  *   - a BackendTLSPolicy gives the backends of the Service ports it targets their
  *     tls_validation (CA bundles from a ConfigMap's or a Secret's ca.crt, or the
  *     system's; hostname; subjectAltNames); one that cannot be applied leaves them
- *     without traffic rather than speaking plain text to them.
+ *     without traffic rather than speaking plain text to them;
+ *   - Sextant's own policies (sextant.dev/v1alpha1 BackendLBPolicy, AIService, TokenPolicy,
+ *     WasmPlugin) give the backends of the Services they target load_balancing,
+ *     ai_service, token_policy and wasm_plugin, when the Gateway's group serves data
+ *     planes that take them (gw_sextant.c).
  *
  * What the IR cannot say is never dropped silently: the route or listener carrying it
  * is refused in its status (UnsupportedValue and the field). What Sextant's validation
@@ -72,6 +76,11 @@ typedef enum gw_kind {
     GW_SECRET,
     GW_NAMESPACE,
     GW_CONFIG_MAP, /* CA bundles of BackendTLSPolicies (key ca.crt); only referenced ones matter */
+    /* Sextant's own policies (sextant.dev/v1alpha1; gw_sextant.c). */
+    GW_BACKEND_LB_POLICY,
+    GW_AI_SERVICE,
+    GW_TOKEN_POLICY,
+    GW_WASM_PLUGIN,
     GW_KIND_COUNT,
 } gw_kind;
 
@@ -92,6 +101,18 @@ typedef struct gw_limits {
     size_t max_snapshot_endpoints; /* endpoints of the backends of one spec */
 } gw_limits;
 
+/* Data planes of a proxy group (the same bits as server/validate's VAL_PLANE_*). */
+#define GW_PLANE_ENVOY   1u
+#define GW_PLANE_GRPC    2u
+#define GW_PLANE_CONTROL 4u
+#define GW_PLANES_ALL    (GW_PLANE_ENVOY | GW_PLANE_GRPC | GW_PLANE_CONTROL)
+
+/* The data planes one group serves; planes 0: the group never chose (the default). */
+typedef struct gw_group_planes {
+    const char *group;
+    unsigned planes;
+} gw_group_planes;
+
 typedef struct gw_options {
     /* GatewayClass spec.controllerName that is ours; NULL: GW_DEFAULT_CONTROLLER. */
     const char *controller_name;
@@ -106,6 +127,12 @@ typedef struct gw_options {
      * IPAddress, anything else a Hostname); borrowed. */
     const char *const *gateway_addresses;
     size_t n_gateway_addresses;
+    /* The data planes of the groups of Gateways (borrowed; groups not listed serve
+     * default_planes; 0: every one). A Sextant policy a Gateway's group cannot take is
+     * left out of its spec and says so in its status (gw_sextant.c). */
+    const gw_group_planes *group_planes;
+    size_t n_group_planes;
+    unsigned default_planes;
 } gw_options;
 
 typedef struct gw_input {
@@ -145,7 +172,9 @@ typedef struct gw_gateway_out {
  *     answers 409 and the next translation of the newer object merges again.
  * A BackendTLSPolicy's status.ancestors is kept the same way: other controllers' entries
  * first, then one entry of ours per Gateway of ours whose routes name a Service port it
- * targets. Conditions carry observedGeneration = metadata.generation of the object.
+ * targets. Sextant's own policies (sextant.dev) likewise, plus entries naming targets
+ * that do not exist (TargetNotFound); see gw_sextant.c. Conditions carry observedGeneration =
+ * metadata.generation of the object.
  */
 typedef struct gw_status_out {
     char *api_version; /* the object's apiVersion, e.g. "gateway.networking.k8s.io/v1" */
@@ -170,8 +199,8 @@ typedef struct gw_counters {
 typedef struct gw_output {
     gw_gateway_out *gateways; /* sorted by namespace/name */
     size_t n_gateways;
-    /* GatewayClasses, Gateways, BackendTLSPolicies, then routes by kind (HTTP, gRPC, TLS,
-     * TCP, UDP); each sorted by namespace/name */
+    /* GatewayClasses, Gateways, BackendTLSPolicies, Sextant's policies, then routes by kind (HTTP,
+     * gRPC, TLS, TCP, UDP); each sorted by namespace/name */
     gw_status_out *statuses;
     size_t n_statuses;
     gw_counters counters;

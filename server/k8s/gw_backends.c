@@ -143,6 +143,7 @@ static long take_backend(gw_ctx *c, const char *ns, const char *svc, long port,
         json_object_set_new(b->ir, "protocol", json_string(protocol));
     json_object_set_new(b->ir, "endpoints", endpoints_json(c, ns, svc, port_name, &b->n_endpoints));
     gw_policies_apply(c, b, port_name);
+    gw_sx_apply(c, b, port_name);
     json_object_set_new(c->backend_keys, key, json_integer((json_int_t)c->n_backends));
     return (long)c->n_backends++;
 }

@@ -70,6 +70,15 @@ gw_kind gw_rk_kind(gw_rk k);
 const char *gw_rk_name(gw_rk k);
 
 /* One backend: a Service port spoken to with one protocol, the same for every spec. */
+/* The kinds of Sextant's own policies (gw_sextant.c). */
+typedef enum gw_sx_kind {
+    GW_SX_LB = 0, /* BackendLBPolicy */
+    GW_SX_AI,     /* AIService */
+    GW_SX_TOKEN,  /* TokenPolicy */
+    GW_SX_WASM,   /* WasmPlugin */
+    GW_SX_COUNT,
+} gw_sx_kind;
+
 typedef struct gw_backend {
     const char *svc_ns, *svc;
     long port;
@@ -77,9 +86,10 @@ typedef struct gw_backend {
     const char *name;     /* IR name: "<svc>:<port>[:grpc|:h2c]" */
     json_t *ir;           /* IR BackendCluster, owned by the context */
     size_t n_endpoints;
-    unsigned mark;          /* gw_spec.c: the Gateway whose spec took it last */
-    const char *policy_key; /* the BackendTLSPolicy target it falls under, or NULL */
-    bool blocked;           /* a policy targets it but cannot be applied: no traffic */
+    unsigned mark;                    /* gw_spec.c: the Gateway whose spec took it last */
+    const char *policy_key;           /* the BackendTLSPolicy target it falls under, or NULL */
+    bool blocked;                     /* a policy targets it but cannot be applied: no traffic */
+    const char *sx_keys[GW_SX_COUNT]; /* the Sextant policy target of each kind it falls under */
 } gw_backend;
 
 /* One rule of a route after analysis. */
@@ -220,6 +230,26 @@ typedef struct gw_policy {
     size_t n_gws, cap_gws;
 } gw_policy;
 
+/* One Gateway a Sextant policy reaches, and why its group cannot take it (or NULL). */
+typedef struct gw_sx_anc {
+    size_t gi;
+    const char *refused;
+} gw_sx_anc;
+
+/* One of Sextant's policies (sextant.dev, gw_sextant.c). */
+typedef struct gw_sxp {
+    gw_sx_kind sk;
+    const gw_obj *obj;
+    const char *created;
+    gw_cond accepted;
+    json_t *ir;           /* the IR it gives a backend; owned; NULL when invalid */
+    unsigned takes;       /* data planes that take ir (GW_PLANE_* bits) */
+    const char **missing; /* names of target Services that do not exist */
+    size_t n_missing;
+    gw_sx_anc *gws; /* ancestors: Gateways whose spec uses a backend it targets */
+    size_t n_gws, cap_gws;
+} gw_sxp;
+
 /* One GatewayClass whose controllerName is ours. */
 typedef struct gw_class {
     const gw_obj *obj;
@@ -252,7 +282,10 @@ typedef struct gw_ctx {
     size_t n_policies;
     json_t *policy_targets; /* "<ns>/<svc>/<port name or *>" -> [policy index, ...], the
                                first one applying, the others Conflicted */
-    bool over_input;        /* max_input_objects exceeded: nothing is translated */
+    gw_sxp *sxps;           /* Sextant's policies, by (kind, creationTimestamp, namespace, name) */
+    size_t n_sxps;
+    json_t *sx_targets; /* "<kind>|<ns>/<svc>/<port name or *>" -> [policy index, ...] */
+    bool over_input;    /* max_input_objects exceeded: nothing is translated */
     const char *over_input_message;
 } gw_ctx;
 
@@ -355,6 +388,21 @@ void gw_policies_used(gw_ctx *c, const gw_backend *b, size_t gi);
  * entry of ours to remove). */
 void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap);
 void gw_policies_free(gw_ctx *c);
+
+/* ---------------------------------------------------------------- gw_sextant.c */
+
+/* Judges every Sextant policy and records which Service ports each one targets. */
+void gw_sx_build(gw_ctx *c);
+/* Records which policies target backend b (port port_name of its Service). */
+void gw_sx_apply(gw_ctx *c, gw_backend *b, const char *port_name);
+/* Records that Gateway gi's spec uses backend b (its policies' ancestors), and whether
+ * the Gateway's group can take each. */
+void gw_sx_used(gw_ctx *c, const gw_backend *b, size_t gi);
+/* Adds to ir (a copy of b's IR in Gateway gi's spec) what b's policies give it there. */
+void gw_sx_decorate(gw_ctx *c, const gw_backend *b, size_t gi, json_t *ir);
+/* Appends the status of every Sextant policy. */
+void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap);
+void gw_sx_free(gw_ctx *c);
 
 /* ---------------------------------------------------------------- gw_rules.c */
 

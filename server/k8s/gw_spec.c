@@ -462,7 +462,9 @@ static void take_backends(build *b, const gw_route *r, json_t *backends, unsigne
             if (be->mark == mark)
                 continue;
             be->mark = mark;
-            json_array_append_new(backends, json_deep_copy(be->ir));
+            json_t *ir = json_deep_copy(be->ir);
+            gw_sx_decorate(b->c, be, mark - 1, ir); /* mark is the Gateway's index + 1 */
+            json_array_append_new(backends, ir);
             *endpoints += be->n_endpoints;
         }
     }
@@ -666,8 +668,10 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi)
         for (size_t i = 0; i < g->lis[l].n_routes; i++) {
             const gw_route *r = g->lis[l].routes[i];
             for (size_t k = 0; k < r->n_rules; k++)
-                for (size_t j = 0; j < r->rules[k].n_backends; j++)
+                for (size_t j = 0; j < r->rules[k].n_backends; j++) {
                     gw_policies_used(c, &c->backends[r->rules[k].backends[j]], gi);
+                    gw_sx_used(c, &c->backends[r->rules[k].backends[j]], gi);
+                }
         }
 
     unsigned mark = (unsigned)gi + 1;

@@ -282,6 +282,7 @@ void gw_status_all(gw_ctx *c, gw_output *out)
     if (c->over_input)
         return;
     gw_policies_status(c, out, &cap);
+    gw_sx_status(c, out, &cap);
     for (int k = 0; k < RK_COUNT; k++)
         for (size_t i = 0; i < c->n_routes[k]; i++) {
             const gw_route *r = &c->routes[k][i];

@@ -28,6 +28,11 @@ static const k8s_kind KINDS[] = {
     {"Namespace", "", "v1", "namespaces", false, NULL},
     /* CA bundles (ca.crt) of BackendTLSPolicies. */
     {"ConfigMap", "", "v1", "configmaps", true, NULL},
+    /* Sextant's own policies (deploy/k8s/crds/). */
+    {"BackendLBPolicy", "sextant.dev", "v1alpha1", "backendlbpolicies", true, NULL},
+    {"AIService", "sextant.dev", "v1alpha1", "aiservices", true, NULL},
+    {"TokenPolicy", "sextant.dev", "v1alpha1", "tokenpolicies", true, NULL},
+    {"WasmPlugin", "sextant.dev", "v1alpha1", "wasmplugins", true, NULL},
 };
 
 const k8s_kind *k8s_kind_table(size_t *n)

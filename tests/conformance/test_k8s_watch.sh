@@ -208,7 +208,9 @@ kinds_of() {
         udproutes) echo UDPRoute ;; referencegrants) echo ReferenceGrant ;;
         backendtlspolicies) echo BackendTLSPolicy ;; services) echo Service ;;
         endpointslices) echo EndpointSlice ;; secrets) echo Secret ;; namespaces) echo Namespace ;;
-        configmaps) echo ConfigMap ;; *) echo "unknown-$r" ;;
+        configmaps) echo ConfigMap ;; backendlbpolicies) echo BackendLBPolicy ;;
+        aiservices) echo AIService ;; tokenpolicies) echo TokenPolicy ;; wasmplugins) echo WasmPlugin ;;
+        *) echo "unknown-$r" ;;
         esac
     done
 }

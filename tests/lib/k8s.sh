@@ -22,7 +22,8 @@
 #                        prints the JSON answer; returns 1 when the call failed
 #   k8s_kubectl DIR ARGS...     kubectl (KUBECTL, default kubectl) on DIR/kubeconfig with its
 #                        discovery cache in DIR/kube-cache
-#   k8s_crds DIR         kubectl apply of the Gateway API CRDs of tests/k8s/crds/
+#   k8s_crds DIR         kubectl apply of the Gateway API CRDs of tests/k8s/crds/ and of
+#                        Sextant's own (deploy/k8s/crds/)
 #   k8s_wait_watches DIR RESOURCE N [SECONDS]  waits until N watches of RESOURCE (as `state`
 #                        names it, e.g. gateway.networking.k8s.io/httproutes or services) are open
 #
@@ -170,7 +171,7 @@ k8s_kubectl() {
 }
 
 k8s_crds() {
-    k8s_kubectl "$1" apply -f "$K8S_ROOT/crds/"
+    k8s_kubectl "$1" apply -f "$K8S_ROOT/crds/" -f "$K8S_ROOT/../../deploy/k8s/crds/"
 }
 
 k8s_wait_watches() {

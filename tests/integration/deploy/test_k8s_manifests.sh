@@ -90,7 +90,8 @@ done
 # Every status the fixture leads to: GatewayClass, Gateway, five routes, BackendTLSPolicy.
 all_patched() {
     local p
-    for p in gatewayclasses gateways httproutes grpcroutes tcproutes tlsroutes udproutes backendtlspolicies; do
+    for p in gatewayclasses gateways httproutes grpcroutes tcproutes tlsroutes udproutes backendtlspolicies \
+        backendlbpolicies aiservices tokenpolicies wasmplugins; do
         grep -q "\"PATCH [^ ]*/$p/[^/ ]*/status HTTP" "$WORK/k8s/apiserver.log" || return 1
     done
 }

@@ -792,7 +792,13 @@ static void test_kind_paths(void **state)
     (void)state;
     size_t n;
     const k8s_kind *t = k8s_kind_table(&n);
-    assert_int_equal(n, 14); /* the 13 kinds the translator reads, and ConfigMap (CA bundles) */
+    /* the 13 kinds the translator reads, ConfigMap (CA bundles) and Sextant's 4 policies */
+    assert_int_equal(n, 18);
+    assert_string_equal(k8s_kind_api_version(k8s_kind_find("WasmPlugin"), (char[128]){0}, 128),
+                        "sextant.dev/v1alpha1");
+    char *wp = k8s_kind_path(k8s_kind_find("WasmPlugin"), "shop", "redact", "status");
+    assert_string_equal(wp, "/apis/sextant.dev/v1alpha1/namespaces/shop/wasmplugins/redact/status");
+    sx_free(wp);
     assert_ptr_equal(k8s_kind_find("HTTPRoute"), &t[2]);
     assert_string_equal(
         k8s_kind_api_version(k8s_kind_find("BackendTLSPolicy"), (char[128]){0}, 128),
