@@ -147,7 +147,7 @@ json_t *rollout_deployment_json(const deploy_record *d)
         str_or_null(d->finished_at), "resumed_at", str_or_null(d->resumed_at), "updated_at",
         d->updated_at ? d->updated_at : "");
     json_object_set_new(o, "progress", copy_or(d->progress, json_object()));
-    if (rollout_strategy_is_blue_green(d->strategy))
+    if (d->waves && rollout_strategy_is_blue_green(d->strategy))
         json_object_set_new(o, "blue_green", blue_green_json(d));
     if (d->waves) {
         json_t *waves = json_array();

@@ -72,7 +72,7 @@ rollout_policy rollout_policy_defaults(const struct sx_server *srv)
 /* Blue-green: moves the planned nodes that strategy.green picks to the front of planned
  * (in their order) and counts them in *ngreen. Green must pick at least one planned node
  * and leave at least one blue; a green node id that is not planned is a problem too. The
- * problems go to x->verrs; SX_EINVAL unless a dry run. */
+ * problems go to x->verrs; SX_EINVAL, a dry run included (its plan would be wrong). */
 static int split_green(pg_conn *c, apply_ctx *x, const char **groups, size_t ngroups,
                        const char **planned, size_t nplanned, size_t *ngreen, sx_err *err)
 {
@@ -126,7 +126,7 @@ static int split_green(pg_conn *c, apply_ctx *x, const char **groups, size_t ngr
                          "matches every selected node (%zu): blue-green needs nodes that keep "
                          "the current version until promoted",
                          nplanned);
-    if (x->verrs->count > before && !x->req->dry_run)
+    if (x->verrs->count > before)
         return sx_err_set(err, SX_EINVAL, "the blue-green split is not possible");
     return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_rollout_bluegreen.sh — a blue-green rollout of 6 real xDS clients (2
 # @grpc/grpc-js-xds, 4 ADS) in one group, the two labelled slot=green being green:
-#   - a blue_green strategy without "green", or whose green picks every node, is refused
-#     with the path and nothing is created;
+#   - a blue_green strategy without "green", whose green picks every node or names an
+#     unknown one (a dry run too), is refused with the path and nothing is created;
 #   - green takes the new version while blue keeps the old one; once green ACKed the
 #     deployment holds (phase awaiting_promotion) and blue receives nothing;
 #   - a viewer may not promote (403); the operator's promote switches every blue node at
@@ -40,6 +40,9 @@ ALL=$(jq_ 'JSON.stringify(j.clients.map(c => c.id))' "$WORK/spec.json")
 rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"blue_green\",\"green\":{\"node_ids\":$ALL}}}"
 expect_status "a green that picks every node is refused" 400 "$ST"
 check "... saying blue would be empty" jtrue 'j.error.details.some(d => d.path === "strategy.green" && /every selected node/.test(d.message))'
+rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"blue_green\",\"green\":{\"node_ids\":[\"no-such-node\"]}},\"dry_run\":true}"
+expect_status "a dry run whose green names an unknown node is refused too" 400 "$ST"
+check "... naming strategy.green.node_ids[0]" jtrue 'j.error.details.some(d => d.path === "strategy.green.node_ids[0]" && /no-such-node/.test(d.message))'
 check "no deployment was created" [ "$(sql "SELECT count(*) FROM deployments")" = 0 ]
 
 # ---------------------------------------------------------------- green, hold, promote
