@@ -1,7 +1,8 @@
 /*
  * handlers_deployments.c — rollouts over REST: POST /api/v1/configs/{id}/apply (plan or
  * create a deployment), GET /api/v1/deployments[/{id}], and the operator actions
- * POST /api/v1/deployments/{id}/pause|resume|cancel|rollback.
+ * POST /api/v1/deployments/{id}/pause|resume|cancel|rollback|promote (promote: a
+ * blue-green deployment whose green nodes ACKed switches its blue ones).
  *
  * The work is in server/rollout/rollout.h; these handlers read the request into a
  * rollout_request (selector, strategy, policy overrides, dry run), map outcomes to
@@ -352,7 +353,7 @@ static void act(http_request *req, rest_api *api, rollout_action what)
 void api_deployment_act(http_request *req, rest_api *api, void *ud)
 {
     const api_route *route = ud;
-    for (rollout_action what = ROLLOUT_PAUSE; what <= ROLLOUT_ROLLBACK; what++) {
+    for (rollout_action what = ROLLOUT_PAUSE; what <= ROLLOUT_PROMOTE; what++) {
         if (strcmp(route->action, rollout_action_name(what)) == 0) {
             act(req, api, what);
             return;

@@ -52,6 +52,8 @@ static const api_route routes[] = {
     {"POST", "/api/v1/deployments/{id}/cancel", "deployments", "cancel", api_deployment_act, NULL},
     {"POST", "/api/v1/deployments/{id}/rollback", "deployments", "rollback", api_deployment_act,
      NULL},
+    {"POST", "/api/v1/deployments/{id}/promote", "deployments", "promote", api_deployment_act,
+     NULL},
 
     {"GET", "/api/v1/snapshots", "snapshots", "read", NULL, api_snapshots_page},
     {"GET", "/api/v1/snapshots/{id}", "snapshots", "read", api_snapshot_get, NULL},

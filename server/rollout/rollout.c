@@ -18,6 +18,7 @@
 
 #include "server/apply.h"
 #include "server/base/log.h"
+#include "server/base/metrics.h"
 #include "server/config.h"
 #include "server/events.h"
 #include "server/server.h"
@@ -66,6 +67,63 @@ static json_t *copy_or(const json_t *j, json_t *dflt)
     return json_deep_copy(j);
 }
 
+bool rollout_awaiting_promotion(const deploy_record *d)
+{
+    return rollout_strategy_is_blue_green(d->strategy) && d->state == DEPLOY_IN_PROGRESS &&
+           d->waves && d->wave_count == 2 && d->waves[0].state == DEPLOY_WAVE_COMPLETED &&
+           d->waves[1].state == DEPLOY_WAVE_PENDING;
+}
+
+/* The blue-green phase of d, derived from its state and waves: staging_green,
+ * awaiting_promotion, switching (blue wave running), switched (blue ACKed), rolled_back
+ * (canceled, failed or rolled back, whether it got that far or not). */
+static const char *blue_green_phase(const deploy_record *d)
+{
+    switch (d->state) {
+    case DEPLOY_FAILED:
+    case DEPLOY_CANCELING:
+    case DEPLOY_ROLLING_BACK:
+    case DEPLOY_ROLLED_BACK:
+    case DEPLOY_ROLLBACK_FAILED:
+        return "rolled_back";
+    case DEPLOY_COMPLETED:
+        return "switched";
+    default:
+        break;
+    }
+    if (d->waves == NULL || d->wave_count < 2 || d->waves[0].state != DEPLOY_WAVE_COMPLETED)
+        return "staging_green";
+    if (d->waves[1].state == DEPLOY_WAVE_PENDING)
+        return "awaiting_promotion";
+    return d->waves[1].state == DEPLOY_WAVE_COMPLETED ? "switched" : "switching";
+}
+
+/* "blue_green" of the JSON form: the phase, the two sides, when blue was switched and
+ * how long the hold has left (by the database clock of the read). */
+static json_t *blue_green_json(const deploy_record *d)
+{
+    bool two = d->waves && d->wave_count == 2;
+    json_t *o = json_pack(
+        "{s:s,s:o,s:o,s:o,s:s}", "phase", blue_green_phase(d), "green_node_ids",
+        two ? rollout_strv(d->waves[0].node_ids, d->waves[0].node_count) : json_array(),
+        "blue_node_ids",
+        two ? rollout_strv(d->waves[1].node_ids, d->waves[1].node_count) : json_array(),
+        "promoted_at", two ? str_or_null(d->waves[1].started_at) : json_null(), "on_timeout",
+        rollout_strategy_on_timeout(d->strategy) == ROLLOUT_TIMEOUT_PROMOTE ? "promote"
+                                                                            : "rollback");
+    json_t *left = json_null();
+    if (rollout_awaiting_promotion(d)) {
+        double since = d->waves[0].completed_age_s;
+        if (d->resumed_at && d->resumed_age_s < since)
+            since = d->resumed_age_s;
+        double l = (double)rollout_strategy_promote_timeout_ms(d->strategy) / 1000.0 - since;
+        json_decref(left);
+        left = json_real(l > 0 ? l : 0);
+    }
+    json_object_set_new(o, "promote_timeout_left_seconds", left);
+    return o;
+}
+
 json_t *rollout_deployment_json(const deploy_record *d)
 {
     char timeout[32];
@@ -89,6 +147,8 @@ json_t *rollout_deployment_json(const deploy_record *d)
         str_or_null(d->finished_at), "resumed_at", str_or_null(d->resumed_at), "updated_at",
         d->updated_at ? d->updated_at : "");
     json_object_set_new(o, "progress", copy_or(d->progress, json_object()));
+    if (d->waves && rollout_strategy_is_blue_green(d->strategy))
+        json_object_set_new(o, "blue_green", blue_green_json(d));
     if (d->waves) {
         json_t *waves = json_array();
         for (size_t i = 0; i < d->wave_count; i++) {
@@ -248,12 +308,47 @@ int rollout_begin_rollback(pg_conn *c, struct sx_server *srv, deploy_record *d, 
     return rollout_notify_pins(c, d, err);
 }
 
+/* Starts blue (wave 1) of d once green ACKed: every blue node is pinned to the staged
+ * snapshot in this transaction. */
+int rollout_promote_blue(pg_conn *c, struct sx_server *srv, const deploy_record *d,
+                         const char *trigger, const char *reason, const rollout_actor *who,
+                         sx_err *err)
+{
+    int rc = rollout_start_wave(c, srv, d, 1, err);
+    if (rc)
+        return rc;
+    json_t *details = json_pack("{s:s,s:s,s:i,s:i}", "trigger", trigger, "reason",
+                                reason ? reason : "", "green_nodes", (int)d->waves[0].node_count,
+                                "blue_nodes", (int)d->waves[1].node_count);
+    if ((rc = rollout_audit(c, srv, who, "deployment.promote", "deployment", d->id, details,
+                            err)) != 0)
+        return rc;
+    sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG,
+                  json_pack("{s:s,s:s,s:i}", "deployment", d->id, "trigger", trigger, "nodes",
+                            (int)d->waves[1].node_count),
+                  "deployment %s promoted (%s): %zu blue nodes switch", d->id, trigger,
+                  d->waves[1].node_count);
+    return 0;
+}
+
+void rollout_count_bluegreen(struct sx_server *srv, const char *outcome)
+{
+    if (srv->metrics == NULL)
+        return;
+    sx_metric *m = sx_metrics_counter(srv->metrics, "sextant_rollout_bluegreen_total",
+                                      "How blue-green holds ended: promoted (by an operator), "
+                                      "promoted_on_timeout, rolled_back_on_timeout.",
+                                      "outcome");
+    const char *lv[] = {outcome};
+    sx_metric_inc(m, lv);
+}
+
 /* ------------------------------------------------------------------ operator actions */
 
 const char *rollout_action_name(rollout_action act)
 {
-    static const char *const names[] = {"pause", "resume", "cancel", "rollback"};
-    _Static_assert(sizeof names / sizeof *names == ROLLOUT_ROLLBACK + 1, "a name per action");
+    static const char *const names[] = {"pause", "resume", "cancel", "rollback", "promote"};
+    _Static_assert(sizeof names / sizeof *names == ROLLOUT_PROMOTE + 1, "a name per action");
     return (size_t)act < sizeof names / sizeof *names ? names[act] : names[ROLLOUT_ROLLBACK];
 }
 
@@ -268,6 +363,21 @@ typedef struct act_ctx {
     snap_record **written;
     size_t nwritten;
 } act_ctx;
+
+static int refuse_promote(const deploy_record *d, sx_err *err)
+{
+    if (!rollout_strategy_is_blue_green(d->strategy)) {
+        sx_err_set(err, SX_ECONFLICT, "deployment %s is not blue-green; it cannot be promoted",
+                   d->id);
+        sx_err_hint(err, "Only a deployment with the blue_green strategy waits for a promotion.");
+        return SX_ECONFLICT;
+    }
+    sx_err_set(err, SX_ECONFLICT, "deployment %s is %s (%s); it cannot be promoted", d->id,
+               deploy_state_name(d->state), blue_green_phase(d));
+    sx_err_hint(err, "A blue-green deployment can be promoted once every green node ACKed, "
+                     "while it is in progress and blue has not been switched yet.");
+    return SX_ECONFLICT;
+}
 
 static int refuse_state(const deploy_record *d, rollout_action act, sx_err *err)
 {
@@ -366,6 +476,12 @@ static int act_body(pg_conn *c, act_ctx *x, sx_err *err)
             return refuse_state(d, x->act, err);
         to = DEPLOY_CANCELING;
         break;
+    case ROLLOUT_PROMOTE:
+        if (!rollout_awaiting_promotion(d))
+            return refuse_promote(d, err);
+        if ((rc = rollout_promote_blue(c, x->srv, d, "operator", x->reason, x->who, err)) != 0)
+            return rc;
+        return deploy_repo_get(c, d->id, x->a, &x->out, err);
     case ROLLOUT_ROLLBACK:
         if (from != DEPLOY_IN_PROGRESS && from != DEPLOY_PAUSED && from != DEPLOY_COMPLETED &&
             from != DEPLOY_ROLLBACK_FAILED)
@@ -420,6 +536,8 @@ int rollout_act(struct sx_server *srv, const char *id, rollout_action act, const
         return rc;
     for (size_t i = 0; i < x.nwritten; i++)
         snap_repo_cache_put(srv->snap_repo, x.written[i]);
+    if (act == ROLLOUT_PROMOTE)
+        rollout_count_bluegreen(srv, "promoted");
     sx_log_fields(SX_LOG_INFO, ROLLOUT_LOG,
                   json_pack("{s:s,s:s,s:s,s:s}", "deployment", id, "action",
                             rollout_action_name(act), "state", deploy_state_name(x.out->state),

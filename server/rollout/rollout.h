@@ -26,6 +26,15 @@
  *   pending/in_progress/paused ──cancel──▶ canceling ┘ (driver)
  *   in_progress/paused/rollback_failed ──rollback (operator)──▶ rolling_back
  *
+ * Blue-green (strategy.h) is two waves, green then blue, inside in_progress: once green
+ * ACKed, the driver holds before the blue wave until "promote" (operator) or the
+ * strategy's promote_timeout (driver: on_timeout "rollback" starts the rollback,
+ * "promote" promotes, both audited as the system). Promote pins every blue node to the
+ * staged snapshot at once; when blue ACKed the deployment completes as any other, so a
+ * rollback afterwards puts every node back on the old (blue) snapshot at once. NACKs of
+ * green fail the first wave and roll it back like any wave. The phase is derived from
+ * the waves ("blue_green" of the JSON form), not stored.
+ *
  * "failed" is entered and left in one transaction (the automatic rollback starts at
  * once); the audit log and the events keep both steps. Every change happens in one
  * transaction holding the deployment's row lock, re-reading its state first, so a step
@@ -102,9 +111,10 @@ typedef enum rollout_action {
     ROLLOUT_RESUME,
     ROLLOUT_CANCEL,
     ROLLOUT_ROLLBACK,
+    ROLLOUT_PROMOTE, /* blue-green: switch blue over once green ACKed */
 } rollout_action;
 
-/* "pause", "resume", "cancel", "rollback". */
+/* "pause", "resume", "cancel", "rollback", "promote". */
 const char *rollout_action_name(rollout_action act);
 
 /* An operator's action on deployment id, audited as "deployment.<action>" with reason.
@@ -113,6 +123,10 @@ const char *rollout_action_name(rollout_action act);
 int rollout_act(struct sx_server *srv, const char *id, rollout_action act, const char *reason,
                 const rollout_actor *who, sx_arena *a, deploy_record **out,
                 sx_err *err) SX_MUSTCHECK;
+
+/* Counts what ended a blue-green hold in sextant_rollout_bluegreen_total{outcome}:
+ * "promoted" (operator), "promoted_on_timeout", "rolled_back_on_timeout". */
+void rollout_count_bluegreen(struct sx_server *srv, const char *outcome);
 
 /* One step of the driver for deployment id if replica holds its lease: starts it,
  * tallies the current wave and completes, fails or advances it, finishes a cancel or a

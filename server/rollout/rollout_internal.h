@@ -8,6 +8,7 @@
 #ifndef SX_ROLLOUT_ROLLOUT_INTERNAL_H
 #define SX_ROLLOUT_ROLLOUT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -55,5 +56,14 @@ int rollout_start_wave(pg_conn *c, struct sx_server *srv, const deploy_record *d
 int rollout_begin_rollback(pg_conn *c, struct sx_server *srv, deploy_record *d, deploy_state from,
                            const char *reason, const rollout_actor *who, sx_arena *a,
                            snap_record ***written, size_t *nwritten, sx_err *err) SX_MUSTCHECK;
+
+/* Blue-green: d is in progress, green (wave 0) completed and blue (wave 1) not started. */
+bool rollout_awaiting_promotion(const deploy_record *d);
+/* Blue-green: starts the blue wave of d (rollout_awaiting_promotion holds), audits
+ * "deployment.promote" with trigger ("operator" or "timeout") and reason; who NULL = the
+ * driver. */
+int rollout_promote_blue(pg_conn *c, struct sx_server *srv, const deploy_record *d,
+                         const char *trigger, const char *reason, const rollout_actor *who,
+                         sx_err *err) SX_MUSTCHECK;
 
 #endif

@@ -70,6 +70,68 @@ rollout_policy rollout_policy_defaults(const struct sx_server *srv)
     };
 }
 
+/* Blue-green: moves the planned nodes that strategy.green picks to the front of planned
+ * (in their order) and counts them in *ngreen. Green must pick at least one planned node
+ * and leave at least one blue; a green node id that is not planned is a problem too. The
+ * problems go to x->verrs; SX_EINVAL, a dry run included (its plan would be wrong). */
+static int split_green(pg_conn *c, apply_ctx *x, const char **groups, size_t ngroups,
+                       const char **planned, size_t nplanned, size_t *ngreen, sx_err *err)
+{
+    *ngreen = 0;
+    const json_t *green = x->req->strategy.green;
+    const json_t *ids_j = json_object_get(green, "node_ids");
+    size_t nids = json_array_size(ids_j);
+    const char **ids = nids ? sx_arena_alloc(x->a, nids * sizeof(*ids)) : NULL;
+    for (size_t i = 0; i < nids; i++)
+        ids[i] = json_string_value(json_array_get(ids_j, i));
+    const json_t *labels = json_object_get(green, "labels");
+    pin_candidate *cand = NULL;
+    size_t ncand = 0;
+    int rc =
+        pin_repo_select(c, groups, ngroups, ids, nids, json_object_size(labels) ? labels : NULL,
+                        NULL, 0, x->a, &cand, &ncand, err);
+    if (rc)
+        return rc;
+    size_t before = x->verrs->count;
+    for (size_t i = 0; i < nids; i++) {
+        bool found = false;
+        for (size_t j = 0; j < nplanned && !found; j++)
+            found = strcmp(planned[j], ids[i]) == 0;
+        if (!found) {
+            char path[80];
+            snprintf(path, sizeof(path), "strategy.green.node_ids[%zu]", i);
+            sx_fielderrs_add(x->verrs, path,
+                             "%s is not a connected node the selector picks for this deployment",
+                             ids[i]);
+        }
+    }
+    const char **order = sx_arena_alloc(x->a, (nplanned ? nplanned : 1) * sizeof(*order));
+    size_t k = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t j = 0; j < nplanned; j++) {
+            bool is_green = false;
+            for (size_t i = 0; i < ncand && !is_green; i++)
+                is_green = strcmp(cand[i].node_id, planned[j]) == 0;
+            if (is_green == (pass == 0))
+                order[k++] = planned[j];
+            if (is_green && pass == 0)
+                (*ngreen)++;
+        }
+    }
+    memcpy(planned, order, nplanned * sizeof(*planned));
+    if (*ngreen == 0)
+        sx_fielderrs_add(x->verrs, "strategy.green",
+                         "matches none of the connected nodes this deployment selects");
+    else if (*ngreen == nplanned)
+        sx_fielderrs_add(x->verrs, "strategy.green",
+                         "matches every selected node (%zu): blue-green needs nodes that keep "
+                         "the current version until promoted",
+                         nplanned);
+    if (x->verrs->count > before)
+        return sx_err_set(err, SX_EINVAL, "the blue-green split is not possible");
+    return 0;
+}
+
 static int plan_tx(pg_conn *c, void *arg, sx_err *err)
 {
     apply_ctx *x = arg;
@@ -143,8 +205,12 @@ static int plan_tx(pg_conn *c, void *arg, sx_err *err)
         sx_fielderrs_add(x->verrs, "selector", "matches no connected node of the config's groups");
         return sx_err_set(err, SX_EINVAL, "nothing to roll out: no connected node is selected");
     }
+    rollout_strategy strat = r->strategy;
+    if (strat.kind == ROLLOUT_BLUE_GREEN &&
+        (rc = split_green(c, x, groups, ngroups, planned, nplanned, &strat.green_count, err)) != 0)
+        return rc;
     size_t *sizes = NULL;
-    size_t nwaves = rollout_wave_sizes(&r->strategy, nplanned, &sizes);
+    size_t nwaves = rollout_wave_sizes(&strat, nplanned, &sizes);
     sx_arena_defer(a, free, sizes);
 
     json_t *targets = rollout_own(a, json_object()), *baselines = rollout_own(a, json_object());
@@ -159,7 +225,7 @@ static int plan_tx(pg_conn *c, void *arg, sx_err *err)
                              g->to_version ? json_integer(g->to_version) : json_null(), "changed",
                              g->changed, "diff", g->diff ? g->diff : json_null()));
     }
-    json_t *strategy = rollout_own(a, rollout_strategy_json(&r->strategy));
+    json_t *strategy = rollout_own(a, rollout_strategy_json(&strat));
 
     deploy_wave_new *waves = sx_arena_alloc(a, (nwaves ? nwaves : 1) * sizeof(*waves));
     json_t *wplan = rollout_own(a, json_array());

@@ -28,6 +28,7 @@ typedef struct step_ctx {
     size_t nwritten;
     double wave_seconds;    /* > 0: a wave completed, its duration */
     const json_t *promoted; /* {"group": version} made current, for the cache */
+    const char *bg_outcome; /* a blue-green hold ended on its timeout: how (metrics) */
 } step_ctx;
 
 /* Pending: pin every node of the plan to what it has, then start the first wave. */
@@ -99,6 +100,31 @@ static int fail(pg_conn *c, step_ctx *x, deploy_record *d, int k, const char *re
                                   &x->nwritten, err);
 }
 
+/* Blue-green, green ACKed: wait for the operator's promote until promote_timeout (from
+ * green's completion, or the last resume when later), then do what on_timeout says. */
+static int hold_green(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *err)
+{
+    double since = d->waves[0].completed_age_s;
+    if (d->resumed_at && d->resumed_age_s < since)
+        since = d->resumed_age_s;
+    long long timeout = rollout_strategy_promote_timeout_ms(d->strategy);
+    if (since * 1000.0 <= (double)timeout)
+        return 0;
+    char t[32];
+    config_format_duration(timeout, t, sizeof(t));
+    if (rollout_strategy_on_timeout(d->strategy) == ROLLOUT_TIMEOUT_PROMOTE) {
+        const char *why =
+            sx_arena_printf(x->a, "not promoted within %s: promoted (on_timeout: promote)", t);
+        x->bg_outcome = "promoted_on_timeout";
+        return rollout_promote_blue(c, x->srv, d, "timeout", why, NULL, err);
+    }
+    const char *why = sx_arena_printf(
+        x->a, "blue-green: not promoted within %s: rolled back (on_timeout: rollback)", t);
+    x->bg_outcome = "rolled_back_on_timeout";
+    return rollout_begin_rollback(c, x->srv, d, DEPLOY_IN_PROGRESS, why, NULL, x->a, &x->written,
+                                  &x->nwritten, err);
+}
+
 static bool has_error_for(const json_t *errors, const char *node_id)
 {
     size_t i;
@@ -123,6 +149,8 @@ static int step_in_progress(pg_conn *c, step_ctx *x, deploy_record *d, sx_err *e
     if (w->state == DEPLOY_WAVE_COMPLETED) {
         if ((size_t)k + 1 >= d->wave_count)
             return complete(c, x, d, err);
+        if (rollout_awaiting_promotion(d))
+            return hold_green(c, x, d, err);
         long long pause = rollout_strategy_pause_ms(d->strategy);
         if (w->completed_age_s * 1000.0 < (double)pause)
             return 0;
@@ -298,6 +326,7 @@ static int step_tx(pg_conn *c, void *arg, sx_err *err)
     x->nwritten = 0;
     x->wave_seconds = 0;
     x->promoted = NULL;
+    x->bg_outcome = NULL;
     deploy_record *d = NULL;
     int rc = deploy_repo_lock(c, x->id, x->a, &d, err);
     if (rc)
@@ -337,6 +366,8 @@ int rollout_step(struct sx_server *srv, const char *id, const char *replica, dou
         json_object_foreach((json_t *)x.promoted, group, v)
             snap_repo_cache_current(srv->snap_repo, group, (long long)json_integer_value(v));
         *wave_seconds = x.wave_seconds;
+        if (x.bg_outcome)
+            rollout_count_bluegreen(srv, x.bg_outcome);
     }
     sx_arena_destroy(a);
     return rc;

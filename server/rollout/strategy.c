@@ -4,13 +4,14 @@
 #include "server/rollout/strategy.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/config.h"
 
-static const char *const kind_names[] = {"all_at_once", "rolling", "canary"};
+static const char *const kind_names[] = {"all_at_once", "rolling", "canary", "blue_green"};
 
 static bool known_key(const char *key, const char *const *allowed)
 {
@@ -56,6 +57,72 @@ static bool duration(const json_t *o, const char *key, long long *out, sx_fielde
     return true;
 }
 
+/* The green selector: an object with "node_ids" (non-empty strings) and/or "labels" (an
+ * object of strings), at least one of them non-empty. */
+static void parse_green(const json_t *g, sx_fielderrs *errs)
+{
+    if (g == NULL) {
+        sx_fielderrs_add(errs, "green", "is required: the nodes that take the new version first");
+        return;
+    }
+    if (!json_is_object(g)) {
+        sx_fielderrs_add(errs, "green", "must be an object with \"node_ids\" and/or \"labels\"");
+        return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)g, key, v)
+    {
+        if (strcmp(key, "node_ids") != 0 && strcmp(key, "labels") != 0)
+            sx_fielderrs_add(errs, "green", "%s is not a green selector field (node_ids, labels)",
+                             key);
+    }
+    const json_t *ids = json_object_get(g, "node_ids"), *labels = json_object_get(g, "labels");
+    if (ids && !json_is_array(ids)) {
+        sx_fielderrs_add(errs, "green.node_ids", "must be an array of node ids");
+    } else if (ids) {
+        size_t i;
+        json_array_foreach(ids, i, v)
+        {
+            if (!json_is_string(v) || json_string_length(v) == 0) {
+                char path[64];
+                snprintf(path, sizeof(path), "green.node_ids[%zu]", i);
+                sx_fielderrs_add(errs, path, "must be a non-empty string");
+            }
+        }
+    }
+    if (labels) {
+        bool ok = json_is_object(labels);
+        json_object_foreach((json_t *)labels, key, v) ok = ok && json_is_string(v);
+        if (!ok)
+            sx_fielderrs_add(errs, "green.labels", "must be an object of strings");
+    }
+    if (json_array_size(ids) == 0 && json_object_size(labels) == 0)
+        sx_fielderrs_add(errs, "green",
+                         "must pick nodes: give a non-empty \"node_ids\" or \"labels\"");
+}
+
+static void parse_blue_green(const json_t *j, rollout_strategy *out, sx_fielderrs *errs)
+{
+    size_t before = errs->count;
+    parse_green(json_object_get(j, "green"), errs);
+    if (errs->count == before)
+        out->green = json_object_get(j, "green");
+    out->promote_timeout_ms = ROLLOUT_PROMOTE_TIMEOUT_DEFAULT_MS;
+    const json_t *t = json_object_get(j, "promote_timeout");
+    if (duration(j, "promote_timeout", &out->promote_timeout_ms, errs) && t &&
+        out->promote_timeout_ms < 1000)
+        sx_fielderrs_add(errs, "promote_timeout", "must be at least 1s");
+    const json_t *on = json_object_get(j, "on_timeout");
+    const char *ons = json_string_value(on);
+    if (on == NULL || (ons && strcmp(ons, "rollback") == 0))
+        out->on_timeout = ROLLOUT_TIMEOUT_ROLLBACK;
+    else if (ons && strcmp(ons, "promote") == 0)
+        out->on_timeout = ROLLOUT_TIMEOUT_PROMOTE;
+    else
+        sx_fielderrs_add(errs, "on_timeout", "must be \"rollback\" or \"promote\"");
+}
+
 size_t rollout_strategy_parse(const json_t *j, rollout_strategy *out, sx_fielderrs *in_errs)
 {
     memset(out, 0, sizeof(*out));
@@ -70,12 +137,12 @@ size_t rollout_strategy_parse(const json_t *j, rollout_strategy *out, sx_fielder
     }
     const char *type = json_string_value(json_object_get(j, "type"));
     int kind = -1;
-    for (int i = 0; type && i < 3; i++)
+    for (int i = 0; type && i < 4; i++)
         if (strcmp(type, kind_names[i]) == 0)
             kind = i;
     if (kind < 0) {
         sx_fielderrs_add(in_errs, "strategy.type",
-                         "must be \"all_at_once\", \"rolling\" or \"canary\"");
+                         "must be \"all_at_once\", \"rolling\", \"canary\" or \"blue_green\"");
         return 1;
     }
     out->kind = (rollout_kind)kind;
@@ -83,9 +150,12 @@ size_t rollout_strategy_parse(const json_t *j, rollout_strategy *out, sx_fielder
     static const char *const rolling_keys[] = {"type", "wave_size", "wave_percent", "pause", NULL};
     static const char *const canary_keys[] = {"type", "initial_percent", "increment_percent",
                                               "interval", NULL};
-    const char *const *allowed = kind == ROLLOUT_ROLLING  ? rolling_keys
-                                 : kind == ROLLOUT_CANARY ? canary_keys
-                                                          : all_keys;
+    static const char *const blue_green_keys[] = {"type", "green", "promote_timeout", "on_timeout",
+                                                  NULL};
+    const char *const *allowed = kind == ROLLOUT_ROLLING      ? rolling_keys
+                                 : kind == ROLLOUT_CANARY     ? canary_keys
+                                 : kind == ROLLOUT_BLUE_GREEN ? blue_green_keys
+                                                              : all_keys;
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)j, key, v)
@@ -110,6 +180,8 @@ size_t rollout_strategy_parse(const json_t *j, rollout_strategy *out, sx_fielder
         percent(j, "initial_percent", &out->initial_percent, &errs);
         percent(j, "increment_percent", &out->increment_percent, &errs);
         duration(j, "interval", &out->pause_ms, &errs);
+    } else if (kind == ROLLOUT_BLUE_GREEN) {
+        parse_blue_green(j, out, &errs);
     }
     size_t n = errs.count;
     for (size_t i = 0; i < errs.count; i++) {
@@ -136,9 +208,39 @@ json_t *rollout_strategy_json(const rollout_strategy *s)
         return json_pack("{s:s,s:f,s:f,s:s}", "type", "canary", "initial_percent",
                          s->initial_percent, "increment_percent", s->increment_percent, "interval",
                          d);
+    case ROLLOUT_BLUE_GREEN: {
+        char t[32];
+        config_format_duration(s->promote_timeout_ms, t, sizeof(t));
+        return json_pack("{s:s,s:o,s:s,s:s}", "type", "blue_green", "green",
+                         s->green ? json_deep_copy(s->green) : json_object(), "promote_timeout", t,
+                         "on_timeout",
+                         s->on_timeout == ROLLOUT_TIMEOUT_PROMOTE ? "promote" : "rollback");
+    }
     default:
         return json_pack("{s:s}", "type", "all_at_once");
     }
+}
+
+bool rollout_strategy_is_blue_green(const json_t *stored)
+{
+    const char *t = json_string_value(json_object_get(stored, "type"));
+    return t && strcmp(t, "blue_green") == 0;
+}
+
+long long rollout_strategy_promote_timeout_ms(const json_t *stored)
+{
+    const json_t *v = json_object_get(stored, "promote_timeout");
+    int64_t ms = 0;
+    char why[64];
+    if (!json_is_string(v) || config_parse_duration(json_string_value(v), &ms, why, sizeof(why)))
+        return ROLLOUT_PROMOTE_TIMEOUT_DEFAULT_MS;
+    return ms;
+}
+
+rollout_on_timeout rollout_strategy_on_timeout(const json_t *stored)
+{
+    const char *v = json_string_value(json_object_get(stored, "on_timeout"));
+    return v && strcmp(v, "promote") == 0 ? ROLLOUT_TIMEOUT_PROMOTE : ROLLOUT_TIMEOUT_ROLLBACK;
 }
 
 long long rollout_strategy_pause_ms(const json_t *stored)
@@ -196,6 +298,14 @@ size_t rollout_wave_sizes(const rollout_strategy *s, size_t n, size_t **sizes)
         }
         break;
     }
+    case ROLLOUT_BLUE_GREEN:
+        if (s->green_count > 0 && s->green_count < n) {
+            v[count++] = s->green_count;
+            v[count++] = n - s->green_count;
+        } else {
+            v[count++] = n;
+        }
+        break;
     default:
         v[count++] = n;
         break;

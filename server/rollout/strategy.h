@@ -8,6 +8,14 @@
  *   {"type": "rolling", "wave_percent": 25, "pause": "30s"} be smaller), or of 25% each
  *   {"type": "canary", "initial_percent": 10, "increment_percent": 20, "interval": "1m"}
  *                          10% of the nodes, then 20% more per wave until all are in
+ *   {"type": "blue_green", "green": {"node_ids": [...], "labels": {...}},
+ *    "promote_timeout": "30m", "on_timeout": "rollback"}
+ *                          two waves: the nodes "green" picks (among the selected ones)
+ *                          take the new snapshot while the rest (blue) keep theirs; once
+ *                          green has ACKed the deployment holds until an operator promotes
+ *                          it (POST .../promote) or promote_timeout passes, then every blue
+ *                          node switches at once. on_timeout: "rollback" (default) or
+ *                          "promote". promote_timeout defaults to 1h.
  * Percentages round up, so every wave has at least one node; pause/interval is the wait
  * after a wave completed before the next starts. Pure functions: no I/O.
  */
@@ -24,7 +32,17 @@ typedef enum rollout_kind {
     ROLLOUT_ALL_AT_ONCE = 0,
     ROLLOUT_ROLLING = 1,
     ROLLOUT_CANARY = 2,
+    ROLLOUT_BLUE_GREEN = 3,
 } rollout_kind;
+
+/* Blue-green: what happens when nobody promotes within promote_timeout. */
+typedef enum rollout_on_timeout {
+    ROLLOUT_TIMEOUT_ROLLBACK = 0,
+    ROLLOUT_TIMEOUT_PROMOTE = 1,
+} rollout_on_timeout;
+
+/* Blue-green: how long the deployment holds for an operator when not told. */
+#define ROLLOUT_PROMOTE_TIMEOUT_DEFAULT_MS (3600LL * 1000)
 
 typedef struct rollout_strategy {
     rollout_kind kind;
@@ -33,6 +51,13 @@ typedef struct rollout_strategy {
     double initial_percent;   /* canary: first wave */
     double increment_percent; /* canary: each later wave */
     long long pause_ms;       /* wait after a wave completed (pause / interval) */
+    /* blue_green: the green selector (borrowed from the parsed JSON: {"node_ids": [...],
+     * "labels": {...}}), the hold and what its end does; green_count is the number of
+     * green nodes among the planned ones, set by the planner before rollout_wave_sizes. */
+    const json_t *green;
+    long long promote_timeout_ms;
+    rollout_on_timeout on_timeout;
+    size_t green_count;
 } rollout_strategy;
 
 /* Parses j ("strategy" of a request; NULL = all at once) into *out. Every problem is
@@ -45,8 +70,16 @@ json_t *rollout_strategy_json(const rollout_strategy *s);
 /* Reads the "pause" (rolling) or "interval" (canary) of a stored strategy, in ms. */
 long long rollout_strategy_pause_ms(const json_t *stored);
 
+/* Whether a stored strategy is blue_green. */
+bool rollout_strategy_is_blue_green(const json_t *stored);
+/* Reads "promote_timeout" (ms; the default when absent) and "on_timeout" of a stored
+ * blue_green strategy. */
+long long rollout_strategy_promote_timeout_ms(const json_t *stored);
+rollout_on_timeout rollout_strategy_on_timeout(const json_t *stored);
+
 /* The wave sizes for n nodes (n > 0): a new array in *sizes (free with free()); returns
- * the number of waves. Sizes add up to n; none is 0. */
+ * the number of waves. Sizes add up to n; none is 0. blue_green: green_count nodes, then
+ * the rest (one wave when either is 0: the planner refuses that). */
 size_t rollout_wave_sizes(const rollout_strategy *s, size_t n, size_t **sizes);
 
 /* Policy overrides of a request, defaults from the configuration. */

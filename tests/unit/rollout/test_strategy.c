@@ -89,7 +89,7 @@ static void expect_refused(const char *strategy, const char *want)
 static void test_refusals(void **state)
 {
     (void)state;
-    expect_refused("{\"type\":\"blue_green\"}", "strategy.type");
+    expect_refused("{\"type\":\"red_black\"}", "strategy.type");
     expect_refused("{}", "strategy.type");
     expect_refused("[1]", "strategy");
     expect_refused("{\"type\":\"rolling\"}", "strategy.wave_size");
@@ -100,6 +100,71 @@ static void test_refusals(void **state)
     expect_refused("{\"type\":\"rolling\",\"wave_size\":2,\"pause\":\"soon\"}", "strategy.pause");
     expect_refused("{\"type\":\"canary\",\"initial_percent\":10}", "strategy.increment_percent");
     expect_refused("{\"type\":\"all_at_once\",\"wave_size\":3}", "strategy.wave_size");
+    /* Blue-green: green is required and must pick nodes; the hold and its end checked. */
+    expect_refused("{\"type\":\"blue_green\"}", "strategy.green");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{}}", "strategy.green");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"node_ids\":[]}}", "strategy.green");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"node_ids\":[\"a\",\"\"]}}",
+                   "strategy.green.node_ids[1]");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"labels\":{\"a\":1}}}",
+                   "strategy.green.labels");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"zone\":\"a\",\"node_ids\":[\"n\"]}}",
+                   "strategy.green");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"node_ids\":[\"n\"]},"
+                   "\"promote_timeout\":\"later\",\"on_timeout\":\"wait\"}",
+                   "strategy.promote_timeout;strategy.on_timeout");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"node_ids\":[\"n\"]},"
+                   "\"promote_timeout\":\"25h\"}",
+                   "strategy.promote_timeout");
+    expect_refused("{\"type\":\"blue_green\",\"green\":{\"node_ids\":[\"n\"]},\"pause\":\"1s\"}",
+                   "strategy.pause");
+}
+
+/* Blue-green: green first, then every other node in one wave; the stored form keeps
+ * green, the hold and what its end does, with defaults (1h, rollback). */
+static void test_blue_green(void **state)
+{
+    (void)state;
+    json_t *j = parse("{\"type\":\"blue_green\",\"green\":{\"labels\":{\"slot\":\"g\"}}}");
+    rollout_strategy s;
+    sx_fielderrs errs = {0};
+    assert_int_equal(rollout_strategy_parse(j, &s, &errs), 0);
+    assert_int_equal(s.kind, ROLLOUT_BLUE_GREEN);
+    assert_int_equal(s.promote_timeout_ms, ROLLOUT_PROMOTE_TIMEOUT_DEFAULT_MS);
+    assert_int_equal(s.on_timeout, ROLLOUT_TIMEOUT_ROLLBACK);
+    size_t *sizes = NULL;
+    s.green_count = 2;
+    assert_int_equal(rollout_wave_sizes(&s, 10, &sizes), 2);
+    assert_true(sizes[0] == 2 && sizes[1] == 8);
+    free(sizes);
+    json_t *stored = rollout_strategy_json(&s);
+    assert_true(rollout_strategy_is_blue_green(stored));
+    assert_false(rollout_strategy_is_blue_green(json_object_get(j, "green")));
+    assert_string_equal(json_string_value(json_object_get(stored, "promote_timeout")), "1h");
+    assert_string_equal(json_string_value(json_object_get(stored, "on_timeout")), "rollback");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(stored, "green"), "labels"), "slot")),
+                        "g");
+    assert_int_equal(rollout_strategy_promote_timeout_ms(stored), 3600000);
+    assert_int_equal(rollout_strategy_on_timeout(stored), ROLLOUT_TIMEOUT_ROLLBACK);
+    assert_int_equal(rollout_strategy_pause_ms(stored), 0);
+    json_decref(stored);
+    json_decref(j);
+
+    j = parse("{\"type\":\"blue_green\",\"green\":{\"node_ids\":[\"a\"]},"
+              "\"promote_timeout\":\"90s\",\"on_timeout\":\"promote\"}");
+    assert_int_equal(rollout_strategy_parse(j, &s, &errs), 0);
+    stored = rollout_strategy_json(&s);
+    assert_int_equal(rollout_strategy_promote_timeout_ms(stored), 90000);
+    assert_int_equal(rollout_strategy_on_timeout(stored), ROLLOUT_TIMEOUT_PROMOTE);
+    /* The stored form parses back to the same strategy. */
+    rollout_strategy again;
+    assert_int_equal(rollout_strategy_parse(stored, &again, &errs), 0);
+    assert_true(again.kind == ROLLOUT_BLUE_GREEN && again.promote_timeout_ms == 90000 &&
+                again.on_timeout == ROLLOUT_TIMEOUT_PROMOTE);
+    json_decref(stored);
+    json_decref(j);
+    assert_int_equal(errs.count, 0);
 }
 
 static void test_round_trip_and_pause(void **state)
@@ -146,4 +211,5 @@ static void test_policy(void **state)
 }
 
 TL_MAIN(cmocka_unit_test(test_wave_sizes), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_round_trip_and_pause), cmocka_unit_test(test_policy))
+        cmocka_unit_test(test_round_trip_and_pause), cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_blue_green))

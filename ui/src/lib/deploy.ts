@@ -58,7 +58,10 @@ export function currentWaveLabel(d: Deployment): string {
 
 export const waveDone = (w: Wave) => w.state === 'completed' || w.completed_at !== null;
 
-export type DeploymentAction = 'pause' | 'resume' | 'cancel' | 'rollback';
+export type DeploymentAction = 'pause' | 'resume' | 'cancel' | 'rollback' | 'promote';
+
+/** A blue-green deployment whose green proxies ACKed and that waits for a promotion. */
+export const awaitsPromotion = (d: Deployment) => d.state === 'in_progress' && d.blue_green?.phase === 'awaiting_promotion';
 
 /** The controls that make sense in a state (the server decides; this hides nonsense). */
 export function actionsFor(state: DeploymentState): DeploymentAction[] {

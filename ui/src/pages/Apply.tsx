@@ -1,5 +1,6 @@
 // Apply.tsx — roll a config version out to chosen proxies: the selector (node ids,
-// groups, labels, namespaces), the strategy (all at once, rolling waves, canary), a dry
+// groups, labels, namespaces), the strategy (all at once, rolling waves, canary,
+// blue-green with its green proxies and promotion timeout), a dry
 // run that shows the plan (waves and their nodes, each group's change, the nodes left
 // out and why), then the real apply, which starts a deployment and opens its page.
 import {useReducer} from 'preact/hooks';
@@ -51,6 +52,10 @@ interface Form {
   initialPercent: string;
   incrementPercent: string;
   interval: string;
+  greenNodeIds: string;
+  greenLabels: string;
+  promoteTimeout: string;
+  onTimeout: 'rollback' | 'promote';
   reason: string;
   nackPercent: string;
   minSample: string;
@@ -72,6 +77,10 @@ const INITIAL_FORM: Form = {
   initialPercent: '10',
   incrementPercent: '30',
   interval: '1m',
+  greenNodeIds: '',
+  greenLabels: '',
+  promoteTimeout: '1h',
+  onTimeout: 'rollback',
   reason: '',
   nackPercent: '',
   minSample: '',
@@ -81,7 +90,7 @@ const INITIAL_FORM: Form = {
 
 /** The fields whose change makes the plan on screen stale: which nodes, which
  * version, and the gates. */
-const VOIDS_PLAN = new Set<keyof Form>(['version', 'nodeIds', 'groups', 'labels', 'namespaces', 'type', 'nackPercent', 'minSample', 'waveTimeout', 'promote']);
+const VOIDS_PLAN = new Set<keyof Form>(['version', 'nodeIds', 'groups', 'labels', 'namespaces', 'type', 'nackPercent', 'minSample', 'waveTimeout', 'promote', 'greenNodeIds', 'greenLabels']);
 
 interface State {
   form: Form;
@@ -145,6 +154,7 @@ export function ApplyPage({id}: {id: string}) {
   const chosenVersion = f.version ?? c.version;
   const chosenGroups = f.groups ?? c.groups;
   const lab = parseLabels(f.labels);
+  const greenLab = parseLabels(f.greenLabels);
 
   const build = (dryRun: boolean): Body<'applyConfig'> => {
     const strategy: Strategy = {type: f.type};
@@ -156,6 +166,12 @@ export function ApplyPage({id}: {id: string}) {
       strategy.initial_percent = Number(f.initialPercent);
       strategy.increment_percent = Number(f.incrementPercent);
       strategy.interval = f.interval;
+    } else if (f.type === 'blue_green') {
+      strategy.green = {};
+      if (list(f.greenNodeIds).length) strategy.green.node_ids = list(f.greenNodeIds);
+      if (Object.keys(greenLab.labels).length) strategy.green.labels = greenLab.labels;
+      strategy.promote_timeout = f.promoteTimeout;
+      strategy.on_timeout = f.onTimeout;
     }
     const body: Body<'applyConfig'> = {
       version: chosenVersion,
@@ -180,6 +196,10 @@ export function ApplyPage({id}: {id: string}) {
     problems.push('the wave percentage must be between 1 and 100');
   if (f.type === 'rolling' && !DURATION.test(f.pause)) problems.push('the pause is a duration such as 30s or 2m');
   if (f.type === 'canary' && !DURATION.test(f.interval)) problems.push('the interval is a duration such as 1m');
+  if (f.type === 'blue_green' && greenLab.bad.length) problems.push(`green labels must be key=value: ${greenLab.bad.join(', ')}`);
+  if (f.type === 'blue_green' && !list(f.greenNodeIds).length && !Object.keys(greenLab.labels).length)
+    problems.push('choose the green proxies: node ids or labels');
+  if (f.type === 'blue_green' && !DURATION.test(f.promoteTimeout)) problems.push('the promotion timeout is a duration such as 30m');
   if (f.nackPercent !== '' && !(Number(f.nackPercent) >= 0 && Number(f.nackPercent) <= 100)) problems.push('the NACK threshold is a percentage from 0 to 100');
   if (f.minSample !== '' && !(Number.isInteger(Number(f.minSample)) && Number(f.minSample) >= 0)) problems.push('the minimum sample is a whole number');
   if (f.waveTimeout !== '' && !DURATION.test(f.waveTimeout)) problems.push('the wave timeout is a duration such as 10m');
@@ -273,6 +293,10 @@ export function ApplyPage({id}: {id: string}) {
               <input type="radio" name="strategy" checked={f.type === 'canary'} onChange={() => set('type', 'canary')} /> Canary, growing
               share
             </label>
+            <label class="check">
+              <input type="radio" name="strategy" checked={f.type === 'blue_green'} onChange={() => set('type', 'blue_green')} data-testid="strategy-blue-green" />{' '}
+              Blue-green, promoted by hand
+            </label>
           </fieldset>
           {f.type === 'rolling' && (
             <div class="row-fields">
@@ -294,6 +318,25 @@ export function ApplyPage({id}: {id: string}) {
               {count('Then add, percent', 'incrementPercent')}
               <Field label="Every">
                 <input value={f.interval} onInput={(e) => set('interval', val(e))} placeholder="1m" />
+              </Field>
+            </div>
+          )}
+          {f.type === 'blue_green' && (
+            <div class="row-fields">
+              <Field label="Green node ids" hint="The proxies that take the new version first; the others (blue) wait for the promotion.">
+                <input value={f.greenNodeIds} onInput={(e) => set('greenNodeIds', val(e))} data-testid="green-node-ids" />
+              </Field>
+              <Field label="Green labels" hint="key=value pairs, e.g. slot=green.">
+                <input value={f.greenLabels} onInput={(e) => set('greenLabels', val(e))} data-testid="green-labels" />
+              </Field>
+              <Field label="Wait for a promotion">
+                <input value={f.promoteTimeout} onInput={(e) => set('promoteTimeout', val(e))} placeholder="1h" />
+              </Field>
+              <Field label="Then">
+                <select value={f.onTimeout} onChange={(e) => set('onTimeout', val(e) as Form['onTimeout'])}>
+                  <option value="rollback">roll back</option>
+                  <option value="promote">promote</option>
+                </select>
               </Field>
             </div>
           )}

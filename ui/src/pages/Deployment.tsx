@@ -1,9 +1,10 @@
 // Deployment.tsx — one rollout as it happens: its waves filling up with ACKs and
-// NACKs, the NACK errors, and the controls (pause, resume, cancel, roll back) its state
-// allows, each asking for a reason first.
+// NACKs, the NACK errors, and the controls (pause, resume, cancel, roll back; promote
+// when a blue-green rollout waits for it) its state allows, each asking for a reason
+// first.
 import {useState} from 'preact/hooks';
 import {ApiError, call} from '../lib/api';
-import {actionsFor, waveNumber, type DeploymentAction} from '../lib/deploy';
+import {actionsFor, awaitsPromotion, waveNumber, type DeploymentAction} from '../lib/deploy';
 import {when} from '../lib/format';
 import {useAction, useApi, useLive, useTitle} from '../lib/hooks';
 import {seg} from '../lib/router';
@@ -19,14 +20,24 @@ const OPERATION = {
   resume: 'resumeDeployment',
   cancel: 'cancelDeployment',
   rollback: 'rollbackDeployment',
+  promote: 'promoteDeployment',
 } as const;
 
-const LABEL: Record<DeploymentAction, string> = {pause: 'Pause', resume: 'Resume', cancel: 'Cancel', rollback: 'Roll back'};
+const LABEL: Record<DeploymentAction, string> = {pause: 'Pause', resume: 'Resume', cancel: 'Cancel', rollback: 'Roll back', promote: 'Promote'};
 const EXPLAIN: Record<DeploymentAction, string> = {
   pause: 'No new wave starts until you resume; proxies that already have the version keep it.',
   resume: 'The rollout goes on with the next wave.',
   cancel: 'No further wave starts, and every proxy this rollout reached goes back to the version it had before.',
   rollback: 'Every proxy this rollout reached goes back to the version it had before.',
+  promote: 'Every blue proxy switches to the new version at once; rolling back afterwards puts every proxy back on the old one.',
+};
+
+const PHASE: Record<string, string> = {
+  staging_green: 'green proxies are taking the new version',
+  awaiting_promotion: 'green ACKed; waiting for a promotion',
+  switching: 'promoted; blue proxies are switching',
+  switched: 'every proxy switched',
+  rolled_back: 'rolled back',
 };
 
 function WaveCard({d, w}: {d: Deployment; w: Wave}) {
@@ -118,7 +129,8 @@ export function DeploymentPage({id}: {id: string}) {
   const x = d.data;
   if (!x) return <p class="muted">Loading…</p>;
   const mayControl = (a: DeploymentAction) => can(me, 'deployments', a) || can(me, 'deployments', 'update') || can(me, 'deployments', '*');
-  const actions = actionsFor(x.state).filter(mayControl);
+  const actions = [...(awaitsPromotion(x) ? (['promote'] as DeploymentAction[]) : []), ...actionsFor(x.state)].filter(mayControl);
+  const bg = x.blue_green;
 
   const run = () =>
     action.run(async () => {
@@ -152,7 +164,7 @@ export function DeploymentPage({id}: {id: string}) {
           <button
             key={a}
             type="button"
-            class={a === 'rollback' || a === 'cancel' ? 'btn btn-danger-outline' : 'btn'}
+            class={a === 'rollback' || a === 'cancel' ? 'btn btn-danger-outline' : a === 'promote' ? 'btn btn-primary' : 'btn'}
             onClick={() => (setAsking(a), action.reset())}
             data-testid={`action-${a}`}
           >
@@ -204,6 +216,32 @@ export function DeploymentPage({id}: {id: string}) {
                 </>
               )}
             </dd>
+            {bg && (
+              <>
+                <dt>Blue-green</dt>
+                <dd data-testid="blue-green">
+                  <span data-testid="blue-green-phase" data-phase={bg.phase}>
+                    {PHASE[bg.phase] ?? bg.phase}
+                  </span>
+                  <div class="small">
+                    green: {bg.green_node_ids.join(', ') || '—'}
+                    <br />
+                    blue: {bg.blue_node_ids.join(', ') || '—'}
+                  </div>
+                  <div class="muted small">
+                    {bg.promoted_at ? (
+                      <>
+                        promoted <Time iso={bg.promoted_at} />
+                      </>
+                    ) : bg.promote_timeout_left_seconds !== null ? (
+                      `without a promotion within ${Math.ceil(bg.promote_timeout_left_seconds)} s: ${bg.on_timeout === 'promote' ? 'promoted' : 'rolled back'}`
+                    ) : (
+                      `on timeout: ${bg.on_timeout === 'promote' ? 'promote' : 'roll back'} (${st.promote_timeout ?? '1h'})`
+                    )}
+                  </div>
+                </dd>
+              </>
+            )}
             <dt>Selector</dt>
             <dd class="small">
               {sel.groups?.length ? <div>groups: {sel.groups.join(', ')}</div> : null}
