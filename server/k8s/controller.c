@@ -576,6 +576,7 @@ static void *run(void *ctx)
     int backoff = 0;
     int64_t retry_at = 0, resync = c->cfg->k8s.resync_ms;
     int64_t next_resync = resync > 0 ? sx_monotonic_ms() + resync : INT64_MAX;
+    bool resyncing = false; /* a resync pass is due or running (counted when over) */
     while (!sup_stopping(sup)) {
         int64_t now = sx_monotonic_ms();
         int64_t wake_at = k8s_rec_next_due(c->rec);
@@ -609,7 +610,7 @@ static void *run(void *ctx)
             json_object_clear(c->written);
             next_resync = now + resync;
             if (leading(c)) {
-                sx_metric_inc(c->m_resyncs, NULL);
+                resyncing = true;
                 SX_INFO(COMPONENT, "resync: reconciling every watched object");
             }
         }
@@ -619,7 +620,13 @@ static void *run(void *ctx)
             continue;
         bool was_all = all;
         pending = all = false;
-        if (sync_once(c, was_all) == 0) {
+        int synced = sync_once(c, was_all);
+        if (resyncing && was_all) {
+            /* Counted once the pass that reconciled every object is over. */
+            sx_metric_inc(c->m_resyncs, NULL);
+            resyncing = false;
+        }
+        if (synced == 0) {
             backoff = 0;
             retry_at = 0;
         } else {
