@@ -26,6 +26,7 @@ SEXTANT_DEBS=(
     python3-cryptography # certificates with an expiry in seconds (tests/conformance/test_k8s_reconcile.sh)
     chromium fonts-liberation # the browser tests (tests/e2e) drive Debian's Chromium
     systemd # systemd-analyze, which checks deploy/systemd/sextant.service
+    prometheus # promtool, which checks and unit-tests deploy/prometheus/sextant-alerts.yaml
     clang libclang-rt-14-dev # the clang builds (tests/build_matrix.sh) and libFuzzer (tests/fuzz)
     valgrind # memcheck over a conformance run (tests/conformance/test_valgrind_memcheck.sh)
 )
