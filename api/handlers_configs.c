@@ -294,6 +294,20 @@ static bool config_readable_or_respond(http_request *req, rest_api *api, const c
                                 sx_arena_printf(http_req_arena(req), "config %s", c->id));
 }
 
+/* Reads config id with its latest version into *cfg and *latest when the caller may read
+ * it; false once answered (not found, or out of the caller's scope). */
+static bool config_read_or_respond(http_request *req, rest_api *api, const char *id,
+                                   cfg_record **cfg, cfg_version **latest)
+{
+    sx_err err;
+    sx_err_clear(&err);
+    if (catalog_config(rest_server(api), id, false, http_req_arena(req), cfg, latest, &err)) {
+        api_refuse(req, NULL, &err, NULL);
+        return false;
+    }
+    return config_readable_or_respond(req, api, *cfg);
+}
+
 /* Reads config id and checks the caller may read it; false once answered. */
 static bool config_visible_or_respond(http_request *req, rest_api *api, const char *id)
 {
@@ -304,13 +318,7 @@ static bool config_visible_or_respond(http_request *req, rest_api *api, const ch
     json_decref(scope);
     cfg_record *cfg = NULL;
     cfg_version *latest = NULL;
-    sx_err err;
-    sx_err_clear(&err);
-    if (catalog_config(rest_server(api), id, false, http_req_arena(req), &cfg, &latest, &err)) {
-        api_refuse(req, NULL, &err, NULL);
-        return false;
-    }
-    return config_readable_or_respond(req, api, cfg);
+    return config_read_or_respond(req, api, id, &cfg, &latest);
 }
 
 /* A config change under way: its audit, how it is answered, the request it makes and
@@ -432,13 +440,7 @@ void api_config_get(http_request *req, rest_api *api, void *ud)
         return;
     cfg_record *cfg = NULL;
     cfg_version *latest = NULL;
-    sx_err err;
-    sx_err_clear(&err);
-    if (catalog_config(rest_server(api), id, false, http_req_arena(req), &cfg, &latest, &err)) {
-        api_refuse(req, NULL, &err, NULL);
-        return;
-    }
-    if (!config_readable_or_respond(req, api, cfg))
+    if (!config_read_or_respond(req, api, id, &cfg, &latest))
         return;
     api_set_etag(req, cfg->latest_version);
     http_respond_json(req, 200, api_config_json(cfg, latest));

@@ -42,16 +42,6 @@ int xds_ctl_parse_subscriptions(char *const *names, size_t n, unsigned *mask, sx
     return 0;
 }
 
-/* A version as the snapshot version it names: a positive decimal integer, else 0. */
-static long long parse_version(const char *v)
-{
-    if (v == NULL || *v < '1' || *v > '9' || strlen(v) > 18)
-        return 0;
-    char *end = NULL;
-    long long n = strtoll(v, &end, 10);
-    return *end == '\0' ? n : 0;
-}
-
 void xds_ctl_init(xds_ctl *c, uint64_t nonce_seed)
 {
     memset(c, 0, sizeof(*c));
@@ -69,7 +59,7 @@ void xds_ctl_on_request(xds_ctl *c, const xds_ctl_request *req, int64_t now_ms,
         return;
     }
     if (restart) {
-        c->claimed = c->requested ? 0 : parse_version(req->version);
+        c->claimed = c->requested ? 0 : xds_state_version_of(req->version);
         c->requested = true;
         c->push.awaiting = false;
         c->push.must_respond = true;

@@ -42,17 +42,6 @@ static void bit_clear(uint64_t *b, size_t i)
     b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
 }
 
-/* A version_info as the snapshot version it names: a positive decimal integer, else 0
- * (absent, or not one of ours). */
-static long long parse_version(const char *v)
-{
-    if (v == NULL || *v < '1' || *v > '9' || strlen(v) > 18)
-        return 0;
-    char *end = NULL;
-    long long n = strtoll(v, &end, 10);
-    return *end == '\0' ? n : 0;
-}
-
 /* The client holds nothing of this type any more (a reconnect or a restart). */
 static void forget_all(xds_sotw_type *st)
 {
@@ -303,7 +292,7 @@ void xds_sotw_on_request(xds_sotw *s, const xds_sotw_request *req, int64_t now_m
     }
     if (restart) {
         forget_all(st);
-        st->claimed = first ? parse_version(req->version_info) : 0;
+        st->claimed = first ? xds_state_version_of(req->version_info) : 0;
         push->awaiting = false;
         push->must_respond = true;
         xds_push_mark_dirty(push, now_ms);

@@ -8,6 +8,7 @@
  */
 #include "server/xds/state.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void xds_state_init(xds_state *s, uint64_t nonce_seed, xds_names *names)
@@ -90,4 +91,13 @@ long long xds_state_synced_version(const xds_state *s, bool owed)
         any |= s->subs[t].requested;
     }
     return any ? s->current->version : 0;
+}
+
+long long xds_state_version_of(const char *v)
+{
+    if (v == NULL || *v < '1' || *v > '9' || strlen(v) > 18)
+        return 0;
+    char *end = NULL;
+    long long n = strtoll(v, &end, 10);
+    return *end == '\0' ? n : 0;
 }

@@ -75,4 +75,8 @@ int64_t xds_state_oldest_unacked_ms(const xds_state *s);
  * is not in step, or has requested nothing. */
 long long xds_state_synced_version(const xds_state *s, bool owed);
 
+/* A version_info (or a gateway.control.v1 version) as the snapshot version it names: a
+ * positive decimal integer without leading zeros, else 0 (absent, or not one of ours). */
+long long xds_state_version_of(const char *v);
+
 #endif
