@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_audit_reads.sh — audit.reads: with it on, every answered read of /api/v1 leaves an
 # audit row (action <resource>.read, the reader, the status, the path); a read that fails
-# (404) leaves none, a refused one keeps its denied row; with it off (the default) reads
-# leave nothing.
+# (404) or is refused (401, 403: audited as refusals) leaves none; with it off (the
+# default) reads leave nothing.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init audit-reads
@@ -15,7 +15,9 @@ expect_status "GET /configs with audit.reads off" 200 "$st"
 check "reads leave no audit row by default" [ "$(rows)" = 0 ]
 api_stop
 
-SEXTANT_AUDIT_READS=true api_serve
+# The second run: a policy with a role that may read events only, to be refused a read.
+rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'viewer *=read' 'watcher events=read'
+SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml" SEXTANT_AUDIT_READS=true api_serve
 st=$(api_call "$VIEW" GET /api/v1/configs)
 expect_status "GET /configs with audit.reads on" 200 "$st"
 REQ=$(header X-Request-Id)
@@ -33,7 +35,11 @@ expect_status "GET of a config that does not exist" 404 "$st"
 check "a failed read leaves no read row" [ "$(rows)" = "$before" ]
 st=$(api_call "" GET /api/v1/configs)
 expect_status "a read without a token" 401 "$st"
-check "a refused read keeps its denied row, not a read row" \
+check "a refused read leaves no read row (refusals are audited as such)" [ "$(rows)" = "$before" ]
+WATCHER=$(SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml" api_token wanda watcher)
+st=$(api_call "$WATCHER" GET /api/v1/configs)
+expect_status "a read by a role that may not read configs" 403 "$st"
+check "the 403 keeps its denied row, and adds no read row" \
     [ "$(rows)/$(sql "SELECT count(*) FROM audit_log WHERE result = 'denied' AND request_id = '$(header X-Request-Id)'")" = "$before/1" ]
 api_stop
 finish
