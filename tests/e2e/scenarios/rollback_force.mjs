@@ -19,6 +19,8 @@ run('rollback_force', async ({page, shot}) => {
   // ---- an operator: refused, and not offered force
   await page.goto('/');
   await signInWithToken(page, OPERATOR);
+  // Signed in before navigating away: a navigation during the sign-in would lose it.
+  await expectVisible('the operator is signed in', page.getByTestId('who').filter({hasText: 'olga'}));
   let dialog = await republishV1(page);
   const refused = dialog.getByTestId('republish-refused');
   await expectVisible('the dialog shows validation refusing the snapshot', refused);
@@ -33,6 +35,7 @@ run('rollback_force', async ({page, shot}) => {
   await page.getByRole('button', {name: 'Sign out'}).click();
   await expectVisible('signing out shows the sign-in page', page.getByLabel('Bearer token'));
   await signInWithToken(page, ADMIN);
+  await expectVisible('the admin is signed in', page.getByTestId('who').filter({hasText: 'e2e-admin'}));
   dialog = await republishV1(page);
   await expectVisible('the admin sees the same refusal', dialog.getByTestId('republish-refused'));
   const force = dialog.getByTestId('confirm-force-republish');
