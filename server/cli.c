@@ -43,3 +43,13 @@ void cli_print_err(const char *cmd, const sx_err *err)
     if (err->hint[0])
         fprintf(stderr, "HINT: %s\n", err->hint);
 }
+
+int cli_db_pool(const sextant_config *cfg, const char *app, pg_pool **pool, sx_err *err)
+{
+    pg_pool_options po = {.url = cfg->database.url,
+                          .size = 1,
+                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
+                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
+                          .application_name = app};
+    return pg_pool_create(&po, pool, err);
+}

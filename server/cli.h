@@ -16,6 +16,7 @@
 
 #include "server/base/err.h"
 #include "server/config.h"
+#include "storage/pg_pool.h"
 
 /* Exit status of a usage error (unknown command or option, missing argument). */
 #define CLI_EXIT_USAGE 2
@@ -56,5 +57,9 @@ sextant_config *cli_load_config(const char *path);
 /* Prints "sextant: [cmd: ]message" and the error's DETAIL and HINT lines on stderr.
  * cmd NULL: no command prefix. */
 void cli_print_err(const char *cmd, const sx_err *err);
+
+/* A pool of one connection to cfg's database for a one-shot command named app (its
+ * application_name), with cfg's connect and statement timeouts. */
+int cli_db_pool(const sextant_config *cfg, const char *app, pg_pool **pool, sx_err *err);
 
 #endif

@@ -53,14 +53,9 @@ int cli_revoke(const cli_opts *o)
     sx_err err;
     sx_err_clear(&err);
     pg_pool *pool = NULL;
-    pg_pool_options po = {.url = cfg->database.url,
-                          .size = 1,
-                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
-                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
-                          .application_name = "sextant-token-revoke"};
     sx_arena *a = sx_arena_create();
     revoke_added added;
-    int rc = pg_pool_create(&po, &pool, &err);
+    int rc = cli_db_pool(cfg, "sextant-token-revoke", &pool, &err);
     if (rc == 0)
         rc = revoke_repo_add(pool, o->jti, o->user, o->before, a, &added, &err);
     if (rc == 0) {

@@ -43,13 +43,8 @@ int cli_rotate_secrets(const cli_opts *o)
     sx_err_clear(&err);
     pg_pool *pool = NULL;
     sx_keyring *keys = NULL;
-    pg_pool_options po = {.url = cfg->database.url,
-                          .size = 1,
-                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
-                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
-                          .application_name = "sextant-rotate-secrets"};
     seal_rotation st = {0};
-    int rc = pg_pool_create(&po, &pool, &err);
+    int rc = cli_db_pool(cfg, "sextant-rotate-secrets", &pool, &err);
     if (rc == 0)
         rc = secrets_attach(cfg, pool, &keys, &err);
     if (rc == 0 && keys == NULL) {

@@ -502,6 +502,21 @@ void tl_sessions_close(tl_sessions *s)
     tl_db_drop(s->url);
 }
 
+int tl_sessions_setup(void **state)
+{
+    tl_sessions *s = calloc(1, sizeof(*s));
+    tl_sessions_open(s);
+    *state = s;
+    return 0;
+}
+
+int tl_sessions_teardown(void **state)
+{
+    tl_sessions_close(*state);
+    free(*state);
+    return 0;
+}
+
 typedef struct race_slot {
     pthread_barrier_t *start;
     void *(*fn)(void *);

@@ -185,6 +185,9 @@ typedef struct tl_sessions {
 void tl_sessions_open(tl_sessions *s);
 /* Releases every part of s and drops its database. */
 void tl_sessions_close(tl_sessions *s);
+/* cmocka setup and teardown of a test whose state is a tl_sessions (allocated here). */
+int tl_sessions_setup(void **state);
+int tl_sessions_teardown(void **state);
 
 /* Runs fn on each of the n items of args (size bytes apart), each on its own thread, all
  * released together so that they race, and returns once every one has returned. fn
@@ -207,5 +210,8 @@ void tl_sleep_ms(int ms);
     }
 /* A TL_MAIN entry for test f run between the program's own setup and teardown. */
 #define TL_FX(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* A TL_MAIN entry for test f whose state is a tl_sessions. */
+#define TL_SESSIONS_FX(f)                                                                          \
+    cmocka_unit_test_setup_teardown(f, tl_sessions_setup, tl_sessions_teardown)
 
 #endif

@@ -133,28 +133,26 @@ call_error "edge-operator: pausing prod's rollout" 403 permission_denied \
 check "... the rollout is not paused" [ "$(sql "SELECT state FROM deployments WHERE id = '$PROD_DEP'")" != paused ]
 
 # ------------------------------------------------------------------ lists and reads
-call_status "edge-operator: GET /configs" 200 api_call "$EDGE" GET /api/v1/configs
-check "... only the configs of edge-* groups" \
-    jtrue "j.items.map(c => c.id).sort().join() === ['$EDGE_CFG', '$EDGE_B'].sort().join()"
-call_status "admin: GET /configs" 200 api_call "$ADMIN" GET /api/v1/configs
-check "... all three" jtrue 'j.items.length === 3'
-call_status "edge-operator: GET /groups" 200 api_call "$EDGE" GET /api/v1/groups
-check "... edge-a and edge-b, not prod" jtrue 'j.items.map(g => g.name).join() === "edge-a,edge-b"'
-call_status "admin: GET /groups" 200 api_call "$ADMIN" GET /api/v1/groups
-check "... prod too" jtrue 'j.items.map(g => g.name).includes("prod")'
-call_status "edge-operator: GET /snapshots" 200 api_call "$EDGE" GET /api/v1/snapshots
-check "... only snapshots of edge-* groups" \
-    jtrue 'j.items.length > 0 && j.items.every(s => s.group.startsWith("edge-"))'
-call_status "edge-operator: GET /snapshots?group=prod" 200 api_call "$EDGE" GET '/api/v1/snapshots?group=prod'
-check "... none" jtrue 'j.items.length === 0'
-call_status "edge-operator: GET /deployments" 200 api_call "$EDGE" GET /api/v1/deployments
-check "... only the edge-b rollout" jtrue "j.items.map(d => d.id).join() === '$EDGE_DEP'"
-call_status "admin: GET /deployments" 200 api_call "$ADMIN" GET /api/v1/deployments
-check "... both" jtrue 'j.items.length === 2'
-call_status "edge-operator: GET /proxies" 200 api_call "$EDGE" GET /api/v1/proxies
-check "... only edge-b-1" jtrue 'j.items.map(n => n.node_id).join() === "edge-b-1"'
-call_status "admin: GET /proxies" 200 api_call "$ADMIN" GET /api/v1/proxies
-check "... both" jtrue 'j.items.length === 2'
+# listed WHO TOKEN PATH WHAT EXPR: GET PATH as WHO answers 200 and EXPR (over j) holds.
+listed() {
+    call_status "$1: GET ${3#/api/v1}" 200 api_call "$2" GET "$3"
+    check "... $4" jtrue "$5"
+}
+listed edge-operator "$EDGE" /api/v1/configs "only the configs of edge-* groups" \
+    "j.items.map(c => c.id).sort().join() === ['$EDGE_CFG', '$EDGE_B'].sort().join()"
+listed admin "$ADMIN" /api/v1/configs "all three" 'j.items.length === 3'
+listed edge-operator "$EDGE" /api/v1/groups "edge-a and edge-b, not prod" \
+    'j.items.map(g => g.name).join() === "edge-a,edge-b"'
+listed admin "$ADMIN" /api/v1/groups "prod too" 'j.items.map(g => g.name).includes("prod")'
+listed edge-operator "$EDGE" /api/v1/snapshots "only snapshots of edge-* groups" \
+    'j.items.length > 0 && j.items.every(s => s.group.startsWith("edge-"))'
+listed edge-operator "$EDGE" '/api/v1/snapshots?group=prod' "none" 'j.items.length === 0'
+listed edge-operator "$EDGE" /api/v1/deployments "only the edge-b rollout" \
+    "j.items.map(d => d.id).join() === '$EDGE_DEP'"
+listed admin "$ADMIN" /api/v1/deployments "both" 'j.items.length === 2'
+listed edge-operator "$EDGE" /api/v1/proxies "only edge-b-1" \
+    'j.items.map(n => n.node_id).join() === "edge-b-1"'
+listed admin "$ADMIN" /api/v1/proxies "both" 'j.items.length === 2'
 
 PROD_SNAP=$(sql "SELECT id FROM snapshots WHERE group_name = 'prod' ORDER BY id LIMIT 1")
 call_error "edge-operator: GET prod's config" 404 not_found api_call "$EDGE" GET "/api/v1/configs/$PROD"

@@ -22,21 +22,6 @@
 
 typedef tl_sessions fx;
 
-static int setup(void **state)
-{
-    fx *f = calloc(1, sizeof(*f));
-    tl_sessions_open(f);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tl_sessions_close(*state);
-    free(*state);
-    return 0;
-}
-
 static const char *hash_of(const char *text, char out[SX_SHA256_HEX_LEN + 1])
 {
     sx_sha256_hex(text, strlen(text), out);
@@ -242,5 +227,7 @@ static void test_bad_input(void **state)
     store(f->c, f->a, "alice", k255, h, 200, "{}");
 }
 
-TL_MAIN(TL_FX(test_claim_answer_lookup), TL_FX(test_rolled_back_claim_frees_the_key),
-        TL_FX(test_claim_waits_for_the_holder), TL_FX(test_expiry), TL_FX(test_bad_input))
+TL_MAIN(TL_SESSIONS_FX(test_claim_answer_lookup),
+        TL_SESSIONS_FX(test_rolled_back_claim_frees_the_key),
+        TL_SESSIONS_FX(test_claim_waits_for_the_holder), TL_SESSIONS_FX(test_expiry),
+        TL_SESSIONS_FX(test_bad_input))

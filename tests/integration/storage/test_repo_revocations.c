@@ -17,21 +17,6 @@
 
 typedef tl_sessions fx;
 
-static int setup(void **state)
-{
-    fx *f = calloc(1, sizeof(*f));
-    tl_sessions_open(f);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tl_sessions_close(*state);
-    free(*state);
-    return 0;
-}
-
 static long long rows(fx *f)
 {
     PGresult *r = NULL;
@@ -114,4 +99,5 @@ static void test_stored_loaded_and_checked(void **state)
     revocations_destroy(r);
 }
 
-TL_MAIN(TL_FX(test_bad_input_stores_nothing), TL_FX(test_stored_loaded_and_checked))
+TL_MAIN(TL_SESSIONS_FX(test_bad_input_stores_nothing),
+        TL_SESSIONS_FX(test_stored_loaded_and_checked))
