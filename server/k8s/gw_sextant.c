@@ -14,7 +14,8 @@
  *
  * Data planes: what a policy gives must be taken by every data plane of the Gateway's
  * group (options.group_planes; README "Data planes"): load balancing by all, an AI
- * service and a Wasm plugin by control only, a token policy by all when Envoy's request
+ * service by control only, a Wasm plugin by envoy and control when it has no hooks and
+ * no memory or time limits (else by control only), a token policy by all when Envoy's request
  * rate says it (requestsPerMinute, scope proxy, onLimit reject, no token counts), else by
  * control only. A policy a group cannot take is left out of that Gateway's spec (the rest
  * of the spec is served) and its ancestor entry for that Gateway is Accepted=False,
@@ -287,6 +288,14 @@ static unsigned planes_taking(const gw_sxp *p)
 {
     if (p->sk == GW_SX_LB)
         return GW_PLANES_ALL;
+    if (p->sk == GW_SX_WASM) {
+        /* Envoy runs a plugin in the backend's upstream filters, without hooks or
+         * per-plugin limits; proxyless gRPC clients run none. */
+        const json_t *sb = gw_get(p->ir, "sandbox");
+        bool envoy = !gw_get(p->ir, "hooks") && !gw_get(sb, "max_memory_bytes") &&
+                     !gw_get(sb, "max_execution_time_ms");
+        return envoy ? GW_PLANE_ENVOY | GW_PLANE_CONTROL : GW_PLANE_CONTROL;
+    }
     if (p->sk != GW_SX_TOKEN)
         return GW_PLANE_CONTROL;
     const char *scope = gw_str(p->ir, "scope"), *act = gw_str(p->ir, "on_limit");
@@ -422,6 +431,18 @@ static unsigned group_planes(const gw_ctx *c, const char *group)
     return planes ? planes : GW_PLANES_ALL;
 }
 
+/* The names of the planes (GW_PLANE_* bits) into buf, comma-separated. */
+static const char *planes_text(unsigned planes, char *buf, size_t n)
+{
+    static const char *const pn[] = {"envoy", "grpc", "control"};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int bit = 0; bit < 3; bit++)
+        if ((planes & (1u << bit)) && used < n)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", pn[bit]);
+    return buf;
+}
+
 /* The policy of kind k that applies to backend b, or NULL. */
 static gw_sxp *applying(gw_ctx *c, const gw_backend *b, int k)
 {
@@ -449,19 +470,15 @@ void gw_sx_used(gw_ctx *c, const gw_backend *b, size_t gi)
             a->refused = NULL;
             unsigned planes = group_planes(c, c->gws[gi].group);
             if (p->ir && (planes & ~p->takes) != 0) {
-                char names[64] = "";
-                size_t used = 0;
-                static const char *const pn[] = {"envoy", "grpc", "control"};
-                for (int bit = 0; bit < 3; bit++)
-                    if (planes & (1u << bit))
-                        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                                 used ? ", " : "", pn[bit]);
-                a->refused = gw_printf(c,
-                                       "group %s serves %s, and only control data planes take "
-                                       "%s: left out of Gateway %s/%s (set the group's data "
-                                       "planes to control to serve it)",
-                                       c->gws[gi].group, names, KINDS[p->sk].feature,
-                                       c->gws[gi].obj->ns, c->gws[gi].obj->name);
+                char names[64], takes[64];
+                a->refused =
+                    gw_printf(c,
+                              "group %s serves %s, and only %s data planes take "
+                              "%s: left out of Gateway %s/%s (set the group's data "
+                              "planes to %s to serve it)",
+                              c->gws[gi].group, planes_text(planes, names, sizeof names),
+                              planes_text(p->takes, takes, sizeof takes), KINDS[p->sk].feature,
+                              c->gws[gi].obj->ns, c->gws[gi].obj->name, takes);
             }
         }
     }

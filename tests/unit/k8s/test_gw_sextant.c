@@ -134,4 +134,38 @@ static void test_control_group(void **state)
     fx_run_free(&r);
 }
 
-TL_MAIN(cmocka_unit_test(test_default_planes), cmocka_unit_test(test_control_group))
+/* A plugin without hooks or limits: an envoy group runs it (in the backend's upstream
+ * filters); a group that also serves proxyless gRPC clients leaves it out. */
+static void test_wasm_for_envoy(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"httproute-simple-same-namespace.yaml",
+                                        "sextant-wasm-envoy.yaml", NULL};
+    static const char *const addrs[] = {"192.0.2.10"};
+    const gw_group_planes planes[] = {{GROUP, GW_PLANE_ENVOY | GW_PLANE_CONTROL}};
+    gw_options o = {.gateway_addresses = addrs,
+                    .n_gateway_addresses = 1,
+                    .group_planes = planes,
+                    .n_group_planes = 1};
+    fx_run r;
+    fx_translate(&r, files, &o);
+    const json_t *w =
+        json_object_get(backend_v1(fx_gateway(&r, FX_NS, "same-namespace")), "wasm_plugin");
+    assert_non_null(w);
+    assert_string_equal(json_string_value(json_object_get(w, "name")), "plain");
+    fx_cond(ancestor(&r, GW_WASM_PLUGIN, "plain", GW_REF), "Accepted", "True", "Accepted", 1);
+    fx_run_free(&r);
+
+    fx_translate(&r, files, NULL); /* every data plane, grpc among them */
+    assert_null(
+        json_object_get(backend_v1(fx_valid_gateway(&r, FX_NS, "same-namespace")), "wasm_plugin"));
+    const json_t *c =
+        fx_cond(ancestor(&r, GW_WASM_PLUGIN, "plain", GW_REF), "Accepted", "False", "Invalid", 1);
+    assert_non_null(strstr(json_string_value(json_object_get(c, "message")),
+                           "serves envoy, grpc, control, and only envoy, control data planes "
+                           "take Wasm plugins"));
+    fx_run_free(&r);
+}
+
+TL_MAIN(cmocka_unit_test(test_default_planes), cmocka_unit_test(test_control_group),
+        cmocka_unit_test(test_wasm_for_envoy))
