@@ -95,6 +95,7 @@ ENDPOINTS=(
     "POST /api/v1/deployments/$DID/resume"
     "POST /api/v1/deployments/$DID/cancel"
     "POST /api/v1/deployments/$DID/rollback"
+    "POST /api/v1/deployments/$DID/promote"
     "PUT /api/v1/groups/g"
     "POST /api/v1/groups/g/rollback"
 )
