@@ -48,7 +48,7 @@ check "the plan shows the group's change" [ "$(jv '.plan.groups[0].changed')" = 
 check "a dry run writes no deployment" [ "$(sql 'SELECT count(*) FROM deployments')" = 0 ]
 
 # Bad requests change nothing and say what is wrong.
-st=$(conf_rest POST "/api/v1/configs/$ID/apply" '{"version":2,"strategy":{"type":"blue_green"}}')
+st=$(conf_rest POST "/api/v1/configs/$ID/apply" '{"version":2,"strategy":{"type":"red_black"}}')
 check "an unknown strategy is refused (got $st)" [ "$st" = 400 ]
 check "... naming strategy.type" [ "$(jv '.error.details[0].path')" = strategy.type ]
 st=$(conf_rest POST "/api/v1/configs/$ID/apply" '{"version":2,"selector":{"node_ids":["node-1","ghost"]}}')
