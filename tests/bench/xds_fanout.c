@@ -381,7 +381,8 @@ static double pct_s(const int64_t *v, size_t n, double p)
 }
 
 /* Prints "result type=T received=M p50=..s p99=..s max=..s" for one type, or for
- * all types (t < 0: per stream, the latest of its types). */
+ * all types (t < 0: per stream, the latest of its types); for the summary (all types, or
+ * the only one) also "cdf" and the 101 percentiles 0 %..100 % in seconds. */
 static void report(bench *b, int t, int64_t t0, int64_t *v)
 {
     size_t n = 0;
@@ -410,6 +411,13 @@ static void report(bench *b, int t, int64_t t0, int64_t *v)
     printf("result type=%s received=%zu p50=%.3fs p99=%.3fs max=%.3fs\n",
            t >= 0 ? type_name[t] : "all", n, pct_s(v, n, 0.50), pct_s(v, n, 0.99),
            pct_s(v, n, 1.0));
+    if (t < 0 || b->n_types == 1) {
+        /* The distribution as 101 nearest-rank percentiles (0 %..100 %), for the CDF. */
+        printf("cdf");
+        for (int q = 0; q <= 100; q++)
+            printf(" %.4f", pct_s(v, n, (double)q / 100.0));
+        printf("\n");
+    }
 }
 
 /* Waits until *counter reaches target or the timeout passes; false on timeout. */

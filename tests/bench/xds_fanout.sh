@@ -268,7 +268,14 @@ run_one() { # run_one STREAMS ENDPOINTS
     # The summary: per stream, until it held the new version of every type.
     line=$(grep -E '^result type=(all|cds) ' "$WORK/client.out" | tail -n 1)
     echo "streams=$n endpoints=$e rss_per_stream_kb=$per sextant_share_kb=$share publish_to_all $(cut -d' ' -f4- <<<"$line")"
-    S_P50=$(result_field p50) S_P99=$(result_field p99) S_CPU=$s_cpu
+    S_P50=$(result_field p50) S_P99=$(result_field p99) S_CPU=$s_cpu S_CDF=$(cdf_field)
+}
+
+# cdf_field: the client's 101 percentiles of the last push as a JSON array (or null).
+cdf_field() {
+    local c
+    c=$(grep -E '^cdf ' "$WORK/client.out" | tail -n 1 | cut -d' ' -f2- | tr ' ' ',')
+    if [ -n "$c" ]; then echo "[$c]"; else echo null; fi
 }
 
 # result_field NAME: NAME's value (seconds, no unit) on the client's last summary line.
@@ -298,8 +305,8 @@ run_floor() {
     echo push >&8
     client_go "$t0" "$tag floor" "$SERVE_PID" || return 1
     f_cpu=$(awk -v a="$f_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
-    local f_p50 f_p99
-    f_p50=$(result_field p50) f_p99=$(result_field p99)
+    local f_p50 f_p99 f_cdf
+    f_p50=$(result_field p50) f_p99=$(result_field p99) f_cdf=$(cdf_field)
     echo "$tag floor push_to_all p50=${f_p50}s p99=${f_p99}s cpu_during_push server=${f_cpu}s"
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "null" }'; }
     echo "$tag vs_floor p99_ratio=$(ratio "$S_P99" "$f_p99") server_cpu_ratio=$(ratio "$S_CPU" "$f_cpu") (targets: p99 <= 1.25, cpu <= 1.5)"
@@ -308,10 +315,15 @@ run_floor() {
         --argjson sp50 "${S_P50:-null}" --argjson sp99 "${S_P99:-null}" --argjson scpu "${S_CPU:-null}" \
         --argjson fp50 "${f_p50:-null}" --argjson fp99 "${f_p99:-null}" --argjson fcpu "${f_cpu:-null}" \
         --argjson rp99 "$(ratio "$S_P99" "$f_p99")" --argjson rcpu "$(ratio "$S_CPU" "$f_cpu")" \
+        --argjson scdf "${S_CDF:-null}" --argjson fcdf "${f_cdf:-null}" \
         '{streams: $streams, endpoints: $endpoints,
-          sextant: {publish_to_all_p50_s: $sp50, publish_to_all_p99_s: $sp99, server_cpu_s: $scpu},
-          floor: {push_to_all_p50_s: $fp50, push_to_all_p99_s: $fp99, server_cpu_s: $fcpu},
+          sextant: {publish_to_all_p50_s: $sp50, publish_to_all_p99_s: $sp99, server_cpu_s: $scpu,
+                    publish_to_all_percentiles_s: $scdf},
+          floor: {push_to_all_p50_s: $fp50, push_to_all_p99_s: $fp99, server_cpu_s: $fcpu,
+                  push_to_all_percentiles_s: $fcdf},
           ratio: {p99: $rp99, server_cpu: $rcpu}}' >>"$JSON_OUT"
+    python3 "$ROOT/tests/bench/report_cdf.py" "$JSON_OUT" ||
+        echo "xds_fanout: could not draw the latency distribution" >&2
 }
 
 # end_run: stops this run's client and server (also after a failed run).
