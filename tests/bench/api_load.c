@@ -6,12 +6,14 @@
  *
  *   bench_api_load --port P --token T --mode get --config ID --clients N --seconds S
  *   bench_api_load --port P --token T --mode put --group G --clients N --seconds S [--base K]
+ *                  [--groups M]
  *
  * get: GET /api/v1/configs/ID. put: each client first creates a config of its own in
  * group G (POST /api/v1/configs, distinct listener port and host), then PUTs a new
  * version of it again and again (the route timeout changes each time, so every PUT is a
  * real change: a new version, the group's snapshot recomposed, audit, NOTIFY, in one
- * transaction). Any answer but 200 counts as an error. Prints one line:
+ * transaction). With --groups M, client i writes to group G-(i mod M) instead, so M groups
+ * take writes side by side. Any answer but 200 counts as an error. Prints one line:
  *   mode=get clients=8 seconds=10 requests=123456 errors=0 rps=12345.6 p50_ms=0.61 p90_ms=0.9
  * p99_ms=1.52 max_ms=7.1
  */
@@ -41,6 +43,7 @@ typedef struct opts {
     double seconds;
     const char *tag; /* makes config names unique across runs */
     int base;        /* put: client i uses listener port, host and names of index base + i */
+    int groups;      /* put: > 0: client i writes to group "<group>-<i mod groups>" */
 } opts;
 
 typedef struct client {
@@ -206,8 +209,13 @@ static bool setup_put(client *c)
     char *spec = spec_json(c->index, 0);
     char name[128];
     snprintf(name, sizeof(name), "bench-%s-%d", c->o->tag, c->index);
+    char group[128];
+    if (c->o->groups > 0)
+        snprintf(group, sizeof(group), "%s-%d", c->o->group, c->index % c->o->groups);
+    else
+        snprintf(group, sizeof(group), "%s", c->o->group);
     json_t *b = json_pack("{s:s,s:s,s:[s],s:o}", "namespace", "bench", "name", name, "groups",
-                          c->o->group, "spec", json_loads(spec, 0, NULL));
+                          group, "spec", json_loads(spec, 0, NULL));
     char *body = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     free(spec);
@@ -294,8 +302,9 @@ static double pct(const double *v, size_t n, double p)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench_api_load --port P --token T --mode get|put [--config ID] "
-                    "[--group G] [--clients N] [--seconds S] [--tag TAG] [--base N]\n");
+    fprintf(stderr,
+            "usage: bench_api_load --port P --token T --mode get|put [--config ID] "
+            "[--group G] [--clients N] [--seconds S] [--tag TAG] [--base N] [--groups M]\n");
     exit(2);
 }
 
@@ -323,12 +332,15 @@ int main(int argc, char **argv)
             o.tag = v;
         else if (strcmp(k, "--base") == 0)
             o.base = (int)strtol(v, &end, 10);
+        else if (strcmp(k, "--groups") == 0)
+            o.groups = (int)strtol(v, &end, 10);
         else
             usage();
     }
     bool put = strcmp(o.mode, "put") == 0;
     if (o.port <= 0 || o.token == NULL || o.clients < 1 || o.clients > 1024 || o.seconds <= 0 ||
-        o.base < 0 || o.base > 900 || (!put && (strcmp(o.mode, "get") != 0 || o.config_id == NULL)))
+        o.base < 0 || o.base > 900 || o.groups < 0 || o.groups > 64 ||
+        (!put && (strcmp(o.mode, "get") != 0 || o.config_id == NULL)))
         usage();
 
     client *cs = calloc((size_t)o.clients, sizeof(*cs));
