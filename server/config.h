@@ -16,6 +16,7 @@
  *   database.pool_size             integer   8                  1..256
  *   database.connect_timeout       duration  5s                 1ms..1h
  *   database.statement_timeout     duration  30s                0 (no limit)..24h
+ *   database.prepared_statements   bool      true               off behind transaction poolers
  *   database.listen_url            string    database.url       LISTEN/NOTIFY connection string
  *   database.reconnect_backoff_min duration  50ms               1ms..1m; doubles per failure
  *   database.reconnect_backoff_max duration  1s                 1ms..1m; >= the minimum
@@ -175,6 +176,7 @@ typedef struct sextant_config {
         int64_t pool_size;            /* connections in the pool */
         int64_t connect_timeout_ms;   /* per connection attempt */
         int64_t statement_timeout_ms; /* 0 means no limit */
+        bool prepared_statements;     /* prepare each statement once per connection */
         char *listen_url;             /* LISTEN connection; NULL: url. Secret-bearing like url */
         int64_t reconnect_backoff_min_ms; /* first wait before reconnecting */
         int64_t reconnect_backoff_max_ms; /* longest wait; >= the minimum */

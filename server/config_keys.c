@@ -31,6 +31,10 @@ const key_def config_keys[] = {
      "turn."},
     {"database.statement_timeout", K_DURATION, "30s", 0, MS_DAY, OFF(database.statement_timeout_ms),
      NULL, "Longest a statement may run; 0 for no limit."},
+    {"database.prepared_statements", K_BOOL, "true", 0, 0, OFF(database.prepared_statements), NULL,
+     "Prepare each statement once per connection and reuse it (PostgreSQL parses and plans it "
+     "once); turn off when database.url goes through a pooler in transaction mode that does not "
+     "track prepared statements (PgBouncer before 1.21, or without max_prepared_statements)."},
     {"database.listen_url", K_DBURL, "", 0, 0, OFF(database.listen_url), "database.url",
      "Connection string of the sessions that must stay whole (LISTEN/NOTIFY, the Kubernetes "
      "leader's lock), when database.url goes through a pooler in transaction mode (PgBouncer)."},

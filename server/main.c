@@ -473,6 +473,7 @@ static int create_storage(struct sx_server *srv, sx_err *err)
         .size = (int)cfg->database.pool_size,
         .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
         .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
+        .prepared_statements = cfg->database.prepared_statements,
         .application_name = cfg->replica.id,
         .metrics = srv->metrics,
         .link = srv->db_link,

@@ -15,6 +15,7 @@
 #include "storage/pg_pool.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +28,17 @@
 #include "server/base/mem.h"
 
 #define TX_ATTEMPTS 3
+/* Prepared statements per connection: an open-addressed table of STMT_SLOTS slots holding
+ * at most STMT_MAX statements; texts beyond that run unprepared. */
+#define STMT_SLOTS 512
+#define STMT_MAX   384
+
+/* One statement prepared on a connection as "sx<id>". */
+typedef struct stmt_entry {
+    uint64_t hash; /* FNV-1a of sql; 0: free slot */
+    char *sql;     /* owned copy */
+    unsigned id;
+} stmt_entry;
 
 struct pg_conn {
     struct pg_conn *next; /* idle stack link; NULL while in use */
@@ -35,6 +47,8 @@ struct pg_conn {
     bool broken;          /* set when a statement found the connection dead, or the
                            * server sent a FATAL (it is about to close it) */
     bool lost;            /* broken because the server went away (not by our choice) */
+    stmt_entry *stmts;    /* STMT_SLOTS slots (owned), NULL until the first statement */
+    unsigned nstmts;      /* statements prepared on this session */
 };
 
 struct pg_pool {
@@ -45,6 +59,7 @@ struct pg_pool {
     int size;          /* maximum open connections */
     int connect_timeout_ms;
     int statement_timeout_ms;
+    bool prepare; /* statements are prepared once per connection and reused */
     int acquire_timeout_ms;
     pg_conn *idle;      /* stack of idle connections */
     int open;           /* idle + in use + being opened */
@@ -85,6 +100,7 @@ int pg_pool_create(const pg_pool_options *opt, pg_pool **out, sx_err *err)
     p->size = opt->size;
     p->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
     p->statement_timeout_ms = opt->statement_timeout_ms;
+    p->prepare = opt->prepared_statements;
     p->acquire_timeout_ms = opt->acquire_timeout_ms > 0 ? opt->acquire_timeout_ms : 10000;
     sx_cond_init_monotonic(&p->rc_cv);
     p->link = pg_link_given_or_own(opt->link, opt->metrics, &p->own_link);
@@ -110,6 +126,17 @@ static void update_open_metric(pg_pool *p)
         sx_metric_set(p->m_open, NULL, p->open);
 }
 
+/* Closes c's session and frees it with its statement table. */
+static void conn_free(pg_conn *c)
+{
+    PQfinish(c->conn);
+    if (c->stmts)
+        for (unsigned i = 0; i < STMT_SLOTS; i++)
+            sx_free(c->stmts[i].sql);
+    sx_free(c->stmts);
+    sx_free(c);
+}
+
 void pg_pool_destroy(pg_pool *p)
 {
     if (p == NULL)
@@ -124,8 +151,7 @@ void pg_pool_destroy(pg_pool *p)
         pthread_join(p->rc_thread, NULL);
     for (pg_conn *c = p->idle; c;) {
         pg_conn *next = c->next;
-        PQfinish(c->conn);
-        sx_free(c);
+        conn_free(c);
         c = next;
     }
     pthread_mutex_destroy(&p->mu);
@@ -366,8 +392,7 @@ int pg_acquire(pg_pool *p, pg_conn **out, sx_err *err)
             }
             /* Died while idle (terminated backend, server restart, failover): drop it and
              * look again, which opens a replacement when no other idle one is left. */
-            PQfinish(c->conn);
-            sx_free(c);
+            conn_free(c);
             p->open--;
             update_open_metric(p);
             pg_link_down(p->link, "pool");
@@ -425,8 +450,7 @@ void pg_release(pg_pool *p, pg_conn *c)
         pg_link_down(p->link, "pool");
     pthread_mutex_lock(&p->mu);
     if (c->broken) {
-        PQfinish(c->conn);
-        sx_free(c);
+        conn_free(c);
         p->open--;
         update_open_metric(p);
         pthread_cond_broadcast(&p->rc_cv); /* a slot for the reconnector, if it waits */
@@ -506,12 +530,52 @@ bool pg_result_take(PGresult *res, PGresult **out)
     return true;
 }
 
+/* FNV-1a of a statement's text, never 0 (0 marks a free slot). */
+static uint64_t sql_hash(const char *sql)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *q = (const unsigned char *)sql; *q; q++)
+        h = (h ^ *q) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+/* Runs sql on c: when the pool prepares statements, as the statement prepared for this
+ * text on this session (prepared the first time; a failed PREPARE is returned as the
+ * statement's error, which it is), else unnamed. Past STMT_MAX texts, unnamed. */
+static PGresult *run_sql(pg_conn *c, const char *sql, int n, const char *const *params,
+                         const int *lengths, const int *formats, int result_format)
+{
+    if (!c->pool->prepare)
+        return PQexecParams(c->conn, sql, n, NULL, params, lengths, formats, result_format);
+    if (c->stmts == NULL)
+        c->stmts = sx_calloc(STMT_SLOTS, sizeof(*c->stmts));
+    uint64_t h = sql_hash(sql);
+    size_t i = h % STMT_SLOTS;
+    while (c->stmts[i].hash != 0 && (c->stmts[i].hash != h || strcmp(c->stmts[i].sql, sql) != 0))
+        i = (i + 1) % STMT_SLOTS;
+    stmt_entry *e = &c->stmts[i];
+    char name[24];
+    if (e->hash == 0) {
+        if (c->nstmts >= STMT_MAX)
+            return PQexecParams(c->conn, sql, n, NULL, params, lengths, formats, result_format);
+        snprintf(name, sizeof(name), "sx%u", c->nstmts + 1);
+        PGresult *r = PQprepare(c->conn, name, sql, n, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            return r;
+        PQclear(r);
+        *e = (stmt_entry){h, sx_strdup(sql), ++c->nstmts};
+    } else {
+        snprintf(name, sizeof(name), "sx%u", e->id);
+    }
+    return PQexecPrepared(c->conn, name, n, params, lengths, formats, result_format);
+}
+
 int pg_exec_ex(pg_conn *c, const char *sql, int n, const char *const *params, const int *lengths,
                const int *formats, int result_format, PGresult **out, sx_err *err)
 {
     if (out)
         *out = NULL;
-    PGresult *res = PQexecParams(c->conn, sql, n, NULL, params, lengths, formats, result_format);
+    PGresult *res = run_sql(c, sql, n, params, lengths, formats, result_format);
     if (pg_result_take(res, out))
         return 0;
     sx_err local;
@@ -519,6 +583,11 @@ int pg_exec_ex(pg_conn *c, const char *sql, int n, const char *const *params, co
     int code = pg_result_error(c->conn, res, "database error", e);
     if (code == SX_EUNAVAILABLE)
         c->broken = c->lost = true;
+    /* A prepared statement whose result columns changed under it (a migration altered a
+     * table it reads) fails with "cached plan must not change result type" until it is
+     * prepared again: replace the session, and its statements with it. */
+    if (c->pool->prepare && strcmp(e->sqlstate, "0A000") == 0)
+        c->broken = true;
     if (c->pool->m_errors) {
         const char *labels[] = {e->sqlstate[0] ? e->sqlstate : "none"};
         sx_metric_inc(c->pool->m_errors, labels);

@@ -36,6 +36,9 @@ typedef struct pg_pool_options {
     int connect_timeout_ms;       /* per host tried (libpq connect_timeout: whole seconds,
                                    * at least 2); 0 = 5000 */
     int statement_timeout_ms;     /* server-side statement_timeout; 0 = none */
+    bool prepared_statements;     /* prepare each statement text once per connection and
+                                   * run it by name after (false: unnamed, parsed and
+                                   * planned every time, as a transaction pooler needs) */
     int acquire_timeout_ms;       /* how long acquire waits for a free connection; 0 = 10000 */
     const char *application_name; /* shown in pg_stat_activity; NULL = "sextant" */
     sx_metrics *metrics;          /* NULL allowed: no metrics */

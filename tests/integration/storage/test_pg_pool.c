@@ -1,7 +1,8 @@
 /*
  * test_pg_pool.c — the connection pool against a real PostgreSQL: reuse, SQL errors
  * mapped to project codes, statement_timeout, replacement of a killed backend, an
- * unreachable server and its back-off, exhaustion, and transactions that roll back.
+ * unreachable server and its back-off, exhaustion, transactions that roll back, and
+ * statements prepared once per connection.
  */
 #include "tests/lib/testlib.h"
 
@@ -472,9 +473,87 @@ static void test_tx_rolls_back(void **state)
     pg_pool_destroy(p);
 }
 
+/* With prepared_statements, a text is parsed and planned once per session and run by
+ * name after; errors, aborted transactions and a table changing under a statement give
+ * the answers they give unprepared. */
+static void test_prepared_statements(void **state)
+{
+    (void)state;
+    pg_pool_options o = {.url = db_url, .size = 1, .prepared_statements = true};
+    pg_pool *p = NULL;
+    sx_err err;
+    assert_int_equal(pg_pool_create(&o, &p, &err), 0);
+    pg_conn *c = acquire(p);
+    const char *add = "SELECT $1::int + 1";
+    const char *count = "SELECT count(*) FROM pg_prepared_statements WHERE statement = "
+                        "'SELECT $1::int + 1'";
+    for (int i = 0; i < 3; i++) {
+        const char *params[] = {i == 1 ? "9" : "41"};
+        PGresult *res;
+        assert_int_equal(pg_exec(c, add, 1, params, &res, &err), 0);
+        assert_string_equal(pg_get(res, 0, 0), i == 1 ? "10" : "42");
+        PQclear(res);
+    }
+    assert_query_one(c, count, "1"); /* three runs, one statement on the session */
+
+    /* Errors read as they do unprepared, and leave the session's statements usable. */
+    assert_int_equal(pg_exec(c, "SELEC 1", 0, NULL, NULL, &err), SX_EINTERNAL);
+    assert_string_equal(err.sqlstate, "42601");
+    const char *bad[] = {"not a number"};
+    assert_int_equal(pg_exec(c, add, 1, bad, NULL, &err), SX_EINVAL);
+    assert_string_equal(err.sqlstate, "22P02");
+
+    /* Inside a failed transaction a prepared statement and a new text both fail, then
+     * both work after the rollback. */
+    assert_int_equal(pg_begin(c, &err), 0);
+    assert_int_equal(pg_exec(c, "SELECT 1/0", 0, NULL, NULL, &err), SX_EINVAL);
+    const char *params[] = {"1"};
+    assert_int_not_equal(pg_exec(c, add, 1, params, NULL, &err), 0);
+    assert_string_equal(err.sqlstate, "25P02");
+    assert_int_not_equal(pg_exec(c, "SELECT $1::int * 3", 1, params, NULL, &err), 0);
+    assert_string_equal(err.sqlstate, "25P02");
+    pg_rollback(c);
+    PGresult *res;
+    assert_int_equal(pg_exec(c, "SELECT $1::int * 3", 1, params, &res, &err), 0);
+    assert_string_equal(pg_get(res, 0, 0), "3");
+    PQclear(res);
+    assert_query_one(c, count, "1");
+
+    /* A table whose columns change under a prepared SELECT *: that statement fails once
+     * (PostgreSQL refuses to change a prepared result's shape), the session is replaced,
+     * and the next run on the new one sees the new column. */
+    exec_ok(c, "CREATE TABLE shape (a int)");
+    exec_ok(c, "INSERT INTO shape VALUES (7)");
+    assert_query_one(c, "SELECT * FROM shape", "7");
+    char *pid = query_one(c, "SELECT pg_backend_pid()");
+    exec_ok(c, "ALTER TABLE shape ADD COLUMN b int DEFAULT 8");
+    assert_int_equal(pg_exec(c, "SELECT * FROM shape", 0, NULL, NULL, &err), SX_EINTERNAL);
+    assert_string_equal(err.sqlstate, "0A000");
+    pg_release(p, c);
+    c = acquire(p);
+    char *pid2 = query_one(c, "SELECT pg_backend_pid()");
+    assert_string_not_equal(pid, pid2);
+    assert_int_equal(pg_exec(c, "SELECT * FROM shape", 0, NULL, &res, &err), 0);
+    assert_int_equal(PQnfields(res), 2);
+    assert_string_equal(pg_get(res, 0, 1), "8");
+    PQclear(res);
+    free(pid);
+    free(pid2);
+    pg_release(p, c);
+    pg_pool_destroy(p);
+
+    /* Without the option nothing is prepared. */
+    p = make_pool(1, 0, 0, NULL);
+    c = acquire(p);
+    assert_int_equal(pg_exec(c, add, 1, params, NULL, &err), 0);
+    assert_query_one(c, "SELECT count(*) FROM pg_prepared_statements", "0");
+    pg_release(p, c);
+    pg_pool_destroy(p);
+}
+
 TL_MAIN_GROUP(group_setup, group_teardown, cmocka_unit_test(test_acquire_release_reuse),
               cmocka_unit_test(test_errors_map_to_codes), cmocka_unit_test(test_statement_timeout),
               cmocka_unit_test(test_terminated_backend_replaced),
               cmocka_unit_test(test_unreachable_server),
               cmocka_unit_test(test_reconnects_in_background), cmocka_unit_test(test_exhaustion),
-              cmocka_unit_test(test_tx_rolls_back))
+              cmocka_unit_test(test_tx_rolls_back), cmocka_unit_test(test_prepared_statements))
