@@ -97,7 +97,7 @@ run('fleet', async ({page, context, shot}) => {
   await check('each wave draws its propagation curve', tab.getByTestId('propagation-curve').count().then((n) => n === nodes.length));
   await check('each wave shows its completion', tab.getByTestId('timeline-complete').count().then((n) => n === nodes.length));
   await expectVisible('no NACK for this rollout', tab.getByTestId('nack-groups-empty'));
-  await tab.getByTestId('timeline').scrollIntoViewIfNeeded();
+  await tab.evaluate(() => window.scrollTo(0, 0));
   await shot('deployment-timeline', tab);
 
   // ---- a change one proxy NACKs: its error, grouped

@@ -93,7 +93,7 @@ function VersionBar({g}: {g: FleetGroup}) {
 /** The proxies of one replica in a group, loaded when the replica is opened. */
 function ReplicaProxies({group, replica, current}: {group: string; replica: string; current: number | null}) {
   const list = usePaged('listProxies', {query: {group}}, 500);
-  useLive(list.reload, (e) => FLEET_EVENTS.test(e.type), 2000);
+  useLive(list.reload, (e) => FLEET_EVENTS.test(e.type), 1000);
   const mine = list.items.filter((p: Proxy) => (p.replica_id ?? '') === replica);
   if (list.error && !list.items.length) return <ErrorBox error={list.error} retry={list.reload} what="the proxies" />;
   return (
