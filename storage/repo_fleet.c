@@ -6,7 +6,9 @@
  * and minutes, not with the number of proxies. The per-minute reads take the window's
  * events once through the events_at index, find each proxy's last event before the end
  * of each minute (DISTINCT ON), and count; the present minute uses the live state of
- * proxy_nodes / node_status with the same SQL as the proxy list.
+ * proxy_nodes / node_status with the same SQL as the proxy list. A stream's replica is
+ * the writer of the proxy's last connect, ACK or NACK: the stale and disconnect events
+ * of a silent proxy are written by the leader's sweep, wherever the stream was.
  */
 #include "storage/repo_fleet.h"
 
@@ -142,8 +144,12 @@ int fleet_repo_topology(pg_conn *c, const char *group, const node_thresholds *t,
     "   AND e.type IN ('proxy_connected', 'proxy_disconnected', 'proxy_stale',"           \
     "                  'config_applied', 'config_rejected')"                              \
     "   AND ($2::text IS NULL OR e.group_name = $2)),"                                    \
-    " life AS (SELECT DISTINCT ON (ev.node_id, b.i) ev.node_id, b.i, ev.type,"            \
-    "   ev.replica_id FROM b JOIN ev ON ev.at < b.t1"                                     \
+    " life AS (SELECT DISTINCT ON (ev.node_id, b.i) ev.node_id, b.i, ev.type"             \
+    "   FROM b JOIN ev ON ev.at < b.t1"                                                   \
+    "   ORDER BY ev.node_id, b.i, ev.at DESC, ev.id DESC),"                               \
+    " holder AS (SELECT DISTINCT ON (ev.node_id, b.i) ev.node_id, b.i, ev.replica_id"     \
+    "   FROM b JOIN ev ON ev.at < b.t1"                                                   \
+    "   AND ev.type IN ('proxy_connected', 'config_applied', 'config_rejected')"          \
     "   ORDER BY ev.node_id, b.i, ev.at DESC, ev.id DESC),"                               \
     " resp AS (SELECT DISTINCT ON (ev.node_id, b.i) ev.node_id, b.i, ev.type"             \
     "   FROM b JOIN ev ON ev.at < b.t1"                                                   \
@@ -157,7 +163,7 @@ int fleet_repo_topology(pg_conn *c, const char *group, const node_thresholds *t,
     "   WHERE ($2::text IS NULL OR n.group_name = $2)"                                    \
     "   AND (n.connected OR n.last_seen >= w.start)),"                                    \
     " cells AS (SELECT b.i, n.group_name AS g,"                                           \
-    "   coalesce(nullif(l.replica_id, ''), n.replica_id) AS r,"                           \
+    "   coalesce(nullif(h.replica_id, ''), n.replica_id) AS r,"                           \
     "   CASE WHEN b.i = $1::int - 1 THEN n.live_state"                                    \
     "     WHEN n.first_seen >= b.t1 THEN 'absent'"                                        \
     "     WHEN l.type IS NULL THEN CASE WHEN n.connected_at < b.t1"                       \
@@ -170,6 +176,7 @@ int fleet_repo_topology(pg_conn *c, const char *group, const node_thresholds *t,
     "     ELSE coalesce(rp.type = 'config_rejected', false) END AS nack"                  \
     "   FROM b CROSS JOIN nodes n"                                                        \
     "   LEFT JOIN life l ON l.node_id = n.node_id AND l.i = b.i"                          \
+    "   LEFT JOIN holder h ON h.node_id = n.node_id AND h.i = b.i"                        \
     "   LEFT JOIN resp rp ON rp.node_id = n.node_id AND rp.i = b.i),"                     \
     " gcells AS (SELECT g, i, jsonb_build_object("                                        \
     "   'connected', count(*) FILTER (WHERE st = 'connected'),"                           \

@@ -5,14 +5,36 @@
 # /fleet/health (per-minute cells rebuilt from the events and node status),
 # /fleet/metrics (ACKs, NACKs, publish → ACK latency, streams per replica) and
 # /deployments/{id}/timeline (each wave's first ACK per proxy, NACKs grouped by
-# message); bad windows are 400, unknown groups and deployments 404.
+# message); bad windows are 400, unknown groups and deployments 404; a role scoped to
+# some groups sees only their rows.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init fleet_views
 export SEXTANT_FLEET_STALE_AFTER=120s SEXTANT_FLEET_DISCONNECTED_AFTER=300s
+cat >"$WORK/rbac.yaml" <<'YAML'
+roles:
+  - name: operator
+    permissions:
+      - resource: "*"
+        actions: ["*"]
+  - name: viewer
+    permissions:
+      - resource: "*"
+        actions: [read]
+  - name: core-viewer
+    permissions:
+      - resource: proxies
+        actions: [read]
+        groups: ["core"]
+      - resource: deployments
+        actions: [read]
+        groups: ["core"]
+YAML
+export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
 api_serve
 VIEW=$(api_token victor viewer)
 OPER=$(api_token olga operator)
+CORE=$(api_token carla core-viewer)
 
 # Two configs in group edge: snapshots 1 and 2, the group's current version is 2.
 call_status "POST /configs web" 201 api_json "$OPER" POST /api/v1/configs "$(api_config_body web edge "$(api_spec 10080 a.example)")"
@@ -29,7 +51,8 @@ sql "INSERT INTO proxy_nodes (node_id, group_name, replica_id, connected, first_
        ('n-stale', 'edge', 'r-b', true,  now() - interval '2 hours', now() - interval '200 seconds',
                    now() - interval '2 hours', NULL),
        ('n-down',  'edge', 'r-b', false, now() - interval '2 hours', now(), now() - interval '2 hours',
-                   now() - interval '30 minutes');
+                   now() - interval '30 minutes'),
+       ('c-1',     'core', 'r-c', true,  now() - interval '2 hours', now(), now() - interval '2 hours', NULL);
      INSERT INTO node_status (node_id, acked_snapshot_version, acked_at, last_nack_version,
                               last_nack_error, last_nack_at, nack_count) VALUES
        ('n-cur',   2, now(), NULL, NULL, NULL, 0),
@@ -56,7 +79,8 @@ sql "INSERT INTO deployments (id, config_id, config_version, created_by, state, 
        (now() - interval '2 minutes',  'config_rejected', 'r-b', 'n-old',  'edge', '{\"version\": 2, \"error\": \"bad listener\"}'),
        (now() - interval '90 seconds', 'config_rejected', 'r-b', 'n-old',  'edge', '{\"version\": 2, \"error\": \"bad cluster\"}'),
        (now() - interval '100 minutes','config_rejected', 'r-b', 'n-old',  'edge', '{\"version\": 1, \"error\": \"too old\"}'),
-       (now(),                         'config_applied',  'r-a', 'n-cur',  'edge', '{\"version\": 2}')" >/dev/null
+       (now(),                         'config_applied',  'r-a', 'n-cur',  'edge', '{\"version\": 2}'),
+       (now() - interval '1 minute',   'proxy_stale',     'leader-x', 'n-stale', 'edge', '{}')" >/dev/null
 
 # ---- topology
 call_status "GET /fleet/topology" 200 api_call "$VIEW" GET /api/v1/fleet/topology
@@ -102,7 +126,7 @@ check "metrics: 5 ACKs and 3 NACKs in the hour" \
     jtrue 'j.series.reduce((n, s) => n + s.acks, 0) === 5 && j.series.reduce((n, s) => n + s.nacks, 0) === 3'
 check "metrics: the present ACK has a publish → ACK latency, earlier ones (before the publish) none" \
     jtrue 'const l = j.series.filter(s => s.latency_p50_ms !== null); l.length === 1 && l[0].latency_p50_ms >= 0 && l[0].latency_max_ms >= l[0].latency_p50_ms'
-check "metrics: streams per replica" jtrue 'j.replicas.map(r => r.replica_id).join(",") === "r-a,r-b"'
+check "metrics: streams per replica (the sweep that found n-stale silent holds no stream)" jtrue 'j.replicas.map(r => r.replica_id).join(",") === "r-a,r-b,r-c"'
 call_error "GET /fleet/metrics?window=2000" 400 invalid_argument api_call "$VIEW" GET "/api/v1/fleet/metrics?window=2000"
 
 # ---- deployment timeline
@@ -115,6 +139,14 @@ check "timeline: NACKs of version 2 grouped by message" \
     [ "$(jv '.nack_errors.map(e => e.error + ":" + e.count + ":" + e.nodes).join(",")')" = "bad listener:2:2,bad cluster:1:1" ]
 call_error "GET /deployments/<unknown>/timeline" 404 not_found api_call "$VIEW" GET /api/v1/deployments/00000000-0000-4000-8000-000000000000/timeline
 call_error "GET /deployments/not-a-uuid/timeline" 404 not_found api_call "$VIEW" GET /api/v1/deployments/not-a-uuid/timeline
+# ---- a role scoped to group core
+call_status "scoped: GET /fleet/topology" 200 api_call "$CORE" GET /api/v1/fleet/topology
+check "scoped: only core" [ "$(jv '.groups.map(g => g.group + ":" + g.counts.total).join(",")')" = "core:1" ]
+call_error "scoped: GET /fleet/topology?group=edge" 404 not_found api_call "$CORE" GET "/api/v1/fleet/topology?group=edge"
+call_status "scoped: GET /fleet/health" 200 api_call "$CORE" GET /api/v1/fleet/health
+check "scoped: health of core only, no replica streams" jtrue 'j.groups.map(g => g.group).join() === "core" && j.replicas.length === 0'
+call_error "scoped: GET /fleet/metrics (every group's figures)" 404 not_found api_call "$CORE" GET /api/v1/fleet/metrics
+call_error "scoped: the timeline of a deployment of edge" 404 not_found api_call "$CORE" GET "/api/v1/deployments/$DEP/timeline"
 call_error "GET /fleet/topology without a token" 401 unauthenticated api_call "" GET /api/v1/fleet/topology
 
 api_stop
