@@ -66,6 +66,12 @@ void api_proxy_get(http_request *req, rest_api *api, void *ud);
 void api_proxy_config(http_request *req, rest_api *api, void *ud);
 int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
+/* the fleet views and a deployment's timeline (api/handlers_fleet.c) */
+void api_fleet_topology(http_request *req, rest_api *api, void *ud);
+void api_fleet_health(http_request *req, rest_api *api, void *ud);
+void api_fleet_metrics(http_request *req, rest_api *api, void *ud);
+void api_deployment_timeline(http_request *req, rest_api *api, void *ud);
+
 /* replicas (api/handlers_replicas.c) */
 int api_replicas_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 

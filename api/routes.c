@@ -68,6 +68,12 @@ static const api_route routes[] = {
     {"GET", "/api/v1/proxies/{node_id}/config", "proxies", "read", api_proxy_config, NULL},
     {"GET", "/api/v1/proxies/{node_id}/nacks", "proxies", "read", NULL, api_proxy_nacks_page},
 
+    {"GET", "/api/v1/fleet/topology", "proxies", "read", api_fleet_topology, NULL},
+    {"GET", "/api/v1/fleet/health", "proxies", "read", api_fleet_health, NULL},
+    {"GET", "/api/v1/fleet/metrics", "proxies", "read", api_fleet_metrics, NULL},
+    {"GET", "/api/v1/deployments/{id}/timeline", "deployments", "read", api_deployment_timeline,
+     NULL},
+
     {"GET", "/api/v1/replicas", "replicas", "read", NULL, api_replicas_page},
 
     {"GET", "/api/v1/audit", "audit", "read", NULL, api_audit_page},

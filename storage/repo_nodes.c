@@ -32,17 +32,9 @@
     " " REPO_TS("s.sent_at") ", s.report_ready, s.report_version, s.report_message," \
     " " REPO_TS("s.reported_at")
 
-/* A node's state from connected, last_seen and the thresholds in milliseconds (S and
- * D name their parameters, such as "$2"); the one definition every query uses. */
-#define STATE_EXPR(S, D)                                                             \
-    "(CASE WHEN NOT n.connected"                                                     \
-    "   OR n.last_seen < now() - " D "::bigint * interval '1 millisecond'"           \
-    "   THEN 'disconnected'"                                                         \
-    " WHEN n.last_seen < now() - " S "::bigint * interval '1 millisecond'"           \
-    "   THEN 'stale' ELSE 'connected' END)"
-/* The node's last response was a NACK. */
-#define NACKING_EXPR                                                                 \
-    "(s.last_nack_at IS NOT NULL AND (s.acked_at IS NULL OR s.last_nack_at > s.acked_at))"
+/* The one definition of a node's state and NACKing (storage/repo_nodes.h). */
+#define STATE_EXPR(S, D) NODE_REPO_STATE_SQL(S, D)
+#define NACKING_EXPR     NODE_REPO_NACKING_SQL
 /* The node ever answered a response. */
 #define RESPONDED_EXPR "(s.last_nack_at IS NOT NULL OR s.acked_at IS NOT NULL)"
 /* Columns 27 and 28 of read_node. */

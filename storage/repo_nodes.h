@@ -72,6 +72,21 @@ typedef struct node_thresholds {
     long long disconnected_after_ms;
 } node_thresholds;
 
+/* A node's state from connected, last_seen and the thresholds in milliseconds (S and
+ * D name their parameters, such as "$2"), over proxy_nodes aliased n: the one
+ * definition every query uses. */
+// clang-format off
+#define NODE_REPO_STATE_SQL(S, D)                                                    \
+    "(CASE WHEN NOT n.connected"                                                     \
+    "   OR n.last_seen < now() - " D "::bigint * interval '1 millisecond'"           \
+    "   THEN 'disconnected'"                                                         \
+    " WHEN n.last_seen < now() - " S "::bigint * interval '1 millisecond'"           \
+    "   THEN 'stale' ELSE 'connected' END)"
+/* The node's last response was a NACK (node_status aliased s). */
+#define NODE_REPO_NACKING_SQL                                                        \
+    "(s.last_nack_at IS NOT NULL AND (s.acked_at IS NULL OR s.last_nack_at > s.acked_at))"
+// clang-format on
+
 /* What a node says about itself when its stream opens; pointers borrowed. */
 typedef struct node_hello {
     const char *node_id;    /* required, 1..512 bytes */

@@ -21,6 +21,8 @@ import {DeploymentsPage} from './pages/Deployments';
 import {DeploymentPage} from './pages/Deployment';
 import {SnapshotsPage} from './pages/Snapshots';
 import {AuditPage} from './pages/Audit';
+import {FleetPage} from './pages/Fleet';
+import {MetricsPage} from './pages/Metrics';
 
 type Page = (p: {params: Record<string, string>}) => ComponentChildren;
 
@@ -38,6 +40,8 @@ const ROUTES: [string, Page][] = [
   ['/snapshots', () => <SnapshotsPage group={null} />],
   ['/snapshots/:group', ({params}) => <SnapshotsPage group={params.group} />],
   ['/audit', () => <AuditPage />],
+  ['/fleet', () => <FleetPage />],
+  ['/metrics', () => <MetricsPage />],
 ];
 
 const NAV: [string, string][] = [
@@ -47,6 +51,8 @@ const NAV: [string, string][] = [
   ['/deployments', 'Deployments'],
   ['/snapshots', 'Snapshots'],
   ['/audit', 'Audit'],
+  ['/fleet', 'Fleet'],
+  ['/metrics', 'Metrics'],
 ];
 
 function LiveIndicator() {

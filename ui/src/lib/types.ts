@@ -45,3 +45,10 @@ export type DevSignIn = Schemas['DevSignInOptions'];
 export type DevSignInToken = Schemas['DevSignInToken'];
 
 export const ACTIVE_DEPLOYMENT_STATES: DeploymentState[] = ['pending', 'in_progress', 'paused', 'canceling', 'rolling_back'];
+
+/** The fleet views: topology per group, health per minute, metrics, a rollout's timeline. */
+export type FleetCounts = Schemas['FleetCounts'];
+export type FleetGroup = Schemas['FleetGroup'];
+export type FleetHealth = Schemas['FleetHealth'];
+export type FleetMetrics = Schemas['FleetMetrics'];
+export type DeploymentTimeline = Schemas['DeploymentTimeline'];

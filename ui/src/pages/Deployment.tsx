@@ -13,6 +13,7 @@ import {useStore} from '../lib/store';
 import {ACTIVE_DEPLOYMENT_STATES, type Deployment, type Wave} from '../lib/types';
 import {ConfirmButtons, Refusal} from '../components/list';
 import {DeploymentProgressLine} from '../components/progress';
+import {DeploymentTimelineSection} from '../components/timeline';
 import {Dialog, Empty, ErrorBox, Field, PageHead, Section, StateBadge, Time, toast, val} from '../components/ui';
 
 const OPERATION = {
@@ -316,6 +317,7 @@ export function DeploymentPage({id}: {id: string}) {
           </dl>
         </Section>
       </div>
+      <DeploymentTimelineSection d={x} />
       {asking && (
         <Dialog title={`${LABEL[asking]} this rollout?`} open onClose={() => setAsking(null)}>
           <p>{EXPLAIN[asking]}</p>
