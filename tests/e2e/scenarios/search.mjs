@@ -13,7 +13,7 @@ run('search', async ({page, shot}) => {
   await expectVisible('the configs page', page.getByTestId('configs-table'));
 
   const box = page.getByTestId('search-input');
-  const options = page.getByRole('option');
+  const options = page.getByTestId('search-results').getByRole('option');
   const ids = () => options.evaluateAll((os) => os.map((o) => o.getAttribute('data-id')));
 
   // ---- "/" focuses the box; a fragment of one node id finds that proxy

@@ -3,7 +3,8 @@
 # of a proxy's node id finds it (any case), a config is found by namespace/name with its
 # id, a group by name; a role scoped to edge-* groups finds only what lies in them;
 # % in the query matches only itself; a missing, blank or too long q and a limit outside
-# 1..50 answer 400 in the error shape naming the parameter; no token answers 401.
+# 1..50 answer 400 in the error shape naming the parameter (a NUL ends the text: "%00"
+# is empty); ill-formed UTF-8 is searched as U+FFFD; no token answers 401.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init search
@@ -67,7 +68,10 @@ call_status "search limit=1" 200 api_call "$ADMIN" GET "/api/v1/search?q=envoy&l
 check "limit=1 gives one proxy" [ "$(jv '.items.length')" = 1 ]
 
 long=$(printf 'a%.0s' $(seq 201))
-for bad in "" "q=" "q=%20%20" "q=$long" "q=web&limit=0" "q=web&limit=51" "q=web&limit=x"; do
+call_status "search ill-formed UTF-8" 200 api_call "$ADMIN" GET "/api/v1/search?q=%FF%FEweb"
+check "ill-formed UTF-8 is searched as U+FFFD and finds nothing" [ "$(jv '.items.length')" = 0 ]
+
+for bad in "" "q=" "q=%20%20" "q=%00" "q=$long" "q=web&limit=0" "q=web&limit=51" "q=web&limit=x"; do
     call_error "search ?$bad" 400 invalid_argument api_call "$ADMIN" GET "/api/v1/search?$bad"
     want=q
     case "$bad" in *limit*) want=limit ;; esac
