@@ -42,6 +42,7 @@ run('managed', async ({page, shot}) => {
   await page.keyboard.type('typed by an operator');
   await check('typing into the YAML changes nothing', page.locator('.cm-content').textContent().then((t) => t === yamlBefore));
   await expectVisible('the page links the translated objects: the snapshots of its group', page.getByTestId('translated-link').filter({hasText: 'e2e-managed'}));
+  await expectVisible('the page says where the status written back is read', page.getByTestId('status-command').filter({hasText: 'kubectl -n default get gateway web -o yaml'}));
   await shot('managed-page');
   await page.getByTestId('translated-link').click();
   await check('the link opens the group snapshots', page.waitForURL('**/snapshots/e2e-managed').then(() => true));

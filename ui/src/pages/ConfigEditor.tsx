@@ -245,6 +245,9 @@ export function ConfigEditorPage({id}: {id: string | null}) {
       </Empty>
     );
 
+  // "Gateway default/web" of a managed config: where its status is read.
+  const gm = managed ? /^Gateway ([^/\s]+)\/(\S+)$/.exec(base?.source_ref ?? '') : null;
+  const gateway = gm ? {ns: gm[1], name: gm[2]} : null;
   const problems = status.kind === 'invalid' ? status.problems : [];
   // The server refuses invalid specs, drafts included: no point in sending one.
   const blocked = status.kind === 'syntax' || status.kind === 'invalid';
@@ -293,6 +296,17 @@ export function ConfigEditorPage({id}: {id: string | null}) {
                   </a>
                 </span>
               ))}
+              .
+            </>
+          )}
+          {gateway && (
+            <>
+              {' '}
+              The status Sextant writes back (the Gateway's Accepted and Programmed conditions, each attached route's Accepted
+              and ResolvedRefs) is kept in the cluster:{' '}
+              <code class="mono" data-testid="status-command">
+                kubectl -n {gateway.ns} get gateway {gateway.name} -o yaml
+              </code>
               .
             </>
           )}
