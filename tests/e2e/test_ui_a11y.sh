@@ -39,5 +39,7 @@ check "the Kubernetes source writes config default/gw" k8s_put
 MANAGED_ID=$(jv .config_id "$WORK/put.json")
 
 export ADMIN CONFIG_ID DEPLOYMENT_ID MANAGED_ID GROUP NODE=dp-a11y-1
+# Twenty-odd pages, each loaded and checked: more than the usual scenario's time bound.
+export E2E_TIME_LIMIT_MS=240000
 e2e_browser "$E2E/scenarios/a11y.mjs"
 finish
