@@ -75,6 +75,9 @@ void api_deployment_timeline(http_request *req, rest_api *api, void *ud);
 /* replicas (api/handlers_replicas.c) */
 int api_replicas_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
+/* search (api/handlers_search.c) */
+void api_search(http_request *req, rest_api *api, void *ud);
+
 /* audit log (api/handlers_audit.c) */
 int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 

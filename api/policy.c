@@ -116,7 +116,7 @@ static const struct {
     {"configs", ID_UUID, true},  {"deployments", ID_UUID, true},   {"snapshots", ID_INTEGER, true},
     {"groups", ID_GROUP, true},  {"proxies", ID_ANY, true},        {"replicas", ID_NONE, false},
     {"events", ID_NONE, false},  {"audit", ID_NONE, false},        {"auth", ID_NONE, false},
-    {"openapi", ID_NONE, false}, {POLICY_SECRETS, ID_NONE, false},
+    {"openapi", ID_NONE, false}, {POLICY_SECRETS, ID_NONE, false}, {"search", ID_NONE, false},
 };
 #define NTYPES (sizeof(TYPES) / sizeof(TYPES[0]))
 

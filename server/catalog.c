@@ -265,3 +265,11 @@ int catalog_replicas(struct sx_server *srv, int limit, const char *cursor, sx_ar
     return release(srv, c,
                    c ? replica_repo_list(c, alive_ms, limit, cursor, a, out, err) : err->code);
 }
+
+int catalog_search(struct sx_server *srv, const char *q, int limit, sx_arena *a, search_list *out,
+                   sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c, c ? search_repo_find(c, q, limit, a, out, err) : err->code);
+}

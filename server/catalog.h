@@ -1,7 +1,7 @@
 /*
  * catalog.h — the read side of the REST API: configs and their versions, snapshots,
  * proxy groups, proxies, their NACKs, the audit log, deployments and the replicas, one
- * page or one record at a time.
+ * page or one record at a time, and a search across them by name or id.
  *
  * Every function takes typed input (ids, filters, a page size and cursor), takes a
  * pooled connection of its own for the call and gives it back before it returns, and
@@ -29,6 +29,7 @@
 #include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
 #include "storage/repo_replicas.h"
+#include "storage/repo_search.h"
 #include "storage/repo_snapshots.h"
 
 struct sx_server;
@@ -115,5 +116,10 @@ int catalog_deployment(struct sx_server *srv, const char *id, sx_arena *a, deplo
  * leader.heartbeat intervals. */
 int catalog_replicas(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
                      replica_list *out, sx_err *err) SX_MUSTCHECK;
+
+/* The proxies, configs, groups and deployments whose name or id contains q, at most
+ * limit of each kind (storage/repo_search.h; SX_EINVAL for a bad q or limit). */
+int catalog_search(struct sx_server *srv, const char *q, int limit, sx_arena *a, search_list *out,
+                   sx_err *err) SX_MUSTCHECK;
 
 #endif

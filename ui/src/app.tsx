@@ -9,6 +9,7 @@ import {installRouter, match, navigate, useLocation} from './lib/router';
 import {resume, session, signOut} from './lib/session';
 import {useStore} from './lib/store';
 import {Toasts} from './components/ui';
+import {SearchBox} from './components/search';
 import {SignIn} from './pages/SignIn';
 import {Dashboard} from './pages/Dashboard';
 import {ProxiesPage} from './pages/Proxies';
@@ -114,6 +115,7 @@ function Shell({children}: {children: ComponentChildren}) {
             </a>
           ))}
         </nav>
+        <SearchBox />
         <div class="top-right">
           <LiveIndicator />
           {me && (

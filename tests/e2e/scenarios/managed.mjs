@@ -34,7 +34,19 @@ run('managed', async ({page, shot}) => {
   await check('typing into the spec changes nothing', page.locator('.cm-content').textContent().then((t) => t === before));
   await expectVisible('History is offered', page.getByRole('link', {name: 'History'}));
   await expectVisible('Apply is offered', page.getByRole('link', {name: 'Apply…'}));
+  await expectAbsent('no quick-edit forms are offered', page.getByTestId('quick-edits'));
+  await page.getByTestId('format-yaml').click();
+  await expectVisible('as YAML the spec is shown too', page.locator('.cm-content').filter({hasText: 'name: b-web-example'}));
+  const yamlBefore = await page.locator('.cm-content').textContent();
+  await page.locator('.cm-content').click();
+  await page.keyboard.type('typed by an operator');
+  await check('typing into the YAML changes nothing', page.locator('.cm-content').textContent().then((t) => t === yamlBefore));
+  await expectVisible('the page links the translated objects: the snapshots of its group', page.getByTestId('translated-link').filter({hasText: 'e2e-managed'}));
+  await expectVisible('the page says where the status written back is read', page.getByTestId('status-command').filter({hasText: 'kubectl -n default get gateway web -o yaml'}));
   await shot('managed-page');
+  await page.getByTestId('translated-link').click();
+  await check('the link opens the group snapshots', page.waitForURL('**/snapshots/e2e-managed').then(() => true));
+  await expectVisible('which hold the translated listener', page.locator('.cm-content').filter({hasText: 'l-web-example'}));
 
   // ---- the REST config's page still offers saving
   await page.goto(`/configs/${REST_ID}`);

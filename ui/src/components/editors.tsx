@@ -5,7 +5,7 @@
 // chunk): the dashboard and tables never wait for it. Each wrapper creates its view
 // once the chunk is there and destroys it on unmount, even when the unmount comes first.
 import {useEffect, useRef} from 'preact/hooks';
-import type {EditorStatus, JsonEditor, Validation} from '../editor/jsonEditor';
+import type {EditorStatus, JsonEditor, SpecFormat, Validation} from '../editor/jsonEditor';
 
 const loadEditor = () => import('../editor/jsonEditor');
 const loadDiff = () => import('../editor/diffView');
@@ -47,8 +47,10 @@ export function SpecEditor({
   onStatus,
   handle,
   label,
+  format,
 }: {
   initial: string;
+  format?: SpecFormat;
   readOnly?: boolean;
   onChange?: (t: string) => void;
   validate?: (spec: Record<string, unknown>) => Promise<Validation>;
@@ -65,6 +67,7 @@ export function SpecEditor({
       const ed: JsonEditor = m.createJsonEditor(host.current!, {
         doc: initial,
         readOnly,
+        format,
         label,
         onChange: (t) => cbs.current.onChange?.(t),
         validate: validate ? (s) => cbs.current.validate!(s) : undefined,
@@ -85,7 +88,7 @@ export function SpecEditor({
       };
     },
     // The editor owns its text from here on; props changing later do not reset it.
-    [readOnly],
+    [readOnly, format],
   );
   return <div class="editor-host" ref={host} data-testid="spec-editor" />;
 }
@@ -168,7 +171,7 @@ export function EditorStatusLine({status}: {status: EditorStatus}) {
     case 'syntax':
       return (
         <span class="status status-bad" role="status">
-          JSON syntax error at line {status.line}, column {status.col}: {status.message}
+          {status.format === 'yaml' ? 'YAML' : 'JSON'} syntax error at line {status.line}, column {status.col}: {status.message}
         </span>
       );
     case 'validating':

@@ -9,6 +9,10 @@
 // thing that exists when the path names a missing field. CodeMirror drops an answer
 // that arrives after the text changed again, so a slow server never paints stale
 // errors. Read-only editors (viewers, old versions) only highlight.
+//
+// With format 'yaml' the same editor holds the spec as YAML (editor/yamlpos.ts): the
+// syntax check is YAML's, problems land on the YAML text's characters, and there is no
+// JSON highlighting or completion.
 import {autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap} from '@codemirror/autocomplete';
 import {defaultKeymap, history, historyKeymap, indentWithTab} from '@codemirror/commands';
 import {json} from '@codemirror/lang-json';
@@ -26,6 +30,9 @@ import {
 } from '@codemirror/view';
 import {locate, markRange, parseWithPositions, JsonSyntaxError} from './jsonpos';
 import {specCompletion} from './schema';
+import {parseYaml, YamlSyntaxError} from './yamlpos';
+
+export type SpecFormat = 'json' | 'yaml';
 
 /** One problem of a spec, as the validate endpoint reports it. */
 export interface Problem {
@@ -40,7 +47,7 @@ export type Validation = {ok: true} | {ok: false; problems: Problem[]; message: 
 
 export type EditorStatus =
   | {kind: 'idle'}
-  | {kind: 'syntax'; message: string; line: number; col: number}
+  | {kind: 'syntax'; message: string; line: number; col: number; format: SpecFormat}
   | {kind: 'validating'}
   | {kind: 'valid'}
   | {kind: 'invalid'; message: string; problems: (Problem & {line: number | null})[]}
@@ -49,6 +56,8 @@ export type EditorStatus =
 export interface JsonEditorOptions {
   doc: string;
   readOnly?: boolean;
+  /** What the text is written in: JSON (the default) or YAML. */
+  format?: SpecFormat;
   /** Accessible name of the editing area. */
   label: string;
   onChange?: (text: string) => void;
@@ -103,25 +112,40 @@ function widen(state: EditorState, from: number, to: number, limit: number): {fr
 
 export function createJsonEditor(parent: HTMLElement, opts: JsonEditorOptions): JsonEditor {
   const status = (s: EditorStatus) => opts.onStatus?.(s);
+  const yaml = opts.format === 'yaml';
+  const treeOf = (text: string) => (yaml ? parseYaml(text).tree : parseWithPositions(text));
 
   const lintSource = async (view: EditorView): Promise<Diagnostic[]> => {
     const state = view.state;
     const text = state.doc.toString();
     let spec: unknown;
-    try {
-      spec = JSON.parse(text);
-    } catch (e) {
+    if (yaml) {
+      try {
+        spec = parseYaml(text).value;
+      } catch (e) {
+        const pos = e instanceof YamlSyntaxError ? Math.min(e.pos, text.length) : 0;
+        const line = state.doc.lineAt(pos);
+        const message = (e as Error).message;
+        status({kind: 'syntax', message, line: line.number, col: pos - line.from + 1, format: 'yaml'});
+        const from = Math.max(0, Math.min(pos, text.length - 1));
+        return [{from, to: Math.min(text.length, from + 1), severity: 'error', source: 'YAML', message: `Not valid YAML: ${message}`}];
+      }
+    } else
+      try {
+        spec = JSON.parse(text);
+      } catch (e) {
       const pos = syntaxPosition(e, text);
       const line = state.doc.lineAt(pos);
       const message = cleanSyntaxMessage(e);
-      status({kind: 'syntax', message, line: line.number, col: pos - line.from + 1});
+      status({kind: 'syntax', message, line: line.number, col: pos - line.from + 1, format: 'json'});
       const from = Math.max(0, Math.min(pos, text.length - 1));
       const to = Math.min(text.length, from + 1);
       return [{from, to, severity: 'error', source: 'JSON', message: `Not valid JSON: ${message}`}];
     }
     if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
-      status({kind: 'invalid', message: 'the spec must be a JSON object', problems: []});
-      return [{from: 0, to: Math.min(text.length, 1), severity: 'error', source: 'schema', message: 'The spec must be a JSON object ({ ... }).'}];
+      status({kind: 'invalid', message: `the spec must be ${yaml ? 'a YAML mapping' : 'a JSON object'}`, problems: []});
+      const want = yaml ? 'a YAML mapping (key: value lines)' : 'a JSON object ({ ... })';
+      return [{from: 0, to: Math.min(text.length, 1), severity: 'error', source: 'schema', message: `The spec must be ${want}.`}];
     }
     if (!opts.validate) {
       status({kind: 'idle'});
@@ -137,7 +161,7 @@ export function createJsonEditor(parent: HTMLElement, opts: JsonEditorOptions): 
       status({kind: 'valid'});
       return [];
     }
-    const tree = parseWithPositions(text);
+    const tree = treeOf(text);
     const diags: Diagnostic[] = [];
     const listed: (Problem & {line: number | null})[] = [];
     for (const p of v.problems) {
@@ -163,9 +187,10 @@ export function createJsonEditor(parent: HTMLElement, opts: JsonEditorOptions): 
     bracketMatching(),
     highlightActiveLine(),
     highlightSelectionMatches(),
-    json(),
+    ...(yaml ? [] : [json()]),
     theme,
-    EditorView.contentAttributes.of({'aria-label': opts.label}),
+    // tabindex: a read-only view is reached and scrolled with the keyboard too.
+    EditorView.contentAttributes.of({'aria-label': opts.label, tabindex: '0'}),
     EditorState.tabSize.of(2),
     lintGutter(),
     linter(lintSource, {delay: 400}),
@@ -176,8 +201,7 @@ export function createJsonEditor(parent: HTMLElement, opts: JsonEditorOptions): 
     extensions.push(
       history(),
       indentOnInput(),
-      closeBrackets(),
-      autocompletion({override: [specCompletion], icons: false}),
+      ...(yaml ? [] : [closeBrackets(), autocompletion({override: [specCompletion], icons: false})]),
       keymap.of([
         ...closeBracketsKeymap,
         ...defaultKeymap,
@@ -189,7 +213,11 @@ export function createJsonEditor(parent: HTMLElement, opts: JsonEditorOptions): 
         indentWithTab,
       ]),
       EditorView.updateListener.of((u) => {
-        if (u.docChanged) opts.onChange?.(u.state.doc.toString());
+        if (!u.docChanged) return;
+        // The last verdict is about the text before this change: not valid any more
+        // until the next check says so.
+        if (opts.validate) status({kind: 'validating'});
+        opts.onChange?.(u.state.doc.toString());
       }),
     );
   }
@@ -204,7 +232,7 @@ export function createJsonEditor(parent: HTMLElement, opts: JsonEditorOptions): 
     },
     reveal(path: string) {
       try {
-        const where = locate(parseWithPositions(view.state.doc.toString()), path);
+        const where = locate(treeOf(view.state.doc.toString()), path);
         const r = markRange(where.node);
         view.dispatch({selection: EditorSelection.range(r.from, r.to), scrollIntoView: true});
         view.focus();

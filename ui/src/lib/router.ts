@@ -77,6 +77,8 @@ export function installRouter() {
     if (!a || !a.href || a.target || a.hasAttribute('download')) return;
     const url = new URL(a.href);
     if (url.origin !== window.location.origin || url.pathname.startsWith('/api/')) return;
+    // A link within the page (the skip link's #main): the browser scrolls and moves focus.
+    if (url.hash && url.pathname === window.location.pathname && url.search === window.location.search) return;
     e.preventDefault();
     navigate(url.pathname + url.search + url.hash);
   });

@@ -5,14 +5,19 @@
 // overwritten: the page says so and keeps the text. A config the Kubernetes source
 // manages is shown read-only with the Gateway it comes from (the server refuses its
 // edits); its history (rollback) and rollouts stay one click away.
+//
+// The spec is written as JSON or YAML (?format=yaml; the server stores JSON, so a YAML
+// text's comments are not kept), and the quick-edit forms beside the editor write the
+// common changes into the same document.
 import {useEffect, useRef, useState} from 'preact/hooks';
 import {ApiError, call, describeError, fetchOp, type Body} from '../lib/api';
 import {useApi, useTitle} from '../lib/hooks';
-import {navigate, seg, setLeaveGuard} from '../lib/router';
+import {navigate, seg, setLeaveGuard, setQuery, useLocation} from '../lib/router';
 import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
 import type {Config, Spec} from '../lib/types';
-import type {EditorStatus, Problem, Validation} from '../editor/jsonEditor';
+import type {EditorStatus, Problem, SpecFormat, Validation} from '../editor/jsonEditor';
+import {QuickEdits} from '../components/quickEdits';
 import {EditorStatusLine, SpecEditor, type SpecEditorHandle} from '../components/editors';
 import {Badge, Empty, ErrorBox, Field, PageHead, SourceBadge, Time, toast, val} from '../components/ui';
 
@@ -22,6 +27,21 @@ const TEMPLATE = `{
   "backends": []
 }
 `;
+
+const loadYaml = () => import('../editor/yamlpos');
+
+/** A spec as the editor's text in format f. */
+async function specText(spec: unknown, f: SpecFormat): Promise<string> {
+  if (f === 'yaml') return (await loadYaml()).toYaml(spec ?? {});
+  return `${JSON.stringify(spec ?? {}, null, 2)}\n`;
+}
+
+/** The editor's text in format f as a value; throws with what is wrong. */
+async function specValue(text: string, f: SpecFormat): Promise<Record<string, unknown>> {
+  const v: unknown = f === 'yaml' ? (await loadYaml()).parseYaml(text).value : JSON.parse(text);
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error(`the spec must be ${f === 'yaml' ? 'a YAML mapping' : 'a JSON object'}`);
+  return v as Record<string, unknown>;
+}
 
 const splitList = (s: string) =>
   s
@@ -37,6 +57,8 @@ function problemsOf(e: ApiError): Problem[] {
 
 export function ConfigEditorPage({id}: {id: string | null}) {
   const me = useStore(session).me;
+  const {query} = useLocation();
+  const format: SpecFormat = query.get('format') === 'yaml' ? 'yaml' : 'json';
   const creating = id === null;
   const loaded = useApi('getConfig', id ? {path: {id}} : null);
   useTitle(creating ? 'New config' : loaded.data ? `${loaded.data.namespace}/${loaded.data.name}` : 'Config');
@@ -59,6 +81,8 @@ export function ConfigEditorPage({id}: {id: string | null}) {
   const [saveError, setSaveError] = useState<ApiError | Error | null>(null);
   const [stale, setStale] = useState<number | null>(null); // a newer version exists (412)
   const [editorKey, setEditorKey] = useState(0);
+  const [revision, setRevision] = useState(0);
+  const [formatError, setFormatError] = useState<string | null>(null);
   const editor = useRef<SpecEditorHandle | null>(null);
   const initial = useRef(TEMPLATE);
   const meta = useRef({namespace, name, groups, base});
@@ -71,9 +95,46 @@ export function ConfigEditorPage({id}: {id: string | null}) {
     setNamespace(c.namespace);
     setName(c.name);
     setGroups(c.groups.join(', '));
-    initial.current = `${JSON.stringify(c.spec ?? {}, null, 2)}\n`;
-    setEditorKey((k) => k + 1);
+    if (format === 'json') {
+      initial.current = `${JSON.stringify(c.spec ?? {}, null, 2)}\n`;
+      setEditorKey((k) => k + 1);
+    } else
+      void specText(c.spec, format).then((t) => {
+        initial.current = t;
+        setEditorKey((k) => k + 1);
+      });
   }, [loaded.data]);
+
+  // A new config opened as YAML starts from the template in YAML.
+  useEffect(() => {
+    if (creating && format === 'yaml')
+      void specText(JSON.parse(TEMPLATE), 'yaml').then((t) => {
+        initial.current = t;
+        setEditorKey((k) => k + 1);
+      });
+  }, []);
+
+  /** Rewrites the editor's text in the other format (its edits are kept). */
+  const switchFormat = async (to: SpecFormat) => {
+    if (to === format) return;
+    setFormatError(null);
+    const text = editor.current?.text() ?? initial.current;
+    let value: unknown;
+    try {
+      value = await specValue(text, format);
+    } catch (e) {
+      setFormatError(`Fix the ${format.toUpperCase()} first: ${(e as Error).message}`);
+      return;
+    }
+    initial.current = await specText(value, to);
+    setQuery({format: to === 'yaml' ? 'yaml' : null});
+    setEditorKey((k) => k + 1);
+  };
+
+  const readDoc = () => specValue(editor.current?.text() ?? initial.current, format);
+  const writeDoc = async (value: Record<string, unknown>) => {
+    editor.current?.setText(await specText(value, format));
+  };
 
   useEffect(() => {
     setLeaveGuard(() => (dirty ? 'Leave this page? Your changes to the spec are not saved.' : null));
@@ -103,9 +164,9 @@ export function ConfigEditorPage({id}: {id: string | null}) {
     const text = editor.current?.text() ?? '';
     let spec: unknown;
     try {
-      spec = JSON.parse(text);
+      spec = await specValue(text, format);
     } catch (e) {
-      setSaveError(new Error(`The spec is not valid JSON: ${(e as Error).message}`));
+      setSaveError(new Error(`The spec is not valid ${format.toUpperCase()}: ${(e as Error).message}`));
       return;
     }
     const gs = splitList(groups);
@@ -150,7 +211,7 @@ export function ConfigEditorPage({id}: {id: string | null}) {
     const c = await fetchOp('getConfig', {path: {id: base.id}});
     setBase(c);
     setGroups(c.groups.join(', '));
-    initial.current = `${JSON.stringify(c.spec ?? {}, null, 2)}\n`;
+    initial.current = await specText(c.spec, format);
     setEditorKey((k) => k + 1);
     setDirty(false);
     setStale(null);
@@ -184,6 +245,9 @@ export function ConfigEditorPage({id}: {id: string | null}) {
       </Empty>
     );
 
+  // "Gateway default/web" of a managed config: where its status is read.
+  const gm = managed ? /^Gateway ([^/\s]+)\/(\S+)$/.exec(base?.source_ref ?? '') : null;
+  const gateway = gm ? {ns: gm[1], name: gm[2]} : null;
   const problems = status.kind === 'invalid' ? status.problems : [];
   // The server refuses invalid specs, drafts included: no point in sending one.
   const blocked = status.kind === 'syntax' || status.kind === 'invalid';
@@ -220,7 +284,32 @@ export function ConfigEditorPage({id}: {id: string | null}) {
         <p class="notice" data-testid="read-only">
           Managed by Kubernetes: this config is translated from <strong>{base!.source_ref}</strong> and the routes attached to it.
           Change them in the cluster; an edit here would be replaced by the next translation. You can still roll back to an earlier
-          version from the history, or roll one out with Apply: it stays live until the Gateway's translation changes.
+          version from the history, or roll one out with Apply: it stays live until the Gateway's translation changes.{' '}
+          {base!.groups.length > 0 && (
+            <>
+              What the translation produced, as the proxies get it:{' '}
+              {base!.groups.map((g, i) => (
+                <span key={g}>
+                  {i > 0 && ', '}
+                  <a href={`/snapshots/${seg(g)}`} data-testid="translated-link">
+                    the snapshots of group {g}
+                  </a>
+                </span>
+              ))}
+              .
+            </>
+          )}
+          {gateway && (
+            <>
+              {' '}
+              The status Sextant writes back (the Gateway's Accepted and Programmed conditions, each attached route's Accepted
+              and ResolvedRefs) is kept in the cluster:{' '}
+              <code class="mono" data-testid="status-command">
+                kubectl -n {gateway.ns} get gateway {gateway.name} -o yaml
+              </code>
+              .
+            </>
+          )}
         </p>
       ) : (
         !mayEdit && (
@@ -231,9 +320,36 @@ export function ConfigEditorPage({id}: {id: string | null}) {
       )}
       <div class="editor-layout">
         <div class="editor-main">
-          <SpecEditor
-            key={editorKey}
-            label="Config spec (JSON)"
+          <div class="format-bar">
+            <div class="segmented" role="group" aria-label="Spec format">
+              {(['json', 'yaml'] as const).map((f) => (
+                <button
+                  key={f}
+                  type="button"
+                  class="seg-btn"
+                  aria-pressed={format === f}
+                  onClick={() => void switchFormat(f)}
+                  data-testid={`format-${f}`}
+                >
+                  {f.toUpperCase()}
+                </button>
+              ))}
+            </div>
+            {format === 'yaml' && (
+              <span class="muted small" data-testid="yaml-note">
+                The server stores the spec as JSON: comments and anchors in the YAML are not kept.
+              </span>
+            )}
+          </div>
+          {formatError && (
+            <p class="form-error" role="alert" data-testid="format-error">
+              {formatError}
+            </p>
+          )}
+          {(editorKey > 0 || (creating && format === 'json')) && <SpecEditor
+            key={`${editorKey}-${format}`}
+            label={`Config spec (${format.toUpperCase()})`}
+            format={format}
             initial={initial.current}
             readOnly={!mayEdit}
             handle={editor}
@@ -242,8 +358,9 @@ export function ConfigEditorPage({id}: {id: string | null}) {
             onChange={() => {
               setDirty(true);
               setSaveError(null);
+              setRevision((r) => r + 1);
             }}
-          />
+          />}
           <div class="editor-foot">
             <EditorStatusLine status={status} />
             {mayEdit && <span class="muted small">Ctrl-Space completes · Esc then Tab leaves the editor · Ctrl-S saves</span>}
@@ -340,6 +457,7 @@ export function ConfigEditorPage({id}: {id: string | null}) {
               )}
             </div>
           )}
+          {mayEdit && <QuickEdits read={readDoc} write={writeDoc} revision={revision + editorKey * 100000} />}
         </aside>
       </div>
     </>

@@ -110,7 +110,9 @@ export function ConfigHistoryPage({id}: {id: string}) {
   const diff = useApi('diffConfigVersions', ready ? {path: {id}, query: {from, to}} : null);
   const va = useApi('getConfigVersion', ready ? {path: {id, v: from}} : null);
   const vb = useApi('getConfigVersion', ready ? {path: {id, v: to}} : null);
-  const [view, setView] = useState<'list' | 'side'>('list');
+  // The view is in the address (?view=side), so a link restores it.
+  const view = query.get('view') === 'side' ? 'side' : 'list';
+  const setView = (v: 'list' | 'side') => setQuery({view: v === 'side' ? v : null});
 
   useEffect(() => {
     setRollbackTo(null);

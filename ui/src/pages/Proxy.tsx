@@ -2,11 +2,10 @@
 // acknowledged (with their difference when they differ), the content of that snapshot,
 // and its NACK history (GET /proxies/{id}/nacks, kept for events.retention).
 import type {ComponentChildren} from 'preact';
-import {useState} from 'preact/hooks';
 import {ApiError} from '../lib/api';
 import {showJson, when} from '../lib/format';
 import {useApi, useLive, useTitle} from '../lib/hooks';
-import {seg} from '../lib/router';
+import {seg, setQuery, useLocation} from '../lib/router';
 import {Badge, Empty, ErrorBox, Labels, PageHead, Section, StateBadge, Time} from '../components/ui';
 import {JsonView, SideBySide} from '../components/editors';
 import {Heads} from '../components/list';
@@ -26,7 +25,10 @@ export function ProxyPage({id}: {id: string}) {
   const p = useApi('getProxy', node);
   const c = useApi('getProxyConfig', node);
   const nacks = useApi('listProxyNacks', {...node, query: {limit: 20}});
-  const [tab, setTab] = useState<'desired' | 'acked' | 'diff'>('desired');
+  // The tab is in the address (?tab=acked), so a link restores it.
+  const {query} = useLocation();
+  const tab = (['desired', 'acked', 'diff'] as const).find((t) => t === query.get('tab')) ?? 'desired';
+  const setTab = (t: 'desired' | 'acked' | 'diff') => setQuery({tab: t === 'desired' ? null : t});
   const mine = (e: {data: Record<string, unknown> | null}) => !e.data?.node_id || e.data.node_id === id;
   useLive(
     () => {

@@ -1,0 +1,77 @@
+// a11y.mjs — axe-core on every page and the keyboard through the header
+// (tests/e2e/test_ui_a11y.sh).
+import {check, expectVisible, run, waitFor} from '../lib/browser.mjs';
+import {axeCheck, focusWalk} from '../lib/a11y.mjs';
+
+const {CONFIG_ID, DEPLOYMENT_ID, MANAGED_ID, GROUP, NODE} = process.env;
+
+/** Opens path, waits for what says it is loaded, takes a screenshot and runs axe. */
+async function visit(page, shot, name, path, ready) {
+  await page.goto(path);
+  await expectVisible(`${name}: the page is shown`, ready(page), 15000);
+  await shot(name);
+  await axeCheck(page, name);
+}
+
+run('a11y', async ({page, shot}) => {
+  await page.goto('/');
+  await expectVisible('the sign-in page', page.getByTestId('dev-sign-in'));
+  await axeCheck(page, 'the sign-in page');
+  await page.getByRole('button', {name: 'Sign in as operator'}).click();
+  await expectVisible('the operator is signed in', page.getByTestId('who').filter({hasText: 'dev-operator'}));
+
+  // ---- the keyboard through the header: skip link first, then search and navigation
+  await page.goto('/');
+  await page.getByRole('heading', {level: 1}).first().waitFor();
+  await page.keyboard.press('Tab');
+  await check('Tab first reaches the skip link, and it shows', page.evaluate(() => {
+    const a = document.activeElement;
+    return a?.classList.contains('skip') && a.getBoundingClientRect().top >= 0;
+  }));
+  const stops = await focusWalk(page, 'the header', 9);
+  await check('Tab reaches the search box and every navigation link in order', (() => {
+    const want = ['Sextant', 'Dashboard', 'Proxies', 'Configs', 'Deployments', 'Snapshots', 'Audit'];
+    const names = stops.map((s) => s.split(':').slice(1).join(':'));
+    let at = 0;
+    for (const n of names) if (n === want[at]) at++;
+    return at === want.length && stops.some((s) => /search/i.test(s));
+  })(), stops.join(', '));
+  await page.goto('/');
+  await page.getByRole('heading', {level: 1}).first().waitFor();
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await check('the skip link moves the focus to the content', waitFor(() => page.evaluate(() => document.activeElement?.id === 'main')));
+
+  const h1 = (p) => p.getByRole('heading', {level: 1});
+  await visit(page, shot, 'dashboard', '/', h1);
+  await visit(page, shot, 'proxies', '/proxies', (p) => p.locator(`tr[data-node="${NODE}"]`));
+  await visit(page, shot, 'proxy', `/proxies/${NODE}`, (p) => p.getByRole('tab', {name: /Should have/}));
+  await visit(page, shot, 'proxy-acked-tab', `/proxies/${NODE}?tab=acked`, (p) => p.getByRole('tab', {name: /Acknowledged/, selected: true}));
+  await visit(page, shot, 'configs', '/configs', (p) => p.getByTestId('configs-table'));
+  await visit(page, shot, 'config-editor', `/configs/${CONFIG_ID}`, (p) => p.locator('.cm-content').filter({hasText: 'b-web-example'}));
+  await expectVisible('the spec is valid as loaded', page.getByText('✓ Valid'), 10000);
+  await visit(page, shot, 'config-editor-yaml', `/configs/${CONFIG_ID}?format=yaml`, (p) => p.locator('.cm-content').filter({hasText: 'name: b-web-example'}));
+  for (const s of await page.locator('.quick-edits summary').all()) await s.click();
+  await shot('config-editor-quick-edits');
+  await axeCheck(page, 'the editor with the quick-edit forms open');
+  await visit(page, shot, 'config-new', '/configs/new', (p) => p.getByRole('heading', {name: 'New config'}));
+  await visit(page, shot, 'config-history', `/configs/${CONFIG_ID}/history`, (p) => p.getByTestId('diff-list'));
+  await visit(page, shot, 'config-history-side', `/configs/${CONFIG_ID}/history?view=side`, (p) => p.getByTestId('side-by-side').locator('.cm-mergeView'));
+  await visit(page, shot, 'config-apply', `/configs/${CONFIG_ID}/apply`, h1);
+  await visit(page, shot, 'deployments', '/deployments', h1);
+  await visit(page, shot, 'deployment', `/deployments/${DEPLOYMENT_ID}`, h1);
+  await visit(page, shot, 'snapshots', '/snapshots', h1);
+  await visit(page, shot, 'group-snapshots', `/snapshots/${GROUP}`, h1);
+  await visit(page, shot, 'audit', '/audit', (p) => p.getByTestId('audit-table'));
+  await visit(page, shot, 'managed-config', `/configs/${MANAGED_ID}`, (p) => p.getByTestId('read-only'));
+  await visit(page, shot, 'no-such-page', '/no/such/page', (p) => p.getByText('No such page'));
+
+  // ---- the search results, open
+  await page.goto('/');
+  await page.getByRole('heading', {level: 1}).first().waitFor();
+  await page.keyboard.press('/');
+  await page.keyboard.type('a11y');
+  await expectVisible('the search lists hits', page.getByRole('option').first());
+  await shot('search-open');
+  await axeCheck(page, 'the open search results');
+});

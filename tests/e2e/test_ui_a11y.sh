@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# test_ui_a11y.sh — every page of the web UI passes an automated accessibility check
+# and can be worked with the keyboard.
+#
+# Fixtures: a config rolled out to two gateway.control.v1 data planes (so proxies,
+# snapshots and a deployment exist), a second version (so the history has a
+# difference), and a config written as the Kubernetes source writes it
+# (tests/tools/managed_config, the write entry its controller calls: no API server
+# needed). The scenario visits the sign-in page and every page an operator can reach —
+# dashboard, proxies, a proxy and its snapshot tabs, configs, the editor in JSON and
+# YAML with the quick-edit forms open, a new config, history (list and side by side),
+# apply, deployments, a deployment, snapshots, a group's snapshots, the audit log, the
+# managed config, an unknown address, the search results — and runs axe-core on each:
+# no serious or critical violation. Tab moves through the header in order with a
+# visible focus ring, and the skip link takes the keyboard to the page's content.
+source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/e2e/lib/harness.sh"
+
+TOOL=${SEXTANT_TEST_TOOLS:?SEXTANT_TEST_TOOLS must name the test tools folder}/managed_config
+
+e2e_init a11y
+e2e_services || exit 1
+SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
+ADMIN=$(e2e_token e2e-admin admin)
+GROUP=e2e-a11y
+CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
+e2e_dataplane dp-a11y-1 "$GROUP"
+e2e_dataplane dp-a11y-2 "$GROUP"
+check "dp-a11y-1 acked v1" e2e_wait_acked "$ADMIN" dp-a11y-1 1
+check "dp-a11y-2 acked v1" e2e_wait_acked "$ADMIN" dp-a11y-2 1
+e2e_put_config "$ADMIN" "$CONFIG_ID" "$(e2e_spec web.example 10080 8081)" "second version" || exit 1
+st=$(e2e_rest "$ADMIN" POST "/api/v1/configs/$CONFIG_ID/apply" '{"version":2,"strategy":{"type":"all_at_once"},"reason":"e2e"}')
+check "a deployment of version 2 starts (got $st)" test "${st:0:2}" = 20
+DEPLOYMENT_ID=$(jv .id)
+check "dp-a11y-1 acked v2" e2e_wait_acked "$ADMIN" dp-a11y-1 2 30
+
+printf '%s' "$(e2e_spec gw.example 10090 8080)" >"$WORK/k8s_spec.json"
+k8s_put() { "${SX_ENV[@]}" "$TOOL" put default gw e2e-a11y-k8s "Gateway default/gw" "$WORK/k8s_spec.json" >"$WORK/put.json"; }
+check "the Kubernetes source writes config default/gw" k8s_put
+MANAGED_ID=$(jv .config_id "$WORK/put.json")
+
+export ADMIN CONFIG_ID DEPLOYMENT_ID MANAGED_ID GROUP NODE=dp-a11y-1
+# Twenty-odd pages, each loaded and checked: more than the usual scenario's time bound.
+export E2E_TIME_LIMIT_MS=240000
+e2e_browser "$E2E/scenarios/a11y.mjs"
+finish

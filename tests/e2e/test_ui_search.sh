@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test_ui_search.sh — the header's search box finds things, and every view has an
+# address that restores it.
+#
+# Two gateway.control.v1 data planes, edge-7c2f9e41-west and edge-7c2fab-east, are
+# connected in group e2e-search and acknowledge config web. On the configs page "/"
+# puts the focus in the search box; a fragment of one node id lists that proxy only,
+# and Enter opens its page; an upper-case fragment both share lists both, ↓ chooses the
+# second and Enter opens it; the config and the group are found by name and open their
+# pages; a fragment matching nothing says so and Esc closes the list. Deep links: a
+# proxy's snapshot tab, the history's side-by-side view and the proxies' filters are
+# in the address and come back on reload.
+source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/e2e/lib/harness.sh"
+
+e2e_init search
+e2e_services || exit 1
+SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
+ADMIN=$(e2e_token e2e-admin admin)
+GROUP=e2e-search
+CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
+e2e_put_config "$ADMIN" "$CONFIG_ID" "$(e2e_spec web.example 10080 8081)" "second version" || exit 1
+e2e_dataplane edge-7c2f9e41-west "$GROUP"
+e2e_dataplane edge-7c2fab-east "$GROUP"
+check "edge-7c2f9e41-west acked v2" e2e_wait_acked "$ADMIN" edge-7c2f9e41-west 2
+check "edge-7c2fab-east acked v2" e2e_wait_acked "$ADMIN" edge-7c2fab-east 2
+
+export ADMIN CONFIG_ID GROUP
+e2e_browser "$E2E/scenarios/search.mjs"
+finish
