@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "server/base/arena.h"
+#include "server/base/glob.h"
 #include "server/base/jwt.h"
 #include "server/base/mem.h"
 
@@ -63,28 +64,6 @@ struct xds_cred {
 };
 
 /* ------------------------------------------------------------------ patterns */
-
-bool xds_ident_glob(const char *p, const char *s)
-{
-    const char *star = NULL, *resume = NULL;
-    while (*s) {
-        if (*p == '*') {
-            star = p++;
-            resume = s;
-        } else if (*p == *s) {
-            p++;
-            s++;
-        } else if (star) {
-            p = star + 1;
-            s = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*p == '*')
-        p++;
-    return *p == '\0';
-}
 
 bool xds_ident_san_match(const char *p, const char *san, const char *node_id)
 {
@@ -434,11 +413,11 @@ xds_auth_fail xds_ident_check(const xds_ident *id, const xds_cred *c, const char
     bool node_ok = false;
     if (c->token_ok) {
         for (size_t i = 0; i < c->nnodes && !node_ok; i++)
-            node_ok = xds_ident_glob(c->nodes[i], node_id);
+            node_ok = sx_glob_match(c->nodes[i], node_id);
         if (node_ok) {
             bool group_ok = !c->groups_limited || group == NULL;
             for (size_t i = 0; i < c->ngroups && !group_ok; i++)
-                group_ok = xds_ident_glob(c->groups[i], group);
+                group_ok = sx_glob_match(c->groups[i], group);
             if (group_ok) {
                 *identity = c->jwt_identity;
                 return XDS_AUTH_OK;
