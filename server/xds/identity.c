@@ -20,6 +20,7 @@
 #include "server/base/glob.h"
 #include "server/base/jwt.h"
 #include "server/base/mem.h"
+#include "server/token_keys.h"
 
 #define MAX_PATTERNS     64
 #define MAX_PATTERN_LEN  256
@@ -201,12 +202,7 @@ int xds_ident_create(const sextant_config *cfg, xds_ident **out, sx_err *err)
                                     id->san_patterns[i]);
         }
     }
-    id->keys.hs256_secret = cfg->auth.hs256_secret;
-    id->keys.rs256_public_pem = cfg->auth.rs256_public_key_pem;
-    id->keys.issuer = cfg->auth.issuer;
-    id->keys.audience = cfg->auth.audience;
-    id->keys.skew_s = cfg->auth.clock_skew_ms / 1000;
-    id->keys.max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000;
+    id->keys = token_keys_from_config(cfg);
     if (rc == 0 && (id->modes & XDS_AUTH_JWT) && !sx_jwt_has_keys(&id->keys))
         rc = sx_err_set(err, SX_EINVAL,
                         "xds.auth: jwt needs auth.hs256_secret, auth.hs256_secret_file or "
