@@ -14,6 +14,7 @@
 
 #include "server/base/jwt.h"
 #include "server/base/mem.h"
+#include "server/token_keys.h"
 
 #define MAX_USER_LEN 256
 #define MAX_ROLE_LEN 64
@@ -25,12 +26,7 @@ struct auth_verifier {
 auth_verifier *auth_verifier_create(const sextant_config *cfg)
 {
     auth_verifier *v = sx_calloc(1, sizeof(*v));
-    v->keys.hs256_secret = cfg->auth.hs256_secret;
-    v->keys.rs256_public_pem = cfg->auth.rs256_public_key_pem;
-    v->keys.issuer = cfg->auth.issuer;
-    v->keys.audience = cfg->auth.audience;
-    v->keys.skew_s = cfg->auth.clock_skew_ms / 1000;
-    v->keys.max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000;
+    v->keys = token_keys_from_config(cfg);
     return v;
 }
 

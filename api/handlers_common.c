@@ -118,6 +118,22 @@ bool api_scope_reads(http_request *req, rest_api *api, const char *type, const p
     return rest_allows_object(api, req, type, "read", obj, NULL);
 }
 
+size_t api_scope_keep(http_request *req, rest_api *api, const char *type, void *items, size_t count,
+                      size_t size, api_scope_of_fn scope_of)
+{
+    char *p = items;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        policy_object obj = scope_of(p + i * size);
+        if (!api_scope_reads(req, api, type, &obj))
+            continue;
+        if (kept != i)
+            memcpy(p + kept * size, p + i * size, size);
+        kept++;
+    }
+    return kept;
+}
+
 /* ------------------------------------------------------------------ bodies */
 
 static void decref_json(void *p)

@@ -109,6 +109,15 @@ int api_page_fill(api_list_page *page, int rc, const void *items, size_t count, 
     api_page_fill(page, rc, (list).items, (list).count, sizeof(*(list).items), render,             \
                   (list).next_cursor)
 
+/* API_PAGE_FILL of the items the caller may read as type (api_scope_keep with scope_of):
+ * a list whose rows the role's group scopes cut. */
+#define API_PAGE_SCOPED(page, rc, list, render, req, api, type, scope_of)                          \
+    api_page_fill(page, rc, (list).items,                                                          \
+                  (rc) ? 0                                                                         \
+                       : api_scope_keep(req, api, type, (list).items, (list).count,                \
+                                        sizeof(*(list).items), scope_of),                          \
+                  sizeof(*(list).items), render, (list).next_cursor)
+
 /* Runs a paginated list: reads limit (1..1000; 400 otherwise) and cursor from the query,
  * calls fn, and answers 200 {"items": [...], "next_cursor": text or null}, or fn's
  * error. */
@@ -165,6 +174,15 @@ bool api_scope_or_respond(http_request *req, rest_api *api, const api_change *ch
 
 /* True when the caller may read the object obj of type: what a list keeps on its page. */
 bool api_scope_reads(http_request *req, rest_api *api, const char *type, const policy_object *obj);
+
+/* The object a page item stands for: its groups (and namespace), as the scopes see it. */
+typedef policy_object (*api_scope_of_fn)(const void *item);
+
+/* A list's page cut to the caller's scope: keeps, in order and in place, those of the
+ * count items (each size bytes) at items whose object (scope_of) the caller may read as
+ * type; returns how many it kept. The page's cursor goes on past what it drops. */
+size_t api_scope_keep(http_request *req, rest_api *api, const char *type, void *items, size_t count,
+                      size_t size, api_scope_of_fn scope_of);
 
 /* ---- JSON forms */
 

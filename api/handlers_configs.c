@@ -201,6 +201,12 @@ static json_t *version_item(const void *v)
     return api_version_json(v);
 }
 
+static policy_object config_scope(const void *item)
+{
+    const cfg_record *c = item;
+    return (policy_object){(const char *const *)c->groups, c->group_count, c->ns};
+}
+
 int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     const char *source = http_req_query(req, "source");
@@ -218,17 +224,7 @@ int api_configs_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     };
     cfg_list list;
     int rc = catalog_configs(rest_server(api), &f, http_req_arena(req), &list, err);
-    /* Only what the caller's scope covers stays on the page (the cursor goes on). */
-    size_t kept = 0;
-    for (size_t i = 0; rc == 0 && i < list.count; i++) {
-        const cfg_record *c = &list.items[i];
-        policy_object obj = {(const char *const *)c->groups, c->group_count, c->ns};
-        if (api_scope_reads(req, api, "configs", &obj))
-            list.items[kept++] = *c;
-    }
-    if (rc == 0)
-        list.count = kept;
-    return API_PAGE_FILL(page, rc, list, config_item);
+    return API_PAGE_SCOPED(page, rc, list, config_item, req, api, "configs", config_scope);
 }
 
 /* The groups of a change: the config's as they are (old, NULL for a create) and as the

@@ -226,6 +226,12 @@ static json_t *deployment_item(const void *d)
     return rollout_deployment_json(d);
 }
 
+static policy_object deployment_scope(const void *item)
+{
+    const deploy_record *d = item;
+    return (policy_object){(const char *const *)d->groups, d->group_count, NULL};
+}
+
 int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     deploy_filter f = {.limit = page->limit, .cursor = page->cursor};
@@ -256,16 +262,8 @@ int api_deployments_page(http_request *req, rest_api *api, api_list_page *page, 
     deploy_list list;
     int rc = catalog_deployments(rest_server(api), &f, http_req_arena(req), &list, err);
     /* Only the deployments whose every group is in the caller's scope stay on the page. */
-    size_t kept = 0;
-    for (size_t i = 0; rc == 0 && i < list.count; i++) {
-        const deploy_record *d = &list.items[i];
-        policy_object obj = {(const char *const *)d->groups, d->group_count, NULL};
-        if (api_scope_reads(req, api, "deployments", &obj))
-            list.items[kept++] = *d;
-    }
-    if (rc == 0)
-        list.count = kept;
-    return API_PAGE_FILL(page, rc, list, deployment_item);
+    return API_PAGE_SCOPED(page, rc, list, deployment_item, req, api, "deployments",
+                           deployment_scope);
 }
 
 static bool deployment_id_or_respond(http_request *req, const api_change *ch, const char **out)

@@ -14,6 +14,13 @@
 #include "api/handlers_common.h"
 #include "server/catalog.h"
 
+/* A proxy is in its group's scope. */
+static policy_object node_scope(const void *item)
+{
+    const node_record *n = item;
+    return (policy_object){(const char *const *)&n->group, 1, NULL};
+}
+
 static json_t *node_item(const void *n)
 {
     return api_node_json(n);
@@ -42,16 +49,7 @@ int api_proxies_page(http_request *req, rest_api *api, api_list_page *page, sx_e
     node_list list;
     int rc = catalog_proxies(rest_server(api), &f, http_req_arena(req), &list, err);
     /* Only the proxies of the groups in the caller's scope stay on the page. */
-    size_t kept = 0;
-    for (size_t i = 0; rc == 0 && i < list.count; i++) {
-        const char *g = list.items[i].group;
-        policy_object obj = {&g, 1, NULL};
-        if (api_scope_reads(req, api, "proxies", &obj))
-            list.items[kept++] = list.items[i];
-    }
-    if (rc == 0)
-        list.count = kept;
-    return API_PAGE_FILL(page, rc, list, node_item);
+    return API_PAGE_SCOPED(page, rc, list, node_item, req, api, "proxies", node_scope);
 }
 
 /* The node named by the route, or the error answered (404 when there is none). */

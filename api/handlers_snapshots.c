@@ -22,22 +22,19 @@ static json_t *snapshot_item(const void *s)
     return api_snapshot_json(s);
 }
 
+static policy_object snapshot_scope(const void *item)
+{
+    const snap_record *s = item;
+    return (policy_object){(const char *const *)&s->group, 1, NULL};
+}
+
 int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err)
 {
     snap_list list;
     int rc = catalog_snapshots(rest_server(api), http_req_query(req, "group"), page->limit,
                                page->cursor, http_req_arena(req), &list, err);
     /* Only the snapshots of the groups in the caller's scope stay on the page. */
-    size_t kept = 0;
-    for (size_t i = 0; rc == 0 && i < list.count; i++) {
-        const char *g = list.items[i].group;
-        policy_object obj = {&g, 1, NULL};
-        if (api_scope_reads(req, api, "snapshots", &obj))
-            list.items[kept++] = list.items[i];
-    }
-    if (rc == 0)
-        list.count = kept;
-    return API_PAGE_FILL(page, rc, list, snapshot_item);
+    return API_PAGE_SCOPED(page, rc, list, snapshot_item, req, api, "snapshots", snapshot_scope);
 }
 
 void api_snapshot_get(http_request *req, rest_api *api, void *ud)

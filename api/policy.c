@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "server/base/buf.h"
+#include "server/base/glob.h"
 #include "server/validate/validate.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
@@ -83,29 +84,6 @@ struct policy {
 
 /* ------------------------------------------------------------------ matching */
 
-/* Glob match where '*' matches any run of characters (including none). */
-static bool glob_match(const char *pat, const char *s)
-{
-    const char *star = NULL, *resume = NULL;
-    while (*s) {
-        if (*pat == '*') {
-            star = pat++;
-            resume = s;
-        } else if (*pat == *s) {
-            pat++;
-            s++;
-        } else if (star) {
-            pat = star + 1;
-            s = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*pat == '*')
-        pat++;
-    return *pat == '\0';
-}
-
 /* The resource types the REST routes ask about, and what their ids look like. */
 typedef enum id_kind { ID_NONE, ID_UUID, ID_INTEGER, ID_GROUP, ID_ANY } id_kind;
 static const struct {
@@ -132,7 +110,7 @@ static bool type_scoped(const char *type)
 static bool any_match(char *const *pats, size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
-        if (glob_match(pats[i], s))
+        if (sx_glob_match(pats[i], s))
             return true;
     return false;
 }
@@ -142,12 +120,12 @@ static bool rule_grants(const rule *ru, const char *type, const char *id, const 
 {
     bool has_id = id && *id;
     if (strcmp(type, POLICY_SECRETS) == 0 ? strcmp(ru->type_pat, POLICY_SECRETS) != 0
-                                          : !glob_match(ru->type_pat, type))
+                                          : !sx_glob_match(ru->type_pat, type))
         return false;
-    if (ru->id_pat && !(has_id ? glob_match(ru->id_pat, id) : strcmp(ru->id_pat, "*") == 0))
+    if (ru->id_pat && !(has_id ? sx_glob_match(ru->id_pat, id) : strcmp(ru->id_pat, "*") == 0))
         return false;
     for (size_t k = 0; k < ru->nactions; k++)
-        if (glob_match(ru->actions[k], action))
+        if (sx_glob_match(ru->actions[k], action))
             return true;
     return false;
 }
@@ -638,7 +616,7 @@ static void check_rule(loader *L, const char *role_name, const rule *ru, yaml_no
         /* Only a rule naming "secrets" reaches them (see policy_allows). */
         if (strcmp(TYPES[t].type, POLICY_SECRETS) == 0 && strcmp(ru->type_pat, POLICY_SECRETS) != 0)
             continue;
-        if (!glob_match(ru->type_pat, TYPES[t].type))
+        if (!sx_glob_match(ru->type_pat, TYPES[t].type))
             continue;
         any_type = true;
         id_ok = id_ok || id_can_match(TYPES[t].id, ru->id_pat);

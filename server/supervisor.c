@@ -87,15 +87,19 @@ static void change_state(sup_supervisor *sup, sup_component *c, sup_state to)
         c->ready_flag = false;
 }
 
-/* Absolute CLOCK_MONOTONIC deadline ms from now, for condition variables created with
- * that clock. */
+/* The signals the main thread waits for and every other thread blocks. */
+static void daemon_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
 int sup_block_signals(sx_err *err)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    daemon_signals(&set);
     int rc = pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (rc != 0)
         return sx_err_set(err, SX_EINTERNAL, "could not block SIGINT, SIGTERM and SIGHUP: %s",
@@ -383,10 +387,7 @@ static bool begin_shutdown(sup_supervisor *sup)
 int sup_wait_for_signal(sup_supervisor *sup)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    daemon_signals(&set);
     for (;;) {
         int sig = 0;
         int rc = sigwait(&set, &sig);

@@ -22,6 +22,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 /* Longest actor, resource_id and top-level details string stored, in bytes: longer
  * ones are cut at a character boundary and named in details.truncated (an array). */
@@ -76,11 +77,8 @@ typedef struct audit_filter {
     const char *cursor;
 } audit_filter;
 
-typedef struct audit_list {
-    audit_entry *items; /* newest first */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} audit_list;
+/* A page of audit_entry: newest first. */
+REPO_LIST(audit_list, audit_entry);
 
 /* Appends one entry; *id (NULL allowed) receives its id. */
 int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *err) SX_MUSTCHECK;

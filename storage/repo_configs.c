@@ -191,6 +191,13 @@ static int open_spec(pg_conn *c, json_t *spec, sx_err *err)
     return seal_open_json(pg_conn_secrets(c, NULL), spec, err);
 }
 
+/* The live version of every config not deleted (c the config, v the version): the FROM
+ * and WHERE of a query that adds its own AND conditions. */
+#define FROM_LIVE_VERSIONS                                                                         \
+    " FROM configs c JOIN config_versions v"                                                       \
+    "   ON v.config_id = c.id AND v.version = c.live_version"                                      \
+    " WHERE c.deleted_at IS NULL"
+
 /* After a query of *count rows into *out (rc its result): open_spec on each row's spec;
  * on any failure rc and no rows. */
 #define OPEN_SPECS(c, rc, out, count, err)                                                         \
@@ -526,30 +533,36 @@ int cfg_repo_live_for_group(pg_conn *c, const char *group, sx_arena *a, cfg_vers
         c, a,
         "SELECT v.config_id, v.version, v.checksum, v.author, v.message, v.draft,"
         "  v.source_version, " REPO_TS(
-            "v.created_at") ", v.spec"
-                            " FROM configs c JOIN config_versions v"
-                            "   ON v.config_id = c.id AND v.version = c.live_version"
-                            " WHERE c.deleted_at IS NULL AND c.groups @> ARRAY[$1::text]"
-                            " ORDER BY c.namespace, c.name",
+            "v.created_at") ", v.spec" FROM_LIVE_VERSIONS
+                            "   AND c.groups @> ARRAY[$1::text] ORDER BY c.namespace, c.name",
         1, p, sizeof(cfg_version), read_live_ver, out, count, err);
     OPEN_SPECS(c, rc, out, count, err);
     return rc;
 }
 
-int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err)
+/* Runs sql, an UPDATE of config id ($1::uuid) that takes a version as $2::int (NULL
+ * unless given), and sets *rows to the rows it changed. */
+static int update_config(pg_conn *c, const char *id, const char *sql, int version, bool given,
+                         int *rows, sx_err *err)
 {
+    *rows = 0;
     int rc = check_id(id, err);
     if (rc)
         return rc;
-    char exp[16];
-    snprintf(exp, sizeof(exp), "%d", expected_latest);
-    const char *p[] = {id, expected_latest >= 0 ? exp : NULL};
-    int rows = 0;
-    rc = repo_exec_count(c,
-                         "UPDATE configs SET deleted_at = now(), updated_at = now()"
-                         " WHERE id = $1::uuid AND deleted_at IS NULL"
-                         "   AND ($2::int IS NULL OR latest_version = $2::int)",
-                         2, p, &rows, err);
+    char v[16];
+    snprintf(v, sizeof(v), "%d", version);
+    const char *p[] = {id, given ? v : NULL};
+    return repo_exec_count(c, sql, 2, p, rows, err);
+}
+
+int cfg_repo_delete(pg_conn *c, const char *id, int expected_latest, sx_err *err)
+{
+    int rows;
+    int rc = update_config(c, id,
+                           "UPDATE configs SET deleted_at = now(), updated_at = now()"
+                           " WHERE id = $1::uuid AND deleted_at IS NULL"
+                           "   AND ($2::int IS NULL OR latest_version = $2::int)",
+                           expected_latest, expected_latest >= 0, &rows, err);
     if (rc)
         return rc;
     return rows ? 0 : explain_miss(c, id, expected_latest, err);
@@ -583,15 +596,13 @@ int cfg_repo_live_in_groups(pg_conn *c, const char *const *groups, size_t n, con
     if (exclude_id && (rc = check_id(exclude_id, err)))
         return rc;
     const char *p[] = {repo_strv_param(a, groups, n), exclude_id};
-    rc = repo_query_rows(c, a,
-                         "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec"
-                         " FROM configs c JOIN config_versions v"
-                         "   ON v.config_id = c.id AND v.version = c.live_version"
-                         " WHERE c.deleted_at IS NULL"
-                         "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
-                         "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
-                         " ORDER BY c.namespace, c.name",
-                         2, p, sizeof(cfg_live), read_live, out, count, err);
+    rc = repo_query_rows(
+        c, a,
+        "SELECT c.id, c.namespace, c.name, to_jsonb(c.groups), v.version, v.spec" FROM_LIVE_VERSIONS
+        "   AND c.groups && ARRAY(SELECT jsonb_array_elements_text($1::jsonb))"
+        "   AND ($2::uuid IS NULL OR c.id <> $2::uuid)"
+        " ORDER BY c.namespace, c.name",
+        2, p, sizeof(cfg_live), read_live, out, count, err);
     OPEN_SPECS(c, rc, out, count, err);
     return rc;
 }
@@ -625,19 +636,13 @@ int cfg_repo_lock(pg_conn *c, const char *id, sx_arena *a, cfg_record **out, sx_
 
 int cfg_repo_set_live(pg_conn *c, const char *id, int version, sx_err *err)
 {
-    int rc = check_id(id, err);
-    if (rc)
-        return rc;
-    char v[16];
-    snprintf(v, sizeof(v), "%d", version);
-    const char *p[] = {id, version > 0 ? v : NULL};
-    int rows = 0;
-    rc = repo_exec_count(c,
-                         "UPDATE configs SET live_version = $2::int, updated_at = now()"
-                         " WHERE id = $1::uuid AND deleted_at IS NULL"
-                         "   AND ($2::int IS NULL OR EXISTS (SELECT 1 FROM config_versions v"
-                         "     WHERE v.config_id = $1::uuid AND v.version = $2::int))",
-                         2, p, &rows, err);
+    int rows;
+    int rc = update_config(c, id,
+                           "UPDATE configs SET live_version = $2::int, updated_at = now()"
+                           " WHERE id = $1::uuid AND deleted_at IS NULL"
+                           "   AND ($2::int IS NULL OR EXISTS (SELECT 1 FROM config_versions v"
+                           "     WHERE v.config_id = $1::uuid AND v.version = $2::int))",
+                           version, version > 0, &rows, err);
     if (rc == 0 && rows != 1)
         rc = sx_err_set(err, SX_ENOTFOUND, "config %s has no version %d", id, version);
     return rc;

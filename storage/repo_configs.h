@@ -32,6 +32,7 @@
 #include "server/base/err.h"
 #include "server/base/hash.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 /* Who writes a config's versions (configs.source). */
 typedef enum cfg_source {
@@ -110,17 +111,11 @@ typedef struct cfg_filter {
     const char *cursor;   /* NULL for the first page, else a next_cursor */
 } cfg_filter;
 
-typedef struct cfg_list {
-    cfg_record *items; /* ordered by namespace, name, id */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} cfg_list;
+/* A page of cfg_record: ordered by namespace, name, id. */
+REPO_LIST(cfg_list, cfg_record);
 
-typedef struct cfg_version_list {
-    cfg_version *items; /* newest first; spec is NULL */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} cfg_version_list;
+/* A page of cfg_version: newest first; spec is NULL. */
+REPO_LIST(cfg_version_list, cfg_version);
 
 /* Lowercase hex SHA-256 of the canonical JSON of spec (jansson json_dumps with
  * JSON_SORT_KEYS | JSON_COMPACT) into out. */

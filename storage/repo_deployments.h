@@ -28,6 +28,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 typedef enum deploy_state {
     DEPLOY_PENDING = 0,         /* planned, not started */
@@ -153,11 +154,8 @@ typedef struct deploy_filter {
     const char *cursor;
 } deploy_filter;
 
-typedef struct deploy_list {
-    deploy_record *items; /* newest first; waves are not loaded */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} deploy_list;
+/* A page of deploy_record: newest first; waves are not loaded. */
+REPO_LIST(deploy_list, deploy_record);
 
 /* A change to one wave; fields left at their "unchanged" value are kept. */
 typedef struct deploy_wave_update {

@@ -25,6 +25,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 typedef struct node_record {
     char *node_id;
@@ -110,11 +111,8 @@ typedef struct node_filter {
     const char *cursor;
 } node_filter;
 
-typedef struct node_list {
-    node_record *items; /* ordered by node_id */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} node_list;
+/* A page of node_record: ordered by node_id. */
+REPO_LIST(node_list, node_record);
 
 /* Records a node's stream opening: creates or updates identity, group, labels,
  * metadata, client and replica, sets connected and last_seen, and makes sure it has

@@ -20,6 +20,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 /* What a replica says about itself in a heartbeat; pointers borrowed. */
 typedef struct replica_beat {
@@ -44,11 +45,8 @@ typedef struct replica_record {
     long long term; /* its term at its last heartbeat while leading, else 0 */
 } replica_record;
 
-typedef struct replica_list {
-    replica_record *items; /* ordered by replica_id */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} replica_list;
+/* A page of replica_record: ordered by replica_id. */
+REPO_LIST(replica_list, replica_record);
 
 /* Creates or refreshes the replica's row: every field from b, last_seen = now(). */
 int replica_repo_beat(pg_conn *c, const replica_beat *b, sx_err *err) SX_MUSTCHECK;

@@ -39,6 +39,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 #include "storage/redis_cache.h"
 
 typedef struct snap_repo snap_repo;
@@ -87,17 +88,11 @@ typedef struct snap_group {
     char *updated_at; /* when the latest snapshot was written */
 } snap_group;
 
-typedef struct snap_group_list {
-    snap_group *items; /* ordered by name */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} snap_group_list;
+/* A page of snap_group: ordered by name. */
+REPO_LIST(snap_group_list, snap_group);
 
-typedef struct snap_list {
-    snap_record *items; /* newest first; ir and encoded are NULL */
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} snap_list;
+/* A page of snap_record: newest first; ir and encoded are NULL. */
+REPO_LIST(snap_list, snap_record);
 
 /* Flag for reads: also return the IR (always read from PostgreSQL). */
 #define SNAP_REPO_WITH_IR 0x1u

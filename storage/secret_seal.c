@@ -284,9 +284,18 @@ typedef struct rot_ctx {
     bool done;
 } rot_ctx;
 
-static int rekey_on(pg_conn *c, sx_err *err)
+/* Reads one batch of rows to reseal: turns the re-key guard on for this transaction,
+ * then runs the SELECT sql (n parameters p) into *r; *rows its rows (0 on failure). */
+static int batch_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                      PGresult **r, int *rows, sx_err *err)
 {
-    return pg_exec(c, "SELECT set_config('sextant.rekey', 'on', true)", 0, NULL, NULL, err);
+    *rows = 0;
+    int rc = pg_exec(c, "SELECT set_config('sextant.rekey', 'on', true)", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = repo_query(c, a, sql, n, p, r, err);
+    if (rc == 0)
+        *rows = PQntuples(*r);
+    return rc;
 }
 
 /* One batch of config versions in its transaction. */
@@ -296,20 +305,17 @@ static int rotate_configs_batch(pg_conn *c, void *arg, sx_err *err)
     sx_arena *a = sx_arena_create();
     const char *p[] = {x->after_id[0] ? x->after_id : NULL, repo_i64_param(a, x->after_ver)};
     PGresult *r;
-    int rc = rekey_on(c, err);
-    if (rc == 0)
-        rc = repo_query(c, a,
+    int rows;
+    int rc = batch_rows(c, a,
                         "SELECT config_id, version, spec FROM config_versions"
                         " WHERE ($1::uuid IS NULL OR (config_id, version) > ($1::uuid, $2::int))"
                         "   AND (spec::text LIKE '%\"key\\_pem\"%' OR spec::text LIKE "
                         "'%\"keyPem\"%')"
                         " ORDER BY config_id, version LIMIT " BATCH_ROWS " FOR UPDATE",
-                        2, p, &r, err);
-    long long scanned = 0, resealed = 0;
-    int rows = rc ? 0 : PQntuples(r);
+                        2, p, &r, &rows, err);
+    long long resealed = 0;
     for (int i = 0; rc == 0 && i < rows; i++) {
         json_t *spec = NULL, *next = NULL;
-        scanned++;
         if ((rc = repo_json(a, r, i, 2, &spec, err)) ||
             (rc = reseal_json(x->k, spec, &next, err)) || next == NULL)
             continue;
@@ -322,7 +328,7 @@ static int rotate_configs_batch(pg_conn *c, void *arg, sx_err *err)
         resealed += rc == 0;
     }
     if (rc == 0) {
-        x->st->configs_scanned += scanned;
+        x->st->configs_scanned += rows;
         x->st->configs_resealed += resealed;
         x->done = rows == 0;
         if (rows > 0) {
@@ -370,19 +376,16 @@ static int rotate_snapshots_batch(pg_conn *c, void *arg, sx_err *err)
     sx_arena *a = sx_arena_create();
     const char *p[] = {x->after_id[0] ? x->after_id : "0"};
     PGresult *r;
-    int rc = rekey_on(c, err);
-    if (rc == 0)
-        rc = repo_query(c, a,
+    int rows;
+    int rc = batch_rows(c, a,
                         "SELECT id, ir, encoded FROM snapshots WHERE id > $1::bigint"
                         "   AND (ir::text LIKE '%\"key\\_pem\"%' OR ir::text LIKE '%\"keyPem\"%'"
                         "        OR substring(encoded from 1 for 4) = '\\x53584531'::bytea)"
                         " ORDER BY id LIMIT " BATCH_SNAPS " FOR UPDATE",
-                        1, p, &r, err);
-    long long scanned = 0, resealed = 0;
-    int rows = rc ? 0 : PQntuples(r);
+                        1, p, &r, &rows, err);
+    long long resealed = 0;
     for (int i = 0; rc == 0 && i < rows; i++) {
         json_t *ir = NULL, *next = NULL;
-        scanned++;
         if ((rc = repo_json(a, r, i, 1, &ir, err)) != 0)
             break;
         bool has_keys = seal_json_has_keys(ir), bytes_changed = false;
@@ -405,7 +408,7 @@ static int rotate_snapshots_batch(pg_conn *c, void *arg, sx_err *err)
         sx_buf_free(&bytes);
     }
     if (rc == 0) {
-        x->st->snapshots_scanned += scanned;
+        x->st->snapshots_scanned += rows;
         x->st->snapshots_resealed += resealed;
         x->done = rows == 0;
         if (rows > 0)

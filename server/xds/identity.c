@@ -17,8 +17,10 @@
 #include <string.h>
 
 #include "server/base/arena.h"
+#include "server/base/glob.h"
 #include "server/base/jwt.h"
 #include "server/base/mem.h"
+#include "server/token_keys.h"
 
 #define MAX_PATTERNS     64
 #define MAX_PATTERN_LEN  256
@@ -63,28 +65,6 @@ struct xds_cred {
 };
 
 /* ------------------------------------------------------------------ patterns */
-
-bool xds_ident_glob(const char *p, const char *s)
-{
-    const char *star = NULL, *resume = NULL;
-    while (*s) {
-        if (*p == '*') {
-            star = p++;
-            resume = s;
-        } else if (*p == *s) {
-            p++;
-            s++;
-        } else if (star) {
-            p = star + 1;
-            s = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*p == '*')
-        p++;
-    return *p == '\0';
-}
 
 bool xds_ident_san_match(const char *p, const char *san, const char *node_id)
 {
@@ -222,12 +202,7 @@ int xds_ident_create(const sextant_config *cfg, xds_ident **out, sx_err *err)
                                     id->san_patterns[i]);
         }
     }
-    id->keys.hs256_secret = cfg->auth.hs256_secret;
-    id->keys.rs256_public_pem = cfg->auth.rs256_public_key_pem;
-    id->keys.issuer = cfg->auth.issuer;
-    id->keys.audience = cfg->auth.audience;
-    id->keys.skew_s = cfg->auth.clock_skew_ms / 1000;
-    id->keys.max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000;
+    id->keys = token_keys_from_config(cfg);
     if (rc == 0 && (id->modes & XDS_AUTH_JWT) && !sx_jwt_has_keys(&id->keys))
         rc = sx_err_set(err, SX_EINVAL,
                         "xds.auth: jwt needs auth.hs256_secret, auth.hs256_secret_file or "
@@ -434,11 +409,11 @@ xds_auth_fail xds_ident_check(const xds_ident *id, const xds_cred *c, const char
     bool node_ok = false;
     if (c->token_ok) {
         for (size_t i = 0; i < c->nnodes && !node_ok; i++)
-            node_ok = xds_ident_glob(c->nodes[i], node_id);
+            node_ok = sx_glob_match(c->nodes[i], node_id);
         if (node_ok) {
             bool group_ok = !c->groups_limited || group == NULL;
             for (size_t i = 0; i < c->ngroups && !group_ok; i++)
-                group_ok = xds_ident_glob(c->groups[i], group);
+                group_ok = sx_glob_match(c->groups[i], group);
             if (group_ok) {
                 *identity = c->jwt_identity;
                 return XDS_AUTH_OK;

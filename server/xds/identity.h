@@ -94,9 +94,6 @@ const char *xds_cred_who(const xds_cred *c);
 xds_auth_fail xds_ident_check(const xds_ident *id, const xds_cred *c, const char *node_id,
                               const char *group, const char **identity, char *msg, size_t n);
 
-/* Whether the glob pattern (`*`: any run of characters) matches s. */
-bool xds_ident_glob(const char *pattern, const char *s);
-
 /* Whether the SAN pattern matches san with node_id in place of {node} (`*`: any run of
  * characters but '/'). */
 bool xds_ident_san_match(const char *pattern, const char *san, const char *node_id);

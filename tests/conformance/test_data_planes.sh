@@ -10,9 +10,4 @@ conf_init data-planes
 conf_rest_auth "conformance-data-planes-secret-0123456789"
 VIEWER_TOKEN=$(token conformance-viewer viewer)
 export TOKEN VIEWER_TOKEN
-conf_services || exit 1
-conf_serve r1 || exit 1
-XDS_SERVER="127.0.0.1:$R1_GRPC" HTTP_PORT=$R1_HTTP node "$CONF/lib/data_planes.js" | tee "$WORK/data_planes.out"
-check "every data plane check passed (lib/data_planes.js)" [ "${PIPESTATUS[0]}" = 0 ]
-conf_stop_serve r1
-finish
+conf_run_checks data_planes.js "data plane"

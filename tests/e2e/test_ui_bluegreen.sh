@@ -12,19 +12,10 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 e2e_init bluegreen
 e2e_services || exit 1
-export SEXTANT_ROLLOUTS_TICK=200ms
-SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
-ADMIN=$(e2e_token e2e-admin admin)
-GROUP=e2e-bluegreen
-CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
-for n in dp-bg-1 dp-bg-2 dp-bg-3; do
-    e2e_dataplane "$n" "$GROUP"
-done
-for n in dp-bg-1 dp-bg-2 dp-bg-3; do
-    check "$n acked v1" e2e_wait_acked "$ADMIN" "$n" 1
-done
+SEXTANT_ROLLOUTS_TICK=200ms SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
+e2e_web_fleet e2e-bluegreen dp-bg-1 dp-bg-2 dp-bg-3 || exit 1
 
-export ADMIN CONFIG_ID GROUP NODES="dp-bg-1 dp-bg-2 dp-bg-3" GREEN=dp-bg-2
+export GREEN=dp-bg-2
 e2e_browser "$E2E/scenarios/bluegreen.mjs"
 
 st=$(e2e_rest "$ADMIN" GET "/api/v1/audit?resource_type=deployment")

@@ -15,15 +15,8 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 e2e_init config-edit
 e2e_services || exit 1
 SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
-ADMIN=$(e2e_token e2e-admin admin)
-GROUP=e2e-edit
-CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
-e2e_dataplane dp-edit-1 "$GROUP"
-e2e_dataplane dp-edit-2 "$GROUP"
-check "dp-edit-1 acked v1" e2e_wait_acked "$ADMIN" dp-edit-1 1
-check "dp-edit-2 acked v1" e2e_wait_acked "$ADMIN" dp-edit-2 1
+e2e_web_fleet e2e-edit dp-edit-1 dp-edit-2 || exit 1
 
-export ADMIN CONFIG_ID GROUP NODES="dp-edit-1 dp-edit-2"
 e2e_browser "$E2E/scenarios/config_edit.mjs"
 
 # What the browser did is what the server stored.

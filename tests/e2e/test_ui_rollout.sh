@@ -25,19 +25,10 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 e2e_init rollout
 e2e_services || exit 1
-export SEXTANT_ROLLOUTS_TICK=200ms
-SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
-ADMIN=$(e2e_token e2e-admin admin)
-GROUP=e2e-rollout
-CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
-for n in dp-ro-1 dp-ro-2 dp-ro-3; do
-    e2e_dataplane "$n" "$GROUP"
-done
-for n in dp-ro-1 dp-ro-2 dp-ro-3; do
-    check "$n acked v1" e2e_wait_acked "$ADMIN" "$n" 1
-done
+SEXTANT_ROLLOUTS_TICK=200ms SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
+e2e_web_fleet e2e-rollout dp-ro-1 dp-ro-2 dp-ro-3 || exit 1
 
-export ADMIN CONFIG_ID GROUP GRPC_PORT NODES="dp-ro-1 dp-ro-2 dp-ro-3" BAD=dp-ro-bad
+export GRPC_PORT BAD=dp-ro-bad
 # The scenario starts the rejecting data plane itself, between its two rollouts.
 export DATAPLANE_CMD="node $E2E/lib/dataplane.cjs --server 127.0.0.1:$GRPC_PORT --node dp-ro-bad --group $GROUP --nack-matching nack-me"
 export DATAPLANE_LOG="$WORK/dp-ro-bad.log"

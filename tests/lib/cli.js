@@ -10,6 +10,15 @@ function arg(name, dflt) {
 }
 
 /**
+ * The options of a program that speaks xDS for one node: --server, --group, --node
+ * (node when absent) and --timeout-ms (10000 when absent), as
+ * {server, group, nodeId, timeoutMs}.
+ */
+function nodeArgs(node) {
+  return {server: arg('server'), group: arg('group'), nodeId: arg('node', node), timeoutMs: Number(arg('timeout-ms', '10000'))};
+}
+
+/**
  * Writes port to file atomically (a temporary file renamed), so a test polling for the
  * file never reads it half written.
  */
@@ -18,4 +27,4 @@ function writePortFile(file, port) {
   fs.renameSync(file + '.tmp', file);
 }
 
-module.exports = {arg, writePortFile};
+module.exports = {arg, nodeArgs, writePortFile};

@@ -142,6 +142,17 @@ token() {
     "${SX_ENV[@]}" "$BIN" token --user "$1" --role "$2" --ttl "${3:-1h}"
 }
 
+# hs256_token KEY PAYLOAD-JSON [HEADER-JSON]: a JWT signed by hand with openssl (HS256
+# with KEY), for tokens `sextant token` would not mint.
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+hs256_token() {
+    local header=${3:-'{"alg":"HS256","typ":"JWT"}'} h p s
+    h=$(printf '%s' "$header" | b64url)
+    p=$(printf '%s' "$2" | b64url)
+    s=$(printf '%s' "$h.$p" | openssl dgst -sha256 -hmac "$1" -binary | b64url)
+    printf '%s.%s.%s' "$h" "$p" "$s"
+}
+
 # metric NAME [PORT]: the value of the /metrics line NAME (with its labels) on PORT
 # (HTTP_PORT by default), or nothing.
 metric() {

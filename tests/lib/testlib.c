@@ -348,6 +348,24 @@ void tl_assert_json_is(const json_t *got, const char *want_text)
     json_decref(want);
 }
 
+void tl_assert_text(const char *text, const char *const *has, const char *const *lacks)
+{
+    for (size_t i = 0; has && has[i]; i++)
+        if (strstr(text, has[i]) == NULL)
+            fail_msg("missing \"%s\" in: %s", has[i], text);
+    for (size_t i = 0; lacks && lacks[i]; i++)
+        if (strstr(text, lacks[i]) != NULL)
+            fail_msg("unexpected \"%s\" in: %s", lacks[i], text);
+}
+
+void tl_assert_json_text(const json_t *j, const char *const *has, const char *const *lacks)
+{
+    char *text = json_dumps(j, JSON_COMPACT);
+    assert_non_null(text);
+    tl_assert_text(text, has, lacks);
+    free(text);
+}
+
 void tl_assert_fielderrs(const sx_fielderrs *errs, const tl_want_err *want, size_t n)
 {
     bool ok = errs->count == n;

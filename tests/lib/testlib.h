@@ -79,6 +79,11 @@ json_t *tl_json(const char *text);
 void tl_assert_json_equal(const json_t *got, const json_t *want);
 /* The same against the JSON of want_text, written as for tl_json. */
 void tl_assert_json_is(const json_t *got, const char *want_text);
+/* Fails the test, naming the string, unless text holds every string of has and none of
+ * lacks (NULL-terminated arrays; NULL for none). */
+void tl_assert_text(const char *text, const char *const *has, const char *const *lacks);
+/* tl_assert_text of j written as compact JSON. */
+void tl_assert_json_text(const json_t *j, const char *const *has, const char *const *lacks);
 
 /* One expected field error: its path and its exact message. */
 typedef struct tl_want_err {

@@ -69,6 +69,20 @@ Hcm *tl_hcm_of(const tr_resources *r, const char *listener)
     return h;
 }
 
+ProtobufCMessage *tl_http_filter_before_router(const tr_resources *r, const char *listener,
+                                               const char *filter,
+                                               const ProtobufCMessageDescriptor *d)
+{
+    Hcm *h = tl_hcm_of(r, listener);
+    assert_int_equal(h->n_http_filters, 2);
+    assert_string_equal(h->http_filters[0]->name, filter);
+    assert_true(h->http_filters[0]->is_optional);
+    assert_string_equal(h->http_filters[1]->name, "envoy.filters.http.router");
+    ProtobufCMessage *m = tl_unpack_any(h->http_filters[0]->typed_config, d);
+    protobuf_c_message_free_unpacked(&h->base, NULL);
+    return m;
+}
+
 Envoy__Config__Route__V3__RouteConfiguration *tl_route_config(const tr_resources *r,
                                                               const char *name)
 {

@@ -32,6 +32,12 @@ Envoy__Config__Listener__V3__Listener *tl_listener(const tr_resources *r, const 
 /* The HTTP connection manager of listener name (the first filter of its first chain);
  * the caller frees it with protobuf_c_message_free_unpacked. */
 Hcm *tl_hcm_of(const tr_resources *r, const char *listener);
+/* The HTTP filter ahead of the router in listener's connection manager, which must hold
+ * those two only: checks it is `filter` and optional, and returns its config decoded as
+ * d; the caller frees it with protobuf_c_message_free_unpacked. */
+ProtobufCMessage *tl_http_filter_before_router(const tr_resources *r, const char *listener,
+                                               const char *filter,
+                                               const ProtobufCMessageDescriptor *d);
 /* Route configuration name of r, decoded (it must be there); the caller frees it with
  * envoy__config__route__v3__route_configuration__free_unpacked. */
 Envoy__Config__Route__V3__RouteConfiguration *tl_route_config(const tr_resources *r,

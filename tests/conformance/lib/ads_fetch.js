@@ -23,12 +23,9 @@ const x = require('./xds');
 const ec = require('./envoy_checks');
 const {TYPE} = x;
 
-const {arg} = require('../../lib/cli.js');
-const server = arg('server');
-const group = arg('group');
-const nodeId = arg('node', 'ads-fetch');
+const {arg, nodeArgs} = require('../../lib/cli.js');
+const {server, group, nodeId, timeoutMs} = nodeArgs('ads-fetch');
 const until = arg('until-version', '');
-const timeoutMs = Number(arg('timeout-ms', '10000'));
 const resume = arg('resume', '') ? JSON.parse(require('fs').readFileSync(arg('resume'), 'utf8')) : {};
 
 async function main() {

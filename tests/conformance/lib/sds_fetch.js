@@ -13,12 +13,9 @@
 
 const x = require('./xds');
 const {TYPE} = x;
-const {arg} = require('../../lib/cli.js');
+const {nodeArgs} = require('../../lib/cli.js');
 
-const server = arg('server');
-const group = arg('group');
-const nodeId = arg('node', 'sds-fetch');
-const timeoutMs = Number(arg('timeout-ms', '10000'));
+const {server, group, nodeId, timeoutMs} = nodeArgs('sds-fetch');
 
 // The names of the SDS secrets a listener's TLS contexts refer to.
 function sdsNames(listener) {

@@ -129,6 +129,19 @@ export async function selectInEditor(p, text) {
 }
 
 /**
+ * Checks the config editor shows the spec (holding text) and that typing into it (as
+ * who) changes nothing: the editor is read-only.
+ */
+export async function expectReadOnlyEditor(p, text, who) {
+  const editor = p.locator('.cm-content');
+  await expectVisible('the spec is shown in the editor', editor.filter({hasText: text}));
+  const before = await editor.textContent();
+  await editor.click();
+  await p.keyboard.type(`typed by ${who}`);
+  await check('typing into the spec changes nothing', editor.textContent().then((t) => t === before));
+}
+
+/**
  * Runs a scenario: launches Chromium, opens a page at 1280×800, runs fn, takes the
  * final screenshot (printed), prints the summary and exits non-zero on any failure.
  * Uncaught page errors and console errors (other than failed network loads the test

@@ -176,6 +176,26 @@ e2e_create_config() {
     jv .id
 }
 
+# e2e_web_fleet GROUP NODE...: an admin token (ADMIN), config web at version 1 in GROUP
+# (CONFIG_ID; e2e_spec web.example), and a data plane for each NODE, checked to have
+# acked version 1; exports ADMIN, CONFIG_ID, GROUP and NODES for the scenarios. (Not to
+# be called in $(...): it sets variables.)
+e2e_web_fleet() {
+    local n
+    GROUP=$1
+    shift
+    NODES="$*"
+    ADMIN=$(e2e_token e2e-admin admin)
+    CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || return 1
+    for n in "$@"; do
+        e2e_dataplane "$n" "$GROUP"
+    done
+    for n in "$@"; do
+        check "$n acked v1" e2e_wait_acked "$ADMIN" "$n" 1
+    done
+    export ADMIN CONFIG_ID GROUP NODES
+}
+
 # e2e_put_config TOKEN ID SPEC MESSAGE: a new version (fails the test when refused).
 e2e_put_config() {
     local st

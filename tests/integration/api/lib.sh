@@ -139,3 +139,19 @@ api_spec() {
 api_config_body() {
     printf '{"namespace":"team","name":"%s","groups":["%s"],"spec":%s%s}' "$1" "$2" "$3" "${4:+,$4}"
 }
+
+# ------------------------------------------------------------------ event streams
+# stream NAME PORT TOKEN [curl args...]: GET /api/v1/events on PORT in the background
+# (bg_run), body to $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in PID_NAME.
+stream() {
+    local name=$1 port=$2 tok=$3
+    shift 3
+    bg_run "$name" curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
+        "http://127.0.0.1:$port/api/v1/events"
+}
+# sse NAME EXPR: EXPR (over e, the events, and comments; tests/integration/api/sse.js)
+# is true for stream NAME; ssep NAME EXPR prints its value.
+sse() { node "$SRC/tests/integration/api/sse.js" "$WORK/$1.sse" "$2"; }
+ssep() { node "$SRC/tests/integration/api/sse.js" "$WORK/$1.sse" -p "$2"; }
+# connected NAME: stream NAME has been told ": connected".
+connected() { sse "$1" 'comments.includes(": connected")'; }

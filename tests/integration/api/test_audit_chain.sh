@@ -39,20 +39,27 @@ check "the runtime role is not the owner of audit_log" \
 api_serve
 ADMIN=$(api_token alice admin)
 
+# post_configs FIRST LAST: configs cFIRST..cLAST created at the same time, in the
+# background (their pids in PIDS).
+post_configs() {
+    local i
+    PIDS=()
+    for i in $(seq "$1" "$2"); do
+        curl -s -o /dev/null --max-time 20 -H "Authorization: Bearer $ADMIN" \
+            -H 'Content-Type: application/json' -X POST "http://127.0.0.1:$HTTP_PORT/api/v1/configs" \
+            --data-binary "$(api_config_body "c$i" edge "$(api_spec $((8000 + i)) "c$i.example")")" &
+        PIDS+=($!)
+    done
+}
+
 # ------------------------------------------------------------------ chained writes
 for i in 1 2 3; do
     call_status "config $i created" 201 api_json "$ADMIN" POST /api/v1/configs \
         "$(api_config_body "c$i" edge "$(api_spec $((8000 + i)) "c$i.example")")"
 done
 # Concurrent writers in one replica share one chain, one after the other.
-pids=()
-for i in $(seq 4 13); do
-    curl -s -o /dev/null --max-time 20 -H "Authorization: Bearer $ADMIN" \
-        -H 'Content-Type: application/json' -X POST "http://127.0.0.1:$HTTP_PORT/api/v1/configs" \
-        --data-binary "$(api_config_body "c$i" edge "$(api_spec $((8000 + i)) "c$i.example")")" &
-    pids+=($!)
-done
-wait "${pids[@]}"
+post_configs 4 13
+wait "${PIDS[@]}"
 check "the concurrent writes were audited" \
     [ "$(sql "SELECT count(*) FROM audit_log WHERE action = 'config.create' AND result = 'success'")" = 13 ]
 check "serve does not warn that it owns the audit log" \
@@ -65,15 +72,9 @@ check "verify passes on an untouched database (exit 0)" [ $? = 0 ]
 check "verify says how much it checked" grep -Eq '^audit log verified: [0-9]+ rows? in [0-9]+ chains?$' "$WORK/verify"
 
 # A replica killed mid-writes continues its chain where the committed rows end.
-pids=()
-for i in $(seq 14 23); do
-    curl -s -o /dev/null --max-time 20 -H "Authorization: Bearer $ADMIN" \
-        -H 'Content-Type: application/json' -X POST "http://127.0.0.1:$HTTP_PORT/api/v1/configs" \
-        --data-binary "$(api_config_body "c$i" edge "$(api_spec $((8000 + i)) "c$i.example")")" &
-    pids+=($!)
-done
+post_configs 14 23
 serve_kill
-wait "${pids[@]}"
+wait "${PIDS[@]}"
 api_serve
 call_status "a write after the restart" 201 api_json "$ADMIN" POST /api/v1/configs \
     "$(api_config_body c99 edge "$(api_spec 8099 c99.example)")"

@@ -32,15 +32,6 @@ rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'viewer configs=read
 export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
 
 # ------------------------------------------------------------------ tokens made by hand
-b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-# hs256_token KEY PAYLOAD-JSON [HEADER-JSON]
-hs256_token() {
-    local header=${3:-'{"alg":"HS256","typ":"JWT"}'} h p s
-    h=$(printf '%s' "$header" | b64url)
-    p=$(printf '%s' "$2" | b64url)
-    s=$(printf '%s' "$h.$p" | openssl dgst -sha256 -hmac "$1" -binary | b64url)
-    printf '%s.%s.%s' "$h" "$p" "$s"
-}
 NOW=$(date +%s)
 claims() { # claims SUB ROLE EXP
     printf '{"sub":"%s","role":"%s","iss":"https://sextant.test","aud":"sextant-api","exp":%s}' \

@@ -46,18 +46,6 @@ VIEW=$(api_token victor viewer)
 WATCH=$(api_token wanda fleetwatch)
 CONFR=$(api_token carl configreader)
 
-# stream NAME PORT TOKEN [curl args...]: an event stream in the background (bg_run),
-# body to $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in PID_NAME.
-stream() {
-    local name=$1 port=$2 tok=$3
-    shift 3
-    bg_run "$name" curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
-        "http://127.0.0.1:$port/api/v1/events"
-}
-# sse NAME EXPR: EXPR (over e, the events, and comments) is true for stream NAME.
-sse() { node "$SSE" "$WORK/$1.sse" "$2"; }
-ssep() { node "$SSE" "$WORK/$1.sse" -p "$2"; }
-connected() { sse "$1" 'comments.includes(": connected")'; }
 
 # ---------------------------------------------------------------- refusals
 st=$(curl -s -o "$WORK/body" -w '%{http_code}' --max-time 5 "http://127.0.0.1:$HTTP_B/api/v1/events")

@@ -21,17 +21,6 @@ export SEXTANT_EVENTS_KEEPALIVE=60s
 export SEXTANT_EVENTS_MAX_STREAMS_PER_USER=2
 api_serve
 
-# stream NAME TOKEN [curl args...]: an event stream in the background (bg_run), body to
-# $WORK/NAME.sse, headers to $WORK/NAME.h; its pid in PID_NAME.
-stream() {
-    local name=$1 tok=$2
-    shift 2
-    bg_run "$name" curl -sN -D "$WORK/$name.h" -o "$WORK/$name.sse" -H "Authorization: Bearer $tok" "$@" \
-        "http://127.0.0.1:$HTTP_PORT/api/v1/events"
-}
-sse() { node "$SSE" "$WORK/$1.sse" "$2"; }
-ssep() { node "$SSE" "$WORK/$1.sse" -p "$2"; }
-connected() { sse "$1" 'comments.includes(": connected")'; }
 ended() { ! kill -0 "$1" 2>/dev/null; }
 # ticks NAME: the numbers of the tick events of stream NAME, in stream order.
 ticks() { ssep "$1" 'e.filter(v => (v.data.node_id || "").startsWith("tick-")).map(v => Number(v.data.node_id.slice(5))).join(",")'; }
@@ -53,7 +42,7 @@ ticker() {
 # ------------------------------------------------------------------ token expiry
 SHORT=$(api_token tess viewer 5s)
 EXP=$(node -e 'console.log(JSON.parse(Buffer.from(process.argv[1].split(".")[1], "base64url")).exp)' "$SHORT")
-stream exp "$SHORT"
+stream exp "$HTTP_PORT" "$SHORT"
 check "a stream opens with a token that expires at $EXP" wait_for 10 connected exp
 ticker &
 PID_TICKER=$!
@@ -76,7 +65,7 @@ LAST=$(ssep exp 'e.length ? e[e.length - 1].id : ""')
 FIRST_PART=$(ticks exp)
 check "the expired stream delivered events (ticks $FIRST_PART, last id $LAST)" [ -n "$LAST" ]
 FRESH=$(api_token tess viewer 1h)
-stream res "$FRESH" -H "Last-Event-ID: $LAST"
+stream res "$HTTP_PORT" "$FRESH" -H "Last-Event-ID: $LAST"
 check "the stream resumes with Last-Event-ID" wait_for 10 connected res
 MAXFIRST=${FIRST_PART##*,}
 check "the resumed stream gets the ticks after it" \
@@ -93,8 +82,8 @@ bg_stop res
 # ------------------------------------------------------------------ per-user cap
 URS=$(api_token ursula viewer)
 OSC=$(api_token oscar viewer)
-stream u1 "$URS"
-stream u2 "$URS"
+stream u1 "$HTTP_PORT" "$URS"
+stream u2 "$HTTP_PORT" "$URS"
 check "ursula holds two streams" wait_for 10 bash -c "node '$SSE' '$WORK/u1.sse' 'comments.length > 0' && node '$SSE' '$WORK/u2.sse' 'comments.length > 0'"
 st=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' --max-time 5 \
     -H "Authorization: Bearer $URS" "http://127.0.0.1:$HTTP_PORT/api/v1/events")
@@ -103,13 +92,13 @@ check "the 429 has the error shape, naming the limit" \
     jtrue 'typeof j.error.code === "string" && j.error.message.includes("too many open event streams") && JSON.stringify(j.error.details).includes("events.max_streams_per_user")'
 RA=$(header Retry-After)
 check "the 429 carries Retry-After ($RA)" grep -Eqx '[1-9][0-9]*' <<<"$RA"
-stream o1 "$OSC"
+stream o1 "$HTTP_PORT" "$OSC"
 check "oscar is still served" wait_for 10 connected o1
 check "three streams are open (sextant_events_streams)" wait_for 10 metric_is sextant_events_streams 3
 bg_stop u1
 check "ursula's closed stream is reaped at once, not at the next keep-alive (60 s)" \
     wait_for 10 metric_is sextant_events_streams 2
-stream u3 "$URS"
+stream u3 "$HTTP_PORT" "$URS"
 check "... so ursula may open another" wait_for 10 connected u3
 check "the access log has the hung-up stream" contains "$WORK/serve.log" '"route":"/api/v1/events","status":200'
 bg_stop u2
@@ -122,7 +111,7 @@ export SEXTANT_EVENTS_MAX_STREAM_LIFETIME=2s
 api_serve
 LONG=$(api_token liam viewer 1h)
 START=$(date +%s)
-stream life "$LONG"
+stream life "$HTTP_PORT" "$LONG"
 check "a stream with a long-lived token opens" wait_for 10 connected life
 check "it ends by itself after its lifetime" wait_for 30 ended "$PID_life"
 wait "$PID_life"

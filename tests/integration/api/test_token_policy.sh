@@ -50,15 +50,8 @@ refused() {
 }
 accepted() { [ "$(whoami "$1" "$2")" = 200 ]; }
 
-b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
 # hs256 PAYLOAD-JSON [HEADER-JSON]: a token signed with the daemons' secret.
-hs256() {
-    local header=${2:-'{"alg":"HS256","typ":"JWT"}'} h p s
-    h=$(printf '%s' "$header" | b64url)
-    p=$(printf '%s' "$1" | b64url)
-    s=$(printf '%s' "$h.$p" | openssl dgst -sha256 -hmac "$SEXTANT_AUTH_HS256_SECRET" -binary | b64url)
-    printf '%s.%s.%s' "$h" "$p" "$s"
-}
+hs256() { hs256_token "$SEXTANT_AUTH_HS256_SECRET" "$@"; }
 # jti TOKEN: the token's "jti" claim.
 jti() {
     node -e 'console.log(JSON.parse(Buffer.from(process.argv[1].split(".")[1], "base64url")).jti)' "$1"

@@ -49,26 +49,28 @@ def model_class(type_name):
     return getattr(client, type_name, None)
 
 
+# The python-kubernetes container types: the pattern of the type name (its group the
+# element type), the JSON type, what it is called, its (key, element) pairs and how an
+# element's place is written.
+CONTAINERS = (
+    (r"list\[(.*)\]$", list, "a list", enumerate, "%s[%d]"),
+    (r"dict\(str, (.*)\)$", dict, "a mapping", lambda d: d.items(), "%s.%s"),
+)
+
+
 def walk(value, type_name, where):
     """Checks value against the python-kubernetes type name (V1Deployment, list[...], ...)."""
     if value is None:
         return
-    m = re.match(r"list\[(.*)\]$", type_name)
-    if m:
-        if not isinstance(value, list):
-            problem("%s: a list is expected" % where)
+    for pattern, json_type, called, items, place in CONTAINERS:
+        m = re.match(pattern, type_name)
+        if m:
+            if not isinstance(value, json_type):
+                problem("%s: %s is expected" % (where, called))
+                return
+            for k, v in items(value):
+                walk(v, m.group(1), place % (where, k))
             return
-        for i, v in enumerate(value):
-            walk(v, m.group(1), "%s[%d]" % (where, i))
-        return
-    m = re.match(r"dict\(str, (.*)\)$", type_name)
-    if m:
-        if not isinstance(value, dict):
-            problem("%s: a mapping is expected" % where)
-            return
-        for k, v in value.items():
-            walk(v, m.group(1), "%s.%s" % (where, k))
-        return
     if type_name in PRIMITIVES:
         want = PRIMITIVES[type_name]
         if type_name == "str" and isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -46,12 +46,10 @@ check "... naming strategy.green.node_ids[0]" jtrue 'j.error.details.some(d => d
 check "no deployment was created" [ "$(sql "SELECT count(*) FROM deployments")" = 0 ]
 
 # ---------------------------------------------------------------- green, hold, promote
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"blue_green\",\"green\":{\"labels\":{\"slot\":\"green\"}},\"promote_timeout\":\"10m\"},\"wave_timeout\":\"30s\",\"reason\":\"blue-green\"}"
-expect_status "a blue-green deployment is created" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-D1=$DEPLOY
+rt_deploy "a blue-green deployment is created" "$V" \
+    '{"type":"blue_green","green":{"labels":{"slot":"green"}},"promote_timeout":"10m"}' blue-green
+D1=$DEPLOY T=$TARGET
 cp "$WORK/body" "$WORK/d1.json"
-T=$(jv ".target_snapshots[\"$G\"]" "$WORK/d1.json")
 check "two waves: green ($GREEN) then blue ($BLUE)" \
     jtrue "j.waves.length === 2 && j.waves[0].node_ids.slice().sort().join(' ') === '$GREEN' && j.waves[1].node_ids.slice().sort().join(' ') === '$BLUE'" "$WORK/d1.json"
 check "the stored strategy keeps green, the timeout and on_timeout rollback (the default)" \

@@ -31,11 +31,9 @@ check "node_status: 6 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 6
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
 
 # ---------------------------------------------------------------- timeout: roll back (default)
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"blue_green\",\"green\":{\"node_ids\":$GREEN_JSON},\"promote_timeout\":\"3s\"},\"wave_timeout\":\"30s\",\"reason\":\"nobody promotes\"}"
-expect_status "a blue-green deployment with a 3 s hold is created" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-D1=$DEPLOY
-T1=$(jv ".target_snapshots[\"$G\"]")
+rt_deploy "a blue-green deployment with a 3 s hold is created" "$V" \
+    "{\"type\":\"blue_green\",\"green\":{\"node_ids\":$GREEN_JSON},\"promote_timeout\":\"3s\"}" "nobody promotes"
+D1=$DEPLOY T1=$TARGET
 check "on_timeout defaults to rollback" jtrue 'j.strategy.on_timeout === "rollback" && j.strategy.promote_timeout === "3s"'
 check "green ACKed v$T1 (wave 0 completed)" wait_for 30 rt_deploy_true "$D1" 'j.waves[0].state === "completed" || j.waves[0].state === "rolled_back"'
 check "the deployment rolls back by itself" wait_for 30 rt_deploy_in "$D1" rolled_back rollback_failed completed
@@ -54,11 +52,10 @@ check "audit: deployment.rollback by the system, automatic, with the timeout rea
 rt_refused "promoting a rolled-back deployment is refused" "$D1" promote "too late"
 
 # ---------------------------------------------------------------- timeout: promote
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"blue_green\",\"green\":{\"node_ids\":$GREEN_JSON},\"promote_timeout\":\"2s\",\"on_timeout\":\"promote\"},\"wave_timeout\":\"30s\",\"reason\":\"promote on timeout\"}"
-expect_status "a blue-green deployment promoting on timeout is created" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-D2=$DEPLOY
-T2=$(jv ".target_snapshots[\"$G\"]")
+rt_deploy "a blue-green deployment promoting on timeout is created" "$V" \
+    "{\"type\":\"blue_green\",\"green\":{\"node_ids\":$GREEN_JSON},\"promote_timeout\":\"2s\",\"on_timeout\":\"promote\"}" \
+    "promote on timeout"
+D2=$DEPLOY T2=$TARGET
 check "it completes without an operator" wait_for 40 rt_deploy_in "$D2" completed rolled_back rollback_failed
 check "... completed, phase switched" jtrue 'j.state === "completed" && j.blue_green.phase === "switched" && j.blue_green.promoted_at' "$WORK/deploy.json"
 check "blue was switched only after the 2 s hold" \
@@ -73,11 +70,10 @@ check "/metrics: one hold rolled back, one promoted on timeout" \
 rt_fleet_post "/clients/$NACKER/behaviour" "{\"nack_if\":\"$MARKER\",\"nack_message\":\"$NACK_MESSAGE\"}" ||
     fail "the fleet takes $NACKER's behaviour"
 V3=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec "echo-$MARKER" "$ECHO_NEW")" "a backend green refuses") || exit 1
-rt_apply "$CONFIG_ID" "{\"version\":$V3,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"blue_green\",\"green\":{\"node_ids\":$GREEN_JSON},\"promote_timeout\":\"10m\"},\"nack_threshold\":0.2,\"nack_min_sample\":1,\"wave_timeout\":\"30s\",\"reason\":\"green refuses\"}"
-expect_status "a blue-green deployment of v$V3 is created (green includes $NACKER)" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-D3=$DEPLOY
-T3=$(jv ".target_snapshots[\"$G\"]")
+rt_deploy "a blue-green deployment of v$V3 is created (green includes $NACKER)" "$V3" \
+    "{\"type\":\"blue_green\",\"green\":{\"node_ids\":$GREEN_JSON},\"promote_timeout\":\"10m\"}" \
+    "green refuses" '"nack_threshold":0.2,"nack_min_sample":1'
+D3=$DEPLOY T3=$TARGET
 check "the deployment fails and rolls back by itself" wait_for 40 rt_deploy_in "$D3" rolled_back rollback_failed completed
 cp "$WORK/deploy.json" "$WORK/d3.json"
 check "... rolled_back on the NACK rate; green's wave lists the NACK; blue canceled, never started" \

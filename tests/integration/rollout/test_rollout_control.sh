@@ -26,20 +26,18 @@ check "node_status: 10 nodes acked v$V1" wait_for 10 rt_acked_all "$V1" 10
 V=$(rt_config_draft "$CONFIG_ID" "$(rt_echo_spec echo-new "$ECHO_NEW")") || exit 1
 
 # ---------------------------------------------------------------- canary, pause, resume
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":40,\"interval\":\"30s\"},\"wave_timeout\":\"30s\",\"reason\":\"canary\"}"
-expect_status "a canary deployment is created" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-D1=$DEPLOY
+rt_deploy "a canary deployment is created" "$V" \
+    '{"type":"canary","initial_percent":10,"increment_percent":40,"interval":"30s"}' canary
+D1=$DEPLOY T=$TARGET
 cp "$WORK/body" "$WORK/d1.json"
-T=$(jv ".target_snapshots[\"$G\"]" "$WORK/d1.json")
-check "canary 10 % + 40 %: waves of 1, 4, 4, 1 nodes (10 %, 50 %, 90 %, 100 %)" \
-    jtrue 'j.waves.map(w => w.node_ids.length).join() === "1,4,4,1"' "$WORK/d1.json"
-check "the stored strategy says canary 10/40 every 30 s" \
-    jtrue 'j.strategy.type === "canary" && j.strategy.initial_percent === 10 && j.strategy.increment_percent === 40 && j.strategy.interval === "30s"' "$WORK/d1.json"
 W1=$(jq_ 'j.waves[1].node_ids.join(" ")' "$WORK/d1.json")
 LATER=$(jq_ 'j.waves.slice(2).flatMap(w => w.node_ids).join(" ")' "$WORK/d1.json")
 FIRST_TWO=$(jq_ 'j.waves.slice(0, 2).flatMap(w => w.node_ids).join(" ")' "$WORK/d1.json")
 CANARY=$(jq_ 'j.waves[0].node_ids[0]' "$WORK/d1.json")
+check "canary 10 % + 40 %: waves of 1, 4, 4, 1 nodes (10 %, 50 %, 90 %, 100 %)" \
+    jtrue 'j.waves.map(w => w.node_ids.length).join() === "1,4,4,1"' "$WORK/d1.json"
+check "the stored strategy says canary 10/40 every 30 s" \
+    jtrue 'j.strategy.type === "canary" && j.strategy.initial_percent === 10 && j.strategy.increment_percent === 40 && j.strategy.interval === "30s"' "$WORK/d1.json"
 
 check "the canary wave completes" wait_for 20 rt_deploy_true "$D1" 'j.waves[0].state === "completed"'
 CANARY_DONE_MS=$(jq_ 'Math.floor(ms(j.waves[0].completed_at))' "$WORK/deploy.json")
@@ -94,11 +92,8 @@ rt_refused "resuming a rolled-back deployment is refused" "$D1" resume "too late
 rt_refused "canceling a rolled-back deployment is refused" "$D1" cancel "again"
 
 # ---------------------------------------------------------------- all at once, then a manual rollback
-rt_apply "$CONFIG_ID" "{\"version\":$V,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"all_at_once\"},\"wave_timeout\":\"30s\",\"reason\":\"all at once\"}"
-expect_status "a second deployment of version $V (all at once)" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-D2=$DEPLOY
-T2=$(jv ".target_snapshots[\"$G\"]")
+rt_deploy "a second deployment of version $V (all at once)" "$V" '{"type":"all_at_once"}' "all at once"
+D2=$DEPLOY T2=$TARGET
 check "one wave of all 10 nodes" jtrue 'j.waves.length === 1 && j.waves[0].node_ids.length === 10'
 check "it completes" wait_for 30 rt_deploy_in "$D2" completed
 check "every client runs v$T2" wait_for 10 rt_fleet_all "x.version === '$T2'"

@@ -50,10 +50,8 @@ expect_status "PUT of the managed config is refused" 409 "$st"
 check "... managed_by_kubernetes" jtrue 'j.error.code === "managed_by_kubernetes"'
 
 # ---------------------------------------------------------------- a rollout of version 1
-rt_apply "$CONFIG_ID" "{\"version\":1,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":{\"type\":\"rolling\",\"wave_size\":2},\"wave_timeout\":\"30s\",\"reason\":\"back to OLD\"}"
-expect_status "POST /configs/{id}/apply of version 1 creates a deployment" 201 "$ST"
-[ "$ST" = 201 ] || rt_finish r1
-T=$(jv ".target_snapshots[\"$G\"]")
+rt_deploy "POST /configs/{id}/apply of version 1 creates a deployment" 1 '{"type":"rolling","wave_size":2}' "back to OLD"
+T=$TARGET
 check "it stages a new snapshot on top of v$V2, in 2 waves of 2" \
     jtrue "j.config_version === 1 && j.baseline_snapshots['$G'] === $V2 && j.target_snapshots['$G'] > $V2 && j.waves.length === 2"
 check "the deployment completes" wait_for 60 rt_deploy_in "$DEPLOY" completed

@@ -138,21 +138,27 @@ def _pointer(path):
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
-def _parent(doc, parts, create=False):
+def _walk(doc, parts, missing, bad_index, scalar):
+    """The value at parts in doc; where there is none, the error names the part after the
+    reason: a key missing, an index that is not one, or a step into a scalar."""
     cur = doc
-    for p in parts[:-1]:
+    for p in parts:
         if isinstance(cur, dict):
             if p not in cur:
-                raise _jp_error("missing path: " + p)
+                raise _jp_error(missing + p)
             cur = cur[p]
         elif isinstance(cur, list):
             try:
                 cur = cur[int(p)]
             except (ValueError, IndexError):
-                raise _jp_error("invalid index: " + p)
+                raise _jp_error(bad_index + p)
         else:
-            raise _jp_error("path through a scalar: " + p)
+            raise _jp_error(scalar + p)
     return cur
+
+
+def _parent(doc, parts, create=False):
+    return _walk(doc, parts[:-1], "missing path: ", "invalid index: ", "path through a scalar: ")
 
 
 def _jp_error(msg):
@@ -196,18 +202,8 @@ def json_patch(doc, ops):
 
 
 def _get(doc, parts):
-    cur = doc
-    for p in parts:
-        if isinstance(cur, dict) and p in cur:
-            cur = cur[p]
-        elif isinstance(cur, list):
-            try:
-                cur = cur[int(p)]
-            except (ValueError, IndexError):
-                raise _jp_error("unable to get nonexistent key: " + p)
-        else:
-            raise _jp_error("unable to get nonexistent key: " + p)
-    return cur
+    nonexistent = "unable to get nonexistent key: "
+    return _walk(doc, parts, nonexistent, nonexistent, nonexistent)
 
 
 def _add(doc, parts, value):

@@ -231,31 +231,36 @@ static void test_reserved_subjects(void **state)
 {
     (void)state;
     sextant_config *cfg = load_cfg(NULL);
-    static const char *const reserved[] = {"anonymous", "kubernetes", "system:admin",
-                                           "system:", "system:serviceaccount:x:y"};
-    static const char *const allowed[] = {"anonymous2", "Kubernetes-bot", "systems:x",
-                                          "my-system:x"};
-    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+    static const struct {
+        const char *sub;
+        bool reserved;
+    } subjects[] = {
+        {"anonymous", true},
+        {"kubernetes", true},
+        {"system:admin", true},
+        {"system:", true},
+        {"system:serviceaccount:x:y", true},
+        {"anonymous2", false},
+        {"Kubernetes-bot", false},
+        {"systems:x", false},
+        {"my-system:x", false},
+    };
+    char *token = NULL;
+    sx_err err;
+    for (size_t i = 0; i < sizeof(subjects) / sizeof(subjects[0]); i++) {
         char *c = sx_asprintf("{\"sub\":\"%s\",\"role\":\"admin\",\"iat\":%lld,\"exp\":%lld}",
-                              reserved[i], (long long)now, (long long)(now + 600));
-        assert_string_equal(verdict_of(cfg, c, NULL), "token subject is reserved");
+                              subjects[i].sub, (long long)now, (long long)(now + 600));
+        assert_string_equal(verdict_of(cfg, c, NULL),
+                            subjects[i].reserved ? "token subject is reserved" : "");
         sx_free(c);
+        if (!subjects[i].reserved)
+            continue;
         /* And sextant token will not mint one. */
-        char *token = NULL;
-        sx_err err;
         sx_err_clear(&err);
-        assert_int_equal(auth_mint(cfg, reserved[i], "admin", 60, &token, &err), SX_EINVAL);
+        assert_int_equal(auth_mint(cfg, subjects[i].sub, "admin", 60, &token, &err), SX_EINVAL);
         assert_null(token);
         assert_string_equal(err.message, "the user is reserved");
     }
-    for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
-        char *c = sx_asprintf("{\"sub\":\"%s\",\"role\":\"admin\",\"iat\":%lld,\"exp\":%lld}",
-                              allowed[i], (long long)now, (long long)(now + 600));
-        assert_string_equal(verdict_of(cfg, c, NULL), "");
-        sx_free(c);
-    }
-    char *token = NULL;
-    sx_err err;
     sx_err_clear(&err);
     assert_int_equal(auth_mint(cfg, "eve\xe2\x80\xae", "admin", 60, &token, &err), SX_EINVAL);
     assert_string_equal(err.message, "the user contains bidirectional control characters");

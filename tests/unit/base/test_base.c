@@ -211,15 +211,16 @@ static void test_metrics_render(void **state)
     assert_true(sx_metric_value(c, (const char *[]){"GET", "200"}) == 2);
     sx_buf out = {0};
     sx_metrics_render(r, &out);
-    const char *s = sx_buf_cstr(&out);
-    assert_non_null(strstr(s, "# TYPE sx_requests_total counter\n"));
-    assert_non_null(strstr(s, "sx_requests_total{method=\"GET\",code=\"200\"} 2\n"));
-    assert_non_null(strstr(s, "sx_requests_total{method=\"POST\",code=\"a\\\"b\"} 1\n"));
-    assert_non_null(strstr(s, "sx_up 1\n"));
-    assert_non_null(strstr(s, "sx_latency_seconds_bucket{le=\"0.1\"} 1\n"));
-    assert_non_null(strstr(s, "sx_latency_seconds_bucket{le=\"1\"} 2\n"));
-    assert_non_null(strstr(s, "sx_latency_seconds_bucket{le=\"+Inf\"} 3\n"));
-    assert_non_null(strstr(s, "sx_latency_seconds_count 3\n"));
+    static const char *const want[] = {"# TYPE sx_requests_total counter\n",
+                                       "sx_requests_total{method=\"GET\",code=\"200\"} 2\n",
+                                       "sx_requests_total{method=\"POST\",code=\"a\\\"b\"} 1\n",
+                                       "sx_up 1\n",
+                                       "sx_latency_seconds_bucket{le=\"0.1\"} 1\n",
+                                       "sx_latency_seconds_bucket{le=\"1\"} 2\n",
+                                       "sx_latency_seconds_bucket{le=\"+Inf\"} 3\n",
+                                       "sx_latency_seconds_count 3\n",
+                                       NULL};
+    tl_assert_text(sx_buf_cstr(&out), want, NULL);
     sx_buf_free(&out);
     sx_metrics_destroy(r);
 }

@@ -35,6 +35,19 @@ static const json_t *ancestor(const fx_run *r, gw_kind kind, const char *name, c
     return json_object_get(e, "conditions");
 }
 
+/* fx_translate of files with the group data planes planes (n of them) and one gateway
+ * address, 192.0.2.10. */
+static void translate_for_planes(fx_run *r, const char *const *files, const gw_group_planes *planes,
+                                 size_t n)
+{
+    static const char *const addrs[] = {"192.0.2.10"};
+    gw_options o = {.gateway_addresses = addrs,
+                    .n_gateway_addresses = 1,
+                    .group_planes = planes,
+                    .n_group_planes = n};
+    fx_translate(r, files, &o);
+}
+
 static const char *const GW_REF = "{'group': 'gateway.networking.k8s.io', 'kind': 'Gateway',"
                                   " 'namespace': 'gateway-conformance-infra',"
                                   " 'name': 'same-namespace'}";
@@ -99,14 +112,9 @@ static void test_default_planes(void **state)
 static void test_control_group(void **state)
 {
     (void)state;
-    static const char *const addrs[] = {"192.0.2.10"};
     const gw_group_planes planes[] = {{"other", GW_PLANES_ALL}, {GROUP, GW_PLANE_CONTROL}};
-    gw_options o = {.gateway_addresses = addrs,
-                    .n_gateway_addresses = 1,
-                    .group_planes = planes,
-                    .n_group_planes = 2};
     fx_run r;
-    fx_translate(&r, FILES, &o);
+    translate_for_planes(&r, FILES, planes, 2);
     const gw_gateway_out *g = fx_gateway(&r, FX_NS, "same-namespace");
     assert_non_null(g->spec);
     const json_t *b = backend_v1(g);
@@ -141,14 +149,9 @@ static void test_wasm_for_envoy(void **state)
     (void)state;
     static const char *const files[] = {"httproute-simple-same-namespace.yaml",
                                         "sextant-wasm-envoy.yaml", NULL};
-    static const char *const addrs[] = {"192.0.2.10"};
     const gw_group_planes planes[] = {{GROUP, GW_PLANE_ENVOY | GW_PLANE_CONTROL}};
-    gw_options o = {.gateway_addresses = addrs,
-                    .n_gateway_addresses = 1,
-                    .group_planes = planes,
-                    .n_group_planes = 1};
     fx_run r;
-    fx_translate(&r, files, &o);
+    translate_for_planes(&r, files, planes, 1);
     const json_t *w =
         json_object_get(backend_v1(fx_gateway(&r, FX_NS, "same-namespace")), "wasm_plugin");
     assert_non_null(w);

@@ -192,15 +192,11 @@ static void test_demo_config_passes(void **state)
     json_t *demo = json_load_file(path, 0, &e);
     if (demo == NULL)
         fail_msg("%s: %s", path, e.text);
-    val_limits limits = {.config_listeners = 100,
-                         .config_routes = 1000,
-                         .config_backends = 1000,
-                         .config_endpoints = 10000,
-                         .group_listeners = 1000,
-                         .group_routes = 10000,
-                         .group_backends = 10000,
-                         .group_endpoints = 100000,
-                         .tls_on_privileged_ports = true};
+    /* The shipped limits, with TLS required on privileged ports. */
+    sextant_config *cfg = tl_env_config(
+        (const char *const[]){"SEXTANT_VALIDATION_TLS_ON_PRIVILEGED_PORTS=true", NULL});
+    val_limits limits = val_limits_from_config(cfg);
+    assert_true(limits.tls_on_privileged_ports);
     val_result r;
     int rc = run_json(demo, NULL, 0, &limits, &r);
     if (rc != 0)
@@ -209,6 +205,7 @@ static void test_demo_config_passes(void **state)
     assert_int_equal(r.count, 0);
     val_result_free(&r);
     json_decref(demo);
+    config_free(cfg);
 }
 
 /* ---------------------------------------------------------------- one test per stage */

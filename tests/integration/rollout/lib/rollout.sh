@@ -207,6 +207,19 @@ rt_apply() {
     fi
 }
 
+# rt_deploy WHAT VERSION STRATEGY REASON [MEMBERS]: rt_apply of VERSION to group $G of
+# $CONFIG_ID with the STRATEGY object, a 30 s wave timeout and REASON (MEMBERS, more
+# JSON members of the request, before the wave timeout); checks it is created (201,
+# described as WHAT) or ends the test through r1. Sets DEPLOY and TARGET (the snapshot
+# version staged for $G); the answer stays in $WORK/body.
+TARGET=
+rt_deploy() {
+    rt_apply "$CONFIG_ID" "{\"version\":$2,\"selector\":{\"groups\":[\"$G\"]},\"strategy\":$3,${5:+$5,}\"wave_timeout\":\"30s\",\"reason\":\"$4\"}"
+    expect_status "$1" 201 "$ST"
+    [ "$ST" = 201 ] || rt_finish r1
+    TARGET=$(jv ".target_snapshots[\"$G\"]")
+}
+
 # rt_deploy_get ID [FILE]: GET /api/v1/deployments/ID into FILE ($WORK/deploy.json);
 # true on 200.
 rt_deploy_get() {

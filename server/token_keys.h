@@ -1,0 +1,16 @@
+/*
+ * token_keys.h — the keys and claim rules that verify a bearer token, as the auth.*
+ * settings give them: the REST API (api/auth.c) and the xDS server (server/xds/
+ * identity.c) verify tokens with the same ones.
+ */
+#ifndef SX_SERVER_TOKEN_KEYS_H
+#define SX_SERVER_TOKEN_KEYS_H
+
+#include "server/base/jwt.h"
+#include "server/config.h"
+
+/* The verification keys and rules of cfg (strings borrowed from it); no token is
+ * revoked until the caller sets revoked. */
+sx_jwt_keys token_keys_from_config(const sextant_config *cfg);
+
+#endif
