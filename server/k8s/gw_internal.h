@@ -98,6 +98,8 @@ typedef struct gw_rule {
                          backend_refs array of its rule; owned; NULL when dropped */
     size_t *backends; /* backend table indexes the rule names (refs, mirrors), kept or not */
     size_t n_backends;
+    size_t wasm; /* the WasmPlugin an ExtensionRef filter of the rule names: its index in
+                    ctx->sxps + 1, or 0 */
 } gw_rule;
 
 /* One parentRef of a route that names a Gateway of ours. */
@@ -439,6 +441,8 @@ const char *gw_sx_name(gw_ctx *c, const gw_backend *b, const long w[GW_SX_COUNT]
 /* Adds to ir (a copy of a backend's IR in Gateway gi's spec) what the policies w give it
  * there. */
 void gw_sx_decorate(gw_ctx *c, const long w[GW_SX_COUNT], size_t gi, json_t *ir);
+/* The WasmPlugin of namespace ns named name (an index in ctx->sxps), or -1. */
+long gw_sx_find_wasm(const gw_ctx *c, const char *ns, const char *name);
 /* Adds to p's ancestors the Gateways it targets and the parent Gateways of the routes it
  * targets that it did not reach through a backend. */
 void gw_sx_target_ancestors(gw_ctx *c, gw_sxp *p);

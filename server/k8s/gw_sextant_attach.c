@@ -14,6 +14,9 @@
  * A target that does not exist (or a sectionName naming no port, rule or listener) is
  * TargetNotFound; another kind is Invalid.
  *
+ * A WasmPlugin an HTTPRoute or GRPCRoute rule names in an ExtensionRef filter
+ * (gw_rules.c) runs on that rule's backends, before any plugin targetRefs attach there.
+ *
  * Precedence, per kind of policy and per use of a backend (rule k of route r in Gateway
  * g): the most specific target wins — Service port, Service, route rule, route, Gateway
  * listener, Gateway — and among policies with the same target (or listeners of one
@@ -160,15 +163,16 @@ void gw_sx_apply(gw_ctx *c, gw_backend *b, const char *port_name)
 /* ---------------------------------------------------------------- precedence */
 
 /* The policies that may apply to one use of a backend, most specific first: at most
- * the Service's, the rule's, the route's, the listeners' and the Gateway's. */
+ * the WasmPlugin of the rule's ExtensionRef filter, the Service's, the rule's, the
+ * route's, the listeners' and the Gateway's. */
 typedef struct cands {
-    const json_t *lists[5];
+    const json_t *lists[6];
     size_t n;
 } cands;
 
 static void cand(cands *s, const json_t *list)
 {
-    if (list && s->n < 5)
+    if (list && s->n < 6)
         s->lists[s->n++] = list;
 }
 
@@ -217,10 +221,34 @@ static const json_t *listener_list(gw_ctx *c, const gw_gw *g, const gw_route *r,
     return merged;
 }
 
+long gw_sx_find_wasm(const gw_ctx *c, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < c->n_sxps; i++)
+        if (c->sxps[i].sk == GW_SX_WASM && strcmp(c->sxps[i].obj->ns, ns) == 0 &&
+            strcmp(c->sxps[i].obj->name, name) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* The one-policy list of the WasmPlugin an ExtensionRef filter of rule k of r names. */
+static const json_t *filter_list(gw_ctx *c, const gw_route *r, size_t k)
+{
+    size_t pi = r->rules[k].wasm - 1;
+    const char *key = gw_printf(c, "~F|%zu", pi);
+    json_t *list = json_object_get(c->sx_targets, key);
+    if (list == NULL) {
+        list = json_pack("[I]", (json_int_t)pi);
+        json_object_set_new(c->sx_targets, key, list); /* owned there */
+    }
+    return list;
+}
+
 static cands candidates(gw_ctx *c, const gw_backend *b, const gw_route *r, size_t rule, size_t gi,
                         int k)
 {
     cands s = {0};
+    if (k == GW_SX_WASM && r && rule < r->n_rules && r->rules[rule].wasm)
+        cand(&s, filter_list(c, r, rule));
     if (json_object_size(c->sx_targets) == 0)
         return s;
     const gw_gw *g = &c->gws[gi];
@@ -266,7 +294,7 @@ static gw_sx_anc *ancestor(gw_ctx *c, gw_sxp *p, size_t gi)
 
 void gw_sx_used(gw_ctx *c, const gw_backend *b, const gw_route *r, size_t k, size_t gi)
 {
-    if (json_object_size(c->sx_targets) == 0)
+    if (c->n_sxps == 0)
         return;
     const char *ukey = gw_printf(c, "%zu|%zu", gi, (size_t)(b - c->backends));
     json_t *use = json_object_get(c->sx_uses, ukey);

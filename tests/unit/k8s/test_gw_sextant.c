@@ -346,6 +346,76 @@ static void test_attach_planes(void **state)
     fx_run_free(&r);
 }
 
+/* ExtensionRef filters naming WasmPlugins: the plugin runs on that rule's backends only
+ * (the other rule keeps the backend without it); a missing or invalid plugin is not
+ * skipped (ResolvedRefs=False, the rule forwards nothing); another group's kind is
+ * refused. */
+static void test_extension_ref(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"sextant-extension-ref.yaml", NULL};
+    static const char *const addrs[] = {"192.0.2.10"};
+    const gw_group_planes planes[] = {{GROUP, GW_PLANE_ENVOY | GW_PLANE_CONTROL}};
+    gw_options o = {.gateway_addresses = addrs,
+                    .n_gateway_addresses = 1,
+                    .group_planes = planes,
+                    .n_group_planes = 1};
+    fx_run r;
+    fx_translate(&r, files, &o);
+    const json_t *spec = fx_gateway(&r, FX_NS, "same-namespace")->spec;
+    assert_non_null(spec);
+    const json_t *f = rule_backend(spec, "with-filter", 0);
+    assert_true(
+        strncmp(json_string_value(json_object_get(f, "name")), "infra-backend-v1:8080~", 22) == 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(f, "wasm_plugin"), "name")),
+        "filter-plugin");
+    const json_t *p = rule_backend(spec, "with-filter", 1);
+    assert_string_equal(json_string_value(json_object_get(p, "name")), "infra-backend-v1:8080");
+    assert_null(json_object_get(p, "wasm_plugin"));
+    fx_cond(entry(&r, GW_WASM_PLUGIN, "filter-plugin", "Gateway", "same-namespace"), "Accepted",
+            "True", "Accepted", 1);
+    const json_t *parent = json_array_get(
+        json_object_get(fx_status(&r, GW_HTTP_ROUTE, FX_NS, "with-filter"), "parents"), 0);
+    fx_cond(json_object_get(parent, "conditions"), "Accepted", "True", "Accepted", 1);
+    fx_cond(json_object_get(parent, "conditions"), "ResolvedRefs", "True", "ResolvedRefs", 1);
+
+    static const char *const unresolved[][3] = {
+        {"missing-filter", "BackendNotFound",
+         "names WasmPlugin gateway-conformance-infra/ghost, which does not exist"},
+        {"invalid-filter", "UnsupportedValue",
+         "names WasmPlugin gateway-conformance-infra/broken-plugin, which is invalid"}};
+    for (size_t i = 0; i < 2; i++) {
+        parent = json_array_get(
+            json_object_get(fx_status(&r, GW_HTTP_ROUTE, FX_NS, unresolved[i][0]), "parents"), 0);
+        const json_t *c = fx_cond(json_object_get(parent, "conditions"), "ResolvedRefs", "False",
+                                  unresolved[i][1], 1);
+        assert_non_null(strstr(message(c), unresolved[i][2]));
+        /* not skipped: the rule forwards nothing rather than reach the backend unfiltered
+         * (the route, left without rules, is not served) */
+        size_t k;
+        const json_t *route;
+        json_array_foreach(json_object_get(spec, "http_routes"), k, route)
+        {
+            assert_string_not_equal(json_string_value(json_object_get(route, "name")),
+                                    unresolved[i][0]);
+        }
+    }
+    size_t k;
+    const json_t *b;
+    json_array_foreach(json_object_get(spec, "backends"), k, b)
+    {
+        assert_null(strstr(json_string_value(json_object_get(b, "name")), "infra-backend-v2"));
+    }
+    parent = json_array_get(
+        json_object_get(fx_status(&r, GW_HTTP_ROUTE, FX_NS, "other-extension"), "parents"), 0);
+    const json_t *c =
+        fx_cond(json_object_get(parent, "conditions"), "Accepted", "False", "UnsupportedValue", 1);
+    assert_non_null(strstr(message(c), "filter type ExtensionRef is not supported"));
+    fx_run_free(&r);
+}
+
 TL_MAIN(cmocka_unit_test(test_default_planes), cmocka_unit_test(test_control_group),
         cmocka_unit_test(test_wasm_for_envoy), cmocka_unit_test(test_attach_targets),
-        cmocka_unit_test(test_attach_status), cmocka_unit_test(test_attach_planes))
+        cmocka_unit_test(test_attach_status), cmocka_unit_test(test_attach_planes),
+        cmocka_unit_test(test_extension_ref))
