@@ -275,6 +275,10 @@ static cands candidates(gw_ctx *c, const gw_backend *b, const gw_route *r, size_
 void gw_sx_pick(gw_ctx *c, const gw_backend *b, const gw_route *r, size_t k, size_t gi,
                 long w[GW_SX_COUNT])
 {
+    for (int sk = 0; sk < GW_SX_COUNT; sk++)
+        w[sk] = -1;
+    if (c->n_sxps == 0)
+        return;
     for (int sk = 0; sk < GW_SX_COUNT; sk++) {
         cands s = candidates(c, b, r, k, gi, sk);
         w[sk] = s.n ? (long)json_integer_value(json_array_get(s.lists[0], 0)) : -1;
@@ -360,6 +364,8 @@ void gw_sx_target_ancestors(gw_ctx *c, gw_sxp *p)
 
 const char *gw_sx_name(gw_ctx *c, const gw_backend *b, const long w[GW_SX_COUNT], size_t gi)
 {
+    if (c->n_sxps == 0)
+        return b->name;
     const json_t *use =
         json_object_get(c->sx_uses, gw_printf(c, "%zu|%zu", gi, (size_t)(b - c->backends)));
     if (!json_is_true(json_array_get(use, GW_SX_COUNT)))

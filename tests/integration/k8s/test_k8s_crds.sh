@@ -17,8 +17,9 @@
 #      is Accepted=True;
 #      (the PUT alone, without any Kubernetes event, retranslates the Gateway);
 #   6. finalizer: the WasmPlugin carries sextant.dev/finalizer; while an HTTPRoute names it
-#      in an ExtensionRef filter, `kubectl delete` leaves it in place (deletionTimestamp
-#      set, status sextant.dev/DeletionBlocked naming the route) and still served; once
+#      in an ExtensionRef filter (the route Accepted with it), `kubectl delete` leaves it
+#      in place (deletionTimestamp set, status sextant.dev/DeletionBlocked naming the
+#      route) and still served; once
 #      the route stops naming it, the deletion completes and it is no longer served;
 #   7. a TokenPolicy targeting the Gateway shop/web reaches the backend of every route of
 #      it, one targeting the HTTPRoute shop/shop (more specific) wins that route's use of
@@ -212,6 +213,13 @@ $1
 EOF2
 }
 route_with_filter '      filters: [{type: ExtensionRef, extensionRef: {group: sextant.dev, kind: WasmPlugin, name: redact}}]' || exit 1
+route_accepted() {
+    kc get httproute -n shop filtered -o json 2>/dev/null | jq -e '[.status.parents[] |
+        select(.controllerName == "sextant.dev/gateway-controller") | .conditions[] |
+        select((.type == "Accepted" or .type == "ResolvedRefs") and .status == "True")] | length == 2' >/dev/null
+}
+check "an HTTPRoute whose rule names the WasmPlugin in an ExtensionRef filter is Accepted, its refs resolved" \
+    wait_for 20 route_accepted
 kc delete wasmplugin -n shop redact --wait=false >/dev/null || exit 1
 blocked() {
     kc get wasmplugin -n shop redact -o json >"$WORK/wasm.json" 2>/dev/null &&
