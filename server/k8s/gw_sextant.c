@@ -446,6 +446,20 @@ static void push_entry(gw_ctx *c, json_t *ancestors, const json_t *old, size_t n
                        const char *group, const char *kind, const char *ns, const char *name,
                        gw_cond cond)
 {
+    /* One entry per ancestorRef (the list is a map keyed by it and the controller): the
+     * first said of a target stays. */
+    size_t i;
+    const json_t *e;
+    json_array_foreach(ancestors, i, e)
+    {
+        const json_t *ref = gw_get(e, "ancestorRef");
+        if (strcmp(gw_str_or(e, "controllerName", ""), c->controller) == 0 &&
+            strcmp(gw_str_or(ref, "group", ""), group) == 0 &&
+            strcmp(gw_str_or(ref, "kind", ""), kind) == 0 &&
+            strcmp(gw_str_or(ref, "namespace", ""), ns) == 0 &&
+            strcmp(gw_str_or(ref, "name", ""), name) == 0)
+            return;
+    }
     const json_t *pconds = prev_conditions(c, old, n, group, kind, ns, name);
     json_array_append_new(
         ancestors, json_pack("{s:{s:s,s:s,s:s,s:s},s:s,s:o}", "ancestorRef", "group", group, "kind",

@@ -339,19 +339,22 @@ void gw_sx_target_ancestors(gw_ctx *c, gw_sxp *p)
     for (size_t k = 0; k < n; k++) {
         const json_t *t = json_array_get(targets, k);
         const char *kind = gw_str_or(t, "kind", ""), *name = gw_str_or(t, "name", "");
-        const char *tns = gw_str(t, "namespace");
+        const char *tns = gw_str(t, "namespace"), *section = gw_str(t, "sectionName");
         if (strcmp(gw_str_or(t, "group", ""), GW_GROUP) != 0 || (tns && strcmp(tns, p->obj->ns)))
             continue;
         if (strcmp(kind, "Gateway") == 0) {
             for (size_t gi = 0; gi < c->n_gws; gi++)
                 if (strcmp(c->gws[gi].obj->ns, p->obj->ns) == 0 &&
-                    strcmp(c->gws[gi].obj->name, name) == 0)
+                    strcmp(c->gws[gi].obj->name, name) == 0 &&
+                    (section == NULL ||
+                     has_named(gw_get(c->gws[gi].obj->o, "spec"), "listeners", section)))
                     ancestor(c, p, gi);
         } else if (strcmp(kind, "HTTPRoute") == 0 || strcmp(kind, "GRPCRoute") == 0) {
             gw_rk rk = kind[0] == 'H' ? RK_HTTP : RK_GRPC;
             for (size_t ri = 0; ri < c->n_routes[rk]; ri++) {
                 const gw_route *r = &c->routes[rk][ri];
-                if (strcmp(r->obj->ns, p->obj->ns) != 0 || strcmp(r->obj->name, name) != 0)
+                if (strcmp(r->obj->ns, p->obj->ns) != 0 || strcmp(r->obj->name, name) != 0 ||
+                    (section && !has_named(gw_get(r->obj->o, "spec"), "rules", section)))
                     continue;
                 for (size_t j = 0; j < r->n_parents; j++)
                     ancestor(c, p, r->parents[j].gw);

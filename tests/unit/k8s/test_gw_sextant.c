@@ -415,7 +415,36 @@ static void test_extension_ref(void **state)
     fx_run_free(&r);
 }
 
+/* A GRPCRoute target reaches the backends of every rule of that route; a Gateway
+ * listener that does not exist is TargetNotFound. */
+static void test_attach_grpc(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"grpcroute-exact-method-matching.yaml",
+                                        "sextant-attachment-grpc.yaml", NULL};
+    fx_run r;
+    fx_translate(&r, files, NULL);
+    const json_t *spec = fx_valid_gateway(&r, FX_NS, "same-namespace")->spec;
+    const json_t *backends = json_object_get(spec, "backends");
+    assert_int_equal(json_array_size(backends), 2);
+    size_t i;
+    const json_t *b;
+    json_array_foreach(backends, i, b)
+    {
+        assert_int_equal(rpm(b), 30);
+    }
+    fx_named(spec, "backends", "grpc-infra-backend-v1:8080:grpc");
+    fx_cond(entry(&r, GW_TOKEN_POLICY, "grpc-rate", "Gateway", "same-namespace"), "Accepted",
+            "True", "Accepted", 1);
+    const json_t *c =
+        fx_cond(entry(&r, GW_TOKEN_POLICY, "no-listener", "Gateway", "same-namespace"), "Accepted",
+                "False", "TargetNotFound", 1);
+    assert_string_equal(message(c),
+                        "Gateway gateway-conformance-infra/same-namespace has no listener https");
+    fx_run_free(&r);
+}
+
 TL_MAIN(cmocka_unit_test(test_default_planes), cmocka_unit_test(test_control_group),
         cmocka_unit_test(test_wasm_for_envoy), cmocka_unit_test(test_attach_targets),
         cmocka_unit_test(test_attach_status), cmocka_unit_test(test_attach_planes),
-        cmocka_unit_test(test_extension_ref))
+        cmocka_unit_test(test_extension_ref), cmocka_unit_test(test_attach_grpc))
