@@ -16,6 +16,7 @@
 #include "storage/repo_audit.h"
 #include "storage/repo_common.h"
 #include "storage/repo_configs.h"
+#include "storage/pg_listener.h"
 #include "storage/repo_groups.h"
 
 /* The bits of stored names; 0 for none (or names this build does not know, which the
@@ -164,7 +165,8 @@ static int set_tx(pg_conn *c, void *arg, sx_err *err)
     for (size_t i = 0; i < json_array_size(names); i++)
         v[nv++] = sx_arena_strdup(ctx->a, json_string_value(json_array_get(names, i)));
     json_decref(names);
-    if ((rc = group_repo_set_planes(c, req->group, v, nv, ctx->a, err)) != 0)
+    if ((rc = group_repo_set_planes(c, req->group, v, nv, ctx->a, err)) != 0 ||
+        (rc = pg_notify(c, GROUPS_NOTIFY_CHANNEL, req->group, err)) != 0)
         return rc;
 
     group_settings after = before;

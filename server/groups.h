@@ -10,6 +10,9 @@
  * ("group.update") in one transaction. The write paths of configs read the data planes
  * of their groups with groups_planes after locking the groups' rows, so a change of the
  * data planes and a change of a config of the group never pass each other's checks.
+ * A change that passes NOTIFYs GROUPS_NOTIFY_CHANNEL with the group's name once
+ * committed, so what derives from a group's data planes on any replica (the
+ * Kubernetes translation of its Gateways' policies) follows at once.
  */
 #ifndef SX_SERVER_GROUPS_H
 #define SX_SERVER_GROUPS_H
@@ -22,6 +25,9 @@
 #include "server/idem.h"
 #include "server/validate/validate.h"
 #include "storage/pg_pool.h"
+
+/* The channel a change of a group's data planes is NOTIFYed on (payload: the group). */
+#define GROUPS_NOTIFY_CHANNEL "sextant_groups"
 
 /* A group as the API shows it. */
 typedef struct groups_info {

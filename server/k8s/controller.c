@@ -17,6 +17,7 @@
 #include "server/catalog.h"
 #include "server/changes.h"
 #include "server/config.h"
+#include "server/groups.h"
 #include "server/k8s/client.h"
 #include "server/k8s/finalizer.h"
 #include "server/k8s/gw.h"
@@ -25,6 +26,7 @@
 #include "server/k8s/reconcile.h"
 #include "server/k8s/watchmap.h"
 #include "server/server.h"
+#include "storage/pg_listener.h"
 
 #define COMPONENT    "kubernetes"
 #define RETRY_MIN_MS 500
@@ -39,7 +41,8 @@ struct k8s_controller {
     k8s_client *client;
     const char **addresses; /* k8s.gateway_addresses as strings */
     size_t naddresses;
-    atomic_bool lead_changed; /* set by the leader's thread, taken by ours */
+    atomic_bool lead_changed;   /* set by the leader's thread, taken by ours */
+    atomic_bool groups_changed; /* a group's data planes changed (the listener's thread) */
     /* "ns/name" of a Gateway -> the spec this replica last wrote or found unchanged for
      * it, in this term: a pass writes only the Gateways whose translation differs, not
      * all of them (a transaction each). Emptied when the lead changes, at every
@@ -602,6 +605,8 @@ static void *run(void *ctx)
             pending = all = true;
             json_object_clear(c->written);
         }
+        if (atomic_exchange(&c->groups_changed, false))
+            pending = true; /* what the Gateways' groups can take may have changed */
         now = sx_monotonic_ms();
         if (now >= next_resync) {
             /* Every object again, its config checked against the database again: what
@@ -662,6 +667,25 @@ static void on_lead(void *ctx, bool leads, uint64_t term)
     wm_table_wake(c->maps);
 }
 
+/* A group's data planes changed (GROUPS_NOTIFY_CHANNEL), on any replica, or the
+ * listener reconnected and may have missed that: translate again, so a policy a
+ * Gateway's group can now take (or no longer can) follows without waiting for an event
+ * of Kubernetes. An unchanged translation writes nothing. */
+static void on_groups(void *ctx, const char *channel, const char *payload)
+{
+    (void)channel;
+    k8s_controller *c = ctx;
+    if (payload && payload[0] && leading(c))
+        SX_INFO(COMPONENT, "the data planes of group %s changed: translating again", payload);
+    atomic_store(&c->groups_changed, true);
+    wm_table_wake(c->maps);
+}
+
+static void on_groups_resync(void *ctx)
+{
+    on_groups(ctx, GROUPS_NOTIFY_CHANNEL, "");
+}
+
 /* ------------------------------------------------------------------ lifecycle */
 
 int k8s_ctl_create(struct sx_server *srv, leader *lead, k8s_controller **out, sx_err *err)
@@ -719,6 +743,12 @@ int k8s_ctl_create(struct sx_server *srv, leader *lead, k8s_controller **out, sx
         sx_metrics_counter(srv->metrics, "sextant_k8s_resyncs_total",
                            "Passes reconciling every watched object after k8s.resync", NULL);
     atomic_init(&c->lead_changed, false);
+    atomic_init(&c->groups_changed, false);
+    if (srv->listener && (rc = pg_listener_subscribe(srv->listener, GROUPS_NOTIFY_CHANNEL,
+                                                     on_groups, on_groups_resync, c, err)) != 0) {
+        k8s_ctl_destroy(c);
+        return rc;
+    }
     if (lead)
         leader_subscribe(lead, on_lead, c);
     c->thread = (sup_thread){

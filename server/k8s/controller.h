@@ -21,6 +21,11 @@
  * 410 Gone). GatewayClasses of ours carry the finalizer sextant.dev/finalizer, which
  * holds their deletion while Gateways use them (server/k8s/finalizer.h).
  *
+ * A change of a group's data planes (GROUPS_NOTIFY_CHANNEL, server/groups.h, from any
+ * replica's REST API) is not a Kubernetes event but decides which of Sextant's policies
+ * a Gateway's config holds: it starts a pass too, as does a reconnection of the
+ * LISTEN connection (which may have missed one).
+ *
  * Every replica with k8s.enabled watches, so a standby that takes over has its maps
  * ready; only the leader (server/leader.h) writes configs and status. An unchanged
  * translation writes nothing, which also makes the short overlap of two leaders

@@ -29,9 +29,12 @@
  *     system's; hostname; subjectAltNames); one that cannot be applied leaves them
  *     without traffic rather than speaking plain text to them;
  *   - Sextant's own policies (sextant.dev/v1alpha1 BackendLBPolicy, AIService, TokenPolicy,
- *     WasmPlugin) give the backends of the Services they target load_balancing,
- *     ai_service, token_policy and wasm_plugin, when the Gateway's group serves data
- *     planes that take them (gw_sextant.c).
+ *     WasmPlugin) give the backends of the Services, routes (rules) and Gateways
+ *     (listeners) they target load_balancing, ai_service, token_policy and wasm_plugin,
+ *     the most specific target winning, when the Gateway's group serves data planes that
+ *     take them (gw_sextant.c, gw_sextant_attach.c); a backend whose routes get
+ *     different policies is split into copies "<name>~<hash>"; a WasmPlugin an
+ *     ExtensionRef filter names runs on that rule's backends.
  *
  * What the IR cannot say is never dropped silently: the route or listener carrying it
  * is refused in its status (UnsupportedValue and the field). What Sextant's validation

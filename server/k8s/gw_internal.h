@@ -86,10 +86,10 @@ typedef struct gw_backend {
     const char *name;     /* IR name: "<svc>:<port>[:grpc|:h2c]" */
     json_t *ir;           /* IR BackendCluster, owned by the context */
     size_t n_endpoints;
-    unsigned mark;                    /* gw_spec.c: the Gateway whose spec took it last */
     const char *policy_key;           /* the BackendTLSPolicy target it falls under, or NULL */
     bool blocked;                     /* a policy targets it but cannot be applied: no traffic */
-    const char *sx_keys[GW_SX_COUNT]; /* the Sextant policy target of each kind it falls under */
+    const char *sx_keys[GW_SX_COUNT]; /* the Service target of a Sextant policy of each kind
+                                         it falls under (gw_sextant_attach.c), or NULL */
 } gw_backend;
 
 /* One rule of a route after analysis. */
@@ -98,6 +98,8 @@ typedef struct gw_rule {
                          backend_refs array of its rule; owned; NULL when dropped */
     size_t *backends; /* backend table indexes the rule names (refs, mirrors), kept or not */
     size_t n_backends;
+    size_t wasm; /* the WasmPlugin an ExtensionRef filter of the rule names: its index in
+                    ctx->sxps + 1, or 0 */
 } gw_rule;
 
 /* One parentRef of a route that names a Gateway of ours. */
@@ -230,11 +232,21 @@ typedef struct gw_policy {
     size_t n_gws, cap_gws;
 } gw_policy;
 
-/* One Gateway a Sextant policy reaches, and why its group cannot take it (or NULL). */
+/* One Gateway a Sextant policy reaches: why its group cannot take it (or NULL), whether
+ * the policy applies to a backend there, else the more specific or older policy that
+ * applies instead (an index in ctx->sxps, -1 when none). */
 typedef struct gw_sx_anc {
     size_t gi;
     const char *refused;
+    bool applied;
+    long lost_to;
 } gw_sx_anc;
+
+/* A target of a Sextant policy that is not there (TargetNotFound), as its targetRef
+ * names it, with the message saying what is missing. */
+typedef struct gw_sx_missing {
+    const char *group, *kind, *name, *message;
+} gw_sx_missing;
 
 /* One of Sextant's policies (sextant.dev, gw_sextant.c). */
 typedef struct gw_sxp {
@@ -242,9 +254,9 @@ typedef struct gw_sxp {
     const gw_obj *obj;
     const char *created;
     gw_cond accepted;
-    json_t *ir;           /* the IR it gives a backend; owned; NULL when invalid */
-    unsigned takes;       /* data planes that take ir (GW_PLANE_* bits) */
-    const char **missing; /* names of target Services that do not exist */
+    json_t *ir;             /* the IR it gives a backend; owned; NULL when invalid */
+    unsigned takes;         /* data planes that take ir (GW_PLANE_* bits) */
+    gw_sx_missing *missing; /* targets that do not exist */
     size_t n_missing;
     gw_sx_anc *gws; /* ancestors: Gateways whose spec uses a backend it targets */
     size_t n_gws, cap_gws;
@@ -284,7 +296,10 @@ typedef struct gw_ctx {
                                first one applying, the others Conflicted */
     gw_sxp *sxps;           /* Sextant's policies, by (kind, creationTimestamp, namespace, name) */
     size_t n_sxps;
-    json_t *sx_targets; /* "<kind>|<ns>/<svc>/<port name or *>" -> [policy index, ...] */
+    json_t *sx_targets; /* target key (gw_sextant_attach.c) -> [policy index, ...], oldest
+                           first */
+    json_t *sx_uses;    /* "<gateway index>|<backend index>" -> [policy of each kind, ...,
+                           whether the uses there disagree] (gw_sextant_attach.c) */
     bool over_input;    /* max_input_objects exceeded: nothing is translated */
     const char *over_input_message;
 } gw_ctx;
@@ -391,18 +406,46 @@ void gw_policies_free(gw_ctx *c);
 
 /* ---------------------------------------------------------------- gw_sextant.c */
 
-/* Judges every Sextant policy and records which Service ports each one targets. */
+/* Judges every Sextant policy and records what each one targets (gw_sx_targets). */
 void gw_sx_build(gw_ctx *c);
-/* Records which policies target backend b (port port_name of its Service). */
-void gw_sx_apply(gw_ctx *c, gw_backend *b, const char *port_name);
-/* Records that Gateway gi's spec uses backend b (its policies' ancestors), and whether
- * the Gateway's group can take each. */
-void gw_sx_used(gw_ctx *c, const gw_backend *b, size_t gi);
-/* Adds to ir (a copy of b's IR in Gateway gi's spec) what b's policies give it there. */
-void gw_sx_decorate(gw_ctx *c, const gw_backend *b, size_t gi, json_t *ir);
 /* Appends the status of every Sextant policy. */
 void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap);
 void gw_sx_free(gw_ctx *c);
+/* The Kubernetes kind of Sextant policy kind k, and the IR BackendCluster field it sets. */
+const char *gw_sx_kind_name(int k);
+const char *gw_sx_field(int k);
+/* The refusal of policy p in Gateway gi's group when the group's data planes cannot all
+ * take it (an arena string), or NULL. */
+const char *gw_sx_refusal(gw_ctx *c, const gw_sxp *p, size_t gi);
+
+/* ---------------------------------------------------------------- gw_sextant_attach.c */
+
+/* Resolves the targetRefs of policy pi (valid or not): records the targets that exist
+ * (Service ports, Gateways and their listeners, routes and their rules), the missing
+ * ones, and the targets it may not have (Invalid). */
+void gw_sx_targets(gw_ctx *c, size_t pi);
+/* Records which Service-targeting policies fall on backend b (port port_name). */
+void gw_sx_apply(gw_ctx *c, gw_backend *b, const char *port_name);
+/* The policy of each kind (index in ctx->sxps, -1 for none) that applies where rule k of
+ * route r uses backend b in Gateway gi (r NULL: what applies without route-specific
+ * targets); the most specific target wins, then the oldest policy. */
+void gw_sx_pick(gw_ctx *c, const gw_backend *b, const gw_route *r, size_t k, size_t gi,
+                long w[GW_SX_COUNT]);
+/* Records that rule k of route r in Gateway gi uses backend b: the ancestors of every
+ * policy that targets it there, and which one applies. */
+void gw_sx_used(gw_ctx *c, const gw_backend *b, const gw_route *r, size_t k, size_t gi);
+/* The IR name of backend b where w applies in Gateway gi: b->name when every use of b
+ * there gets the same policies, or w is what b gets without route-specific targets;
+ * else "<b->name>~<8 hex digits of w>" (a backend of its own in that spec). */
+const char *gw_sx_name(gw_ctx *c, const gw_backend *b, const long w[GW_SX_COUNT], size_t gi);
+/* Adds to ir (a copy of a backend's IR in Gateway gi's spec) what the policies w give it
+ * there. */
+void gw_sx_decorate(gw_ctx *c, const long w[GW_SX_COUNT], size_t gi, json_t *ir);
+/* The WasmPlugin of namespace ns named name (an index in ctx->sxps), or -1. */
+long gw_sx_find_wasm(const gw_ctx *c, const char *ns, const char *name);
+/* Adds to p's ancestors the Gateways it targets and the parent Gateways of the routes it
+ * targets that it did not reach through a backend. */
+void gw_sx_target_ancestors(gw_ctx *c, gw_sxp *p);
 
 /* ---------------------------------------------------------------- gw_rules.c */
 

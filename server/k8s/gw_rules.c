@@ -10,10 +10,17 @@
  * (service and method, Exact or RegularExpression), header matches, header modifiers
  * and mirrors. TLS and TCP routes keep their one rule's backendRefs.
  *
+ * An ExtensionRef filter naming a WasmPlugin (group sextant.dev) of the route's
+ * namespace runs that plugin on the rule's backends (gw_sextant_attach.c: it wins over
+ * the plugins targetRefs attach there); one that does not exist (BackendNotFound) or is
+ * invalid (UnsupportedValue) sets ResolvedRefs=False and the rule forwards nothing,
+ * rather than skip the filter.
+ *
  * What the IR or its Envoy translation cannot carry refuses the whole route with
- * Accepted=False and reason UnsupportedValue, naming the field: ExtensionRef, CORS and
- * ExternalAuth filters, filters on a backendRef, session persistence, a mirror
- * fraction that is not a whole percent, a regular expression RE2 cannot take, UDPRoutes.
+ * Accepted=False and reason UnsupportedValue, naming the field: other ExtensionRef
+ * filters, two WasmPlugins on one rule, CORS and ExternalAuth filters, filters on a
+ * backendRef, session persistence, a mirror fraction that is not a whole percent, a
+ * regular expression RE2 cannot take, UDPRoutes.
  * A RequestRedirect with a URLRewrite (or two of either) is IncompatibleFilters. A
  * backendRef that does not resolve sets ResolvedRefs=False (the first problem is the
  * reason) and is left out of the IR rule, as is a mirror to it.
@@ -31,6 +38,7 @@ typedef struct rule_state {
     const char *where; /* "rules[2]", for messages */
     const char *protocol;
     bool redirect, rewrite, prefix_rewrite;
+    bool blocked; /* a filter it names cannot be used: the rule forwards nothing */
 } rule_state;
 
 static void refuse(gw_route *r, const char *reason, const char *message)
@@ -318,6 +326,43 @@ static void refuse_second_redirect(rule_state *s)
                          s->where));
 }
 
+/* Whether an extensionRef names a WasmPlugin of Sextant's. */
+static bool wasm_ref(const json_t *ref)
+{
+    return strcmp(gw_str_or(ref, "group", ""), "sextant.dev") == 0 &&
+           strcmp(gw_str_or(ref, "kind", ""), "WasmPlugin") == 0;
+}
+
+/* An ExtensionRef filter naming WasmPlugin name of the route's namespace: the plugin
+ * runs on the rule's backends. One that does not exist or cannot be used is not skipped:
+ * the rule forwards nothing (ResolvedRefs=False). */
+static void wasm_filter(rule_state *s, const char *name)
+{
+    const char *ns = s->r->obj->ns;
+    long pi = gw_sx_find_wasm(s->c, ns, name);
+    if (s->rule->wasm) {
+        refuse(s->r, "UnsupportedValue",
+               gw_printf(s->c, "%s: a rule takes one ExtensionRef to a WasmPlugin, not more",
+                         s->where));
+    } else if (pi < 0) {
+        s->blocked = true;
+        unresolved(s->r, "BackendNotFound",
+                   gw_printf(s->c,
+                             "%s: the ExtensionRef filter names WasmPlugin %s/%s, which does "
+                             "not exist; the rule forwards nothing",
+                             s->where, ns, name));
+    } else if (s->c->sxps[pi].ir == NULL) {
+        s->blocked = true;
+        unresolved(s->r, "UnsupportedValue",
+                   gw_printf(s->c,
+                             "%s: the ExtensionRef filter names WasmPlugin %s/%s, which is "
+                             "invalid (%s); the rule forwards nothing",
+                             s->where, ns, name, s->c->sxps[pi].accepted.message));
+    } else {
+        s->rule->wasm = (size_t)pi + 1;
+    }
+}
+
 static json_t *filters(rule_state *s, const json_t *in, bool grpc)
 {
     json_t *out = json_array();
@@ -354,14 +399,17 @@ static json_t *filters(rule_state *s, const json_t *in, bool grpc)
                 if (p)
                     json_object_set_new(conf, "path", p);
             }
+        } else if (strcmp(type, "ExtensionRef") == 0 && wasm_ref(gw_get(f, "extensionRef"))) {
+            wasm_filter(s, gw_str_or(gw_get(f, "extensionRef"), "name", ""));
         } else {
             refuse(s->r, "UnsupportedValue",
                    gw_printf(s->c, "%s: filter type %s is not supported (%s are)", s->where,
                              type[0] ? type : "\"\"",
-                             grpc ? "RequestHeaderModifier, ResponseHeaderModifier and "
-                                    "RequestMirror"
+                             grpc ? "RequestHeaderModifier, ResponseHeaderModifier, "
+                                    "RequestMirror and ExtensionRef to a sextant.dev WasmPlugin"
                                   : "RequestHeaderModifier, ResponseHeaderModifier, "
-                                    "RequestRedirect, URLRewrite and RequestMirror"));
+                                    "RequestRedirect, URLRewrite, RequestMirror and ExtensionRef "
+                                    "to a sextant.dev WasmPlugin"));
         }
         if (conf)
             json_array_append_new(out, json_pack("{s:s,s:o}", "type", type, member, conf));
@@ -489,7 +537,7 @@ static void http_like_rule(gw_ctx *c, gw_route *r, size_t k, const json_t *in, b
                          "%s: sessionPersistence is not supported by Sextant's Envoy "
                          "translation",
                          s.where));
-    if (sends || s.redirect) {
+    if ((sends || s.redirect) && !s.blocked) {
         rule->ir = ir;
         r->n_kept++;
     } else {

@@ -3,14 +3,10 @@
  * AIService, TokenPolicy and WasmPlugin, what they give the IR backends of the Services
  * they target, and their status.ancestors.
  *
- * Each policy targets core Services of its namespace (targetRefs; a sectionName names one
- * port of the Service by its name) and gives the IR backends made from them one field:
- * load_balancing (BackendLBPolicy), ai_service (AIService), token_policy (TokenPolicy),
- * wasm_plugin (WasmPlugin). Per kind, as with BackendTLSPolicy, the oldest policy
- * (creationTimestamp, then namespace/name) of a target applies; the others are
- * Accepted=False, Conflicted, and a policy for one port wins over one for the whole
- * Service. A target that does not exist, or of another kind than Service, is reported
- * rather than ignored.
+ * Each policy targets Services, Gateways or HTTP/GRPC routes of its namespace
+ * (targetRefs; where it attaches and which policy wins a backend: gw_sextant_attach.c)
+ * and gives the IR backends it reaches one field: load_balancing (BackendLBPolicy),
+ * ai_service (AIService), token_policy (TokenPolicy), wasm_plugin (WasmPlugin).
  *
  * Data planes: what a policy gives must be taken by every data plane of the Gateway's
  * group (options.group_planes; README "Data planes"): load balancing by all, an AI
@@ -21,11 +17,14 @@
  * of the spec is served) and its ancestor entry for that Gateway is Accepted=False,
  * Invalid, naming the group and its data planes.
  *
- * Status: status.ancestors holds, for each Gateway of ours whose spec uses a backend the
- * policy targets, an entry (ancestorRef the Gateway) with Accepted; for each target
- * Service that does not exist an entry whose ancestorRef is that target, Accepted=False
+ * Status: status.ancestors holds, for each Gateway of ours where the policy reaches a
+ * backend, that it targets, or that is a parent of a route it targets, an entry
+ * (ancestorRef the Gateway) with Accepted (False: Invalid for the group's data planes,
+ * Conflicted when another policy applies to every backend it reaches there); for each
+ * target that does not exist an entry whose ancestorRef is that target, Accepted=False
  * TargetNotFound; for a policy no Gateway uses that cannot be applied (its fields out of
- * range, a target of another kind) an entry per target with Accepted=False Invalid.
+ * range, a target of another kind or namespace) an entry per target with Accepted=False
+ * Invalid.
  * Entries of other controllers are kept as they were.
  */
 #include <stdio.h>
@@ -334,27 +333,6 @@ static void judge(gw_ctx *c, gw_sxp *p)
     p->accepted = (gw_cond){"Accepted", true, "Accepted", "the policy is accepted"};
 }
 
-/* ---------------------------------------------------------------- targets */
-
-/* Records that policy pi targets key ("<kind>|<ns>/<svc>/<port name or *>"); the first
- * one recorded (the oldest) applies, the others are Conflicted. */
-static void claim(gw_ctx *c, size_t pi, const char *key)
-{
-    json_t *list = json_object_get(c->sx_targets, key);
-    if (list == NULL) {
-        list = json_array();
-        json_object_set_new(c->sx_targets, key, list);
-    }
-    json_array_append_new(list, json_integer((json_int_t)pi));
-    gw_sxp *p = &c->sxps[pi];
-    if (json_array_size(list) > 1 && p->ir) {
-        const gw_sxp *w = &c->sxps[json_integer_value(json_array_get(list, 0))];
-        p->accepted = (gw_cond){"Accepted", false, "Conflicted",
-                                gw_printf(c, "%s %s/%s, older, targets the same Service port",
-                                          KINDS[p->sk].name, w->obj->ns, w->obj->name)};
-    }
-}
-
 void gw_sx_build(gw_ctx *c)
 {
     size_t total = 0;
@@ -362,6 +340,7 @@ void gw_sx_build(gw_ctx *c)
         total += c->idx[KINDS[k].kind].n;
     c->sxps = sx_arena_alloc(c->a, (total + 1) * sizeof *c->sxps);
     c->sx_targets = json_object();
+    c->sx_uses = json_object();
     for (int k = 0; k < GW_SX_COUNT; k++) {
         const gw_index *x = &c->idx[KINDS[k].kind];
         for (size_t i = 0; i < x->n; i++) {
@@ -377,44 +356,7 @@ void gw_sx_build(gw_ctx *c)
     for (size_t i = 0; i < c->n_sxps; i++) {
         gw_sxp *p = &c->sxps[i];
         judge(c, p);
-        size_t n;
-        const json_t *targets = gw_array(gw_get(p->obj->o, "spec"), "targetRefs", &n);
-        p->missing = sx_arena_alloc(c->a, (n + 1) * sizeof *p->missing);
-        for (size_t k = 0; k < n; k++) {
-            const json_t *t = json_array_get(targets, k);
-            const char *name = gw_str_or(t, "name", "");
-            if (gw_str_or(t, "group", "")[0] != '\0' ||
-                strcmp(gw_str_or(t, "kind", ""), "Service") != 0) {
-                json_decref(p->ir);
-                p->ir = NULL;
-                p->accepted = (gw_cond){
-                    "Accepted", false, "Invalid",
-                    gw_printf(c, "a %s attaches to core Services only, not to %s %s",
-                              KINDS[p->sk].name, gw_str_or(t, "kind", "(no kind)"), name)};
-                continue;
-            }
-            if (gw_find(&c->idx[GW_SERVICE], p->obj->ns, name) == NULL) {
-                p->missing[p->n_missing++] = name;
-                continue;
-            }
-            claim(c, i,
-                  gw_printf(c, "%d|%s/%s/%s", (int)p->sk, p->obj->ns, name,
-                            gw_str_or(t, "sectionName", "*")));
-        }
-    }
-}
-
-void gw_sx_apply(gw_ctx *c, gw_backend *b, const char *port_name)
-{
-    for (int k = 0; k < GW_SX_COUNT; k++) {
-        const char *keys[2] = {gw_printf(c, "%d|%s/%s/%s", k, b->svc_ns, b->svc, port_name),
-                               gw_printf(c, "%d|%s/%s/*", k, b->svc_ns, b->svc)};
-        for (int i = 0; i < 2; i++) {
-            if (json_object_get(c->sx_targets, keys[i])) {
-                b->sx_keys[k] = keys[i];
-                break;
-            }
-        }
+        gw_sx_targets(c, i);
     }
 }
 
@@ -443,60 +385,28 @@ static const char *planes_text(unsigned planes, char *buf, size_t n)
     return buf;
 }
 
-/* The policy of kind k that applies to backend b, or NULL. */
-static gw_sxp *applying(gw_ctx *c, const gw_backend *b, int k)
+const char *gw_sx_kind_name(int k)
 {
-    const json_t *list = b->sx_keys[k] ? json_object_get(c->sx_targets, b->sx_keys[k]) : NULL;
-    return list ? &c->sxps[json_integer_value(json_array_get(list, 0))] : NULL;
+    return KINDS[k].name;
 }
 
-void gw_sx_used(gw_ctx *c, const gw_backend *b, size_t gi)
+const char *gw_sx_field(int k)
 {
-    for (int k = 0; k < GW_SX_COUNT; k++) {
-        const json_t *list = b->sx_keys[k] ? json_object_get(c->sx_targets, b->sx_keys[k]) : NULL;
-        size_t i;
-        const json_t *v;
-        json_array_foreach(list, i, v)
-        {
-            gw_sxp *p = &c->sxps[json_integer_value(v)];
-            bool have = false;
-            for (size_t j = 0; j < p->n_gws && !have; j++)
-                have = p->gws[j].gi == gi;
-            if (have)
-                continue;
-            p->gws = gw_grow(c, p->gws, sizeof *p->gws, &p->cap_gws, p->n_gws + 1);
-            gw_sx_anc *a = &p->gws[p->n_gws++];
-            a->gi = gi;
-            a->refused = NULL;
-            unsigned planes = group_planes(c, c->gws[gi].group);
-            if (p->ir && (planes & ~p->takes) != 0) {
-                char names[64], takes[64];
-                a->refused =
-                    gw_printf(c,
-                              "group %s serves %s, and only %s data planes take "
-                              "%s: left out of Gateway %s/%s (set the group's data "
-                              "planes to %s to serve it)",
-                              c->gws[gi].group, planes_text(planes, names, sizeof names),
-                              planes_text(p->takes, takes, sizeof takes), KINDS[p->sk].feature,
-                              c->gws[gi].obj->ns, c->gws[gi].obj->name, takes);
-            }
-        }
-    }
+    return KINDS[k].field;
 }
 
-void gw_sx_decorate(gw_ctx *c, const gw_backend *b, size_t gi, json_t *ir)
+const char *gw_sx_refusal(gw_ctx *c, const gw_sxp *p, size_t gi)
 {
-    for (int k = 0; k < GW_SX_COUNT; k++) {
-        const gw_sxp *p = applying(c, b, k);
-        if (p == NULL || p->ir == NULL)
-            continue;
-        bool refused = false;
-        for (size_t j = 0; j < p->n_gws; j++)
-            if (p->gws[j].gi == gi)
-                refused = p->gws[j].refused != NULL;
-        if (!refused)
-            json_object_set_new(ir, KINDS[k].field, json_deep_copy(p->ir));
-    }
+    unsigned planes = group_planes(c, c->gws[gi].group);
+    if (p->ir == NULL || (planes & ~p->takes) == 0)
+        return NULL;
+    char names[64], takes[64];
+    return gw_printf(c,
+                     "group %s serves %s, and only %s data planes take %s: left out of Gateway "
+                     "%s/%s (set the group's data planes to %s to serve it)",
+                     c->gws[gi].group, planes_text(planes, names, sizeof names),
+                     planes_text(p->takes, takes, sizeof takes), KINDS[p->sk].feature,
+                     c->gws[gi].obj->ns, c->gws[gi].obj->name, takes);
 }
 
 /* ---------------------------------------------------------------- status */
@@ -536,6 +446,20 @@ static void push_entry(gw_ctx *c, json_t *ancestors, const json_t *old, size_t n
                        const char *group, const char *kind, const char *ns, const char *name,
                        gw_cond cond)
 {
+    /* One entry per ancestorRef (the list is a map keyed by it and the controller): the
+     * first said of a target stays. */
+    size_t i;
+    const json_t *e;
+    json_array_foreach(ancestors, i, e)
+    {
+        const json_t *ref = gw_get(e, "ancestorRef");
+        if (strcmp(gw_str_or(e, "controllerName", ""), c->controller) == 0 &&
+            strcmp(gw_str_or(ref, "group", ""), group) == 0 &&
+            strcmp(gw_str_or(ref, "kind", ""), kind) == 0 &&
+            strcmp(gw_str_or(ref, "namespace", ""), ns) == 0 &&
+            strcmp(gw_str_or(ref, "name", ""), name) == 0)
+            return;
+    }
     const json_t *pconds = prev_conditions(c, old, n, group, kind, ns, name);
     json_array_append_new(
         ancestors, json_pack("{s:{s:s,s:s,s:s,s:s},s:s,s:o}", "ancestorRef", "group", group, "kind",
@@ -561,21 +485,31 @@ void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap)
                 json_array_append_new(ancestors, json_deep_copy(json_array_get(old, i)));
         }
         int64_t gen = gw_generation(p->obj->o);
+        gw_sx_target_ancestors(c, p);
         if (p->n_gws > 1)
             qsort(p->gws, p->n_gws, sizeof *p->gws, cmp_anc);
         for (size_t k = 0; k < p->n_gws; k++) {
             const gw_gw *g = &c->gws[p->gws[k].gi];
+            const gw_sx_anc *a = &p->gws[k];
             gw_cond cond = p->accepted;
-            if (cond.ok && p->gws[k].refused)
-                cond = (gw_cond){"Accepted", false, "Invalid", p->gws[k].refused};
+            if (cond.ok && a->refused)
+                cond = (gw_cond){"Accepted", false, "Invalid", a->refused};
+            else if (cond.ok && !a->applied && a->lost_to >= 0)
+                cond = (gw_cond){
+                    "Accepted", false, "Conflicted",
+                    gw_printf(c,
+                              "%s %s/%s applies instead to every backend this policy reaches "
+                              "in Gateway %s/%s (a more specific target, or older)",
+                              KINDS[p->sk].name, c->sxps[a->lost_to].obj->ns,
+                              c->sxps[a->lost_to].obj->name, g->obj->ns, g->obj->name)};
             push_entry(c, ancestors, old, n, gen, GW_GROUP, "Gateway", g->obj->ns, g->obj->name,
                        cond);
         }
-        for (size_t k = 0; k < p->n_missing; k++)
-            push_entry(
-                c, ancestors, old, n, gen, "", "Service", p->obj->ns, p->missing[k],
-                (gw_cond){"Accepted", false, "TargetNotFound",
-                          gw_printf(c, "Service %s/%s does not exist", p->obj->ns, p->missing[k])});
+        for (size_t k = 0; k < p->n_missing; k++) {
+            const gw_sx_missing *m = &p->missing[k];
+            push_entry(c, ancestors, old, n, gen, m->group, m->kind, p->obj->ns, m->name,
+                       (gw_cond){"Accepted", false, "TargetNotFound", m->message});
+        }
         if (p->n_gws == 0 && !p->accepted.ok) {
             /* Invalid or Conflicted with no Gateway using it: said on each target. */
             size_t nt;
@@ -585,10 +519,12 @@ void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap)
                 const char *name = gw_str_or(t, "name", "");
                 bool missing = false;
                 for (size_t m = 0; m < p->n_missing && !missing; m++)
-                    missing = strcmp(p->missing[m], name) == 0;
+                    missing = strcmp(p->missing[m].name, name) == 0 &&
+                              strcmp(p->missing[m].kind, gw_str_or(t, "kind", "")) == 0;
                 if (!missing && *name)
                     push_entry(c, ancestors, old, n, gen, gw_str_or(t, "group", ""),
-                               gw_str_or(t, "kind", "Service"), p->obj->ns, name, p->accepted);
+                               gw_str_or(t, "kind", "Service"),
+                               gw_str_or(t, "namespace", p->obj->ns), name, p->accepted);
             }
         }
         while (json_array_size(ancestors) > 16) /* the schema's maxItems */
@@ -605,4 +541,5 @@ void gw_sx_free(gw_ctx *c)
     for (size_t i = 0; i < c->n_sxps; i++)
         json_decref(c->sxps[i].ir);
     json_decref(c->sx_targets);
+    json_decref(c->sx_uses);
 }

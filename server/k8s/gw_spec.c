@@ -450,23 +450,58 @@ static json_t *parent_refs(const build *b, const char **sections, size_t n)
     return a;
 }
 
-/* Adds the backends r's kept rules name to the spec (once per spec). */
-static void take_backends(build *b, const gw_route *r, json_t *backends, unsigned mark,
-                          size_t *endpoints)
+/* Renames the references to backend (ns, from) in a rule's IR (backend_refs, a mirror's
+ * backend_ref), anywhere in it, to to. */
+static void rename_refs(json_t *v, const char *ns, const char *from, const char *to)
 {
-    for (size_t k = 0; k < r->n_rules; k++) {
-        if (r->rules[k].ir == NULL)
-            continue;
-        for (size_t i = 0; i < r->rules[k].n_backends; i++) {
-            gw_backend *be = &b->c->backends[r->rules[k].backends[i]];
-            if (be->mark == mark)
-                continue;
-            be->mark = mark;
-            json_t *ir = json_deep_copy(be->ir);
-            gw_sx_decorate(b->c, be, mark - 1, ir); /* mark is the Gateway's index + 1 */
-            json_array_append_new(backends, ir);
-            *endpoints += be->n_endpoints;
+    const char *key;
+    json_t *x;
+    size_t i;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            rename_refs(x, ns, from, to);
         }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    if (strcmp(gw_str_or(v, "name", ""), from) == 0 &&
+        strcmp(gw_str_or(v, "namespace", ""), ns) == 0 && gw_get(v, "weight") != NULL)
+        json_object_set_new(v, "name", json_string(to));
+    json_object_foreach(v, key, x)
+    {
+        if (strcmp(key, "backend_ref") == 0 && json_is_object(x) &&
+            strcmp(gw_str_or(x, "name", ""), from) == 0 &&
+            strcmp(gw_str_or(x, "namespace", ""), ns) == 0)
+            json_object_set_new(x, "name", json_string(to));
+        else
+            rename_refs(x, ns, from, to);
+    }
+}
+
+/* Adds the backends rule k of r names to the spec (each name once per spec), with what
+ * Sextant's policies give them there; ir (the rule's IR copy in the spec, or NULL) has
+ * its references renamed to a backend of their own where those differ between uses. */
+static void take_backends(build *b, const gw_route *r, size_t k, json_t *ir, json_t *backends,
+                          json_t *added, size_t gi, size_t *endpoints)
+{
+    for (size_t i = 0; i < r->rules[k].n_backends; i++) {
+        gw_backend *be = &b->c->backends[r->rules[k].backends[i]];
+        long w[GW_SX_COUNT];
+        gw_sx_pick(b->c, be, r, k, gi, w);
+        const char *name = gw_sx_name(b->c, be, w, gi);
+        if (name != be->name && ir)
+            rename_refs(ir, be->svc_ns, be->name, name);
+        const char *key = gw_printf(b->c, "%s/%s", be->svc_ns, name);
+        if (json_object_get(added, key))
+            continue;
+        json_object_set_new(added, key, json_true());
+        json_t *bir = json_deep_copy(be->ir);
+        json_object_set_new(bir, "name", json_string(name));
+        gw_sx_decorate(b->c, w, gi, bir);
+        json_array_append_new(backends, bir);
+        *endpoints += be->n_endpoints;
     }
 }
 
@@ -478,8 +513,8 @@ static long irl_index(const gw_gw *g, const char *name)
     return -1;
 }
 
-static void http_routes(build *b, json_t *http, json_t *grpc, json_t *backends, unsigned mark,
-                        size_t *endpoints)
+static void http_routes(build *b, json_t *http, json_t *grpc, json_t *backends, json_t *added,
+                        size_t gi, size_t *endpoints)
 {
     if (b->n_insts > 1)
         qsort(b->insts, b->n_insts, sizeof *b->insts, cmp_inst);
@@ -497,15 +532,18 @@ static void http_routes(build *b, json_t *http, json_t *grpc, json_t *backends, 
             json_object_set_new(o, "hostnames", strs_json(in->hosts.h, in->hosts.n));
         json_object_set_new(o, "parent_refs", parent_refs(b, in->sections, in->n_sections));
         json_t *rules = json_array();
-        for (size_t k = 0; k < in->r->n_rules; k++)
-            if (in->r->rules[k].ir)
-                json_array_append_new(rules, json_deep_copy(in->r->rules[k].ir));
+        for (size_t k = 0; k < in->r->n_rules; k++) {
+            if (in->r->rules[k].ir == NULL)
+                continue;
+            json_t *rule = json_deep_copy(in->r->rules[k].ir);
+            take_backends(b, in->r, k, rule, backends, added, gi, endpoints);
+            json_array_append_new(rules, rule);
+        }
         json_object_set_new(o, "rules", rules);
         json_array_append_new(in->r->kind == RK_GRPC ? grpc : http, o);
         for (size_t k = 0; k < in->n_irls; k++)
             json_array_append_new(b->attached[irl_index(b->g, in->irls[k])],
                                   json_string(gw_printf(b->c, "%s/%s", in->r->obj->ns, name)));
-        take_backends(b, in->r, backends, mark, endpoints);
     }
 }
 
@@ -519,7 +557,8 @@ static int cmp_stream_rule(const void *a, const void *b)
     return strcmp(gw_str_or(x, "sni_hostname", ""), gw_str_or(y, "sni_hostname", ""));
 }
 
-static void stream_routes(build *b, json_t *out, json_t *backends, unsigned mark, size_t *endpoints)
+static void stream_routes(build *b, json_t *out, json_t *backends, json_t *added, size_t gi,
+                          size_t *endpoints)
 {
     for (size_t i = 0; i < b->n_sroutes; i++) {
         struct sroute *sr = &b->sroutes[i];
@@ -529,16 +568,21 @@ static void stream_routes(build *b, json_t *out, json_t *backends, unsigned mark
         for (size_t j = 0; j < n; j++)
             v[j] = json_incref(json_array_get(sr->rules, j));
         qsort(v, n, sizeof *v, cmp_stream_rule);
+        /* The rules share the route's backend_refs: renamed in a copy each. */
+        json_t *refs = json_deep_copy(r->rules[0].ir);
+        take_backends(b, r, 0, refs, backends, added, gi, endpoints);
         json_t *rules = json_array();
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; j < n; j++) {
+            json_object_set_new(v[j], "backend_refs", json_deep_copy(refs));
             json_array_append_new(rules, v[j]);
+        }
+        json_decref(refs);
         sx_free(v);
         json_array_append_new(
             out,
             json_pack("{s:s,s:s,s:s,s:o,s:o}", "name", base_name(b, r), "namespace", r->obj->ns,
                       "kind", r->kind == RK_TLS ? "ROUTE_KIND_TLS" : "ROUTE_KIND_TCP",
                       "parent_refs", parent_refs(b, sr->sections, sr->n_sections), "rules", rules));
-        take_backends(b, r, backends, mark, endpoints);
     }
 }
 
@@ -670,15 +714,16 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi)
             for (size_t k = 0; k < r->n_rules; k++)
                 for (size_t j = 0; j < r->rules[k].n_backends; j++) {
                     gw_policies_used(c, &c->backends[r->rules[k].backends[j]], gi);
-                    gw_sx_used(c, &c->backends[r->rules[k].backends[j]], gi);
+                    gw_sx_used(c, &c->backends[r->rules[k].backends[j]], r, k, gi);
                 }
         }
 
-    unsigned mark = (unsigned)gi + 1;
     json_t *http = json_array(), *grpc = json_array(), *stream = json_array();
     json_t *backends = json_array(), *listeners = json_array(), *used = json_object();
-    http_routes(&b, http, grpc, backends, mark, &g->endpoints);
-    stream_routes(&b, stream, backends, mark, &g->endpoints);
+    json_t *added = json_object(); /* "<ns>/<name>" of the backends in the spec */
+    http_routes(&b, http, grpc, backends, added, gi, &g->endpoints);
+    stream_routes(&b, stream, backends, added, gi, &g->endpoints);
+    json_decref(added);
     for (size_t xi = 0; xi < g->n_irl; xi++)
         if (b.emit[xi])
             json_array_append_new(listeners, listener_json(&b, xi, used));

@@ -15,10 +15,17 @@
 #      Accepted=False (Invalid) naming the group's data planes, the rest still served; once
 #      the group serves control only, the control.v1 client receives all three and each
 #      is Accepted=True;
+#      (the PUT alone, without any Kubernetes event, retranslates the Gateway);
 #   6. finalizer: the WasmPlugin carries sextant.dev/finalizer; while an HTTPRoute names it
-#      in an ExtensionRef filter, `kubectl delete` leaves it in place (deletionTimestamp
-#      set, status sextant.dev/DeletionBlocked naming the route) and still served; once
-#      the route stops naming it, the deletion completes and it is no longer served.
+#      in an ExtensionRef filter (the route Accepted with it), `kubectl delete` leaves it
+#      in place (deletionTimestamp set, status sextant.dev/DeletionBlocked naming the
+#      route) and still served; once
+#      the route stops naming it, the deletion completes and it is no longer served;
+#   7. a TokenPolicy targeting the Gateway shop/web reaches the backend of every route of
+#      it, one targeting the HTTPRoute shop/shop (more specific) wins that route's use of
+#      the backend, which is split into a backend of its own; both name the Gateway in
+#      status.ancestors, Accepted=True; one targeting a missing HTTPRoute says
+#      TargetNotFound on it.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/conformance/lib/harness.sh"
 source "$CONF/lib/k8s_source.sh"
 
@@ -169,10 +176,11 @@ check "... and left out: the backend is served without them" \
     backend '.ai_service == null and .token_policy == null and .wasm_plugin == null'
 code=$(conf_rest PUT /api/v1/groups/shop%2Fweb '{"data_planes": ["control"]}')
 check "the group shop/web set to serve control only (PUT /api/v1/groups/shop%2Fweb: $code)" [ "$code" = 200 ]
-# A change of a group's data planes is no Kubernetes event: the next one (or the resync)
-# translates again.
-kc annotate aiservice -n shop llm sextant.dev/touched=1 >/dev/null || exit 1
-check "the control.v1 client receives the AI service" \
+# No Kubernetes event follows: the change of the group's data planes alone (NOTIFYed to
+# every replica) makes the leader translate again.
+check "the leader is told of the group's new data planes" \
+    wait_for 20 grep -q 'the data planes of group shop/web changed: translating again' "$WORK/r1.log"
+check "the control.v1 client receives the AI service, without any Kubernetes event" \
     wait_for 20 backend '.ai_service.provider == "openai" and .ai_service.model == "gpt-4o" and
         .ai_service.auth.type == "Bearer" and .ai_service.auth.secret_ref == "openai-key" and .ai_service.auth.secret_key == "token"'
 check "... the token policy" \
@@ -205,6 +213,13 @@ $1
 EOF2
 }
 route_with_filter '      filters: [{type: ExtensionRef, extensionRef: {group: sextant.dev, kind: WasmPlugin, name: redact}}]' || exit 1
+route_accepted() {
+    kc get httproute -n shop filtered -o json 2>/dev/null | jq -e '[.status.parents[] |
+        select(.controllerName == "sextant.dev/gateway-controller") | .conditions[] |
+        select((.type == "Accepted" or .type == "ResolvedRefs") and .status == "True")] | length == 2' >/dev/null
+}
+check "an HTTPRoute whose rule names the WasmPlugin in an ExtensionRef filter is Accepted, its refs resolved" \
+    wait_for 20 route_accepted
 kc delete wasmplugin -n shop redact --wait=false >/dev/null || exit 1
 blocked() {
     kc get wasmplugin -n shop redact -o json >"$WORK/wasm.json" 2>/dev/null &&
@@ -219,4 +234,65 @@ route_with_filter '' || exit 1
 gone() { ! kc get wasmplugin -n shop redact >/dev/null 2>&1; }
 check "the route no longer names it: the deletion completes" wait_for 20 gone
 check "... and the plugin is no longer served" wait_for 20 backend '.wasm_plugin == null'
+
+# ---------------------------------------------------------------- 7. Gateway and route targets
+kc delete tokenpolicy -n shop budget --wait=false >/dev/null || exit 1 # its Service target would win
+check "the TokenPolicy on the Service is gone from what is served" \
+    wait_for 20 backend '.token_policy == null'
+k8s_apply - <<'EOF2' || exit 1
+apiVersion: sextant.dev/v1alpha1
+kind: TokenPolicy
+metadata: {name: gateway-rate, namespace: shop}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: web}]
+  requestsPerMinute: 100
+---
+apiVersion: sextant.dev/v1alpha1
+kind: TokenPolicy
+metadata: {name: route-rate, namespace: shop}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}]
+  requestsPerMinute: 20
+---
+apiVersion: sextant.dev/v1alpha1
+kind: TokenPolicy
+metadata: {name: no-route, namespace: shop}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: ghost}]
+  requestsPerMinute: 1
+EOF2
+# rpm_of ROUTE: the requests_per_minute of the backend the first rule of HTTP route ROUTE
+# sends to, as served
+rpm_of() {
+    jq -r --arg r "$1" '(.http_routes[] | select(.name == $r) | .rules[0].backend_refs[0].name) as $b |
+        .backends[] | select(.name == $b) | .token_policy.requests_per_minute // "none"' "$WORK/snap.json"
+}
+split_served() {
+    served && [ "$(rpm_of shop)" = 20 ] && [ "$(rpm_of filtered)" = 100 ]
+}
+check "the route's policy reaches the backend of HTTPRoute shop, the Gateway's that of HTTPRoute filtered" \
+    wait_for 20 split_served
+check "... HTTPRoute filtered keeps the backend shop-api:8080, HTTPRoute shop sends to a copy of its own" \
+    jq -e '([.http_routes[] | select(.name == "filtered") | .rules[0].backend_refs[0].name] == ["shop-api:8080"]) and
+        ([.http_routes[] | select(.name == "shop") | .rules[0].backend_refs[0].name | test("^shop-api:8080~[0-9a-f]{8}$")] == [true]) and
+        ([.backends[] | select(.name | startswith("shop-api:8080")) | .endpoints] | unique | length == 1)' "$WORK/snap.json"
+tp_ancestor() { # tp_ancestor NAME KIND ANCESTOR-NAME STATUS REASON
+    kc get tokenpolicy -n shop "$1" -o json >"$WORK/pol.json" 2>/dev/null &&
+        jq -e --arg k "$2" --arg n "$3" --arg s "$4" --arg r "$5" \
+            '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
+             .ancestorRef.kind == $k and .ancestorRef.name == $n and .ancestorRef.namespace == "shop") |
+             .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
+}
+check "the Gateway's TokenPolicy: status.ancestors names the Gateway shop/web, Accepted=True" \
+    wait_for 20 tp_ancestor gateway-rate Gateway web True Accepted
+check "the route's TokenPolicy: status.ancestors names the route's parent Gateway shop/web, Accepted=True" \
+    wait_for 20 tp_ancestor route-rate Gateway web True Accepted
+check "a TokenPolicy targeting a missing HTTPRoute: Accepted=False TargetNotFound on it" \
+    wait_for 20 tp_ancestor no-route HTTPRoute ghost False TargetNotFound
+kc delete tokenpolicy -n shop route-rate --wait=false >/dev/null || exit 1
+joined() { served && [ "$(rpm_of shop)" = 100 ] && [ "$(rpm_of filtered)" = 100 ]; }
+check "the route's policy deleted: both routes send to shop-api:8080 with the Gateway's policy" \
+    wait_for 20 joined
+check "... and the copy is gone" \
+    jq -e '[.backends[] | select(.name | startswith("shop-api:8080~"))] == []' "$WORK/snap.json"
 finish
