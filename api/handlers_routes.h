@@ -69,6 +69,9 @@ int api_proxy_nacks_page(http_request *req, rest_api *api, api_list_page *page, 
 /* replicas (api/handlers_replicas.c) */
 int api_replicas_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
+/* alerts (api/handlers_alerts.c) */
+int api_alerts_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
+
 /* audit log (api/handlers_audit.c) */
 int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 

@@ -70,6 +70,8 @@ static const api_route routes[] = {
 
     {"GET", "/api/v1/replicas", "replicas", "read", NULL, api_replicas_page},
 
+    {"GET", "/api/v1/alerts", "alerts", "read", NULL, api_alerts_page},
+
     {"GET", "/api/v1/audit", "audit", "read", NULL, api_audit_page},
 
     {"GET", "/api/v1/events", "events", "read", api_events_stream, NULL},

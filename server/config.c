@@ -583,6 +583,10 @@ static void parse_value(loader *L, size_t i, const char *text)
         if (config_parse_addresses(text, (config_addresses *)f, why, sizeof(why)) != 0)
             config_bad(L, i, "%s", why);
         return;
+    case K_WEBHOOKS:
+        if (config_parse_webhooks(text, (config_webhooks *)f, why, sizeof(why)) != 0)
+            config_bad(L, i, "%s", why);
+        return;
     case K_REPLICA: {
         size_t n = strlen(text);
         bool ok = n >= 1 && n <= 128;
@@ -966,6 +970,9 @@ void config_free(sextant_config *cfg)
             break;
         case K_ADDRESSES:
             config_addresses_clear((config_addresses *)config_key_field(cfg, i));
+            break;
+        case K_WEBHOOKS:
+            config_webhooks_clear((config_webhooks *)config_key_field(cfg, i));
             break;
         default:
             break;
