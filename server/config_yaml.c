@@ -66,14 +66,15 @@ static char *webhooks_json(loader *L, yaml_document_t *doc, yaml_node_t *seq, co
             yaml_node_t *v = yaml_document_get_node(doc, p->value);
             if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE ||
                 v->type != YAML_SCALAR_NODE || yaml_is_null(v)) {
-                sx_fielderrs_add(L->errs, path, "each entry's fields must be single values (line %zu)",
+                sx_fielderrs_add(L->errs, path,
+                                 "each entry's fields must be single values (line %zu)",
                                  m->start_mark.line + 1);
                 json_decref(arr);
                 return NULL;
             }
-            json_object_set_new(o, (const char *)k->data.scalar.value,
-                                json_stringn((const char *)v->data.scalar.value,
-                                             v->data.scalar.length));
+            json_object_set_new(
+                o, (const char *)k->data.scalar.value,
+                json_stringn((const char *)v->data.scalar.value, v->data.scalar.length));
         }
     }
     char *text = json_dumps(arr, JSON_COMPACT);
