@@ -21,6 +21,8 @@ import {DeploymentsPage} from './pages/Deployments';
 import {DeploymentPage} from './pages/Deployment';
 import {SnapshotsPage} from './pages/Snapshots';
 import {AuditPage} from './pages/Audit';
+import {AlertsPage} from './pages/Alerts';
+import {AlertsBadge} from './components/alertsBadge';
 
 type Page = (p: {params: Record<string, string>}) => ComponentChildren;
 
@@ -48,6 +50,10 @@ const NAV: [string, string][] = [
   ['/snapshots', 'Snapshots'],
   ['/audit', 'Audit'],
 ];
+
+// Sextant's own alerts: their page, in the navigation, and the header's firing count.
+ROUTES.push(['/alerts', () => <AlertsPage />]);
+NAV.push(['/alerts', 'Alerts']);
 
 function LiveIndicator() {
   const s = useStore(liveStatus);
@@ -109,6 +115,7 @@ function Shell({children}: {children: ComponentChildren}) {
           ))}
         </nav>
         <div class="top-right">
+          <AlertsBadge />
           <LiveIndicator />
           {me && (
             <span class="who" data-testid="who">
