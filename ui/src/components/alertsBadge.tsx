@@ -8,7 +8,7 @@ export function AlertsBadge() {
   const n = firing.data?.items.length ?? 0;
   if (!n) return null;
   return (
-    <a href="/alerts" class="badge badge-bad" data-testid="alerts-badge" title="Alerts firing now">
+    <a href="/alerts" class="badge badge-bad" style={{textDecoration: 'none'}} data-testid="alerts-badge" title="Alerts firing now">
       {n >= 1000 ? '1000+' : n} firing
     </a>
   );
