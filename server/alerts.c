@@ -270,11 +270,16 @@ static int evaluate(alerts *al, sx_err *err)
     wanted *w = NULL;
     size_t nw = 0;
     alert_list firing = {0};
+    bool *holds = NULL; /* holds[i]: firing.items[i]'s subject still holds */
     int rc = pg_acquire(srv->db, &c, err);
     if (rc == 0) {
         rc = read_wanted(al, c, a, &w, &nw, err);
         if (rc == 0)
             rc = alert_repo_firing(c, a, &firing, err);
+        if (rc == 0) {
+            holds = sx_arena_alloc(a, (firing.count ? firing.count : 1) * sizeof(*holds));
+            memset(holds, 0, (firing.count ? firing.count : 1) * sizeof(*holds));
+        }
         /* Firing alerts that still hold keep their row; their value is refreshed. */
         for (size_t i = 0; rc == 0 && i < firing.count; i++) {
             alert_record *f = &firing.items[i];
@@ -282,7 +287,7 @@ static int evaluate(alerts *al, sx_err *err)
                 if (!w[k].matched && strcmp(w[k].rule, f->rule) == 0 &&
                     strcmp(w[k].subject, f->subject) == 0) {
                     w[k].matched = true;
-                    f->state = "holds";
+                    holds[i] = true;
                     rc = alert_repo_touch(c, f->id, w[k].value, w[k].message, err);
                     break;
                 }
@@ -299,7 +304,7 @@ static int evaluate(alerts *al, sx_err *err)
             announce(al, &ch.rec);
     }
     for (size_t i = 0; rc == 0 && i < firing.count; i++) {
-        if (strcmp(firing.items[i].state, "firing") != 0)
+        if (holds[i])
             continue;
         if (!may_evaluate(al))
             break;

@@ -197,6 +197,21 @@ static void put_back(alert_hook *h, delivery *d, long long wait_ms)
     pthread_mutex_unlock(&h->mu);
 }
 
+/* libcurl's progress callback: a stop aborts a POST in flight. */
+static int abort_on_stop(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                         curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    alert_hook *h = ctx;
+    pthread_mutex_lock(&h->mu);
+    bool stop = h->stopping;
+    pthread_mutex_unlock(&h->mu);
+    return stop ? 1 : 0;
+}
+
 static size_t discard_body(char *p, size_t size, size_t n, void *ctx)
 {
     (void)p;
@@ -244,6 +259,9 @@ static long post(alert_hook *h, const delivery *d, char *why, size_t whylen)
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_body);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
         CURLcode rc = curl_easy_perform(c);
         if (rc == CURLE_OK)
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -265,6 +283,13 @@ static void *hook_thread(void *arg)
     while ((d = take_due(h)) != NULL) {
         char why[CURL_ERROR_SIZE + 32] = "", origin[256];
         long status = post(h, d, why, sizeof why);
+        pthread_mutex_lock(&h->mu);
+        bool stopping = h->stopping;
+        pthread_mutex_unlock(&h->mu);
+        if (stopping && (status < 200 || status > 299)) {
+            delivery_free(d); /* dropped with the rest at stop (see alerts_webhook.h) */
+            break;
+        }
         d->attempts++;
         config_webhook_origin(h->o.targets->items[d->target].url, origin, sizeof origin);
         if (status >= 200 && status <= 299) {

@@ -16,7 +16,8 @@
 #     alert_firing and one alert_resolved event each), and the receiver got each firing
 #     and each resolution exactly once with a good signature; the very first POST was
 #     answered 500 and delivered by its retry (same X-Sextant-Delivery, attempt 2);
-#     sextant_alert_webhook_deliveries_total says 8 delivered, 1 retried, none failed;
+#     sextant_alert_webhook_deliveries_total says 8 delivered; a second webhook where
+#     nothing listens has each of its 8 deliveries retried 3 times and given up;
 #   - GET /api/v1/alerts filters by state, pages by keyset, and refuses a bad state;
 #     no log line holds the webhook secret.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/rollout/lib/rollout.sh"
@@ -28,7 +29,9 @@ bg_run receiver python3 "$HERE/webhook_receiver.py" --secret "$SECRET" \
     --record "$WORK/hooks.jsonl" --port-file "$WORK/hook.port" --fail-first 1
 wait_for 10 test -s "$WORK/hook.port" || { echo "alerts: the webhook receiver did not start" >&2; exit 1; }
 : >"$WORK/hooks.jsonl"
-export SEXTANT_ALERTS_WEBHOOKS="[{\"url\":\"http://127.0.0.1:$(cat "$WORK/hook.port")/hooks/sextant\",\"secret\":\"$SECRET\"}]"
+# A second webhook where nothing listens: its deliveries are given up after the retries.
+DEAD_PORT=$(free_port)
+export SEXTANT_ALERTS_WEBHOOKS="[{\"url\":\"http://127.0.0.1:$(cat "$WORK/hook.port")/hooks/sextant\",\"secret\":\"$SECRET\"},{\"url\":\"http://127.0.0.1:$DEAD_PORT/nobody\",\"secret\":\"other-$SECRET\"}]"
 export SEXTANT_ALERTS_INTERVAL=200ms SEXTANT_ALERTS_NACK_WINDOW=3s
 export SEXTANT_ALERTS_NACK_MIN_RESPONSES=1 SEXTANT_ALERTS_DISCONNECTED_AFTER=1s
 export SEXTANT_ALERTS_DEPLOYMENT_WINDOW=5s SEXTANT_ALERTS_REPLICA_LOST_AFTER=3s
@@ -134,8 +137,13 @@ r[0]['status'] == 500 and r[0]['payload']['attempt'] == 1 and
 len([x for x in r if x['delivery'] == r[0]['delivery']]) == 2)"
 check "deliveries counted: 8 delivered" \
     metric_on 'sextant_alert_webhook_deliveries_total{result="delivered"}' 8 "$R1_HTTP"
-check "... 1 retried" metric_on 'sextant_alert_webhook_deliveries_total{result="retried"}' 1 "$R1_HTTP"
-check "... none failed" [ -z "$(metric 'sextant_alert_webhook_deliveries_total{result="failed"}' "$R1_HTTP")" ]
+check "... 8 failed: those to the webhook where nothing listens, after their 3 retries" \
+    wait_for 30 metric_on 'sextant_alert_webhook_deliveries_total{result="failed"}' 8 "$R1_HTTP"
+check "... 25 retried: 3 for each of those, 1 for the first POST answered 500" \
+    metric_on 'sextant_alert_webhook_deliveries_total{result="retried"}' 25 "$R1_HTTP"
+check "... none dropped" [ -z "$(metric 'sextant_alert_webhook_deliveries_total{result="dropped"}' "$R1_HTTP")" ]
+check "giving up is logged with the webhook's origin, not its path" \
+    grep -q "gave up delivering alert to webhook.*\"webhook\":\"http://127.0.0.1:$DEAD_PORT\"" "$WORK/r1.log"
 check "nothing fires now (sextant_alerts_firing)" \
     wait_for 10 metric_on 'sextant_alerts_firing{rule="replica_lost"}' 0 "$R1_HTTP"
 
@@ -155,5 +163,6 @@ check "the next page: the fourth, oldest one, and no cursor" \
 st=$(rt_api GET "/api/v1/alerts?state=all")
 check "state=all lists all four" jtrue "'$st' === '200' && j.items.length === 4"
 
-check "no log holds the webhook secret" bash -c "! grep -rqF -- '$SECRET' '$WORK'/r1.log '$WORK'/r2.log"
+check "no log holds a webhook secret or path" \
+    bash -c "! grep -rqE -- '$SECRET|/nobody|/hooks/sextant' '$WORK'/r1.log '$WORK'/r2.log"
 rt_finish r1 r2
