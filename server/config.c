@@ -927,6 +927,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_backoff(&L, "redis", L.cfg->redis.reconnect_backoff_min_ms,
                   L.cfg->redis.reconnect_backoff_max_ms);
     config_check_k8s(&L);
+    config_check_alerts(&L);
     int i_planes = config_key_find("groups.default_data_planes");
     char why[160];
     if (i_planes >= 0 && !L.raw[i_planes].failed &&

@@ -114,6 +114,10 @@ void config_webhooks_clear(config_webhooks *l);
 /* The rules between the k8s.* keys (run after every key is parsed). */
 void config_check_k8s(loader *L);
 
+/* The rules between the alerts.* keys (run after every key is parsed;
+ * server/config_webhooks.c). */
+void config_check_alerts(loader *L);
+
 /* Reads the YAML file at path into L->raw (scalars only; parsing comes later). Every
  * problem is added to L->errs; nothing is returned because loading goes on. */
 void config_yaml_read(loader *L, const char *path);

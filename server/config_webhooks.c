@@ -1,7 +1,8 @@
 /*
  * config_webhooks.c — the alerts.webhooks key: a list of {url, secret} parsed from the
  * JSON array text the loader holds (the environment variable's value, or the YAML list
- * of mappings turned into it by config_yaml.c), and the URL's origin that logs show.
+ * of mappings turned into it by config_yaml.c), the URL's origin that logs show, and
+ * the rules between the alerts.* keys.
  *
  * Design: the secrets are HMAC keys and a webhook URL may itself be a credential (many
  * chat services put the token in the path), so no message of this file quotes either;
@@ -117,4 +118,26 @@ const char *config_webhook_origin(const char *url, char *out, size_t n)
     size_t len = strcspn(host, "/?#");
     snprintf(out, n, "%.*s://%.*s", (int)(sep - url), url, (int)len, host);
     return out;
+}
+
+/* Reports key i (unless it already failed) with a rule against another duration. */
+static void bad_pair(loader *L, const char *key, const char *rule, int64_t other_ms, int64_t got_ms)
+{
+    int i = config_key_find(key);
+    if (i < 0 || L->raw[i].failed)
+        return;
+    char o[32], g[32];
+    config_bad(L, (size_t)i, "%s (%s), got %s", rule, config_format_duration(other_ms, o, sizeof o),
+               config_format_duration(got_ms, g, sizeof g));
+}
+
+void config_check_alerts(loader *L)
+{
+    const sextant_config *c = L->cfg;
+    if (c->alerts.disconnected_forget_ms <= c->alerts.disconnected_after_ms)
+        bad_pair(L, "alerts.disconnected_forget", "must be greater than alerts.disconnected_after",
+                 c->alerts.disconnected_after_ms, c->alerts.disconnected_forget_ms);
+    if (c->alerts.webhook_backoff_min_ms > c->alerts.webhook_backoff_max_ms)
+        bad_pair(L, "alerts.webhook_backoff_min", "must not exceed alerts.webhook_backoff_max",
+                 c->alerts.webhook_backoff_max_ms, c->alerts.webhook_backoff_min_ms);
 }

@@ -149,6 +149,19 @@ static void test_config_webhooks(void **state)
         assert_true(named);
         sx_fielderrs_free(&errs);
     }
+    /* Cross checks: a proxy gone for good only after it counts as disconnected, and a
+     * back-off whose minimum does not exceed its maximum. */
+    errs = (sx_fielderrs){0};
+    assert_int_equal(load("alerts:\n  disconnected_after: 2h\n  disconnected_forget: 1h\n"
+                          "  webhook_backoff_min: 2m\n  webhook_backoff_max: 1m\n",
+                          NULL, &cfg, &errs),
+                     SX_EINVAL);
+    assert_int_equal(errs.count, 2);
+    assert_string_equal(errs.items[0].path, "alerts.disconnected_forget");
+    assert_non_null(
+        strstr(errs.items[0].message, "must be greater than alerts.disconnected_after"));
+    assert_string_equal(errs.items[1].path, "alerts.webhook_backoff_min");
+    sx_fielderrs_free(&errs);
     /* A YAML scalar where the list belongs is refused too. */
     errs = (sx_fielderrs){0};
     assert_int_equal(load("alerts:\n  webhooks:\n    - just-a-url\n", NULL, &cfg, &errs),
