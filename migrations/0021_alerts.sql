@@ -34,3 +34,10 @@ COMMENT ON COLUMN alerts.value IS
 
 INSERT INTO event_types (name) VALUES ('alert_firing'), ('alert_resolved')
 ON CONFLICT DO NOTHING;
+
+-- A replica that stops cleanly says so in its last heartbeat, so that rule replica_lost
+-- tells a replica lost from one scaled down or replaced by an upgrade; the next
+-- heartbeat of a replica of that id clears it.
+ALTER TABLE replicas ADD COLUMN stopped_at timestamptz;
+COMMENT ON COLUMN replicas.stopped_at IS
+    'When the replica stopped cleanly (its last heartbeat); NULL while it runs or when it was lost.';

@@ -129,11 +129,14 @@ int alert_repo_replicas_lost(pg_conn *c, long long lost_ms, sx_arena *a, alert_r
     const char *p[] = {ms_param(a, lost_ms)};
     return readings(
         c, a,
-        "SELECT replica_id, NULL, extract(epoch FROM now() - last_seen)::float8,"
-        "   0, 0, " REPO_TS(
-            "last_seen") " FROM replicas"
-                         " WHERE last_seen < now() - $1::bigint * interval '1 millisecond'"
-                         " ORDER BY replica_id" LIMIT_SQL,
+        // clang-format off
+        "SELECT replica_id, NULL, extract(epoch FROM now() - last_seen)::float8, 0, 0, "
+        REPO_TS("last_seen")
+        " FROM replicas"
+        " WHERE last_seen < now() - $1::bigint * interval '1 millisecond'"
+        "   AND stopped_at IS NULL"
+        " ORDER BY replica_id" LIMIT_SQL,
+        // clang-format on
         1, p, out, err);
 }
 

@@ -75,8 +75,8 @@ int alert_repo_disconnected(pg_conn *c, long long after_ms, long long forget_ms,
 int alert_repo_deployments_failed(pg_conn *c, long long window_ms, sx_arena *a, alert_readings *out,
                                   sx_err *err) SX_MUSTCHECK;
 
-/* Replicas whose last heartbeat is older than lost_ms (value: seconds since it).
- * subject = replica id. */
+/* Replicas whose last heartbeat is older than lost_ms and was not the one they send as
+ * they stop cleanly (value: seconds since it). subject = replica id. */
 int alert_repo_replicas_lost(pg_conn *c, long long lost_ms, sx_arena *a, alert_readings *out,
                              sx_err *err) SX_MUSTCHECK;
 

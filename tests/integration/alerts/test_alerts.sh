@@ -19,7 +19,8 @@
 #     sextant_alert_webhook_deliveries_total says 8 delivered; a second webhook where
 #     nothing listens has each of its 8 deliveries retried 3 times and given up;
 #   - GET /api/v1/alerts filters by state, pages by keyset, and refuses a bad state;
-#     no log line holds the webhook secret.
+#     no log line holds the webhook secret;
+#   - r2 stopped cleanly (SIGTERM) fires no replica_lost, however long it stays away.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/rollout/lib/rollout.sh"
 
 rt_init alerts
@@ -165,4 +166,16 @@ check "state=all lists all four" jtrue "'$st' === '200' && j.items.length === 4"
 
 check "no log holds a webhook secret or path" \
     bash -c "! grep -rqE -- '$SECRET|/nobody|/hooks/sextant' '$WORK'/r1.log '$WORK'/r2.log"
-rt_finish r1 r2
+
+# ---------------------------------------------------------------- a clean stop is no loss
+conf_stop_serve r2
+r2_silent() {
+    [ "$(sql "SELECT stopped_at IS NOT NULL AND now() - last_seen > interval '3 seconds' FROM replicas WHERE replica_id = 'r2'")" = t ]
+}
+check "r2, stopped cleanly, said so, and has been silent past alerts.replica_lost_after" wait_for 20 r2_silent
+E0=$(metric sextant_alert_evaluations_total "$R1_HTTP")
+evals_since() { [ "$(metric sextant_alert_evaluations_total "$R1_HTTP")" -ge $((E0 + 2)) ]; }
+check "the leader has evaluated the rules twice since" wait_for 10 evals_since
+check "... and fired no replica_lost for it" \
+    [ "$(sql "SELECT count(*) FROM alerts WHERE rule = 'replica_lost' AND state = 'firing'")" = 0 ]
+rt_finish r1
