@@ -351,8 +351,9 @@ const key_def config_keys[] = {
      "fires an alert that resolves this long after it ended."},
     {"alerts.replica_lost_after", K_DURATION, "0", 0, MS_DAY, OFF(alerts.replica_lost_after_ms),
      "0, three leader.heartbeat",
-     "Rule replica_lost: a replica whose heartbeat is older than this fires an alert; it "
-     "resolves when the replica beats again or is forgotten (leader.forget_after)."},
+     "Rule replica_lost: a replica whose heartbeat is older than this, and that did not stop "
+     "cleanly, fires an alert; it resolves when the replica beats again or is forgotten "
+     "(leader.forget_after)."},
     {"alerts.webhooks", K_WEBHOOKS, "", 0, 0, OFF(alerts.webhooks), "none",
      "Webhooks every alert is POSTed to when it fires and resolves: a list of {url, secret} "
      "(in the environment, a JSON array); the body is signed with the secret "
