@@ -77,6 +77,8 @@ int api_replicas_page(http_request *req, rest_api *api, api_list_page *page, sx_
 
 /* search (api/handlers_search.c) */
 void api_search(http_request *req, rest_api *api, void *ud);
+/* alerts (api/handlers_alerts.c) */
+int api_alerts_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);
 
 /* audit log (api/handlers_audit.c) */
 int api_audit_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);

@@ -95,6 +95,7 @@ static const struct {
     {"groups", ID_GROUP, true},  {"proxies", ID_ANY, true},        {"replicas", ID_NONE, false},
     {"events", ID_NONE, false},  {"audit", ID_NONE, false},        {"auth", ID_NONE, false},
     {"openapi", ID_NONE, false}, {POLICY_SECRETS, ID_NONE, false}, {"search", ID_NONE, false},
+    {"alerts", ID_NONE, false},
 };
 #define NTYPES (sizeof(TYPES) / sizeof(TYPES[0]))
 
@@ -630,7 +631,7 @@ static void check_rule(loader *L, const char *role_name, const rule *ru, yaml_no
     if (!any_type) {
         problem(L, line, field,
                 "role %s: unknown resource \"%s\" (resources: configs, deployments, snapshots, "
-                "groups, proxies, replicas, events, audit, auth, openapi, secrets)",
+                "groups, proxies, replicas, events, audit, auth, openapi, secrets, alerts)",
                 role_name, ru->type_pat);
         return;
     }

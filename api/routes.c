@@ -77,6 +77,7 @@ static const api_route routes[] = {
     {"GET", "/api/v1/replicas", "replicas", "read", NULL, api_replicas_page},
 
     {"GET", "/api/v1/search", "search", "read", api_search, NULL},
+    {"GET", "/api/v1/alerts", "alerts", "read", NULL, api_alerts_page},
 
     {"GET", "/api/v1/audit", "audit", "read", NULL, api_audit_page},
 

@@ -583,6 +583,10 @@ static void parse_value(loader *L, size_t i, const char *text)
         if (config_parse_addresses(text, (config_addresses *)f, why, sizeof(why)) != 0)
             config_bad(L, i, "%s", why);
         return;
+    case K_WEBHOOKS:
+        if (config_parse_webhooks(text, (config_webhooks *)f, why, sizeof(why)) != 0)
+            config_bad(L, i, "%s", why);
+        return;
     case K_REPLICA: {
         size_t n = strlen(text);
         bool ok = n >= 1 && n <= 128;
@@ -923,6 +927,7 @@ int config_load(const char *path_or_null, char **envp, sextant_config **out, sx_
     check_backoff(&L, "redis", L.cfg->redis.reconnect_backoff_min_ms,
                   L.cfg->redis.reconnect_backoff_max_ms);
     config_check_k8s(&L);
+    config_check_alerts(&L);
     int i_planes = config_key_find("groups.default_data_planes");
     char why[160];
     if (i_planes >= 0 && !L.raw[i_planes].failed &&
@@ -966,6 +971,9 @@ void config_free(sextant_config *cfg)
             break;
         case K_ADDRESSES:
             config_addresses_clear((config_addresses *)config_key_field(cfg, i));
+            break;
+        case K_WEBHOOKS:
+            config_webhooks_clear((config_webhooks *)config_key_field(cfg, i));
             break;
         default:
             break;

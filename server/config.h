@@ -167,6 +167,23 @@ typedef struct config_addresses {
     size_t count;
 } config_addresses;
 
+/* A webhook alerts are POSTed to (alerts.webhooks). */
+typedef struct config_webhook {
+    char *url;    /* http:// or https://; may carry credentials: log only through sx_redact_url */
+    char *secret; /* the HMAC-SHA256 key of X-Sextant-Signature; never log */
+} config_webhook;
+
+/* The webhooks; items NULL when count is 0. */
+#define CONFIG_WEBHOOKS_MAX 16
+typedef struct config_webhooks {
+    config_webhook *items;
+    size_t count;
+} config_webhooks;
+
+/* The scheme and host of a webhook URL ("https://hooks.example.com:8443") into out (n
+ * bytes): what logs and the configuration dump show of it. Returns out. */
+const char *config_webhook_origin(const char *url, char *out, size_t n);
+
 /* The loaded configuration. Strings with a default are never NULL; optional strings are
  * NULL when unset. Owned by whoever called config_load; read-only after load, so any
  * thread may read it without locking. */
@@ -340,6 +357,25 @@ typedef struct sextant_config {
         int64_t heartbeat_ms;    /* each replica refreshes its replicas row this often */
         int64_t forget_after_ms; /* rows not refreshed for this long are deleted (leader) */
     } leader;
+    /* Sextant's own alerts (server/alerts.h): how often the leader evaluates the rules,
+     * their thresholds and windows, and the webhooks they are delivered to. */
+    struct {
+        bool enabled;                   /* false: no rule is evaluated */
+        int64_t interval_ms;            /* the leader evaluates every rule this often */
+        int64_t nack_rate_percent;      /* nack_rate: a group's NACK share above this... */
+        int64_t nack_window_ms;         /* ...over this window... */
+        int64_t nack_min_responses;     /* ...once it holds at least this many responses */
+        int64_t disconnected_after_ms;  /* proxy_disconnected: disconnected this long... */
+        int64_t disconnected_forget_ms; /* ...and not longer than this (gone for good) */
+        int64_t deployment_window_ms;   /* deployment_failed: ended badly within this */
+        int64_t replica_lost_after_ms;  /* replica_lost: no heartbeat for this long; 0: three
+                                           leader.heartbeat */
+        config_webhooks webhooks;       /* where alerts are POSTed; count 0: nowhere */
+        int64_t webhook_timeout_ms;     /* one POST may take this long */
+        int64_t webhook_retries;        /* failed POSTs are retried this many times... */
+        int64_t webhook_backoff_min_ms; /* ...after this wait, doubling... */
+        int64_t webhook_backoff_max_ms; /* ...up to this */
+    } alerts;
     /* The Kubernetes Gateway API source (server/k8s/): what it watches, how it names the
      * groups of the Gateways it translates, how it batches and bounds a translation. */
     struct {

@@ -36,6 +36,7 @@ typedef enum key_kind {
     K_PREFIX,    /* [char *] short token without spaces */
     K_REPLICA,   /* [char *] replica name; default computed from host name and pid */
     K_ADDRESSES, /* [config_addresses] comma-separated IP addresses and host names */
+    K_WEBHOOKS,  /* [config_webhooks] JSON array of {url, secret}; a YAML list of mappings */
 } key_kind;
 
 typedef struct key_def {
@@ -102,8 +103,20 @@ int config_parse_addresses(const char *s, config_addresses *out, char *why,
                            size_t whylen) SX_MUSTCHECK;
 void config_addresses_clear(config_addresses *l);
 
+/* Parses a JSON array of {"url": "http(s)://...", "secret": "..."} objects (at most
+ * CONFIG_WEBHOOKS_MAX; "" or "[]" for none) into out (owned; release with
+ * config_webhooks_clear). Returns 0, or SX_EINVAL with the reason in why, which never
+ * quotes a secret (server/config_webhooks.c). */
+int config_parse_webhooks(const char *s, config_webhooks *out, char *why,
+                          size_t whylen) SX_MUSTCHECK;
+void config_webhooks_clear(config_webhooks *l);
+
 /* The rules between the k8s.* keys (run after every key is parsed). */
 void config_check_k8s(loader *L);
+
+/* The rules between the alerts.* keys (run after every key is parsed;
+ * server/config_webhooks.c). */
+void config_check_alerts(loader *L);
 
 /* Reads the YAML file at path into L->raw (scalars only; parsing comes later). Every
  * problem is added to L->errs; nothing is returned because loading goes on. */

@@ -329,6 +329,49 @@ const key_def config_keys[] = {
      "three heartbeats is shown as not alive."},
     {"leader.forget_after", K_DURATION, "24h", MS_MINUTE, 30 * MS_DAY, OFF(leader.forget_after_ms),
      NULL, "The leader deletes the rows of replicas silent for this long."},
+    {"alerts.enabled", K_BOOL, "true", 0, 0, OFF(alerts.enabled), NULL,
+     "Evaluate Sextant's own alert rules on the leader (GET /api/v1/alerts, alerts.webhooks)."},
+    {"alerts.interval", K_DURATION, "15s", 100, MS_HOUR, OFF(alerts.interval_ms), NULL,
+     "How often the leader evaluates the alert rules."},
+    {"alerts.nack_rate_percent", K_INT, "5", 0, 100, OFF(alerts.nack_rate_percent), NULL,
+     "Rule nack_rate: a group's NACKs, as a percentage of its ACKs and NACKs over "
+     "alerts.nack_window, above this fire an alert."},
+    {"alerts.nack_window", K_DURATION, "5m", 1000, 24 * MS_HOUR, OFF(alerts.nack_window_ms), NULL,
+     "Rule nack_rate: the window the NACK rate is measured over."},
+    {"alerts.nack_min_responses", K_INT, "10", 1, 1000000, OFF(alerts.nack_min_responses), NULL,
+     "Rule nack_rate: a group's rate is judged once the window holds this many ACKs and "
+     "NACKs."},
+    {"alerts.disconnected_after", K_DURATION, "2m", 0, 24 * MS_HOUR,
+     OFF(alerts.disconnected_after_ms), NULL,
+     "Rule proxy_disconnected: a proxy disconnected for longer than this fires an alert; it "
+     "resolves when the proxy reconnects."},
+    {"alerts.disconnected_forget", K_DURATION, "1h", 1000, 30 * MS_DAY,
+     OFF(alerts.disconnected_forget_ms), NULL,
+     "Rule proxy_disconnected: a proxy disconnected for longer than this is taken as gone for "
+     "good and its alert resolves; greater than alerts.disconnected_after."},
+    {"alerts.deployment_window", K_DURATION, "1h", 1000, 30 * MS_DAY,
+     OFF(alerts.deployment_window_ms), NULL,
+     "Rule deployment_failed: a deployment that ended failed, rolled_back or rollback_failed "
+     "fires an alert that resolves this long after it ended."},
+    {"alerts.replica_lost_after", K_DURATION, "0", 0, MS_DAY, OFF(alerts.replica_lost_after_ms),
+     "0, three leader.heartbeat",
+     "Rule replica_lost: a replica whose heartbeat is older than this, and that did not stop "
+     "cleanly, fires an alert; it resolves when the replica beats again or is forgotten "
+     "(leader.forget_after)."},
+    {"alerts.webhooks", K_WEBHOOKS, "", 0, 0, OFF(alerts.webhooks), "none",
+     "Webhooks every alert is POSTed to when it fires and resolves: a list of {url, secret} "
+     "(in the environment, a JSON array); the body is signed with the secret "
+     "(X-Sextant-Signature)."},
+    {"alerts.webhook_timeout", K_DURATION, "5s", 100, MS_MINUTE, OFF(alerts.webhook_timeout_ms),
+     NULL, "Time allowed for one webhook POST."},
+    {"alerts.webhook_retries", K_INT, "5", 0, 100, OFF(alerts.webhook_retries), NULL,
+     "A webhook POST that fails (no answer, or not 2xx) is retried this many times."},
+    {"alerts.webhook_backoff_min", K_DURATION, "1s", 10, MS_HOUR,
+     OFF(alerts.webhook_backoff_min_ms), NULL,
+     "Wait before the first retry of a webhook POST; it doubles with each retry."},
+    {"alerts.webhook_backoff_max", K_DURATION, "1m", 10, MS_HOUR,
+     OFF(alerts.webhook_backoff_max_ms), NULL,
+     "Longest wait between two retries of a webhook POST."},
     {"k8s.enabled", K_BOOL, "false", 0, 0, OFF(k8s.enabled), NULL,
      "Watch the Kubernetes Gateway API and write one config (source kubernetes) per Gateway "
      "of a GatewayClass of ours."},
@@ -566,6 +609,18 @@ json_t *config_dump_json(const sextant_config *cfg)
             v = json_array();
             for (size_t k = 0; k < l->count; k++)
                 json_array_append_new(v, json_string(l->items[k].value));
+            break;
+        }
+        case K_WEBHOOKS: {
+            const config_webhooks *l = f;
+            v = json_array();
+            for (size_t k = 0; k < l->count; k++) {
+                char u[512];
+                json_array_append_new(
+                    v, json_pack("{s:s,s:s}", "url",
+                                 config_webhook_origin(l->items[k].url, u, sizeof(u)), "secret",
+                                 "***"));
+            }
             break;
         }
         }

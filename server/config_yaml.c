@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+#include <stdlib.h>
 #include <yaml.h>
 
 #include "server/base/buf.h"
@@ -34,6 +36,52 @@ static const char *yaml_kind(const yaml_node_t *n)
     return n->type == YAML_MAPPING_NODE    ? "mapping"
            : n->type == YAML_SEQUENCE_NODE ? "list"
                                            : "single value";
+}
+
+/* A list of mappings of plain values (alerts.webhooks) as the JSON array text its
+ * environment variable would hold (a new string), or NULL after reporting what is not
+ * one. Values are not quoted in messages: they hold secrets. */
+static char *webhooks_json(loader *L, yaml_document_t *doc, yaml_node_t *seq, const char *path)
+{
+    if (seq->type != YAML_SEQUENCE_NODE) {
+        sx_fielderrs_add(L->errs, path, "expected a list of mappings, got a %s (line %zu)",
+                         yaml_kind(seq), seq->start_mark.line + 1);
+        return NULL;
+    }
+    json_t *arr = json_array();
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++) {
+        yaml_node_t *m = yaml_document_get_node(doc, *it);
+        if (m == NULL || m->type != YAML_MAPPING_NODE) {
+            sx_fielderrs_add(L->errs, path, "expected a list of mappings (line %zu)",
+                             m ? m->start_mark.line + 1 : 0);
+            json_decref(arr);
+            return NULL;
+        }
+        json_t *o = json_object();
+        json_array_append_new(arr, o);
+        for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(doc, p->value);
+            if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE ||
+                v->type != YAML_SCALAR_NODE || yaml_is_null(v)) {
+                sx_fielderrs_add(L->errs, path,
+                                 "each entry's fields must be single values (line %zu)",
+                                 m->start_mark.line + 1);
+                json_decref(arr);
+                return NULL;
+            }
+            json_object_set_new(
+                o, (const char *)k->data.scalar.value,
+                json_stringn((const char *)v->data.scalar.value, v->data.scalar.length));
+        }
+    }
+    char *text = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    char *out = sx_strdup(text ? text : "[]");
+    free(text);
+    return out;
 }
 
 /* The scalars of sequence seq joined with commas (a new string), or NULL after reporting
@@ -92,6 +140,13 @@ static void walk_mapping(loader *L, yaml_document_t *doc, yaml_node_t *map, cons
             r->file_seen = true;
             if (v->type == YAML_SEQUENCE_NODE && config_keys[idx].kind == K_ADDRESSES) {
                 r->text = join_sequence(L, doc, v, path);
+                r->failed = r->text == NULL;
+                r->src = SRC_FILE;
+                r->file_line = line;
+                continue;
+            }
+            if (config_keys[idx].kind == K_WEBHOOKS && !yaml_is_null(v)) {
+                r->text = webhooks_json(L, doc, v, path);
                 r->failed = r->text == NULL;
                 r->src = SRC_FILE;
                 r->file_line = line;

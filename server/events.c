@@ -26,7 +26,8 @@ static const struct {
     {EVENT_PROXY_DISCONNECTED, "proxies"},     {EVENT_PROXY_STALE, "proxies"},
     {EVENT_CONFIG_CREATED, "configs"},         {EVENT_CONFIG_UPDATED, "configs"},
     {EVENT_CONFIG_DELETED, "configs"},         {EVENT_SNAPSHOT_GENERATED, "snapshots"},
-    {EVENT_DEPLOYMENT_STARTED, "deployments"},
+    {EVENT_DEPLOYMENT_STARTED, "deployments"}, {EVENT_ALERT_FIRING, "alerts"},
+    {EVENT_ALERT_RESOLVED, "alerts"},
 };
 
 static char default_replica[128];

@@ -25,6 +25,8 @@
  *   config_updated,      groups, by (config_updated: also
  *   config_deleted       renamed_from when renamed)
  *   snapshot_generated   version, reason, by, staged_for   the snapshot writer   snapshots
+ *   alert_firing,        id, rule, subject, value, message server/alerts.c        alerts
+ *   alert_resolved
  *
  * Events without an author field are written by the fleet and the proxies; the others
  * name who made the change ("by"). The replica an event is written by is the one set
@@ -62,9 +64,11 @@
 #define EVENT_CONFIG_DELETED     "config_deleted"
 #define EVENT_SNAPSHOT_GENERATED "snapshot_generated"
 #define EVENT_DEPLOYMENT_STARTED "deployment_started"
+#define EVENT_ALERT_FIRING       "alert_firing"
+#define EVENT_ALERT_RESOLVED     "alert_resolved"
 
 /* How many types there are; events_type_name(i) for i below it names each once. */
-#define EVENTS_NTYPES 19
+#define EVENTS_NTYPES 21
 
 /* The replica id events_emit writes when its caller names none (copied; set once at
  * start, before any writer runs). */
@@ -95,7 +99,8 @@ const char *events_type_name(int i);
 
 /* The RBAC resource type a reader needs "read" on to see events of type:
  * "deployments" for wave_*, rollout_*, rollback_* and deployment_started, "configs" for
- * config_created/updated/deleted, "snapshots" for snapshot_generated, "proxies" for the
+ * config_created/updated/deleted, "snapshots" for snapshot_generated, "alerts" for
+ * alert_firing/resolved, "proxies" for the
  * others; NULL for an unknown type. Static string. */
 const char *events_type_resource(const char *type);
 

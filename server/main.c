@@ -47,6 +47,7 @@
 #include "server/datastore.h"
 #include "server/events.h"
 #include "server/events_feed.h"
+#include "server/alerts.h"
 #include "server/fleet.h"
 #include "server/k8s/controller.h"
 #include "server/leader.h"
@@ -650,8 +651,10 @@ static int build_daemon(struct sx_server *srv, sx_err *err)
         (rc = create_leader(srv, err)) != 0 || (rc = create_managed_tls(srv, err)) != 0)
         return rc;
     srv->fleet = fleet_create(srv);
+    srv->alerts = alerts_create(srv);
     srv->rollouts = rollout_driver_create(srv);
     if ((rc = sup_register(sup, "fleet", &sup_thread_ops, fleet_component(srv->fleet), err)) != 0 ||
+        (rc = alerts_register(srv->alerts, err)) != 0 ||
         (rc = rollout_driver_register(srv->rollouts, err)) != 0 ||
         (rc = xds_server_register(srv, &srv->xds, err)) != 0 ||
         (rc = sup_gate_xds(sup, "snapshots", err)) != 0 ||
@@ -684,6 +687,8 @@ static void free_daemon(struct sx_server *srv)
     srv->nodes = NULL;
     rollout_driver_destroy(srv->rollouts);
     srv->rollouts = NULL;
+    alerts_destroy(srv->alerts);
+    srv->alerts = NULL;
     fleet_destroy(srv->fleet);
     srv->fleet = NULL;
     certs_managed_destroy(srv->tls_managed);

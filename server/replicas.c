@@ -87,8 +87,9 @@ static void audit_upkeep(replicas_beat *r, pg_conn *c)
     r->audit_next_ms = now + (rc == 0 ? AUDIT_UPKEEP_MS : AUDIT_UPKEEP_MS / 60);
 }
 
-/* One heartbeat (leading as given), then, on the leader, the clean-up. */
-static void beat(replicas_beat *r, bool leading)
+/* One heartbeat (leading as given; stopping: the last one, of a clean stop), then, on
+ * the leader, the clean-up. */
+static void beat(replicas_beat *r, bool leading, bool stopping)
 {
     struct sx_server *srv = r->srv;
     const sextant_config *cfg = srv->config;
@@ -99,7 +100,8 @@ static void beat(replicas_beat *r, bool leading)
                       .grpc_address = cfg->grpc.listen.text,
                       .started_at = srv->start_time,
                       .leader = leading && term > 0,
-                      .term = (long long)term};
+                      .term = (long long)term,
+                      .stopping = stopping};
     sx_err err;
     sx_err_clear(&err);
     pg_conn *c = NULL;
@@ -132,12 +134,13 @@ static void *run(void *ctx)
 {
     replicas_beat *r = ctx;
     do
-        beat(r, leader_is_leader(r->srv->leader));
+        beat(r, leader_is_leader(r->srv->leader), false);
     while (wait_next(r));
-    /* A stopping replica leads nothing any more; said only while the database answers,
-     * so that a stop never waits for one that is away. */
+    /* A stopping replica leads nothing any more, and says it stopped (so that its silence
+     * is not taken for a lost replica: server/alerts.h); said only while the database
+     * answers, so that a stop never waits for one that is away. */
     if (!r->failing)
-        beat(r, false);
+        beat(r, false, true);
     return NULL;
 }
 

@@ -35,6 +35,7 @@ struct revocations;
 struct node_status_queue;
 struct events_feed;
 struct fleet_monitor;
+struct alerts;
 struct leader;
 struct replicas_beat;
 struct rollout_driver;
@@ -107,6 +108,9 @@ struct sx_server {
     /* The component "fleet": the sextant_proxies gauge and the stale-proxy sweep
      * (server/fleet.h). */
     struct fleet_monitor *fleet;
+    /* The components "alerts" and "alert_webhooks": Sextant's own alert rules, evaluated
+     * by the leader, and their delivery to the webhooks (server/alerts.h). */
+    struct alerts *alerts;
     /* The component "rollouts": moves deployments forward (server/rollout/driver.h). */
     struct rollout_driver *rollouts;
     /* The component "xds": the gRPC server of ADS and gateway.control.v1

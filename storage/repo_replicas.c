@@ -44,18 +44,19 @@ int replica_repo_beat(pg_conn *c, const replica_beat *b, sx_err *err)
                        b->grpc_address ? b->grpc_address : "",
                        started,
                        b->leader ? "true" : "false",
-                       term};
+                       term,
+                       b->stopping ? "true" : "false"};
     return repo_exec_count(
         c,
         "INSERT INTO replicas AS r (replica_id, version, http_address, grpc_address, started_at,"
-        "   last_seen, leader, term)"
+        "   last_seen, leader, term, stopped_at)"
         " VALUES ($1, $2, $3, $4, to_timestamp($5::double precision), now(), $6::boolean,"
-        "   $7::bigint)"
+        "   $7::bigint, CASE WHEN $8::boolean THEN now() END)"
         " ON CONFLICT (replica_id) DO UPDATE SET version = EXCLUDED.version,"
         "   http_address = EXCLUDED.http_address, grpc_address = EXCLUDED.grpc_address,"
         "   started_at = EXCLUDED.started_at, last_seen = now(), leader = EXCLUDED.leader,"
-        "   term = EXCLUDED.term",
-        7, p, NULL, err);
+        "   term = EXCLUDED.term, stopped_at = EXCLUDED.stopped_at",
+        8, p, NULL, err);
 }
 
 int replica_repo_forget(pg_conn *c, long long older_than_ms, int *deleted, sx_err *err)

@@ -31,6 +31,7 @@ typedef struct replica_beat {
     double started_at;        /* seconds since the epoch */
     bool leader;              /* it holds the leader lock now */
     long long term;           /* its term while leading, else 0 */
+    bool stopping;            /* its last heartbeat, as it stops cleanly (stopped_at) */
 } replica_beat;
 
 typedef struct replica_record {

@@ -24,6 +24,8 @@ import {SnapshotsPage} from './pages/Snapshots';
 import {AuditPage} from './pages/Audit';
 import {FleetPage} from './pages/Fleet';
 import {MetricsPage} from './pages/Metrics';
+import {AlertsPage} from './pages/Alerts';
+import {AlertsBadge} from './components/alertsBadge';
 
 type Page = (p: {params: Record<string, string>}) => ComponentChildren;
 
@@ -55,6 +57,10 @@ const NAV: [string, string][] = [
   ['/fleet', 'Fleet'],
   ['/metrics', 'Metrics'],
 ];
+
+// Sextant's own alerts: their page, in the navigation, and the header's firing count.
+ROUTES.push(['/alerts', () => <AlertsPage />]);
+NAV.push(['/alerts', 'Alerts']);
 
 function LiveIndicator() {
   const s = useStore(liveStatus);
@@ -117,6 +123,7 @@ function Shell({children}: {children: ComponentChildren}) {
         </nav>
         <SearchBox />
         <div class="top-right">
+          <AlertsBadge />
           <LiveIndicator />
           {me && (
             <span class="who" data-testid="who">

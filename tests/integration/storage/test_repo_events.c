@@ -385,7 +385,8 @@ static void test_emit(void **state)
     PQfinish(l);
 
     /* The type table. */
-    assert_int_equal(events_type_index("deployment_started"), EVENTS_NTYPES - 1);
+    assert_int_equal(events_type_index("deployment_started"), EVENTS_NTYPES - 3);
+    assert_int_equal(events_type_index("alert_resolved"), EVENTS_NTYPES - 1);
     assert_int_equal(events_type_index("nope"), -1);
     assert_null(events_type_name(EVENTS_NTYPES));
     assert_string_equal(events_type_resource("rollback_completed"), "deployments");
