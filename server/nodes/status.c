@@ -259,15 +259,25 @@ void node_status_seen(node_status_queue *q, const char *node_id)
     end_event(q, false);
 }
 
-void node_status_ack(node_status_queue *q, const char *node_id, long long version)
+static void ack(node_status_queue *q, const char *node_id, long long version, bool critical)
 {
-    pending *p = begin_event(q, node_id, false);
+    pending *p = begin_event(q, node_id, critical);
     if (p == NULL)
         return;
     /* The newest ACK wins, not the highest version: a rollback moves a node back. */
     p->events |= EV_ACK | EV_SEEN;
     p->ack_version = version;
-    end_event(q, false);
+    end_event(q, critical);
+}
+
+void node_status_ack(node_status_queue *q, const char *node_id, long long version)
+{
+    ack(q, node_id, version, false);
+}
+
+void node_status_ack_awaited(node_status_queue *q, const char *node_id, long long version)
+{
+    ack(q, node_id, version, true);
 }
 
 void node_status_nack(node_status_queue *q, const char *node_id, long long version,

@@ -22,6 +22,8 @@
  *                      line per such type ("all" = the stream held the whole new config),
  *                      a "stats" line (bytes and messages received per stream), then "done"
  *   stdin   "quit" or end of file: cancels the streams and exits
+ * With --arrivals FILE, every report also writes FILE: one line per stream that holds
+ * the new version, "<node id> <seconds after NS>" (the latest of its changed types).
  * Errors and progress go to stderr.
  */
 #include <errno.h>
@@ -104,7 +106,8 @@ struct bench {
     atomic_uint_fast64_t rx_bytes; /* response bytes received */
     atomic_uint_fast64_t rx_msgs;  /* responses received */
     atomic_bool stopping;
-    long max_rss_mb; /* the client exits rather than push the machine into swap/OOM */
+    long max_rss_mb;      /* the client exits rather than push the machine into swap/OOM */
+    const char *arrivals; /* --arrivals: per-stream arrival times go there; NULL: none */
 };
 
 static void copy_str(char *dst, const char *src)
@@ -415,6 +418,35 @@ static void report(bench *b, int t, int64_t t0, int64_t *v)
            pct_s(v, n, 1.0));
 }
 
+/* Writes b->arrivals: per stream holding every changed type's new version, its node id
+ * and when the last of them arrived, in seconds after t0. */
+static void write_arrivals(bench *b, int64_t t0)
+{
+    FILE *f = fopen(b->arrivals, "w");
+    if (f == NULL) {
+        fprintf(stderr, "bench_xds_fanout: could not write %s: %s\n", b->arrivals, strerror(errno));
+        return;
+    }
+    for (unsigned i = 0; i < b->n_streams; i++) {
+        stream *s = &b->streams[i];
+        pthread_mutex_lock(&s->mu);
+        int64_t at = 0;
+        bool have = true;
+        for (int k = 0; k < b->n_types; k++) {
+            if (!(b->changed & (1u << k)))
+                continue;
+            if (s->ty[k].new_at_ns == 0)
+                have = false;
+            else if (s->ty[k].new_at_ns > at)
+                at = s->ty[k].new_at_ns;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (have)
+            fprintf(f, "%s-%u %.6f\n", b->node_prefix, i, (double)(at - t0) / 1e9);
+    }
+    fclose(f);
+}
+
 /* Waits until *counter reaches target or the timeout passes; false on timeout. */
 static bool wait_count(bench *b, atomic_uint *counter, unsigned target)
 {
@@ -459,7 +491,7 @@ static void usage(void)
 {
     fputs("usage: bench_xds_fanout --target HOST:PORT [--streams N] [--group G]\n"
           "           [--node-prefix P] [--eds-names FILE] [--ramp N] [--timeout S]\n"
-          "           [--max-rss-mb M] [--changed cds,eds|eds|cds]\n"
+          "           [--max-rss-mb M] [--changed cds,eds|eds|cds] [--arrivals FILE]\n"
           "       bench_xds_fanout --now   (prints CLOCK_MONOTONIC in ns)\n",
           stderr);
     exit(2);
@@ -500,6 +532,8 @@ int main(int argc, char **argv)
             b.ramp = (unsigned)bench_parse_num(a, v, 1, 100000);
         else if (strcmp(a, "--max-rss-mb") == 0)
             b.max_rss_mb = bench_parse_num(a, v, 64, 1L << 30);
+        else if (strcmp(a, "--arrivals") == 0)
+            b.arrivals = v;
         else if (strcmp(a, "--changed") == 0)
             b.changed = (strstr(v, "cds") ? 1u << T_CDS : 0) | (strstr(v, "eds") ? 1u << T_EDS : 0);
         else if (strcmp(a, "--timeout") == 0)
@@ -567,6 +601,8 @@ int main(int argc, char **argv)
             if (b.n_types > 1)
                 report(&b, -1, t0, v);
             free(v);
+            if (b.arrivals != NULL)
+                write_arrivals(&b, t0);
             /* What the push cost each stream: every response since "ready" (including
              * any of a type that did not change), bytes as gRPC hands them over. */
             uint64_t rx = atomic_load(&b.rx_bytes) - rx_ready;
