@@ -19,6 +19,7 @@
 #
 #   tests/bench/rollout.sh                          # 10,000 streams, 10 waves
 #   tests/bench/rollout.sh --streams 100 --waves 2  # smoke test
+#   tests/bench/rollout.sh --perf perf.data         # and profile the server during the deployment
 #
 # SEXTANT_BIN and BENCH_BIN name the binaries (default build-release/sextant and
 # build-release/bench_xds_fanout, built with cmake when missing). SEXTANT_ROLLOUTS_TICK and
@@ -30,21 +31,24 @@ STREAMS=10000
 WAVES=10
 TIMEOUT=600
 JSON_OUT=$ROOT/tests/out/bench/rollout.json
+PERF_OUT=
 
 usage() {
     cat <<'TXT'
-usage: tests/bench/rollout.sh [--streams N] [--waves W] [--timeout S] [--json FILE]
+usage: tests/bench/rollout.sh [--streams N] [--waves W] [--timeout S] [--json FILE] [--perf FILE]
   --streams   ADS streams, each a node of group "bench" (default 10000; at most 19000)
   --waves     waves of the rolling deployment, no pause between them (default 10)
   --timeout   longest wait for the streams to connect and for the deployment (default 600)
   --json      where the figures go (default tests/out/bench/rollout.json)
+  --perf      record the server with `perf record -g --call-graph dwarf` from the POST
+              until the deployment completed, into FILE (build with -fno-omit-frame-pointer -g)
 Environment: SEXTANT_BIN, BENCH_BIN; SEXTANT_ROLLOUTS_TICK, SEXTANT_NODES_FLUSH_INTERVAL.
 TXT
 }
 
 # shellcheck source=tests/bench/lib.sh
 source "$ROOT/tests/bench/lib.sh"
-bench_options "--streams=STREAMS --waves=WAVES --timeout=TIMEOUT --json=JSON_OUT" "$@"
+bench_options "--streams=STREAMS --waves=WAVES --timeout=TIMEOUT --json=JSON_OUT --perf=PERF_OUT" "$@"
 bench_numbers rollout "$STREAMS" "$WAVES" "$TIMEOUT"
 [ "$WAVES" -ge 1 ] && [ "$WAVES" -le 100 ] || { echo "rollout: --waves is 1..100" >&2; exit 2; }
 bench_binaries rollout bench_xds_fanout
@@ -52,9 +56,11 @@ bench_binaries rollout bench_xds_fanout
 WORK=$(bench_workdir rollout)
 SERVE_PID=
 CLIENT_PID=
+PERF_PID=
 cleanup() {
     local rc=$?
     exec 7>&- 2>/dev/null || true
+    bench_stop_pid rollout "$PERF_PID" 60
     bench_stop_pid rollout "$CLIENT_PID" 30
     bench_stop_pid rollout "$SERVE_PID" 30
     svc_redis_stop "$WORK/redis" || true
@@ -153,6 +159,11 @@ jq -n --argjson p "$PCT" '{version: 2, strategy: {type: "rolling", wave_percent:
 
 # ---------------------------------------------------------------- the deployment
 sql "SELECT pg_stat_statements_reset()" >/dev/null
+if [ -n "$PERF_OUT" ]; then
+    perf record -q -g --call-graph dwarf,16384 -F 199 -o "$PERF_OUT" -p "$SERVE_PID" 2>"$WORK/perf.log" &
+    PERF_PID=$!
+    sleep 1 # perf attaches to every thread before it counts
+fi
 T0_WALL=$(date +%s.%N)
 T0=$("$BENCH_BIN" --now)
 st=$(rest POST "/api/v1/configs/$CONFIG/apply" "$WORK/apply.json")
@@ -167,6 +178,12 @@ for ((i = 0; i < TIMEOUT * 10; i++)); do
     sleep 0.1
 done
 cp "$WORK/body" "$WORK/deployment.json"
+if [ -n "$PERF_PID" ]; then
+    kill -INT "$PERF_PID" 2>/dev/null || true
+    wait "$PERF_PID" 2>/dev/null || true
+    PERF_PID=
+    echo "perf: $PERF_OUT (perf report -i $PERF_OUT --no-children)"
+fi
 [ "$STATE" = completed ] || { echo "rollout: the deployment ended $STATE: $(jq -c '{state, state_reason}' "$WORK/deployment.json")" >&2; exit 1; }
 wait_line "$WORK/client.out" '^(done|error)' 60 "$CLIENT_PID" && grep -q '^done' "$WORK/client.out" ||
     { echo "rollout: the client did not see every stream move" >&2; exit 1; }
