@@ -6,9 +6,11 @@
  * Connects and disconnects are ordered by stream generation (merge_connect,
  * merge_disconnect): one of an older stream than the record already holds is dropped,
  * whichever order they arrive in, also when a failed batch is put back.
- * The flusher thread wakes every flush interval, or at once after a critical event,
- * swaps the table out and writes it in one transaction: identities first (upserts),
- * then versions, then disconnects, and one batched last_seen update. A failed flush
+ * The flusher thread wakes every flush interval, or at once after a critical event (an
+ * ACK a deployment waits for is one), swaps the table out and writes it in one
+ * transaction: identities first (upserts), then versions — the versions sent and the
+ * ACKs of the whole batch one statement each, with the ACKs' events one more — then
+ * NACKs and reports, one batched last_seen update, then disconnects. A failed flush
  * puts the batch back (newer events win when the node was updated meanwhile) so a
  * database blip loses nothing but what the bound forces out.
  *
