@@ -1,8 +1,9 @@
 /*
  * test_node_status.c — node events reach proxy_nodes / node_status through the
- * debounced queue: identities on connect, ACK after the debounce window, NACK and
- * disconnect at once, bounded memory with counted drops, nothing lost at shutdown; the
- * live events of what a flush writes, in its transaction (server/events.h).
+ * debounced queue: identities on connect, ACK after the debounce window (one a deployment
+ * waits for at once), NACK and disconnect at once, bounded memory with counted drops,
+ * nothing lost at shutdown; the live events of what a flush writes, in its transaction
+ * (server/events.h), also for many ACKs written with a statement for all of them.
  */
 #include "tests/lib/testlib.h"
 
@@ -143,6 +144,13 @@ static void test_events_reach_the_database(void **state)
     assert_int_equal(n->last_nack_version, 8);
     assert_string_equal(n->last_nack_error, "cluster edge/api: unknown lb policy");
     assert_int_equal(n->acked_version, 7); /* the last good version stays */
+
+    /* An ACK a deployment waits for is critical: written well before the window. */
+    node_status_ack_awaited(q, "envoy-1", 9);
+    deadline = tl_now_ms() + 5000;
+    while (get_node(f, "envoy-1", a, &n) && n->acked_version != 9 && tl_now_ms() < deadline)
+        tl_sleep_ms(20);
+    assert_int_equal(n->acked_version, 9);
 
     /* A disconnect is critical too, with its reason. */
     node_status_disconnected(q, "envoy-1", 0, "superseded");
