@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/base/mem.h"
 #include "storage/repo_events.h"
 
 static const struct {
@@ -73,5 +74,31 @@ int events_emit(pg_conn *c, const char *replica_id, const sx_event *e, sx_err *e
     int rc = event_repo_insert(c, &in, NULL, err);
     if (rc)
         sx_err_prefix(err, "could not write event %s", e->type);
+    return rc;
+}
+
+int events_emit_many(pg_conn *c, const char *replica_id, const sx_event *e, size_t n, sx_err *err)
+{
+    if (n == 0)
+        return 0;
+    event_new *in = sx_calloc(n, sizeof(*in));
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (events_type_index(e[i].type) < 0)
+            rc = sx_err_set(err, SX_EINVAL, "unknown event type \"%s\"",
+                            e[i].type ? e[i].type : "(null)");
+        in[i] = (event_new){
+            .type = e[i].type,
+            .replica_id = replica_id ? replica_id : default_replica,
+            .deployment_id = e[i].deployment_id,
+            .node_id = e[i].node_id,
+            .group = e[i].group,
+            .data = e[i].data,
+            .notify_channel = EVENTS_NOTIFY_CHANNEL,
+        };
+    }
+    if (rc == 0 && (rc = event_repo_insert_many(c, in, n, err)) != 0)
+        sx_err_prefix(err, "could not write %zu events", n);
+    sx_free(in);
     return rc;
 }

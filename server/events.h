@@ -91,6 +91,12 @@ typedef struct sx_event {
  * (nothing written); database errors otherwise, after which the caller's transaction is aborted. */
 int events_emit(pg_conn *c, const char *replica_id, const sx_event *e, sx_err *err) SX_MUSTCHECK;
 
+/* events_emit of n events in one statement, in their order, with one NOTIFY: what a
+ * writer of many events in one transaction (the node-status flush) calls. Nothing is
+ * written when one of them is refused (SX_EINVAL, naming it). */
+int events_emit_many(pg_conn *c, const char *replica_id, const sx_event *e, size_t n,
+                     sx_err *err) SX_MUSTCHECK;
+
 /* The index of type in the list (0 .. EVENTS_NTYPES-1), -1 when it is none of them. */
 int events_type_index(const char *type);
 

@@ -67,10 +67,8 @@ static char *txid_param(sx_arena *a, unsigned long long v)
     return sx_arena_printf(a, "%llu", v);
 }
 
-int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *err)
+static int check_event(const event_new *in, sx_err *err)
 {
-    if (id)
-        *id = 0;
     if (in->type == NULL || in->type[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "type is required");
     if (strlen(in->type) > EVENT_TYPE_MAX_LEN)
@@ -79,12 +77,21 @@ int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *er
         return sx_err_set(err, SX_EINVAL, "invalid deployment id \"%s\"", in->deployment_id);
     if (in->data && !json_is_object(in->data))
         return sx_err_set(err, SX_EINVAL, "data must be a json object");
+    return 0;
+}
+
+int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *err)
+{
+    if (id)
+        *id = 0;
+    int rc = check_event(in, err);
+    if (rc)
+        return rc;
     sx_arena *a = sx_arena_create();
     const char *p[] = {
         in->type,  in->replica_id ? in->replica_id : "",           in->deployment_id,  in->node_id,
         in->group, in->data ? repo_json_param(a, in->data) : "{}", in->notify_channel,
     };
-    int rc;
     if (in->notify_channel)
         rc = repo_query_i64(c,
                             /* One payload for all: PostgreSQL folds a transaction's identical
@@ -95,6 +102,47 @@ int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *er
                             7, p, id, err);
     else
         rc = repo_query_i64(c, INSERT_SQL, 6, p, id, err);
+    sx_arena_destroy(a);
+    return rc;
+}
+
+int event_repo_insert_many(pg_conn *c, const event_new *in, size_t n, sx_err *err)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int rc = check_event(&in[i], err);
+        if (rc) {
+            sx_err_prefix(err, "event %zu", i);
+            return rc;
+        }
+    }
+    json_t *rows = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *data = in[i].data ? json_incref((json_t *)in[i].data) : json_object();
+        json_array_append_new(
+            rows, json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:o,s:I}", "type", in[i].type, "replica_id",
+                            in[i].replica_id ? in[i].replica_id : "", "deployment_id",
+                            in[i].deployment_id, "node_id", in[i].node_id, "group_name",
+                            in[i].group, "data", data, "i", (json_int_t)i));
+    }
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {repo_json_param(a, rows), in[0].notify_channel};
+    json_decref(rows);
+    /* One insert of every row in the given order (ids follow it), and at most one
+     * notification, as a transaction's identical notifications fold into one anyway. */
+    int rc = repo_query_i64(c,
+                            "WITH e AS (INSERT INTO events"
+                            "   (type, replica_id, deployment_id, node_id, group_name, data)"
+                            " SELECT x.type, x.replica_id, x.deployment_id::uuid, x.node_id,"
+                            "   x.group_name, x.data"
+                            " FROM jsonb_to_recordset($1::jsonb) AS x(type text, replica_id text,"
+                            "   deployment_id text, node_id text, group_name text, data jsonb,"
+                            "   i int)"
+                            " ORDER BY x.i RETURNING id)"
+                            " SELECT (SELECT count(*) FROM e),"
+                            "   CASE WHEN $2::text IS NULL THEN NULL ELSE pg_notify($2, '') END",
+                            2, p, NULL, err);
     sx_arena_destroy(a);
     return rc;
 }

@@ -63,6 +63,10 @@ typedef struct event_list {
 
 /* Appends one event; *id (NULL allowed) receives its id. */
 int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *err) SX_MUSTCHECK;
+/* Appends n events in one statement, in their order, with one notification on
+ * in[0].notify_channel (NULL: none); the notify_channel of the others is not read.
+ * Checked as event_repo_insert checks one: nothing is written when one fails. */
+int event_repo_insert_many(pg_conn *c, const event_new *in, size_t n, sx_err *err) SX_MUSTCHECK;
 
 /*
  * Up to limit (1..1000) settled events after position after, in stream order.

@@ -336,6 +336,102 @@ int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, 
     return rc;
 }
 
+/* The JSON array [{"node_id": ..., "version": ..., "i": index}, ...] of a batch, in a;
+ * NULL after a node id that fails its checks (err set). */
+static char *versions_param(sx_arena *a, const char *const *ids, size_t id_stride,
+                            const long long *versions, size_t v_stride, size_t n, sx_err *err)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const char *id = *(const char *const *)((const char *)ids + i * id_stride);
+        long long v = *(const long long *)((const char *)versions + i * v_stride);
+        char field[32];
+        snprintf(field, sizeof(field), "node_ids[%zu]", i);
+        if (check_str(field, id, NODE_ID_MAX_LEN, err) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+        json_array_append_new(arr, json_pack("{s:s,s:I,s:I}", "node_id", id, "version",
+                                             (json_int_t)v, "i", (json_int_t)i));
+    }
+    char *out = repo_json_param(a, arr);
+    json_decref(arr);
+    return out;
+}
+
+int node_repo_record_acks(pg_conn *c, node_ack *acks, size_t n, sx_arena *a, sx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        acks[i].found = false;
+        acks[i].previous = 0;
+        acks[i].group = NULL;
+    }
+    if (n == 0)
+        return 0;
+    sx_arena *tmp = sx_arena_create();
+    const char *p[] = {versions_param(tmp, &acks[0].node_id, sizeof(node_ack), &acks[0].version,
+                                      sizeof(node_ack), n, err)};
+    PGresult *r = NULL;
+    int rc = p[0] == NULL ? SX_EINVAL
+                          : repo_query(c, tmp,
+                                       /* The old values come from a locked read of the same
+                                        * rows (RETURNING sees only the new ones), taken in
+                                        * node id order so that concurrent batches cannot
+                                        * deadlock. */
+                                       "WITH i AS (SELECT * FROM jsonb_to_recordset($1::jsonb)"
+                                       "   AS x(node_id text, version bigint, i int)),"
+                                       " o AS (SELECT s.node_id, s.acked_snapshot_version AS old"
+                                       "   FROM node_status s"
+                                       "   WHERE s.node_id IN (SELECT node_id FROM i)"
+                                       "   ORDER BY s.node_id FOR UPDATE),"
+                                       " u AS (UPDATE node_status s"
+                                       "   SET acked_snapshot_version = i.version,"
+                                       "   acked_at = now(), updated_at = now()"
+                                       "   FROM o JOIN i ON i.node_id = o.node_id"
+                                       "   WHERE s.node_id = o.node_id"
+                                       "   RETURNING i.i, o.old, s.node_id)"
+                                       " SELECT u.i, u.old, n.group_name FROM u"
+                                       " LEFT JOIN proxy_nodes n ON n.node_id = u.node_id",
+                                       1, p, &r, err);
+    for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
+        long long idx = 0, old = 0;
+        if ((rc = repo_i64(r, row, 0, 0, &idx, err)) != 0 ||
+            (rc = repo_i64(r, row, 1, 0, &old, err)) != 0)
+            break;
+        if (idx < 0 || (size_t)idx >= n) {
+            rc = sx_err_set(err, SX_EINTERNAL, "ACK batch row %lld out of range", idx);
+            break;
+        }
+        acks[idx].found = true;
+        acks[idx].previous = old;
+        acks[idx].group = repo_str(a, r, row, 2);
+    }
+    sx_arena_destroy(tmp);
+    return rc;
+}
+
+int node_repo_record_sents(pg_conn *c, const char *const *node_ids, const long long *versions,
+                           size_t n, sx_err *err)
+{
+    if (n == 0)
+        return 0;
+    sx_arena *tmp = sx_arena_create();
+    const char *p[] = {
+        versions_param(tmp, node_ids, sizeof(*node_ids), versions, sizeof(*versions), n, err),
+    };
+    int rc = p[0] == NULL
+                 ? SX_EINVAL
+                 : repo_exec_count(c,
+                                   "UPDATE node_status s SET sent_snapshot_version = x.version,"
+                                   "   sent_at = now(), updated_at = now()"
+                                   " FROM jsonb_to_recordset($1::jsonb)"
+                                   "   AS x(node_id text, version bigint, i int)"
+                                   " WHERE s.node_id = x.node_id",
+                                   1, p, NULL, err);
+    sx_arena_destroy(tmp);
+    return rc;
+}
+
 int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, const char *error,
                           sx_err *err)
 {

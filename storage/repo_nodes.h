@@ -172,6 +172,25 @@ int node_repo_record_ack(pg_conn *c, const char *node_id, long long version,
 int node_repo_record_ack_ex(pg_conn *c, const char *node_id, long long version, sx_arena *a,
                             long long *previous, char **group, sx_err *err) SX_MUSTCHECK;
 
+/* One ACK of a batch (node_repo_record_acks): node_id and version in; the rest out. */
+typedef struct node_ack {
+    const char *node_id;
+    long long version;
+    bool found;         /* the node exists (an unknown one is skipped, not an error) */
+    long long previous; /* the version acked before (0 when none) */
+    char *group;        /* the node's group (in a), NULL when none */
+} node_ack;
+
+/* node_repo_record_ack_ex for n ACKs of distinct nodes in one statement: a flush of ten
+ * thousand ACKs is one round trip. Rows are locked in node id order. */
+int node_repo_record_acks(pg_conn *c, node_ack *acks, size_t n, sx_arena *a,
+                          sx_err *err) SX_MUSTCHECK;
+
+/* node_repo_record_sent for n distinct nodes (node_ids[i] was sent versions[i]) in one
+ * statement; unknown nodes are skipped. */
+int node_repo_record_sents(pg_conn *c, const char *const *node_ids, const long long *versions,
+                           size_t n, sx_err *err) SX_MUSTCHECK;
+
 /* Records a NACK of version with the client's error (kept up to 8192 characters) and
  * increments nack_count. SX_ENOTFOUND for an unknown node. */
 int node_repo_record_nack(pg_conn *c, const char *node_id, long long version, const char *error,

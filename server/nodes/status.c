@@ -6,9 +6,11 @@
  * Connects and disconnects are ordered by stream generation (merge_connect,
  * merge_disconnect): one of an older stream than the record already holds is dropped,
  * whichever order they arrive in, also when a failed batch is put back.
- * The flusher thread wakes every flush interval, or at once after a critical event,
- * swaps the table out and writes it in one transaction: identities first (upserts),
- * then versions, then disconnects, and one batched last_seen update. A failed flush
+ * The flusher thread wakes every flush interval, or at once after a critical event (an
+ * ACK a deployment waits for is one), swaps the table out and writes it in one
+ * transaction: identities first (upserts), then versions — the versions sent and the
+ * ACKs of the whole batch one statement each, with the ACKs' events one more — then
+ * NACKs and reports, one batched last_seen update, then disconnects. A failed flush
  * puts the batch back (newer events win when the node was updated meanwhile) so a
  * database blip loses nothing but what the bound forces out.
  *
@@ -259,15 +261,25 @@ void node_status_seen(node_status_queue *q, const char *node_id)
     end_event(q, false);
 }
 
-void node_status_ack(node_status_queue *q, const char *node_id, long long version)
+static void ack(node_status_queue *q, const char *node_id, long long version, bool critical)
 {
-    pending *p = begin_event(q, node_id, false);
+    pending *p = begin_event(q, node_id, critical);
     if (p == NULL)
         return;
     /* The newest ACK wins, not the highest version: a rollback moves a node back. */
     p->events |= EV_ACK | EV_SEEN;
     p->ack_version = version;
-    end_event(q, false);
+    end_event(q, critical);
+}
+
+void node_status_ack(node_status_queue *q, const char *node_id, long long version)
+{
+    ack(q, node_id, version, false);
+}
+
+void node_status_ack_awaited(node_status_queue *q, const char *node_id, long long version)
+{
+    ack(q, node_id, version, true);
 }
 
 void node_status_nack(node_status_queue *q, const char *node_id, long long version,
@@ -366,21 +378,54 @@ static int emit(pg_conn *c, const char *replica_id, const char *type, const char
     return rc;
 }
 
-/* ACK, NACK and disconnect of one node, each with its event. */
-static int write_ack(pg_conn *c, const batch *b, const pending *p, sx_arena *a, sx_err *err)
+/* The versions sent to the batch's nodes. */
+static int write_sents(pg_conn *c, const batch *b, sx_arena *a, sx_err *err)
 {
-    long long before = 0;
-    char *group = NULL;
-    int rc = node_repo_record_ack_ex(c, p->node_id, p->ack_version, a, &before, &group, err);
-    if (rc == SX_ENOTFOUND)
-        return 0; /* see write_batch_in */
-    if (rc || before == p->ack_version)
-        return rc;
-    return emit(c, b->replica_id, EVENT_CONFIG_APPLIED, p->node_id, group,
-                json_pack("{s:I,s:s?}", "version", (json_int_t)p->ack_version, "group", group),
-                err);
+    size_t n = 0;
+    const char **ids = sx_arena_alloc(a, (b->count ? b->count : 1) * sizeof(*ids));
+    long long *versions = sx_arena_alloc(a, (b->count ? b->count : 1) * sizeof(*versions));
+    for (size_t i = 0; i < b->count; i++) {
+        if (!(b->items[i]->events & EV_SENT))
+            continue;
+        ids[n] = b->items[i]->node_id;
+        versions[n++] = b->items[i]->sent_version;
+    }
+    return node_repo_record_sents(c, ids, versions, n, err);
 }
 
+/* The batch's ACKs, and config_applied for each that changed the node's acked version. */
+static int write_acks(pg_conn *c, const batch *b, sx_arena *a, sx_err *err)
+{
+    size_t n = 0;
+    node_ack *acks = sx_arena_alloc(a, (b->count ? b->count : 1) * sizeof(*acks));
+    for (size_t i = 0; i < b->count; i++)
+        if (b->items[i]->events & EV_ACK)
+            acks[n++] =
+                (node_ack){.node_id = b->items[i]->node_id, .version = b->items[i]->ack_version};
+    int rc = node_repo_record_acks(c, acks, n, a, err);
+    if (rc || n == 0)
+        return rc;
+    sx_event *ev = sx_calloc(n, sizeof(*ev));
+    size_t nev = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!acks[i].found || acks[i].previous == acks[i].version)
+            continue;
+        ev[nev++] = (sx_event){
+            .type = EVENT_CONFIG_APPLIED,
+            .node_id = acks[i].node_id,
+            .group = acks[i].group,
+            .data = json_pack("{s:I,s:s?}", "version", (json_int_t)acks[i].version, "group",
+                              acks[i].group),
+        };
+    }
+    rc = events_emit_many(c, b->replica_id, ev, nev, err);
+    for (size_t i = 0; i < nev; i++)
+        json_decref((json_t *)ev[i].data);
+    sx_free(ev);
+    return rc;
+}
+
+/* NACK and disconnect of one node, each with its event. */
 static int write_nack(pg_conn *c, const batch *b, const pending *p, sx_arena *a, sx_err *err)
 {
     char *group = NULL;
@@ -439,18 +484,16 @@ static int write_batch_in(pg_conn *c, batch *b, sx_arena *a, sx_err *err)
                                   err)) != 0)
             return rc;
     }
+    /* Versions sent and ACKs, each one statement for the whole batch (with one more for
+     * the ACKs' events): a wave of ten thousand ACKs is a handful of statements. A node
+     * this replica never saw connect (its connect was dropped) is unknown to the
+     * database: its versions are skipped rather than fail the whole batch. */
+    if ((rc = write_sents(c, b, a, err)) != 0 || (rc = write_acks(c, b, a, err)) != 0)
+        return rc;
     const char **seen = sx_calloc(b->count ? b->count : 1, sizeof(*seen));
     size_t nseen = 0;
-    rc = 0;
     for (size_t i = 0; i < b->count && rc == 0; i++) {
         pending *p = b->items[i];
-        /* A node this replica never saw connect (its connect was dropped) is unknown
-         * to the database: skip its versions rather than fail the whole batch. */
-        if ((p->events & EV_SENT) &&
-            (rc = node_repo_record_sent(c, p->node_id, p->sent_version, err)) == SX_ENOTFOUND)
-            rc = 0;
-        if (rc == 0 && (p->events & EV_ACK))
-            rc = write_ack(c, b, p, a, err);
         if (rc == 0 && (p->events & EV_NACK))
             rc = write_nack(c, b, p, a, err);
         if (rc == 0 && (p->events & EV_REPORT)) {

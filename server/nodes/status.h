@@ -67,6 +67,11 @@ void node_status_disconnected(node_status_queue *q, const char *node_id, long lo
 void node_status_seen(node_status_queue *q, const char *node_id);
 /* The node ACKed snapshot version of its group for one resource type (debounced). */
 void node_status_ack(node_status_queue *q, const char *node_id, long long version);
+/* The same for an ACK a deployment waits for (the node is pinned at that version):
+ * critical, so that the wave moves on at the speed of ACKs rather than of the flush
+ * interval. ACKs that arrive while a flush writes are taken by the next one, so a
+ * wave of thousands of ACKs is still written in a few batches. */
+void node_status_ack_awaited(node_status_queue *q, const char *node_id, long long version);
 /* The node NACKed snapshot version with an error (critical). */
 void node_status_nack(node_status_queue *q, const char *node_id, long long version,
                       const char *error);

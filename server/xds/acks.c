@@ -32,7 +32,10 @@ void xds_acks_report_synced(xds_call *c)
     }
     if (v > 0 && v != c->reported_synced) {
         c->reported_synced = v;
-        if (c->srv->o.nodes)
+        /* A node pinned at this version is one a deployment's wave waits for. */
+        if (c->srv->o.nodes && xds_pins_get(c->srv->pins, c->node_id, c->group) == v)
+            node_status_ack_awaited(c->srv->o.nodes, c->node_id, v);
+        else if (c->srv->o.nodes)
             node_status_ack(c->srv->o.nodes, c->node_id, v);
     }
 }

@@ -17,9 +17,13 @@
  *   stdin   "go NS"    NS is the CLOCK_MONOTONIC time just before `sextant publish`
  *                      started (`bench_xds_fanout --now` prints one); the client then
  *                      waits until every stream received a version different from its
- *                      first one, for every type, and prints one "result" line per type
- *                      ("all" = the stream held the whole new config), then "done"
+ *                      first one, for every type the push changes (--changed: cds,eds by
+ *                      default; eds when only endpoints change), and prints one "result"
+ *                      line per such type ("all" = the stream held the whole new config),
+ *                      a "stats" line (bytes and messages received per stream), then "done"
  *   stdin   "quit" or end of file: cancels the streams and exits
+ * With --arrivals FILE, every report also writes FILE: one line per stream that holds
+ * the new version, "<node id> <seconds after NS>" (the latest of its changed types).
  * Errors and progress go to stderr.
  */
 #include <errno.h>
@@ -90,7 +94,8 @@ struct bench {
     int timeout_s;    /* longest wait for "ready" and for "done" */
     char **eds_names; /* EDS resource names; NULL: no EDS subscription */
     size_t n_eds;
-    int n_types; /* T_CDS only, or T_CDS and T_EDS */
+    int n_types;      /* T_CDS only, or T_CDS and T_EDS */
+    unsigned changed; /* bit t: type t gets a new version in the push (--changed) */
     grpc_completion_queue *cq;
     stream *streams;
     atomic_uint initial;           /* streams holding a first version of every type */
@@ -101,7 +106,8 @@ struct bench {
     atomic_uint_fast64_t rx_bytes; /* response bytes received */
     atomic_uint_fast64_t rx_msgs;  /* responses received */
     atomic_bool stopping;
-    long max_rss_mb; /* the client exits rather than push the machine into swap/OOM */
+    long max_rss_mb;      /* the client exits rather than push the machine into swap/OOM */
+    const char *arrivals; /* --arrivals: per-stream arrival times go there; NULL: none */
 };
 
 static void copy_str(char *dst, const char *src)
@@ -302,7 +308,7 @@ static void on_recv_locked(bench_ads_call *c, int64_t at)
     bool all_first = true, all_new = true;
     for (int i = 0; i < b->n_types; i++) {
         all_first = all_first && s->ty[i].got_first;
-        all_new = all_new && s->ty[i].new_at_ns != 0;
+        all_new = all_new && (s->ty[i].new_at_ns != 0 || !(b->changed & (1u << i)));
     }
     if (all_first && !s->counted_initial) {
         s->counted_initial = true;
@@ -392,7 +398,7 @@ static void report(bench *b, int t, int64_t t0, int64_t *v)
         int64_t at = 0;
         bool have = true;
         for (int k = 0; k < b->n_types; k++) {
-            if (t >= 0 && k != t)
+            if ((t >= 0 && k != t) || !(b->changed & (1u << k)))
                 continue;
             if (s->ty[k].new_at_ns == 0)
                 have = false;
@@ -418,6 +424,35 @@ static void report(bench *b, int t, int64_t t0, int64_t *v)
             printf(" %.4f", pct_s(v, n, (double)q / 100.0));
         printf("\n");
     }
+}
+
+/* Writes b->arrivals: per stream holding every changed type's new version, its node id
+ * and when the last of them arrived, in seconds after t0. */
+static void write_arrivals(bench *b, int64_t t0)
+{
+    FILE *f = fopen(b->arrivals, "w");
+    if (f == NULL) {
+        fprintf(stderr, "bench_xds_fanout: could not write %s: %s\n", b->arrivals, strerror(errno));
+        return;
+    }
+    for (unsigned i = 0; i < b->n_streams; i++) {
+        stream *s = &b->streams[i];
+        pthread_mutex_lock(&s->mu);
+        int64_t at = 0;
+        bool have = true;
+        for (int k = 0; k < b->n_types; k++) {
+            if (!(b->changed & (1u << k)))
+                continue;
+            if (s->ty[k].new_at_ns == 0)
+                have = false;
+            else if (s->ty[k].new_at_ns > at)
+                at = s->ty[k].new_at_ns;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (have)
+            fprintf(f, "%s-%u %.6f\n", b->node_prefix, i, (double)(at - t0) / 1e9);
+    }
+    fclose(f);
 }
 
 /* Waits until *counter reaches target or the timeout passes; false on timeout. */
@@ -464,7 +499,7 @@ static void usage(void)
 {
     fputs("usage: bench_xds_fanout --target HOST:PORT [--streams N] [--group G]\n"
           "           [--node-prefix P] [--eds-names FILE] [--ramp N] [--timeout S]\n"
-          "           [--max-rss-mb M]\n"
+          "           [--max-rss-mb M] [--changed cds,eds|eds|cds] [--arrivals FILE]\n"
           "       bench_xds_fanout --now   (prints CLOCK_MONOTONIC in ns)\n",
           stderr);
     exit(2);
@@ -480,6 +515,7 @@ int main(int argc, char **argv)
     b.timeout_s = 300;
     b.n_types = 1;
     b.max_rss_mb = 12000;
+    b.changed = (1u << T_CDS) | (1u << T_EDS);
     const char *names_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -504,6 +540,10 @@ int main(int argc, char **argv)
             b.ramp = (unsigned)bench_parse_num(a, v, 1, 100000);
         else if (strcmp(a, "--max-rss-mb") == 0)
             b.max_rss_mb = bench_parse_num(a, v, 64, 1L << 30);
+        else if (strcmp(a, "--arrivals") == 0)
+            b.arrivals = v;
+        else if (strcmp(a, "--changed") == 0)
+            b.changed = (strstr(v, "cds") ? 1u << T_CDS : 0) | (strstr(v, "eds") ? 1u << T_EDS : 0);
         else if (strcmp(a, "--timeout") == 0)
             b.timeout_s = (int)bench_parse_num(a, v, 1, 86400);
         else
@@ -515,6 +555,9 @@ int main(int argc, char **argv)
         b.eds_names = read_names(names_file, &b.n_eds);
         b.n_types = b.n_eds > 0 ? 2 : 1;
     }
+    b.changed &= (1u << b.n_types) - 1;
+    if (b.changed == 0)
+        usage();
 
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -541,13 +584,14 @@ int main(int argc, char **argv)
         open_stream(&b, i);
     }
     int rc = 0;
-    uint64_t rx_ready = 0; /* response bytes received before "ready" */
+    uint64_t rx_ready = 0, msgs_ready = 0; /* responses received before "ready" */
     if (!wait_count(&b, &b.initial, b.n_streams)) {
         printf("error only %u of %u streams received a first version within %ds\n",
                atomic_load(&b.initial), b.n_streams, b.timeout_s);
         rc = 1;
     } else {
         rx_ready = atomic_load(&b.rx_bytes);
+        msgs_ready = atomic_load(&b.rx_msgs);
         printf("ready %u %.2f %.1f\n", b.n_streams, (double)(bench_now_ns() - t_start) / 1e9,
                (double)rx_ready / 1e6);
     }
@@ -560,13 +604,21 @@ int main(int argc, char **argv)
             bool all = wait_count(&b, &b.updated, b.n_streams);
             int64_t *v = bench_xmalloc(b.n_streams * sizeof *v);
             for (int t = 0; t < b.n_types; t++)
-                report(&b, t, t0, v);
+                if (b.changed & (1u << t))
+                    report(&b, t, t0, v);
             if (b.n_types > 1)
                 report(&b, -1, t0, v);
             free(v);
-            printf("stats updated=%u/%u restarts=%u rx_mb=%.1f%s\n", atomic_load(&b.updated),
-                   b.n_streams, atomic_load(&b.restarts),
-                   (double)(atomic_load(&b.rx_bytes) - rx_ready) / 1e6, all ? "" : " timeout=1");
+            if (b.arrivals != NULL)
+                write_arrivals(&b, t0);
+            /* What the push cost each stream: every response since "ready" (including
+             * any of a type that did not change), bytes as gRPC hands them over. */
+            uint64_t rx = atomic_load(&b.rx_bytes) - rx_ready;
+            uint64_t msgs = atomic_load(&b.rx_msgs) - msgs_ready;
+            printf("stats updated=%u/%u restarts=%u rx_mb=%.1f rx_bytes_per_stream=%.0f "
+                   "rx_msgs_per_stream=%.2f%s\n",
+                   atomic_load(&b.updated), b.n_streams, atomic_load(&b.restarts), (double)rx / 1e6,
+                   (double)rx / b.n_streams, (double)msgs / b.n_streams, all ? "" : " timeout=1");
             printf("done\n");
             fflush(stdout);
         } else if (strncmp(line, "quit", 4) == 0) {

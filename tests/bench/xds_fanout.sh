@@ -11,12 +11,16 @@
 # the initial version and the server is idle, reads VmRSS again, then takes a
 # CLOCK_MONOTONIC time stamp, runs `sextant publish` with the changed snapshot (every
 # endpoint's port and every cluster's connect timeout differ) and hands the time stamp
-# to the client, which reports per type when each stream received the new version.
-# Prints plain lines; everything it started is stopped on exit.
+# to the client, which reports per type when each stream received the new version, and
+# the bytes and messages each stream received for the push. --change one publishes instead
+# a snapshot where only the first cluster's endpoints moved (one ClusterLoadAssignment out
+# of 100 changes; the client then waits for EDS alone). Prints plain lines; everything it
+# started is stopped on exit.
 #
 #   tests/bench/xds_fanout.sh                                   # 1,000 and 10,000 streams × 1,000 and 100,000 endpoints
 #   tests/bench/xds_fanout.sh --streams 100 --endpoints 1000    # smoke test
 #   tests/bench/xds_fanout.sh --streams 1000 --endpoints 1000 --pg-load
+#   tests/bench/xds_fanout.sh --streams 10000 --endpoints 1000 --change one  # bytes per stream of an endpoint change
 #
 # --pg-load also prints what PostgreSQL does for one config change (`sextant import` into a
 # group no stream is in) and for the push (the publish and the N streams' ACKs): rows
@@ -38,13 +42,14 @@ IDLE_S=5
 EDS=1
 PG_LOAD=0
 FLOOR=1
+CHANGE=all
 JSON_OUT=$ROOT/tests/out/bench/xds_fanout.json
 
 usage() {
     cat <<'TXT'
 usage: tests/bench/xds_fanout.sh [--streams N[,N...]] [--endpoints N[,N...]]
                                  [--no-eds] [--timeout S] [--idle S] [--pg-load]
-                                 [--no-floor] [--json FILE]
+                                 [--no-floor] [--change all|one] [--json FILE]
   --streams     concurrent ADS streams per run (default 1000,10000; at most 19000)
   --endpoints   endpoints in total over the 100 clusters (default 1000,100000)
   --no-eds      subscribe to CDS only
@@ -54,6 +59,8 @@ usage: tests/bench/xds_fanout.sh [--streams N[,N...]] [--endpoints N[,N...]]
                 config change and for the push
   --no-floor    skip the floor (bench_xds_floor: a bare gRPC server pushing the same
                 bytes) that every run is otherwise compared with
+  --change      all (default): every endpoint and every cluster changes; one: only the
+                first cluster's endpoints (no floor: it pushes whole responses)
   --json        where the figures go, one JSON object per run (default
                 tests/out/bench/xds_fanout.json)
 Environment: SEXTANT_BIN, BENCH_BIN (default build-release/sextant, build-release/bench_xds_fanout);
@@ -63,9 +70,16 @@ TXT
 
 # shellcheck source=tests/bench/lib.sh
 source "$ROOT/tests/bench/lib.sh"
-bench_options "--streams=STREAMS --endpoints=ENDPOINTS --no-eds:EDS=0 --pg-load:PG_LOAD=1 --no-floor:FLOOR=0 --json=JSON_OUT --timeout=TIMEOUT --idle=IDLE_S" "$@"
+bench_options "--streams=STREAMS --endpoints=ENDPOINTS --no-eds:EDS=0 --pg-load:PG_LOAD=1 --no-floor:FLOOR=0 --change=CHANGE --json=JSON_OUT --timeout=TIMEOUT --idle=IDLE_S" "$@"
 bench_numbers xds_fanout ${STREAMS//,/ } ${ENDPOINTS//,/ } "$TIMEOUT" "$IDLE_S"
 bench_binaries xds_fanout bench_xds_fanout
+case "$CHANGE" in
+all) VARIANT=1 CHANGED=cds,eds ;;
+one) VARIANT=2 CHANGED=eds FLOOR=0 ;;
+*) echo "xds_fanout: --change is all or one" >&2; exit 2 ;;
+esac
+[ "$EDS" = 1 ] || [ "$CHANGE" = all ] || { echo "xds_fanout: --change one needs EDS" >&2; exit 2; }
+[ "$EDS" = 1 ] || CHANGED=cds
 # The floor server is built beside the client (FLOOR_BIN names another one).
 if [ "$FLOOR" = 1 ] && [ -z "${FLOOR_BIN:-}" ]; then
     FLOOR_BIN=$(dirname "$BENCH_BIN")/bench_xds_floor
@@ -168,7 +182,7 @@ client_start() {
     rm -f "$WORK/ctl" "$WORK/client.out"
     mkfifo "$WORK/ctl"
     "$BENCH_BIN" --target "$1" --streams "$2" --group bench \
-        --node-prefix "$3" --timeout "$TIMEOUT" --max-rss-mb "${CLIENT_MAX_RSS_MB:-12000}" "${EDS_ARGS[@]}" \
+        --node-prefix "$3" --timeout "$TIMEOUT" --max-rss-mb "${CLIENT_MAX_RSS_MB:-12000}" "${EDS_ARGS[@]}" --changed "$CHANGED" \
         <"$WORK/ctl" >"$WORK/client.out" 2>"$WORK/client.err" &
     CLIENT_PID=$!
     exec 7>"$WORK/ctl" || return 1
@@ -196,7 +210,7 @@ run_one() { # run_one STREAMS ENDPOINTS
     local http grpc v0 v1 before idle line t0 t1 per share ready_s rx_mb
 
     python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" "$e" 0 >"$WORK/snap0.json" || return 1
-    python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" "$e" 1 >"$WORK/snap1.json" || return 1
+    python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" "$e" "$VARIANT" >"$WORK/snap1.json" || return 1
     v0=$(publish "$WORK/snap0.json") || return 1
 
     http=$(svc_free_port)
@@ -269,6 +283,14 @@ run_one() { # run_one STREAMS ENDPOINTS
     line=$(grep -E '^result type=(all|cds) ' "$WORK/client.out" | tail -n 1)
     echo "streams=$n endpoints=$e rss_per_stream_kb=$per sextant_share_kb=$share publish_to_all $(cut -d' ' -f4- <<<"$line")"
     S_P50=$(result_field p50) S_P99=$(result_field p99) S_CPU=$s_cpu S_CDF=$(cdf_field)
+    S_RXB=$(stats_field rx_bytes_per_stream) S_MSGS=$(stats_field rx_msgs_per_stream)
+    echo "streams=$n endpoints=$e change=$CHANGE per_stream_per_push bytes=$S_RXB messages=$S_MSGS"
+    [ "$FLOOR" = 1 ] || write_json "$n" "$e" "" "" ""
+}
+
+# stats_field NAME: NAME's value on the client's stats line.
+stats_field() {
+    grep '^stats' "$WORK/client.out" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=\([0-9.]*\)$/\1/p"
 }
 
 # cdf_field: the client's 101 percentiles of the last push as a JSON array (or null).
@@ -276,6 +298,29 @@ cdf_field() {
     local c
     c=$(grep -E '^cdf ' "$WORK/client.out" | tail -n 1 | cut -d' ' -f2- | tr ' ' ',')
     if [ -n "$c" ]; then echo "[$c]"; else echo null; fi
+}
+
+# write_json STREAMS ENDPOINTS FLOOR_P50 FLOOR_P99 FLOOR_CPU FLOOR_CDF: appends the run's
+# figures (Sextant's from S_*, the floor's as given, null when not run) to the JSON file
+# and draws each run's latency distribution next to it (tests/bench/report_cdf.py).
+write_json() {
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "null" }'; }
+    mkdir -p "$(dirname "$JSON_OUT")"
+    jq -cn --argjson streams "$1" --argjson endpoints "$2" --arg change "$CHANGE" \
+        --argjson sp50 "${S_P50:-null}" --argjson sp99 "${S_P99:-null}" --argjson scpu "${S_CPU:-null}" \
+        --argjson srxb "${S_RXB:-null}" --argjson smsgs "${S_MSGS:-null}" \
+        --argjson scdf "${S_CDF:-null}" --argjson fcdf "${6:-null}" \
+        --argjson fp50 "${3:-null}" --argjson fp99 "${4:-null}" --argjson fcpu "${5:-null}" \
+        --argjson rp99 "$(ratio "$S_P99" "${4:-0}")" --argjson rcpu "$(ratio "$S_CPU" "${5:-0}")" \
+        '{streams: $streams, endpoints: $endpoints, change: $change,
+          sextant: {publish_to_all_p50_s: $sp50, publish_to_all_p99_s: $sp99, server_cpu_s: $scpu,
+                    rx_bytes_per_stream_per_push: $srxb, rx_messages_per_stream_per_push: $smsgs,
+                    publish_to_all_percentiles_s: $scdf},
+          floor: {push_to_all_p50_s: $fp50, push_to_all_p99_s: $fp99, server_cpu_s: $fcpu,
+                  push_to_all_percentiles_s: $fcdf},
+          ratio: {p99: $rp99, server_cpu: $rcpu}}' >>"$JSON_OUT"
+    python3 "$ROOT/tests/bench/report_cdf.py" "$JSON_OUT" ||
+        echo "xds_fanout: could not draw the latency distribution" >&2
 }
 
 # result_field NAME: NAME's value (seconds, no unit) on the client's last summary line.
@@ -289,7 +334,7 @@ result_field() {
 # push is timed from the moment the floor is told to push. Prints its figures and
 # Sextant's as ratios of them, and appends both to the JSON file.
 run_floor() {
-    local n=$1 e=$2 tag="streams=$1 endpoints=$2" port t0 f_cpu
+    local n=$1 e=$2 tag="streams=$1 endpoints=$2" port t0 f_cpu f_rxb
     port=$(svc_free_port)
     rm -f "$WORK/floor_ctl" "$WORK/floor.out"
     mkfifo "$WORK/floor_ctl"
@@ -309,21 +354,10 @@ run_floor() {
     f_p50=$(result_field p50) f_p99=$(result_field p99) f_cdf=$(cdf_field)
     echo "$tag floor push_to_all p50=${f_p50}s p99=${f_p99}s cpu_during_push server=${f_cpu}s"
     ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "null" }'; }
+    f_rxb=$(stats_field rx_bytes_per_stream)
+    echo "$tag floor per_stream_per_push bytes=$f_rxb messages=$(stats_field rx_msgs_per_stream)"
     echo "$tag vs_floor p99_ratio=$(ratio "$S_P99" "$f_p99") server_cpu_ratio=$(ratio "$S_CPU" "$f_cpu") (targets: p99 <= 1.25, cpu <= 1.5)"
-    mkdir -p "$(dirname "$JSON_OUT")"
-    jq -cn --argjson streams "$n" --argjson endpoints "$e" \
-        --argjson sp50 "${S_P50:-null}" --argjson sp99 "${S_P99:-null}" --argjson scpu "${S_CPU:-null}" \
-        --argjson fp50 "${f_p50:-null}" --argjson fp99 "${f_p99:-null}" --argjson fcpu "${f_cpu:-null}" \
-        --argjson rp99 "$(ratio "$S_P99" "$f_p99")" --argjson rcpu "$(ratio "$S_CPU" "$f_cpu")" \
-        --argjson scdf "${S_CDF:-null}" --argjson fcdf "${f_cdf:-null}" \
-        '{streams: $streams, endpoints: $endpoints,
-          sextant: {publish_to_all_p50_s: $sp50, publish_to_all_p99_s: $sp99, server_cpu_s: $scpu,
-                    publish_to_all_percentiles_s: $scdf},
-          floor: {push_to_all_p50_s: $fp50, push_to_all_p99_s: $fp99, server_cpu_s: $fcpu,
-                  push_to_all_percentiles_s: $fcdf},
-          ratio: {p99: $rp99, server_cpu: $rcpu}}' >>"$JSON_OUT"
-    python3 "$ROOT/tests/bench/report_cdf.py" "$JSON_OUT" ||
-        echo "xds_fanout: could not draw the latency distribution" >&2
+    write_json "$n" "$e" "$f_p50" "$f_p99" "$f_cpu" "$f_cdf"
 }
 
 # end_run: stops this run's client and server (also after a failed run).
@@ -349,7 +383,7 @@ end_run() {
 FAILED=0
 for e in ${ENDPOINTS//,/ }; do
     for n in ${STREAMS//,/ }; do
-        S_P50= S_P99= S_CPU=
+        S_P50= S_P99= S_CPU= S_RXB= S_MSGS=
         run_one "$n" "$e" || FAILED=1
         end_run
         if [ "$FLOOR" = 1 ]; then

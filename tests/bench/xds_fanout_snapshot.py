@@ -9,7 +9,9 @@
 splitting traffic over the first ten clusters, so that every xDS type has content.
 VARIANT 0 is the initial snapshot; VARIANT 1 is the update the benchmark times: every
 endpoint moves to another port (EDS changes) and every cluster gets another connect
-timeout (CDS changes too, so both types carry a new version).
+timeout (CDS changes too, so both types carry a new version). VARIANT 2 is the
+initial snapshot with only the first cluster's endpoints on another port: one
+ClusterLoadAssignment changes, no other resource does.
 Standard library only.
 """
 import json
@@ -25,13 +27,16 @@ def name(c):
 
 def snapshot(endpoints, variant):
     per, extra = divmod(endpoints, CLUSTERS)
+    # variant 2: variant 0 but for the endpoints of cluster 0
+    port_of = lambda c: 8080 + (variant if variant < 2 else (1 if c == 0 else 0))
+    timeout = 1 + (variant if variant < 2 else 0)
     backends = []
     for c in range(CLUSTERS):
         n = per + (1 if c < extra else 0)
         eps = [
             {
                 "address": "10.%d.%d.%d" % (c, j // 250, j % 250 + 1),
-                "port": 8080 + variant,
+                "port": port_of(c),
                 "healthy": True,
                 "zone": "zone-" + "abc"[j % 3],
             }
@@ -42,7 +47,7 @@ def snapshot(endpoints, variant):
                 "name": name(c),
                 "namespace": NAMESPACE,
                 "protocol": "http",
-                "connect_timeout": "%ds" % (1 + variant),
+                "connect_timeout": "%ds" % timeout,
                 "endpoints": eps,
             }
         )
@@ -84,7 +89,7 @@ def main(argv):
         for c in range(CLUSTERS):
             print("%s/%s" % (NAMESPACE, name(c)))
         return 0
-    if len(argv) != 3 or not argv[1].isdigit() or argv[2] not in ("0", "1"):
+    if len(argv) != 3 or not argv[1].isdigit() or argv[2] not in ("0", "1", "2"):
         sys.stderr.write(__doc__)
         return 2
     json.dump(snapshot(int(argv[1]), int(argv[2])), sys.stdout, separators=(",", ":"))

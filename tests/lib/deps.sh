@@ -29,6 +29,7 @@ SEXTANT_DEBS=(
     prometheus # promtool, which checks and unit-tests deploy/prometheus/sextant-alerts.yaml
     clang libclang-rt-14-dev # the clang builds (tests/build_matrix.sh) and libFuzzer (tests/fuzz)
     valgrind # memcheck over a conformance run (tests/conformance/test_valgrind_memcheck.sh)
+    linux-perf # profiles of the benchmarks (tests/bench/rollout.sh --perf)
 )
 
 # deps_install PKG...: installs the packages that are not installed yet (all of

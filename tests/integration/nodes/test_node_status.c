@@ -1,8 +1,9 @@
 /*
  * test_node_status.c — node events reach proxy_nodes / node_status through the
- * debounced queue: identities on connect, ACK after the debounce window, NACK and
- * disconnect at once, bounded memory with counted drops, nothing lost at shutdown; the
- * live events of what a flush writes, in its transaction (server/events.h).
+ * debounced queue: identities on connect, ACK after the debounce window (one a deployment
+ * waits for at once), NACK and disconnect at once, bounded memory with counted drops,
+ * nothing lost at shutdown; the live events of what a flush writes, in its transaction
+ * (server/events.h), also for many ACKs written with a statement for all of them.
  */
 #include "tests/lib/testlib.h"
 
@@ -12,6 +13,7 @@
 #include "server/base/metrics.h"
 #include "server/nodes/status.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_common.h"
 #include "storage/repo_events.h"
 #include "storage/repo_nodes.h"
 
@@ -143,6 +145,13 @@ static void test_events_reach_the_database(void **state)
     assert_string_equal(n->last_nack_error, "cluster edge/api: unknown lb policy");
     assert_int_equal(n->acked_version, 7); /* the last good version stays */
 
+    /* An ACK a deployment waits for is critical: written well before the window. */
+    node_status_ack_awaited(q, "envoy-1", 9);
+    deadline = tl_now_ms() + 5000;
+    while (get_node(f, "envoy-1", a, &n) && n->acked_version != 9 && tl_now_ms() < deadline)
+        tl_sleep_ms(20);
+    assert_int_equal(n->acked_version, 9);
+
     /* A disconnect is critical too, with its reason. */
     node_status_disconnected(q, "envoy-1", 0, "superseded");
     deadline = tl_now_ms() + 5000;
@@ -243,6 +252,72 @@ static void test_flush_writes_events(void **state)
     assert_string_equal(json_string_value(json_object_get(d, "protocol")), "ads-delta");
     assert_string_equal(json_string_value(json_object_get(d, "client")), "grpc-node-js 1.14.0");
     assert_string_equal(json_string_value(json_object_get(d, "replica")), "replica-e");
+    sx_arena_destroy(a);
+    node_status_destroy(q);
+}
+
+/* A flush of many nodes' versions sent and ACKs (written a statement for all of them)
+ * records each node's own versions, and one config_applied per ACK that changed a
+ * node's acked version, in the order of nothing but the nodes (one each). */
+static void test_flush_writes_many_acks(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q = open_queue(f, "replica-e", 0, false);
+    sx_err err;
+    enum { N = 300 };
+    char ids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "m%03d", i);
+        node_identity id = {.node_id = ids[i], .group = "edge", .protocol = "ads-sotw"};
+        node_status_connected(q, &id);
+        node_status_desired(q, ids[i], 5);
+        if (i < 10)
+            node_status_ack(q, ids[i], 4); /* already at 4 before the batch below */
+    }
+    assert_int_equal(node_status_flush(q, &err), 0);
+    for (int i = 0; i < N; i++) {
+        node_status_desired(q, ids[i], 10 + i % 3);
+        node_status_ack(q, ids[i], i < 5 ? 4 : 10 + i % 3); /* m000..m004: no change */
+    }
+    node_status_ack(q, "ghost", 1); /* never connected: neither status nor event */
+    assert_int_equal(node_status_flush(q, &err), 0);
+
+    sx_arena *a = sx_arena_create();
+    for (int i = 0; i < N; i++) {
+        node_record *n = NULL;
+        assert_true(get_node(f, ids[i], a, &n));
+        assert_int_equal(n->sent_version, 10 + i % 3);
+        assert_int_equal(n->acked_version, i < 5 ? 4 : 10 + i % 3);
+    }
+    assert_false(get_node(f, "ghost", a, &(node_record *){NULL}));
+    /* Events: N connects, 10 ACKs of 4, then N - 5 ACKs of the second batch. */
+    pg_conn *c;
+    assert_int_equal(pg_acquire(f->pool, &c, &err), 0);
+    long long applied = 0, distinct = 0, wrong = 0;
+    assert_int_equal(repo_query_i64(c,
+                                    "SELECT count(*) FROM events WHERE type = 'config_applied'"
+                                    " AND (data->>'version')::bigint >= 10",
+                                    0, NULL, &applied, &err),
+                     0);
+    assert_int_equal(
+        repo_query_i64(c,
+                       "SELECT count(DISTINCT node_id) FROM events"
+                       " WHERE type = 'config_applied' AND (data->>'version')::bigint >= 10",
+                       0, NULL, &distinct, &err),
+        0);
+    assert_int_equal(
+        repo_query_i64(c,
+                       "SELECT count(*) FROM events e JOIN node_status s USING (node_id)"
+                       " WHERE e.type = 'config_applied'"
+                       "   AND (e.data->>'version')::bigint >= 10"
+                       "   AND ((e.data->>'version')::bigint <> s.acked_snapshot_version"
+                       "     OR e.group_name <> 'edge' OR e.data->>'group' <> 'edge')",
+                       0, NULL, &wrong, &err),
+        0);
+    pg_release(f->pool, c);
+    assert_int_equal(applied, N - 5);
+    assert_int_equal(distinct, N - 5);
+    assert_int_equal(wrong, 0);
     sx_arena_destroy(a);
     node_status_destroy(q);
 }
@@ -410,4 +485,4 @@ static void test_newest_stream_wins_across_replicas(void **state)
 
 TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_superseded_stream_end_changes_nothing),
         TL_FX(test_newest_stream_wins_across_replicas), TL_FX(test_bounded_queue_counts_drops),
-        TL_FX(test_flush_writes_events))
+        TL_FX(test_flush_writes_events), TL_FX(test_flush_writes_many_acks))

@@ -448,6 +448,36 @@ static void test_eds_rds_only_requested_existing_changed(void **state)
     assert_false(next(f));
 }
 
+/* Endpoint changes after a NACKed EDS response: the next change of another cluster
+ * carries that one alone (the rejected one is not re-sent: it would be rejected again),
+ * and the rejected cluster is sent again once it changes — also back to what the client
+ * still runs, since the server cannot know that the client kept it. */
+static void test_eds_subset_after_nack(void **state)
+{
+    fx *f = *state;
+    publish(f, 1, "eds:a=1,b=1,c=1", XDS_ADOPT_NEW);
+    char *names[] = {"a", "b", "c", NULL};
+    request(f, TR_EDS, "", false, names);
+    assert_true(next(f));
+    ack_names(f, names);
+    publish(f, 2, "eds:a=bad,b=1,c=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_string_equal(f->names, "a");
+    char nonce[XDS_NONCE_LEN];
+    memcpy(nonce, f->last.nonce, sizeof(nonce));
+    assert_int_equal(request(f, TR_EDS, nonce, true, names), XDS_REQ_NACK);
+    assert_false(next(f));
+    publish(f, 3, "eds:a=bad,b=2,c=1", XDS_ADOPT_NEW);
+    assert_true(next(f));
+    assert_string_equal(f->names, "b");
+    ack_names(f, names);
+    publish(f, 4, "eds:a=1,b=2,c=1", XDS_ADOPT_NEW); /* a back to what it was */
+    assert_true(next(f));
+    assert_string_equal(f->names, "a");
+    ack_names(f, names);
+    assert_int_equal(xds_sotw_synced_version(&f->s), 4);
+}
+
 static void test_push_order_make_before_break(void **state)
 {
     fx *f = *state;
@@ -648,6 +678,7 @@ static void test_nothing_before_a_snapshot(void **state)
         cmocka_unit_test_setup_teardown(test_removed_cluster_outlives_its_routes, S, T),           \
         cmocka_unit_test_setup_teardown(test_nacked_routes_keep_their_cluster, S, T),              \
         cmocka_unit_test_setup_teardown(test_eds_rds_only_requested_existing_changed, S, T),       \
+        cmocka_unit_test_setup_teardown(test_eds_subset_after_nack, S, T),                         \
         cmocka_unit_test_setup_teardown(test_push_order_make_before_break, S, T),                  \
         cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, S, T),         \
         cmocka_unit_test_setup_teardown(test_unchanged_types_not_sent_and_synced, S, T),           \
