@@ -232,6 +232,10 @@ export function describeEvent(e: LiveEvent): string {
     case 'deployment_started':
       parts.push(`deployment started${s('by') ? ` by ${s('by')}` : ''}`);
       break;
+    case 'alert_firing':
+    case 'alert_resolved':
+      parts.push(`alert ${s('rule').replace(/_/g, ' ')} ${e.type.slice(6)}${s('subject') ? ` for ${s('subject')}` : ''}${s('message') ? `: ${s('message')}` : ''}`);
+      break;
     case 'wave_started':
     case 'wave_completed': {
       // The server counts waves from 0 (`wave`, out of `waves`); pages show them from 1.
