@@ -42,7 +42,7 @@ const ROUTES: [string, Page][] = [
   ['/snapshots/:group', ({params}) => <SnapshotsPage group={params.group} />],
   ['/audit', () => <AuditPage />],
   ['/fleet', () => <FleetPage />],
-  ['/metrics', () => <MetricsPage />],
+  ['/stats', () => <MetricsPage />],
 ];
 
 const NAV: [string, string][] = [
@@ -53,7 +53,7 @@ const NAV: [string, string][] = [
   ['/snapshots', 'Snapshots'],
   ['/audit', 'Audit'],
   ['/fleet', 'Fleet'],
-  ['/metrics', 'Metrics'],
+  ['/stats', 'Metrics'],
 ];
 
 function LiveIndicator() {
