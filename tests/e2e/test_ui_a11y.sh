@@ -29,11 +29,15 @@ e2e_dataplane dp-a11y-1 "$GROUP"
 e2e_dataplane dp-a11y-2 "$GROUP"
 check "dp-a11y-1 acked v1" e2e_wait_acked "$ADMIN" dp-a11y-1 1
 check "dp-a11y-2 acked v1" e2e_wait_acked "$ADMIN" dp-a11y-2 1
-e2e_put_config "$ADMIN" "$CONFIG_ID" "$(e2e_spec web.example 10080 8081)" "second version" || exit 1
+# A draft, so that the deployment is what brings version 2 to the proxies: its wave's
+# timeline shows their ACKs.
+st=$(e2e_rest "$ADMIN" PUT "/api/v1/configs/$CONFIG_ID" "{\"spec\":$(e2e_spec web.example 10080 8081),\"message\":\"second version\",\"draft\":true}")
+check "version 2 is a draft (got $st)" test "$st" = 200
 st=$(e2e_rest "$ADMIN" POST "/api/v1/configs/$CONFIG_ID/apply" '{"version":2,"strategy":{"type":"all_at_once"},"reason":"e2e"}')
 check "a deployment of version 2 starts (got $st)" test "${st:0:2}" = 20
 DEPLOYMENT_ID=$(jv .id)
 check "dp-a11y-1 acked v2" e2e_wait_acked "$ADMIN" dp-a11y-1 2 30
+check "dp-a11y-2 acked v2" e2e_wait_acked "$ADMIN" dp-a11y-2 2 30
 
 printf '%s' "$(e2e_spec gw.example 10090 8080)" >"$WORK/k8s_spec.json"
 k8s_put() { "${SX_ENV[@]}" "$TOOL" put default gw e2e-a11y-k8s "Gateway default/gw" "$WORK/k8s_spec.json" >"$WORK/put.json"; }

@@ -32,8 +32,9 @@ export async function axeCheck(page, what) {
   return result.violations;
 }
 
-// In the page: what the focused element is and whether it shows a focus indicator (an
-// outline or a box shadow, on it or on the editor around it) inside the window.
+// In the page: what the focused element is, whether it shows a focus indicator (an
+// outline or a box shadow, on it or on the editor around it), and whether it lies in
+// the window below the sticky header.
 const FOCUSED = () => {
   const el = document.activeElement;
   if (!el || el === document.body) return null;
@@ -44,7 +45,10 @@ const FOCUSED = () => {
   const host = el.closest('.cm-editor');
   const name = (el.getAttribute('aria-label') || el.textContent || el.getAttribute('placeholder') || '').trim().slice(0, 40);
   const b = el.getBoundingClientRect();
-  const inView = b.width > 0 && b.height > 0 && b.bottom > 0 && b.top < window.innerHeight && b.right > 0 && b.left < window.innerWidth;
+  // Not under the sticky header either (unless it is in the header).
+  const top = document.querySelector('header.top');
+  const under = top && !top.contains(el) ? top.getBoundingClientRect().bottom : 0;
+  const inView = b.width > 0 && b.height > 0 && b.top >= under - 1 && b.top < window.innerHeight && b.right > 0 && b.left < window.innerWidth;
   return {stop: `${el.tagName.toLowerCase()}:${name}`, visible: ring(el) || (host ? ring(host) : false), inView};
 };
 

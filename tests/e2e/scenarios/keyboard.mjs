@@ -33,7 +33,7 @@ run('keyboard', async ({page, shot}) => {
   });
   for (let i = 0; i < 8 && (await activeKind()) !== `deployment:${DEPLOYMENT_ID}`; i++) await page.keyboard.press('ArrowDown');
   await check('↓ makes the deployment the active option', activeKind().then((k) => k === `deployment:${DEPLOYMENT_ID}`), activeKind);
-  await shot('search');
+  await shot('search', page, {fullPage: false});
   await page.keyboard.press('Enter');
   await check('Enter opens the deployment', waitFor(() => page.url().endsWith(`/deployments/${DEPLOYMENT_ID}`)), page.url());
   await expectVisible('its wave timeline shows the ACKs', page.getByTestId('timeline').locator('[data-testid="timeline-ack"]'));
@@ -46,7 +46,7 @@ run('keyboard', async ({page, shot}) => {
   await page.keyboard.press('Tab');
   await check('Tab goes to the first ACK, a link to its proxy', page.evaluate(() => !!document.activeElement?.closest('.tl-acks') && document.activeElement.tagName === 'A'));
   await ringShown(page, 'the first ACK');
-  await shot('timeline-ack');
+  await shot('timeline-ack', page, {fullPage: false});
 
   // ---- back up to the navigation and to the fleet page
   await tabTo(page, 'the Fleet link of the navigation', {selector: 'a.nav-link', text: 'Fleet'}, {back: true, max: 80});
@@ -67,7 +67,7 @@ run('keyboard', async ({page, shot}) => {
   await check('the button says it is expanded', page.evaluate(() => document.activeElement?.getAttribute('aria-expanded') === 'true'));
   await ringShown(page, 'the expanded button');
   await tabTo(page, `proxy ${NODE}`, {selector: '[data-testid="proxy-chip"]', text: NODE}, {max: 5});
-  await shot('fleet-proxies');
+  await shot('fleet-proxies', page, {fullPage: false});
   await page.keyboard.press('Enter');
   await check('Enter opens the proxy page', waitFor(() => page.url().endsWith(`/proxies/${NODE}`)), page.url());
   await expectVisible('the proxy page names it', page.getByRole('heading', {level: 1}).filter({hasText: NODE}));
