@@ -63,6 +63,7 @@ run('a11y', async ({page, shot}) => {
   await expectVisible('the deployment shows its propagation curve', page.getByTestId('propagation-curve'));
   await page.getByText('Every ACK in order').click();
   await expectVisible('the ACKs are listed in order', page.locator('.tl-acks a').filter({hasText: NODE}));
+  await page.evaluate(() => window.scrollTo(0, 0)); // a full-page shot of a scrolled page draws the sticky header midway
   await shot('deployment-acks');
   await axeCheck(page, 'the deployment with its timeline, propagation and ACK list');
   await visit(page, shot, 'snapshots', '/snapshots', h1);
@@ -73,6 +74,7 @@ run('a11y', async ({page, shot}) => {
   await visit(page, shot, 'fleet-group', `/fleet?group=${GROUP}`, (p) => p.getByTestId(`fleet-group-${GROUP}`).getByTestId('show-proxies'));
   for (const b of await page.getByTestId(`fleet-group-${GROUP}`).getByTestId('show-proxies').all()) await b.click();
   await expectVisible('the group\'s proxies are shown', page.getByTestId('proxy-chip').filter({hasText: NODE}));
+  await page.evaluate(() => window.scrollTo(0, 0)); // a full-page shot of a scrolled page draws the sticky header midway
   await shot('fleet-proxies');
   await axeCheck(page, 'the fleet with a group, its replicas and proxies shown');
   await visit(page, shot, 'metrics', '/stats', (p) => p.getByTestId('chart-latency'));

@@ -107,7 +107,8 @@ export function LineChart({
   const max = nice(Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
   const px = (i: number) => PAD.l + (n === 1 ? 0 : (i * (W - PAD.l - PAD.r)) / (n - 1));
   const py = (v: number) => H - PAD.b - (v / max) * (H - PAD.t - PAD.b);
-  const ticks = [0, max / 2, max];
+  // The middle line is left out when its label would read like an end's (0.5 rounded).
+  const ticks = format(max / 2) === format(max) || format(max / 2) === format(0) ? [0, max] : [0, max / 2, max];
   return (
     <figure class="chart" data-testid={testid}>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={label} class="chart-svg">
