@@ -44,7 +44,7 @@ const ROUTES: [string, Page][] = [
   ['/snapshots/:group', ({params}) => <SnapshotsPage group={params.group} />],
   ['/audit', () => <AuditPage />],
   ['/fleet', () => <FleetPage />],
-  ['/metrics', () => <MetricsPage />],
+  ['/stats', () => <MetricsPage />],
 ];
 
 const NAV: [string, string][] = [
@@ -55,7 +55,7 @@ const NAV: [string, string][] = [
   ['/snapshots', 'Snapshots'],
   ['/audit', 'Audit'],
   ['/fleet', 'Fleet'],
-  ['/metrics', 'Metrics'],
+  ['/stats', 'Metrics'],
 ];
 
 // Sextant's own alerts: their page, in the navigation, and the header's firing count.

@@ -1,5 +1,5 @@
-// a11y.mjs — axe-core on every page and the keyboard through the header
-// (tests/e2e/test_ui_a11y.sh).
+// a11y.mjs — axe-core on every page, the keyboard through the header and the header's
+// layout at 1280 and 1024 px (tests/e2e/test_ui_a11y.sh).
 import {check, expectVisible, run, waitFor} from '../lib/browser.mjs';
 import {axeCheck, focusWalk} from '../lib/a11y.mjs';
 
@@ -28,9 +28,9 @@ run('a11y', async ({page, shot}) => {
     const a = document.activeElement;
     return a?.classList.contains('skip') && a.getBoundingClientRect().top >= 0;
   }));
-  const stops = await focusWalk(page, 'the header', 9);
+  const stops = await focusWalk(page, 'the header', 11);
   await check('Tab reaches the search box and every navigation link in order', (() => {
-    const want = ['Sextant', 'Dashboard', 'Proxies', 'Configs', 'Deployments', 'Snapshots', 'Audit'];
+    const want = ['Sextant', 'Dashboard', 'Proxies', 'Configs', 'Deployments', 'Snapshots', 'Audit', 'Fleet', 'Metrics'];
     const names = stops.map((s) => s.split(':').slice(1).join(':'));
     let at = 0;
     for (const n of names) if (n === want[at]) at++;
@@ -59,12 +59,59 @@ run('a11y', async ({page, shot}) => {
   await visit(page, shot, 'config-history-side', `/configs/${CONFIG_ID}/history?view=side`, (p) => p.getByTestId('side-by-side').locator('.cm-mergeView'));
   await visit(page, shot, 'config-apply', `/configs/${CONFIG_ID}/apply`, h1);
   await visit(page, shot, 'deployments', '/deployments', h1);
-  await visit(page, shot, 'deployment', `/deployments/${DEPLOYMENT_ID}`, h1);
+  await visit(page, shot, 'deployment', `/deployments/${DEPLOYMENT_ID}`, (p) => p.getByTestId('timeline').locator('[data-testid="timeline-ack"]'));
+  await expectVisible('the deployment shows its propagation curve', page.getByTestId('propagation-curve'));
+  await page.getByText('Every ACK in order').click();
+  await expectVisible('the ACKs are listed in order', page.locator('.tl-acks a').filter({hasText: NODE}));
+  await page.evaluate(() => window.scrollTo(0, 0)); // a full-page shot of a scrolled page draws the sticky header midway
+  await shot('deployment-acks');
+  await axeCheck(page, 'the deployment with its timeline, propagation and ACK list');
   await visit(page, shot, 'snapshots', '/snapshots', h1);
   await visit(page, shot, 'group-snapshots', `/snapshots/${GROUP}`, h1);
   await visit(page, shot, 'audit', '/audit', (p) => p.getByTestId('audit-table'));
   await visit(page, shot, 'managed-config', `/configs/${MANAGED_ID}`, (p) => p.getByTestId('read-only'));
+  await visit(page, shot, 'fleet', '/fleet', (p) => p.getByTestId(`fleet-group-${GROUP}`));
+  await visit(page, shot, 'fleet-group', `/fleet?group=${GROUP}`, (p) => p.getByTestId(`fleet-group-${GROUP}`).getByTestId('show-proxies'));
+  for (const b of await page.getByTestId(`fleet-group-${GROUP}`).getByTestId('show-proxies').all()) await b.click();
+  await expectVisible('the group\'s proxies are shown', page.getByTestId('proxy-chip').filter({hasText: NODE}));
+  await page.evaluate(() => window.scrollTo(0, 0)); // a full-page shot of a scrolled page draws the sticky header midway
+  await shot('fleet-proxies');
+  await axeCheck(page, 'the fleet with a group, its replicas and proxies shown');
+  await visit(page, shot, 'metrics', '/stats', (p) => p.getByTestId('chart-latency'));
   await visit(page, shot, 'no-such-page', '/no/such/page', (p) => p.getByText('No such page'));
+
+  // ---- the header at a laptop's and a small window's width: every entry on one line,
+  // none overlapping another, nothing wider than the window
+  for (const width of [1280, 1024]) {
+    await page.setViewportSize({width, height: 800});
+    await page.goto('/fleet');
+    await page.getByRole('heading', {level: 1}).first().waitFor();
+    await shot(`header-${width}`, page, {fullPage: false});
+    const bad = await page.evaluate(() => {
+      const top = document.querySelector('header.top');
+      const parts = [...top.querySelectorAll('.brand, .nav-link, .search-input, .live, .who, .top-right .btn')];
+      const box = (e) => e.getBoundingClientRect();
+      const out = [];
+      const name = (e) => (e.textContent || e.getAttribute('placeholder') || e.className).trim().slice(0, 20);
+      if (document.documentElement.scrollWidth > window.innerWidth) out.push(`the page scrolls sideways (${document.documentElement.scrollWidth} px)`);
+      for (const e of parts) {
+        const b = box(e);
+        if (b.width === 0 || b.right > window.innerWidth || b.left < 0) out.push(`${name(e)} is outside the window`);
+        if (e.getClientRects().length > 1 || b.height > 40) out.push(`${name(e)} breaks over lines (${Math.round(b.height)} px high)`);
+      }
+      if (box(top.querySelector('.search-input')).width < 120) out.push('the search box is narrower than 120 px');
+      for (let i = 0; i < parts.length; i++)
+        for (let j = i + 1; j < parts.length; j++) {
+          const a = box(parts[i]);
+          const b = box(parts[j]);
+          if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) out.push(`${name(parts[i])} overlaps ${name(parts[j])}`);
+        }
+      if (box(top).height > 100) out.push(`the header is ${Math.round(box(top).height)} px high`);
+      return out;
+    });
+    await check(`the header at ${width} px: one line per entry, no overlap, no sideways scroll`, bad.length === 0, bad.join('; '));
+  }
+  await page.setViewportSize({width: 1280, height: 800});
 
   // ---- the search results, open
   await page.goto('/');

@@ -1,7 +1,7 @@
 // search.mjs — the search box and deep links (tests/e2e/test_ui_search.sh).
 import {check, expectVisible, run, waitFor} from '../lib/browser.mjs';
 
-const {CONFIG_ID, GROUP} = process.env;
+const {CONFIG_ID, DEPLOYMENT_ID, GROUP} = process.env;
 const WEST = 'edge-7c2f9e41-west';
 const EAST = 'edge-7c2fab-east';
 
@@ -53,7 +53,27 @@ run('search', async ({page, shot}) => {
   const group = page.locator(`[role="option"][data-kind="group"][data-id="${GROUP}"]`);
   await expectVisible('the group is found by name', group);
   await group.click();
-  await check('clicking opens the group snapshots', waitFor(() => page.url().endsWith(`/snapshots/${GROUP}`)), page.url());
+  await check('clicking opens the group on the fleet page', waitFor(() => page.url().endsWith(`/fleet?group=${GROUP}`)), page.url());
+  const card = page.getByTestId(`fleet-group-${GROUP}`);
+  await expectVisible('the group is marked as the one chosen', page.locator(`.fleet-group.chosen[data-testid="fleet-group-${GROUP}"]`));
+  await expectVisible('its replicas are shown', card.getByTestId('show-proxies'));
+  await card.getByTestId('show-proxies').first().click();
+  await expectVisible('its proxies can be opened from there', card.getByTestId('proxy-chip').filter({hasText: WEST}));
+  await shot('search-group');
+  await card.locator('summary').click();
+  await check('closing the group takes it out of the address', waitFor(() => page.url().endsWith('/fleet')), page.url());
+  await card.locator('summary').click();
+  await check('opening it puts it back', waitFor(() => page.url().endsWith(`/fleet?group=${GROUP}`)), page.url());
+
+  // ---- a deployment by a fragment of its id: its page with the wave timeline
+  await box.click();
+  await box.fill(DEPLOYMENT_ID.slice(0, 8));
+  const dep = page.locator(`[role="option"][data-kind="deployment"][data-id="${DEPLOYMENT_ID}"]`);
+  await expectVisible('the deployment is found by a fragment of its id', dep);
+  await check('the hit names the config and version', dep.textContent().then((t) => t.includes('team/web v2')), () => dep.textContent());
+  await dep.click();
+  await check('clicking opens the deployment', waitFor(() => page.url().endsWith(`/deployments/${DEPLOYMENT_ID}`)), page.url());
+  await expectVisible('the deployment page shows its wave timeline with the ACKs', page.getByTestId('timeline').locator('[data-testid="timeline-ack"]'));
 
   // ---- nothing found; Esc closes
   await box.click();

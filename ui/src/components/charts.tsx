@@ -6,7 +6,7 @@
 import type {ComponentChildren} from 'preact';
 
 /** Patterns the charts fill with besides colour: hatching (behind), dots (stale), a
- * cross (NACKing). Rendered once per page. */
+ * cross (NACKing), gaps (connected, some gone). Rendered once per page. */
 export function ChartDefs() {
   return (
     <svg width="0" height="0" class="chart-defs" aria-hidden="true" focusable="false">
@@ -18,6 +18,10 @@ export function ChartDefs() {
         <pattern id="pat-dots" width="5" height="5" patternUnits="userSpaceOnUse">
           <rect width="5" height="5" fill="#f3c969" />
           <circle cx="2.5" cy="2.5" r="1.1" fill="var(--warn)" />
+        </pattern>
+        <pattern id="pat-gaps" width="6" height="6" patternUnits="userSpaceOnUse">
+          <rect width="6" height="6" fill="var(--ok)" />
+          <rect x="4" width="2" height="6" fill="var(--surface)" />
         </pattern>
         <pattern id="pat-cross" width="6" height="6" patternUnits="userSpaceOnUse">
           <rect width="6" height="6" fill="#e8837a" />
@@ -103,7 +107,8 @@ export function LineChart({
   const max = nice(Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null))));
   const px = (i: number) => PAD.l + (n === 1 ? 0 : (i * (W - PAD.l - PAD.r)) / (n - 1));
   const py = (v: number) => H - PAD.b - (v / max) * (H - PAD.t - PAD.b);
-  const ticks = [0, max / 2, max];
+  // The middle line is left out when its label would read like an end's (0.5 rounded).
+  const ticks = format(max / 2) === format(max) || format(max / 2) === format(0) ? [0, max] : [0, max / 2, max];
   return (
     <figure class="chart" data-testid={testid}>
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={label} class="chart-svg">

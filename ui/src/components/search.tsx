@@ -11,7 +11,7 @@ type Hit = Reply<'search'>['items'][number];
 
 const KIND_LABEL: Record<Hit['kind'], string> = {proxy: 'Proxy', config: 'Config', group: 'Group', deployment: 'Deployment'};
 
-/** The page of a hit. */
+/** The page of a hit: a group opens on the fleet page with its replicas shown. */
 export function hitHref(h: Hit): string {
   switch (h.kind) {
     case 'proxy':
@@ -19,7 +19,7 @@ export function hitHref(h: Hit): string {
     case 'config':
       return `/configs/${seg(h.id)}`;
     case 'group':
-      return `/snapshots/${seg(h.id)}`;
+      return `/fleet?group=${encodeURIComponent(h.id)}`;
     case 'deployment':
       return `/deployments/${seg(h.id)}`;
   }

@@ -68,20 +68,26 @@ function Timeline({rows}: {rows: Row[]}) {
                 wave {r.n} started {new Date(r.start).toLocaleTimeString()}
               </title>
             </path>
-            {r.done !== null && (
-              <rect
-                x={x(r.start + r.done * 1000) - 5}
-                y={y - 5}
-                width="10"
-                height="10"
-                fill={r.w.state === 'completed' ? 'var(--ok)' : 'var(--bad)'}
-                data-testid="timeline-complete"
-              >
-                <title>
-                  wave {r.n} {r.w.state} after {secs(r.done)}
-                </title>
-              </rect>
-            )}
+            {r.done !== null &&
+              (r.w.state === 'completed' ? (
+                <rect x={x(r.start + r.done * 1000) - 5} y={y - 5} width="10" height="10" fill="var(--ok)" data-testid="timeline-complete">
+                  <title>
+                    wave {r.n} completed after {secs(r.done)}
+                  </title>
+                </rect>
+              ) : (
+                // Not completed (failed, rolled back): a cross, not only another colour.
+                <path
+                  d={`M${x(r.start + r.done * 1000) - 5} ${y - 5}l10 10m0 -10l-10 10`}
+                  stroke="var(--bad)"
+                  stroke-width="3"
+                  data-testid="timeline-complete"
+                >
+                  <title>
+                    wave {r.n} {r.w.state} after {secs(r.done)}
+                  </title>
+                </path>
+              ))}
             {r.acks.map((a, k) => (
               <circle key={a.node_id} cx={x(r.start + a.offset_s * 1000)} cy={y} r="4" fill="var(--ok)" stroke="var(--surface)" data-testid="timeline-ack" data-node={a.node_id}>
                 <title>
@@ -199,7 +205,7 @@ export function DeploymentTimelineSection({d}: {d: Deployment}) {
             </details>
           </>
         )}
-        <p class="muted small">Flags: a wave starts; dots: each ACK as it arrived; squares: the wave ends. The curves: the share of each wave's proxies that ACKed, against time since it started.</p>
+        <p class="muted small">Flags: a wave starts; dots: each ACK as it arrived; squares: the wave completed; crosses: it ended otherwise. The curves: the share of each wave's proxies that ACKed, against time since it started.</p>
       </Section>
       <Section title="NACK errors" id="h-nack-groups">
         {x.nack_errors.length === 0 ? (

@@ -3,9 +3,9 @@
 // distribution as a stacked bar that moves with a rollout, replicas and proxies shown
 // on demand (so ten thousand proxies stay a few lines), and a heatmap of the proxies'
 // health per group and minute over the last hour. Everything reloads on live events.
-import {useState} from 'preact/hooks';
+import {useEffect, useRef, useState} from 'preact/hooks';
 import {useApi, useLive, usePaged, useTitle} from '../lib/hooks';
-import {seg} from '../lib/router';
+import {seg, setQuery, useLocation} from '../lib/router';
 import type {FleetCounts, FleetGroup, FleetHealth, Proxy} from '../lib/types';
 import {ChartDefs, StackedBar, Swatch, type Segment} from '../components/charts';
 import {ErrorBox, PageHead, Section} from '../components/ui';
@@ -135,12 +135,28 @@ function ReplicaProxies({group, replica, current}: {group: string; replica: stri
   );
 }
 
-function GroupCard({g}: {g: FleetGroup}) {
+/** One group's card. chosen: the address names this group (?group=NAME, where the
+ * search sends a group): its replicas are shown and the card is scrolled into view.
+ * Opening or closing the replicas writes the address, so it can be shared. */
+function GroupCard({g, chosen}: {g: FleetGroup; chosen: boolean}) {
   const [open, setOpen] = useState<Record<string, boolean>>({});
+  const [expanded, setExpanded] = useState(chosen);
+  const card = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    if (!chosen) return;
+    setExpanded(true);
+    card.current?.scrollIntoView({block: 'start'});
+  }, [chosen]);
   return (
-    <li class="fleet-group" data-testid={`fleet-group-${g.group}`} data-total={g.counts.total}>
+    <li
+      ref={card}
+      class={chosen ? 'fleet-group chosen' : 'fleet-group'}
+      data-testid={`fleet-group-${g.group}`}
+      data-total={g.counts.total}
+      aria-current={chosen ? 'true' : undefined}
+    >
       <div class="fleet-group-head">
-        <h3>
+        <h3 id={`group-${g.group}`}>
           <a href={`/proxies?group=${encodeURIComponent(g.group)}`}>{g.group}</a>
         </h3>
         <span class="muted small">
@@ -156,9 +172,20 @@ function GroupCard({g}: {g: FleetGroup}) {
       </div>
       <CountsLine c={g.counts} />
       <VersionBar g={g} />
-      <details class="fleet-replicas">
+      <details
+        class="fleet-replicas"
+        open={expanded}
+        onToggle={(e) => {
+          const now = e.currentTarget.open;
+          if (now === expanded) return;
+          setExpanded(now);
+          if (now) setQuery({group: g.group});
+          else if (chosen) setQuery({group: null});
+        }}
+      >
         <summary>
           {g.replicas.length} replica{g.replicas.length === 1 ? '' : 's'}
+          <span class="sr-only"> of {g.group}</span>
         </summary>
         <ul class="replica-rows">
           {g.replicas.map((r) => {
@@ -186,6 +213,7 @@ function GroupCard({g}: {g: FleetGroup}) {
                     data-testid="show-proxies"
                   >
                     {open[key] ? 'Hide proxies' : `Show ${c.total} prox${c.total === 1 ? 'y' : 'ies'}`}
+                    <span class="sr-only"> of {key || 'the unknown replica'}</span>
                   </button>
                 </div>
                 {open[key] && <ReplicaProxies group={g.group} replica={key} current={g.current_version} />}
@@ -205,7 +233,7 @@ function cellLook(c: FleetHealth['groups'][number]['cells'][number]): {fill: str
   if (c.nacking > 0) return {fill: 'url(#pat-cross)', word: 'NACKing'};
   if (c.stale > 0) return {fill: 'url(#pat-dots)', word: 'stale'};
   if (c.connected === 0) return {fill: 'var(--off)', word: 'all disconnected'};
-  return {fill: c.disconnected > 0 ? '#7cc39a' : 'var(--ok)', word: c.disconnected > 0 ? 'connected, some gone' : 'connected'};
+  return {fill: c.disconnected > 0 ? 'url(#pat-gaps)' : 'var(--ok)', word: c.disconnected > 0 ? 'connected, some gone' : 'connected'};
 }
 
 function Heatmap({h}: {h: FleetHealth}) {
@@ -247,9 +275,23 @@ function Heatmap({h}: {h: FleetHealth}) {
           </text>
         ))}
       </svg>
+      <ul class="sr-only" data-testid="heatmap-text">
+        {h.groups.map((g) => {
+          const minutes = new Map<string, number>();
+          for (const c of g.cells) {
+            const w = cellLook(c).word;
+            minutes.set(w, (minutes.get(w) ?? 0) + 1);
+          }
+          return (
+            <li key={g.group}>
+              {g.group}, minutes over the last {n}: {[...minutes].map(([w, k]) => `${k} ${w}`).join(', ')}
+            </li>
+          );
+        })}
+      </ul>
       <div class="chart-legend">
         <Swatch fill="var(--ok)">all connected</Swatch>
-        <Swatch fill="#7cc39a">connected, some disconnected</Swatch>
+        <Swatch fill="url(#pat-gaps)">connected, some disconnected</Swatch>
         <Swatch fill="url(#pat-dots)">some stale</Swatch>
         <Swatch fill="url(#pat-cross)">some NACKing</Swatch>
         <Swatch fill="var(--off)">all disconnected</Swatch>
@@ -261,6 +303,7 @@ function Heatmap({h}: {h: FleetHealth}) {
 
 export function FleetPage() {
   useTitle('Fleet');
+  const chosen = useLocation().query.get('group');
   const topo = useApi('getFleetTopology', {});
   const health = useApi('getFleetHealth', {query: {window: 60}});
   useLive(topo.reload, (e) => FLEET_EVENTS.test(e.type), 1000);
@@ -304,7 +347,7 @@ export function FleetPage() {
         {topo.data && groups.length === 0 && <p class="muted">No proxy group yet: proxies appear here once they connect.</p>}
         <ul class="fleet-groups" data-testid="fleet-groups">
           {groups.map((g) => (
-            <GroupCard key={g.group} g={g} />
+            <GroupCard key={g.group} g={g} chosen={g.group === chosen} />
           ))}
         </ul>
       </Section>

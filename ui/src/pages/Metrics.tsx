@@ -2,6 +2,7 @@
 // publish → ACK latency, config answers per second, the NACK rate and the open xDS
 // streams of each replica. Sextant computes them from what it already keeps (the live
 // events and node status, GET /api/v1/fleet/metrics): no Prometheus needed to look.
+// Its address is /stats: /metrics is the server's Prometheus endpoint, never the app.
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {LineChart, type Series} from '../components/charts';
 import {ErrorBox, PageHead, Section} from '../components/ui';
