@@ -28,9 +28,9 @@ run('a11y', async ({page, shot}) => {
     const a = document.activeElement;
     return a?.classList.contains('skip') && a.getBoundingClientRect().top >= 0;
   }));
-  const stops = await focusWalk(page, 'the header', 11);
+  const stops = await focusWalk(page, 'the header', 13);
   await check('Tab reaches the search box and every navigation link in order', (() => {
-    const want = ['Sextant', 'Dashboard', 'Proxies', 'Configs', 'Deployments', 'Snapshots', 'Audit', 'Fleet', 'Metrics'];
+    const want = ['Sextant', 'Dashboard', 'Proxies', 'Configs', 'Deployments', 'Snapshots', 'Audit', 'Fleet', 'Metrics', 'Alerts'];
     const names = stops.map((s) => s.split(':').slice(1).join(':'));
     let at = 0;
     for (const n of names) if (n === want[at]) at++;
@@ -78,6 +78,7 @@ run('a11y', async ({page, shot}) => {
   await shot('fleet-proxies');
   await axeCheck(page, 'the fleet with a group, its replicas and proxies shown');
   await visit(page, shot, 'metrics', '/stats', (p) => p.getByTestId('chart-latency'));
+  await visit(page, shot, 'alerts', '/alerts', (p) => p.getByRole('heading', {name: 'Alerts'}));
   await visit(page, shot, 'no-such-page', '/no/such/page', (p) => p.getByText('No such page'));
 
   // ---- the header at a laptop's and a small window's width: every entry on one line,
