@@ -122,7 +122,7 @@ since() { awk -v a="$1" -v b="$("$BENCH_BIN" --now)" 'BEGIN { printf "%.3f", (b 
 
 run_variant() { # run_variant keep|publish
     local var=$1 group="storm-$1" prefix="storm-$1" tag="variant=$1 streams=$STREAMS"
-    local v0 v1= a_http b_http b_grpc i t0 b_cpu srv_s= db_s= line
+    local v0 v1='' a_http b_http b_grpc i t0 b_cpu srv_s='' db_s='' line
 
     v0=$(bench_publish "$group" "$WORK/snap0.json") || return 1
     bench_serve reconnect_storm storm-a "$WORK/a-$var.log" || return 1
@@ -182,7 +182,7 @@ run_variant() { # run_variant keep|publish
     stmts=$(sql "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements")
     writes=$(sql "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements
         WHERE query ~* '(insert into|update)\s+(proxy_nodes|node_status|events)\M'")
-    local rc_p50 rc_p99 rc_max new_p50= new_p99= new_max=
+    local rc_p50 rc_p99 rc_max new_p50='' new_p99='' new_max=''
     rc_p50=$(client_field '^result type=reconnect ' p50)
     rc_p99=$(client_field '^result type=reconnect ' p99)
     rc_max=$(client_field '^result type=reconnect ' max)

@@ -59,6 +59,9 @@
 #define STR_MAX      96 /* versions, nonces and type URLs are short; longer ones are cut */
 #define CQ_THREADS   2
 #define MAX_RESTARTS 3 /* calls started again per stream after the server ended one */
+/* Calls started again in a row that ended before a server accepted them: when a
+ * connection breaks, a call started at once can still be given to it and fail at once. */
+#define MAX_UNACCEPTED 100
 
 enum { T_CDS, T_EDS, T_COUNT };
 static const char *const type_url[T_COUNT] = {CDS_URL, EDS_URL};
@@ -86,6 +89,9 @@ struct stream {
     bool counted_initial;     /* counted in bench.initial */
     bool counted_updated;     /* counted in bench.updated */
     int restarts;             /* calls started again after one ended */
+    int ended_accepted;       /* calls a server accepted (initial metadata) that then ended */
+    int unaccepted_run;       /* calls in a row that ended before a server accepted them */
+    bool accepted;            /* the current call was accepted */
     int64_t reaccepted_at_ns; /* initial metadata of the first call started again; 0 before */
     type_state ty[T_COUNT];
 };
@@ -110,6 +116,7 @@ struct bench {
     atomic_uint live;              /* calls started and not yet finished */
     atomic_uint restarts;          /* calls that ended and were started again */
     atomic_uint reaccepted;        /* streams whose call started again was accepted */
+    atomic_uint gave_up;           /* streams not started again after their call ended */
     bool reconnect;                /* --reconnect: "go" also waits for every reaccepted */
     atomic_uint errors;            /* status lines printed (the first few only) */
     atomic_uint_fast64_t rx_bytes; /* response bytes received */
@@ -258,6 +265,7 @@ static void start_call_locked(stream *s)
         s->ty[t].want_send = true;
         s->ty[t].ack_nonce[0] = '\0';
     }
+    s->accepted = false;
     atomic_fetch_add(&b->live, 1);
     bench_ads_start(&s->ads, b->cq);
 }
@@ -270,10 +278,17 @@ static void call_over_locked(bench_ads_call *c)
     bench *b = s->b;
     atomic_fetch_sub(&b->live, 1);
     /* Reconnect like a proxy would, but give up on a stream the server keeps ending. */
-    if (!atomic_load(&b->stopping) && s->restarts < MAX_RESTARTS) {
+    if (s->accepted)
+        s->ended_accepted++;
+    else
+        s->unaccepted_run++;
+    if (!atomic_load(&b->stopping) && s->ended_accepted <= MAX_RESTARTS &&
+        s->unaccepted_run < MAX_UNACCEPTED) {
         s->restarts++;
         atomic_fetch_add(&b->restarts, 1);
         start_call_locked(s);
+    } else if (!atomic_load(&b->stopping)) {
+        atomic_fetch_add(&b->gave_up, 1);
     }
 }
 
@@ -334,6 +349,8 @@ static void on_recv_locked(bench_ads_call *c, int64_t at)
 static void on_metadata_locked(bench_ads_call *c, int64_t at)
 {
     stream *s = c->owner;
+    s->accepted = true;
+    s->unaccepted_run = 0;
     if (s->restarts > 0 && s->reaccepted_at_ns == 0) {
         s->reaccepted_at_ns = at;
         atomic_fetch_add(&s->b->reaccepted, 1);
@@ -513,11 +530,12 @@ static void print_stats(bench *b, uint64_t rx_ready, uint64_t msgs_ready, bool a
 {
     uint64_t rx = atomic_load(&b->rx_bytes) - rx_ready;
     uint64_t msgs = atomic_load(&b->rx_msgs) - msgs_ready;
-    printf("stats updated=%u/%u restarts=%u reaccepted=%u rx_mb=%.1f rx_bytes_per_stream=%.0f "
+    printf("stats updated=%u/%u restarts=%u reaccepted=%u gave_up=%u rx_mb=%.1f "
+           "rx_bytes_per_stream=%.0f "
            "rx_msgs_per_stream=%.2f rx_msgs=%" PRIu64 "%s\n",
            atomic_load(&b->updated), b->n_streams, atomic_load(&b->restarts),
-           atomic_load(&b->reaccepted), (double)rx / 1e6, (double)rx / b->n_streams,
-           (double)msgs / b->n_streams, msgs, all ? "" : " timeout=1");
+           atomic_load(&b->reaccepted), atomic_load(&b->gave_up), (double)rx / 1e6,
+           (double)rx / b->n_streams, (double)msgs / b->n_streams, msgs, all ? "" : " timeout=1");
 }
 
 static char **read_names(const char *path, size_t *n_out)
