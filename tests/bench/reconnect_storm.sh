@@ -14,8 +14,9 @@
 # the client times from the kill until B accepted the new call (B's initial metadata
 # arrived); the driver also times, from the kill, until B counts all N streams
 # (sextant_xds_streams) and until proxy_nodes names B for all N nodes, and reports B's CPU
-# and peak RSS, what the streams received after the kill, and the statements PostgreSQL
-# ran from the kill until every node was recorded on B.
+# and peak RSS (and the client's CPU: the streams' side of the reconnect), what the streams
+# received after the kill, and the statements PostgreSQL ran from the kill until every
+# node was recorded on B.
 #
 #   keep     (variant 1) nothing is published: the streams already hold the current
 #            version, so B must send them nothing (responses after the kill: 0)
@@ -122,7 +123,7 @@ since() { awk -v a="$1" -v b="$("$BENCH_BIN" --now)" 'BEGIN { printf "%.3f", (b 
 
 run_variant() { # run_variant keep|publish
     local var=$1 group="storm-$1" prefix="storm-$1" tag="variant=$1 streams=$STREAMS"
-    local v0 v1='' a_http b_http b_grpc i t0 b_cpu srv_s='' db_s='' line
+    local v0 v1='' a_http b_http b_grpc i t0 b_cpu c_cpu srv_s='' db_s='' line
 
     v0=$(bench_publish "$group" "$WORK/snap0.json") || return 1
     bench_serve reconnect_storm storm-a "$WORK/a-$var.log" || return 1
@@ -154,6 +155,7 @@ run_variant() { # run_variant keep|publish
 
     sql "SELECT pg_stat_statements_reset()" >/dev/null
     b_cpu=$(bench_cpu_ticks "$B_PID")
+    c_cpu=$(bench_cpu_ticks "$CLIENT_PID")
     t0=$("$BENCH_BIN" --now)
     kill -KILL "$A_PID"
     wait "$A_PID" 2>/dev/null || true
@@ -170,6 +172,7 @@ run_variant() { # run_variant keep|publish
     bench_wait_line "$WORK/client.out" '^(done|error)' $((TIMEOUT + 30)) "$CLIENT_PID" && grep -q '^done' "$WORK/client.out" ||
         { echo "$tag FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer")" >&2; return 1; }
     b_cpu=$(bench_cpu_s "$b_cpu" "$B_PID")
+    c_cpu=$(bench_cpu_s "$c_cpu" "$CLIENT_PID")
     # What the streams received since the kill, read once B has recorded every node (so
     # after it handled every stream's first requests).
     echo stats >&7
@@ -197,7 +200,7 @@ run_variant() { # run_variant keep|publish
     rxb=$(tr ' ' '\n' <<<"$line" | sed -n 's/^rx_mb=//p')
     rxm=$(tr ' ' '\n' <<<"$line" | sed -n 's/^rx_msgs=//p')
     restarts=$(tr ' ' '\n' <<<"$line" | sed -n 's/^restarts=//p')
-    echo "$tag after_kill received_mb=$rxb responses=$rxm calls_restarted=$restarts b_cpu=${b_cpu}s b_rss_peak=$(bench_peak_mb "$B_PID")MB statements=$stmts node_writes=$writes"
+    echo "$tag after_kill received_mb=$rxb responses=$rxm calls_restarted=$restarts b_cpu=${b_cpu}s b_rss_peak=$(bench_peak_mb "$B_PID")MB client_cpu=${c_cpu}s statements=$stmts node_writes=$writes"
 
     mkdir -p "$(dirname "$JSON_OUT")"
     local rc_cdf new_cdf=null
@@ -206,14 +209,14 @@ run_variant() { # run_variant keep|publish
         --argjson rp50 "$rc_p50" --argjson rp99 "$rc_p99" --argjson rmax "$rc_max" --argjson rcdf "$rc_cdf" \
         --argjson np50 "${new_p50:-null}" --argjson np99 "${new_p99:-null}" --argjson nmax "${new_max:-null}" --argjson ncdf "$new_cdf" \
         --argjson srv "$srv_s" --argjson db "$db_s" --argjson rxm "$rxm" --argjson rxb "$rxb" \
-        --argjson restarts "$restarts" --argjson cpu "$b_cpu" --argjson peak "$(bench_peak_mb "$B_PID")" \
+        --argjson restarts "$restarts" --argjson cpu "$b_cpu" --argjson ccpu "$c_cpu" --argjson peak "$(bench_peak_mb "$B_PID")" \
         --argjson stmts "$stmts" --argjson writes "$writes" \
         '{variant: $variant, streams: $streams,
           kill_to_accepted_by_b_s: {p50: $rp50, p99: $rp99, max: $rmax, percentiles: $rcdf},
           kill_to_new_version_s: {p50: $np50, p99: $np99, max: $nmax, percentiles: $ncdf},
           b_counts_all_streams_s: $srv, b_recorded_all_nodes_s: $db,
           after_kill: {responses: $rxm, received_mb: $rxb, calls_restarted: $restarts},
-          replica_b: {cpu_s: $cpu, rss_peak_mb: $peak},
+          replica_b: {cpu_s: $cpu, rss_peak_mb: $peak}, client_cpu_s: $ccpu,
           statements: {all: $stmts, proxy_nodes_node_status_events_writes: $writes}}' >>"$JSON_OUT"
 }
 
