@@ -166,3 +166,23 @@ bench_publish() {
 bench_machine() {
     echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); $("$SEXTANT_BIN" version 2>/dev/null | head -n 1)"
 }
+
+# bench_finish NAME RC PID...: a driver's exit (its EXIT trap): stops every PID given
+# (empty ones skipped), then Redis and PostgreSQL; when RC is not 0 prints the tail of
+# every log in WORK; removes WORK and exits RC.
+bench_finish() {
+    local name=$1 rc=$2 pid f
+    shift 2
+    for pid in "$@"; do
+        bench_stop_pid "$name" "$pid" 60
+    done
+    svc_redis_stop "$WORK/redis" || true
+    svc_pg_stop "$WORK/pg" || true
+    if [ "$rc" -ne 0 ]; then
+        for f in "$WORK"/*.log "$WORK"/client.err; do
+            [ -s "$f" ] && { echo "--- $(basename "$f") (tail)" >&2; tail -n 15 "$f" >&2; }
+        done
+    fi
+    rm -rf "$WORK"
+    exit "$rc"
+}

@@ -71,18 +71,7 @@ CLIENT_PID=
 cleanup() {
     local rc=$?
     exec 7>&- 2>/dev/null || true
-    bench_stop_pid reconnect_storm "$CLIENT_PID" 30
-    bench_stop_pid reconnect_storm "$A_PID" 30
-    bench_stop_pid reconnect_storm "$B_PID" 30
-    svc_redis_stop "$WORK/redis" || true
-    svc_pg_stop "$WORK/pg" || true
-    if [ "$rc" -ne 0 ]; then
-        for f in "$WORK"/*.log "$WORK"/client.err; do
-            [ -s "$f" ] && { echo "--- $(basename "$f") (tail)" >&2; tail -n 15 "$f" >&2; }
-        done
-    fi
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
-    exit "$rc"
+    bench_finish reconnect_storm "$rc" "$CLIENT_PID" "$A_PID" "$B_PID"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
