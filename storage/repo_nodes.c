@@ -95,10 +95,9 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err)
     return node_repo_upsert_ex(c, h, NULL, err);
 }
 
-int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err)
+/* Checks one hello: the fields the database requires, the JSON that must be objects. */
+static int check_hello(const node_hello *h, sx_err *err)
 {
-    if (applied)
-        *applied = false;
     int rc;
     if ((rc = check_str("node_id", h->node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("group", h->group, GROUP_MAX_LEN, err)) ||
@@ -110,52 +109,96 @@ int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *
         return sx_err_set(err, SX_EINVAL, "metadata must be a json object");
     if (h->locality && !json_is_object(h->locality))
         return sx_err_set(err, SX_EINVAL, "locality must be a json object");
-    sx_arena *a = sx_arena_create();
-    const char *p[] = {
-        h->node_id,
-        h->group,
-        h->ns ? h->ns : "",
-        h->labels ? repo_json_param(a, h->labels) : "{}",
-        h->metadata ? repo_json_param(a, h->metadata) : "{}",
-        h->client ? h->client : "",
-        h->replica_id,
-        h->locality ? repo_json_param(a, h->locality) : "{}",
-        h->protocol ? h->protocol : "",
-        repo_i64_param(a, h->stream_gen > 0 ? h->stream_gen : 0),
-    };
-    PGresult *r;
-    /* The conflict's WHERE leaves a row that holds a newer live stream alone: n is empty
-     * then, and the node (which has its status row already) is not touched. A row whose
-     * stream ended takes any connect: a replica writes a stream's start before (or with)
-     * its end, so this is a live stream, and replicas' clocks need not agree for a node
-     * to reconnect once its old stream's end is written. */
-    rc = pg_exec(c,
-                 "WITH n AS ("
-                 " INSERT INTO proxy_nodes AS n (node_id, group_name, namespace, labels, metadata,"
-                 "   client, replica_id, locality, protocol, connected, connected_at, last_seen,"
-                 "   stream_gen)"
-                 " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::jsonb, $9, true, now(),"
-                 "   now(), $10::bigint)"
-                 " ON CONFLICT (node_id) DO UPDATE SET group_name = EXCLUDED.group_name,"
-                 "   namespace = EXCLUDED.namespace, labels = EXCLUDED.labels,"
-                 "   metadata = EXCLUDED.metadata, client = EXCLUDED.client,"
-                 "   replica_id = EXCLUDED.replica_id, locality = EXCLUDED.locality,"
-                 "   protocol = EXCLUDED.protocol, connected = true, connected_at = now(),"
-                 "   last_seen = now(), disconnect_reason = NULL, stale_since = NULL,"
-                 "   stream_gen = EXCLUDED.stream_gen"
-                 "   WHERE n.stream_gen <= EXCLUDED.stream_gen OR NOT n.connected"
-                 " RETURNING node_id),"
-                 " s AS (INSERT INTO node_status (node_id) SELECT node_id FROM n"
-                 " ON CONFLICT (node_id) DO NOTHING)"
-                 " SELECT count(*) FROM n",
-                 10, p, &r, err);
-    sx_arena_destroy(a);
-    if (rc)
-        return rc;
-    if (applied)
-        *applied = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "1") == 0;
-    PQclear(r);
     return 0;
+}
+
+int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err)
+{
+    bool ok = false;
+    int rc = node_repo_upsert_many(c, h, 1, &ok, err);
+    if (applied)
+        *applied = rc == 0 && ok;
+    return rc;
+}
+
+/* The hellos as the statement's one parameter: a JSON array of rows, each with its
+ * index i. */
+static char *hellos_param(sx_arena *a, const node_hello *h, size_t n)
+{
+    json_t *arr = json_array(), *empty = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            arr,
+            json_pack("{s:s,s:s,s:s,s:O,s:O,s:s,s:s,s:O,s:s,s:I,s:I}", "node_id", h[i].node_id,
+                      "group_name", h[i].group, "namespace", h[i].ns ? h[i].ns : "", "labels",
+                      (json_t *)(h[i].labels ? h[i].labels : empty), "metadata",
+                      (json_t *)(h[i].metadata ? h[i].metadata : empty), "client",
+                      h[i].client ? h[i].client : "", "replica_id", h[i].replica_id, "locality",
+                      (json_t *)(h[i].locality ? h[i].locality : empty), "protocol",
+                      h[i].protocol ? h[i].protocol : "", "stream_gen",
+                      (json_int_t)(h[i].stream_gen > 0 ? h[i].stream_gen : 0), "i", (json_int_t)i));
+    char *out = repo_json_param(a, arr);
+    json_decref(arr);
+    json_decref(empty);
+    return out;
+}
+
+int node_repo_upsert_many(pg_conn *c, const node_hello *h, size_t n, bool *applied, sx_err *err)
+{
+    for (size_t i = 0; applied && i < n; i++)
+        applied[i] = false;
+    int rc;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = check_hello(&h[i], err)) != 0)
+            return rc;
+    if (n == 0)
+        return 0;
+    sx_arena *a = sx_arena_create();
+    const char *p[] = {hellos_param(a, h, n)};
+    PGresult *r = NULL;
+    /* The conflict's WHERE leaves a row that holds a newer live stream alone: it is not
+     * in n then, and the node (which has its status row already) is not touched. A row
+     * whose stream ended takes any connect: a replica writes a stream's start before (or
+     * with) its end, so this is a live stream, and replicas' clocks need not agree for a
+     * node to reconnect once its old stream's end is written. Rows are inserted (and
+     * locked) in node id order so that concurrent batches cannot deadlock. */
+    rc = repo_query(
+        c, a,
+        "WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(node_id text,"
+        "   group_name text, namespace text, labels jsonb, metadata jsonb, client text,"
+        "   replica_id text, locality jsonb, protocol text, stream_gen bigint, i int)),"
+        " n AS ("
+        " INSERT INTO proxy_nodes AS n (node_id, group_name, namespace, labels, metadata,"
+        "   client, replica_id, locality, protocol, connected, connected_at, last_seen,"
+        "   stream_gen)"
+        " SELECT node_id, group_name, namespace, labels, metadata, client, replica_id,"
+        "   locality, protocol, true, now(), now(), stream_gen FROM x ORDER BY node_id"
+        " ON CONFLICT (node_id) DO UPDATE SET group_name = EXCLUDED.group_name,"
+        "   namespace = EXCLUDED.namespace, labels = EXCLUDED.labels,"
+        "   metadata = EXCLUDED.metadata, client = EXCLUDED.client,"
+        "   replica_id = EXCLUDED.replica_id, locality = EXCLUDED.locality,"
+        "   protocol = EXCLUDED.protocol, connected = true, connected_at = now(),"
+        "   last_seen = now(), disconnect_reason = NULL, stale_since = NULL,"
+        "   stream_gen = EXCLUDED.stream_gen"
+        "   WHERE n.stream_gen <= EXCLUDED.stream_gen OR NOT n.connected"
+        " RETURNING node_id),"
+        " s AS (INSERT INTO node_status (node_id) SELECT node_id FROM n"
+        "   ORDER BY node_id ON CONFLICT (node_id) DO NOTHING)"
+        " SELECT x.i FROM n JOIN x ON x.node_id = n.node_id",
+        1, p, &r, err);
+    for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
+        long long idx = 0;
+        if ((rc = repo_i64(r, row, 0, 0, &idx, err)) != 0)
+            break;
+        if (idx < 0 || (size_t)idx >= n) {
+            rc = sx_err_set(err, SX_EINTERNAL, "node batch row %lld out of range", idx);
+            break;
+        }
+        if (applied)
+            applied[idx] = true;
+    }
+    sx_arena_destroy(a);
+    return rc;
 }
 
 int node_repo_mark_disconnected(pg_conn *c, const char *node_id, const char *replica_id,
@@ -185,34 +228,70 @@ int node_repo_end_stream(pg_conn *c, const char *node_id, const char *replica_id
                          long long stream_gen, const char *reason, sx_arena *a, bool *changed,
                          char **group, sx_err *err)
 {
+    node_stream_end e = {.node_id = node_id, .stream_gen = stream_gen, .reason = reason};
+    int rc = node_repo_end_streams(c, replica_id, &e, 1, a, err);
     if (changed)
-        *changed = false;
+        *changed = rc == 0 && e.changed;
     if (group)
-        *group = NULL;
-    int rc;
-    if ((rc = check_str("node_id", node_id, NODE_ID_MAX_LEN, err)) ||
-        (rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err)))
-        return rc;
-    char gen[24];
-    snprintf(gen, sizeof(gen), "%lld", stream_gen > 0 ? stream_gen : 0);
-    const char *p[] = {node_id, replica_id, reason, gen};
-    PGresult *r;
-    rc = pg_exec(c,
-                 "UPDATE proxy_nodes SET connected = false, disconnected_at = now(),"
-                 "   last_seen = now(), disconnect_reason = $3, stale_since = NULL"
-                 " WHERE node_id = $1 AND replica_id = $2 AND connected"
-                 "   AND ($4::bigint = 0 OR stream_gen = $4::bigint)"
-                 " RETURNING group_name",
-                 4, p, &r, err);
-    if (rc)
-        return rc;
-    if (PQntuples(r) > 0) {
-        if (changed)
-            *changed = true;
-        set_group(a, r, 0, group);
+        *group = rc == 0 && a ? e.group : NULL;
+    return rc;
+}
+
+int node_repo_end_streams(pg_conn *c, const char *replica_id, node_stream_end *ends, size_t n,
+                          sx_arena *a, sx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        ends[i].changed = false;
+        ends[i].group = NULL;
     }
-    PQclear(r);
-    return 0;
+    int rc;
+    if ((rc = check_str("replica_id", replica_id, GROUP_MAX_LEN, err)) != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = check_str("node_id", ends[i].node_id, NODE_ID_MAX_LEN, err)) != 0)
+            return rc;
+    if (n == 0)
+        return 0;
+    sx_arena *tmp = sx_arena_create();
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            arr, json_pack("{s:s,s:I,s:s?,s:I}", "node_id", ends[i].node_id, "gen",
+                           (json_int_t)(ends[i].stream_gen > 0 ? ends[i].stream_gen : 0), "reason",
+                           ends[i].reason, "i", (json_int_t)i));
+    const char *p[] = {repo_json_param(tmp, arr), replica_id};
+    json_decref(arr);
+    PGresult *r = NULL;
+    /* The rows are locked first, in node id order (concurrent batches cannot deadlock),
+     * and the conditions checked again on what was locked. */
+    rc = repo_query(c, tmp,
+                    "WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb)"
+                    "   AS x(node_id text, gen bigint, reason text, i int)),"
+                    " o AS (SELECT n.node_id FROM proxy_nodes n JOIN x ON x.node_id = n.node_id"
+                    "   WHERE n.replica_id = $2 AND n.connected"
+                    "     AND (x.gen = 0 OR n.stream_gen = x.gen)"
+                    "   ORDER BY n.node_id FOR UPDATE OF n)"
+                    " UPDATE proxy_nodes n SET connected = false, disconnected_at = now(),"
+                    "   last_seen = now(), disconnect_reason = x.reason, stale_since = NULL"
+                    " FROM o JOIN x ON x.node_id = o.node_id"
+                    " WHERE n.node_id = o.node_id AND n.replica_id = $2 AND n.connected"
+                    "   AND (x.gen = 0 OR n.stream_gen = x.gen)"
+                    " RETURNING x.i, n.group_name",
+                    2, p, &r, err);
+    for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
+        long long idx = 0;
+        if ((rc = repo_i64(r, row, 0, 0, &idx, err)) != 0)
+            break;
+        if (idx < 0 || (size_t)idx >= n) {
+            rc = sx_err_set(err, SX_EINTERNAL, "node batch row %lld out of range", idx);
+            break;
+        }
+        ends[idx].changed = true;
+        if (a)
+            ends[idx].group = repo_str(a, r, row, 1);
+    }
+    sx_arena_destroy(tmp);
+    return rc;
 }
 
 int node_repo_disconnect_replica(pg_conn *c, const char *replica_id, int *count, sx_err *err)

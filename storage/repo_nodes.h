@@ -122,6 +122,11 @@ int node_repo_upsert(pg_conn *c, const node_hello *h, sx_err *err) SX_MUSTCHECK;
  * stream that is still connected (h->stream_gen below the row's), and *applied (NULL allowed) tells
  * whether it was written. */
 int node_repo_upsert_ex(pg_conn *c, const node_hello *h, bool *applied, sx_err *err) SX_MUSTCHECK;
+/* node_repo_upsert_ex of n hellos of distinct nodes in one statement: a reconnect of ten
+ * thousand nodes is one round trip. applied[i] (applied NULL allowed) tells whether hello
+ * i was written. Nothing is written when one of them is refused (SX_EINVAL). */
+int node_repo_upsert_many(pg_conn *c, const node_hello *h, size_t n, bool *applied,
+                          sx_err *err) SX_MUSTCHECK;
 
 /* Marks the node disconnected if replica_id still holds it; *changed (NULL allowed)
  * tells whether it did. Not an error when the node is unknown or elsewhere. */
@@ -138,6 +143,21 @@ int node_repo_mark_disconnected_ex(pg_conn *c, const char *node_id, const char *
 int node_repo_end_stream(pg_conn *c, const char *node_id, const char *replica_id,
                          long long stream_gen, const char *reason, sx_arena *a, bool *changed,
                          char **group, sx_err *err) SX_MUSTCHECK;
+
+/* One stream end of a batch (node_repo_end_streams): node_id, stream_gen and reason in
+ * (as node_repo_end_stream takes them); changed and group out. */
+typedef struct node_stream_end {
+    const char *node_id;
+    long long stream_gen;
+    const char *reason; /* NULL allowed */
+    bool changed;       /* the node was marked disconnected */
+    char *group;        /* then its group (in a; NULL when a is) */
+} node_stream_end;
+
+/* node_repo_end_stream of n stream ends of distinct nodes of replica_id in one
+ * statement. Rows are locked in node id order. */
+int node_repo_end_streams(pg_conn *c, const char *replica_id, node_stream_end *ends, size_t n,
+                          sx_arena *a, sx_err *err) SX_MUSTCHECK;
 
 /* A data plane's health report (gateway.control.v1). observed_at is RFC 3339 (NULL =
  * now). SX_ENOTFOUND for an unknown node. */

@@ -8,11 +8,12 @@
  * whichever order they arrive in, also when a failed batch is put back.
  * The flusher thread wakes every flush interval, or at once after a critical event (an
  * ACK a deployment waits for is one), swaps the table out and writes it in one
- * transaction: identities first (upserts), then versions — the versions sent and the
- * ACKs of the whole batch one statement each, with the ACKs' events one more — then
- * NACKs and reports, one batched last_seen update, then disconnects. A failed flush
- * puts the batch back (newer events win when the node was updated meanwhile) so a
- * database blip loses nothing but what the bound forces out.
+ * transaction: identities first (the upserts of the whole batch one statement, their
+ * events one more), then versions — the versions sent and the ACKs of the whole batch
+ * one statement each, with the ACKs' events one more — then NACKs and reports, one
+ * batched last_seen update, then the stream ends (one statement, their events one more). A failed
+ * flush puts the batch back (newer events win when the node was updated meanwhile) so a database
+ * blip loses nothing but what the bound forces out.
  *
  * The same transaction writes the live events of what it records (server/events.h):
  * proxy_connected per connect, config_applied when an ACK changes the node's acked
@@ -378,6 +379,15 @@ static int emit(pg_conn *c, const char *replica_id, const char *type, const char
     return rc;
 }
 
+/* Writes the n events of ev in one statement and releases their data. */
+static int emit_all(pg_conn *c, const char *replica_id, sx_event *ev, size_t n, sx_err *err)
+{
+    int rc = events_emit_many(c, replica_id, ev, n, err);
+    for (size_t i = 0; i < n; i++)
+        json_decref((json_t *)ev[i].data);
+    return rc;
+}
+
 /* The versions sent to the batch's nodes. */
 static int write_sents(pg_conn *c, const batch *b, sx_arena *a, sx_err *err)
 {
@@ -418,9 +428,7 @@ static int write_acks(pg_conn *c, const batch *b, sx_arena *a, sx_err *err)
                               acks[i].group),
         };
     }
-    rc = events_emit_many(c, b->replica_id, ev, nev, err);
-    for (size_t i = 0; i < nev; i++)
-        json_decref((json_t *)ev[i].data);
+    rc = emit_all(c, b->replica_id, ev, nev, err);
     sx_free(ev);
     return rc;
 }
@@ -441,49 +449,92 @@ static int write_nack(pg_conn *c, const batch *b, const pending *p, sx_arena *a,
                 err);
 }
 
-static int write_disconnect(pg_conn *c, const batch *b, const pending *p, sx_arena *a, sx_err *err)
+/* The batch's stream ends, one statement for all of them, and proxy_disconnected for
+ * each node this replica still held on that stream. */
+static int write_disconnects(pg_conn *c, const batch *b, sx_arena *a, sx_err *err)
 {
-    bool changed = false;
-    char *group = NULL;
-    int rc = node_repo_end_stream(c, p->node_id, b->replica_id, p->disc_gen, p->disconnect_reason,
-                                  a, &changed, &group, err);
-    if (rc || !changed)
+    size_t n = 0;
+    node_stream_end *ends = sx_arena_alloc(a, (b->count ? b->count : 1) * sizeof(*ends));
+    for (size_t i = 0; i < b->count; i++)
+        if (b->items[i]->events & EV_DISCONNECT)
+            ends[n++] = (node_stream_end){.node_id = b->items[i]->node_id,
+                                          .stream_gen = b->items[i]->disc_gen,
+                                          .reason = b->items[i]->disconnect_reason};
+    int rc = node_repo_end_streams(c, b->replica_id, ends, n, a, err);
+    if (rc || n == 0)
         return rc;
-    const char *reason = p->disconnect_reason ? p->disconnect_reason : "other";
-    return emit(c, b->replica_id, EVENT_PROXY_DISCONNECTED, p->node_id, group,
-                json_pack("{s:s}", "reason", utf8_prefix(a, reason, 256)), err);
+    sx_event *ev = sx_calloc(n, sizeof(*ev));
+    size_t nev = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ends[i].changed)
+            continue;
+        const char *reason = ends[i].reason ? ends[i].reason : "other";
+        ev[nev++] = (sx_event){
+            .type = EVENT_PROXY_DISCONNECTED,
+            .node_id = ends[i].node_id,
+            .group = ends[i].group,
+            .data = json_pack("{s:s}", "reason", utf8_prefix(a, reason, 256)),
+        };
+    }
+    rc = emit_all(c, b->replica_id, ev, nev, err);
+    sx_free(ev);
+    return rc;
 }
 
-static int write_batch_in(pg_conn *c, batch *b, sx_arena *a, sx_err *err)
+/* The batch's connects (identities), one statement for all of them, and
+ * proxy_connected for each that was written (not one of a stream older than the node's). */
+static int write_connects(pg_conn *c, const batch *b, sx_arena *a, sx_err *err)
 {
-    int rc;
+    size_t n = 0;
+    node_hello *h = sx_arena_alloc(a, (b->count ? b->count : 1) * sizeof(*h));
     for (size_t i = 0; i < b->count; i++) {
         pending *p = b->items[i];
         if (!(p->events & EV_CONNECT))
             continue;
-        const char *client = utf8_prefix(a, p->user_agent ? p->user_agent : "", 255);
-        json_t *labels = p->labels;
-        node_hello h = {
+        h[n++] = (node_hello){
             .node_id = p->node_id,
             .group = p->group && p->group[0] ? p->group : "default",
-            .labels = json_is_object(labels) ? labels : NULL,
+            .labels = json_is_object(p->labels) ? p->labels : NULL,
             .metadata = json_is_object(p->metadata) ? p->metadata : NULL,
-            .client = client,
+            .client = utf8_prefix(a, p->user_agent ? p->user_agent : "", 255),
             .replica_id = b->replica_id,
             .locality = json_is_object(p->locality) ? p->locality : NULL,
             .protocol = p->protocol,
             .stream_gen = p->gen,
         };
-        bool applied = false;
-        if ((rc = node_repo_upsert_ex(c, &h, &applied, err)) != 0)
-            return rc;
-        if (applied && (rc = emit(c, b->replica_id, EVENT_PROXY_CONNECTED, p->node_id, h.group,
-                                  json_pack("{s:s,s:s,s:s}", "protocol",
-                                            utf8_prefix(a, p->protocol ? p->protocol : "", 64),
-                                            "client", client, "replica", b->replica_id),
-                                  err)) != 0)
-            return rc;
     }
+    if (n == 0)
+        return 0;
+    bool *applied = sx_arena_alloc(a, n * sizeof(*applied));
+    int rc = node_repo_upsert_many(c, h, n, applied, err);
+    if (rc)
+        return rc;
+    sx_event *ev = sx_calloc(n, sizeof(*ev));
+    size_t nev = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!applied[i])
+            continue;
+        ev[nev++] = (sx_event){
+            .type = EVENT_PROXY_CONNECTED,
+            .node_id = h[i].node_id,
+            .group = h[i].group,
+            .data = json_pack("{s:s,s:s,s:s}", "protocol",
+                              utf8_prefix(a, h[i].protocol ? h[i].protocol : "", 64), "client",
+                              h[i].client, "replica", b->replica_id),
+        };
+    }
+    rc = emit_all(c, b->replica_id, ev, nev, err);
+    sx_free(ev);
+    return rc;
+}
+
+static int write_batch_in(pg_conn *c, batch *b, sx_arena *a, sx_err *err)
+{
+    /* Connects, each one statement for the whole batch with one more for their events:
+     * a storm of ten thousand reconnects is a handful of statements. */
+    int rc = write_connects(c, b, a, err);
+    if (rc)
+        return rc;
     /* Versions sent and ACKs, each one statement for the whole batch (with one more for
      * the ACKs' events): a wave of ten thousand ACKs is a handful of statements. A node
      * this replica never saw connect (its connect was dropped) is unknown to the
@@ -511,12 +562,9 @@ static int write_batch_in(pg_conn *c, batch *b, sx_arena *a, sx_err *err)
     if (rc == 0 && nseen)
         rc = node_repo_touch(c, seen, nseen, NULL, err);
     sx_free(seen);
-    for (size_t i = 0; i < b->count && rc == 0; i++) {
-        pending *p = b->items[i];
-        if (p->events & EV_DISCONNECT)
-            rc = write_disconnect(c, b, p, a, err);
-    }
-    return rc;
+    /* Stream ends last, after the batch's connects: a node's connect and the end of the
+     * same stream can share a batch. */
+    return rc ? rc : write_disconnects(c, b, a, err);
 }
 
 static int write_batch(pg_conn *c, void *arg, sx_err *err)

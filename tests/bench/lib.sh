@@ -1,7 +1,8 @@
 # lib.sh — what the benchmark drivers (tests/bench/*.sh) share: the Release binaries they
-# measure, and a private PostgreSQL and Redis.
+# measure, a private PostgreSQL and Redis, `sextant serve` replicas and readings of a process.
 #
-# A driver sets ROOT (the repository) and sources this file.
+# A driver sets ROOT (the repository) and WORK (its scratch folder, from bench_workdir,
+# before the helpers that use it) and sources this file.
 
 # shellcheck source=tests/lib/services.sh
 source "$ROOT/tests/lib/services.sh"
@@ -97,4 +98,91 @@ bench_stop_pid() {
         kill -KILL "$pid" 2>/dev/null || true
     fi
     wait "$pid" 2>/dev/null || true
+}
+
+# bench_pg_statements: restarts the PostgreSQL of bench_database with pg_stat_statements
+# loaded and creates the extension, so a driver can count the statements of what it
+# measures (SELECT pg_stat_statements_reset() before, sum(calls) after).
+bench_pg_statements() {
+    local port
+    port=$(sed -n 's|.*@127.0.0.1:\([0-9]*\)/.*|\1|p' <<<"$SEXTANT_DATABASE_URL")
+    echo "shared_preload_libraries = 'pg_stat_statements'" | svc_as_pg tee -a "$WORK/pg/data/postgresql.conf" >/dev/null
+    svc_as_pg "$(svc_pg_bin)/pg_ctl" -D "$WORK/pg/data" -w -t 60 stop >/dev/null
+    svc_pg_ctl_start "$WORK/pg" "$port"
+    psql "$SEXTANT_DATABASE_URL" -qc "CREATE EXTENSION pg_stat_statements" >/dev/null
+}
+
+# bench_wait_line FILE REGEX SECONDS PID: true once a line of FILE matches REGEX; false
+# when PID exits or the time is up.
+bench_wait_line() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -Eq "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$4" 2>/dev/null || { grep -Eq "$2" "$1" 2>/dev/null; return; }
+        sleep 0.1
+    done
+    return 1
+}
+
+# bench_serve NAME REPLICA_ID LOG: starts `sextant serve` (SEXTANT_BIN) as replica
+# REPLICA_ID on free ports, its output to LOG, and waits until /readyz answers 200 and
+# the gRPC port takes connections; sets SERVE_PID, SERVE_HTTP and SERVE_GRPC. False (with
+# a message) when it exits or is not ready within 60 s.
+bench_serve() {
+    local i
+    SERVE_HTTP=$(svc_free_port)
+    SERVE_GRPC=$(svc_free_port)
+    SEXTANT_HTTP_LISTEN="127.0.0.1:$SERVE_HTTP" SEXTANT_GRPC_LISTEN="127.0.0.1:$SERVE_GRPC" \
+        SEXTANT_REPLICA_ID="$2" "$SEXTANT_BIN" serve >"$3" 2>&1 &
+    SERVE_PID=$!
+    for ((i = 0; i < 300; i++)); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$SERVE_HTTP/readyz" || true)" = 200 ] &&
+            (exec 3<>"/dev/tcp/127.0.0.1/$SERVE_GRPC") 2>/dev/null && return 0
+        kill -0 "$SERVE_PID" 2>/dev/null || { echo "$1: sextant serve exited" >&2; return 1; }
+        sleep 0.2
+    done
+    echo "$1: sextant serve did not become ready" >&2
+    return 1
+}
+
+# bench_rss_kb PID, bench_peak_mb PID: the resident memory of PID now (kB) and its peak (MB).
+bench_rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+bench_peak_mb() { awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$1/status"; }
+# bench_cpu_ticks PID: user + system CPU time of PID so far, in clock ticks;
+# bench_cpu_s TICKS_BEFORE PID: the seconds of CPU PID used since.
+bench_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+bench_cpu_s() {
+    awk -v a="$1" -v b="$(bench_cpu_ticks "$2")" -v t="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / t }'
+}
+
+# bench_publish GROUP FILE: `sextant publish` of FILE to GROUP; prints the new version.
+bench_publish() {
+    "$SEXTANT_BIN" publish --group "$1" --author bench "$2" >"$WORK/publish.out" 2>&1 ||
+        { cat "$WORK/publish.out" >&2; return 1; }
+    tr -d ' \n' <"$WORK/publish.out" | sed -n 's/.*"version":\([0-9]*\).*/\1/p'
+}
+
+# bench_machine: a comment line naming the machine and the server's build.
+bench_machine() {
+    echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); $("$SEXTANT_BIN" version 2>/dev/null | head -n 1)"
+}
+
+# bench_finish NAME RC PID...: a driver's exit (its EXIT trap): stops every PID given
+# (empty ones skipped), then Redis and PostgreSQL; when RC is not 0 prints the tail of
+# every log in WORK; removes WORK and exits RC.
+bench_finish() {
+    local name=$1 rc=$2 pid f
+    shift 2
+    for pid in "$@"; do
+        bench_stop_pid "$name" "$pid" 60
+    done
+    svc_redis_stop "$WORK/redis" || true
+    svc_pg_stop "$WORK/pg" || true
+    if [ "$rc" -ne 0 ]; then
+        for f in "$WORK"/*.log "$WORK"/client.err; do
+            [ -s "$f" ] && { echo "--- $(basename "$f") (tail)" >&2; tail -n 15 "$f" >&2; }
+        done
+    fi
+    rm -rf "$WORK"
+    exit "$rc"
 }

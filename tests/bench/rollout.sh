@@ -60,18 +60,7 @@ PERF_PID=
 cleanup() {
     local rc=$?
     exec 7>&- 2>/dev/null || true
-    bench_stop_pid rollout "$PERF_PID" 60
-    bench_stop_pid rollout "$CLIENT_PID" 30
-    bench_stop_pid rollout "$SERVE_PID" 30
-    svc_redis_stop "$WORK/redis" || true
-    svc_pg_stop "$WORK/pg" || true
-    if [ "$rc" -ne 0 ]; then
-        for f in "$WORK"/*.log "$WORK"/client.err; do
-            [ -s "$f" ] && { echo "--- $(basename "$f") (tail)" >&2; tail -n 15 "$f" >&2; }
-        done
-    fi
-    rm -rf "$WORK"
-    exit "$rc"
+    bench_finish rollout "$rc" "$PERF_PID" "$CLIENT_PID" "$SERVE_PID"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -80,12 +69,8 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---------------------------------------------------------------- services
 bench_database "$WORK"
-PG_PORT=$(sed -n 's|.*@127.0.0.1:\([0-9]*\)/.*|\1|p' <<<"$SEXTANT_DATABASE_URL")
 # pg_stat_statements counts what the deployment costs PostgreSQL, statement by statement.
-echo "shared_preload_libraries = 'pg_stat_statements'" | svc_as_pg tee -a "$WORK/pg/data/postgresql.conf" >/dev/null
-svc_as_pg "$(svc_pg_bin)/pg_ctl" -D "$WORK/pg/data" -w -t 60 stop >/dev/null
-svc_pg_ctl_start "$WORK/pg" "$PG_PORT"
-psql "$SEXTANT_DATABASE_URL" -qc "CREATE EXTENSION pg_stat_statements" >/dev/null
+bench_pg_statements
 "$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
 sql() { psql "$SEXTANT_DATABASE_URL" -qtAXc "$1"; }
 
@@ -95,17 +80,8 @@ python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" 1000 0 >"$WORK/v1.json"
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" 1000 2 >"$WORK/v2.json"
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" --eds-names >"$WORK/eds.txt"
 
-HTTP=$(svc_free_port)
-GRPC=$(svc_free_port)
-SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC" SEXTANT_REPLICA_ID=bench \
-    "$SEXTANT_BIN" serve >"$WORK/serve.log" 2>&1 &
-SERVE_PID=$!
-for ((i = 0; i < 300; i++)); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$HTTP/readyz" || true)" = 200 ] && break
-    kill -0 "$SERVE_PID" 2>/dev/null || { echo "rollout: sextant serve exited" >&2; exit 1; }
-    sleep 0.2
-done
-[ "$i" -lt 300 ] || { echo "rollout: sextant serve did not become ready" >&2; exit 1; }
+bench_serve rollout bench "$WORK/serve.log" || exit 1
+HTTP=$SERVE_HTTP GRPC=$SERVE_GRPC
 
 # rest METHOD PATH [BODY_FILE]: the body goes to $WORK/body; prints the status.
 rest() {
@@ -120,19 +96,8 @@ st=$(rest POST /api/v1/configs "$WORK/create.json")
 CONFIG=$(jq -r .id "$WORK/body")
 V1=$(sql "SELECT current_snapshot_version FROM proxy_groups WHERE name = 'bench'")
 
-# wait_line FILE REGEX SECONDS PID: true once a line of FILE matches REGEX; false when
-# PID exits or the time is up.
-wait_line() {
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        grep -Eq "$2" "$1" 2>/dev/null && return 0
-        kill -0 "$4" 2>/dev/null || { grep -Eq "$2" "$1" 2>/dev/null; return; }
-        sleep 0.1
-    done
-    return 1
-}
 
-echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); $("$SEXTANT_BIN" version 2>/dev/null | head -n 1)"
+bench_machine
 echo "# rollouts.tick=${SEXTANT_ROLLOUTS_TICK:-1s} nodes.flush_interval=${SEXTANT_NODES_FLUSH_INTERVAL:-1s}; clients in their own process, one HTTP/2 connection per stream"
 
 # ---------------------------------------------------------------- streams
@@ -142,7 +107,7 @@ mkfifo "$WORK/ctl"
     <"$WORK/ctl" >"$WORK/client.out" 2>"$WORK/client.err" &
 CLIENT_PID=$!
 exec 7>"$WORK/ctl"
-wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" && grep -q '^ready' "$WORK/client.out" ||
+bench_wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" && grep -q '^ready' "$WORK/client.out" ||
     { echo "rollout: the streams did not all receive version $V1" >&2; cat "$WORK/client.out" >&2; exit 1; }
 for ((i = 0; i < TIMEOUT * 10; i++)); do
     [ "$(sql "SELECT count(*) FROM node_status WHERE acked_snapshot_version = $V1")" = "$STREAMS" ] && break
@@ -185,7 +150,7 @@ if [ -n "$PERF_PID" ]; then
     echo "perf: $PERF_OUT (perf report -i $PERF_OUT --no-children)"
 fi
 [ "$STATE" = completed ] || { echo "rollout: the deployment ended $STATE: $(jq -c '{state, state_reason}' "$WORK/deployment.json")" >&2; exit 1; }
-wait_line "$WORK/client.out" '^(done|error)' 60 "$CLIENT_PID" && grep -q '^done' "$WORK/client.out" ||
+bench_wait_line "$WORK/client.out" '^(done|error)' 60 "$CLIENT_PID" && grep -q '^done' "$WORK/client.out" ||
     { echo "rollout: the client did not see every stream move" >&2; exit 1; }
 
 # Statements PostgreSQL ran from the POST until now, in all and those writing node_status

@@ -22,8 +22,14 @@
  *                      line per such type ("all" = the stream held the whole new config),
  *                      a "stats" line (bytes and messages received per stream), then "done"
  *   stdin   "quit" or end of file: cancels the streams and exits
+ *   stdin   "stats"    prints the "stats" line again (what arrived since "ready" so far)
  * With --arrivals FILE, every report also writes FILE: one line per stream that holds
  * the new version, "<node id> <seconds after NS>" (the latest of its changed types).
+ * With --reconnect, "go NS" means the server the streams were on was stopped at NS: the
+ * report then also waits until every stream's call was started again and accepted by a
+ * server (its initial metadata arrived; the channel's target may list a second server,
+ * e.g. "ipv4:127.0.0.1:A,127.0.0.1:B") and prints a "result type=reconnect" line with
+ * its "cdf"; --changed none waits for nothing else (the streams keep their version).
  * Errors and progress go to stderr.
  */
 #include <errno.h>
@@ -53,6 +59,9 @@
 #define STR_MAX      96 /* versions, nonces and type URLs are short; longer ones are cut */
 #define CQ_THREADS   2
 #define MAX_RESTARTS 3 /* calls started again per stream after the server ended one */
+/* Calls started again in a row that ended before a server accepted them: when a
+ * connection breaks, a call started at once can still be given to it and fail at once. */
+#define MAX_UNACCEPTED 100
 
 enum { T_CDS, T_EDS, T_COUNT };
 static const char *const type_url[T_COUNT] = {CDS_URL, EDS_URL};
@@ -77,9 +86,13 @@ struct stream {
     bench *b;
     pthread_mutex_t mu;
     bench_ads_call ads;
-    bool counted_initial; /* counted in bench.initial */
-    bool counted_updated; /* counted in bench.updated */
-    int restarts;         /* calls started again after one ended */
+    bool counted_initial;     /* counted in bench.initial */
+    bool counted_updated;     /* counted in bench.updated */
+    int restarts;             /* calls started again after one ended */
+    int ended_accepted;       /* calls a server accepted (initial metadata) that then ended */
+    int unaccepted_run;       /* calls in a row that ended before a server accepted them */
+    bool accepted;            /* the current call was accepted */
+    int64_t reaccepted_at_ns; /* initial metadata of the first call started again; 0 before */
     type_state ty[T_COUNT];
 };
 
@@ -102,6 +115,9 @@ struct bench {
     atomic_uint updated;           /* streams holding a new version of every type */
     atomic_uint live;              /* calls started and not yet finished */
     atomic_uint restarts;          /* calls that ended and were started again */
+    atomic_uint reaccepted;        /* streams whose call started again was accepted */
+    atomic_uint gave_up;           /* streams not started again after their call ended */
+    bool reconnect;                /* --reconnect: "go" also waits for every reaccepted */
     atomic_uint errors;            /* status lines printed (the first few only) */
     atomic_uint_fast64_t rx_bytes; /* response bytes received */
     atomic_uint_fast64_t rx_msgs;  /* responses received */
@@ -249,6 +265,7 @@ static void start_call_locked(stream *s)
         s->ty[t].want_send = true;
         s->ty[t].ack_nonce[0] = '\0';
     }
+    s->accepted = false;
     atomic_fetch_add(&b->live, 1);
     bench_ads_start(&s->ads, b->cq);
 }
@@ -261,10 +278,17 @@ static void call_over_locked(bench_ads_call *c)
     bench *b = s->b;
     atomic_fetch_sub(&b->live, 1);
     /* Reconnect like a proxy would, but give up on a stream the server keeps ending. */
-    if (!atomic_load(&b->stopping) && s->restarts < MAX_RESTARTS) {
+    if (s->accepted)
+        s->ended_accepted++;
+    else
+        s->unaccepted_run++;
+    if (!atomic_load(&b->stopping) && s->ended_accepted <= MAX_RESTARTS &&
+        s->unaccepted_run < MAX_UNACCEPTED) {
         s->restarts++;
         atomic_fetch_add(&b->restarts, 1);
         start_call_locked(s);
+    } else if (!atomic_load(&b->stopping)) {
+        atomic_fetch_add(&b->gave_up, 1);
     }
 }
 
@@ -321,6 +345,18 @@ static void on_recv_locked(bench_ads_call *c, int64_t at)
     pump_locked(c);
 }
 
+/* The server sent its initial metadata: it accepted the call. */
+static void on_metadata_locked(bench_ads_call *c, int64_t at)
+{
+    stream *s = c->owner;
+    s->accepted = true;
+    s->unaccepted_run = 0;
+    if (s->restarts > 0 && s->reaccepted_at_ns == 0) {
+        s->reaccepted_at_ns = at;
+        atomic_fetch_add(&s->b->reaccepted, 1);
+    }
+}
+
 /* ---------------------------------------------------------------- main thread */
 
 static const bench_ads_hooks hooks = {
@@ -328,6 +364,7 @@ static const bench_ads_hooks hooks = {
     .on_response = on_recv_locked,
     .log_end = log_end_locked,
     .over = call_over_locked,
+    .on_metadata = on_metadata_locked,
 };
 
 static void open_stream(bench *b, unsigned i)
@@ -386,9 +423,42 @@ static double pct_s(const int64_t *v, size_t n, double p)
     return (double)v[rank - 1] / 1e9;
 }
 
-/* Prints "result type=T received=M p50=..s p99=..s max=..s" for one type, or for
- * all types (t < 0: per stream, the latest of its types); for the summary (all types, or
- * the only one) also "cdf" and the 101 percentiles 0 %..100 % in seconds. */
+/* Prints "result type=NAME received=N p50=..s p99=..s max=..s" for the n times (ns) of
+ * v, sorting them, and with cdf also "cdf" and the 101 percentiles 0 %..100 % in seconds. */
+static void print_result(const char *name, int64_t *v, size_t n, bool cdf)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+    if (n == 0) {
+        printf("result type=%s received=0\n", name);
+        return;
+    }
+    printf("result type=%s received=%zu p50=%.3fs p99=%.3fs max=%.3fs\n", name, n,
+           pct_s(v, n, 0.50), pct_s(v, n, 0.99), pct_s(v, n, 1.0));
+    if (cdf) {
+        printf("cdf");
+        for (int q = 0; q <= 100; q++)
+            printf(" %.4f", pct_s(v, n, (double)q / 100.0));
+        printf("\n");
+    }
+}
+
+/* The reconnect: per stream whose call started again was accepted, how long after t0. */
+static void report_reconnect(bench *b, int64_t t0, int64_t *v)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < b->n_streams; i++) {
+        stream *s = &b->streams[i];
+        pthread_mutex_lock(&s->mu);
+        int64_t at = s->reaccepted_at_ns;
+        pthread_mutex_unlock(&s->mu);
+        if (at != 0)
+            v[n++] = at > t0 ? at - t0 : 0;
+    }
+    print_result("reconnect", v, n, true);
+}
+
+/* Prints the result of one type, or of all types (t < 0: per stream, the latest of its
+ * types); for the summary (all types, or the only one) also its "cdf". */
 static void report(bench *b, int t, int64_t t0, int64_t *v)
 {
     size_t n = 0;
@@ -409,21 +479,7 @@ static void report(bench *b, int t, int64_t t0, int64_t *v)
         if (have)
             v[n++] = at > t0 ? at - t0 : 0;
     }
-    qsort(v, n, sizeof *v, cmp_i64);
-    if (n == 0) {
-        printf("result type=%s received=0\n", t >= 0 ? type_name[t] : "all");
-        return;
-    }
-    printf("result type=%s received=%zu p50=%.3fs p99=%.3fs max=%.3fs\n",
-           t >= 0 ? type_name[t] : "all", n, pct_s(v, n, 0.50), pct_s(v, n, 0.99),
-           pct_s(v, n, 1.0));
-    if (t < 0 || b->n_types == 1) {
-        /* The distribution as 101 nearest-rank percentiles (0 %..100 %), for the CDF. */
-        printf("cdf");
-        for (int q = 0; q <= 100; q++)
-            printf(" %.4f", pct_s(v, n, (double)q / 100.0));
-        printf("\n");
-    }
+    print_result(t >= 0 ? type_name[t] : "all", v, n, t < 0 || b->n_types == 1);
 }
 
 /* Writes b->arrivals: per stream holding every changed type's new version, its node id
@@ -467,6 +523,21 @@ static bool wait_count(bench *b, atomic_uint *counter, unsigned target)
     return true;
 }
 
+/* Prints the "stats" line: what the push (or the reconnect) cost each stream, every
+ * response since "ready" (including any of a type that did not change), bytes as gRPC
+ * hands them over. */
+static void print_stats(bench *b, uint64_t rx_ready, uint64_t msgs_ready, bool all)
+{
+    uint64_t rx = atomic_load(&b->rx_bytes) - rx_ready;
+    uint64_t msgs = atomic_load(&b->rx_msgs) - msgs_ready;
+    printf("stats updated=%u/%u restarts=%u reaccepted=%u gave_up=%u rx_mb=%.1f "
+           "rx_bytes_per_stream=%.0f "
+           "rx_msgs_per_stream=%.2f rx_msgs=%" PRIu64 "%s\n",
+           atomic_load(&b->updated), b->n_streams, atomic_load(&b->restarts),
+           atomic_load(&b->reaccepted), atomic_load(&b->gave_up), (double)rx / 1e6,
+           (double)rx / b->n_streams, (double)msgs / b->n_streams, msgs, all ? "" : " timeout=1");
+}
+
 static char **read_names(const char *path, size_t *n_out)
 {
     FILE *f = fopen(path, "r");
@@ -499,7 +570,8 @@ static void usage(void)
 {
     fputs("usage: bench_xds_fanout --target HOST:PORT [--streams N] [--group G]\n"
           "           [--node-prefix P] [--eds-names FILE] [--ramp N] [--timeout S]\n"
-          "           [--max-rss-mb M] [--changed cds,eds|eds|cds] [--arrivals FILE]\n"
+          "           [--max-rss-mb M] [--changed cds,eds|eds|cds|none] [--arrivals FILE]\n"
+          "           [--reconnect]\n"
           "       bench_xds_fanout --now   (prints CLOCK_MONOTONIC in ns)\n",
           stderr);
     exit(2);
@@ -522,6 +594,10 @@ int main(int argc, char **argv)
         if (strcmp(a, "--now") == 0) {
             printf("%" PRId64 "\n", bench_now_ns());
             return 0;
+        }
+        if (strcmp(a, "--reconnect") == 0) {
+            b.reconnect = true;
+            continue;
         }
         if (i + 1 >= argc)
             usage();
@@ -556,7 +632,7 @@ int main(int argc, char **argv)
         b.n_types = b.n_eds > 0 ? 2 : 1;
     }
     b.changed &= (1u << b.n_types) - 1;
-    if (b.changed == 0)
+    if (b.changed == 0 && !b.reconnect)
         usage();
 
     struct rlimit rl;
@@ -601,25 +677,24 @@ int main(int argc, char **argv)
     while (rc == 0 && fgets(line, sizeof line, stdin) != NULL) {
         long long t0;
         if (sscanf(line, "go %lld", &t0) == 1) {
-            bool all = wait_count(&b, &b.updated, b.n_streams);
+            bool all = !b.reconnect || wait_count(&b, &b.reaccepted, b.n_streams);
+            all = (b.changed == 0 || wait_count(&b, &b.updated, b.n_streams)) && all;
             int64_t *v = bench_xmalloc(b.n_streams * sizeof *v);
             for (int t = 0; t < b.n_types; t++)
                 if (b.changed & (1u << t))
                     report(&b, t, t0, v);
-            if (b.n_types > 1)
+            if (b.n_types > 1 && b.changed != 0)
                 report(&b, -1, t0, v);
+            if (b.reconnect)
+                report_reconnect(&b, t0, v);
             free(v);
             if (b.arrivals != NULL)
                 write_arrivals(&b, t0);
-            /* What the push cost each stream: every response since "ready" (including
-             * any of a type that did not change), bytes as gRPC hands them over. */
-            uint64_t rx = atomic_load(&b.rx_bytes) - rx_ready;
-            uint64_t msgs = atomic_load(&b.rx_msgs) - msgs_ready;
-            printf("stats updated=%u/%u restarts=%u rx_mb=%.1f rx_bytes_per_stream=%.0f "
-                   "rx_msgs_per_stream=%.2f%s\n",
-                   atomic_load(&b.updated), b.n_streams, atomic_load(&b.restarts), (double)rx / 1e6,
-                   (double)rx / b.n_streams, (double)msgs / b.n_streams, all ? "" : " timeout=1");
+            print_stats(&b, rx_ready, msgs_ready, all);
             printf("done\n");
+            fflush(stdout);
+        } else if (strncmp(line, "stats", 5) == 0) {
+            print_stats(&b, rx_ready, msgs_ready, true);
             fflush(stdout);
         } else if (strncmp(line, "quit", 4) == 0) {
             break;

@@ -98,17 +98,7 @@ CLIENT_PID=
 cleanup() {
     local rc=$?
     exec 7>&- 2>/dev/null || true
-    bench_stop_pid xds_fanout "$CLIENT_PID" 10
-    bench_stop_pid xds_fanout "$SERVE_PID" 30
-    svc_redis_stop "$WORK/redis" || true
-    svc_pg_stop "$WORK/pg" || true
-    if [ "$rc" -ne 0 ]; then
-        for f in "$WORK"/*.log "$WORK"/client.err; do
-            [ -s "$f" ] && { echo "--- $(basename "$f") (tail)" >&2; tail -n 15 "$f" >&2; }
-        done
-    fi
-    rm -rf "$WORK"
-    exit "$rc"
+    bench_finish xds_fanout "$rc" "$CLIENT_PID" "$SERVE_PID"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -125,10 +115,6 @@ python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" --eds-names >"$WORK/eds.txt"
 EDS_ARGS=()
 [ "$EDS" = 1 ] && EDS_ARGS=(--eds-names "$WORK/eds.txt")
 
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
 
 # pg_reading HTTP_PORT: rows per table (ins upd del), transactions and notifications by
 # channel, one "name a b c" line each, once PostgreSQL has published the counters.
@@ -154,25 +140,9 @@ pg_delta() {
         }' "$2" "$3"
 }
 
-publish() { # publish FILE: prints the new version
-    "$SEXTANT_BIN" publish --group bench --author bench "$1" >"$WORK/publish.out" 2>&1 ||
-        { cat "$WORK/publish.out" >&2; return 1; }
-    tr -d ' \n' <"$WORK/publish.out" | sed -n 's/.*"version":\([0-9]*\).*/\1/p'
-}
+publish() { bench_publish bench "$1"; } # publish FILE: prints the new version
 
-# wait_line FILE REGEX SECONDS PID: true once a line of FILE matches REGEX; false
-# when PID exits or the time is up.
-wait_line() {
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        grep -Eq "$2" "$1" 2>/dev/null && return 0
-        kill -0 "$4" 2>/dev/null || { grep -Eq "$2" "$1" 2>/dev/null; return; }
-        sleep 0.1
-    done
-    return 1
-}
-
-echo "# $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GB", $2 / 1048576 }' /proc/meminfo), $(uname -sr); $("$SEXTANT_BIN" version 2>/dev/null | head -n 1)"
+bench_machine
 echo "# clients in their own process, one HTTP/2 connection per stream; types: cds$([ "$EDS" = 1 ] && echo ",eds (100 names)")"
 
 # client_start TARGET STREAMS NODE_PREFIX TAG SERVER_PID: starts bench_xds_fanout with
@@ -186,9 +156,9 @@ client_start() {
         <"$WORK/ctl" >"$WORK/client.out" 2>"$WORK/client.err" &
     CLIENT_PID=$!
     exec 7>"$WORK/ctl" || return 1
-    if ! wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
+    if ! bench_wait_line "$WORK/client.out" '^(ready|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
         ! grep -q '^ready' "$WORK/client.out"; then
-        echo "$4 FAILED: streams did not all receive the initial version (server rss $(rss_kb "$5" 2>/dev/null || echo gone) kB)"
+        echo "$4 FAILED: streams did not all receive the initial version (server rss $(bench_rss_kb "$5" 2>/dev/null || echo gone) kB)"
         cat "$WORK/client.out" "$WORK/client.err" >&2
         return 1
     fi
@@ -198,9 +168,9 @@ client_start() {
 # its report.
 client_go() {
     echo "go $1" >&7 || return 1
-    if ! wait_line "$WORK/client.out" '^(done|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
+    if ! bench_wait_line "$WORK/client.out" '^(done|error)' $((TIMEOUT + 30)) "$CLIENT_PID" ||
         ! grep -q '^done' "$WORK/client.out"; then
-        echo "$2 FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer") (server rss $(rss_kb "$3" 2>/dev/null || echo gone) kB)"
+        echo "$2 FAILED: no report from the client: $(grep '^error' "$WORK/client.out" || echo "it did not answer") (server rss $(bench_rss_kb "$3" 2>/dev/null || echo gone) kB)"
         return 1
     fi
 }
@@ -213,28 +183,18 @@ run_one() { # run_one STREAMS ENDPOINTS
     python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" "$e" "$VARIANT" >"$WORK/snap1.json" || return 1
     v0=$(publish "$WORK/snap0.json") || return 1
 
-    http=$(svc_free_port)
-    grpc=$(svc_free_port)
-    SEXTANT_HTTP_LISTEN="127.0.0.1:$http" SEXTANT_GRPC_LISTEN="127.0.0.1:$grpc" \
-        SEXTANT_REPLICA_ID=bench "$SEXTANT_BIN" serve >"$WORK/serve.log" 2>&1 &
-    SERVE_PID=$!
     local i
-    for ((i = 0; i < 300; i++)); do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$http/readyz" || true)" = 200 ] &&
-            (exec 3<>"/dev/tcp/127.0.0.1/$grpc") 2>/dev/null && break
-        kill -0 "$SERVE_PID" 2>/dev/null || { echo "xds_fanout: sextant serve exited" >&2; return 1; }
-        sleep 0.2
-    done
-    [ "$i" -lt 300 ] || { echo "xds_fanout: sextant serve did not become ready" >&2; return 1; }
+    bench_serve xds_fanout bench "$WORK/serve.log" || return 1
+    http=$SERVE_HTTP grpc=$SERVE_GRPC
     sleep 1
-    before=$(rss_kb "$SERVE_PID") || return 1
+    before=$(bench_rss_kb "$SERVE_PID") || return 1
 
     client_start "127.0.0.1:$grpc" "$n" "bench-$n-$e" "$tag" "$SERVE_PID" || return 1
     line=$(grep '^ready' "$WORK/client.out")
     ready_s=$(cut -d' ' -f3 <<<"$line")
     rx_mb=$(cut -d' ' -f4 <<<"$line")
     sleep "$IDLE_S"
-    idle=$(rss_kb "$SERVE_PID") || { echo "$tag FAILED: sextant serve exited"; return 1; }
+    idle=$(bench_rss_kb "$SERVE_PID") || { echo "$tag FAILED: sextant serve exited"; return 1; }
     per=$(awk -v a="$idle" -v b="$before" -v n="$n" 'BEGIN { printf "%.1f", (a - b) / n }')
     share=$(awk -v p="$per" -v f="$GRPC_FLOOR_KB" 'BEGIN { printf "%.1f", p - f }')
     echo "$tag connect_all=${ready_s}s initial_rx=${rx_mb}MB rss_before=$((before / 1024))MB rss_idle=$((idle / 1024))MB rss_per_stream_kb=$per sextant_share_kb=$share"
@@ -251,8 +211,8 @@ run_one() { # run_one STREAMS ENDPOINTS
         pg_delta "$tag config_change" "$WORK/pg0" "$WORK/pg1"
     fi
     local s_cpu c_cpu
-    s_cpu=$(cpu_ticks "$SERVE_PID")
-    c_cpu=$(cpu_ticks "$CLIENT_PID")
+    s_cpu=$(bench_cpu_ticks "$SERVE_PID")
+    c_cpu=$(bench_cpu_ticks "$CLIENT_PID")
     t0=$("$BENCH_BIN" --now)
     v1=$(publish "$WORK/snap1.json") || return 1
     t1=$("$BENCH_BIN" --now)
@@ -260,10 +220,10 @@ run_one() { # run_one STREAMS ENDPOINTS
     local peak cpeak logw
     # (xds.auth none warns once at start: not counted)
     logw=$(grep -E '"level": ?"(warn|error)"' "$WORK/serve.log" | grep -vc '"auth": ?"none"' || true)
-    s_cpu=$(awk -v a="$s_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
-    c_cpu=$(awk -v a="$c_cpu" -v b="$(cpu_ticks "$CLIENT_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
-    peak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$SERVE_PID/status")
-    cpeak=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$CLIENT_PID/status")
+    s_cpu=$(bench_cpu_s "$s_cpu" "$SERVE_PID")
+    c_cpu=$(bench_cpu_s "$c_cpu" "$CLIENT_PID")
+    peak=$(bench_peak_mb "$SERVE_PID")
+    cpeak=$(bench_peak_mb "$CLIENT_PID")
     echo "$tag publish v$v0->v$v1 cli=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')s server_rss_peak=${peak}MB client_rss_peak=${cpeak}MB cpu_during_push server=${s_cpu}s client=${c_cpu}s server_log_warn_error=$logw $(grep '^stats' "$WORK/client.out" | cut -d' ' -f2-)"
     grep '^result' "$WORK/client.out" | while read -r _ type rest; do
         echo "$tag publish_to_all ${type#type=} $rest"
@@ -342,14 +302,14 @@ run_floor() {
         <"$WORK/floor_ctl" >"$WORK/floor.out" 2>"$WORK/floor.log" &
     SERVE_PID=$!
     exec 8>"$WORK/floor_ctl" || return 1
-    wait_line "$WORK/floor.out" '^listening' 120 "$SERVE_PID" || { echo "$tag floor FAILED: did not listen"; return 1; }
+    bench_wait_line "$WORK/floor.out" '^listening' 120 "$SERVE_PID" || { echo "$tag floor FAILED: did not listen"; return 1; }
     client_start "127.0.0.1:$port" "$n" "floor-$n-$e" "$tag floor" "$SERVE_PID" || return 1
     sleep "$IDLE_S"
-    f_cpu=$(cpu_ticks "$SERVE_PID")
+    f_cpu=$(bench_cpu_ticks "$SERVE_PID")
     t0=$("$BENCH_BIN" --now)
     echo push >&8
     client_go "$t0" "$tag floor" "$SERVE_PID" || return 1
-    f_cpu=$(awk -v a="$f_cpu" -v b="$(cpu_ticks "$SERVE_PID")" -v t="$TICKS" 'BEGIN { printf "%.2f", (b - a) / t }')
+    f_cpu=$(bench_cpu_s "$f_cpu" "$SERVE_PID")
     local f_p50 f_p99 f_cdf
     f_p50=$(result_field p50) f_p99=$(result_field p99) f_cdf=$(cdf_field)
     echo "$tag floor push_to_all p50=${f_p50}s p99=${f_p99}s cpu_during_push server=${f_cpu}s"

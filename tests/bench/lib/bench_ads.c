@@ -3,8 +3,9 @@
  *
  * The batches follow Envoy: the first request carries the initial metadata (waiting
  * for the connection rather than failing while thousands connect at once) and the
- * node; a receive is always armed while the call runs, the first one taking the
- * initial metadata; the status batch tells when the call is over. A batch that cannot
+ * node; the initial metadata is received in a batch of its own (a server that sends it
+ * on accepting the call tells the client so); a receive is always armed while the call
+ * runs; the status batch tells when the call is over. A batch that cannot
  * be started is a bug of the benchmark: it aborts.
  */
 #include "tests/bench/lib/bench_ads.h"
@@ -35,6 +36,7 @@ void bench_ads_init(bench_ads_call *c, const char *prog, unsigned idx, void *own
     c->hooks = hooks;
     c->mu = mu;
     c->t_send = (bench_ads_tag){c, BENCH_ADS_SEND};
+    c->t_meta = (bench_ads_tag){c, BENCH_ADS_META};
     c->t_recv = (bench_ads_tag){c, BENCH_ADS_RECV};
     c->t_status = (bench_ads_tag){c, BENCH_ADS_STATUS};
     grpc_arg args[2] = {
@@ -60,19 +62,11 @@ static void batch(bench_ads_call *c, const grpc_op *ops, size_t n, bench_ads_tag
 
 static void arm_recv(bench_ads_call *c)
 {
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (c->first_recv) {
-        ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
-        ops[n].data.recv_initial_metadata.recv_initial_metadata = &c->md_init;
-        n++;
-        c->first_recv = false;
-    }
-    ops[n].op = GRPC_OP_RECV_MESSAGE;
-    ops[n].data.recv_message.recv_message = &c->recv_buf;
-    n++;
-    batch(c, ops, n, &c->t_recv);
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->recv_buf;
+    batch(c, &op, 1, &c->t_recv);
 }
 
 void bench_ads_start(bench_ads_call *c, grpc_completion_queue *cq)
@@ -84,12 +78,15 @@ void bench_ads_start(bench_ads_call *c, grpc_completion_queue *cq)
     c->call_over = false;
     c->sending = false;
     c->sent_first = false;
-    c->first_recv = true;
     grpc_metadata_array_init(&c->md_init);
     grpc_metadata_array_init(&c->md_trail);
     c->hooks->pump(c);
-    arm_recv(c);
     grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_INITIAL_METADATA;
+    op.data.recv_initial_metadata.recv_initial_metadata = &c->md_init;
+    batch(c, &op, 1, &c->t_meta);
+    arm_recv(c);
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
     op.data.recv_status_on_client.trailing_metadata = &c->md_trail;
@@ -149,6 +146,10 @@ static void complete(bench_ads_tag *tag, bool success, int64_t at)
         c->sending = false;
         if (success)
             c->hooks->pump(c);
+        break;
+    case BENCH_ADS_META:
+        if (success && c->hooks->on_metadata != NULL)
+            c->hooks->on_metadata(c, at);
         break;
     case BENCH_ADS_RECV:
         if (success && c->recv_buf != NULL) {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { BENCH_ADS_SEND, BENCH_ADS_RECV, BENCH_ADS_STATUS } bench_ads_op;
+typedef enum { BENCH_ADS_SEND, BENCH_ADS_META, BENCH_ADS_RECV, BENCH_ADS_STATUS } bench_ads_op;
 
 typedef struct bench_ads_call bench_ads_call;
 
@@ -34,6 +34,9 @@ typedef struct {
                                                            that came at `at` (ns) */
     bool (*log_end)(bench_ads_call *c);                 /* whether to print why the call ended */
     void (*over)(bench_ads_call *c); /* the call ended and no batch of it is out */
+    void (*on_metadata)(bench_ads_call *c, int64_t at); /* optional: the server's initial
+                                                           metadata came at `at` (ns): it
+                                                           accepted the call */
 } bench_ads_hooks;
 
 struct bench_ads_call {
@@ -43,13 +46,12 @@ struct bench_ads_call {
     const bench_ads_hooks *hooks;
     pthread_mutex_t *mu; /* the lock that guards this call */
     grpc_channel *ch;
-    bench_ads_tag t_send, t_recv, t_status;
+    bench_ads_tag t_send, t_meta, t_recv, t_status;
     grpc_call *call; /* NULL between calls and after the end */
     int ops_out;     /* batches of this call not yet completed */
     bool call_over;  /* RECV_STATUS_ON_CLIENT completed */
     bool sending;    /* a SEND_MESSAGE batch is in flight */
     bool sent_first; /* initial metadata and node went out on this call */
-    bool first_recv; /* the next RECV_MESSAGE also takes the initial metadata */
     grpc_byte_buffer *send_buf, *recv_buf;
     grpc_metadata_array md_init, md_trail;
     grpc_status_code status;
@@ -62,7 +64,8 @@ void bench_ads_init(bench_ads_call *c, const char *prog, unsigned idx, void *own
                     pthread_mutex_t *mu, const bench_ads_hooks *hooks, const char *target);
 
 /* Starts a call on cq: the hook pump sends the first request (through bench_ads_send),
- * then the first receive and the status batch go out. */
+ * then the receive of the initial metadata, the first receive of a message and the
+ * status batch go out. */
 void bench_ads_start(bench_ads_call *c, grpc_completion_queue *cq);
 
 /* Sends a DiscoveryRequest for type_url (ACKing version and nonce; names: the resource
@@ -73,10 +76,10 @@ void bench_ads_send(bench_ads_call *c, const char *node_id, const char *cluster,
 
 /* The body of a thread that runs completion queue cq (a grpc_completion_queue *) until
  * it is shut down. Each completed batch is handled under its call's lock: a sent request
- * is freed and the next one pumped; a response (time-stamped as it is taken off the
- * queue) goes to on_response and the next receive is armed; the end of the call is
- * noted; and once nothing of an ended call is out, it is released and over is called
- * (which may start another call on the channel). */
+ * is freed and the next one pumped; the initial metadata goes to on_metadata; a response
+ * (time-stamped as it is taken off the queue) goes to on_response and the next receive is armed;
+ * the end of the call is noted; and once nothing of an ended call is out, it is released and over
+ * is called (which may start another call on the channel). */
 void *bench_ads_cq_thread(void *cq);
 
 /* Takes the completed batches off cq until it is shut down, passing each one's tag and

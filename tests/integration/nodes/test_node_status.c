@@ -3,7 +3,8 @@
  * debounced queue: identities on connect, ACK after the debounce window (one a deployment
  * waits for at once), NACK and disconnect at once, bounded memory with counted drops,
  * nothing lost at shutdown; the live events of what a flush writes, in its transaction
- * (server/events.h), also for many ACKs written with a statement for all of them.
+ * (server/events.h), also for many ACKs, connects and stream ends written with a
+ * statement for all of them.
  */
 #include "tests/lib/testlib.h"
 
@@ -483,6 +484,89 @@ static void test_newest_stream_wins_across_replicas(void **state)
     node_status_destroy(q[1]);
 }
 
+/* count(*) of a query without parameters. */
+static long long count_of(fixture *f, const char *sql)
+{
+    pg_conn *c;
+    sx_err err;
+    long long n = -1;
+    assert_int_equal(pg_acquire(f->pool, &c, &err), 0);
+    assert_int_equal(repo_query_i64(c, sql, 0, NULL, &n, &err), 0);
+    pg_release(f->pool, c);
+    return n;
+}
+
+/* A reconnect storm: many nodes move from one replica to another, each replica writing
+ * its nodes' connects and stream ends a statement for all of them. Every node is
+ * recorded on the new replica with one proxy_connected, except those the old replica
+ * holds on a newer stream; the old replica's late ends of the moved streams change
+ * nothing, and its ends of the streams it still holds disconnect those nodes, with one
+ * proxy_disconnected each. */
+static void test_flush_writes_many_moves(void **state)
+{
+    fixture *f = *state;
+    node_status_queue *q[] = {open_queue(f, "replica-1", 0, false),
+                              open_queue(f, "replica-2", 0, false)};
+    enum { N = 200, KEPT = 7 };
+    char ids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "mv%03d", i);
+        connect_gen(q[0], ids[i], i < KEPT ? 300 : 100, "envoy first");
+    }
+    flush(q[0]);
+    for (int i = 0; i < N; i++)
+        connect_gen(q[1], ids[i], 200, "envoy second");
+    flush(q[1]);
+    for (int i = 0; i < N; i++)
+        node_status_disconnected(q[0], ids[i], 100, "superseded");
+    flush(q[0]);
+    for (int i = KEPT; i < N; i++)
+        expect_connected(f, ids[i], "replica-2", "envoy second");
+    for (int i = 0; i < KEPT; i++)
+        expect_connected(f, ids[i], "replica-1", "envoy first");
+    for (int i = 0; i < KEPT; i++)
+        node_status_disconnected(q[0], ids[i], 300, "client_disconnect");
+    flush(q[0]);
+
+    assert_int_equal(count_of(f, "SELECT count(*) FROM proxy_nodes"
+                                 " WHERE node_id LIKE 'mv%' AND connected"
+                                 "   AND replica_id = 'replica-2' AND stream_gen = 200"),
+                     N - KEPT);
+    assert_int_equal(count_of(f, "SELECT count(*) FROM proxy_nodes"
+                                 " WHERE node_id LIKE 'mv%' AND NOT connected"
+                                 "   AND replica_id = 'replica-1'"
+                                 "   AND disconnect_reason = 'client_disconnect'"),
+                     KEPT);
+    assert_int_equal(count_of(f, "SELECT count(*) FROM node_status WHERE node_id LIKE 'mv%'"), N);
+    /* One proxy_connected per node and replica that recorded it, one proxy_disconnected
+     * per kept node; each with the node's group and the replica that wrote it. */
+    assert_int_equal(count_of(f, "SELECT count(DISTINCT node_id) FROM events"
+                                 " WHERE type = 'proxy_connected' AND replica_id = 'replica-1'"
+                                 "   AND node_id LIKE 'mv%' AND group_name = 'edge'"
+                                 "   AND data->>'replica' = 'replica-1'"),
+                     N);
+    assert_int_equal(count_of(f, "SELECT count(*) FROM events"
+                                 " WHERE type = 'proxy_connected' AND node_id LIKE 'mv%'"),
+                     N + N - KEPT);
+    assert_int_equal(count_of(f, "SELECT count(*) FROM events"
+                                 " WHERE type = 'proxy_connected' AND replica_id = 'replica-2'"
+                                 "   AND node_id >= 'mv007' AND node_id LIKE 'mv%'"
+                                 "   AND data->>'client' = 'envoy second'"),
+                     N - KEPT);
+    assert_int_equal(count_of(f, "SELECT count(*) FROM events"
+                                 " WHERE type = 'proxy_disconnected' AND node_id LIKE 'mv%'"),
+                     KEPT);
+    assert_int_equal(count_of(f, "SELECT count(*) FROM events"
+                                 " WHERE type = 'proxy_disconnected' AND replica_id = 'replica-1'"
+                                 "   AND node_id < 'mv007' AND node_id LIKE 'mv%'"
+                                 "   AND group_name = 'edge'"
+                                 "   AND data->>'reason' = 'client_disconnect'"),
+                     KEPT);
+    node_status_destroy(q[0]);
+    node_status_destroy(q[1]);
+}
+
 TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_superseded_stream_end_changes_nothing),
         TL_FX(test_newest_stream_wins_across_replicas), TL_FX(test_bounded_queue_counts_drops),
-        TL_FX(test_flush_writes_events), TL_FX(test_flush_writes_many_acks))
+        TL_FX(test_flush_writes_events), TL_FX(test_flush_writes_many_acks),
+        TL_FX(test_flush_writes_many_moves))
