@@ -86,7 +86,10 @@ check "the client ACKed version 2 (node_status)" \
 # ---------------------------------------------------------------- r1 dies; the client fails over
 echo "127.0.0.1:$R2_GRPC" >"$WORK/target"
 kill -HUP "$PID_forward"
-sleep 0.2
+# The forwarder says when it has re-read its target; only then is r1 killed, so the
+# client's reconnection goes to r2.
+wait_for 20 grep -q "new connections go to 127.0.0.1:$R2_GRPC" "$WORK/forward.log" ||
+    fail "the forwarder switched to r2"
 t_kill=$(now_ms)
 bg_stop r1 KILL
 check "after r1 is killed the client reconnects to r2 (proxy_nodes.replica_id)" \

@@ -16,6 +16,12 @@
 //   state: {"stream": N, "versions": {type: version}} rewritten atomically after every
 //          response and every (re)connect
 // Runs until SIGTERM.
+//
+// A stream is one the server can see: like Envoy, which opens its xDS stream on a
+// connection it has established (and retries the connection, with back-off, while the
+// server is down), each stream waits for its channel to connect (gRPC wait-for-ready)
+// instead of failing at once on a refused connection. So however long the replica takes
+// to come back, the stream after its death is stream 2.
 'use strict';
 
 const fs = require('fs');
@@ -51,14 +57,24 @@ function writeState() {
   fs.renameSync(stateFile + '.tmp', stateFile);
 }
 
+// The connection's back-off while the server is down, short for the test (gRPC's
+// default starts at 1 s and grows to 120 s).
+const CHANNEL_OPTIONS = {'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000};
+// A call that waits for its channel to connect rather than failing while it cannot.
+function waitForReady() {
+  const md = new x.grpc.Metadata();
+  md.setOptions({waitForReady: true});
+  return md;
+}
+
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 const short = (t) => (Object.entries(TYPE).find(([, u]) => u === t) || [t])[0];
 
 // ------------------------------------------------------------------ ADS, state of the world
 function adsStream() {
   const Ads = x.adsClientClass();
-  client = new Ads(server, x.grpc.credentials.createInsecure());
-  call = client.StreamAggregatedResources();
+  client = new Ads(server, x.grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  call = client.StreamAggregatedResources(waitForReady());
   const nonces = {}; // type -> nonce of the last response on this stream
   const names = {}; // type -> names asked for on this stream
   let first = true;
@@ -96,8 +112,8 @@ function adsStream() {
 // ------------------------------------------------------------------ gateway.control.v1
 function controlStream() {
   const Control = x.controlClientClass();
-  client = new Control(server, x.grpc.credentials.createInsecure());
-  call = client.StreamConfiguration();
+  client = new Control(server, x.grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  call = client.StreamConfiguration(waitForReady());
   const version = () => (held.snapshot || {}).version || '';
   call.on('data', (r) => {
     note(`snapshot ${r.version} 1`);
