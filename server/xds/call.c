@@ -70,7 +70,12 @@ static void call_free(xds_call *c)
     sx_free(c->node_id);
     sx_free(c->group);
     pthread_mutex_destroy(&c->mu);
+    xds_server *s = c->srv;
     sx_free(c);
+    pthread_mutex_lock(&s->mu);
+    if (--s->calls_live == 0)
+        pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 void xds_call_unref(xds_call *c)
@@ -454,6 +459,9 @@ void xds_call_start(xds_server *s, xds_protocol protocol, grpc_call *call, const
                     xds_cred *cred)
 {
     xds_call *c = sx_calloc(1, sizeof(*c));
+    pthread_mutex_lock(&s->mu);
+    s->calls_live++;
+    pthread_mutex_unlock(&s->mu);
     c->cred = cred;
     pthread_mutex_init(&c->mu, NULL);
     atomic_init(&c->refs, 1); /* ours, until the batches below hold their own */

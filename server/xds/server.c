@@ -596,8 +596,12 @@ static void xds_stop(void *ctx)
     sx_free(calls);
     grpc_server_shutdown_and_notify(s->server, s->cqs[0], &s->t_shutdown);
     grpc_server_cancel_all_calls(s->server);
+    /* Every call's last batch must have come back before the queues shut down: a call
+     * accepted while the streams above were being ended (a client reconnecting at once)
+     * is only cancelled here, and its handlers may still start a batch, which gRPC
+     * refuses with an abort on a queue already shut down. */
     pthread_mutex_lock(&s->mu);
-    while (!s->shutdown_seen)
+    while (!s->shutdown_seen || s->calls_live > 0)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
     teardown_grpc(s);

@@ -83,6 +83,7 @@ struct xds_server {
     pthread_mutex_t mu; /* guards what follows */
     pthread_cond_t cv;
     bool shutdown_seen; /* the shutdown tag came back */
+    size_t calls_live;  /* xds_call objects not yet freed (stop waits for none) */
     bool sweeper_running;
     pthread_t sweeper;
     int64_t last_touch_ms; /* sweeper thread only: when live streams' nodes were last touched */
