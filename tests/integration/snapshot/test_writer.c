@@ -4,7 +4,8 @@
  * it from the cache (proved with a repository whose PostgreSQL is unreachable); and a
  * transaction that fails after putting its snapshot in Redis leaves nothing a reader
  * takes for the snapshot that next gets the same version number, even when its entry
- * survives and the next writer's SET is lost to a Redis outage.
+ * survives and the next writer's SET is lost to a Redis outage. The IR stored is the
+ * composed snapshot, member for member, and its checksum that of its content.
  */
 #include "tests/lib/testlib.h"
 
@@ -194,5 +195,45 @@ static void test_failed_transaction_leaves_no_stale_entry(void **state)
     redis_cache_destroy(down);
 }
 
+/* Writes spec, reads the IR back from PostgreSQL and checks it against spec. */
+static void check_stored_ir(fx *f, const char *spec)
+{
+    sx_err err;
+    body b = {.f = f, .spec = spec};
+    assert_int_equal(snap_writer_tx(f->s.pool, f->s.snaps, f->s.a, write_body, &b, &err), 0);
+    snap_record *got = NULL;
+    assert_int_equal(
+        snap_repo_get(f->s.snaps, "edge", b.rec->version, SNAP_REPO_WITH_IR, f->s.a, &got, &err),
+        0);
+    assert_non_null(got->ir);
+    json_t *want = json_loads(spec, 0, NULL);
+    char id[64];
+    snprintf(id, sizeof(id), "edge:%lld", b.rec->version);
+    assert_string_equal(json_string_value(json_object_get(got->ir, "id")), id);
+    assert_non_null(json_string_value(json_object_get(got->ir, "generated_at")));
+    /* The checksum is that of the content alone: the spec as given. */
+    char sum[SX_SHA256_HEX_LEN + 1];
+    snap_writer_checksum(want, sum);
+    assert_string_equal(got->checksum, sum);
+    snap_writer_checksum(got->ir, sum);
+    assert_string_equal(got->checksum, sum);
+    json_object_set(want, "id", json_object_get(got->ir, "id"));
+    json_object_set(want, "generated_at", json_object_get(got->ir, "generated_at"));
+    assert_true(json_equal(want, got->ir));
+    json_decref(want);
+}
+
+static void test_stored_ir_is_the_composed_snapshot(void **state)
+{
+    fx *f = *state;
+    check_stored_ir(f, "{}");
+    check_stored_ir(
+        f, "{\"extensions\": {\"z\": [1, 2.5, -3e-7, true, null], \"a\": \"\u00e9\\\"\\n\\u0001/\","
+           " \"m\": {\"b\": {}, \"a\": []}}}");
+    check_stored_ir(f, "{\"backends\": [{\"name\": \"web\", \"namespace\": \"default\","
+                       " \"endpoints\": [{\"address\": \"10.0.0.1\", \"port\": 8080}]}]}");
+}
+
 TL_MAIN(TL_FX(test_notify_finds_snapshot_in_redis),
-        TL_FX(test_failed_transaction_leaves_no_stale_entry))
+        TL_FX(test_failed_transaction_leaves_no_stale_entry),
+        TL_FX(test_stored_ir_is_the_composed_snapshot))
