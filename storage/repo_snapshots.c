@@ -255,6 +255,9 @@ int snap_repo_checksum(pg_conn *c, const char *group, long long version, sx_aren
     return 0;
 }
 
+/* From this size of IR text and bytes together, a snapshot is stored compressed with LZ4. */
+#define SNAP_LZ4_MIN_BYTES (1u << 20)
+
 int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **out, sx_err *err)
 {
     if (out)
@@ -344,6 +347,16 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         "   reason, created_by, deployment_id)"
         " SELECT $1, latest_snapshot_version, $2::jsonb, $3::bytea, $4, $5::jsonb, $6, $7, $8::uuid"
         " FROM g RETURNING id, version, " REPO_TS("created_at");
+    /* PostgreSQL's default TOAST compression (pglz) of a 10 MB IR takes several times as
+     * long as LZ4's; a large snapshot is compressed with LZ4 where the server has it (14
+     * and later, built with it), for this transaction only. Reads do not change. */
+    if (strlen(ir_param) + bytes_len >= SNAP_LZ4_MIN_BYTES &&
+        (rc = repo_exec_count(c,
+                              "SELECT set_config('default_toast_compression', 'lz4', true)"
+                              " FROM pg_settings WHERE name = 'default_toast_compression'"
+                              " AND 'lz4' = ANY (enumvals)",
+                              0, NULL, NULL, err)) != 0)
+        return rc;
     PGresult *r;
     rc = pg_exec_ex(c, sql, 8, p, lengths, formats, 0, &r, err);
     if (rc)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "server/base/arena.h"
+#include "server/base/buf.h"
 #include "server/snapshot/store.h"
 #include "server/snapshot/writer.h"
 #include "storage/pg_listener.h"
@@ -234,6 +235,48 @@ static void test_stored_ir_is_the_composed_snapshot(void **state)
                        " \"endpoints\": [{\"address\": \"10.0.0.1\", \"port\": 8080}]}]}");
 }
 
+/* The first of sql's one-row answer on f's database, as text (a static buffer). */
+static const char *query_text(fx *f, const char *sql, const char *param)
+{
+    static char out[64];
+    pg_conn *c = NULL;
+    sx_err err;
+    PGresult *r = NULL;
+    assert_int_equal(pg_acquire(f->s.pool, &c, &err), 0);
+    assert_int_equal(pg_exec(c, sql, 1, &param, &r, &err), 0);
+    assert_int_equal(PQntuples(r), 1);
+    snprintf(out, sizeof(out), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    pg_release(f->s.pool, c);
+    return out;
+}
+
+/* A large snapshot is stored whole, compressed with LZ4 when PostgreSQL offers it. */
+static void test_large_snapshot_is_stored_whole(void **state)
+{
+    fx *f = *state;
+    sx_buf spec = {0};
+    sx_buf_puts(&spec, "{\"backends\": [{\"name\": \"web\", \"namespace\": \"default\","
+                       " \"endpoints\": [");
+    for (int i = 0; i < 40000; i++)
+        sx_buf_printf(&spec, "%s{\"address\": \"10.%d.%d.%d\", \"port\": %d}", i ? ", " : "",
+                      i >> 16, (i >> 8) & 255, i & 255, 1024 + i % 50000);
+    sx_buf_puts(&spec, "]}]}");
+    assert_true(spec.len > (1u << 20));
+    check_stored_ir(f, spec.data);
+    sx_buf_free(&spec);
+    bool lz4 = strcmp(query_text(f,
+                                 "SELECT count(*) FROM pg_settings WHERE name = $1"
+                                 " AND 'lz4' = ANY (enumvals)",
+                                 "default_toast_compression"),
+                      "1") == 0;
+    const char *method = query_text(f,
+                                    "SELECT pg_column_compression(ir) FROM snapshots"
+                                    " WHERE group_name = $1 ORDER BY version DESC LIMIT 1",
+                                    "edge");
+    assert_string_equal(method, lz4 ? "lz4" : "pglz");
+}
+
 TL_MAIN(TL_FX(test_notify_finds_snapshot_in_redis),
         TL_FX(test_failed_transaction_leaves_no_stale_entry),
-        TL_FX(test_stored_ir_is_the_composed_snapshot))
+        TL_FX(test_stored_ir_is_the_composed_snapshot), TL_FX(test_large_snapshot_is_stored_whole))
