@@ -298,15 +298,12 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
     json_t *stored_ir = NULL;
     sx_buf sealed = {0};
     bool is_sealed = false;
-    if ((rc = seal_json(k, plaintext, in->ir, &stored_ir, err)) != 0)
+    bool has_keys = false;
+    if ((rc = seal_json_ex(k, plaintext, in->ir, &stored_ir, &has_keys, err)) != 0)
         return rc;
-    /* seal_json returns ir itself when it sealed nothing in it (then a text of ir can be
-     * sent as is), and a sealed copy when ir has private keys; ir's keys may also all be
-     * sealed already. Without a keyring and with plaintext allowed, bytes stay as they are
-     * whatever they carry: no walk for keys then. */
-    bool unsealed = stored_ir == in->ir;
-    bool has_keys = !unsealed || (!(k == NULL && plaintext) && seal_json_has_keys(in->ir));
-    const char *ir_param = unsealed && in->ir_text ? in->ir_text : repo_json_param(a, stored_ir);
+    /* ir itself when nothing in it was sealed: then a text of ir can be sent as is. */
+    const char *ir_param =
+        stored_ir == in->ir && in->ir_text ? in->ir_text : repo_json_param(a, stored_ir);
     json_decref(stored_ir);
     if ((rc = seal_bytes(k, plaintext, has_keys, in->encoded, in->encoded_len, &sealed, &is_sealed,
                          err)) != 0) {
