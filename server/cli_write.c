@@ -86,10 +86,45 @@ typedef struct write_ctx {
 typedef int (*write_fn)(write_ctx *w, sx_err *err);
 
 /* Reads a JSON document for a command, or says where it is malformed. */
+/* The whole file in one read-in buffer (free with free), or NULL when it cannot be read. */
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *grown = realloc(buf, cap * 2);
+        if (grown == NULL) {
+            free(buf);
+            buf = NULL;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
 static json_t *load_json_or_report(const char *cmd, const char *path)
 {
     json_error_t jerr;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    /* Parsing from memory is faster than jansson's file reader, which takes a byte at a
+     * time; the file reader is left to say why a file cannot be read. */
+    size_t len = 0;
+    char *text = read_all(path, &len);
+    json_t *j = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr)
+                     : json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    free(text);
     if (j == NULL)
         fprintf(stderr, "sextant: %s: %s:%d:%d: %s\n", cmd, path, jerr.line, jerr.column,
                 jerr.text);

@@ -255,6 +255,9 @@ int snap_repo_checksum(pg_conn *c, const char *group, long long version, sx_aren
     return 0;
 }
 
+/* From this size of IR text and bytes together, a snapshot is stored compressed with LZ4. */
+#define SNAP_LZ4_MIN_BYTES (1u << 20)
+
 int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **out, sx_err *err)
 {
     if (out)
@@ -295,12 +298,15 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
     json_t *stored_ir = NULL;
     sx_buf sealed = {0};
     bool is_sealed = false;
-    if ((rc = seal_json(k, plaintext, in->ir, &stored_ir, err)) != 0)
+    bool has_keys = false;
+    if ((rc = seal_json_ex(k, plaintext, in->ir, &stored_ir, &has_keys, err)) != 0)
         return rc;
-    const char *ir_param = repo_json_param(a, stored_ir);
+    /* ir itself when nothing in it was sealed: then a text of ir can be sent as is. */
+    const char *ir_param =
+        stored_ir == in->ir && in->ir_text ? in->ir_text : repo_json_param(a, stored_ir);
     json_decref(stored_ir);
-    if ((rc = seal_bytes(k, plaintext, seal_json_has_keys(in->ir), in->encoded, in->encoded_len,
-                         &sealed, &is_sealed, err)) != 0) {
+    if ((rc = seal_bytes(k, plaintext, has_keys, in->encoded, in->encoded_len, &sealed, &is_sealed,
+                         err)) != 0) {
         sx_buf_free(&sealed);
         return rc;
     }
@@ -338,6 +344,16 @@ int snap_repo_insert(pg_conn *c, const snap_new *in, sx_arena *a, snap_record **
         "   reason, created_by, deployment_id)"
         " SELECT $1, latest_snapshot_version, $2::jsonb, $3::bytea, $4, $5::jsonb, $6, $7, $8::uuid"
         " FROM g RETURNING id, version, " REPO_TS("created_at");
+    /* PostgreSQL's default TOAST compression (pglz) of a 10 MB IR takes several times as
+     * long as LZ4's; a large snapshot is compressed with LZ4 where the server has it (14
+     * and later, built with it), for this transaction only. Reads do not change. */
+    if (strlen(ir_param) + bytes_len >= SNAP_LZ4_MIN_BYTES &&
+        (rc = repo_exec_count(c,
+                              "SELECT set_config('default_toast_compression', 'lz4', true)"
+                              " FROM pg_settings WHERE name = 'default_toast_compression'"
+                              " AND 'lz4' = ANY (enumvals)",
+                              0, NULL, NULL, err)) != 0)
+        return rc;
     PGresult *r;
     rc = pg_exec_ex(c, sql, 8, p, lengths, formats, 0, &r, err);
     if (rc)

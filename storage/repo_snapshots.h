@@ -70,6 +70,7 @@ typedef struct snap_record {
 typedef struct snap_new {
     const char *group;          /* required, 1..253 bytes */
     const json_t *ir;           /* required */
+    const char *ir_text;        /* ir as compact JSON text, when the caller has it; or NULL */
     const void *encoded;        /* may be NULL when encoded_len is 0 */
     size_t encoded_len;         /* bytes of encoded */
     const char *checksum;       /* sha256 hex; NULL = sha256 of the canonical IR JSON */

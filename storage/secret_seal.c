@@ -86,6 +86,7 @@ static int walk_doc(json_t *doc, key_fn fn, void *ctx, sx_err *err)
 typedef struct find_ctx {
     bool plaintext_only; /* false: any non-empty key */
     char path[256];
+    bool any; /* a non-empty key was seen, sealed or not */
 } find_ctx;
 
 static int find_key(json_t *v, const char *path, void *ctx, sx_err *err)
@@ -93,7 +94,10 @@ static int find_key(json_t *v, const char *path, void *ctx, sx_err *err)
     (void)err;
     find_ctx *f = ctx;
     const char *s = json_string_value(v);
-    if (s[0] == '\0' || (f->plaintext_only && sx_sealed_text(s)))
+    if (s[0] == '\0')
+        return 0;
+    f->any = true;
+    if (f->plaintext_only && sx_sealed_text(s))
         return 0;
     snprintf(f->path, sizeof(f->path), "%s", path);
     return 1;
@@ -101,7 +105,7 @@ static int find_key(json_t *v, const char *path, void *ctx, sx_err *err)
 
 bool seal_json_has_keys(const json_t *doc)
 {
-    find_ctx f = {false, ""};
+    find_ctx f = {false, "", false};
     return walk_doc((json_t *)doc, find_key, &f, NULL) == 1;
 }
 
@@ -122,10 +126,18 @@ static int seal_one(json_t *v, const char *path, void *ctx, sx_err *err)
 int seal_json(const sx_keyring *k, bool allow_plaintext, const json_t *doc, json_t **stored,
               sx_err *err)
 {
+    return seal_json_ex(k, allow_plaintext, doc, stored, NULL, err);
+}
+
+int seal_json_ex(const sx_keyring *k, bool allow_plaintext, const json_t *doc, json_t **stored,
+                 bool *has_keys, sx_err *err)
+{
     *stored = NULL;
-    find_ctx f = {true, ""};
-    if (doc == NULL || walk_doc((json_t *)doc, find_key, &f, NULL) != 1 ||
-        (k == NULL && allow_plaintext)) {
+    find_ctx f = {true, "", false};
+    bool plain = doc && walk_doc((json_t *)doc, find_key, &f, NULL) == 1;
+    if (has_keys)
+        *has_keys = f.any;
+    if (!plain || (k == NULL && allow_plaintext)) {
         *stored = json_incref((json_t *)doc);
         return 0;
     }

@@ -42,6 +42,10 @@ bool seal_json_has_keys(const json_t *doc);
  */
 int seal_json(const sx_keyring *k, bool allow_plaintext, const json_t *doc, json_t **stored,
               sx_err *err) SX_MUSTCHECK;
+/* seal_json, also telling whether doc carries a non-empty private key, sealed or not
+ * (seal_json_has_keys(doc)), from the same walk; has_keys NULL allowed. */
+int seal_json_ex(const sx_keyring *k, bool allow_plaintext, const json_t *doc, json_t **stored,
+                 bool *has_keys, sx_err *err) SX_MUSTCHECK;
 
 /* Opens every sealed private key of doc in place (NULL allowed). Errors of
  * sx_open_text (an unknown key id, a key that does not open it). */

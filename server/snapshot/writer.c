@@ -90,16 +90,60 @@ static void remember(snap_writer *w, snap_record *rec)
     w->cached[w->ncached++] = rec;
 }
 
-void snap_writer_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN + 1])
+/*
+ * Dumps composed once, canonically: out is the sha256 of the dump of its content (all but
+ * "id" and "generated_at"). When text is not NULL, *text (free with free) is the compact
+ * JSON of the whole object, the content's dump with those two members put in front: the
+ * same members and values as a plain dump, without dumping 10+ MB twice.
+ */
+static void checksum_and_text(const json_t *composed, char out[SX_SHA256_HEX_LEN + 1], char **text)
 {
     /* A shallow copy: the members are shared, only the two keys are left out. */
     json_t *copy = json_copy((json_t *)composed);
     json_object_del(copy, "id");
     json_object_del(copy, "generated_at");
     char *canon = ir_canonical_json(copy);
-    sx_sha256_hex(canon, strlen(canon), out);
-    free(canon);
+    size_t len = strlen(canon);
+    sx_sha256_hex(canon, len, out);
     json_decref(copy);
+    if (text == NULL) {
+        free(canon);
+        return;
+    }
+    json_t *head = json_object();
+    static const char *const KEYS[] = {"generated_at", "id"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *v = json_object_get(composed, KEYS[i]);
+        if (v)
+            json_object_set(head, KEYS[i], v);
+    }
+    char *h = ir_canonical_json(head);
+    json_decref(head);
+    size_t hlen = strlen(h);
+    if (hlen <= 2) { /* "{}": the content is the whole object */
+        free(h);
+        *text = canon;
+        return;
+    }
+    /* "{<head members>" + ("," when the content has members) + "<content members>}" */
+    bool comma = len > 2;
+    char *t = malloc(hlen - 1 + comma + len);
+    if (t == NULL) {
+        fprintf(stderr, "snapshot: out of memory writing the IR\n");
+        abort();
+    }
+    memcpy(t, h, hlen - 1);
+    if (comma)
+        t[hlen - 1] = ',';
+    memcpy(t + hlen - 1 + comma, canon + 1, len); /* with the NUL */
+    free(h);
+    free(canon);
+    *text = t;
+}
+
+void snap_writer_checksum(const json_t *composed, char out[SX_SHA256_HEX_LEN + 1])
+{
+    checksum_and_text(composed, out, NULL);
 }
 
 static void group_prefix(const char *group, char *buf, size_t n)
@@ -198,7 +242,9 @@ int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fiel
     snprintf(id, sizeof(id), "%s:%lld", group, version);
     sx_rfc3339_now(when);
     json_t *composed = repo_own_json(a, snap_compose_json(req->in, req->n, id, when));
-    snap_writer_checksum(composed, sum);
+    char *text = NULL;
+    checksum_and_text(composed, sum, &text);
+    sx_arena_defer(a, free, text);
 
     /* Read on c: the pool may have no other connection to give while c is held. */
     char *cur = NULL;
@@ -218,6 +264,7 @@ int snap_writer_write(snap_writer *w, pg_conn *c, const snap_write *req, sx_fiel
     snap_new sn = {
         .group = group,
         .ir = composed,
+        .ir_text = text,
         .encoded = bytes,
         .encoded_len = len,
         .checksum = sum,

@@ -299,7 +299,6 @@ static void load_assignment(tr_ctx *tr, size_t bi, const char *qname, const char
     size_t n = 0;
     for (size_t i = 0; i < b->n_endpoints; i++) {
         const ir_endpoint *in = b->endpoints[i];
-        const char *p = tr_printf(tr, "%s.endpoints[%zu]", path, i);
         unsigned char raw[sizeof(struct in6_addr)];
         ep *e = &eps[n];
         e->in = in;
@@ -310,13 +309,14 @@ static void load_assignment(tr_ctx *tr, size_t bi, const char *qname, const char
         } else if (in->address && inet_pton(AF_INET6, in->address, raw) == 1) {
             inet_ntop(AF_INET6, raw, e->addr, sizeof e->addr);
         } else {
-            tr_error(tr, tr_printf(tr, "%s.address", p),
+            tr_error(tr, tr_printf(tr, "%s.endpoints[%zu].address", path, i),
                      "\"%s\" is not an ip address: endpoints must be ip literals",
                      in->address ? in->address : "");
             continue;
         }
         if (in->port == 0 || in->port > 65535) {
-            tr_error(tr, tr_printf(tr, "%s.port", p), "must be between 1 and 65535");
+            tr_error(tr, tr_printf(tr, "%s.endpoints[%zu].port", path, i),
+                     "must be between 1 and 65535");
             continue;
         }
         n++;
@@ -328,7 +328,12 @@ static void load_assignment(tr_ctx *tr, size_t bi, const char *qname, const char
             tr_error(tr, tr_printf(tr, "%s.endpoints[%zu]", path, eps[i].idx),
                      "duplicate endpoint %s port %u (also endpoints[%zu])", eps[i].addr,
                      eps[i].in->port, eps[i - 1].idx);
-    qsort(eps, n, sizeof *eps, cmp_ep);
+    /* Within one zone the order by address is the order by zone and address. */
+    bool one_zone = true;
+    for (size_t i = 1; i < n && one_zone; i++)
+        one_zone = strcmp(eps[i].zone, eps[0].zone) == 0;
+    if (!one_zone)
+        qsort(eps, n, sizeof *eps, cmp_ep);
 
     size_t n_loc = 0;
     for (size_t i = 0; i < n; i++)

@@ -4,7 +4,8 @@
  * it from the cache (proved with a repository whose PostgreSQL is unreachable); and a
  * transaction that fails after putting its snapshot in Redis leaves nothing a reader
  * takes for the snapshot that next gets the same version number, even when its entry
- * survives and the next writer's SET is lost to a Redis outage.
+ * survives and the next writer's SET is lost to a Redis outage. The IR stored is the
+ * composed snapshot, member for member, and its checksum that of its content.
  */
 #include "tests/lib/testlib.h"
 
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "server/base/arena.h"
+#include "server/base/buf.h"
 #include "server/snapshot/store.h"
 #include "server/snapshot/writer.h"
 #include "storage/pg_listener.h"
@@ -194,5 +196,87 @@ static void test_failed_transaction_leaves_no_stale_entry(void **state)
     redis_cache_destroy(down);
 }
 
+/* Writes spec, reads the IR back from PostgreSQL and checks it against spec. */
+static void check_stored_ir(fx *f, const char *spec)
+{
+    sx_err err;
+    body b = {.f = f, .spec = spec};
+    assert_int_equal(snap_writer_tx(f->s.pool, f->s.snaps, f->s.a, write_body, &b, &err), 0);
+    snap_record *got = NULL;
+    assert_int_equal(
+        snap_repo_get(f->s.snaps, "edge", b.rec->version, SNAP_REPO_WITH_IR, f->s.a, &got, &err),
+        0);
+    assert_non_null(got->ir);
+    json_t *want = json_loads(spec, 0, NULL);
+    char id[64];
+    snprintf(id, sizeof(id), "edge:%lld", b.rec->version);
+    assert_string_equal(json_string_value(json_object_get(got->ir, "id")), id);
+    assert_non_null(json_string_value(json_object_get(got->ir, "generated_at")));
+    /* The checksum is that of the content alone: the spec as given. */
+    char sum[SX_SHA256_HEX_LEN + 1];
+    snap_writer_checksum(want, sum);
+    assert_string_equal(got->checksum, sum);
+    snap_writer_checksum(got->ir, sum);
+    assert_string_equal(got->checksum, sum);
+    json_object_set(want, "id", json_object_get(got->ir, "id"));
+    json_object_set(want, "generated_at", json_object_get(got->ir, "generated_at"));
+    assert_true(json_equal(want, got->ir));
+    json_decref(want);
+}
+
+static void test_stored_ir_is_the_composed_snapshot(void **state)
+{
+    fx *f = *state;
+    check_stored_ir(f, "{}");
+    check_stored_ir(
+        f, "{\"extensions\": {\"z\": [1, 2.5, -3e-7, true, null], \"a\": \"\u00e9\\\"\\n\\u0001/\","
+           " \"m\": {\"b\": {}, \"a\": []}}}");
+    check_stored_ir(f, "{\"backends\": [{\"name\": \"web\", \"namespace\": \"default\","
+                       " \"endpoints\": [{\"address\": \"10.0.0.1\", \"port\": 8080}]}]}");
+}
+
+/* The first of sql's one-row answer on f's database, as text (a static buffer). */
+static const char *query_text(fx *f, const char *sql, const char *param)
+{
+    static char out[64];
+    pg_conn *c = NULL;
+    sx_err err;
+    PGresult *r = NULL;
+    assert_int_equal(pg_acquire(f->s.pool, &c, &err), 0);
+    assert_int_equal(pg_exec(c, sql, 1, &param, &r, &err), 0);
+    assert_int_equal(PQntuples(r), 1);
+    snprintf(out, sizeof(out), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    pg_release(f->s.pool, c);
+    return out;
+}
+
+/* A large snapshot is stored whole, compressed with LZ4 when PostgreSQL offers it. */
+static void test_large_snapshot_is_stored_whole(void **state)
+{
+    fx *f = *state;
+    sx_buf spec = {0};
+    sx_buf_puts(&spec, "{\"backends\": [{\"name\": \"web\", \"namespace\": \"default\","
+                       " \"endpoints\": [");
+    for (int i = 0; i < 40000; i++)
+        sx_buf_printf(&spec, "%s{\"address\": \"10.%d.%d.%d\", \"port\": %d}", i ? ", " : "",
+                      i >> 16, (i >> 8) & 255, i & 255, 1024 + i % 50000);
+    sx_buf_puts(&spec, "]}]}");
+    assert_true(spec.len > (1u << 20));
+    check_stored_ir(f, spec.data);
+    sx_buf_free(&spec);
+    bool lz4 = strcmp(query_text(f,
+                                 "SELECT count(*) FROM pg_settings WHERE name = $1"
+                                 " AND 'lz4' = ANY (enumvals)",
+                                 "default_toast_compression"),
+                      "1") == 0;
+    const char *method = query_text(f,
+                                    "SELECT pg_column_compression(ir) FROM snapshots"
+                                    " WHERE group_name = $1 ORDER BY version DESC LIMIT 1",
+                                    "edge");
+    assert_string_equal(method, lz4 ? "lz4" : "pglz");
+}
+
 TL_MAIN(TL_FX(test_notify_finds_snapshot_in_redis),
-        TL_FX(test_failed_transaction_leaves_no_stale_entry))
+        TL_FX(test_failed_transaction_leaves_no_stale_entry),
+        TL_FX(test_stored_ir_is_the_composed_snapshot), TL_FX(test_large_snapshot_is_stored_whole))

@@ -171,6 +171,16 @@ static void test_seal_json(void **state)
     assert_int_equal(seal_json(k, false, stored, &again, &err), 0);
     assert_ptr_equal(again, stored);
     json_decref(again);
+    /* Its keys, sealed, are still keys; the walk that finds none to seal tells so. */
+    bool has_keys = false;
+    assert_int_equal(seal_json_ex(k, false, stored, &again, &has_keys, &err), 0);
+    assert_ptr_equal(again, stored);
+    assert_true(has_keys);
+    json_decref(again);
+    assert_int_equal(seal_json_ex(k, false, d, &again, &has_keys, &err), 0);
+    assert_ptr_not_equal(again, d);
+    assert_true(has_keys);
+    json_decref(again);
     assert_int_equal(seal_open_json(k, stored, &err), 0);
     assert_true(json_equal(stored, d));
     json_decref(stored);
@@ -185,6 +195,11 @@ static void test_seal_json(void **state)
     json_t *none = json_pack("{s:[{s:s,s:s}]}", "secrets", "name", "tls", "key_pem", "");
     assert_false(seal_json_has_keys(none));
     assert_int_equal(seal_json(NULL, false, none, &stored, &err), 0);
+    json_decref(stored);
+    bool any = true;
+    assert_int_equal(seal_json_ex(k, false, none, &stored, &any, &err), 0);
+    assert_ptr_equal(stored, none);
+    assert_false(any);
     json_decref(stored);
     json_decref(none);
 
