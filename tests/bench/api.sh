@@ -49,37 +49,19 @@ bench_binaries "api bench" bench_api_load
 # ---------------------------------------------------------------- services
 WORK=$(bench_workdir api)
 SERVE_PID=
-cleanup() {
-    local rc=$?
-    if [ -n "$SERVE_PID" ]; then
-        kill -TERM "$SERVE_PID" 2>/dev/null || true
-        wait "$SERVE_PID" 2>/dev/null || true
-    fi
-    svc_redis_stop "$WORK/redis" || true
-    svc_pg_stop "$WORK/pg" || true
-    [ "$rc" -ne 0 ] && [ -f "$WORK/serve.log" ] && tail -n 20 "$WORK/serve.log" >&2
-    rm -rf "$WORK"
-    exit "$rc"
-}
+cleanup() { bench_finish "api bench" $? "$SERVE_PID"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bench_database "$WORK"
-HTTP_PORT=$(svc_free_port)
-GRPC_PORT=$(svc_free_port)
-export SEXTANT_HTTP_LISTEN="127.0.0.1:$HTTP_PORT" SEXTANT_GRPC_LISTEN="127.0.0.1:$GRPC_PORT"
 export SEXTANT_AUTH_ENABLED=true SEXTANT_AUTH_HS256_SECRET="bench-secret-0123456789abcdef-0123456789"
 export SEXTANT_RATELIMIT_READ_RATE=1000000 SEXTANT_RATELIMIT_READ_BURST=1000000
 export SEXTANT_RATELIMIT_AUTH_FAIL_RATE=1000000 SEXTANT_RATELIMIT_AUTH_FAIL_BURST=1000000
 export SEXTANT_RATELIMIT_WRITE_RATE=1000000 SEXTANT_RATELIMIT_WRITE_BURST=1000000
 export SEXTANT_LOG_LEVEL=warn
 "$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
-"$SEXTANT_BIN" serve >"$WORK/serve.log" 2>&1 &
-SERVE_PID=$!
-for _ in $(seq 1 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HTTP_PORT/readyz")" = 200 ] && break
-    sleep 0.1
-done
+bench_serve "api bench" api "$WORK/serve.log" || exit 1
+HTTP_PORT=$SERVE_HTTP
 TOKEN=$("$SEXTANT_BIN" token --user bench --role admin --ttl 2h)
 
 # The group's other configs, and the config the GET runs read.

@@ -43,18 +43,7 @@ bench_binaries startup sextant
 
 WORK=$(bench_workdir startup)
 SERVE_PID=
-cleanup() {
-    local rc=$?
-    if [ -n "$SERVE_PID" ]; then
-        kill -TERM "$SERVE_PID" 2>/dev/null || true
-        wait "$SERVE_PID" 2>/dev/null || true
-    fi
-    svc_redis_stop "$WORK/redis" || true
-    svc_pg_stop "$WORK/pg" || true
-    [ "$rc" -ne 0 ] && [ -f "$WORK/serve.log" ] && tail -n 20 "$WORK/serve.log" >&2
-    rm -rf "$WORK"
-    exit "$rc"
-}
+cleanup() { bench_finish startup $? "$SERVE_PID"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -82,9 +71,8 @@ start_once() {
     [ "$code" = 200 ] || { echo "startup: not ready after 60 s" >&2; return 1; }
     t1=$(date +%s%N)
     local rss
-    rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$SERVE_PID/status")
-    kill -TERM "$SERVE_PID"
-    wait "$SERVE_PID" 2>/dev/null || true
+    rss=$(bench_rss_kb "$SERVE_PID")
+    bench_stop_pid startup "$SERVE_PID" 60
     SERVE_PID=
     awk -v a="$t0" -v b="$t1" -v r="$rss" 'BEGIN { printf "%.3f %d\n", (b - a) / 1e9, r }'
 }
@@ -111,8 +99,8 @@ FLOOR_S=$MEDIAN_S FLOOR_RSS=$MEDIAN_RSS
 # then the nodes, each pinned to version 1 of its group.
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" 1000 0 >"$WORK/snap0.json"
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" 1000 1 >"$WORK/snap1.json"
-"$SEXTANT_BIN" publish --group g-0 --author bench "$WORK/snap0.json" >/dev/null
-"$SEXTANT_BIN" publish --group g-0 --author bench "$WORK/snap1.json" >/dev/null
+bench_publish g-0 "$WORK/snap0.json" >/dev/null
+bench_publish g-0 "$WORK/snap1.json" >/dev/null
 t_fill=$(date +%s)
 "${PSQL[@]}" -v groups="$NGROUPS" -v nodes="$NODES" <<'SQL'
 BEGIN;

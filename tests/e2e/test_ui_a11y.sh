@@ -22,22 +22,7 @@ TOOL=${SEXTANT_TEST_TOOLS:?SEXTANT_TEST_TOOLS must name the test tools folder}/m
 e2e_init a11y
 e2e_services || exit 1
 SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
-ADMIN=$(e2e_token e2e-admin admin)
-GROUP=e2e-a11y
-CONFIG_ID=$(e2e_create_config "$ADMIN" web "$GROUP" "$(e2e_spec web.example 10080 8080)" "first version") || exit 1
-e2e_dataplane dp-a11y-1 "$GROUP"
-e2e_dataplane dp-a11y-2 "$GROUP"
-check "dp-a11y-1 acked v1" e2e_wait_acked "$ADMIN" dp-a11y-1 1
-check "dp-a11y-2 acked v1" e2e_wait_acked "$ADMIN" dp-a11y-2 1
-# A draft, so that the deployment is what brings version 2 to the proxies: its wave's
-# timeline shows their ACKs.
-st=$(e2e_rest "$ADMIN" PUT "/api/v1/configs/$CONFIG_ID" "{\"spec\":$(e2e_spec web.example 10080 8081),\"message\":\"second version\",\"draft\":true}")
-check "version 2 is a draft (got $st)" test "$st" = 200
-st=$(e2e_rest "$ADMIN" POST "/api/v1/configs/$CONFIG_ID/apply" '{"version":2,"strategy":{"type":"all_at_once"},"reason":"e2e"}')
-check "a deployment of version 2 starts (got $st)" test "${st:0:2}" = 20
-DEPLOYMENT_ID=$(jv .id)
-check "dp-a11y-1 acked v2" e2e_wait_acked "$ADMIN" dp-a11y-1 2 30
-check "dp-a11y-2 acked v2" e2e_wait_acked "$ADMIN" dp-a11y-2 2 30
+e2e_rolled_fleet e2e-a11y dp-a11y-1 dp-a11y-2 || exit 1
 
 printf '%s' "$(e2e_spec gw.example 10090 8080)" >"$WORK/k8s_spec.json"
 k8s_put() { "${SX_ENV[@]}" "$TOOL" put default gw e2e-a11y-k8s "Gateway default/gw" "$WORK/k8s_spec.json" >"$WORK/put.json"; }

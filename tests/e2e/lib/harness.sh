@@ -196,6 +196,25 @@ e2e_web_fleet() {
     export ADMIN CONFIG_ID GROUP NODES
 }
 
+# e2e_rolled_fleet GROUP NODE...: e2e_web_fleet, then version 2 saved as a draft and
+# rolled out by a deployment (all at once) that every node ACKs; the deployment is what
+# brings version 2 to the proxies, so its wave's timeline shows their ACKs. Sets and
+# exports DEPLOYMENT_ID besides e2e_web_fleet's variables.
+e2e_rolled_fleet() {
+    local st n
+    e2e_web_fleet "$@" || return 1
+    shift
+    st=$(e2e_rest "$ADMIN" PUT "/api/v1/configs/$CONFIG_ID" "{\"spec\":$(e2e_spec web.example 10080 8081),\"message\":\"second version\",\"draft\":true}")
+    check "version 2 is a draft (got $st)" test "$st" = 200
+    st=$(e2e_rest "$ADMIN" POST "/api/v1/configs/$CONFIG_ID/apply" '{"version":2,"strategy":{"type":"all_at_once"},"reason":"e2e"}')
+    check "a deployment of version 2 starts (got $st)" test "${st:0:2}" = 20
+    DEPLOYMENT_ID=$(jv .id)
+    for n in "$@"; do
+        check "$n acked v2" e2e_wait_acked "$ADMIN" "$n" 2 30
+    done
+    export DEPLOYMENT_ID
+}
+
 # e2e_put_config TOKEN ID SPEC MESSAGE: a new version (fails the test when refused).
 e2e_put_config() {
     local st
