@@ -6,6 +6,10 @@
  * change of leadership (told on the leader's thread, which only raises a flag here) or
  * the stop. Each heartbeat is one statement on a pooled connection taken for it.
  *
+ * Each heartbeat also carries the replica's pushes per minute over the last hour (a
+ * ring sampled from sextant_xds_pushes_total at each beat), which the metrics view sums
+ * over the replicas (storage/repo_fleet.h).
+ *
  * The same thread keeps the audit log writable: at the first heartbeat that reaches
  * the database and then hourly, it has the monthly partitions of this month and the
  * next two created (the owner's function; idempotent, so every replica may), and once
@@ -16,10 +20,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/minute_ring.h"
 #include "server/leader.h"
 #include "server/server.h"
 #include "storage/audit_chain.h"
@@ -42,6 +49,7 @@ struct replicas_beat {
     sx_wake wake;          /* woken on a change of leadership, stopping at stop */
     int64_t audit_next_ms; /* monotonic time of the next audit upkeep; 0: at once */
     bool audit_checked;    /* the owner check has run */
+    sx_minute_ring pushes; /* sextant_xds_pushes_total per minute, sampled at each beat */
 };
 
 static void on_lead(void *ctx, bool leading, uint64_t term)
@@ -94,6 +102,12 @@ static void beat(replicas_beat *r, bool leading, bool stopping)
     struct sx_server *srv = r->srv;
     const sextant_config *cfg = srv->config;
     uint64_t term = leading ? leader_term(srv->leader) : 0;
+    int64_t now_s = (int64_t)time(NULL);
+    sx_minute_ring_sample(&r->pushes, sx_metrics_total(srv->metrics, "sextant_xds_pushes_total"),
+                          now_s);
+    json_t *pushes = sx_minute_ring_json(&r->pushes, now_s);
+    char *pushes_text = json_dumps(pushes, JSON_COMPACT);
+    json_decref(pushes);
     replica_beat b = {.replica_id = cfg->replica.id,
                       .version = SEXTANT_VERSION,
                       .http_address = cfg->http.listen.text,
@@ -101,7 +115,8 @@ static void beat(replicas_beat *r, bool leading, bool stopping)
                       .started_at = srv->start_time,
                       .leader = leading && term > 0,
                       .term = (long long)term,
-                      .stopping = stopping};
+                      .stopping = stopping,
+                      .pushes = pushes_text};
     sx_err err;
     sx_err_clear(&err);
     pg_conn *c = NULL;
@@ -118,6 +133,7 @@ static void beat(replicas_beat *r, bool leading, bool stopping)
             audit_upkeep(r, c);
         pg_release(srv->db, c);
     }
+    free(pushes_text);
     if (rc != 0 && !r->failing)
         sx_log_err(SX_LOG_WARN, COMPONENT, &err);
     r->failing = rc != 0;

@@ -229,12 +229,16 @@ int fleet_repo_health(pg_conn *c, int minutes, const char *group, const node_thr
     "   round((percentile_cont(0.5) WITHIN GROUP (ORDER BY x.lat))::numeric, 1) AS p50,"  \
     "   round((percentile_cont(0.95) WITHIN GROUP (ORDER BY x.lat))::numeric, 1) AS p95," \
     "   round(max(x.lat)::numeric, 1) AS mx"                                              \
-    "   FROM b LEFT JOIN x ON x.at >= b.t0 AND x.at < b.t1 GROUP BY b.i)"                 \
+    "   FROM b LEFT JOIN x ON x.at >= b.t0 AND x.at < b.t1 GROUP BY b.i),"                \
+    " pu AS (SELECT to_timestamp(j.k::bigint) AS t, j.v::bigint AS n"                     \
+    "   FROM replicas r, jsonb_each_text(r.pushes_per_minute) AS j(k, v)),"               \
+    " pm AS (SELECT b.i, coalesce(sum(pu.n), 0) AS pushes"                                \
+    "   FROM b LEFT JOIN pu ON pu.t >= b.t0 AND pu.t < b.t1 GROUP BY b.i)"                \
     " SELECT jsonb_build_object("                                                         \
     "   'start', (SELECT " REPO_TS("start") " FROM w), 'minutes', $1::int,"               \
     "   'series', (SELECT jsonb_agg(jsonb_build_object('acks', acks, 'nacks', nacks,"     \
-    "     'latency_p50_ms', p50, 'latency_p95_ms', p95, 'latency_max_ms', mx)"            \
-    "     ORDER BY i) FROM m))"
+    "     'pushes', pushes, 'latency_p50_ms', p50, 'latency_p95_ms', p95,"                \
+    "     'latency_max_ms', mx) ORDER BY i) FROM m JOIN pm USING (i)))"
 // clang-format on
 
 int fleet_repo_metrics(pg_conn *c, int minutes, sx_arena *a, json_t **out, sx_err *err)

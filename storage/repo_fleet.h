@@ -58,11 +58,13 @@ int fleet_repo_health(pg_conn *c, int minutes, const char *group, const node_thr
                       sx_arena *a, json_t **out, sx_err *err) SX_MUSTCHECK;
 
 /*
- * ACK and NACK figures per minute over the last minutes minutes: {"start", "minutes",
- * "series": [{"acks", "nacks", "latency_p50_ms", "latency_p95_ms", "latency_max_ms"}]},
- * latency being from a snapshot's creation to a proxy's ACK of it (null in a minute
- * without one), leaving out the ACKs of proxies that connected after the snapshot was
- * made (they never waited for it). *out is owned by a.
+ * ACK, NACK and push figures per minute over the last minutes minutes: {"start",
+ * "minutes", "series": [{"acks", "nacks", "pushes", "latency_p50_ms", "latency_p95_ms",
+ * "latency_max_ms"}]}, pushes being the responses every replica in the replicas table
+ * sent in that minute (each heartbeat's pushes_per_minute, server/replicas.h), latency
+ * being from a snapshot's creation to a proxy's ACK of it (null in a minute without
+ * one), leaving out the ACKs of proxies that connected after the snapshot was made
+ * (they never waited for it). *out is owned by a.
  */
 int fleet_repo_metrics(pg_conn *c, int minutes, sx_arena *a, json_t **out,
                        sx_err *err) SX_MUSTCHECK;

@@ -45,18 +45,20 @@ int replica_repo_beat(pg_conn *c, const replica_beat *b, sx_err *err)
                        started,
                        b->leader ? "true" : "false",
                        term,
-                       b->stopping ? "true" : "false"};
+                       b->stopping ? "true" : "false",
+                       b->pushes ? b->pushes : "{}"};
     return repo_exec_count(
         c,
         "INSERT INTO replicas AS r (replica_id, version, http_address, grpc_address, started_at,"
-        "   last_seen, leader, term, stopped_at)"
+        "   last_seen, leader, term, stopped_at, pushes_per_minute)"
         " VALUES ($1, $2, $3, $4, to_timestamp($5::double precision), now(), $6::boolean,"
-        "   $7::bigint, CASE WHEN $8::boolean THEN now() END)"
+        "   $7::bigint, CASE WHEN $8::boolean THEN now() END, $9::jsonb)"
         " ON CONFLICT (replica_id) DO UPDATE SET version = EXCLUDED.version,"
         "   http_address = EXCLUDED.http_address, grpc_address = EXCLUDED.grpc_address,"
         "   started_at = EXCLUDED.started_at, last_seen = now(), leader = EXCLUDED.leader,"
-        "   term = EXCLUDED.term, stopped_at = EXCLUDED.stopped_at",
-        8, p, NULL, err);
+        "   term = EXCLUDED.term, stopped_at = EXCLUDED.stopped_at,"
+        "   pushes_per_minute = EXCLUDED.pushes_per_minute",
+        9, p, NULL, err);
 }
 
 int replica_repo_forget(pg_conn *c, long long older_than_ms, int *deleted, sx_err *err)

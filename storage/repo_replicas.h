@@ -32,6 +32,7 @@ typedef struct replica_beat {
     bool leader;              /* it holds the leader lock now */
     long long term;           /* its term while leading, else 0 */
     bool stopping;            /* its last heartbeat, as it stops cleanly (stopped_at) */
+    const char *pushes;       /* JSON {"<minute, epoch s>": pushes} of the last hour; NULL = {} */
 } replica_beat;
 
 typedef struct replica_record {

@@ -219,6 +219,18 @@ double sx_metric_value(sx_metric *m, const char *const *label_values)
     return v;
 }
 
+double sx_metrics_total(sx_metrics *r, const char *name)
+{
+    double v = 0;
+    pthread_mutex_lock(&r->mu);
+    for (sx_metric *m = r->head; m; m = m->next)
+        if (strcmp(m->name, name) == 0 && m->kind != KIND_HISTOGRAM)
+            for (series *s = m->series; s; s = s->next)
+                v += s->value;
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}
+
 static void put_escaped(sx_buf *out, const char *s)
 {
     for (; *s; s++) {

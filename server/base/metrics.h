@@ -43,6 +43,9 @@ void sx_metric_set_all(sx_metric *m, size_t n, const char *const *const *label_v
                        const double *values);
 /* Current value of a counter or gauge series (0 if absent); for tests and health. */
 double sx_metric_value(sx_metric *m, const char *const *label_values);
+/* Sum of every series of the counter or gauge family name (0 if no such family): e.g.
+ * all pushes whatever their type. */
+double sx_metrics_total(sx_metrics *r, const char *name);
 
 /* Appends the whole registry in Prometheus text format 0.0.4 to out. */
 void sx_metrics_render(sx_metrics *r, sx_buf *out);

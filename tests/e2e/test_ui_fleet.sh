@@ -11,7 +11,7 @@
 # counts), and the deployment page, open in another tab, shows each wave's ACK arriving
 # on its timeline and its propagation curve. A change to e2e-edge that one proxy NACKs
 # shows its error grouped by message on its deployment page; the metrics page draws
-# its four charts. Screenshots of each view go to the test output folder;
+# its four charts, and its pushes are the ones the replica counted on /metrics. Screenshots of each view go to the test output folder;
 # fleet-readme.png is the one docs/ui-fleet.png (the README's) is taken from.
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/e2e/lib/harness.sh"
 
@@ -47,4 +47,14 @@ check "the edge draft is version 2" [ "$(jv .version)" = 2 ]
 
 export ADMIN CONFIG_ID EDGE_ID GROUP EDGE NODES
 e2e_browser "$E2E/scenarios/fleet.mjs"
+
+# The metrics' pushes are the replica's own: once its heartbeat has reported, the hour's
+# pushes from GET /api/v1/fleet/metrics equal its sextant_xds_pushes_total on /metrics.
+pushes_reported() {
+    local scraped
+    scraped=$(curl -s --max-time 10 "$SEXTANT_URL/metrics" | awk '/^sextant_xds_pushes_total\{/ {n += $2} END {print n + 0}')
+    [ "$scraped" -gt 0 ] && [ "$(e2e_rest "$ADMIN" GET /api/v1/fleet/metrics)" = 200 ] &&
+        jtrue "j.series.reduce((n, s) => n + s.pushes, 0) === $scraped"
+}
+check "the metrics count every push the replica made" wait_for 30 pushes_reported
 finish

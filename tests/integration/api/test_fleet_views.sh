@@ -3,7 +3,8 @@
 # proxies and live events written with psql at known ages show in
 # GET /api/v1/fleet/topology (states, current / behind, versions per group, replicas),
 # /fleet/health (per-minute cells rebuilt from the events and node status),
-# /fleet/metrics (ACKs, NACKs, publish → ACK latency, streams per replica) and
+# /fleet/metrics (ACKs, NACKs, pushes summed over the replicas' heartbeats, publish →
+# ACK latency, streams per replica) and
 # /deployments/{id}/timeline (each wave's first ACK per proxy, NACKs grouped by
 # message); bad windows are 400, unknown groups and deployments 404; a role scoped to
 # some groups sees only their rows.
@@ -128,6 +129,21 @@ check "metrics: the present ACK has a publish → ACK latency, earlier ones (bef
     jtrue 'const l = j.series.filter(s => s.latency_p50_ms !== null); l.length === 1 && l[0].latency_p50_ms >= 0 && l[0].latency_max_ms >= l[0].latency_p50_ms'
 check "metrics: streams per replica (the sweep that found n-stale silent holds no stream)" jtrue 'j.replicas.map(r => r.replica_id).join(",") === "r-a,r-b,r-c"'
 call_error "GET /fleet/metrics?window=2000" 400 invalid_argument api_call "$VIEW" GET "/api/v1/fleet/metrics?window=2000"
+
+# Pushes per minute: each replica's heartbeat carries its last hour (replicas.
+# pushes_per_minute); the metrics sum them per minute over every replica. r-x and r-y
+# pushed 7 and 5 ten minutes ago, r-y 2 in this minute and 9 two hours ago (outside).
+M0=$(sql "SELECT extract(epoch FROM date_trunc('minute', now()))::bigint")
+sql "INSERT INTO replicas (replica_id, version, http_address, grpc_address, started_at, pushes_per_minute)
+     VALUES ('r-x', 'test', 'x:1', 'x:2', now(), jsonb_build_object(($M0 - 600)::text, 7)),
+            ('r-y', 'test', 'y:1', 'y:2', now(), jsonb_build_object(($M0 - 600)::text, 5,
+                                                                   $M0::text, 2, ($M0 - 7200)::text, 9))"
+call_status "GET /fleet/metrics (pushes)" 200 api_call "$VIEW" GET /api/v1/fleet/metrics
+check "metrics: 12 pushes ten minutes ago (two replicas), 2 in this minute, none older than the window" \
+    jtrue "const at = (t) => j.series[(t - Date.parse(j.start) / 1000) / 60].pushes;
+           at($M0 - 600) === 12 && at($M0) === 2 && j.series.reduce((n, s) => n + s.pushes, 0) === 14"
+check "a replica's own heartbeat writes its pushes (none here: no proxy connected)" \
+    [ "$(sql "SELECT pushes_per_minute FROM replicas WHERE replica_id NOT IN ('r-x', 'r-y')")" = "{}" ]
 
 # ---- deployment timeline
 call_status "GET /deployments/$DEP/timeline" 200 api_call "$VIEW" GET "/api/v1/deployments/$DEP/timeline"

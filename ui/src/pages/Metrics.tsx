@@ -1,7 +1,8 @@
 // Metrics.tsx — how the control plane has been doing over the last hour, per minute:
-// publish → ACK latency, config answers per second, the NACK rate and the open xDS
+// publish → ACK latency, pushes and answers per second, the NACK rate and the open xDS
 // streams of each replica. Sextant computes them from what it already keeps (the live
-// events and node status, GET /api/v1/fleet/metrics): no Prometheus needed to look.
+// events, node status and each replica's pushes per minute reported with its heartbeat,
+// GET /api/v1/fleet/metrics): no Prometheus needed to look.
 // Its address is /stats: /metrics is the server's Prometheus endpoint, never the app.
 import {useApi, useLive, useTitle} from '../lib/hooks';
 import {LineChart, type Series} from '../components/charts';
@@ -22,7 +23,8 @@ export function MetricsPage() {
     {key: 'p95', label: '95th percentile', color: PALETTE[2], dash: '6 3', values: s.map((p) => p.latency_p95_ms ?? null)},
   ];
   const rate: Series[] = [
-    {key: 'acks', label: 'ACKs', color: PALETTE[1], values: s.map((p) => p.acks / 60)},
+    {key: 'pushes', label: 'pushes', color: PALETTE[0], values: s.map((p) => p.pushes / 60)},
+    {key: 'acks', label: 'ACKs', color: PALETTE[1], dash: '6 3', values: s.map((p) => p.acks / 60)},
     {key: 'nacks', label: 'NACKs', color: PALETTE[4], dash: '2 3', values: s.map((p) => p.nacks / 60)},
   ];
   const nackRate: Series[] = [
@@ -38,7 +40,7 @@ export function MetricsPage() {
   const ms = (v: number) => (v >= 10000 ? `${Math.round(v / 1000)} s` : v >= 1000 ? `${Math.round(v / 100) / 10} s` : `${Math.round(v)} ms`);
   return (
     <>
-      <PageHead title="Metrics" sub="The last hour, per minute, from the live events and the proxies' status" />
+      <PageHead title="Metrics" sub="The last hour, per minute, from the live events, the proxies' status and the replicas' heartbeats" />
       {!x && <p class="muted">Loading…</p>}
       {x && (
         <div class="grid-2 metrics-grid">
@@ -46,9 +48,11 @@ export function MetricsPage() {
             <LineChart series={latency} label="Publish to ACK latency per minute" unit="" format={ms} testid="chart-latency" />
             <p class="muted small">From a snapshot's creation to each proxy's ACK of it; a rollout's later waves include their wait.</p>
           </Section>
-          <Section title="Config answers per second" id="h-pushes">
-            <LineChart series={rate} label="ACKs and NACKs per second" unit="/s" format={(v) => `${Math.round(v * 100) / 100}`} testid="chart-pushes" />
-            <p class="muted small">Each push of a new version is answered by one ACK or NACK.</p>
+          <Section title="Pushes and answers per second" id="h-pushes">
+            <LineChart series={rate} label="Pushes, ACKs and NACKs per second" unit="/s" format={(v) => `${Math.round(v * 100) / 100}`} testid="chart-pushes" />
+            <p class="muted small">
+              Pushes: responses every replica sent (one per resource type on xDS); a proxy answers the push of a new version with one ACK or NACK.
+            </p>
           </Section>
           <Section title="NACK rate" id="h-nack-rate">
             <LineChart series={nackRate} label="Share of answers that were NACKs" unit="%" format={(v) => `${Math.round(v)}`} testid="chart-nack-rate" />
