@@ -121,15 +121,18 @@ spec:
 EOF2
 check "the control.v1 client receives the backend with the policy's load_balancing" \
     wait_for 20 backend_lb '.algorithm == "LOAD_BALANCING_ALGORITHM_RING_HASH" and .hash_on == "Header" and .hash_key == "x-user" and .minimum_ring_size == "1024"'
-ancestor() { # ancestor NAME KIND ANCESTOR-NAME STATUS REASON
-    kc get backendlbpolicy -n shop "$1" -o json >"$WORK/pol.json" 2>/dev/null &&
-        jq -e --arg k "$2" --arg n "$3" --arg s "$4" --arg r "$5" \
+# ancestor RESOURCE NAME KIND ANCESTOR-NAME STATUS REASON: the policy RESOURCE shop/NAME has
+# our entry in status.ancestors for KIND shop/ANCESTOR-NAME, Accepted=STATUS with REASON;
+# the policy is left in $WORK/pol.json
+ancestor() {
+    kc get "$1" -n shop "$2" -o json >"$WORK/pol.json" 2>/dev/null &&
+        jq -e --arg k "$3" --arg n "$4" --arg s "$5" --arg r "$6" \
             '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
              .ancestorRef.kind == $k and .ancestorRef.name == $n and .ancestorRef.namespace == "shop") |
              .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
 }
 check "its status.ancestors names the Gateway shop/web, Accepted=True" \
-    wait_for 20 ancestor sticky Gateway web True Accepted
+    wait_for 20 ancestor backendlbpolicy sticky Gateway web True Accepted
 check "... with observedGeneration" \
     jq -e '.status.ancestors[0].conditions[0].observedGeneration == .metadata.generation' "$WORK/pol.json"
 
@@ -143,7 +146,7 @@ spec:
   algorithm: Maglev
 EOF2
 check "a policy targeting a missing Service: Accepted=False TargetNotFound on that target" \
-    wait_for 20 ancestor lost Service ghost False TargetNotFound
+    wait_for 20 ancestor backendlbpolicy lost Service ghost False TargetNotFound
 check "... its message names the Service" \
     jq -e '.status.ancestors[0].conditions[0].message | test("Service shop/ghost does not exist")' "$WORK/pol.json"
 check "... and what is served did not change" \
@@ -155,17 +158,9 @@ check "the policy deleted: the backend is served without load_balancing again" \
     wait_for 20 backend_lb '. == null'
 
 # ---------------------------------------------------------------- 5. data planes
-# pol_ancestor RESOURCE NAME STATUS REASON: our entry for the Gateway shop/web
-pol_ancestor() {
-    kc get "$1" -n shop "$2" -o json >"$WORK/pol.json" 2>/dev/null &&
-        jq -e --arg s "$3" --arg r "$4" \
-            '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
-             .ancestorRef.kind == "Gateway" and .ancestorRef.name == "web") |
-             .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
-}
 for p in aiservice/llm tokenpolicy/budget wasmplugin/redact; do
     check "$p, in a group that serves Envoy: Accepted=False (Invalid) for Gateway shop/web" \
-        wait_for 20 pol_ancestor "${p%/*}" "${p#*/}" False Invalid
+        wait_for 20 ancestor "${p%/*}" "${p#*/}" Gateway web False Invalid
     check "... naming the group's data planes" \
         jq -e '[.status.ancestors[].conditions[].message] | any(test("group shop/web serves envoy, grpc, control, and only control data planes take"))' "$WORK/pol.json"
 done
@@ -193,7 +188,7 @@ check "... the Wasm plugin with its module, checksum, configuration and sandbox"
         .wasm_plugin.hooks == ["request_headers"] and .wasm_plugin.config_json == "{\"mask\":\"*\"}" and
         .wasm_plugin.sandbox.max_memory_bytes == "16777216" and .wasm_plugin.sandbox.max_execution_time_ms == "50"'
 for p in aiservice/llm tokenpolicy/budget wasmplugin/redact; do
-    check "$p: Accepted=True for Gateway shop/web" wait_for 20 pol_ancestor "${p%/*}" "${p#*/}" True Accepted
+    check "$p: Accepted=True for Gateway shop/web" wait_for 20 ancestor "${p%/*}" "${p#*/}" Gateway web True Accepted
 done
 
 # ---------------------------------------------------------------- 6. finalizer
@@ -239,28 +234,24 @@ check "... and the plugin is no longer served" wait_for 20 backend '.wasm_plugin
 kc delete tokenpolicy -n shop budget --wait=false >/dev/null || exit 1 # its Service target would win
 check "the TokenPolicy on the Service is gone from what is served" \
     wait_for 20 backend '.token_policy == null'
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: gateway-rate, namespace: shop}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: web}]
-  requestsPerMinute: 100
+# token_policy NAME KIND TARGET RPM: a TokenPolicy shop/NAME of RPM requests a minute on the
+# Gateway API object KIND shop/TARGET, as a YAML document
+token_policy() {
+    cat <<EOF2
 ---
 apiVersion: sextant.dev/v1alpha1
 kind: TokenPolicy
-metadata: {name: route-rate, namespace: shop}
+metadata: {name: $1, namespace: shop}
 spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}]
-  requestsPerMinute: 20
----
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: no-route, namespace: shop}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: ghost}]
-  requestsPerMinute: 1
+  targetRefs: [{group: gateway.networking.k8s.io, kind: $2, name: $3}]
+  requestsPerMinute: $4
 EOF2
+}
+{
+    token_policy gateway-rate Gateway web 100
+    token_policy route-rate HTTPRoute shop 20
+    token_policy no-route HTTPRoute ghost 1
+} | k8s_apply - || exit 1
 # rpm_of ROUTE: the requests_per_minute of the backend the first rule of HTTP route ROUTE
 # sends to, as served
 rpm_of() {
@@ -276,19 +267,12 @@ check "... HTTPRoute filtered keeps the backend shop-api:8080, HTTPRoute shop se
     jq -e '([.http_routes[] | select(.name == "filtered") | .rules[0].backend_refs[0].name] == ["shop-api:8080"]) and
         ([.http_routes[] | select(.name == "shop") | .rules[0].backend_refs[0].name | test("^shop-api:8080~[0-9a-f]{8}$")] == [true]) and
         ([.backends[] | select(.name | startswith("shop-api:8080")) | .endpoints] | unique | length == 1)' "$WORK/snap.json"
-tp_ancestor() { # tp_ancestor NAME KIND ANCESTOR-NAME STATUS REASON
-    kc get tokenpolicy -n shop "$1" -o json >"$WORK/pol.json" 2>/dev/null &&
-        jq -e --arg k "$2" --arg n "$3" --arg s "$4" --arg r "$5" \
-            '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
-             .ancestorRef.kind == $k and .ancestorRef.name == $n and .ancestorRef.namespace == "shop") |
-             .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
-}
 check "the Gateway's TokenPolicy: status.ancestors names the Gateway shop/web, Accepted=True" \
-    wait_for 20 tp_ancestor gateway-rate Gateway web True Accepted
+    wait_for 20 ancestor tokenpolicy gateway-rate Gateway web True Accepted
 check "the route's TokenPolicy: status.ancestors names the route's parent Gateway shop/web, Accepted=True" \
-    wait_for 20 tp_ancestor route-rate Gateway web True Accepted
+    wait_for 20 ancestor tokenpolicy route-rate Gateway web True Accepted
 check "a TokenPolicy targeting a missing HTTPRoute: Accepted=False TargetNotFound on it" \
-    wait_for 20 tp_ancestor no-route HTTPRoute ghost False TargetNotFound
+    wait_for 20 ancestor tokenpolicy no-route HTTPRoute ghost False TargetNotFound
 kc delete tokenpolicy -n shop route-rate --wait=false >/dev/null || exit 1
 joined() { served && [ "$(rpm_of shop)" = 100 ] && [ "$(rpm_of filtered)" = 100 ]; }
 check "the route's policy deleted: both routes send to shop-api:8080 with the Gateway's policy" \
