@@ -90,6 +90,12 @@ api_call() {
         "${auth[@]}" "$@" "http://127.0.0.1:$HTTP_PORT$path"
 }
 
+# api_next_page TOKEN PATH: api_call GET of PATH (which has a query) at the cursor of the
+# last answer (the next_cursor of $WORK/body).
+api_next_page() {
+    api_call "$1" GET "$2&cursor=$(jv .next_cursor)"
+}
+
 # api_json TOKEN METHOD PATH JSON [curl args...]: api_call with a JSON body.
 api_json() {
     local tok=$1 method=$2 path=$3 body=$4
