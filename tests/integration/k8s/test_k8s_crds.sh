@@ -33,6 +33,16 @@ conf_init k8s-crds
 conf_services || exit 1
 k8s_source_init || exit 1
 kc() { k8s_kubectl "$K8S_DIR" "$@"; }
+# policy KIND NAME TARGET-KIND TARGET-NAME: the YAML document of the sextant.dev policy
+# KIND shop/NAME targeting TARGET-KIND shop/TARGET-NAME (a Service or a Gateway API
+# object), the rest of its spec read from stdin
+policy() {
+    local group=gateway.networking.k8s.io
+    [ "$3" != Service ] || group='""'
+    printf 'apiVersion: sextant.dev/v1alpha1\nkind: %s\nmetadata: {name: %s, namespace: shop}\nspec:\n' "$1" "$2"
+    printf '  targetRefs: [{group: %s, kind: %s, name: %s}]\n' "$group" "$3" "$4"
+    cat
+}
 
 # ---------------------------------------------------------------- 1. the CRDs
 for r in aiservices tokenpolicies wasmplugins backendlbpolicies; do
@@ -40,51 +50,37 @@ for r in aiservices tokenpolicies wasmplugins backendlbpolicies; do
         kc get "$r.sextant.dev" -A
 done
 k8s_apply_examples 00-namespace 10-gatewayclass 20-gateway 30-service 31-endpointslice 40-httproute || exit 1
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: AIService
-metadata: {name: llm, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+{
+    policy AIService llm Service shop-api <<'EOF2'
   provider: openai
   model: gpt-4o
   timeout: 30s
   auth: {type: Bearer, headerName: Authorization, secretRef: {name: openai-key, key: token}}
----
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: budget, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+EOF2
+    echo ---
+    policy TokenPolicy budget Service shop-api <<'EOF2'
   tokensPerMinute: 60000
   requestsPerMinute: 600
   burst: 1.5
   scope: proxy
   onLimit: reject
----
-apiVersion: sextant.dev/v1alpha1
-kind: WasmPlugin
-metadata: {name: redact, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+EOF2
+    echo ---
+    policy WasmPlugin redact Service shop-api <<'EOF2'
   module: AGFzbQEAAAA=
   sha256: 93a44bbb96c751218e4c00d479e4c14358122a389acca16205b1e4d0dc5f9476
   hooks: [request_headers]
   config: {mask: "*"}
   sandbox: {maxMemoryBytes: 16777216, maxExecutionTimeMs: 50}
 EOF2
+} | k8s_apply - || exit 1
 check "an AIService is stored as applied" \
     [ "$(kc get aiservice -n shop llm -o jsonpath='{.spec.provider}/{.spec.model}/{.spec.auth.secretRef.name}')" = openai/gpt-4o/openai-key ]
 check "a TokenPolicy is stored as applied" \
     [ "$(kc get tokenpolicy -n shop budget -o jsonpath='{.spec.tokensPerMinute}/{.spec.requestsPerMinute}/{.spec.burst}')" = 60000/600/1.5 ]
 check "a WasmPlugin is stored as applied, its sandbox defaults filled in" \
     [ "$(kc get wasmplugin -n shop redact -o jsonpath='{.spec.config.mask}/{.spec.sandbox.maxMemoryBytes}/{.spec.sandbox.allowNetwork}')" = '*/16777216/false' ]
-bad=$(kc apply -f - 2>&1 <<'EOF2'
-apiVersion: sextant.dev/v1alpha1
-kind: BackendLBPolicy
-metadata: {name: bad, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+bad=$(policy BackendLBPolicy bad Service shop-api <<'EOF2' | kc apply -f - 2>&1
   algorithm: Fastest
   minimumRingSize: 99999999
 EOF2
@@ -108,12 +104,7 @@ check "the control.v1 client of shop/web is served the backend shop-api:8080, wi
     wait_for 20 backend_lb '. == null'
 
 # ---------------------------------------------------------------- 2. a policy attached
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: BackendLBPolicy
-metadata: {name: sticky, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+policy BackendLBPolicy sticky Service shop-api <<'EOF2' | k8s_apply - || exit 1
   algorithm: RingHash
   hashOn: Header
   hashKey: x-user
@@ -137,14 +128,7 @@ check "... with observedGeneration" \
     jq -e '.status.ancestors[0].conditions[0].observedGeneration == .metadata.generation' "$WORK/pol.json"
 
 # ---------------------------------------------------------------- 3. a missing target
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: BackendLBPolicy
-metadata: {name: lost, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: ghost}]
-  algorithm: Maglev
-EOF2
+policy BackendLBPolicy lost Service ghost <<<'  algorithm: Maglev' | k8s_apply - || exit 1
 check "a policy targeting a missing Service: Accepted=False TargetNotFound on that target" \
     wait_for 20 ancestor backendlbpolicy lost Service ghost False TargetNotFound
 check "... its message names the Service" \
@@ -234,23 +218,12 @@ check "... and the plugin is no longer served" wait_for 20 backend '.wasm_plugin
 kc delete tokenpolicy -n shop budget --wait=false >/dev/null || exit 1 # its Service target would win
 check "the TokenPolicy on the Service is gone from what is served" \
     wait_for 20 backend '.token_policy == null'
-# token_policy NAME KIND TARGET RPM: a TokenPolicy shop/NAME of RPM requests a minute on the
-# Gateway API object KIND shop/TARGET, as a YAML document
-token_policy() {
-    cat <<EOF2
----
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: $1, namespace: shop}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: $2, name: $3}]
-  requestsPerMinute: $4
-EOF2
-}
 {
-    token_policy gateway-rate Gateway web 100
-    token_policy route-rate HTTPRoute shop 20
-    token_policy no-route HTTPRoute ghost 1
+    policy TokenPolicy gateway-rate Gateway web <<<'  requestsPerMinute: 100'
+    echo ---
+    policy TokenPolicy route-rate HTTPRoute shop <<<'  requestsPerMinute: 20'
+    echo ---
+    policy TokenPolicy no-route HTTPRoute ghost <<<'  requestsPerMinute: 1'
 } | k8s_apply - || exit 1
 # rpm_of ROUTE: the requests_per_minute of the backend the first rule of HTTP route ROUTE
 # sends to, as served
