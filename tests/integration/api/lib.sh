@@ -46,6 +46,13 @@ api_init() {
     test_db "api_$1" || exit 1
 }
 
+# api_policy PERMISSION...: the RBAC policy of rbac_policy (tests/lib/shtest.sh) in
+# $WORK/rbac.yaml, the policy file of the daemons started next.
+api_policy() {
+    rbac_policy "$WORK/rbac.yaml" "$@"
+    export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
+}
+
 # api_ready: the daemon's /readyz answers 200.
 api_ready() {
     ready "$HTTP_PORT"
