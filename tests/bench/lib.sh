@@ -110,6 +110,7 @@ bench_stream_traps() {
     for v in "${@:2}"; do
         printf -v "$v" '%s' ''
     done
+    # shellcheck disable=SC2064 # the names are fixed now, their values read on exit
     trap "bench_stream_exit $*" EXIT
     trap 'exit 130' INT TERM
     trap '' PIPE
