@@ -100,6 +100,39 @@ bench_stop_pid() {
     wait "$pid" 2>/dev/null || true
 }
 
+# bench_stream_traps NAME PIDVAR...: the traps of a driver whose client holds many ADS
+# streams, and the open-file limit they need (the server holds one file per stream). Sets
+# every PIDVAR empty; on exit the client's control pipe (fd 7) is closed and bench_finish
+# NAME stops the processes whose ids the PIDVARs then hold; INT and TERM exit 130; a write
+# to a dead client fails (and the driver stops) rather than kill the driver.
+bench_stream_traps() {
+    local v
+    for v in "${@:2}"; do
+        printf -v "$v" '%s' ''
+    done
+    # shellcheck disable=SC2064 # the names are fixed now, their values read on exit
+    trap "bench_stream_exit $*" EXIT
+    trap 'exit 130' INT TERM
+    trap '' PIPE
+    ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+}
+bench_stream_exit() {
+    local rc=$? name=$1 v pids=()
+    exec 7>&- 2>/dev/null || true
+    for v in "${@:2}"; do
+        pids+=("${!v}")
+    done
+    bench_finish "$name" "$rc" "${pids[@]}"
+}
+
+# bench_services [--pg-statements]: bench_database in WORK, with pg_stat_statements
+# (bench_pg_statements) when asked, migrated (its output in WORK/migrate.log).
+bench_services() {
+    bench_database "$WORK"
+    [ "${1:-}" != --pg-statements ] || bench_pg_statements
+    "$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
+}
+
 # bench_pg_statements: restarts the PostgreSQL of bench_database with pg_stat_statements
 # loaded and creates the extension, so a driver can count the statements of what it
 # measures (SELECT pg_stat_statements_reset() before, sum(calls) after).

@@ -65,23 +65,10 @@ bench_binaries reconnect_storm bench_xds_fanout
 rm -f "$JSON_OUT"
 
 WORK=$(bench_workdir storm)
-A_PID=
-B_PID=
-CLIENT_PID=
-cleanup() {
-    local rc=$?
-    exec 7>&- 2>/dev/null || true
-    bench_finish reconnect_storm "$rc" "$CLIENT_PID" "$A_PID" "$B_PID"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-trap '' PIPE
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_stream_traps reconnect_storm CLIENT_PID A_PID B_PID
 
 # ---------------------------------------------------------------- services
-bench_database "$WORK"
-bench_pg_statements
-"$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
+bench_services --pg-statements
 sql() { psql "$SEXTANT_DATABASE_URL" -qtAXc "$1"; }
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" 1000 0 >"$WORK/snap0.json"
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" 1000 1 >"$WORK/snap1.json"

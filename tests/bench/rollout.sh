@@ -54,24 +54,11 @@ bench_numbers rollout "$STREAMS" "$WAVES" "$TIMEOUT"
 bench_binaries rollout bench_xds_fanout
 
 WORK=$(bench_workdir rollout)
-SERVE_PID=
-CLIENT_PID=
-PERF_PID=
-cleanup() {
-    local rc=$?
-    exec 7>&- 2>/dev/null || true
-    bench_finish rollout "$rc" "$PERF_PID" "$CLIENT_PID" "$SERVE_PID"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-trap '' PIPE
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_stream_traps rollout PERF_PID CLIENT_PID SERVE_PID
 
 # ---------------------------------------------------------------- services
-bench_database "$WORK"
 # pg_stat_statements counts what the deployment costs PostgreSQL, statement by statement.
-bench_pg_statements
-"$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
+bench_services --pg-statements
 sql() { psql "$SEXTANT_DATABASE_URL" -qtAXc "$1"; }
 
 export SEXTANT_AUTH_ENABLED=true SEXTANT_AUTH_HS256_SECRET="bench-rollout-secret-0123456789abcdef"

@@ -92,24 +92,11 @@ rm -f "$JSON_OUT"
 
 # ---------------------------------------------------------------- cleanup
 WORK=$(bench_workdir fanout)
-SERVE_PID=
-CLIENT_PID=
-
-cleanup() {
-    local rc=$?
-    exec 7>&- 2>/dev/null || true
-    bench_finish xds_fanout "$rc" "$CLIENT_PID" "$SERVE_PID"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-trap '' PIPE # a dead client makes writes fail (and the script stop) rather than kill it
-
 # Each process may hold 20,000 files here: the server needs one per stream.
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+bench_stream_traps xds_fanout CLIENT_PID SERVE_PID
 
 # ---------------------------------------------------------------- services
-bench_database "$WORK"
-"$SEXTANT_BIN" migrate >"$WORK/migrate.log" 2>&1
+bench_services
 
 python3 "$ROOT/tests/bench/xds_fanout_snapshot.py" --eds-names >"$WORK/eds.txt"
 EDS_ARGS=()

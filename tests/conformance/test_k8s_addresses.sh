@@ -17,18 +17,9 @@ conf_init k8s-addresses
 conf_services || exit 1
 k8s_source_init || exit 1
 k8s_apply_examples 00-namespace 10-gatewayclass || exit 1
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: edge
-  namespace: shop
-spec:
-  gatewayClassName: sextant
-  listeners:
-    - name: http
-      port: 8080
-      protocol: HTTP
+{
+    k8s_gateway edge shop http 8080 HTTP
+    cat <<'EOF2'
 ---
 apiVersion: v1
 kind: Service
@@ -46,6 +37,7 @@ spec:
       port: 80
       targetPort: 8080
 EOF2
+} | k8s_apply - || exit 1
 
 unset SEXTANT_K8S_GATEWAY_ADDRESSES
 k8s_source_serve r1 || exit 1

@@ -59,7 +59,8 @@ EOF
     done
 }
 
-cat >"$WORK/objects.yaml" <<EOF
+{
+    cat <<EOF
 apiVersion: v1
 kind: Namespace
 metadata:
@@ -72,20 +73,9 @@ metadata:
 spec:
   controllerName: sextant.dev/gateway-controller
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: grpc-mesh
-  namespace: $NS
-spec:
-  gatewayClassName: sextant
-  listeners:
-    - name: xds
-      port: 443
-      protocol: sextant.dev/ProxylessGRPC
-      allowedRoutes:
-        namespaces:
-          from: Same
+EOF
+    k8s_gateway grpc-mesh "$NS" xds 443 sextant.dev/ProxylessGRPC 'allowedRoutes:' '  namespaces:' '    from: Same'
+    cat <<EOF
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
@@ -124,6 +114,7 @@ spec:
       appProtocol: kubernetes.io/h2c
 ---
 EOF
+} >"$WORK/objects.yaml"
 slice 127.0.0.1 >>"$WORK/objects.yaml"
 k8s_apply "$WORK/objects.yaml" || exit 1
 

@@ -28,18 +28,9 @@ conf_init k8s-watch
 conf_services || exit 1
 k8s_source_init || exit 1
 k8s_apply_examples 00-namespace 10-gatewayclass 30-service 31-endpointslice || exit 1
-k8s_apply - <<'EOF' || exit 1
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata:
-  name: mesh
-  namespace: shop
-spec:
-  gatewayClassName: sextant
-  listeners:
-    - name: xds
-      port: 443
-      protocol: sextant.dev/ProxylessGRPC
+{
+    k8s_gateway mesh shop xds 443 sextant.dev/ProxylessGRPC
+    cat <<'EOF'
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
@@ -60,6 +51,7 @@ spec:
         - name: shop-api
           port: 8080
 EOF
+} | k8s_apply - || exit 1
 
 k8s_source_serve r1 || exit 1
 HTTP_PORT=$R1_HTTP

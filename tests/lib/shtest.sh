@@ -180,20 +180,25 @@ secrets_keyring() {
 }
 
 # rbac_policy FILE PERMISSION...: writes an RBAC policy file (auth.policy_file); each
-# PERMISSION is "ROLE RESOURCE=ACTION[,ACTION...]", roles in the order first named:
-#   rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'viewer configs=read'
+# PERMISSION is "ROLE RESOURCE=ACTION[,ACTION...][@GROUP[,GROUP...]]" (with groups: only
+# on those groups), roles in the order first named:
+#   rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'viewer configs=read' 'edge proxies=read@edge-*'
 rbac_policy() {
     local file=$1
     shift
     printf '%s\n' "$@" | awk '
+        function quoted(list,    n, a, i, out) {
+            n = split(list, a, ",")
+            for (i = 1; i <= n; i++) out = out (i > 1 ? ", " : "") "\"" a[i] "\""
+            return out
+        }
         BEGIN { print "roles:" }
         {
-            split($2, p, "=")
-            n = split(p[2], a, ",")
-            acts = ""
-            for (i = 1; i <= n; i++) acts = acts (i > 1 ? ", " : "") "\"" a[i] "\""
+            split($2, g, "@")
+            split(g[1], p, "=")
             if (!($1 in seen)) { seen[$1] = ++nroles; order[nroles] = $1 }
-            perms[$1] = perms[$1] "      - resource: \"" p[1] "\"\n        actions: [" acts "]\n"
+            perms[$1] = perms[$1] "      - resource: \"" p[1] "\"\n        actions: [" quoted(p[2]) "]\n"
+            if (g[2] != "") perms[$1] = perms[$1] "        groups: [" quoted(g[2]) "]\n"
         }
         END {
             for (r = 1; r <= nroles; r++)

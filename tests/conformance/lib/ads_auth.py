@@ -20,11 +20,11 @@ by hand in protowire.py (field numbers from Envoy's and Sextant's protos), so no
 """
 import argparse
 import queue
-import signal
 import sys
 
 import grpc
-from protowire import drain, field, fields, now_ms, text
+from grpc_stream import end_line, log_to, run_stream
+from protowire import drain, field, fields, text
 
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 METHODS = {
@@ -78,10 +78,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="report: how many calls")
     a = ap.parse_args()
 
-    out = open(a.out, "a", buffering=1)
-
-    def log(line):
-        out.write("%d %s\n" % (now_ms(), line))
+    log = log_to(a.out)
 
     if a.ca:
         read = lambda p: open(p, "rb").read() if p else None
@@ -98,7 +95,7 @@ def main():
                 call(field(1, a.node) + field(2, "v1") + b"\x18\x01", metadata=metadata, timeout=10)
                 log("end OK")
             except grpc.RpcError as e:
-                log("end %s %s" % (e.code().name, e.details()))
+                log(end_line(e))
         return 0
 
     requests = queue.Queue()
@@ -106,20 +103,12 @@ def main():
 
     call = channel.stream_stream(METHODS[a.protocol])(drain(requests), metadata=metadata)
 
-    def stop(*_):
-        call.cancel()
+    def on_response(resp):
+        version, reply = ack(a.protocol, a.node, a.cluster, resp)
+        log("response %s" % version)
+        requests.put(reply)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    try:
-        for resp in call:
-            version, reply = ack(a.protocol, a.node, a.cluster, resp)
-            log("response %s" % version)
-            requests.put(reply)
-        log("end OK")
-    except grpc.RpcError as e:
-        log("end %s %s" % (e.code().name, e.details()))
-    requests.put(None)
+    run_stream(call, requests, log, on_response)
     return 0
 
 

@@ -21,11 +21,11 @@ envoy/service/discovery/v3/discovery.proto), so no protoc is needed.
 """
 import argparse
 import queue
-import signal
 import sys
 
 import grpc
-from protowire import drain, field, fields, now_ms, text
+from grpc_stream import log_to, run_stream
+from protowire import drain, field, fields, text
 
 TYPES = {
     "lds": "type.googleapis.com/envoy.config.listener.v3.Listener",
@@ -76,10 +76,7 @@ def main():
 
     eds = [l.strip() for l in open(a.eds_names)] if a.eds_names else []
     eds = [n for n in eds if n]
-    out = open(a.out, "a", buffering=1)
-
-    def log(line):
-        out.write("%d %s\n" % (now_ms(), line))
+    log = log_to(a.out)
 
     node = node_msg(a.node, a.cluster)
     requests = queue.Queue()
@@ -96,35 +93,30 @@ def main():
         first = False
 
     call = grpc.insecure_channel(a.server).stream_stream(METHODS[a.protocol])(drain(requests))
-    signal.signal(signal.SIGTERM, lambda *_: call.cancel())
-    signal.signal(signal.SIGINT, lambda *_: call.cancel())
-    try:
-        for resp in call:
-            fs = fields(resp)
-            url, nonce = text(fs, 4), text(fs, 5)
-            if a.protocol == "sotw":
-                # DiscoveryResponse: version_info 1, resources 2 (Any: value 2), type_url 4, nonce 5
-                version = text(fs, 1)
-                names = [any_name(r) for r in fs.get(2, [])]
-                removed = []
-                requests.put(sotw_request(url, eds if BY_URL.get(url) == "eds" else [], version, nonce))
-            else:
-                # DeltaDiscoveryResponse: system_version_info 1, resources 2 (Resource: name 3),
-                # type_url 4, nonce 5, removed_resources 6
-                version = text(fs, 1)
-                names = [text(fields(r), 3) for r in fs.get(2, [])]
-                removed = [bytes(r).decode() for r in fs.get(6, [])]
-                requests.put(delta_request(url, [], nonce))
-            line = "response %s %s %d %s" % (BY_URL.get(url, url), version or "-", len(names), ",".join(sorted(names)) or "-")
-            if removed:
-                line += " removed " + ",".join(sorted(removed))
-            log(line)
-        log("end OK")
-    except grpc.RpcError as e:
-        log("end %s %s" % (e.code().name, e.details()))
-    requests.put(None)
-    return 0
 
+    def on_response(resp):
+        fs = fields(resp)
+        url, nonce = text(fs, 4), text(fs, 5)
+        if a.protocol == "sotw":
+            # DiscoveryResponse: version_info 1, resources 2 (Any: value 2), type_url 4, nonce 5
+            version = text(fs, 1)
+            names = [any_name(r) for r in fs.get(2, [])]
+            removed = []
+            requests.put(sotw_request(url, eds if BY_URL.get(url) == "eds" else [], version, nonce))
+        else:
+            # DeltaDiscoveryResponse: system_version_info 1, resources 2 (Resource: name 3),
+            # type_url 4, nonce 5, removed_resources 6
+            version = text(fs, 1)
+            names = [text(fields(r), 3) for r in fs.get(2, [])]
+            removed = [bytes(r).decode() for r in fs.get(6, [])]
+            requests.put(delta_request(url, [], nonce))
+        line = "response %s %s %d %s" % (BY_URL.get(url, url), version or "-", len(names), ",".join(sorted(names)) or "-")
+        if removed:
+            line += " removed " + ",".join(sorted(removed))
+        log(line)
+
+    run_stream(call, requests, log, on_response)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

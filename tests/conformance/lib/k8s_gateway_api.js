@@ -117,6 +117,11 @@ function route(objs, kind, ns, name, parent, want = {}) {
   ];
 }
 
+// The Gateway "same-namespace" of many fixtures, in the scenario's infra namespace: as a
+// route's parent, and its status with `attached` routes on its listener http.
+const SAME_NS = (p) => ({ns: infra(p), name: 'same-namespace'});
+const sameNamespace = (objs, p, attached = 1) => gateway(objs, infra(p), 'same-namespace', {listeners: {http: {attached}}});
+
 // ------------------------------------------------------------------ xDS checks
 
 // The cluster name of a Service port in the IR (server/k8s/gw.h): <ns>/<service>:<port>,
@@ -188,8 +193,8 @@ const SCENARIOS = [
     prefix: 'simple',
     files: ['httproute-simple-same-namespace.yaml'],
     status: (o, p) => [
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 1}}}),
-      ...route(o, 'HTTPRoute', infra(p), `${p}-infra-test`, {ns: infra(p), name: 'same-namespace'}),
+      ...sameNamespace(o, p),
+      ...route(o, 'HTTPRoute', infra(p), `${p}-infra-test`, SAME_NS(p)),
     ],
     xds: {
       'infra/same-namespace': (v, p, g) => [
@@ -206,15 +211,8 @@ const SCENARIOS = [
       ...gateway(o, infra(p), 'backend-namespaces', {listeners: {http: {attached: 1}}}),
       ...route(o, 'HTTPRoute', web(p), 'cross-namespace', {ns: infra(p), name: 'backend-namespaces'}),
       // its twin on a Gateway that admits routes of its own namespace only
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 0}}}),
-      ...route(
-        o,
-        'HTTPRoute',
-        web(p),
-        'cross-namespace-not-allowed',
-        {ns: infra(p), name: 'same-namespace'},
-        {accepted: ['False', 'NotAllowedByListeners']},
-      ),
+      ...sameNamespace(o, p, 0),
+      ...route(o, 'HTTPRoute', web(p), 'cross-namespace-not-allowed', SAME_NS(p), {accepted: ['False', 'NotAllowedByListeners']}),
     ],
     xds: {
       'infra/backend-namespaces': (v, p, g) => [
@@ -231,15 +229,8 @@ const SCENARIOS = [
     prefix: 'rg',
     files: ['httproute-invalid-reference-grant.yaml'],
     status: (o, p) => [
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 1}}}),
-      ...route(
-        o,
-        'HTTPRoute',
-        infra(p),
-        'reference-grant',
-        {ns: infra(p), name: 'same-namespace'},
-        {resolved: ['False', 'RefNotPermitted']},
-      ),
+      ...sameNamespace(o, p),
+      ...route(o, 'HTTPRoute', infra(p), 'reference-grant', SAME_NS(p), {resolved: ['False', 'RefNotPermitted']}),
     ],
     xds: {
       'infra/same-namespace': (v, p, g) => [
@@ -254,15 +245,8 @@ const SCENARIOS = [
     prefix: 'unk',
     files: ['httproute-invalid-backendref-unknown-kind.yaml'],
     status: (o, p) => [
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 1}}}),
-      ...route(
-        o,
-        'HTTPRoute',
-        infra(p),
-        'invalid-backend-ref-unknown-kind',
-        {ns: infra(p), name: 'same-namespace'},
-        {resolved: ['False', 'InvalidKind']},
-      ),
+      ...sameNamespace(o, p),
+      ...route(o, 'HTTPRoute', infra(p), 'invalid-backend-ref-unknown-kind', SAME_NS(p), {resolved: ['False', 'InvalidKind']}),
     ],
     xds: {
       'infra/same-namespace': (v, p, g) => [
@@ -376,8 +360,8 @@ const SCENARIOS = [
     prefix: 'match',
     files: ['httproute-matching.yaml'],
     status: (o, p) => [
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 1}}}),
-      ...route(o, 'HTTPRoute', infra(p), 'matching', {ns: infra(p), name: 'same-namespace'}),
+      ...sameNamespace(o, p),
+      ...route(o, 'HTTPRoute', infra(p), 'matching', SAME_NS(p)),
     ],
     xds: {
       'infra/same-namespace': (v, p, g) => [
@@ -401,8 +385,8 @@ const SCENARIOS = [
     prefix: 'weight',
     files: ['httproute-weight.yaml'],
     status: (o, p) => [
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 1}}}),
-      ...route(o, 'HTTPRoute', infra(p), 'weighted-backends', {ns: infra(p), name: 'same-namespace'}),
+      ...sameNamespace(o, p),
+      ...route(o, 'HTTPRoute', infra(p), 'weighted-backends', SAME_NS(p)),
       C(
         'HTTPRoute weighted-backends is at generation 1',
         k.eq('generation', (k.find(o, 'HTTPRoute', infra(p), 'weighted-backends') || {metadata: {}}).metadata.generation, 1),
@@ -509,8 +493,8 @@ const SCENARIOS = [
     prefix: 'grpc',
     files: ['grpcroute-exact-method-matching.yaml'],
     status: (o, p) => [
-      ...gateway(o, infra(p), 'same-namespace', {listeners: {http: {attached: 1}}}),
-      ...route(o, 'GRPCRoute', infra(p), 'exact-matching', {ns: infra(p), name: 'same-namespace'}),
+      ...sameNamespace(o, p),
+      ...route(o, 'GRPCRoute', infra(p), 'exact-matching', SAME_NS(p)),
     ],
     xds: {
       'infra/same-namespace': (v, p, g) => {
@@ -722,7 +706,7 @@ x.main(async () => {
   await settleStatus([
     {
       what: 'HTTPRouteReferenceGrant (the grant added)',
-      evaluate: (o) => route(o, 'HTTPRoute', infra('rg'), 'reference-grant', {ns: infra('rg'), name: 'same-namespace'}),
+      evaluate: (o) => route(o, 'HTTPRoute', infra('rg'), 'reference-grant', SAME_NS('rg')),
     },
     {
       what: 'HTTPRouteWeight (weights changed)',
@@ -731,7 +715,7 @@ x.main(async () => {
           'HTTPRoute weighted-backends is at generation 2',
           k.eq('generation', (k.find(o, 'HTTPRoute', infra('weight'), 'weighted-backends') || {metadata: {}}).metadata.generation, 2),
         ),
-        ...route(o, 'HTTPRoute', infra('weight'), 'weighted-backends', {ns: infra('weight'), name: 'same-namespace'}),
+        ...route(o, 'HTTPRoute', infra('weight'), 'weighted-backends', SAME_NS('weight')),
       ],
     },
     {
@@ -782,15 +766,7 @@ x.main(async () => {
   await settleStatus([
     {
       what: deleted,
-      evaluate: (o) =>
-        route(
-          o,
-          'HTTPRoute',
-          infra('rg'),
-          'reference-grant',
-          {ns: infra('rg'), name: 'same-namespace'},
-          {resolved: ['False', 'RefNotPermitted']},
-        ),
+      evaluate: (o) => route(o, 'HTTPRoute', infra('rg'), 'reference-grant', SAME_NS('rg'), {resolved: ['False', 'RefNotPermitted']}),
     },
   ]);
   await settleXds([{what: deleted, items: [{watch: watch(rgGroup), evaluate: (v) => rg.xds['infra/same-namespace'](v, 'rg', rgGroup)}]}]);

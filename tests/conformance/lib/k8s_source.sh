@@ -6,6 +6,8 @@
 #                                 stopped with the other background processes), CRDs
 #                                 applied, REST auth on for the replicas started next
 #   k8s_apply FILE|-              kubectl apply to it (quiet unless it fails)
+#   k8s_gateway NAME NS LISTENER PORT PROTOCOL [LINE...]
+#                                 a Gateway of class sextant with one listener, as YAML
 #   k8s_source_serve NAME         conf_serve NAME watching it (k8s.enabled)
 #   k8s_config_id NS NAME         the id of the live config of Gateway NS/NAME, or nothing
 #   k8s_versions ID               how many versions config ID has
@@ -34,6 +36,26 @@ k8s_apply() {
     out=$(k8s_kubectl "$K8S_DIR" apply -f "$1" 2>&1) && return 0
     echo "kubectl apply failed: $out" >&2
     return 1
+}
+
+# k8s_gateway NAME NS LISTENER PORT PROTOCOL [LINE...]: the YAML document of Gateway NS/NAME
+# of class sextant with one listener LISTENER on PORT speaking PROTOCOL; each LINE is one
+# more line of the listener (indented as the listener's own keys).
+k8s_gateway() {
+    cat <<EOF
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: $1
+  namespace: $2
+spec:
+  gatewayClassName: sextant
+  listeners:
+    - name: $3
+      port: $4
+      protocol: $5
+EOF
+    [ $# -le 5 ] || printf '      %s\n' "${@:6}"
 }
 
 # k8s_apply_examples NAME...: applies tests/k8s/examples/NAME.yaml, in order.

@@ -1,5 +1,5 @@
 """protowire.py — the protobuf wire format by hand, for the conformance clients
-(ads_auth.py, tls_clients.py, xds_client.py), so that none of them needs protoc or
+(ads_auth.py, ads_resources.py, tls_clients.py, xds_client.py), so that none of them needs protoc or
 generated code.
 
     field(num, data)  a length-delimited field (string or message)

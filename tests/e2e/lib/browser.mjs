@@ -117,6 +117,13 @@ export async function signInWithToken(p, token) {
   await p.getByRole('button', {name: 'Sign in', exact: true}).click();
 }
 
+/** Opens the UI and signs in with the dev sign-in's operator button. */
+export async function signInAsOperator(p) {
+  await p.goto('/');
+  await p.getByRole('button', {name: 'Sign in as operator'}).click();
+  await expectVisible('the operator is signed in', p.getByTestId('who').filter({hasText: 'dev-operator'}));
+}
+
 /** Selects the first occurrence of text in the config editor (CodeMirror's search panel). */
 export async function selectInEditor(p, text) {
   await p.locator('.cm-content').click();

@@ -2,7 +2,7 @@
 // (tests/e2e/test_ui_keyboard.sh): the search box to a deployment, through its
 // timeline's ACKs, back up to the navigation, the fleet page, a group's replicas and
 // proxies, and a proxy's page.
-import {check, expectVisible, run, waitFor} from '../lib/browser.mjs';
+import {check, expectVisible, run, signInAsOperator, waitFor} from '../lib/browser.mjs';
 import {focused, tabTo} from '../lib/a11y.mjs';
 
 const {DEPLOYMENT_ID, GROUP, NODE} = process.env;
@@ -14,9 +14,7 @@ async function ringShown(page, what) {
 }
 
 run('keyboard', async ({page, shot}) => {
-  await page.goto('/');
-  await page.getByRole('button', {name: 'Sign in as operator'}).click();
-  await expectVisible('the operator is signed in', page.getByTestId('who').filter({hasText: 'dev-operator'}));
+  await signInAsOperator(page);
   await page.getByRole('heading', {level: 1}).first().waitFor();
 
   // ---- "/" to the search box; a fragment of the deployment's id; ↓ to its hit; Enter

@@ -1,14 +1,12 @@
 // managed.mjs — a config the Kubernetes source manages, seen and rolled back in the web
 // UI (tests/e2e/test_ui_managed.sh).
-import {check, expectAbsent, expectReadOnlyEditor, expectVisible, run} from '../lib/browser.mjs';
+import {check, expectAbsent, expectReadOnlyEditor, expectVisible, run, signInAsOperator} from '../lib/browser.mjs';
 
 const {MANAGED_ID, REST_ID} = process.env;
 const BADGE = 'Kubernetes · Gateway default/web';
 
 run('managed', async ({page, shot}) => {
-  await page.goto('/');
-  await page.getByRole('button', {name: 'Sign in as operator'}).click();
-  await expectVisible('the operator is signed in', page.getByTestId('who').filter({hasText: 'dev-operator'}));
+  await signInAsOperator(page);
 
   // ---- the list: the managed config carries its source, the REST config none
   await page.getByRole('link', {name: 'Configs', exact: true}).click();

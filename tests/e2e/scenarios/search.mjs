@@ -1,14 +1,12 @@
 // search.mjs — the search box and deep links (tests/e2e/test_ui_search.sh).
-import {check, expectVisible, run, waitFor} from '../lib/browser.mjs';
+import {check, expectVisible, run, signInAsOperator, waitFor} from '../lib/browser.mjs';
 
 const {CONFIG_ID, DEPLOYMENT_ID, GROUP} = process.env;
 const WEST = 'edge-7c2f9e41-west';
 const EAST = 'edge-7c2fab-east';
 
 run('search', async ({page, shot}) => {
-  await page.goto('/');
-  await page.getByRole('button', {name: 'Sign in as operator'}).click();
-  await expectVisible('the operator is signed in', page.getByTestId('who').filter({hasText: 'dev-operator'}));
+  await signInAsOperator(page);
   await page.getByRole('link', {name: 'Configs', exact: true}).click();
   await expectVisible('the configs page', page.getByTestId('configs-table'));
 

@@ -1,5 +1,5 @@
 // yaml_edit.mjs — an operator edits a config as YAML (tests/e2e/test_ui_yaml_edit.sh).
-import {check, expectVisible, rest, run, selectInEditor} from '../lib/browser.mjs';
+import {check, expectVisible, rest, run, selectInEditor, signInAsOperator} from '../lib/browser.mjs';
 
 const {ADMIN, CONFIG_ID} = process.env;
 const MESSAGE = 'e2e: edited as YAML';
@@ -19,9 +19,7 @@ run('yaml-edit', async ({page, shot}) => {
   const v1 = await rest(ADMIN, 'GET', `/api/v1/configs/${CONFIG_ID}`);
   await check('version 1 is there', v1.status === 200 && v1.json.version === 1, v1.text);
 
-  await page.goto('/');
-  await page.getByRole('button', {name: 'Sign in as operator'}).click();
-  await expectVisible('the operator is signed in', page.getByTestId('who').filter({hasText: 'dev-operator'}));
+  await signInAsOperator(page);
   await page.goto(`/configs/${CONFIG_ID}`);
   await expectVisible('the editor opens with the spec as JSON', page.locator('.cm-content').filter({hasText: '"b-web-example"'}));
   await expectVisible('version 1 is valid as loaded', page.getByText('✓ Valid'), 10000);

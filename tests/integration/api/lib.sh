@@ -46,6 +46,13 @@ api_init() {
     test_db "api_$1" || exit 1
 }
 
+# api_policy PERMISSION...: the RBAC policy of rbac_policy (tests/lib/shtest.sh) in
+# $WORK/rbac.yaml, the policy file of the daemons started next.
+api_policy() {
+    rbac_policy "$WORK/rbac.yaml" "$@"
+    export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
+}
+
 # api_ready: the daemon's /readyz answers 200.
 api_ready() {
     ready "$HTTP_PORT"
@@ -88,6 +95,12 @@ api_call() {
     [ -n "$tok" ] && auth=(-H "Authorization: Bearer $tok")
     curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' -X "$method" --max-time 20 \
         "${auth[@]}" "$@" "http://127.0.0.1:$HTTP_PORT$path"
+}
+
+# api_next_page TOKEN PATH: api_call GET of PATH (which has a query) at the cursor of the
+# last answer (the next_cursor of $WORK/body).
+api_next_page() {
+    api_call "$1" GET "$2&cursor=$(jv .next_cursor)"
 }
 
 # api_json TOKEN METHOD PATH JSON [curl args...]: api_call with a JSON body.

@@ -24,9 +24,8 @@ CONF="$SRC/tests/conformance"
 # The protocol-level ADS client needs the conformance tests' node_modules.
 npm_ready "$CONF" || { echo "npm ci of $CONF failed" >&2; exit 1; }
 
-rbac_policy "$WORK/rbac.yaml" 'admin *=*' 'operator *=read' 'operator configs=*' 'viewer *=read' \
+api_policy 'admin *=*' 'operator *=read' 'operator configs=*' 'viewer *=read' \
     'fleetwatch events=read' 'fleetwatch proxies=read' 'configreader configs=read'
-export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
 export SEXTANT_EVENTS_KEEPALIVE=1s
 export SEXTANT_FLEET_STALE_AFTER=30s SEXTANT_FLEET_DISCONNECTED_AFTER=600s
 export SEXTANT_NODES_FLUSH_INTERVAL=100ms

@@ -42,7 +42,7 @@ check "?state=stale lists only n-idle" [ "$(jv '.items.map(n => n.node_id).join(
 call_status "GET /proxies?state=disconnected&limit=1" 200 api_call "$VIEW" GET "/api/v1/proxies?state=disconnected&limit=1"
 check "?state=disconnected pages: n-down first, with a cursor" \
     jtrue 'j.items.length === 1 && j.items[0].node_id === "n-down" && j.next_cursor'
-st=$(api_call "$VIEW" GET "/api/v1/proxies?state=disconnected&limit=1&cursor=$(jv .next_cursor)")
+st=$(api_next_page "$VIEW" '/api/v1/proxies?state=disconnected&limit=1')
 check "... then n-gone" jtrue 'j.items.length === 1 && j.items[0].node_id === "n-gone"'
 call_error "GET /proxies?state=sleepy" 400 invalid_argument api_call "$VIEW" GET "/api/v1/proxies?state=sleepy"
 

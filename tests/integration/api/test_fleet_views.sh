@@ -12,26 +12,7 @@ source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/test
 
 api_init fleet_views
 export SEXTANT_FLEET_STALE_AFTER=120s SEXTANT_FLEET_DISCONNECTED_AFTER=300s
-cat >"$WORK/rbac.yaml" <<'YAML'
-roles:
-  - name: operator
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: viewer
-    permissions:
-      - resource: "*"
-        actions: [read]
-  - name: core-viewer
-    permissions:
-      - resource: proxies
-        actions: [read]
-        groups: ["core"]
-      - resource: deployments
-        actions: [read]
-        groups: ["core"]
-YAML
-export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
+api_policy 'operator *=*' 'viewer *=read' 'core-viewer proxies=read@core' 'core-viewer deployments=read@core'
 api_serve
 VIEW=$(api_token victor viewer)
 OPER=$(api_token olga operator)

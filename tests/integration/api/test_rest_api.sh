@@ -101,8 +101,7 @@ st=$(api_call "$VIEW" GET '/api/v1/configs?group=inner')
 check "GET /configs?group=inner lists the other namespace's config" jtrue 'j.items.length === 1 && j.items[0].namespace === "other"'
 st=$(api_call "$VIEW" GET '/api/v1/configs?limit=2')
 check "GET /configs?limit=2 gives two and a cursor" jtrue 'j.items.length === 2 && typeof j.next_cursor === "string"'
-CUR=$(jv .next_cursor)
-call_status "GET /configs with the cursor" 200 api_call "$VIEW" GET "/api/v1/configs?limit=2&cursor=$CUR"
+call_status "GET /configs with the cursor" 200 api_next_page "$VIEW" '/api/v1/configs?limit=2'
 check "the second page has the other two, and ends" jtrue 'j.items.length === 2 && j.next_cursor === null'
 call_error "GET /configs?limit=0" 400 invalid_argument api_call "$VIEW" GET '/api/v1/configs?limit=0'
 call_error "GET /configs?limit=abc" 400 invalid_argument api_call "$VIEW" GET '/api/v1/configs?limit=abc'
@@ -160,8 +159,7 @@ check "and it is the winner's" \
 call_status "GET /configs/{id}/versions" 200 api_call "$VIEW" GET "/api/v1/configs/$ID/versions"
 check "versions newest first, without specs" jtrue 'j.items.map(v => v.version).join() === "3,2,1" && j.items[0].spec === undefined'
 st=$(api_call "$VIEW" GET "/api/v1/configs/$ID/versions?limit=2")
-CUR=$(jv .next_cursor)
-st=$(api_call "$VIEW" GET "/api/v1/configs/$ID/versions?limit=2&cursor=$CUR")
+st=$(api_next_page "$VIEW" "/api/v1/configs/$ID/versions?limit=2")
 check "versions page 2 holds version 1" jtrue 'j.items.length === 1 && j.items[0].version === 1 && j.next_cursor === null'
 call_error "GET /configs/{unknown}/versions" 404 not_found api_call "$VIEW" GET /api/v1/configs/00000000-0000-4000-8000-000000000000/versions
 call_status "GET /configs/{id}/versions/1" 200 api_call "$VIEW" GET "/api/v1/configs/$ID/versions/1"
@@ -223,8 +221,7 @@ NS=$(sql "SELECT latest_snapshot_version FROM proxy_groups WHERE name = 'edge'")
 check "snapshots of edge, newest first" jtrue "j.items[0].version === $NS && j.items.every(s => s.group === 'edge') && j.items[0].ir === undefined"
 st=$(api_call "$VIEW" GET '/api/v1/snapshots?limit=1')
 check "GET /snapshots?limit=1 pages" jtrue 'j.items.length === 1 && typeof j.next_cursor === "string"'
-CUR=$(jv .next_cursor)
-call_status "GET /snapshots second page" 200 api_call "$VIEW" GET "/api/v1/snapshots?limit=1&cursor=$CUR"
+call_status "GET /snapshots second page" 200 api_next_page "$VIEW" '/api/v1/snapshots?limit=1'
 st=$(api_call "$VIEW" GET '/api/v1/snapshots?group=nothing')
 check "GET /snapshots of an unknown group is an empty list" jtrue 'j.items.length === 0'
 SID=$(sql "SELECT id FROM snapshots WHERE group_name = 'edge' AND version = 2")
@@ -271,8 +268,7 @@ st=$(api_call "$VIEW" GET '/api/v1/proxies?group=edge&connected=true')
 check "GET /proxies?group=edge&connected=true" jtrue 'j.items.length === 1 && j.items[0].node_id === "node-a"'
 st=$(api_call "$VIEW" GET '/api/v1/proxies?connected=false&limit=1')
 check "GET /proxies?connected=false&limit=1 pages" jtrue 'j.items.length === 1 && j.items[0].node_id === "node-b" && j.next_cursor'
-CUR=$(jv .next_cursor)
-st=$(api_call "$VIEW" GET "/api/v1/proxies?connected=false&limit=1&cursor=$CUR")
+st=$(api_next_page "$VIEW" '/api/v1/proxies?connected=false&limit=1')
 check "the next page is node-c" jtrue 'j.items.length === 1 && j.items[0].node_id === "node-c" && j.next_cursor === null'
 call_error "GET /proxies?connected=maybe" 400 invalid_argument api_call "$VIEW" GET '/api/v1/proxies?connected=maybe'
 call_status "GET /proxies/{node_id}" 200 api_call "$VIEW" GET /api/v1/proxies/node-a
@@ -320,9 +316,8 @@ st=$(api_call "$VIEW" GET "/api/v1/audit?result=denied")
 check "every denied request is in the audit log" jtrue 'j.items.length >= 5 && j.items.every(e => e.result === "denied")'
 st=$(api_call "$VIEW" GET "/api/v1/audit?since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z&limit=3")
 check "a time window with a page size" jtrue 'j.items.length === 3 && typeof j.next_cursor === "string"'
-CUR=$(jv .next_cursor)
 first=$(jv '.items[2].id')
-st=$(api_call "$VIEW" GET "/api/v1/audit?since=2000-01-01T00:00:00Z&limit=3&cursor=$CUR")
+st=$(api_next_page "$VIEW" '/api/v1/audit?since=2000-01-01T00:00:00Z&limit=3')
 check "the next page continues below" jtrue "j.items[0].id < $first"
 st=$(api_call "$VIEW" GET "/api/v1/audit?since=2999-01-01T00:00:00Z")
 check "nothing since the future" jtrue 'j.items.length === 0'

@@ -15,33 +15,9 @@
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init scoped-roles
-cat >"$WORK/rbac.yaml" <<'EOF'
-roles:
-  - name: admin
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: edge-operator
-    permissions:
-      - resource: configs
-        actions: [read, create, update, rollback, validate, apply]
-        groups: ["edge-*"]
-      - resource: groups
-        actions: [read, rollback]
-        groups: ["edge-*"]
-      - resource: snapshots
-        actions: [read]
-        groups: ["edge-*"]
-      - resource: deployments
-        actions: [read, pause]
-        groups: ["edge-*"]
-      - resource: proxies
-        actions: [read]
-        groups: ["edge-*"]
-      - resource: auth
-        actions: [read]
-EOF
-export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
+api_policy 'admin *=*' 'edge-operator configs=read,create,update,rollback,validate,apply@edge-*' \
+    'edge-operator groups=read,rollback@edge-*' 'edge-operator snapshots=read@edge-*' \
+    'edge-operator deployments=read,pause@edge-*' 'edge-operator proxies=read@edge-*' 'edge-operator auth=read'
 api_serve
 ADMIN=$(api_token alice admin)
 EDGE=$(api_token eddie edge-operator)

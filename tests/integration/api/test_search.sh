@@ -8,30 +8,8 @@
 source "${SEXTANT_SOURCE_DIR:?SEXTANT_SOURCE_DIR must name the source tree}/tests/integration/api/lib.sh"
 
 api_init search
-cat >"$WORK/rbac.yaml" <<'EOF2'
-roles:
-  - name: admin
-    permissions:
-      - resource: "*"
-        actions: ["*"]
-  - name: edge-viewer
-    permissions:
-      - resource: search
-        actions: [read]
-      - resource: proxies
-        actions: [read]
-        groups: ["edge-*"]
-      - resource: configs
-        actions: [read]
-        groups: ["edge-*"]
-      - resource: groups
-        actions: [read]
-        groups: ["edge-*"]
-      - resource: deployments
-        actions: [read]
-        groups: ["edge-*"]
-EOF2
-export SEXTANT_AUTH_POLICY_FILE="$WORK/rbac.yaml"
+api_policy 'admin *=*' 'edge-viewer search=read' 'edge-viewer proxies=read@edge-*' 'edge-viewer configs=read@edge-*' \
+    'edge-viewer groups=read@edge-*' 'edge-viewer deployments=read@edge-*'
 api_serve
 ADMIN=$(api_token ada admin)
 EDGE=$(api_token eve edge-viewer)

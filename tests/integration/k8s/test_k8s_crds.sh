@@ -33,6 +33,16 @@ conf_init k8s-crds
 conf_services || exit 1
 k8s_source_init || exit 1
 kc() { k8s_kubectl "$K8S_DIR" "$@"; }
+# policy KIND NAME TARGET-KIND TARGET-NAME: the YAML document of the sextant.dev policy
+# KIND shop/NAME targeting TARGET-KIND shop/TARGET-NAME (a Service or a Gateway API
+# object), the rest of its spec read from stdin
+policy() {
+    local group=gateway.networking.k8s.io
+    [ "$3" != Service ] || group='""'
+    printf 'apiVersion: sextant.dev/v1alpha1\nkind: %s\nmetadata: {name: %s, namespace: shop}\nspec:\n' "$1" "$2"
+    printf '  targetRefs: [{group: %s, kind: %s, name: %s}]\n' "$group" "$3" "$4"
+    cat
+}
 
 # ---------------------------------------------------------------- 1. the CRDs
 for r in aiservices tokenpolicies wasmplugins backendlbpolicies; do
@@ -40,51 +50,37 @@ for r in aiservices tokenpolicies wasmplugins backendlbpolicies; do
         kc get "$r.sextant.dev" -A
 done
 k8s_apply_examples 00-namespace 10-gatewayclass 20-gateway 30-service 31-endpointslice 40-httproute || exit 1
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: AIService
-metadata: {name: llm, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+{
+    policy AIService llm Service shop-api <<'EOF2'
   provider: openai
   model: gpt-4o
   timeout: 30s
   auth: {type: Bearer, headerName: Authorization, secretRef: {name: openai-key, key: token}}
----
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: budget, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+EOF2
+    echo ---
+    policy TokenPolicy budget Service shop-api <<'EOF2'
   tokensPerMinute: 60000
   requestsPerMinute: 600
   burst: 1.5
   scope: proxy
   onLimit: reject
----
-apiVersion: sextant.dev/v1alpha1
-kind: WasmPlugin
-metadata: {name: redact, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+EOF2
+    echo ---
+    policy WasmPlugin redact Service shop-api <<'EOF2'
   module: AGFzbQEAAAA=
   sha256: 93a44bbb96c751218e4c00d479e4c14358122a389acca16205b1e4d0dc5f9476
   hooks: [request_headers]
   config: {mask: "*"}
   sandbox: {maxMemoryBytes: 16777216, maxExecutionTimeMs: 50}
 EOF2
+} | k8s_apply - || exit 1
 check "an AIService is stored as applied" \
     [ "$(kc get aiservice -n shop llm -o jsonpath='{.spec.provider}/{.spec.model}/{.spec.auth.secretRef.name}')" = openai/gpt-4o/openai-key ]
 check "a TokenPolicy is stored as applied" \
     [ "$(kc get tokenpolicy -n shop budget -o jsonpath='{.spec.tokensPerMinute}/{.spec.requestsPerMinute}/{.spec.burst}')" = 60000/600/1.5 ]
 check "a WasmPlugin is stored as applied, its sandbox defaults filled in" \
     [ "$(kc get wasmplugin -n shop redact -o jsonpath='{.spec.config.mask}/{.spec.sandbox.maxMemoryBytes}/{.spec.sandbox.allowNetwork}')" = '*/16777216/false' ]
-bad=$(kc apply -f - 2>&1 <<'EOF2'
-apiVersion: sextant.dev/v1alpha1
-kind: BackendLBPolicy
-metadata: {name: bad, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+bad=$(policy BackendLBPolicy bad Service shop-api <<'EOF2' | kc apply -f - 2>&1
   algorithm: Fastest
   minimumRingSize: 99999999
 EOF2
@@ -108,12 +104,7 @@ check "the control.v1 client of shop/web is served the backend shop-api:8080, wi
     wait_for 20 backend_lb '. == null'
 
 # ---------------------------------------------------------------- 2. a policy attached
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: BackendLBPolicy
-metadata: {name: sticky, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: shop-api}]
+policy BackendLBPolicy sticky Service shop-api <<'EOF2' | k8s_apply - || exit 1
   algorithm: RingHash
   hashOn: Header
   hashKey: x-user
@@ -121,29 +112,25 @@ spec:
 EOF2
 check "the control.v1 client receives the backend with the policy's load_balancing" \
     wait_for 20 backend_lb '.algorithm == "LOAD_BALANCING_ALGORITHM_RING_HASH" and .hash_on == "Header" and .hash_key == "x-user" and .minimum_ring_size == "1024"'
-ancestor() { # ancestor NAME KIND ANCESTOR-NAME STATUS REASON
-    kc get backendlbpolicy -n shop "$1" -o json >"$WORK/pol.json" 2>/dev/null &&
-        jq -e --arg k "$2" --arg n "$3" --arg s "$4" --arg r "$5" \
+# ancestor RESOURCE NAME KIND ANCESTOR-NAME STATUS REASON: the policy RESOURCE shop/NAME has
+# our entry in status.ancestors for KIND shop/ANCESTOR-NAME, Accepted=STATUS with REASON;
+# the policy is left in $WORK/pol.json
+ancestor() {
+    kc get "$1" -n shop "$2" -o json >"$WORK/pol.json" 2>/dev/null &&
+        jq -e --arg k "$3" --arg n "$4" --arg s "$5" --arg r "$6" \
             '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
              .ancestorRef.kind == $k and .ancestorRef.name == $n and .ancestorRef.namespace == "shop") |
              .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
 }
 check "its status.ancestors names the Gateway shop/web, Accepted=True" \
-    wait_for 20 ancestor sticky Gateway web True Accepted
+    wait_for 20 ancestor backendlbpolicy sticky Gateway web True Accepted
 check "... with observedGeneration" \
     jq -e '.status.ancestors[0].conditions[0].observedGeneration == .metadata.generation' "$WORK/pol.json"
 
 # ---------------------------------------------------------------- 3. a missing target
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: BackendLBPolicy
-metadata: {name: lost, namespace: shop}
-spec:
-  targetRefs: [{group: "", kind: Service, name: ghost}]
-  algorithm: Maglev
-EOF2
+policy BackendLBPolicy lost Service ghost <<<'  algorithm: Maglev' | k8s_apply - || exit 1
 check "a policy targeting a missing Service: Accepted=False TargetNotFound on that target" \
-    wait_for 20 ancestor lost Service ghost False TargetNotFound
+    wait_for 20 ancestor backendlbpolicy lost Service ghost False TargetNotFound
 check "... its message names the Service" \
     jq -e '.status.ancestors[0].conditions[0].message | test("Service shop/ghost does not exist")' "$WORK/pol.json"
 check "... and what is served did not change" \
@@ -155,17 +142,9 @@ check "the policy deleted: the backend is served without load_balancing again" \
     wait_for 20 backend_lb '. == null'
 
 # ---------------------------------------------------------------- 5. data planes
-# pol_ancestor RESOURCE NAME STATUS REASON: our entry for the Gateway shop/web
-pol_ancestor() {
-    kc get "$1" -n shop "$2" -o json >"$WORK/pol.json" 2>/dev/null &&
-        jq -e --arg s "$3" --arg r "$4" \
-            '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
-             .ancestorRef.kind == "Gateway" and .ancestorRef.name == "web") |
-             .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
-}
 for p in aiservice/llm tokenpolicy/budget wasmplugin/redact; do
     check "$p, in a group that serves Envoy: Accepted=False (Invalid) for Gateway shop/web" \
-        wait_for 20 pol_ancestor "${p%/*}" "${p#*/}" False Invalid
+        wait_for 20 ancestor "${p%/*}" "${p#*/}" Gateway web False Invalid
     check "... naming the group's data planes" \
         jq -e '[.status.ancestors[].conditions[].message] | any(test("group shop/web serves envoy, grpc, control, and only control data planes take"))' "$WORK/pol.json"
 done
@@ -193,7 +172,7 @@ check "... the Wasm plugin with its module, checksum, configuration and sandbox"
         .wasm_plugin.hooks == ["request_headers"] and .wasm_plugin.config_json == "{\"mask\":\"*\"}" and
         .wasm_plugin.sandbox.max_memory_bytes == "16777216" and .wasm_plugin.sandbox.max_execution_time_ms == "50"'
 for p in aiservice/llm tokenpolicy/budget wasmplugin/redact; do
-    check "$p: Accepted=True for Gateway shop/web" wait_for 20 pol_ancestor "${p%/*}" "${p#*/}" True Accepted
+    check "$p: Accepted=True for Gateway shop/web" wait_for 20 ancestor "${p%/*}" "${p#*/}" Gateway web True Accepted
 done
 
 # ---------------------------------------------------------------- 6. finalizer
@@ -239,28 +218,13 @@ check "... and the plugin is no longer served" wait_for 20 backend '.wasm_plugin
 kc delete tokenpolicy -n shop budget --wait=false >/dev/null || exit 1 # its Service target would win
 check "the TokenPolicy on the Service is gone from what is served" \
     wait_for 20 backend '.token_policy == null'
-k8s_apply - <<'EOF2' || exit 1
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: gateway-rate, namespace: shop}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: web}]
-  requestsPerMinute: 100
----
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: route-rate, namespace: shop}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: shop}]
-  requestsPerMinute: 20
----
-apiVersion: sextant.dev/v1alpha1
-kind: TokenPolicy
-metadata: {name: no-route, namespace: shop}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: ghost}]
-  requestsPerMinute: 1
-EOF2
+{
+    policy TokenPolicy gateway-rate Gateway web <<<'  requestsPerMinute: 100'
+    echo ---
+    policy TokenPolicy route-rate HTTPRoute shop <<<'  requestsPerMinute: 20'
+    echo ---
+    policy TokenPolicy no-route HTTPRoute ghost <<<'  requestsPerMinute: 1'
+} | k8s_apply - || exit 1
 # rpm_of ROUTE: the requests_per_minute of the backend the first rule of HTTP route ROUTE
 # sends to, as served
 rpm_of() {
@@ -276,19 +240,12 @@ check "... HTTPRoute filtered keeps the backend shop-api:8080, HTTPRoute shop se
     jq -e '([.http_routes[] | select(.name == "filtered") | .rules[0].backend_refs[0].name] == ["shop-api:8080"]) and
         ([.http_routes[] | select(.name == "shop") | .rules[0].backend_refs[0].name | test("^shop-api:8080~[0-9a-f]{8}$")] == [true]) and
         ([.backends[] | select(.name | startswith("shop-api:8080")) | .endpoints] | unique | length == 1)' "$WORK/snap.json"
-tp_ancestor() { # tp_ancestor NAME KIND ANCESTOR-NAME STATUS REASON
-    kc get tokenpolicy -n shop "$1" -o json >"$WORK/pol.json" 2>/dev/null &&
-        jq -e --arg k "$2" --arg n "$3" --arg s "$4" --arg r "$5" \
-            '.status.ancestors[] | select(.controllerName == "sextant.dev/gateway-controller" and
-             .ancestorRef.kind == $k and .ancestorRef.name == $n and .ancestorRef.namespace == "shop") |
-             .conditions[] | select(.type == "Accepted" and .status == $s and .reason == $r)' "$WORK/pol.json" >/dev/null
-}
 check "the Gateway's TokenPolicy: status.ancestors names the Gateway shop/web, Accepted=True" \
-    wait_for 20 tp_ancestor gateway-rate Gateway web True Accepted
+    wait_for 20 ancestor tokenpolicy gateway-rate Gateway web True Accepted
 check "the route's TokenPolicy: status.ancestors names the route's parent Gateway shop/web, Accepted=True" \
-    wait_for 20 tp_ancestor route-rate Gateway web True Accepted
+    wait_for 20 ancestor tokenpolicy route-rate Gateway web True Accepted
 check "a TokenPolicy targeting a missing HTTPRoute: Accepted=False TargetNotFound on it" \
-    wait_for 20 tp_ancestor no-route HTTPRoute ghost False TargetNotFound
+    wait_for 20 ancestor tokenpolicy no-route HTTPRoute ghost False TargetNotFound
 kc delete tokenpolicy -n shop route-rate --wait=false >/dev/null || exit 1
 joined() { served && [ "$(rpm_of shop)" = 100 ] && [ "$(rpm_of filtered)" = 100 ]; }
 check "the route's policy deleted: both routes send to shop-api:8080 with the Gateway's policy" \

@@ -221,36 +221,36 @@ QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
-def check_dns1123_label(v):
-    if len(v) > 63:
-        return "must be no more than 63 characters"
-    if not DNS1123_LABEL.match(v):
-        return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
-                "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+def _check_name(v, max_len, pattern, message):
+    """apimachinery's answer for v: too long, not matching pattern (message), or None."""
+    if len(v) > max_len:
+        return "must be no more than %d characters" % max_len
+    if not pattern.match(v):
+        return message
     return None
+
+
+def check_dns1123_label(v):
+    return _check_name(v, 63, DNS1123_LABEL,
+                       "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                       "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+                       "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
 
 
 def check_dns1123_subdomain(v):
-    if len(v) > 253:
-        return "must be no more than 253 characters"
-    if not DNS1123_SUBDOMAIN.match(v):
-        return ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character "
-                "(e.g. 'example.com', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-    return None
+    return _check_name(v, 253, DNS1123_SUBDOMAIN,
+                       "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                       "characters, '-' or '.', and must start and end with an alphanumeric character "
+                       "(e.g. 'example.com', regex used for validation is "
+                       "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
 
 
 def check_dns1035_label(v):
-    if len(v) > 63:
-        return "must be no more than 63 characters"
-    if not DNS1035_LABEL.match(v):
-        return ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                "start with an alphabetic character, and end with an alphanumeric character "
-                "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
-                "'[a-z]([-a-z0-9]*[a-z0-9])?')")
-    return None
+    return _check_name(v, 63, DNS1035_LABEL,
+                       "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                       "start with an alphabetic character, and end with an alphanumeric character "
+                       "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                       "'[a-z]([-a-z0-9]*[a-z0-9])?')")
 
 
 def check_qualified_name(v):
@@ -271,24 +271,19 @@ def check_qualified_name(v):
             return "prefix part " + err
     if not name:
         return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not QUALIFIED_NAME.match(name):
-        return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-                "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-                "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-    return None
+    err = _check_name(name, 63, QUALIFIED_NAME,
+                      "must consist of alphanumeric characters, '-', '_' or '.', and must "
+                      "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+                      "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    return "name part " + err if err else None
 
 
 def check_label_value(v):
-    if len(v) > 63:
-        return "must be no more than 63 characters"
-    if not LABEL_VALUE.match(v):
-        return ("a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
-                "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-                "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
-    return None
+    return _check_name(v, 63, LABEL_VALUE,
+                       "a valid label must be an empty string or consist of alphanumeric characters, "
+                       "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+                       "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                       "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
 
 
 def deepcopy(o):
