@@ -118,7 +118,7 @@ bench_stream_traps() {
 }
 bench_stream_exit() {
     local rc=$? name=$1 v pids=()
-    exec 7>&- 2>/dev/null || true
+    { exec 7>&-; } 2>/dev/null || true
     for v in "${@:2}"; do
         pids+=("${!v}")
     done

@@ -198,7 +198,7 @@ run_variant() { # run_variant keep|publish
 
 end_variant() {
     echo quit >&7 2>/dev/null || true
-    exec 7>&- 2>/dev/null || true
+    { exec 7>&-; } 2>/dev/null || true
     bench_stop_pid reconnect_storm "$CLIENT_PID" 30
     CLIENT_PID=
     bench_stop_pid reconnect_storm "$A_PID" 30

@@ -310,9 +310,9 @@ run_floor() {
 # end_run: stops this run's client and server (also after a failed run).
 end_run() {
     echo quit >&7 2>/dev/null || true
-    exec 7>&- 2>/dev/null || true
+    { exec 7>&-; } 2>/dev/null || true
     echo quit >&8 2>/dev/null || true
-    exec 8>&- 2>/dev/null || true
+    { exec 8>&-; } 2>/dev/null || true
     bench_stop_pid xds_fanout "$CLIENT_PID" 30
     CLIENT_PID=
     if [ -n "$SERVE_PID" ] && ! kill -0 "$SERVE_PID" 2>/dev/null; then
