@@ -483,6 +483,9 @@ bool gw_status_is_ours(const gw_ctx *c, const json_t *entry);
 /* A new array of copies of the entries of old (a list of n) that another controller
  * wrote; sets *ours (when not NULL) when one of them is ours. */
 json_t *gw_status_others(const gw_ctx *c, const json_t *old, size_t n, bool *ours);
+/* A copy of status prev (an empty object when prev is not an object) with member key
+ * set to value (stolen). A new reference. */
+json_t *gw_status_set(const json_t *prev, const char *key, json_t *value);
 /* Appends the status of object o of kind (its current status read from it) to out;
  * *cap is out->statuses' capacity. */
 void gw_status_push(gw_output *out, size_t *cap, gw_kind kind, const gw_obj *o, json_t *status);

@@ -315,9 +315,8 @@ void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap)
                                      g->obj->name, "controllerName", c->controller, "conditions",
                                      gw_conditions(conds, 2, pconds, gen, c->now_text)));
         }
-        json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-        json_object_set_new(st, "ancestors", ancestors);
-        gw_status_push(out, cap, GW_BACKEND_TLS_POLICY, p->obj, st);
+        gw_status_push(out, cap, GW_BACKEND_TLS_POLICY, p->obj,
+                       gw_status_set(prev, "ancestors", ancestors));
     }
     sx_free(order);
 }

@@ -522,9 +522,8 @@ void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap)
         }
         while (json_array_size(ancestors) > 16) /* the schema's maxItems */
             json_array_remove(ancestors, json_array_size(ancestors) - 1);
-        json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-        json_object_set_new(st, "ancestors", ancestors);
-        gw_status_push(out, cap, KINDS[p->sk].kind, p->obj, st);
+        gw_status_push(out, cap, KINDS[p->sk].kind, p->obj,
+                       gw_status_set(prev, "ancestors", ancestors));
     }
     sx_free(order);
 }

@@ -214,10 +214,16 @@ json_t *gw_status_others(const gw_ctx *c, const json_t *old, size_t n, bool *our
     return others;
 }
 
+json_t *gw_status_set(const json_t *prev, const char *key, json_t *value)
+{
+    json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
+    json_object_set_new(st, key, value);
+    return st;
+}
+
 static json_t *route_status(gw_ctx *c, const gw_route *r, const json_t *prev)
 {
     int64_t gen = gw_generation(r->obj->o);
-    json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
     size_t n;
     const json_t *old = gw_array(prev, "parents", &n);
     json_t *parents = gw_status_others(c, old, n, NULL);
@@ -235,8 +241,7 @@ static json_t *route_status(gw_ctx *c, const gw_route *r, const json_t *prev)
                                         c->controller, "conditions",
                                         gw_conditions(conds, 2, pconds, gen, c->now_text)));
     }
-    json_object_set_new(st, "parents", parents);
-    return st;
+    return gw_status_set(prev, "parents", parents);
 }
 
 /* ---------------------------------------------------------------- output */
@@ -272,11 +277,10 @@ void gw_status_all(gw_ctx *c, gw_output *out)
     for (size_t i = 0; i < c->n_classes; i++) {
         const gw_class *k = &c->classes[i];
         const json_t *prev = gw_get(k->obj->o, "status");
-        json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-        json_object_set_new(st, "conditions",
-                            gw_conditions(&k->accepted, 1, gw_get(prev, "conditions"),
-                                          gw_generation(k->obj->o), c->now_text));
-        gw_status_push(out, &cap, GW_GATEWAY_CLASS, k->obj, st);
+        json_t *conds = gw_conditions(&k->accepted, 1, gw_get(prev, "conditions"),
+                                      gw_generation(k->obj->o), c->now_text);
+        gw_status_push(out, &cap, GW_GATEWAY_CLASS, k->obj,
+                       gw_status_set(prev, "conditions", conds));
     }
     for (size_t i = 0; i < c->n_gws; i++) {
         const gw_gw *g = &c->gws[i];
