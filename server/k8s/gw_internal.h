@@ -477,6 +477,15 @@ void gw_spec_build(gw_ctx *c, gw_gw *g, size_t gi);
  * now_text. A new reference. */
 json_t *gw_conditions(const gw_cond *ours, size_t n, const json_t *prev, int64_t generation,
                       const char *now_text);
+/* Whether an entry of a status.parents or status.ancestors list is ours: its
+ * controllerName is our controller's. */
+bool gw_status_is_ours(const gw_ctx *c, const json_t *entry);
+/* A new array of copies of the entries of old (a list of n) that another controller
+ * wrote; sets *ours (when not NULL) when one of them is ours. */
+json_t *gw_status_others(const gw_ctx *c, const json_t *old, size_t n, bool *ours);
+/* A copy of status prev (an empty object when prev is not an object) with member key
+ * set to value (stolen). A new reference. */
+json_t *gw_status_set(const json_t *prev, const char *key, json_t *value);
 /* Appends the status of object o of kind (its current status read from it) to out;
  * *cap is out->statuses' capacity. */
 void gw_status_push(gw_output *out, size_t *cap, gw_kind kind, const gw_obj *o, json_t *status);

@@ -292,14 +292,7 @@ void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap)
         size_t n;
         const json_t *old = gw_array(prev, "ancestors", &n);
         bool ours = false;
-        json_t *ancestors = json_array();
-        for (size_t i = 0; i < n; i++) {
-            const char *ctl = gw_str(json_array_get(old, i), "controllerName");
-            if (ctl && strcmp(ctl, c->controller) == 0)
-                ours = true;
-            else
-                json_array_append_new(ancestors, json_deep_copy(json_array_get(old, i)));
-        }
+        json_t *ancestors = gw_status_others(c, old, n, &ours);
         if (p->n_gws == 0 && !ours) {
             json_decref(ancestors);
             continue;
@@ -311,8 +304,7 @@ void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap)
             const json_t *pconds = NULL;
             for (size_t i = 0; i < n && pconds == NULL; i++) {
                 const json_t *e = json_array_get(old, i);
-                const char *ctl = gw_str(e, "controllerName");
-                if (ctl && strcmp(ctl, c->controller) == 0 &&
+                if (gw_status_is_ours(c, e) &&
                     same_ancestor(gw_get(e, "ancestorRef"), g, p->obj->ns))
                     pconds = gw_get(e, "conditions");
             }
@@ -323,9 +315,8 @@ void gw_policies_status(gw_ctx *c, gw_output *out, size_t *cap)
                                      g->obj->name, "controllerName", c->controller, "conditions",
                                      gw_conditions(conds, 2, pconds, gen, c->now_text)));
         }
-        json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-        json_object_set_new(st, "ancestors", ancestors);
-        gw_status_push(out, cap, GW_BACKEND_TLS_POLICY, p->obj, st);
+        gw_status_push(out, cap, GW_BACKEND_TLS_POLICY, p->obj,
+                       gw_status_set(prev, "ancestors", ancestors));
     }
     sx_free(order);
 }

@@ -50,11 +50,9 @@ static bool has_our_status(const gw_ctx *c, const json_t *o)
 {
     size_t n;
     const json_t *parents = gw_array(gw_get(o, "status"), "parents", &n);
-    for (size_t i = 0; i < n; i++) {
-        const char *ctl = gw_str(json_array_get(parents, i), "controllerName");
-        if (ctl && strcmp(ctl, c->controller) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (gw_status_is_ours(c, json_array_get(parents, i)))
             return true;
-    }
     return false;
 }
 

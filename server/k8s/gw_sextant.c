@@ -431,9 +431,7 @@ static const json_t *prev_conditions(gw_ctx *c, const json_t *old, size_t n, con
 {
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(old, i), *ref = gw_get(e, "ancestorRef");
-        const char *ctl = gw_str(e, "controllerName");
-        if (ctl && strcmp(ctl, c->controller) == 0 &&
-            strcmp(gw_str_or(ref, "group", GW_GROUP), group) == 0 &&
+        if (gw_status_is_ours(c, e) && strcmp(gw_str_or(ref, "group", GW_GROUP), group) == 0 &&
             strcmp(gw_str_or(ref, "kind", "Gateway"), kind) == 0 &&
             strcmp(gw_str_or(ref, "namespace", ""), ns) == 0 &&
             strcmp(gw_str_or(ref, "name", ""), name) == 0)
@@ -478,12 +476,7 @@ void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap)
         const json_t *prev = gw_get(p->obj->o, "status");
         size_t n;
         const json_t *old = gw_array(prev, "ancestors", &n);
-        json_t *ancestors = json_array();
-        for (size_t i = 0; i < n; i++) {
-            const char *ctl = gw_str(json_array_get(old, i), "controllerName");
-            if (ctl == NULL || strcmp(ctl, c->controller) != 0)
-                json_array_append_new(ancestors, json_deep_copy(json_array_get(old, i)));
-        }
+        json_t *ancestors = gw_status_others(c, old, n, NULL);
         int64_t gen = gw_generation(p->obj->o);
         gw_sx_target_ancestors(c, p);
         if (p->n_gws > 1)
@@ -529,9 +522,8 @@ void gw_sx_status(gw_ctx *c, gw_output *out, size_t *cap)
         }
         while (json_array_size(ancestors) > 16) /* the schema's maxItems */
             json_array_remove(ancestors, json_array_size(ancestors) - 1);
-        json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-        json_object_set_new(st, "ancestors", ancestors);
-        gw_status_push(out, cap, KINDS[p->sk].kind, p->obj, st);
+        gw_status_push(out, cap, KINDS[p->sk].kind, p->obj,
+                       gw_status_set(prev, "ancestors", ancestors));
     }
     sx_free(order);
 }

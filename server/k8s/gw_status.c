@@ -195,26 +195,44 @@ static bool same_parent(const gw_ctx *c, const gw_route *r, const json_t *ref, c
             (section && p->section && strcmp(section, p->section) == 0));
 }
 
+bool gw_status_is_ours(const gw_ctx *c, const json_t *entry)
+{
+    const char *ctl = gw_str(entry, "controllerName");
+    return ctl && strcmp(ctl, c->controller) == 0;
+}
+
+json_t *gw_status_others(const gw_ctx *c, const json_t *old, size_t n, bool *ours)
+{
+    json_t *others = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(old, i);
+        if (!gw_status_is_ours(c, e))
+            json_array_append_new(others, json_deep_copy(e));
+        else if (ours)
+            *ours = true;
+    }
+    return others;
+}
+
+json_t *gw_status_set(const json_t *prev, const char *key, json_t *value)
+{
+    json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
+    json_object_set_new(st, key, value);
+    return st;
+}
+
 static json_t *route_status(gw_ctx *c, const gw_route *r, const json_t *prev)
 {
     int64_t gen = gw_generation(r->obj->o);
-    json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-    json_t *parents = json_array();
     size_t n;
     const json_t *old = gw_array(prev, "parents", &n);
-    for (size_t i = 0; i < n; i++) {
-        const char *ctl = gw_str(json_array_get(old, i), "controllerName");
-        if (ctl == NULL || strcmp(ctl, c->controller) != 0)
-            json_array_append_new(parents, json_deep_copy(json_array_get(old, i)));
-    }
+    json_t *parents = gw_status_others(c, old, n, NULL);
     for (size_t k = 0; k < r->n_parents; k++) {
         const gw_parent *p = &r->parents[k];
         const json_t *pconds = NULL;
         for (size_t i = 0; i < n && pconds == NULL; i++) {
             const json_t *e = json_array_get(old, i);
-            const char *ctl = gw_str(e, "controllerName");
-            if (ctl && strcmp(ctl, c->controller) == 0 &&
-                same_parent(c, r, gw_get(e, "parentRef"), p))
+            if (gw_status_is_ours(c, e) && same_parent(c, r, gw_get(e, "parentRef"), p))
                 pconds = gw_get(e, "conditions");
         }
         gw_cond conds[2] = {p->accepted, r->resolved};
@@ -223,8 +241,7 @@ static json_t *route_status(gw_ctx *c, const gw_route *r, const json_t *prev)
                                         c->controller, "conditions",
                                         gw_conditions(conds, 2, pconds, gen, c->now_text)));
     }
-    json_object_set_new(st, "parents", parents);
-    return st;
+    return gw_status_set(prev, "parents", parents);
 }
 
 /* ---------------------------------------------------------------- output */
@@ -260,11 +277,10 @@ void gw_status_all(gw_ctx *c, gw_output *out)
     for (size_t i = 0; i < c->n_classes; i++) {
         const gw_class *k = &c->classes[i];
         const json_t *prev = gw_get(k->obj->o, "status");
-        json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
-        json_object_set_new(st, "conditions",
-                            gw_conditions(&k->accepted, 1, gw_get(prev, "conditions"),
-                                          gw_generation(k->obj->o), c->now_text));
-        gw_status_push(out, &cap, GW_GATEWAY_CLASS, k->obj, st);
+        json_t *conds = gw_conditions(&k->accepted, 1, gw_get(prev, "conditions"),
+                                      gw_generation(k->obj->o), c->now_text);
+        gw_status_push(out, &cap, GW_GATEWAY_CLASS, k->obj,
+                       gw_status_set(prev, "conditions", conds));
     }
     for (size_t i = 0; i < c->n_gws; i++) {
         const gw_gw *g = &c->gws[i];

@@ -30,7 +30,8 @@ typedef Envoy__Extensions__TransportSockets__Tls__V3__CertificateValidationConte
 typedef Envoy__Extensions__TransportSockets__Tls__V3__TlsParameters ev_params;
 typedef Envoy__Config__Core__V3__DataSource ev_data;
 
-#define TLS_SOCKET "envoy.transport_sockets.tls"
+#define TLS_SOCKET  "envoy.transport_sockets.tls"
+#define QUIC_SOCKET "envoy.transport_sockets.quic"
 
 static ev_data *inline_string(tr_ctx *tr, const char *s)
 {
@@ -49,12 +50,14 @@ static ev_sds *sds(tr_ctx *tr, const char *name)
     return c;
 }
 
-static Envoy__Config__Core__V3__TransportSocket *socket_of(tr_ctx *tr, const ProtobufCMessage *ctx)
+/* The transport socket `name` whose typed config is ctx. */
+static Envoy__Config__Core__V3__TransportSocket *socket_of(tr_ctx *tr, const char *name,
+                                                           const ProtobufCMessage *ctx)
 {
     Envoy__Config__Core__V3__TransportSocket *ts =
         TR_NEW(tr, Envoy__Config__Core__V3__TransportSocket,
                ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT);
-    ts->name = TLS_SOCKET;
+    ts->name = (char *)name;
     ts->config_type_case = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__CONFIG_TYPE_TYPED_CONFIG;
     ts->typed_config = tr_any(tr, ctx);
     return ts;
@@ -176,7 +179,7 @@ Envoy__Config__Core__V3__TransportSocket *tr_downstream_tls(tr_ctx *tr, size_t l
     static const char *const h2_h1[] = {"h2", "http/1.1"};
     Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *d =
         downstream_context(tr, li, h2_h1, http ? 2 : 0, path);
-    return d ? socket_of(tr, &d->base) : NULL;
+    return d ? socket_of(tr, TLS_SOCKET, &d->base) : NULL;
 }
 
 Envoy__Config__Core__V3__TransportSocket *tr_downstream_quic(tr_ctx *tr, size_t li,
@@ -191,13 +194,7 @@ Envoy__Config__Core__V3__TransportSocket *tr_downstream_quic(tr_ctx *tr, size_t 
         TR_NEW(tr, Envoy__Extensions__TransportSockets__Quic__V3__QuicDownstreamTransport,
                ENVOY__EXTENSIONS__TRANSPORT_SOCKETS__QUIC__V3__QUIC_DOWNSTREAM_TRANSPORT__INIT);
     q->downstream_tls_context = d;
-    Envoy__Config__Core__V3__TransportSocket *ts =
-        TR_NEW(tr, Envoy__Config__Core__V3__TransportSocket,
-               ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__INIT);
-    ts->name = "envoy.transport_sockets.quic";
-    ts->config_type_case = ENVOY__CONFIG__CORE__V3__TRANSPORT_SOCKET__CONFIG_TYPE_TYPED_CONFIG;
-    ts->typed_config = tr_any(tr, &q->base);
-    return ts;
+    return socket_of(tr, QUIC_SOCKET, &q->base);
 }
 
 static Envoy__Extensions__TransportSockets__Tls__V3__DownstreamTlsContext *
@@ -426,5 +423,5 @@ Envoy__Config__Core__V3__TransportSocket *tr_upstream_tls(tr_ctx *tr, size_t bi,
     u->common_tls_context = c;
     if (!tr_empty(v->hostname))
         u->sni = tr_strdup(tr, v->hostname);
-    return tr->errs.count == errs ? socket_of(tr, &u->base) : NULL;
+    return tr->errs.count == errs ? socket_of(tr, TLS_SOCKET, &u->base) : NULL;
 }
