@@ -457,26 +457,33 @@ static void report_reconnect(bench *b, int64_t t0, int64_t *v)
     print_result("reconnect", v, n, true);
 }
 
+/* Whether stream s holds the new version of type t (t < 0: of every changed type), and
+ * in *at when the last of them arrived. */
+static bool new_versions_at(bench *b, stream *s, int t, int64_t *at)
+{
+    bool have = true;
+    *at = 0;
+    pthread_mutex_lock(&s->mu);
+    for (int k = 0; k < b->n_types; k++) {
+        if ((t >= 0 && k != t) || !(b->changed & (1u << k)))
+            continue;
+        if (s->ty[k].new_at_ns == 0)
+            have = false;
+        else if (s->ty[k].new_at_ns > *at)
+            *at = s->ty[k].new_at_ns;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return have;
+}
+
 /* Prints the result of one type, or of all types (t < 0: per stream, the latest of its
  * types); for the summary (all types, or the only one) also its "cdf". */
 static void report(bench *b, int t, int64_t t0, int64_t *v)
 {
     size_t n = 0;
     for (unsigned i = 0; i < b->n_streams; i++) {
-        stream *s = &b->streams[i];
-        pthread_mutex_lock(&s->mu);
-        int64_t at = 0;
-        bool have = true;
-        for (int k = 0; k < b->n_types; k++) {
-            if ((t >= 0 && k != t) || !(b->changed & (1u << k)))
-                continue;
-            if (s->ty[k].new_at_ns == 0)
-                have = false;
-            else if (s->ty[k].new_at_ns > at)
-                at = s->ty[k].new_at_ns;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (have)
+        int64_t at;
+        if (new_versions_at(b, &b->streams[i], t, &at))
             v[n++] = at > t0 ? at - t0 : 0;
     }
     print_result(t >= 0 ? type_name[t] : "all", v, n, t < 0 || b->n_types == 1);
@@ -492,20 +499,8 @@ static void write_arrivals(bench *b, int64_t t0)
         return;
     }
     for (unsigned i = 0; i < b->n_streams; i++) {
-        stream *s = &b->streams[i];
-        pthread_mutex_lock(&s->mu);
-        int64_t at = 0;
-        bool have = true;
-        for (int k = 0; k < b->n_types; k++) {
-            if (!(b->changed & (1u << k)))
-                continue;
-            if (s->ty[k].new_at_ns == 0)
-                have = false;
-            else if (s->ty[k].new_at_ns > at)
-                at = s->ty[k].new_at_ns;
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (have)
+        int64_t at;
+        if (new_versions_at(b, &b->streams[i], -1, &at))
             fprintf(f, "%s-%u %.6f\n", b->node_prefix, i, (double)(at - t0) / 1e9);
     }
     fclose(f);

@@ -290,16 +290,23 @@ static void test_first_list(void **state)
     json_decref(a);
 }
 
+/* After changes that deleted Service gone and labelled Service key tier=tier: the map
+ * loses gone, converges on the API server's list and holds the new label. */
+static void expect_services_after(const char *gone, const char *key, const char *tier)
+{
+    wait_key(R.services, gone, false);
+    wait_converged(R.services, "services");
+    char l[64];
+    assert_string_equal(label_of(R.services, key, "tier", l, sizeof(l)), tier);
+}
+
 static void test_watch_changes(void **state)
 {
     (void)state;
     sx_free(kubectl(NULL, "create service clusterip d -n it --tcp=80"));
     sx_free(kubectl(NULL, "label service a -n it tier=web"));
     sx_free(kubectl(NULL, "delete service b -n it"));
-    wait_key(R.services, "it/b", false);
-    wait_converged(R.services, "services");
-    char l[64];
-    assert_string_equal(label_of(R.services, "it/a", "tier", l, sizeof(l)), "web");
+    expect_services_after("it/b", "it/a", "web");
     wait_key(R.services, "it/d", true);
     assert_true(relists("Service") == 0);
 }
@@ -312,10 +319,7 @@ static void test_dropped_watches_resume(void **state)
     sx_free(kubectl(NULL, "create service clusterip e -n it --tcp=80"));
     sx_free(kubectl(NULL, "delete service c -n it"));
     sx_free(kubectl(NULL, "label service d -n it tier=api"));
-    wait_key(R.services, "it/c", false);
-    wait_converged(R.services, "services");
-    char l[64];
-    assert_string_equal(label_of(R.services, "it/d", "tier", l, sizeof(l)), "api");
+    expect_services_after("it/c", "it/d", "api");
     assert_true(relists("Service") == 0);
 }
 

@@ -19,6 +19,7 @@
 #include "server/base/hash.h"
 #include "storage/migrate.h"
 #include "storage/pg_pool.h"
+#include "tests/integration/storage/db_fixture.h"
 
 static const char *const TABLES[] = {
     "configs",     "config_versions", "proxy_groups",     "snapshots", "proxy_nodes",
@@ -172,16 +173,15 @@ static void rm_dir(char *dir)
 static void test_from_empty(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
     sx_err err;
     int applied = -1;
-    int rc = migrate_run(url, NULL, &applied, &err);
+    int rc = migrate_run(db_url, NULL, &applied, &err);
     if (rc)
         fprintf(stderr, "migrate: %s (%s)\n", err.message, err.detail);
     assert_int_equal(rc, 0);
     assert_int_equal(applied, embedded_count());
 
-    PGconn *c = db_connect(url);
+    PGconn *c = db_connect(db_url);
     for (size_t i = 0; i < sizeof(TABLES) / sizeof(TABLES[0]); i++) {
         if (!table_exists(c, TABLES[i]))
             fprintf(stderr, "table %s is missing\n", TABLES[i]);
@@ -214,19 +214,17 @@ static void test_from_empty(void **state)
                                " AND obj_description(('public.' || tablename)::regclass) IS NULL"),
                      0);
     PQfinish(c);
-    tl_db_drop(url);
 }
 
 static void test_rerun_is_noop(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
     int applied = -1;
-    assert_int_equal(migrate_run(url, NULL, &applied, NULL), 0);
+    assert_int_equal(migrate_run(db_url, NULL, &applied, NULL), 0);
     assert_int_equal(applied, embedded_count());
-    PGconn *c = db_connect(url);
+    PGconn *c = db_connect(db_url);
     char *before = q1(c, "SELECT max(applied_at)::text FROM schema_migrations");
-    assert_int_equal(migrate_run(url, NULL, &applied, NULL), 0);
+    assert_int_equal(migrate_run(db_url, NULL, &applied, NULL), 0);
     assert_int_equal(applied, 0);
     char *after = q1(c, "SELECT max(applied_at)::text FROM schema_migrations");
     assert_string_equal(before, after);
@@ -234,7 +232,6 @@ static void test_rerun_is_noop(void **state)
     free(before);
     free(after);
     PQfinish(c);
-    tl_db_drop(url);
 }
 
 typedef struct run_arg {
@@ -254,8 +251,7 @@ static void *run_thread(void *p)
 static void test_concurrent_runs(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
-    run_arg args[2] = {{.url = url}, {.url = url}};
+    run_arg args[2] = {{.url = db_url}, {.url = db_url}};
     tl_race(run_thread, args, sizeof(args[0]), 2);
     for (int i = 0; i < 2; i++) {
         if (args[i].rc)
@@ -264,23 +260,21 @@ static void test_concurrent_runs(void **state)
     }
     /* Between them they applied every file exactly once. */
     assert_int_equal(args[0].applied + args[1].applied, embedded_count());
-    PGconn *c = db_connect(url);
+    PGconn *c = db_connect(db_url);
     assert_int_equal(q_long(c, "SELECT count(*) FROM schema_migrations"), embedded_count());
     assert_int_equal(q_long(c, "SELECT count(DISTINCT name) FROM schema_migrations"),
                      embedded_count());
     assert_true(table_exists(c, "audit_log"));
     PQfinish(c);
-    tl_db_drop(url);
 }
 
 static void test_changed_file_refused(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
     char *dir = copy_migrations();
     int applied = -1;
     sx_err err;
-    assert_int_equal(migrate_run(url, dir, &applied, &err), 0);
+    assert_int_equal(migrate_run(db_url, dir, &applied, &err), 0);
     assert_int_equal(applied, embedded_count());
 
     char path[512], before[SX_SHA256_HEX_LEN + 1], after[SX_SHA256_HEX_LEN + 1];
@@ -295,7 +289,7 @@ static void test_changed_file_refused(void **state)
     free(text);
     write_file(dir, "0900_later.sql", "CREATE TABLE later_table (id int);\n", "wb");
 
-    int rc = migrate_run(url, dir, &applied, &err);
+    int rc = migrate_run(db_url, dir, &applied, &err);
     assert_int_equal(rc, SX_ECONFLICT);
     assert_int_equal(err.code, SX_ECONFLICT);
     assert_int_equal(applied, 0);
@@ -304,18 +298,16 @@ static void test_changed_file_refused(void **state)
     assert_non_null(strstr(err.detail, after));
 
     /* Nothing else was applied. */
-    PGconn *c = db_connect(url);
+    PGconn *c = db_connect(db_url);
     assert_false(table_exists(c, "later_table"));
     assert_int_equal(q_long(c, "SELECT count(*) FROM schema_migrations"), embedded_count());
     PQfinish(c);
     rm_dir(dir);
-    tl_db_drop(url);
 }
 
 static void test_broken_file_rolls_back_alone(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
     char *dir = copy_migrations();
     write_file(dir, "0900_good.sql", "CREATE TABLE good_table (id int);\n", "wb");
     write_file(dir, "0901_broken.sql",
@@ -326,7 +318,7 @@ static void test_broken_file_rolls_back_alone(void **state)
 
     int applied = -1;
     sx_err err;
-    int rc = migrate_run(url, dir, &applied, &err);
+    int rc = migrate_run(db_url, dir, &applied, &err);
     assert_int_not_equal(rc, 0);
     assert_int_equal(applied, embedded_count() + 1);
     assert_non_null(strstr(err.message, "migration 0901_broken.sql failed"));
@@ -334,7 +326,7 @@ static void test_broken_file_rolls_back_alone(void **state)
     assert_non_null(strstr(err.detail, "line 2"));
     assert_string_equal(err.sqlstate, "42P01");
 
-    PGconn *c = db_connect(url);
+    PGconn *c = db_connect(db_url);
     assert_true(table_exists(c, "good_table"));   /* earlier file stays applied */
     assert_false(table_exists(c, "half_table"));  /* the broken file left no trace */
     assert_false(table_exists(c, "after_table")); /* later files were not attempted */
@@ -345,13 +337,12 @@ static void test_broken_file_rolls_back_alone(void **state)
 
     /* Fixed (it was never applied, so editing it is fine), the rest goes through. */
     write_file(dir, "0901_broken.sql", "CREATE TABLE half_table (id int);\n", "wb");
-    assert_int_equal(migrate_run(url, dir, &applied, &err), 0);
+    assert_int_equal(migrate_run(db_url, dir, &applied, &err), 0);
     assert_int_equal(applied, 2);
     assert_true(table_exists(c, "half_table"));
     assert_true(table_exists(c, "after_table"));
     PQfinish(c);
     rm_dir(dir);
-    tl_db_drop(url);
 }
 
 static void expect_refused(PGconn *c, const char *sql)
@@ -368,9 +359,8 @@ static void expect_refused(PGconn *c, const char *sql)
 static void test_history_tables_refuse_changes(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
-    assert_int_equal(migrate_run(url, NULL, NULL, NULL), 0);
-    PGconn *c = db_connect(url);
+    assert_int_equal(migrate_run(db_url, NULL, NULL, NULL), 0);
+    PGconn *c = db_connect(db_url);
     free(q1(c, "INSERT INTO audit_log (actor, action, resource_type, resource_id, result,"
                " source_ip, details) VALUES ('alice', 'config.create', 'config', 'c1',"
                " 'success', '10.0.0.1', '{\"after_version\": 1}')"));
@@ -426,15 +416,13 @@ static void test_history_tables_refuse_changes(void **state)
     assert_string_equal(st, "23514");
     free(q1(c, "UPDATE deployments SET state = 'rollback_failed'"));
     PQfinish(c);
-    tl_db_drop(url);
 }
 
 static void test_status_counts_pending(void **state)
 {
     (void)state;
-    char *url = tl_db_create();
     pg_pool *pool;
-    pg_pool_options opt = {.url = url, .size = 2};
+    pg_pool_options opt = {.url = db_url, .size = 2};
     assert_int_equal(pg_pool_create(&opt, &pool, NULL), 0);
 
     int pending = -1;
@@ -442,11 +430,11 @@ static void test_status_counts_pending(void **state)
     assert_int_equal(migrate_status(pool, &pending, &err), 0); /* no schema_migrations yet */
     assert_int_equal(pending, embedded_count());
 
-    assert_int_equal(migrate_run(url, NULL, NULL, NULL), 0);
+    assert_int_equal(migrate_run(db_url, NULL, NULL, NULL), 0);
     assert_int_equal(migrate_status(pool, &pending, &err), 0);
     assert_int_equal(pending, 0);
 
-    PGconn *c = db_connect(url);
+    PGconn *c = db_connect(db_url);
     free(q1(c, "DELETE FROM schema_migrations WHERE name = '0001_init.sql'"));
     assert_int_equal(migrate_status(pool, &pending, &err), 0);
     assert_int_equal(pending, 1);
@@ -455,7 +443,6 @@ static void test_status_counts_pending(void **state)
     assert_non_null(strstr(err.message, "0001_init.sql"));
     PQfinish(c);
     pg_pool_destroy(pool);
-    tl_db_drop(url);
 }
 
 static void test_bad_inputs(void **state)
@@ -476,8 +463,7 @@ static void test_bad_inputs(void **state)
     tl_db_drop(db);
 }
 
-TL_MAIN(cmocka_unit_test(test_from_empty), cmocka_unit_test(test_rerun_is_noop),
-        cmocka_unit_test(test_concurrent_runs), cmocka_unit_test(test_changed_file_refused),
-        cmocka_unit_test(test_broken_file_rolls_back_alone),
-        cmocka_unit_test(test_history_tables_refuse_changes),
-        cmocka_unit_test(test_status_counts_pending), cmocka_unit_test(test_bad_inputs))
+TL_MAIN(DB_FX(test_from_empty), DB_FX(test_rerun_is_noop), DB_FX(test_concurrent_runs),
+        DB_FX(test_changed_file_refused), DB_FX(test_broken_file_rolls_back_alone),
+        DB_FX(test_history_tables_refuse_changes), DB_FX(test_status_counts_pending),
+        cmocka_unit_test(test_bad_inputs))

@@ -13,22 +13,7 @@
 
 #include "server/base/metrics.h"
 #include "storage/pg_pool.h"
-
-static char *db_url;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    db_url = tl_db_create();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    tl_db_drop(db_url);
-    return 0;
-}
+#include "tests/integration/storage/db_fixture.h"
 
 static pg_pool *make_pool(int size, int statement_timeout_ms, int acquire_timeout_ms, sx_metrics *m)
 {
@@ -551,7 +536,7 @@ static void test_prepared_statements(void **state)
     pg_pool_destroy(p);
 }
 
-TL_MAIN_GROUP(group_setup, group_teardown, cmocka_unit_test(test_acquire_release_reuse),
+TL_MAIN_GROUP(db_setup, db_teardown, cmocka_unit_test(test_acquire_release_reuse),
               cmocka_unit_test(test_errors_map_to_codes), cmocka_unit_test(test_statement_timeout),
               cmocka_unit_test(test_terminated_backend_replaced),
               cmocka_unit_test(test_unreachable_server),

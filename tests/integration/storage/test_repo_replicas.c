@@ -10,32 +10,8 @@
 #include <string.h>
 
 #include "server/base/arena.h"
-#include "storage/pg_pool.h"
-#include "storage/repo_common.h"
 #include "storage/repo_replicas.h"
-
-static char *url;
-static pg_pool *pool;
-static pg_conn *conn;
-
-static int setup(void **state)
-{
-    (void)state;
-    url = tl_db_create_migrated();
-    pool = tl_pool(url, 1);
-    sx_err err;
-    assert_int_equal(pg_acquire(pool, &conn, &err), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    pg_release(pool, conn);
-    pg_pool_destroy(pool);
-    tl_db_drop(url);
-    return 0;
-}
+#include "tests/integration/storage/db_conn_fixture.h"
 
 static long long count_rows(const char *where)
 {
@@ -44,11 +20,6 @@ static long long count_rows(const char *where)
     long long n = -1;
     TL_OK(repo_query_i64(conn, sql, 0, NULL, &n, &e_));
     return n;
-}
-
-static void exec(const char *sql)
-{
-    TL_OK(repo_exec_count(conn, sql, 0, NULL, NULL, &e_));
 }
 
 static void test_beat_list_forget(void **state)
@@ -147,5 +118,5 @@ static void test_bad_input(void **state)
     sx_arena_destroy(ar);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_beat_list_forget),
+TL_MAIN_GROUP(db_conn_setup, db_conn_teardown, cmocka_unit_test(test_beat_list_forget),
               cmocka_unit_test(test_bad_input))

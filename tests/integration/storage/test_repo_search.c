@@ -10,31 +10,17 @@
 #include <string.h>
 
 #include "server/base/arena.h"
-#include "storage/pg_pool.h"
-#include "storage/repo_common.h"
 #include "storage/repo_search.h"
-
-static char *url;
-static pg_pool *pool;
-static pg_conn *conn;
+#include "tests/integration/storage/db_conn_fixture.h"
 
 #define CFG_WEB  "11111111-1111-4111-8111-111111111111"
 #define CFG_GONE "22222222-2222-4222-8222-222222222222"
 #define CFG_PCT  "33333333-3333-4333-8333-333333333333"
 #define DEPLOY   "44444444-4444-4444-8444-4444aa55bb66"
 
-static void exec(const char *sql)
-{
-    TL_OK(repo_exec_count(conn, sql, 0, NULL, NULL, &e_));
-}
-
 static int setup(void **state)
 {
-    (void)state;
-    url = tl_db_create_migrated();
-    pool = tl_pool(url, 1);
-    sx_err err;
-    assert_int_equal(pg_acquire(pool, &conn, &err), 0);
+    db_conn_setup(state);
     exec("INSERT INTO proxy_nodes (node_id, group_name) VALUES"
          " ('edge-7f3a9c-west', 'edge'), ('EDGE-7F3A', 'edge'), ('db-proxy-1', 'data'),"
          " ('sidecar_100%', 'mesh'), ('sidecarX100Y', 'mesh'), ('back\\slash', 'mesh')");
@@ -48,15 +34,6 @@ static int setup(void **state)
          " SELECT id, 1, '{}', repeat('a', 64), 't' FROM configs");
     exec("INSERT INTO deployments (id, config_id, config_version, created_by, groups, state)"
          " VALUES ('" DEPLOY "', '" CFG_WEB "', 1, 't', '{edge}', 'in_progress')");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    pg_release(pool, conn);
-    pg_pool_destroy(pool);
-    tl_db_drop(url);
     return 0;
 }
 
@@ -169,5 +146,5 @@ int main(void)
         cmocka_unit_test(test_limit_per_kind),
         cmocka_unit_test(test_bad_input),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, db_conn_teardown);
 }

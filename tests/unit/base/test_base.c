@@ -65,12 +65,20 @@ static void test_buf(void **state)
     sx_free(s);
 }
 
+/* Makes the file of the mkstemp template path and returns its descriptor; fails the test
+ * when it cannot. */
+static int temp_file(char *path)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    return fd;
+}
+
 static void test_buf_read_file(void **state)
 {
     (void)state;
     char path[] = "/tmp/sextant-base-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    int fd = temp_file(path);
     close(fd);
     tl_write_file(path, "twelve bytes");
     sx_buf b = {0};
@@ -345,8 +353,7 @@ static void test_log_ill_formed_utf8(void **state)
 {
     (void)state;
     char path[] = "/tmp/sx-base-logXXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
+    int fd = temp_file(path);
     sx_log_set_fd(fd);
     sx_log_fields(SX_LOG_WARN, "test", json_pack("{s:s}", "route", "/x"), "refused DELETE /a%s",
                   "\xff"

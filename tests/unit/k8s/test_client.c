@@ -395,6 +395,34 @@ static void fake_apply(fake *f, const char *type, const char *ns, const char *na
     pthread_mutex_unlock(&f->mu);
 }
 
+/* Changes in namespace a that no watch delivers: object gone (NULL: none) deleted and
+ * object name added with spec.n = n, then history compacted past them. The open watch
+ * learns of it by an ERROR 410 event, or with http_410 by a drop and an HTTP 410 answer
+ * to the watch request that follows. */
+static void fake_compact_past(fake *f, const char *gone, const char *name, int n, bool http_410)
+{
+    char key[128];
+    pthread_mutex_lock(&f->mu);
+    if (gone) {
+        snprintf(key, sizeof(key), "a/%s", gone);
+        json_object_del(f->objects, key);
+    }
+    snprintf(key, sizeof(key), "a/%s", name);
+    json_object_set_new(f->objects, key,
+                        json_pack("{s:{s:s,s:s},s:{s:i}}", "metadata", "namespace", "a", "name",
+                                  name, "spec", "n", n));
+    f->rv += 10;
+    f->compacted = f->rv;
+    if (http_410) {
+        f->http_410 = true;
+        f->drops++;
+    } else {
+        f->compactions++;
+    }
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
 static void fake_bookmark(fake *f)
 {
     pthread_mutex_lock(&f->mu);
@@ -643,16 +671,7 @@ static void test_gone_relists(void **state)
     TL_OK(k8s_client_start(r.client, &e_));
     fake_wait_watches(r.f, 1);
     /* Compaction ends the watch with an ERROR 410 after changes it never delivers. */
-    pthread_mutex_lock(&r.f->mu);
-    json_object_del(r.f->objects, "a/one");
-    json_object_set_new(r.f->objects, "a/three",
-                        tl_json("{'metadata':{'namespace':'a',"
-                                "'name':'three'},'spec':{'n':3}}"));
-    r.f->rv += 10;
-    r.f->compacted = r.f->rv;
-    r.f->compactions++;
-    pthread_cond_broadcast(&r.f->cv);
-    pthread_mutex_unlock(&r.f->mu);
+    fake_compact_past(r.f, "one", "three", 3, false);
     wait_map(&r, "a/three", 3);
     wait_map(&r, "a/one", -1);
     assert_int_equal(map_n(&r, "a/two"), 2);
@@ -662,16 +681,7 @@ static void test_gone_relists(void **state)
 
     /* A 410 answer to the watch request relists as well. */
     fake_wait_watches(r.f, 1);
-    pthread_mutex_lock(&r.f->mu);
-    r.f->http_410 = true;
-    r.f->drops++;
-    json_object_set_new(r.f->objects, "a/four",
-                        tl_json("{'metadata':{'namespace':'a',"
-                                "'name':'four'},'spec':{'n':4}}"));
-    r.f->rv += 10;
-    r.f->compacted = r.f->rv;
-    pthread_cond_broadcast(&r.f->cv);
-    pthread_mutex_unlock(&r.f->mu);
+    fake_compact_past(r.f, NULL, "four", 4, true);
     wait_map(&r, "a/four", 4);
     assert_true(metric(&r, "sextant_k8s_relists_total", NULL) == 2);
     rig_stop(&r);

@@ -24,10 +24,22 @@ static int spec_n(const json_t *v)
     return (int)json_integer_value(json_object_get(json_object_get(v, "spec"), "n"));
 }
 
+/* The table of a test (its state), made before and destroyed after it. */
+static int setup(void **state)
+{
+    *state = wm_table_create();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    wm_table_destroy(*state);
+    return 0;
+}
+
 static void test_store_noop_and_managed_fields(void **state)
 {
-    (void)state;
-    wm_table *t = wm_table_create();
+    wm_table *t = *state;
     wm_map *m = wm_table_add(t, "HTTPRoute");
     assert_ptr_equal(wm_table_add(t, "HTTPRoute"), m);
     assert_ptr_equal(wm_table_find(t, "HTTPRoute"), m);
@@ -76,13 +88,11 @@ static void test_store_noop_and_managed_fields(void **state)
     assert_null(wm_get(m, "default/api"));
     assert_int_equal(wm_map_generation(m), 4);
     assert_int_equal(wm_table_generation(t), 4);
-    wm_table_destroy(t);
 }
 
 static void test_replace(void **state)
 {
-    (void)state;
-    wm_table *t = wm_table_create();
+    wm_table *t = *state;
     wm_map *m = wm_table_add(t, "Service");
     assert_int_equal(wm_store(m, "a/one", obj("a", "one", 1)), 1);
     assert_int_equal(wm_store(m, "a/two", obj("a", "two", 2)), 1);
@@ -133,13 +143,11 @@ static void test_replace(void **state)
     assert_int_equal(wm_replace(m, json_object()), 3);
     assert_int_equal(wm_size(m), 0);
     wm_sub_close(sub);
-    wm_table_destroy(t);
 }
 
 static void test_subscribe_coalesces(void **state)
 {
-    (void)state;
-    wm_table *t = wm_table_create();
+    wm_table *t = *state;
     wm_map *m = wm_table_add(t, "Gateway");
     assert_int_equal(wm_store(m, "ns/gw", obj("ns", "gw", 0)), 1);
     wm_sub *sub = wm_subscribe(m);
@@ -196,7 +204,6 @@ static void test_subscribe_coalesces(void **state)
     wm_sub_cancel(sub);
     assert_int_equal(wm_sub_next(sub, -1, &snap), SX_EUNAVAILABLE);
     wm_sub_close(sub);
-    wm_table_destroy(t);
 }
 
 static void test_states_shared_and_outlive_table(void **state)
@@ -268,8 +275,7 @@ static void *writer(void *p)
 
 static void test_table_snapshot_is_consistent(void **state)
 {
-    (void)state;
-    wm_table *t = wm_table_create();
+    wm_table *t = *state;
     writer_arg w = {wm_table_add(t, "A"), wm_table_add(t, "B"), 20000, 0};
     assert_int_equal(wm_store(w.a, "x/k", obj("x", "k", 0)), 1);
     assert_int_equal(wm_store(w.b, "x/k", obj("x", "k", 0)), 1);
@@ -294,7 +300,6 @@ static void test_table_snapshot_is_consistent(void **state)
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_int_equal(w.bad, 0);
     assert_true(reads > 0);
-    wm_table_destroy(t);
 }
 
 typedef struct reader_arg {
@@ -327,8 +332,7 @@ static void *slow_reader(void *p)
 
 static void test_slow_subscriber_sees_newest(void **state)
 {
-    (void)state;
-    wm_table *t = wm_table_create();
+    wm_table *t = *state;
     wm_map *m = wm_table_add(t, "EndpointSlice");
     reader_arg r = {.sub = wm_subscribe(m), .want = 5000};
     pthread_t th;
@@ -341,7 +345,6 @@ static void test_slow_subscriber_sees_newest(void **state)
     wm_snapshot *snap;
     assert_int_equal(wm_sub_next(r.sub, 0, &snap), SX_ETIMEOUT);
     wm_sub_close(r.sub);
-    wm_table_destroy(t);
 }
 
 typedef struct waiter_arg {
@@ -370,8 +373,7 @@ static void *sub_waiter(void *p)
 
 static void test_waits_wake(void **state)
 {
-    (void)state;
-    wm_table *t = wm_table_create();
+    wm_table *t = *state;
     wm_map *m = wm_table_add(t, "Secret");
     /* A generation other than seen returns at once; a timeout returns seen. */
     assert_int_equal(wm_table_wait(t, 42, -1), 0);
@@ -402,11 +404,9 @@ static void test_waits_wake(void **state)
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_int_equal(a.rc, SX_EUNAVAILABLE);
     wm_sub_close(a.sub);
-    wm_table_destroy(t);
 }
 
-TL_MAIN(cmocka_unit_test(test_store_noop_and_managed_fields), cmocka_unit_test(test_replace),
-        cmocka_unit_test(test_subscribe_coalesces),
-        cmocka_unit_test(test_states_shared_and_outlive_table), cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_table_snapshot_is_consistent),
-        cmocka_unit_test(test_slow_subscriber_sees_newest), cmocka_unit_test(test_waits_wake))
+TL_MAIN(TL_FX(test_store_noop_and_managed_fields), TL_FX(test_replace),
+        TL_FX(test_subscribe_coalesces), cmocka_unit_test(test_states_shared_and_outlive_table),
+        cmocka_unit_test(test_keys), TL_FX(test_table_snapshot_is_consistent),
+        TL_FX(test_slow_subscriber_sees_newest), TL_FX(test_waits_wake))

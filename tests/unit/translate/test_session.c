@@ -45,14 +45,16 @@ static int build(const char *sp, tr_resources **out, sx_err *err)
     return tl_translate(ir_text(sp), out, err);
 }
 
-/* The StatefulSession of every Route of route configuration rc_name (at most max), in
- * out; returns how many. The caller frees each. */
-static size_t sessions_of(const tr_resources *r, const char *rc_name, Session **out, size_t max)
+/* Checks the session state of every Route of route configuration "keep" (two or more):
+ * each must be the extension name; check gets it decoded with descriptor. */
+static void expect_session_states(const tr_resources *r, const char *name,
+                                  const ProtobufCMessageDescriptor *descriptor,
+                                  void (*check)(const ProtobufCMessage *state))
 {
-    Envoy__Config__Route__V3__RouteConfiguration *rc = tl_route_config(r, rc_name);
+    Envoy__Config__Route__V3__RouteConfiguration *rc = tl_route_config(r, "keep");
     assert_int_equal(rc->n_virtual_hosts, 1);
     size_t n = rc->virtual_hosts[0]->n_routes;
-    assert_true(n >= 2 && n <= max); /* two matches: every Route they make keeps sessions */
+    assert_true(n >= 2); /* two matches: every Route they make keeps sessions */
     for (size_t i = 0; i < n; i++) {
         PerRoute *per = (PerRoute *)tl_route_filter(
             rc->virtual_hosts[0]->routes[i], SESSION,
@@ -60,25 +62,33 @@ static size_t sessions_of(const tr_resources *r, const char *rc_name, Session **
         assert_int_equal(
             per->override_case,
             ENVOY__EXTENSIONS__FILTERS__HTTP__STATEFUL_SESSION__V3__STATEFUL_SESSION_PER_ROUTE__OVERRIDE_STATEFUL_SESSION);
-        out[i] = per->stateful_session;
-        per->stateful_session = NULL;
-        per->override_case =
-            ENVOY__EXTENSIONS__FILTERS__HTTP__STATEFUL_SESSION__V3__STATEFUL_SESSION_PER_ROUTE__OVERRIDE__NOT_SET;
+        const Session *s = per->stateful_session;
+        assert_string_equal(s->session_state->name, name);
+        ProtobufCMessage *st = tl_unpack_any(s->session_state->typed_config, descriptor);
+        check(st);
+        protobuf_c_message_free_unpacked(st, NULL);
         protobuf_c_message_free_unpacked(&per->base, NULL);
     }
     envoy__config__route__v3__route_configuration__free_unpacked(rc, NULL);
-    return n;
+}
+
+/* A permanent cookie "sid" on path / living an hour. */
+static void expect_sid_cookie(const ProtobufCMessage *state)
+{
+    const Envoy__Extensions__Http__StatefulSession__Cookie__V3__CookieBasedSessionState *c =
+        (const Envoy__Extensions__Http__StatefulSession__Cookie__V3__CookieBasedSessionState *)
+            state;
+    assert_string_equal(c->cookie->name, "sid");
+    assert_string_equal(c->cookie->path, "/");
+    assert_non_null(c->cookie->ttl);
+    assert_int_equal(c->cookie->ttl->seconds, 3600);
 }
 
 static void test_cookie(void **state)
 {
     (void)state;
-    tr_resources *r = NULL;
-    sx_err err;
-    assert_int_equal(build("{'session_name': 'sid', 'cookie_lifetime_type': 'Permanent',"
-                           " 'absolute_timeout': '3600s'}",
-                           &r, &err),
-                     0);
+    tr_resources *r = tl_translated(ir_text("{'session_name': 'sid', 'cookie_lifetime_type':"
+                                            " 'Permanent', 'absolute_timeout': '3600s'}"));
     /* The listener whose routes keep sessions: the filter, optional and empty, first. */
     Session *top = (Session *)tl_http_filter_before_router(
         r, "keep", SESSION,
@@ -90,44 +100,31 @@ static void test_cookie(void **state)
     assert_int_equal(h->n_http_filters, 1);
     protobuf_c_message_free_unpacked(&h->base, NULL);
 
-    Session *s[8];
-    size_t n = sessions_of(r, "keep", s, 8);
-    for (size_t i = 0; i < n; i++) {
-        assert_string_equal(s[i]->session_state->name, "envoy.http.stateful_session.cookie");
-        Envoy__Extensions__Http__StatefulSession__Cookie__V3__CookieBasedSessionState *c =
-            (Envoy__Extensions__Http__StatefulSession__Cookie__V3__CookieBasedSessionState *)
-                tl_unpack_any(
-                    s[i]->session_state->typed_config,
-                    &envoy__extensions__http__stateful_session__cookie__v3__cookie_based_session_state__descriptor);
-        assert_string_equal(c->cookie->name, "sid");
-        assert_string_equal(c->cookie->path, "/");
-        assert_non_null(c->cookie->ttl);
-        assert_int_equal(c->cookie->ttl->seconds, 3600);
-        protobuf_c_message_free_unpacked(&c->base, NULL);
-        protobuf_c_message_free_unpacked(&s[i]->base, NULL);
-    }
+    expect_session_states(
+        r, "envoy.http.stateful_session.cookie",
+        &envoy__extensions__http__stateful_session__cookie__v3__cookie_based_session_state__descriptor,
+        expect_sid_cookie);
     tr_resources_unref(r);
+}
+
+/* The header x-session. */
+static void expect_session_header(const ProtobufCMessage *state)
+{
+    assert_string_equal(
+        ((const Envoy__Extensions__Http__StatefulSession__Header__V3__HeaderBasedSessionState *)
+             state)
+            ->name,
+        "x-session");
 }
 
 static void test_header(void **state)
 {
     (void)state;
-    tr_resources *r = NULL;
-    sx_err err;
-    assert_int_equal(build("{'session_name': 'x-session', 'type': 'Header'}", &r, &err), 0);
-    Session *s[8];
-    size_t n = sessions_of(r, "keep", s, 8);
-    for (size_t i = 0; i < n; i++) {
-        assert_string_equal(s[i]->session_state->name, "envoy.http.stateful_session.header");
-        Envoy__Extensions__Http__StatefulSession__Header__V3__HeaderBasedSessionState *hs =
-            (Envoy__Extensions__Http__StatefulSession__Header__V3__HeaderBasedSessionState *)
-                tl_unpack_any(
-                    s[i]->session_state->typed_config,
-                    &envoy__extensions__http__stateful_session__header__v3__header_based_session_state__descriptor);
-        assert_string_equal(hs->name, "x-session");
-        protobuf_c_message_free_unpacked(&hs->base, NULL);
-        protobuf_c_message_free_unpacked(&s[i]->base, NULL);
-    }
+    tr_resources *r = tl_translated(ir_text("{'session_name': 'x-session', 'type': 'Header'}"));
+    expect_session_states(
+        r, "envoy.http.stateful_session.header",
+        &envoy__extensions__http__stateful_session__header__v3__header_based_session_state__descriptor,
+        expect_session_header);
     tr_resources_unref(r);
 }
 

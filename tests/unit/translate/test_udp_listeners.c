@@ -34,14 +34,23 @@ static const char H3[] =
     "CERTIFICATE-----', 'key_pem': '-----BEGIN PRIVATE KEY-----\\nY\\n-----END PRIVATE "
     "KEY-----'}]}";
 
+/* The listener name of r, failing the test unless its socket speaks protocol; the caller
+ * frees it. */
+static Envoy__Config__Listener__V3__Listener *listener_on(const tr_resources *r, const char *name,
+                                                          int protocol)
+{
+    Envoy__Config__Listener__V3__Listener *l = tl_listener(r, name);
+    assert_int_equal(l->address->socket_address->protocol, protocol);
+    return l;
+}
+
 static void test_quic_listener(void **state)
 {
     (void)state;
     tr_resources *r = tl_translated(H3);
-    Envoy__Config__Listener__V3__Listener *l = tl_listener(r, "h3");
     /* A UDP socket taking QUIC. */
-    assert_int_equal(l->address->socket_address->protocol,
-                     ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
+    Envoy__Config__Listener__V3__Listener *l =
+        listener_on(r, "h3", ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
     assert_int_equal(l->address->socket_address->port_value, 443);
     assert_non_null(l->udp_listener_config);
     assert_non_null(l->udp_listener_config->quic_options);
@@ -75,27 +84,28 @@ static void test_quic_listener(void **state)
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
     assert_non_null(tr_resources_find(r, TR_RDS, "h3"));
     /* The HTTPS listener on the same port keeps its TCP socket. */
-    l = tl_listener(r, "h2");
-    assert_int_equal(l->address->socket_address->protocol,
-                     ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
+    l = listener_on(r, "h2", ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
     assert_null(l->udp_listener_config);
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
     tr_resources_unref(r);
 }
 
+/* Translating ir_text is refused with message, and gives nothing. */
+static void expect_refused(const char *ir_text, const char *message)
+{
+    tr_resources *r = NULL;
+    sx_err err;
+    assert_int_equal(tl_translate(ir_text, &r, &err), SX_EVALIDATION);
+    assert_null(r);
+    assert_string_equal(err.message, message);
+}
+
 static void test_needs_tls(void **state)
 {
     (void)state;
-    tr_resources *r = NULL;
-    sx_err err;
-    assert_int_equal(
-        tl_translate("{'listeners': [{'name': 'h3', 'protocol': 'LISTENER_PROTOCOL_HTTP3',"
-                     " 'port': 443}]}",
-                     &r, &err),
-        SX_EVALIDATION);
-    assert_null(r);
-    assert_string_equal(
-        err.message, "listeners[0].tls: a listener that terminates tls needs at least one secret");
+    expect_refused(
+        "{'listeners': [{'name': 'h3', 'protocol': 'LISTENER_PROTOCOL_HTTP3', 'port': 443}]}",
+        "listeners[0].tls: a listener that terminates tls needs at least one secret");
 }
 
 static const char UDP[] =
@@ -113,9 +123,8 @@ static void test_udp_proxy(void **state)
 {
     (void)state;
     tr_resources *r = tl_translated(UDP);
-    Envoy__Config__Listener__V3__Listener *l = tl_listener(r, "dns");
-    assert_int_equal(l->address->socket_address->protocol,
-                     ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
+    Envoy__Config__Listener__V3__Listener *l =
+        listener_on(r, "dns", ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
     assert_int_equal(l->n_filter_chains, 0);
     assert_int_equal(l->n_listener_filters, 1);
     assert_string_equal(l->listener_filters[0]->name, "envoy.filters.udp_listener.udp_proxy");
@@ -130,9 +139,7 @@ static void test_udp_proxy(void **state)
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
     assert_non_null(tr_resources_find(r, TR_CDS, "resolver"));
     /* The TCP listener of the same port stays TCP. */
-    l = tl_listener(r, "dns-tcp");
-    assert_int_equal(l->address->socket_address->protocol,
-                     ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
+    l = listener_on(r, "dns-tcp", ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__TCP);
     envoy__config__listener__v3__listener__free_unpacked(l, NULL);
     tr_resources_unref(r);
 }
@@ -140,41 +147,27 @@ static void test_udp_proxy(void **state)
 static void test_udp_refusals(void **state)
 {
     (void)state;
-    tr_resources *r = NULL;
-    sx_err err;
-    assert_int_equal(
-        tl_translate(
-            "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
-            " 'attached_routes': ['u']}],"
-            " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
-            " [{'name': 'a', 'weight': 1}, {'name': 'b', 'weight': 3}]}]}],"
-            " 'backends': [{'name': 'a'}, {'name': 'b'}]}",
-            &r, &err),
-        SX_EVALIDATION);
-    assert_string_equal(err.message, "stream_routes[0].rules[0].backend_refs: envoy's udp proxy "
-                                     "forwards to one backend, not 2 weighted ones");
-    assert_int_equal(
-        tl_translate(
-            "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
-            " 'attached_routes': ['u']}],"
-            " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
-            " [{'name': 'a'}]}, {'backend_refs': [{'name': 'a'}]}]}],"
-            " 'backends': [{'name': 'a'}]}",
-            &r, &err),
-        SX_EVALIDATION);
-    assert_string_equal(err.message, "listeners[0].attached_routes: 2 udp route rules apply to "
-                                     "listener \"u\": envoy's udp proxy forwards a listener to one "
-                                     "of them");
-    assert_int_equal(
-        tl_translate(
-            "{'listeners': [{'name': 't', 'protocol': 'LISTENER_PROTOCOL_TCP', 'port': 53,"
-            " 'attached_routes': ['u']}],"
-            " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
-            " [{'name': 'a'}]}]}], 'backends': [{'name': 'a'}]}",
-            &r, &err),
-        SX_EVALIDATION);
-    assert_string_equal(
-        err.message,
+    expect_refused(
+        "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
+        " 'attached_routes': ['u']}],"
+        " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
+        " [{'name': 'a', 'weight': 1}, {'name': 'b', 'weight': 3}]}]}],"
+        " 'backends': [{'name': 'a'}, {'name': 'b'}]}",
+        "stream_routes[0].rules[0].backend_refs: envoy's udp proxy forwards to one backend, not 2 "
+        "weighted ones");
+    expect_refused(
+        "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
+        " 'attached_routes': ['u']}],"
+        " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
+        " [{'name': 'a'}]}, {'backend_refs': [{'name': 'a'}]}]}],"
+        " 'backends': [{'name': 'a'}]}",
+        "listeners[0].attached_routes: 2 udp route rules apply to listener \"u\": envoy's udp "
+        "proxy forwards a listener to one of them");
+    expect_refused(
+        "{'listeners': [{'name': 't', 'protocol': 'LISTENER_PROTOCOL_TCP', 'port': 53,"
+        " 'attached_routes': ['u']}],"
+        " 'stream_routes': [{'name': 'u', 'kind': 'ROUTE_KIND_UDP', 'rules': [{'backend_refs':"
+        " [{'name': 'a'}]}]}], 'backends': [{'name': 'a'}]}",
         "listeners[0].attached_routes: udp route \"u\" attaches to UDP listeners only");
 }
 
