@@ -25,6 +25,7 @@
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "server/base/metrics.h"
+#include "server/catalog.h"
 #include "server/events.h"
 #include "server/leader.h"
 #include "server/server.h"
@@ -68,30 +69,9 @@ int alerts_list(struct sx_server *srv, const char *state, int limit, const char 
                 sx_arena *a, alert_list *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    if (srv == NULL || srv->db == NULL)
-        return sx_err_set(err, SX_EUNAVAILABLE, "the database is not available");
-    pg_conn *c = NULL;
-    int rc = pg_acquire(srv->db, &c, err);
-    if (rc != 0)
-        return rc;
-    rc = alert_repo_list(c, state, limit, cursor, a, out, err);
-    pg_release(srv->db, c);
-    return rc;
-}
-
-static void alerts_wake_stop(void *ctx)
-{
-    alerts *al = ctx;
-    sx_wake_raise(&al->wake, true);
-}
-
-/* On the leader's thread: a new leader evaluates at once. */
-static void on_lead(void *ctx, bool leading, uint64_t term)
-{
-    (void)term;
-    alerts *al = ctx;
-    if (leading)
-        sx_wake_raise(&al->wake, false);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c,
+                           c ? alert_repo_list(c, state, limit, cursor, a, out, err) : err->code);
 }
 
 static void *alerts_thread(void *arg);
@@ -102,8 +82,8 @@ alerts *alerts_create(struct sx_server *srv)
     alerts *al = sx_calloc(1, sizeof(*al));
     al->srv = srv;
     sx_wake_init(&al->wake);
-    al->thread = (sup_thread){
-        .run = alerts_thread, .wake = alerts_wake_stop, .ctx = al, .what = "the alerts"};
+    al->thread =
+        (sup_thread){.run = alerts_thread, .stop_wake = &al->wake, .ctx = al, .what = "the alerts"};
     alert_hook_options ho = {.targets = &cfg->alerts.webhooks,
                              .timeout_ms = cfg->alerts.webhook_timeout_ms,
                              .retries = (int)cfg->alerts.webhook_retries,
@@ -127,8 +107,9 @@ alerts *alerts_create(struct sx_server *srv)
             sx_metric_set(al->m_firing, l, 0);
         }
     }
+    /* A new leader evaluates at once. */
     if (srv->leader)
-        leader_subscribe(srv->leader, on_lead, al);
+        leader_subscribe(srv->leader, leader_wake_on_lead, &al->wake);
     return al;
 }
 
@@ -351,9 +332,6 @@ static void *alerts_thread(void *arg)
         if (rc != 0 && !al->failing)
             sx_log_err(SX_LOG_WARN, COMPONENT, &err);
         al->failing = rc != 0;
-        struct timespec until = sx_deadline_in(cfg->alerts.interval_ms);
-        if (!sx_wake_wait(&al->wake, &until, NULL))
-            break;
-    } while (!sup_stopping(al->srv->sup));
+    } while (sup_wait_next(al->srv->sup, &al->wake, cfg->alerts.interval_ms));
     return NULL;
 }

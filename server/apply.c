@@ -715,12 +715,9 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
                   long long *version, sx_fielderrs *verrs, sx_err *err)
 {
     *version = 0;
-    if (req->group == NULL || req->group[0] == '\0')
-        return sx_err_set(err, SX_EINVAL, "a snapshot needs a proxy group");
-    if (val_check_group_name(req->group, err))
-        return SX_EINVAL;
-    if (req->author == NULL || req->author[0] == '\0')
-        return sx_err_set(err, SX_EINVAL, "a snapshot needs an author");
+    int rc = groups_check_change(req->group, req->author, "a snapshot", err);
+    if (rc)
+        return rc;
     if (!json_is_object(req->spec))
         return sx_err_set(err, SX_EINVAL, "the snapshot must be a JSON object");
     ir_snapshot *ir = NULL;
@@ -728,7 +725,7 @@ int apply_publish(pg_pool *pool, snap_repo *snaps, const apply_publish_request *
         return sx_err_set(err, SX_EVALIDATION, "snapshot is invalid: %zu problem%s", verrs->count,
                           verrs->count == 1 ? "" : "s");
     publish_ctx ctx = {req, sx_arena_defer(a, free_ir, ir), a, verrs, NULL};
-    int rc = snap_writer_tx(pool, snaps, a, publish_tx, &ctx, err);
+    rc = snap_writer_tx(pool, snaps, a, publish_tx, &ctx, err);
     if (rc == 0 && ctx.written)
         *version = ctx.written->version;
     return rc;

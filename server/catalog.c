@@ -22,8 +22,7 @@ static int unavailable(sx_err *err)
     return sx_err_set(err, SX_EUNAVAILABLE, "the database is not available");
 }
 
-/* A pooled connection for one read, or NULL with err set. */
-static pg_conn *acquire(const struct sx_server *srv, sx_err *err)
+pg_conn *catalog_acquire(const struct sx_server *srv, sx_err *err)
 {
     pg_conn *c = NULL;
     if (srv == NULL || srv->db == NULL)
@@ -33,15 +32,14 @@ static pg_conn *acquire(const struct sx_server *srv, sx_err *err)
     return c;
 }
 
-/* Gives c (NULL allowed) back to the pool; returns rc. */
-static int release(const struct sx_server *srv, pg_conn *c, int rc)
+int catalog_release(const struct sx_server *srv, pg_conn *c, int rc)
 {
     if (c)
         pg_release(srv->db, c);
     return rc;
 }
 
-static node_thresholds thresholds(const struct sx_server *srv)
+node_thresholds catalog_thresholds(const struct sx_server *srv)
 {
     node_thresholds t = {0, 0};
     if (srv && srv->config) {
@@ -54,40 +52,40 @@ static node_thresholds thresholds(const struct sx_server *srv)
 int catalog_configs(struct sx_server *srv, const cfg_filter *f, sx_arena *a, cfg_list *out,
                     sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? cfg_repo_list(c, f, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? cfg_repo_list(c, f, a, out, err) : err->code);
 }
 
 int catalog_config(struct sx_server *srv, const char *id, bool include_deleted, sx_arena *a,
                    cfg_record **cfg, cfg_version **latest, sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
+    pg_conn *c = catalog_acquire(srv, err);
     int rc = c ? cfg_repo_get(c, id, include_deleted, a, cfg, err) : err->code;
     if (rc == 0)
         rc = cfg_repo_get_version(c, (*cfg)->id, (*cfg)->latest_version, a, latest, err);
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }
 
 int catalog_versions(struct sx_server *srv, const char *id, int limit, const char *cursor,
                      sx_arena *a, cfg_version_list *out, sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c,
-                   c ? cfg_repo_list_versions(c, id, limit, cursor, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(
+        srv, c, c ? cfg_repo_list_versions(c, id, limit, cursor, a, out, err) : err->code);
 }
 
 int catalog_version(struct sx_server *srv, const char *id, int v, sx_arena *a, cfg_version **out,
                     sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? cfg_repo_get_version(c, id, v, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? cfg_repo_get_version(c, id, v, a, out, err) : err->code);
 }
 
 int catalog_version_pair(struct sx_server *srv, const char *id, int *from, int *to, sx_arena *a,
                          cfg_version **vfrom, cfg_version **vto, sx_err *err)
 {
     cfg_record *cfg = NULL;
-    pg_conn *c = acquire(srv, err);
+    pg_conn *c = catalog_acquire(srv, err);
     int rc = c ? cfg_repo_get(c, id, true, a, &cfg, err) : err->code;
     if (rc == 0) {
         if (*to == 0)
@@ -98,7 +96,7 @@ int catalog_version_pair(struct sx_server *srv, const char *id, int *from, int *
         if (rc == 0)
             rc = cfg_repo_get_version(c, id, *to, a, vto, err);
     }
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }
 
 int catalog_snapshots(struct sx_server *srv, const char *group, int limit, const char *cursor,
@@ -121,7 +119,7 @@ int catalog_snapshot(struct sx_server *srv, long long id, sx_arena *a, snap_reco
     int rc = snap_repo_get_by_id(srv->snap_repo, id, a, out, err);
     if (rc)
         return rc;
-    pg_conn *c = acquire(srv, err);
+    pg_conn *c = catalog_acquire(srv, err);
     if (c == NULL)
         return err->code;
     const snap_record *s = *out;
@@ -133,7 +131,7 @@ int catalog_snapshot(struct sx_server *srv, long long id, sx_arena *a, snap_reco
             cfgs[i] = NULL;
     }
     *sources = cfgs;
-    return release(srv, c, 0);
+    return catalog_release(srv, c, 0);
 }
 
 int catalog_group(struct sx_server *srv, const char *group, sx_arena *a, groups_info *out,
@@ -148,7 +146,7 @@ int catalog_group_planes(struct sx_server *srv, const char *const *groups, size_
                          unsigned **planes, sx_err *err)
 {
     *planes = sx_arena_alloc(a, (n ? n : 1) * sizeof(**planes));
-    pg_conn *c = acquire(srv, err);
+    pg_conn *c = catalog_acquire(srv, err);
     if (c == NULL)
         return err->code;
     val_group_planes *gp = NULL;
@@ -156,7 +154,7 @@ int catalog_group_planes(struct sx_server *srv, const char *const *groups, size_
     unsigned dflt = srv->config->groups.default_planes;
     for (size_t i = 0; rc == 0 && i < n; i++)
         (*planes)[i] = gp[i].planes ? gp[i].planes : (dflt ? dflt : VAL_PLANES_ALL);
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }
 
 int catalog_groups(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
@@ -173,29 +171,29 @@ int catalog_groups(struct sx_server *srv, int limit, const char *cursor, sx_aren
     for (size_t i = 0; i < out->count; i++)
         names[i] = out->items[i].name;
     node_state_counts *k = sx_arena_alloc(a, out->count * sizeof(*k));
-    node_thresholds t = thresholds(srv);
-    pg_conn *c = acquire(srv, err);
+    node_thresholds t = catalog_thresholds(srv);
+    pg_conn *c = catalog_acquire(srv, err);
     if (c == NULL)
         return err->code;
     *counts = k;
-    return release(srv, c, node_repo_count_groups(c, &t, names, out->count, k, err));
+    return catalog_release(srv, c, node_repo_count_groups(c, &t, names, out->count, k, err));
 }
 
 int catalog_proxies(struct sx_server *srv, const node_filter *f, sx_arena *a, node_list *out,
                     sx_err *err)
 {
     node_filter nf = *f;
-    nf.thresholds = thresholds(srv);
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? node_repo_list(c, &nf, a, out, err) : err->code);
+    nf.thresholds = catalog_thresholds(srv);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? node_repo_list(c, &nf, a, out, err) : err->code);
 }
 
 int catalog_proxy(struct sx_server *srv, const char *node_id, sx_arena *a, node_record **out,
                   sx_err *err)
 {
-    node_thresholds t = thresholds(srv);
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? node_repo_get_with(c, node_id, &t, a, out, err) : err->code);
+    node_thresholds t = catalog_thresholds(srv);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? node_repo_get_with(c, node_id, &t, a, out, err) : err->code);
 }
 
 /* Snapshot (group, version) with its IR, latest when version is 0; NULL when it does
@@ -229,8 +227,8 @@ int catalog_proxy_snapshots(struct sx_server *srv, const node_record *n, sx_aren
 int catalog_proxy_nacks(struct sx_server *srv, const char *node_id, int limit, const char *cursor,
                         sx_arena *a, event_page *out, sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(
         srv, c,
         c ? event_repo_list_node(c, node_id, EVENT_CONFIG_REJECTED, limit, cursor, a, out, err)
           : err->code);
@@ -239,37 +237,37 @@ int catalog_proxy_nacks(struct sx_server *srv, const char *node_id, int limit, c
 int catalog_audit(struct sx_server *srv, const audit_filter *f, sx_arena *a, audit_list *out,
                   sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? audit_repo_list(c, f, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? audit_repo_list(c, f, a, out, err) : err->code);
 }
 
 int catalog_deployments(struct sx_server *srv, const deploy_filter *f, sx_arena *a,
                         deploy_list *out, sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? deploy_repo_list(c, f, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? deploy_repo_list(c, f, a, out, err) : err->code);
 }
 
 int catalog_deployment(struct sx_server *srv, const char *id, sx_arena *a, deploy_record **out,
                        sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? deploy_repo_get(c, id, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? deploy_repo_get(c, id, a, out, err) : err->code);
 }
 
 int catalog_replicas(struct sx_server *srv, int limit, const char *cursor, sx_arena *a,
                      replica_list *out, sx_err *err)
 {
     long long alive_ms = srv && srv->config ? 3 * srv->config->leader.heartbeat_ms : 15000;
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c,
-                   c ? replica_repo_list(c, alive_ms, limit, cursor, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(
+        srv, c, c ? replica_repo_list(c, alive_ms, limit, cursor, a, out, err) : err->code);
 }
 
 int catalog_search(struct sx_server *srv, const char *q, int limit, sx_arena *a, search_list *out,
                    sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c, c ? search_repo_find(c, q, limit, a, out, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c, c ? search_repo_find(c, q, limit, a, out, err) : err->code);
 }

@@ -52,28 +52,13 @@ struct fleet_monitor {
 
 static void *fleet_thread(void *arg);
 
-static void fleet_wake_stop(void *ctx)
-{
-    fleet_monitor *f = ctx;
-    sx_wake_raise(&f->wake, true);
-}
-
-/* On the leader's thread: a new leader sweeps at once. */
-static void on_lead(void *ctx, bool leading, uint64_t term)
-{
-    (void)term;
-    fleet_monitor *f = ctx;
-    if (leading)
-        sx_wake_raise(&f->wake, false);
-}
-
 fleet_monitor *fleet_create(struct sx_server *srv)
 {
     fleet_monitor *f = sx_calloc(1, sizeof(*f));
     f->srv = srv;
     sx_wake_init(&f->wake);
     f->thread = (sup_thread){
-        .run = fleet_thread, .wake = fleet_wake_stop, .ctx = f, .what = "the fleet health"};
+        .run = fleet_thread, .stop_wake = &f->wake, .ctx = f, .what = "the fleet health"};
     if (srv->metrics) {
         f->m_proxies = sx_metrics_gauge(srv->metrics, "sextant_proxies",
                                         "Proxies by state: connected, stale (no activity for "
@@ -89,8 +74,9 @@ fleet_monitor *fleet_create(struct sx_server *srv)
                                          "ran; only the leader sweeps.",
                                          NULL);
     }
+    /* A new leader sweeps at once. */
     if (srv->leader)
-        leader_subscribe(srv->leader, on_lead, f);
+        leader_subscribe(srv->leader, leader_wake_on_lead, &f->wake);
     return f;
 }
 
@@ -229,13 +215,6 @@ static void sweep(fleet_monitor *f)
         sx_metric_inc(f->m_sweeps, NULL);
 }
 
-/* Waits FLEET_REFRESH_MS or until woken; false when stopping. */
-static bool wait_next(fleet_monitor *f)
-{
-    struct timespec until = sx_deadline_in(FLEET_REFRESH_MS);
-    return sx_wake_wait(&f->wake, &until, NULL) && !sup_stopping(f->srv->sup);
-}
-
 static void *fleet_thread(void *arg)
 {
     fleet_monitor *f = arg;
@@ -244,7 +223,7 @@ static void *fleet_thread(void *arg)
         /* A database that is away is logged once, by refresh. */
         if (!f->failing && may_sweep(f))
             sweep(f);
-    } while (wait_next(f));
+    } while (sup_wait_next(f->srv->sup, &f->wake, FLEET_REFRESH_MS));
     return NULL;
 }
 

@@ -8,37 +8,10 @@
  */
 #include "server/fleetview.h"
 
+#include "server/catalog.h"
 #include "server/config.h"
 #include "server/server.h"
 #include "storage/pg_pool.h"
-
-/* A pooled connection for one read, or NULL with err set. */
-static pg_conn *acquire(const struct sx_server *srv, sx_err *err)
-{
-    pg_conn *c = NULL;
-    if (srv == NULL || srv->db == NULL)
-        sx_err_set(err, SX_EUNAVAILABLE, "the database is not available");
-    else if (pg_acquire(srv->db, &c, err) != 0)
-        c = NULL;
-    return c;
-}
-
-static int release(const struct sx_server *srv, pg_conn *c, int rc)
-{
-    if (c)
-        pg_release(srv->db, c);
-    return rc;
-}
-
-static node_thresholds thresholds(const struct sx_server *srv)
-{
-    node_thresholds t = {0, 0};
-    if (srv && srv->config) {
-        t.stale_after_ms = srv->config->fleet.stale_after_ms;
-        t.disconnected_after_ms = srv->config->fleet.disconnected_after_ms;
-    }
-    return t;
-}
 
 /* 0 when group is NULL or known; SX_ENOTFOUND otherwise. */
 static int known(pg_conn *c, const char *group, sx_err *err)
@@ -54,38 +27,38 @@ int fleetview_topology(struct sx_server *srv, const char *group, sx_arena *a, js
                        sx_err *err)
 {
     *out = NULL;
-    node_thresholds t = thresholds(srv);
-    pg_conn *c = acquire(srv, err);
+    node_thresholds t = catalog_thresholds(srv);
+    pg_conn *c = catalog_acquire(srv, err);
     int rc = c ? known(c, group, err) : err->code;
     if (rc == 0)
         rc = fleet_repo_topology(c, group, &t, a, out, err);
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }
 
 int fleetview_health(struct sx_server *srv, int minutes, const char *group, sx_arena *a,
                      json_t **out, sx_err *err)
 {
     *out = NULL;
-    node_thresholds t = thresholds(srv);
-    pg_conn *c = acquire(srv, err);
+    node_thresholds t = catalog_thresholds(srv);
+    pg_conn *c = catalog_acquire(srv, err);
     int rc = c ? known(c, group, err) : err->code;
     if (rc == 0)
         rc = fleet_repo_health(c, minutes, group, &t, a, out, err);
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }
 
 int fleetview_metrics(struct sx_server *srv, int minutes, sx_arena *a, json_t **out, sx_err *err)
 {
     *out = NULL;
-    node_thresholds t = thresholds(srv);
+    node_thresholds t = catalog_thresholds(srv);
     json_t *health = NULL;
-    pg_conn *c = acquire(srv, err);
+    pg_conn *c = catalog_acquire(srv, err);
     int rc = c ? fleet_repo_metrics(c, minutes, a, out, err) : err->code;
     if (rc == 0)
         rc = fleet_repo_health(c, minutes, NULL, &t, a, &health, err);
     if (rc == 0)
         json_object_set(*out, "replicas", json_object_get(health, "replicas"));
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }
 
 int fleetview_timeline(struct sx_server *srv, const char *id, sx_arena *a, deploy_record **d,
@@ -93,9 +66,9 @@ int fleetview_timeline(struct sx_server *srv, const char *id, sx_arena *a, deplo
 {
     *out = NULL;
     *d = NULL;
-    pg_conn *c = acquire(srv, err);
+    pg_conn *c = catalog_acquire(srv, err);
     int rc = c ? deploy_repo_get(c, id, a, d, err) : err->code;
     if (rc == 0)
         rc = fleet_repo_timeline(c, id, a, out, err);
-    return release(srv, c, rc);
+    return catalog_release(srv, c, rc);
 }

@@ -184,6 +184,17 @@ static int set_tx(pg_conn *c, void *arg, sx_err *err)
                              ctx->out, ctx->a, err);
 }
 
+int groups_check_change(const char *group, const char *author, const char *what, sx_err *err)
+{
+    if (group == NULL || group[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "%s needs a proxy group", what);
+    if (val_check_group_name(group, err))
+        return SX_EINVAL;
+    if (author == NULL || author[0] == '\0')
+        return sx_err_set(err, SX_EINVAL, "%s needs an author", what);
+    return 0;
+}
+
 int groups_set_planes(pg_pool *pool, const groups_set_request *req, sx_arena *a, groups_info *out,
                       val_result *problems, sx_err *err)
 {

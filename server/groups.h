@@ -83,6 +83,12 @@ typedef struct groups_who {
     ((groups_who){(req)->author, (req)->actor_role, (req)->request_id, (req)->client_request_id,   \
                   (req)->source_ip})
 
+/* The checks a change of group starts with: SX_EINVAL unless group is a valid proxy
+ * group name and author is set; what names the change in the message ("a rollback"
+ * gives "a rollback needs a proxy group"). */
+int groups_check_change(const char *group, const char *author, const char *what,
+                        sx_err *err) SX_MUSTCHECK;
+
 /* Last in the transaction on c of a change of group that passed: its audit row (action,
  * status 200, details owned by the caller) by who, then the answer to idem (NULL: none)
  * rendered from result. */

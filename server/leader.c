@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
 #include "storage/pg_lock.h"
@@ -122,6 +123,13 @@ static void *run(void *ctx)
         pg_lock_close(s);
     } while (!sup_stopping(l->sup) && sup_sleep(l->sup, l->retry_ms));
     return NULL;
+}
+
+void leader_wake_on_lead(void *wake, bool leading, uint64_t term)
+{
+    (void)term;
+    if (leading)
+        sx_wake_raise(wake, false);
 }
 
 leader *leader_create(const leader_options *opt)

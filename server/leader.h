@@ -56,6 +56,10 @@ typedef struct leader_options {
  * when it lost it or is stopping (term: the term that ended). */
 typedef void (*leader_change_fn)(void *ctx, bool leading, uint64_t term);
 
+/* A leader_change_fn whose ctx is an sx_wake (server/base/clock.h): raises it (not
+ * stopping) when the lead is gained, so that a leader-only loop starts at once. */
+void leader_wake_on_lead(void *wake, bool leading, uint64_t term);
+
 /* A stopped leader (options copied). Never NULL; free with leader_destroy. */
 leader *leader_create(const leader_options *opt);
 

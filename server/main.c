@@ -231,6 +231,19 @@ static bool option_slot(const char *cmd, cli_opts *o, const char *a, const char 
 }
 
 /* Parses argv[first..argc) for a command. Returns 0, or CLI_EXIT_USAGE after printing why. */
+/* Adds value to a repeatable option's list (CLI_MAX_GROUPS entries); false, said on
+ * stderr, when the list is full. */
+static bool add_repeated(const char *cmd, const char *what, const char **list, size_t *count,
+                         const char *value)
+{
+    if (*count == CLI_MAX_GROUPS) {
+        fprintf(stderr, "sextant: %s: at most %d %s\n", cmd, CLI_MAX_GROUPS, what);
+        return false;
+    }
+    list[(*count)++] = value;
+    return true;
+}
+
 static int parse_opts(const char *cmd, int argc, char **argv, int first, cli_opts *o)
 {
     for (int i = first; i < argc; i++) {
@@ -266,20 +279,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, int first, cli_opt
             fprintf(stderr, "sextant: %s: option %s needs a non-empty value\n", cmd, a);
             return CLI_EXIT_USAGE;
         }
-        if (slot == &o->groups[0]) {
-            if (o->group_count == CLI_MAX_GROUPS) {
-                fprintf(stderr, "sextant: %s: at most %d groups\n", cmd, CLI_MAX_GROUPS);
+        if (slot == &o->groups[0] || slot == &o->node_patterns[0]) {
+            bool groups = slot == &o->groups[0];
+            if (!add_repeated(cmd, groups ? "groups" : "node patterns", slot,
+                              groups ? &o->group_count : &o->node_pattern_count, value))
                 return CLI_EXIT_USAGE;
-            }
-            o->groups[o->group_count++] = value;
-            continue;
-        }
-        if (slot == &o->node_patterns[0]) {
-            if (o->node_pattern_count == CLI_MAX_GROUPS) {
-                fprintf(stderr, "sextant: %s: at most %d node patterns\n", cmd, CLI_MAX_GROUPS);
-                return CLI_EXIT_USAGE;
-            }
-            o->node_patterns[o->node_pattern_count++] = value;
             continue;
         }
         *slot = value;

@@ -60,12 +60,6 @@ static void on_lead(void *ctx, bool leading, uint64_t term)
     sx_wake_raise(&r->wake, false);
 }
 
-static void wake_stop(void *ctx)
-{
-    replicas_beat *r = ctx;
-    sx_wake_raise(&r->wake, true);
-}
-
 /* The audit partitions ahead, and once the owner warning; failures are retried at the
  * next heartbeat and logged at most once per attempt window. */
 static void audit_upkeep(replicas_beat *r, pg_conn *c)
@@ -139,19 +133,12 @@ static void beat(replicas_beat *r, bool leading, bool stopping)
     r->failing = rc != 0;
 }
 
-/* Waits one heartbeat or until woken; false when stopping. */
-static bool wait_next(replicas_beat *r)
-{
-    struct timespec until = sx_deadline_in(r->srv->config->leader.heartbeat_ms);
-    return sx_wake_wait(&r->wake, &until, NULL) && !sup_stopping(r->srv->sup);
-}
-
 static void *run(void *ctx)
 {
     replicas_beat *r = ctx;
     do
         beat(r, leader_is_leader(r->srv->leader), false);
-    while (wait_next(r));
+    while (sup_wait_next(r->srv->sup, &r->wake, r->srv->config->leader.heartbeat_ms));
     /* A stopping replica leads nothing any more, and says it stopped (so that its silence
      * is not taken for a lost replica: server/alerts.h); said only while the database
      * answers, so that a stop never waits for one that is away. */
@@ -166,7 +153,7 @@ replicas_beat *replicas_create(struct sx_server *srv)
     r->srv = srv;
     sx_wake_init(&r->wake);
     r->thread =
-        (sup_thread){.run = run, .wake = wake_stop, .ctx = r, .what = "the replica heartbeat"};
+        (sup_thread){.run = run, .stop_wake = &r->wake, .ctx = r, .what = "the replica heartbeat"};
     if (srv->leader)
         leader_subscribe(srv->leader, on_lead, r);
     return r;

@@ -126,17 +126,14 @@ int rollback_group(pg_pool *pool, snap_repo *snaps, const rollback_group_request
                    rollback_group_result *out, sx_fielderrs *verrs, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
-    if (req->group == NULL || req->group[0] == '\0')
-        return sx_err_set(err, SX_EINVAL, "a rollback needs a proxy group");
-    if (val_check_group_name(req->group, err))
-        return SX_EINVAL;
-    if (req->author == NULL || req->author[0] == '\0')
-        return sx_err_set(err, SX_EINVAL, "a rollback needs an author");
+    int rc = groups_check_change(req->group, req->author, "a rollback", err);
+    if (rc)
+        return rc;
     if (req->snapshot_version < 1)
         return sx_err_set(err, SX_EINVAL, "snapshot_version must be a positive integer");
     /* Snapshots are immutable: reading the target before the transaction is safe. */
     snap_record *target = NULL;
-    int rc =
+    rc =
         snap_repo_get(snaps, req->group, req->snapshot_version, SNAP_REPO_WITH_IR, a, &target, err);
     if (rc)
         return rc;

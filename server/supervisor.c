@@ -371,6 +371,12 @@ bool sup_stopping(sup_supervisor *sup)
     return sx_locked_bool(&sup->mu, &sup->stopping);
 }
 
+bool sup_wait_next(sup_supervisor *sup, sx_wake *w, int64_t ms)
+{
+    struct timespec until = sx_deadline_in(ms);
+    return sx_wake_wait(w, &until, NULL) && !sup_stopping(sup);
+}
+
 /* Marks shutdown as begun and wakes sleepers; returns whether it already had begun. */
 static bool begin_shutdown(sup_supervisor *sup)
 {
@@ -528,6 +534,8 @@ static int thread_start(void *ctx, sx_err *err)
 static void thread_stop(void *ctx)
 {
     sup_thread *t = ctx;
+    if (t->stop_wake)
+        sx_wake_raise(t->stop_wake, true);
     if (t->wake)
         t->wake(t->ctx);
     if (t->started)

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "server/base/clock.h"
 #include "server/base/err.h"
 #include "server/base/metrics.h"
 
@@ -133,13 +134,14 @@ bool sup_sleep(sup_supervisor *sup, int64_t ms);
 bool sup_stopping(sup_supervisor *sup);
 
 /* A component that is one thread: register it with sup_thread_ops and the sup_thread as
- * ctx. start runs run(ctx) on a new thread; stop calls wake(ctx) (to make run return)
- * and joins the thread; ready is ready(ctx). A thread that only sleeps with sup_sleep
- * needs no wake: shutdown ends the sleep. Fill in the fields up to what; the rest is
- * the helper's. */
+ * ctx. start runs run(ctx) on a new thread; stop raises stop_wake's stopping flag and
+ * calls wake(ctx) (each when set, to make run return) and joins the thread; ready is
+ * ready(ctx). A thread that only sleeps with sup_sleep needs neither: shutdown ends the
+ * sleep. Fill in the fields up to what; the rest is the helper's. */
 typedef struct sup_thread {
     void *(*run)(void *ctx);  /* the thread's body */
-    void (*wake)(void *ctx);  /* NULL: run returns when sup_sleep does */
+    sx_wake *stop_wake;       /* what run waits on between passes (sup_wait_next); or NULL */
+    void (*wake)(void *ctx);  /* NULL: run returns when sup_sleep or stop_wake does */
     bool (*ready)(void *ctx); /* cheap, thread-safe; NULL: always ready */
     void *ctx;                /* passed to the three */
     const char *what;         /* names it in errors: "the fleet health" thread */
@@ -150,6 +152,10 @@ typedef struct sup_thread {
 /* The callbacks of a sup_thread component (ctx: the sup_thread). start fails with
  * SX_EINTERNAL ("could not start <what> thread"). */
 extern const sup_ops sup_thread_ops;
+
+/* The wait of a thread between passes: ms or until w is woken. False when the thread
+ * should return: w's stop was raised or shutdown has begun. */
+bool sup_wait_next(sup_supervisor *sup, sx_wake *w, int64_t ms);
 
 /* Waits on the main thread until SIGINT or SIGTERM arrives; returns the signal number.
  * A SIGHUP meanwhile runs the sup_on_sighup function and goes on waiting. Requires

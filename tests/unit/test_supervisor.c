@@ -328,6 +328,20 @@ static void *sleeper_run(void *ctx)
     return NULL;
 }
 
+/* A sup_thread body that runs a pass each time its wake is raised, until stopped. */
+typedef struct looper {
+    sx_wake wake;
+    atomic_int rounds;
+} looper;
+static void *looper_run(void *ctx)
+{
+    looper *l = ctx;
+    do
+        atomic_fetch_add(&l->rounds, 1);
+    while (sup_wait_next(sleeper_sup, &l->wake, 60 * 1000));
+    return NULL;
+}
+
 static void test_thread_component(void **state)
 {
     (void)state;
@@ -338,9 +352,13 @@ static void test_thread_component(void **state)
     sup_thread tw = {
         .run = waiter_run, .wake = waiter_wake, .ready = waiter_ready, .ctx = &w, .what = "w"};
     sup_thread ts = {.run = sleeper_run, .ctx = &rounds, .what = "s"};
+    looper l = {.rounds = 0};
+    sx_wake_init(&l.wake);
+    sup_thread tl = {.run = looper_run, .stop_wake = &l.wake, .ctx = &l, .what = "l"};
     sx_err err;
     assert_int_equal(sup_register(sup, "waiter", &sup_thread_ops, &tw, &err), 0);
     assert_int_equal(sup_register(sup, "sleeper", &sup_thread_ops, &ts, &err), 0);
+    assert_int_equal(sup_register(sup, "looper", &sup_thread_ops, &tl, &err), 0);
     assert_int_equal(sup_start_all(sup, &err), 0);
     /* No ready callback: always ready; with one: what it says. */
     assert_false(sup_ready(sup));
@@ -351,11 +369,22 @@ static void test_thread_component(void **state)
         nanosleep(&t, NULL);
     }
     assert_true(atomic_load(&w.running));
-    /* Stop wakes the waiter and joins both threads. */
+    /* A raised wake ends the looper's minute-long wait with another pass. */
+    sx_wake_raise(&l.wake, false);
+    for (int i = 0; i < 400 && atomic_load(&l.rounds) < 2; i++) {
+        struct timespec t = {0, 5 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    assert_int_equal(atomic_load(&l.rounds), 2);
+    /* Stop wakes the waiter, raises the looper's stop_wake and joins the three threads. */
     assert_int_equal(sup_stop_all(sup), 0);
     assert_true(w.woken);
+    assert_true(l.wake.stopping);
+    assert_int_equal(atomic_load(&l.rounds), 2);
     assert_false(tw.started);
     assert_false(ts.started);
+    assert_false(tl.started);
+    sx_wake_destroy(&l.wake);
     sup_destroy(sup);
 }
 
