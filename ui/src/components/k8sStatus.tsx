@@ -2,8 +2,9 @@
 // wrote back to the cluster (GET /api/v1/configs/{id}/kubernetes): the Gateway's
 // conditions and each listener's (with its attached routes), then every route attached
 // to the Gateway with its conditions for that Gateway, as the cluster holds them, with
-// the generation they observed and when they were written. A condition that is not True
-// says so in words and with a mark, not by colour alone.
+// the generation they observed and when they were written. A condition that is not in its
+// healthy state (True, or False for Conflicted) is marked with a sign and says so in its
+// tooltip, besides its status in words: not by colour alone.
 import {useApi, useLive} from '../lib/hooks';
 import type {components} from '../gen/openapi';
 import {Badge, ErrorBox, Section, Time} from './ui';
@@ -21,17 +22,23 @@ interface Condition {
 
 const arr = (v: unknown): Record<string, unknown>[] => (Array.isArray(v) ? (v as Record<string, unknown>[]) : []);
 
-function ConditionStatus({status}: {status: string | undefined}) {
-  if (status === 'True')
-    return (
-      <Badge tone="ok">
-        <span aria-hidden="true">✓ </span>True
+/** Conditions whose healthy state is False (the Gateway API's negative polarity). */
+const NEGATIVE = new Set(['Conflicted']);
+/** Whether condition c is in its healthy state. */
+const healthy = (c: Condition) => c.status === (NEGATIVE.has(c.type ?? '') ? 'False' : 'True');
+
+function ConditionStatus({c}: {c: Condition}) {
+  const status = c.status;
+  if (status === 'True' || status === 'False')
+    return healthy(c) ? (
+      <Badge tone="ok" title={status === 'False' ? `False is the healthy state of ${c.type}` : undefined}>
+        <span aria-hidden="true">✓ </span>
+        {status}
       </Badge>
-    );
-  if (status === 'False')
-    return (
-      <Badge tone="bad">
-        <span aria-hidden="true">✗ </span>False
+    ) : (
+      <Badge tone="bad" title={`${c.type} is ${status}: see the reason and message`}>
+        <span aria-hidden="true">✗ </span>
+        {status}
       </Badge>
     );
   return (
@@ -63,15 +70,16 @@ function Conditions({conditions, label}: {conditions: unknown; label: string}) {
           {list.map((c) => (
             <tr
               key={c.type}
-              class={c.status === 'True' ? 'cond' : 'cond cond-not-true'}
+              class={healthy(c) ? 'cond' : 'cond cond-failing'}
               data-testid="condition"
               data-type={c.type}
               data-status={c.status}
+              data-healthy={healthy(c) ? 'true' : 'false'}
               data-reason={c.reason}
             >
               <th scope="row">{c.type}</th>
               <td>
-                <ConditionStatus status={c.status} />
+                <ConditionStatus c={c} />
               </td>
               <td class="mono">{c.reason}</td>
               <td>{c.message}</td>
@@ -101,18 +109,18 @@ function namesGateway(e: Record<string, unknown>, routeNs: string, ns: string, n
 
 function Attached({o, ns, name}: {o: K8sObject; ns: string; name: string}) {
   const entries = [...arr(o.status.parents), ...arr(o.status.ancestors)].filter((e) => namesGateway(e, o.namespace, ns, name));
-  const bad = entries.some((e) => arr(e.conditions).some((c) => c.status !== 'True'));
+  const bad = entries.some((e) => (arr(e.conditions) as Condition[]).some((c) => !healthy(c)));
   return (
     <li class="k8s-object" data-testid="k8s-route" data-kind={o.kind} data-name={`${o.namespace}/${o.name}`}>
       <h4>
         {o.kind} {o.namespace}/{o.name}{' '}
         {bad ? (
           <Badge tone="bad">
-            <span aria-hidden="true">✗ </span>has conditions not True
+            <span aria-hidden="true">✗ </span>a condition is failing
           </Badge>
         ) : (
           <Badge tone="ok">
-            <span aria-hidden="true">✓ </span>all conditions True
+            <span aria-hidden="true">✓ </span>every condition healthy
           </Badge>
         )}
       </h4>
