@@ -442,6 +442,59 @@ void api_config_get(http_request *req, rest_api *api, void *ud)
     http_respond_json(req, 200, api_config_json(cfg, latest));
 }
 
+/* One object's stored status: {"kind", "namespace", "name", "observed_generation",
+ * "written_at", "status"} (status as the cluster holds it). */
+static json_t *k8s_object_json(const k8s_status_record *r)
+{
+    return json_pack("{s:s,s:s,s:s,s:I,s:s,s:O}", "kind", r->kind, "namespace", r->ns, "name",
+                     r->name, "observed_generation", (json_int_t)r->generation, "written_at",
+                     r->written_at ? r->written_at : "", "status", r->status);
+}
+
+/* GET /api/v1/configs/{id}/kubernetes: the status Sextant wrote back to the Gateway a
+ * managed config is translated from ("gateway", null until written) and to the routes
+ * and policies attached to it ("attached"). 404 for a config that is not managed. */
+void api_config_kubernetes(http_request *req, rest_api *api, void *ud)
+{
+    (void)ud;
+    const char *id = config_id_or_respond(req, NULL);
+    if (id == NULL)
+        return;
+    cfg_record *cfg = NULL;
+    cfg_version *latest = NULL;
+    if (!config_read_or_respond(req, api, id, &cfg, &latest))
+        return;
+    sx_err err;
+    sx_err_clear(&err);
+    if (cfg->source != CFG_SOURCE_KUBERNETES || cfg->source_ref == NULL) {
+        sx_err_set(&err, SX_ENOTFOUND, "config %s is not translated from Kubernetes", cfg->id);
+        api_refuse(req, NULL, &err, NULL);
+        return;
+    }
+    k8s_status_record *rows = NULL;
+    size_t n = 0;
+    if (catalog_k8s_status(rest_server(api), cfg->source_ref, http_req_arena(req), &rows, &n,
+                           &err) != 0) {
+        api_refuse(req, NULL, &err, NULL);
+        return;
+    }
+    json_t *gateway = json_null(), *attached = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const k8s_status_record *r = &rows[i];
+        if (strcmp(r->kind, "Gateway") == 0 &&
+            strcmp(cfg->source_ref,
+                   sx_arena_printf(http_req_arena(req), "Gateway %s/%s", r->ns, r->name)) == 0) {
+            json_decref(gateway);
+            gateway = k8s_object_json(r);
+        } else {
+            json_array_append_new(attached, k8s_object_json(r));
+        }
+    }
+    http_respond_json(req, 200,
+                      json_pack("{s:s,s:s,s:o,s:o}", "config_id", cfg->id, "source_ref",
+                                cfg->source_ref, "gateway", gateway, "attached", attached));
+}
+
 void api_config_put(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;

@@ -45,6 +45,7 @@ void api_config_versions(http_request *req, rest_api *api, void *ud);
 void api_config_version(http_request *req, rest_api *api, void *ud);
 void api_config_diff(http_request *req, rest_api *api, void *ud);
 void api_config_rollback(http_request *req, rest_api *api, void *ud);
+void api_config_kubernetes(http_request *req, rest_api *api, void *ud);
 
 /* snapshots and groups (api/handlers_snapshots.c) */
 int api_snapshots_page(http_request *req, rest_api *api, api_list_page *page, sx_err *err);

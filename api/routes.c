@@ -44,6 +44,7 @@ static const api_route routes[] = {
     {"GET", "/api/v1/configs/{id}/diff", "configs", "read", api_config_diff, NULL},
     {"POST", "/api/v1/configs/{id}/rollback", "configs", "rollback", api_config_rollback, NULL},
     {"POST", "/api/v1/configs/{id}/apply", "configs", "apply", api_config_apply, NULL},
+    {"GET", "/api/v1/configs/{id}/kubernetes", "configs", "read", api_config_kubernetes, NULL},
 
     {"GET", "/api/v1/deployments", "deployments", "read", NULL, api_deployments_page},
     {"GET", "/api/v1/deployments/{id}", "deployments", "read", api_deployment_get, NULL},

@@ -271,3 +271,13 @@ int catalog_search(struct sx_server *srv, const char *q, int limit, sx_arena *a,
     pg_conn *c = catalog_acquire(srv, err);
     return catalog_release(srv, c, c ? search_repo_find(c, q, limit, a, out, err) : err->code);
 }
+
+int catalog_k8s_status(struct sx_server *srv, const char *source_ref, sx_arena *a,
+                       k8s_status_record **out, size_t *count, sx_err *err)
+{
+    *out = NULL;
+    *count = 0;
+    pg_conn *c = acquire(srv, err);
+    return release(srv, c,
+                   c ? k8s_status_repo_for_ref(c, source_ref, a, out, count, err) : err->code);
+}

@@ -27,6 +27,7 @@
 #include "storage/repo_configs.h"
 #include "storage/repo_deployments.h"
 #include "storage/repo_events.h"
+#include "storage/repo_k8s_status.h"
 #include "storage/repo_nodes.h"
 #include "storage/repo_replicas.h"
 #include "storage/repo_search.h"
@@ -45,6 +46,11 @@ node_thresholds catalog_thresholds(const struct sx_server *srv);
 /* One page of configs matching f. */
 int catalog_configs(struct sx_server *srv, const cfg_filter *f, sx_arena *a, cfg_list *out,
                     sx_err *err) SX_MUSTCHECK;
+
+/* The status written back to the Kubernetes objects of managed config source_ref (its
+ * Gateway first, then the objects attached to it); none is not an error. */
+int catalog_k8s_status(struct sx_server *srv, const char *source_ref, sx_arena *a,
+                       k8s_status_record **out, size_t *count, sx_err *err) SX_MUSTCHECK;
 
 /* Config id with its latest version (spec included). include_deleted also finds a
  * deleted config. */

@@ -24,6 +24,7 @@
 #include "server/k8s/kinds.h"
 #include "server/k8s/kubeconfig.h"
 #include "server/k8s/reconcile.h"
+#include "server/k8s/status_store.h"
 #include "server/k8s/watchmap.h"
 #include "server/server.h"
 #include "storage/pg_listener.h"
@@ -232,13 +233,35 @@ static const json_t *current_status(const wm_table_state *ts, const gw_status_ou
     return i < 0 ? NULL : json_object_get(st->values[i], "status");
 }
 
-/* Writes s when it changed (with resource_version as precondition, NULL: s's own);
- * returns 0, or an error with what failed in why. */
+/* Keeps s's status in the database as the cluster now holds it; 0, or an error with
+ * what failed in why. */
+static int store_status(k8s_controller *c, const gw_status_out *s, char *why, size_t n)
+{
+    sx_err err = {0};
+    if (k8s_sstore_put(c->srv, c->cfg->k8s.controller_name, s, &err) == 0)
+        return 0;
+    snprintf(why, n, "status not stored: %s", err.message);
+    SX_WARN(COMPONENT, "status of %s %s%s%s not stored: %s", gw_kind_name(s->kind),
+            s->ns ? s->ns : "", s->ns ? "/" : "", s->name, err.message);
+    return err.code ? err.code : SX_EUNAVAILABLE;
+}
+
+/* Drops the stored status of s's object, which is gone or going. */
+static void forget_status(k8s_controller *c, const gw_status_out *s)
+{
+    sx_err err = {0};
+    if (k8s_sstore_forget(c->srv, s, &err) != 0)
+        SX_WARN(COMPONENT, "stored status of %s %s%s%s not dropped: %s", gw_kind_name(s->kind),
+                s->ns ? s->ns : "", s->ns ? "/" : "", s->name, err.message);
+}
+
+/* Writes s when it changed (with resource_version as precondition, NULL: s's own) and
+ * stores what the cluster holds then; returns 0, or an error with what failed in why. */
 static int write_status(k8s_controller *c, const gw_status_out *s, const wm_table_state *ts,
                         const char *resource_version, char *why, size_t n)
 {
     if (!s->changed)
-        return 0;
+        return store_status(c, s, why, n); /* the cluster holds it already */
     const json_t *before = current_status(ts, s);
     json_t *patch = status_patch(s->status, before);
     sx_err err = {0};
@@ -247,10 +270,11 @@ static int write_status(k8s_controller *c, const gw_status_out *s, const wm_tabl
     json_decref(patch);
     if (code >= 200 && code < 300) {
         count(c->m_status, "written");
-        return 0;
+        return store_status(c, s, why, n);
     }
     if (code == 404) {
         count(c->m_status, "gone"); /* deleted since: its deletion is on its way */
+        forget_status(c, s);
         return 0;
     }
     /* 409: changed since it was read; the watch brings the newer object, and the
@@ -358,6 +382,7 @@ static k8s_rec_result reconcile_one(k8s_controller *c, gw_output *out, gw_status
             return K8S_REC_ERROR;
         if (fin == K8S_FIN_REMOVE) {
             sx_free(rv);
+            forget_status(c, s);
             return K8S_REC_SUCCESS; /* the object goes now: no status to write */
         }
     }
@@ -528,9 +553,16 @@ static int sync_once(k8s_controller *c, bool all)
     json_decref(judged);
     json_decref(gw_index);
     rc = 0;
-    if (complete && !db_down && leading(c))
-        rc = delete_gone(c, &out);
-    else if (db_down)
+    if (complete && !db_down && leading(c)) {
+        sx_err serr = {0};
+        if (k8s_sstore_sweep(c->srv, &out, &serr) != 0) {
+            SX_WARN(COMPONENT, "stored statuses of objects gone not dropped yet: %s", serr.message);
+            rc = serr.code ? serr.code : SX_EUNAVAILABLE;
+        }
+        int d = delete_gone(c, &out);
+        if (d != 0)
+            rc = d;
+    } else if (db_down)
         rc = SX_EUNAVAILABLE; /* vanished Gateways' configs are deleted once it is back */
     if (!leading(c) && rc == 0)
         rc = SX_EUNAVAILABLE; /* lost the lead half-way: the next leader does it again */

@@ -350,6 +350,7 @@ int gw_translate(const gw_input *in, gw_output *out, sx_err *err)
         ctx_free(&c);
         return rc;
     }
+    out->over_input = c.over_input;
     if (c.over_input) {
         for (size_t i = 0; i < c.n_gws; i++) {
             c.gws[i].error = c.over_input_message;

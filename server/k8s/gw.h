@@ -207,7 +207,8 @@ typedef struct gw_output {
     gw_status_out *statuses;
     size_t n_statuses;
     gw_counters counters;
-    int64_t now; /* the input's now (internal: gw_output_fail) */
+    int64_t now;     /* the input's now (internal: gw_output_fail) */
+    bool over_input; /* over k8s.max_input_objects: statuses hold classes and Gateways only */
 } gw_output;
 
 /*

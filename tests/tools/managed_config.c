@@ -7,6 +7,11 @@
  *
  *   managed_config put NAMESPACE NAME GROUP[,GROUP...] SOURCE_REF SPEC_FILE
  *   managed_config delete NAMESPACE NAME
+ *   managed_config status KIND NAMESPACE NAME GENERATION STATUS_FILE
+ *
+ * status stores an object's status as the controller does once it wrote it to the
+ * cluster (server/k8s/status_store.h: linked to the Gateways it names), so the REST API
+ * and the web UI show it; it prints {"stored": true}.
  *
  * Prints one JSON line: {"config_id", "version", "created", "changed", "snapshots"} on
  * success (exit 0); {"error": {"code", "message", "details"}} on failure (exit 1, the
@@ -19,6 +24,7 @@
 #include "server/base/arena.h"
 #include "server/changes.h"
 #include "server/config.h"
+#include "server/k8s/status_store.h"
 #include "server/server.h"
 #include "storage/pg_pool.h"
 #include "storage/redis_cache.h"
@@ -29,7 +35,8 @@ extern char **environ;
 static int usage(void)
 {
     fprintf(stderr, "usage: managed_config put NAMESPACE NAME GROUP[,GROUP...] SOURCE_REF "
-                    "SPEC_FILE\n       managed_config delete NAMESPACE NAME\n");
+                    "SPEC_FILE\n       managed_config delete NAMESPACE NAME\n"
+                    "       managed_config status KIND NAMESPACE NAME GENERATION STATUS_FILE\n");
     return 2;
 }
 
@@ -75,8 +82,39 @@ static size_t split_groups(sx_arena *a, const char *list, const char ***out)
     return k;
 }
 
+/* managed_config status KIND NAMESPACE NAME GENERATION STATUS_FILE */
+static int store_status(struct sx_server *srv, char **argv)
+{
+    gw_kind kind = GW_KIND_COUNT;
+    for (int k = 0; k < GW_KIND_COUNT; k++)
+        if (strcmp(gw_kind_name((gw_kind)k), argv[2]) == 0)
+            kind = (gw_kind)k;
+    json_error_t je;
+    json_t *status = json_load_file(argv[6], 0, &je);
+    if (kind == GW_KIND_COUNT || status == NULL) {
+        fprintf(stderr, "managed_config: %s\n", status ? "unknown kind" : je.text);
+        json_decref(status);
+        return 2;
+    }
+    gw_status_out s = {.kind = kind,
+                       .ns = argv[3],
+                       .name = argv[4],
+                       .generation = strtoll(argv[5], NULL, 10),
+                       .status = status};
+    sx_err err;
+    sx_err_clear(&err);
+    int rc = k8s_sstore_put(srv, srv->config->k8s.controller_name, &s, &err);
+    json_decref(status);
+    if (rc)
+        return fail(rc, &err, NULL);
+    printf("{\"stored\":true}\n");
+    return 0;
+}
+
 static int run(struct sx_server *srv, int argc, char **argv)
 {
+    if (strcmp(argv[1], "status") == 0)
+        return argc == 7 ? store_status(srv, argv) : usage();
     sx_arena *a = sx_arena_create();
     apply_result r;
     sx_fielderrs verrs = {0};

@@ -69,7 +69,10 @@ run('a11y', async ({page, shot}) => {
   await visit(page, shot, 'snapshots', '/snapshots', h1);
   await visit(page, shot, 'group-snapshots', `/snapshots/${GROUP}`, h1);
   await visit(page, shot, 'audit', '/audit', (p) => p.getByTestId('audit-table'));
-  await visit(page, shot, 'managed-config', `/configs/${MANAGED_ID}`, (p) => p.getByTestId('read-only'));
+  await visit(page, shot, 'managed-config', `/configs/${MANAGED_ID}`, (p) =>
+    p.getByTestId('k8s-route').locator('[data-testid="condition"][data-status="False"]'),
+  );
+  await visit(page, shot, 'managed-config-resources', `/snapshots/e2e-a11y-k8s?config=${MANAGED_ID}`, (p) => p.getByTestId('produced-resource'));
   await visit(page, shot, 'fleet', '/fleet', (p) => p.getByTestId(`fleet-group-${GROUP}`));
   await visit(page, shot, 'fleet-group', `/fleet?group=${GROUP}`, (p) => p.getByTestId(`fleet-group-${GROUP}`).getByTestId('show-proxies'));
   for (const b of await page.getByTestId(`fleet-group-${GROUP}`).getByTestId('show-proxies').all()) await b.click();

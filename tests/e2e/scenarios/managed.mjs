@@ -35,12 +35,14 @@ run('managed', async ({page, shot}) => {
   await page.locator('.cm-content').click();
   await page.keyboard.type('typed by an operator');
   await check('typing into the YAML changes nothing', page.locator('.cm-content').textContent().then((t) => t === yamlBefore));
-  await expectVisible('the page links the translated objects: the snapshots of its group', page.getByTestId('translated-link').filter({hasText: 'e2e-managed'}));
+  await expectVisible('the page links the translated objects in the current snapshot of its group', page.getByTestId('translated-link').filter({hasText: 'e2e-managed'}));
   await expectVisible('the page says where the status written back is read', page.getByTestId('status-command').filter({hasText: 'kubectl -n default get gateway web -o yaml'}));
+  await expectVisible('no status was written back (no controller runs here): the page says so', page.getByTestId('k8s-status-none'));
   await shot('managed-page');
   await page.getByTestId('translated-link').click();
-  await check('the link opens the group snapshots', page.waitForURL('**/snapshots/e2e-managed').then(() => true));
-  await expectVisible('which hold the translated listener', page.locator('.cm-content').filter({hasText: 'l-web-example'}));
+  await check('the link opens the group snapshots filtered to this config', page.waitForURL(`**/snapshots/e2e-managed?config=${MANAGED_ID}`).then(() => true));
+  await expectVisible('which hold the translated listener', page.getByTestId('produced-resource').filter({hasText: 'l-web-example'}));
+  await expectVisible('... shown as JSON too', page.locator('.cm-content').filter({hasText: 'l-web-example'}));
 
   // ---- the REST config's page still offers saving
   await page.goto(`/configs/${REST_ID}`);

@@ -17,6 +17,7 @@ import {can, session} from '../lib/session';
 import {useStore} from '../lib/store';
 import type {Config, Spec} from '../lib/types';
 import type {EditorStatus, Problem, SpecFormat, Validation} from '../editor/jsonEditor';
+import {KubernetesStatus} from '../components/k8sStatus';
 import {QuickEdits} from '../components/quickEdits';
 import {EditorStatusLine, SpecEditor, type SpecEditorHandle} from '../components/editors';
 import {Badge, Empty, ErrorBox, Field, PageHead, SourceBadge, Time, toast, val} from '../components/ui';
@@ -291,22 +292,11 @@ export function ConfigEditorPage({id}: {id: string | null}) {
               {base!.groups.map((g, i) => (
                 <span key={g}>
                   {i > 0 && ', '}
-                  <a href={`/snapshots/${seg(g)}`} data-testid="translated-link">
-                    the snapshots of group {g}
+                  <a href={`/snapshots/${seg(g)}?config=${seg(base!.id)}`} data-testid="translated-link">
+                    its resources in the current snapshot of group {g}
                   </a>
                 </span>
               ))}
-              .
-            </>
-          )}
-          {gateway && (
-            <>
-              {' '}
-              The status Sextant writes back (the Gateway's Accepted and Programmed conditions, each attached route's Accepted
-              and ResolvedRefs) is kept in the cluster:{' '}
-              <code class="mono" data-testid="status-command">
-                kubectl -n {gateway.ns} get gateway {gateway.name} -o yaml
-              </code>
               .
             </>
           )}
@@ -318,6 +308,7 @@ export function ConfigEditorPage({id}: {id: string | null}) {
           </p>
         )
       )}
+      {gateway && <KubernetesStatus id={base!.id} ns={gateway.ns} name={gateway.name} />}
       <div class="editor-layout">
         <div class="editor-main">
           <div class="format-bar">

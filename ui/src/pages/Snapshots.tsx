@@ -1,7 +1,9 @@
 // Snapshots.tsx — per proxy group, the composed snapshots (newest first), the content of
 // one with the config versions it was built from, and the republishing of an older
 // one as the group's newest version (after a confirmation showing what changes); above
-// them, the data planes the group serves (components/dataPlanes.tsx).
+// them, the data planes the group serves (components/dataPlanes.tsx). With ?config=ID the
+// content shows only the resources that config put in the snapshot (its listeners, routes,
+// backends and secrets, found by name), the link a managed config's page gives.
 import {useEffect, useState} from 'preact/hooks';
 import {ApiError, fetchOp} from '../lib/api';
 import {bytes} from '../lib/format';
@@ -101,6 +103,72 @@ function RepublishDialog({
   );
 }
 
+/** The kinds of resources a snapshot holds, as its JSON names them. */
+const KINDS = [
+  ['listeners', 'Listeners'],
+  ['http_routes', 'HTTP routes'],
+  ['grpc_routes', 'gRPC routes'],
+  ['stream_routes', 'TCP, UDP and TLS routes'],
+  ['backends', 'Backends (clusters)'],
+  ['secrets', 'Secrets'],
+] as const;
+
+type Resource = Record<string, unknown>;
+const items = (v: unknown): Resource[] => (Array.isArray(v) ? (v as Resource[]) : []);
+/** How a resource is named within its kind (secrets are namespaced). */
+const keyOf = (kind: string, r: Resource) => (kind === 'secrets' ? `${String(r.namespace ?? '')}/${String(r.name ?? '')}` : String(r.name ?? ''));
+
+/** The resources of snapshot ir that config spec put there: per kind, those named as one of the spec's. */
+function producedBy(ir: unknown, spec: unknown): Record<string, Resource[]> {
+  const out: Record<string, Resource[]> = {};
+  for (const [kind] of KINDS) {
+    const mine = new Set(items((spec as Resource | null)?.[kind]).map((r) => keyOf(kind, r)));
+    const found = items((ir as Resource | null)?.[kind]).filter((r) => mine.has(keyOf(kind, r)));
+    if (found.length) out[kind] = found;
+  }
+  return out;
+}
+
+/** The part of snapshot snap that config configId produced (?config= on the snapshots page). */
+function ConfigResources({snap, configId, group}: {snap: Snapshot; configId: string; group: string}) {
+  const cfg = useApi('getConfig', {path: {id: configId}});
+  if (cfg.error) return <ErrorBox error={cfg.error} retry={cfg.reload} what="the config" />;
+  if (!cfg.data) return <p class="muted">Loading…</p>;
+  const c = cfg.data;
+  const src = snap.sources.find((x) => x.config_id === c.id);
+  const mine = producedBy(snap.ir, c.spec);
+  const count = Object.values(mine).reduce((n, l) => n + l.length, 0);
+  return (
+    <div data-testid="config-resources">
+      <p class="notice">
+        Showing the {count} resource{count === 1 ? '' : 's'} of config{' '}
+        <a href={`/configs/${seg(c.id)}`}>
+          {c.namespace}/{c.name}
+        </a>{' '}
+        {src ? <>(built from its v{src.version})</> : <strong>(this snapshot was not built from it)</strong>} in snapshot v{snap.version} of {group}.{' '}
+        <a href={`/snapshots/${seg(group)}?v=${snap.version}`} data-testid="whole-snapshot">
+          Show the whole snapshot
+        </a>
+      </p>
+      {KINDS.filter(([k]) => mine[k]).map(([k, label]) => (
+        <div key={k}>
+          <h4>
+            {label} ({mine[k].length})
+          </h4>
+          <ul class="chips" aria-label={label}>
+            {mine[k].map((r) => (
+              <li key={keyOf(k, r)} class="chip" data-testid="produced-resource" data-kind={k} data-name={keyOf(k, r)}>
+                {keyOf(k, r)}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ))}
+      <JsonView value={mine} label={`Resources of config ${c.namespace}/${c.name} in snapshot v${snap.version} of ${group}`} />
+    </div>
+  );
+}
+
 export function SnapshotsPage({group}: {group: string | null}) {
   useTitle(group ? `Snapshots of ${group}` : 'Snapshots');
   const me = useStore(session).me;
@@ -109,6 +177,7 @@ export function SnapshotsPage({group}: {group: string | null}) {
   const versions = usePaged('listSnapshots', group ? {query: {group}} : null, 100);
   useLive(versions.reload, (e) => /^(config_|rollout|rollback)/.test(e.type), 2000);
   const selectedVersion = Number(query.get('v')) || versions.items[0]?.version;
+  const configFilter = query.get('config');
   const selected = versions.items.find((s) => s.version === selectedVersion);
   const detail = useApi('getSnapshot', selected ? {path: {id: selected.id}} : null);
   const [republish, setRepublish] = useState(false);
@@ -218,7 +287,11 @@ export function SnapshotsPage({group}: {group: string | null}) {
                   : 'no config (published directly)'}
                 . Checksum <code class="mono">{detail.data.checksum.slice(0, 16)}</code>.
               </p>
-              <JsonView value={detail.data.ir} label={`Snapshot v${detail.data.version} of ${group}`} />
+              {configFilter ? (
+                <ConfigResources snap={detail.data} configId={configFilter} group={group} />
+              ) : (
+                <JsonView value={detail.data.ir} label={`Snapshot v${detail.data.version} of ${group}`} />
+              )}
             </>
           )}
         </Section>
