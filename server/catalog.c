@@ -277,7 +277,7 @@ int catalog_k8s_status(struct sx_server *srv, const char *source_ref, sx_arena *
 {
     *out = NULL;
     *count = 0;
-    pg_conn *c = acquire(srv, err);
-    return release(srv, c,
-                   c ? k8s_status_repo_for_ref(c, source_ref, a, out, count, err) : err->code);
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(
+        srv, c, c ? k8s_status_repo_for_ref(c, source_ref, a, out, count, err) : err->code);
 }
