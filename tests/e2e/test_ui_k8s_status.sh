@@ -28,23 +28,7 @@ kc() { k8s_kubectl "$K8S_DIR" "$@"; }
 for f in 00-namespace 10-gatewayclass 20-gateway 30-service 31-endpointslice 40-httproute; do
     kc apply -f "$SRC/tests/k8s/examples/$f.yaml" >/dev/null || exit 1
 done
-kc apply -f - >/dev/null <<'YAML' || exit 1
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: broken
-  namespace: shop
-spec:
-  parentRefs:
-  - name: web
-    sectionName: http
-  hostnames:
-  - broken.example.com
-  rules:
-  - backendRefs:
-    - name: no-such-service
-      port: 8080
-YAML
+kc apply -f "$SRC/tests/k8s/fixtures/httproute-missing-backend.yaml" >/dev/null || exit 1
 
 SEXTANT_K8S_ENABLED=true SEXTANT_K8S_KUBECONFIG="$K8S_DIR/kubeconfig" SEXTANT_AUTH_DEV_SIGN_IN=true e2e_serve || exit 1
 ADMIN=$(e2e_token e2e-admin admin)

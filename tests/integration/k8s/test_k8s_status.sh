@@ -19,23 +19,7 @@ conf_init k8s-status
 conf_services || exit 1
 k8s_source_init || exit 1
 k8s_apply_examples 00-namespace 10-gatewayclass 20-gateway 30-service 31-endpointslice 40-httproute || exit 1
-k8s_apply - <<'EOF' || exit 1
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata:
-  name: broken
-  namespace: shop
-spec:
-  parentRefs:
-  - name: web
-    sectionName: http
-  hostnames:
-  - broken.example.com
-  rules:
-  - backendRefs:
-    - name: no-such-service
-      port: 8080
-EOF
+k8s_apply "$SRC/tests/k8s/fixtures/httproute-missing-backend.yaml" || exit 1
 
 kc() { k8s_kubectl "$K8S_DIR" "$@"; }
 jq_true() { jq -e "$@" >/dev/null; } # jq_true FILTER FILE: FILTER holds in FILE

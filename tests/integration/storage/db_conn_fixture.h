@@ -34,7 +34,7 @@ static int db_conn_teardown(void **state)
     return 0;
 }
 
-static void exec(const char *sql)
+static inline void exec(const char *sql)
 {
     TL_OK(repo_exec_count(conn, sql, 0, NULL, NULL, &e_));
 }

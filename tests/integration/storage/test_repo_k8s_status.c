@@ -13,29 +13,7 @@
 #include "storage/pg_pool.h"
 #include "storage/repo_common.h"
 #include "storage/repo_k8s_status.h"
-
-static char *url;
-static pg_pool *pool;
-static pg_conn *conn;
-
-static int setup(void **state)
-{
-    (void)state;
-    url = tl_db_create_migrated();
-    pool = tl_pool(url, 1);
-    sx_err err;
-    assert_int_equal(pg_acquire(pool, &conn, &err), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    pg_release(pool, conn);
-    pg_pool_destroy(pool);
-    tl_db_drop(url);
-    return 0;
-}
+#include "tests/integration/storage/db_conn_fixture.h"
 
 static long long count_rows(void)
 {
@@ -150,5 +128,5 @@ static void test_bad_input(void **state)
     sx_arena_destroy(a);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_put_read_keep),
+TL_MAIN_GROUP(db_conn_setup, db_conn_teardown, cmocka_unit_test(test_put_read_keep),
               cmocka_unit_test(test_bad_input))
