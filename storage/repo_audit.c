@@ -158,8 +158,7 @@ int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *
         f->actor, f->action, f->resource_type, f->resource_id, f->result, f->since, f->until,
         NULL,     NULL,
     };
-    repo_page pg;
-    int rc = repo_page_query(c, a, &audit_page, f->limit, f->cursor,
+    int rc = repo_list_query(c, a, &audit_page, f->limit, f->cursor,
                              "SELECT " AUDIT_COLS " FROM audit_log"
                              " WHERE ($1::text IS NULL OR actor = $1)"
                              "   AND ($2::text IS NULL OR action = $2)"
@@ -170,9 +169,8 @@ int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *
                              "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
                              "   AND ($8::bigint IS NULL OR id < $8::bigint)"
                              " ORDER BY id DESC LIMIT $9::int",
-                             9, p, &pg, err);
+                             9, p, REPO_LIST_REF(out), err);
     if (rc == SX_EINVAL && err && strncmp(err->sqlstate, "22", 2) == 0)
         sx_err_prefix(err, "invalid since or until time");
-    REPO_PAGE_STORE(out, pg);
     return rc;
 }

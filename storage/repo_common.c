@@ -394,3 +394,19 @@ int repo_page_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit,
         rc = repo_page_read(a, s, limit, r, out, err);
     return rc;
 }
+
+void repo_list_store(repo_list_ref l, const repo_page *page)
+{
+    memcpy(l.items, &page->items, sizeof(page->items));
+    *l.count = page->count;
+    *l.next_cursor = page->next_cursor;
+}
+
+int repo_list_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    const char *sql, int n, const char *const *p, repo_list_ref l, sx_err *err)
+{
+    repo_page pg;
+    int rc = repo_page_query(c, a, s, limit, cursor, sql, n, p, &pg, err);
+    repo_list_store(l, &pg);
+    return rc;
+}

@@ -343,10 +343,8 @@ int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, s
         "   AND ($8::text IS NULL OR source = $8)"
         "   AND ($4::text IS NULL OR (namespace, name, id) > ($4, $5, $6::uuid))"
         " ORDER BY namespace, name, id LIMIT $7::int";
-    repo_page pg;
-    int rc = repo_page_query(c, a, &cfg_page, f->limit, f->cursor, sql, 8, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(c, a, &cfg_page, f->limit, f->cursor, sql, 8, p, REPO_LIST_REF(out),
+                           err);
 }
 
 /* After a compare-and-set matched nothing: missing/deleted, or stale. */
@@ -506,17 +504,15 @@ int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cu
     if (rc)
         return rc;
     const char *p[] = {id, NULL, NULL};
-    repo_page pg;
-    rc = repo_page_query(c, a, &version_page, limit, cursor,
+    rc = repo_list_query(c, a, &version_page, limit, cursor,
                          "SELECT " VER_COLS " FROM config_versions"
                          " WHERE config_id = $1::uuid AND ($2::int IS NULL OR version < $2::int)"
                          " ORDER BY version DESC LIMIT $3::int",
-                         3, p, &pg, err);
-    if (rc == 0 && pg.count == 0 && cursor == NULL) {
+                         3, p, REPO_LIST_REF(out), err);
+    if (rc == 0 && out->count == 0 && cursor == NULL) {
         cfg_record *cfg; /* an unknown config is not an empty one */
         return cfg_repo_get(c, id, true, a, &cfg, err);
     }
-    REPO_PAGE_STORE(out, pg);
     return rc;
 }
 

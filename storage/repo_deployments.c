@@ -383,17 +383,14 @@ int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_lis
         states = repo_strv_param(a, names, n);
     }
     const char *p[] = {states, f->config_id, NULL, NULL, NULL};
-    repo_page pg;
-    rc = repo_page_query(
+    return repo_list_query(
         c, a, &deploy_page, f->limit, f->cursor,
         "SELECT " DEP_COLS " FROM deployments"
         " WHERE ($1::jsonb IS NULL OR state IN (SELECT jsonb_array_elements_text($1)))"
         "   AND ($2::uuid IS NULL OR config_id = $2::uuid)"
         "   AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))"
         " ORDER BY created_at DESC, id DESC LIMIT $5::int",
-        5, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+        5, p, REPO_LIST_REF(out), err);
 }
 
 /* After a compare-and-set on a deployment matched nothing. */

@@ -284,13 +284,10 @@ int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int 
     if (node_id == NULL || node_id[0] == '\0' || type == NULL)
         return sx_err_set(err, SX_EINVAL, "a node id and an event type are required");
     const char *p[] = {node_id, type, NULL, NULL};
-    repo_page pg;
-    int rc = repo_page_query(c, a, &node_events_page, limit, cursor,
-                             "SELECT " EVENT_COLS " FROM events e"
-                             " WHERE e.node_id = $1 AND e.type = $2"
-                             "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
-                             " ORDER BY e.id DESC LIMIT $4::int",
-                             4, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(c, a, &node_events_page, limit, cursor,
+                           "SELECT " EVENT_COLS " FROM events e"
+                           " WHERE e.node_id = $1 AND e.type = $2"
+                           "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
+                           " ORDER BY e.id DESC LIMIT $4::int",
+                           4, p, REPO_LIST_REF(out), err);
 }

@@ -599,15 +599,15 @@ static int query(snap_repo *r, sx_arena *a, const char *sql, int n, const char *
  * before a connection is taken. */
 static int query_page(snap_repo *r, sx_arena *a, const repo_page_spec *s, int limit,
                       const char *cursor, const char *sql, int n, const char *const *p,
-                      repo_page *out, sx_err *err)
+                      repo_list_ref out, sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
+    repo_list_store(out, &(repo_page){0});
     const char **checked;
     pg_conn *c;
     int rc = repo_page_params(a, s, limit, cursor, n, p, &checked, err);
     if (rc || (rc = pg_acquire(r->pool, &c, err)) != 0)
         return rc;
-    rc = repo_page_query(c, a, s, limit, cursor, sql, n, p, out, err);
+    rc = repo_list_query(c, a, s, limit, cursor, sql, n, p, out, err);
     pg_release(r->pool, c);
     return rc;
 }
@@ -739,15 +739,12 @@ int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena 
                           snap_group_list *out, sx_err *err)
 {
     const char *p[] = {NULL, NULL};
-    repo_page pg;
-    int rc = query_page(
+    return query_page(
         r, a, &group_page, limit, cursor,
         "SELECT name, current_snapshot_version, " REPO_TS(
             "updated_at") " FROM proxy_groups WHERE current_snapshot_version > 0"
                           "   AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2::int",
-        2, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+        2, p, REPO_LIST_REF(out), err);
 }
 
 int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const char *cursor,
@@ -758,28 +755,22 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
     if (rc)
         return rc;
     const char *p[] = {group, NULL, NULL};
-    repo_page pg;
-    rc = query_page(r, a, &version_page, limit, cursor,
-                    "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
-                    "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
-                    " ORDER BY s.version DESC LIMIT $3::int",
-                    3, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return query_page(r, a, &version_page, limit, cursor,
+                      "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
+                      "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
+                      " ORDER BY s.version DESC LIMIT $3::int",
+                      3, p, REPO_LIST_REF(out), err);
 }
 
 int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
                        sx_err *err)
 {
     const char *p[] = {NULL, NULL};
-    repo_page pg;
-    int rc = query_page(r, a, &id_page, limit, cursor,
-                        "SELECT " SNAP_LIST_COLS " FROM snapshots s"
-                        " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
-                        " ORDER BY s.id DESC LIMIT $2::int",
-                        2, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return query_page(r, a, &id_page, limit, cursor,
+                      "SELECT " SNAP_LIST_COLS " FROM snapshots s"
+                      " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
+                      " ORDER BY s.id DESC LIMIT $2::int",
+                      2, p, REPO_LIST_REF(out), err);
 }
 
 /* Reads the current snapshot of every group named in missing (a JSON array) into the
