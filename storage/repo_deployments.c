@@ -104,8 +104,7 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     memset(o, 0, sizeof(*o));
     long long ver, sample, wave;
     int rc;
-    o->id = repo_str(a, r, row, 0);
-    o->config_id = repo_str(a, r, row, 1);
+    REPO_STRS(a, r, row, 0, &o->id, &o->config_id);
     if ((rc = repo_i64(r, row, 2, 0, &ver, err)) ||
         (rc = repo_json(a, r, row, 3, &o->selector, err)) ||
         (rc = repo_json(a, r, row, 4, &o->strategy, err)) ||
@@ -137,9 +136,7 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     o->resumed_at = repo_str(a, r, row, 27);
     o->state_age_s = strtod(PQgetvalue(r, row, 28), NULL);
     o->resumed_age_s = strtod(PQgetvalue(r, row, 29), NULL);
-    if ((rc = repo_json(a, r, row, 30, &o->progress, err)) != 0)
-        return rc;
-    return 0;
+    return repo_json(a, r, row, 30, &o->progress, err);
 }
 
 static int read_wave(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
