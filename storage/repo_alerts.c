@@ -207,6 +207,21 @@ static char *value_param(sx_arena *a, double v)
     return s;
 }
 
+/* Runs a statement that returns the ALERT_COLS of the alert it changed, if any: that
+ * alert into *out and *changed true. */
+static int changed_alert(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                         alert_record *out, bool *changed, sx_err *err)
+{
+    alert_record *rows = NULL;
+    size_t count = 0;
+    int rc = repo_query_rows(c, a, sql, n, p, sizeof(alert_record), read_alert, &rows, &count, err);
+    if (rc == 0 && count == 1) {
+        *out = rows[0];
+        *changed = true;
+    }
+    return rc;
+}
+
 int alert_repo_fire(pg_conn *c, const char *rule, const char *subject, double value,
                     const char *message, sx_arena *a, alert_record *out, bool *fired, sx_err *err)
 {
@@ -217,19 +232,12 @@ int alert_repo_fire(pg_conn *c, const char *rule, const char *subject, double va
     if (subject == NULL || subject[0] == '\0' || strlen(subject) > 512)
         return sx_err_set(err, SX_EINVAL, "subject must be 1 to 512 bytes");
     const char *p[] = {rule, subject, value_param(a, value), cut(a, message)};
-    alert_record *rows = NULL;
-    size_t n = 0;
-    int rc = repo_query_rows(c, a,
-                             "INSERT INTO alerts (rule, subject, value, message)"
-                             " VALUES ($1, $2, $3::float8, $4)"
-                             " ON CONFLICT (rule, subject) WHERE state = 'firing' DO NOTHING"
-                             " RETURNING " ALERT_COLS,
-                             4, p, sizeof(alert_record), read_alert, &rows, &n, err);
-    if (rc == 0 && n == 1) {
-        *out = rows[0];
-        *fired = true;
-    }
-    return rc;
+    return changed_alert(c, a,
+                         "INSERT INTO alerts (rule, subject, value, message)"
+                         " VALUES ($1, $2, $3::float8, $4)"
+                         " ON CONFLICT (rule, subject) WHERE state = 'firing' DO NOTHING"
+                         " RETURNING " ALERT_COLS,
+                         4, p, out, fired, err);
 }
 
 int alert_repo_touch(pg_conn *c, long long id, double value, const char *message, sx_err *err)
@@ -251,18 +259,11 @@ int alert_repo_resolve(pg_conn *c, long long id, sx_arena *a, alert_record *out,
     memset(out, 0, sizeof(*out));
     *resolved = false;
     const char *p[] = {repo_i64_param(a, id)};
-    alert_record *rows = NULL;
-    size_t n = 0;
-    int rc = repo_query_rows(c, a,
-                             "UPDATE alerts SET state = 'resolved', resolved_at = now()"
-                             " WHERE id = $1::bigint AND state = 'firing'"
-                             " RETURNING " ALERT_COLS,
-                             1, p, sizeof(alert_record), read_alert, &rows, &n, err);
-    if (rc == 0 && n == 1) {
-        *out = rows[0];
-        *resolved = true;
-    }
-    return rc;
+    return changed_alert(c, a,
+                         "UPDATE alerts SET state = 'resolved', resolved_at = now()"
+                         " WHERE id = $1::bigint AND state = 'firing'"
+                         " RETURNING " ALERT_COLS,
+                         1, p, out, resolved, err);
 }
 
 /* Newest first: $2 the id to start before, $3 the limit. */
