@@ -188,16 +188,8 @@ static const char *cut(sx_arena *a, const char *m)
 {
     if (m == NULL)
         return "";
-    size_t n = strlen(m);
-    if (n <= MESSAGE_MAX)
-        return m;
-    n = MESSAGE_MAX;
-    while (n > 0 && ((unsigned char)m[n] & 0xC0) == 0x80)
-        n--;
-    char *s = sx_arena_alloc(a, n + 1);
-    memcpy(s, m, n);
-    s[n] = '\0';
-    return s;
+    size_t n = repo_utf8_len(m, MESSAGE_MAX);
+    return m[n] == '\0' ? m : sx_arena_strndup(a, m, n);
 }
 
 static char *value_param(sx_arena *a, double v)

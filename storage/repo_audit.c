@@ -40,25 +40,13 @@ static bool valid_result(const char *r)
                  strcmp(r, AUDIT_FAILED) == 0);
 }
 
-/* The length of s cut to at most AUDIT_TEXT_MAX bytes, at a UTF-8 character boundary. */
-static size_t capped_len(const char *s)
-{
-    size_t n = strlen(s);
-    if (n <= AUDIT_TEXT_MAX)
-        return n;
-    n = AUDIT_TEXT_MAX;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
-}
-
 /* s, or its capped copy in a with name added to truncated. */
 static const char *cap_text(sx_arena *a, const char *s, const char *name, json_t *truncated)
 {
     if (s == NULL || strlen(s) <= AUDIT_TEXT_MAX)
         return s;
     json_array_append_new(truncated, json_string(name));
-    return sx_arena_strndup(a, s, capped_len(s));
+    return sx_arena_strndup(a, s, repo_utf8_len(s, AUDIT_TEXT_MAX));
 }
 
 /* Caps the top-level strings of details (the request path, the route, a client's
@@ -72,7 +60,7 @@ static void cap_details(json_t *details, json_t *truncated)
         if (!json_is_string(v) || json_string_length(v) <= AUDIT_TEXT_MAX)
             continue;
         const char *s = json_string_value(v);
-        json_string_setn(v, s, capped_len(s));
+        json_string_setn(v, s, repo_utf8_len(s, AUDIT_TEXT_MAX));
         json_array_append_new(truncated, json_string(key));
     }
 }

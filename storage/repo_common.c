@@ -200,6 +200,17 @@ static int cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key
     return 0;
 }
 
+size_t repo_utf8_len(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
 bool repo_is_uuid(const char *s)
 {
     if (s == NULL || strlen(s) != 36)

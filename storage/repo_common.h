@@ -168,6 +168,9 @@ int repo_list_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit,
                     const char *sql, int n, const char *const *p, repo_list_ref l,
                     sx_err *err) SX_MUSTCHECK;
 
+/* The length of s cut to at most max bytes, at a UTF-8 character boundary. */
+size_t repo_utf8_len(const char *s, size_t max);
+
 /* Whether s is a UUID in its canonical text form (any case). */
 bool repo_is_uuid(const char *s);
 
