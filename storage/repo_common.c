@@ -320,6 +320,21 @@ int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char 
     return rc;
 }
 
+int repo_query_one(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                   size_t item_size, repo_row_fn read, void *out, sx_err *err)
+{
+    void *v = NULL;
+    PGresult *r;
+    int rc = repo_query(c, a, sql, n, p, &r, err);
+    if (rc == 0 && PQntuples(r) > 0) {
+        v = sx_arena_alloc(a, item_size);
+        if ((rc = read(a, r, 0, v, err)) != 0)
+            v = NULL;
+    }
+    memcpy(out, &v, sizeof(v));
+    return rc;
+}
+
 /* ------------------------------------------------------------------ keyset pages */
 
 int repo_page_params(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor, int n,

@@ -90,6 +90,13 @@ int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char 
                     size_t item_size, repo_row_fn read, void *items, size_t *count,
                     sx_err *err) SX_MUSTCHECK;
 
+/* Runs a query on c and reads the first row of its result (which belongs to a), if
+ * any, with read into a new item of item_size bytes in a. out is the address of the
+ * caller's pointer to such an item (a T ** for a T of item_size bytes): it receives the
+ * item, or NULL when there is no row or on failure. */
+int repo_query_one(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                   size_t item_size, repo_row_fn read, void *out, sx_err *err) SX_MUSTCHECK;
+
 /* ------------------------------------------------------------------ keyset pages
  *
  * A list query pages by keyset: "ORDER BY key LIMIT limit + 1" after the key of the

@@ -471,20 +471,12 @@ int cfg_repo_newest_own_version(pg_conn *c, const char *id, const char *author, 
     if (author == NULL || author[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "author is required");
     const char *p[] = {id, author};
-    PGresult *r;
-    rc = repo_query(c, a,
-                    "SELECT " VER_COLS " FROM config_versions"
-                    " WHERE config_id = $1::uuid AND author = $2 AND source_version IS NULL"
-                    "   AND NOT draft"
-                    " ORDER BY version DESC LIMIT 1",
-                    2, p, &r, err);
-    if (rc || PQntuples(r) == 0)
-        return rc;
-    cfg_version *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_ver(a, r, 0, false, o, err);
-    if (rc == 0)
-        *out = o;
-    return rc;
+    return repo_query_one(c, a,
+                          "SELECT " VER_COLS " FROM config_versions"
+                          " WHERE config_id = $1::uuid AND author = $2 AND source_version IS NULL"
+                          "   AND NOT draft"
+                          " ORDER BY version DESC LIMIT 1",
+                          2, p, sizeof(cfg_version), read_listed_ver, out, err);
 }
 
 /* Newest first: $2 the version to start below, $3 the limit. */

@@ -271,18 +271,15 @@ static int get_dep(pg_conn *c, const char *id, bool lock, sx_arena *a, deploy_re
     if (rc)
         return rc;
     const char *p[] = {id};
-    PGresult *r;
-    rc = repo_query(c, a,
-                    lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
-                         : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
-                    1, p, &r, err);
+    deploy_record *o;
+    rc = repo_query_one(c, a,
+                        lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
+                             : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
+                        1, p, sizeof(*o), read_dep, &o, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0)
+    if (o == NULL)
         return sx_err_set(err, SX_ENOTFOUND, "deployment %s does not exist", id);
-    deploy_record *o = sx_arena_alloc(a, sizeof(*o));
-    if ((rc = read_dep(a, r, 0, o, err)) != 0)
-        return rc;
     rc = repo_query_rows(c, a,
                          "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
                          " ORDER BY wave_index",

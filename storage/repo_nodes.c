@@ -680,20 +680,14 @@ int node_repo_get_with(pg_conn *c, const char *node_id, const node_thresholds *t
         return rc;
     const char *p[] = {node_id, NULL, NULL};
     threshold_params(a, t, &p[1], &p[2]);
-    PGresult *r;
-    rc = repo_query(c, a,
-                    "SELECT " NODE_COLS HEALTH_COLS(
-                        "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                                    " WHERE n.node_id = $1",
-                    3, p, &r, err);
-    if (rc)
-        return rc;
-    if (PQntuples(r) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
-    node_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_node(a, r, 0, o, err);
-    if (rc == 0)
-        *out = o;
+    rc =
+        repo_query_one(c, a,
+                       "SELECT " NODE_COLS HEALTH_COLS(
+                           "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                                       " WHERE n.node_id = $1",
+                       3, p, sizeof(node_record), read_node, out, err);
+    if (rc == 0 && *out == NULL)
+        rc = sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
     return rc;
 }
 
