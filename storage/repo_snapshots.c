@@ -13,6 +13,7 @@
  */
 #include "storage/repo_snapshots.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -612,12 +613,28 @@ static int query_page(snap_repo *r, sx_arena *a, const repo_page_spec *s, int li
     return rc;
 }
 
-/* The snapshot in row 0 of res (which has one) into a new record of a, opened. */
-static int read_first(snap_repo *r, sx_arena *a, const PGresult *res, bool with_ir,
-                      snap_record **out, sx_err *err)
+/* Runs a query for one snapshot on a pooled connection and reads its row into a new
+ * record of a, opened, into *out; SX_ENOTFOUND with the message of fmt when there is
+ * none. */
+static int query_snapshot(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
+                          bool with_ir, snap_record **out, sx_err *err, const char *fmt, ...)
+    SX_PRINTF(9, 10);
+static int query_snapshot(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
+                          bool with_ir, snap_record **out, sx_err *err, const char *fmt, ...)
 {
+    PGresult *res;
+    int rc = query(r, a, sql, n, p, &res, err);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        rc = sx_err_vset(err, SX_ENOTFOUND, fmt, ap);
+        va_end(ap);
+        return rc;
+    }
     snap_record *o = sx_arena_alloc(a, sizeof(*o));
-    int rc = read_snap(a, res, 0, false, with_ir, o, err);
+    rc = read_snap(a, res, 0, false, with_ir, o, err);
     if (rc == 0 && (rc = open_record(pg_pool_secrets(r->pool, NULL), a, o, err)) == 0)
         *out = o;
     return rc;
@@ -637,19 +654,14 @@ int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned f
         return 0;
     }
     const char *p[] = {group, repo_i64_param(a, version)};
-    PGresult *res;
-    rc = query(r, a,
-               with_ir ? "SELECT " SNAP_COLS ", s.ir FROM snapshots s"
-                         " WHERE s.group_name = $1 AND s.version = $2::bigint"
-                       : "SELECT " SNAP_COLS " FROM snapshots s"
-                         " WHERE s.group_name = $1 AND s.version = $2::bigint",
-               2, p, &res, err);
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld of group %s does not exist", version,
-                          group);
-    if ((rc = read_first(r, a, res, with_ir, out, err)) == 0)
+    rc = query_snapshot(r, a,
+                        with_ir ? "SELECT " SNAP_COLS ", s.ir FROM snapshots s"
+                                  " WHERE s.group_name = $1 AND s.version = $2::bigint"
+                                : "SELECT " SNAP_COLS " FROM snapshots s"
+                                  " WHERE s.group_name = $1 AND s.version = $2::bigint",
+                        2, p, with_ir, out, err, "snapshot %lld of group %s does not exist",
+                        version, group);
+    if (rc == 0)
         cache_store(r, a, *out);
     return rc;
 }
@@ -694,20 +706,16 @@ int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_are
         }
     }
     const char *p[] = {group};
-    PGresult *res;
-    rc = query(r, a,
-               with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
-                         "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
-                         " WHERE g.name = $1"
-                       : "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
-                         "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
-                         " WHERE g.name = $1",
-               1, p, &res, err);
+    rc = query_snapshot(
+        r, a,
+        with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
+                  "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
+                  " WHERE g.name = $1"
+                : "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
+                  "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
+                  " WHERE g.name = $1",
+        1, p, with_ir, out, err, "group %s has no snapshot", group);
     if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot", group);
-    if ((rc = read_first(r, a, res, with_ir, out, err)) != 0)
         return rc;
     cache_store(r, a, *out);
     cache_bump_latest(r, a, (*out)->group, (*out)->version);
@@ -718,14 +726,9 @@ int snap_repo_get_by_id(snap_repo *r, long long id, sx_arena *a, snap_record **o
 {
     *out = NULL;
     const char *p[] = {repo_i64_param(a, id)};
-    PGresult *res;
-    int rc = query(r, a, "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1,
-                   p, &res, err);
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld does not exist", id);
-    return read_first(r, a, res, true, out, err);
+    return query_snapshot(r, a,
+                          "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1,
+                          p, true, out, err, "snapshot %lld does not exist", id);
 }
 
 /* Groups by name ($1 the name to start after, $2 the limit); a group's versions newest
