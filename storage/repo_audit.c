@@ -75,8 +75,8 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
         return rc;
     if (!valid_result(in->result))
         return sx_err_set(err, SX_EINVAL, "result must be success, denied or failed");
-    if (in->details && !json_is_object(in->details))
-        return sx_err_set(err, SX_EINVAL, "details must be a json object");
+    if ((rc = repo_check_object("details", in->details, err)) != 0)
+        return rc;
     if (in->source_ip && in->source_ip[0] && !valid_ip(in->source_ip))
         return sx_err_set(err, SX_EINVAL, "source_ip \"%s\" is not an ip address", in->source_ip);
     sx_arena *a = sx_arena_create();

@@ -200,6 +200,13 @@ static int cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key
     return 0;
 }
 
+int repo_check_object(const char *what, const json_t *j, sx_err *err)
+{
+    if (j && !json_is_object(j))
+        return sx_err_set(err, SX_EINVAL, "%s must be a json object", what);
+    return 0;
+}
+
 size_t repo_utf8_len(const char *s, size_t max)
 {
     size_t n = strlen(s);

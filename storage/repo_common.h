@@ -175,6 +175,9 @@ int repo_list_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit,
                     const char *sql, int n, const char *const *p, repo_list_ref l,
                     sx_err *err) SX_MUSTCHECK;
 
+/* 0 when j is NULL or a JSON object, else SX_EINVAL "<what> must be a json object". */
+int repo_check_object(const char *what, const json_t *j, sx_err *err) SX_MUSTCHECK;
+
 /* The length of s cut to at most max bytes, at a UTF-8 character boundary. */
 size_t repo_utf8_len(const char *s, size_t max);
 

@@ -178,10 +178,9 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
         return sx_err_set(err, SX_EINVAL, "config_version must be at least 1");
     if (in->created_by == NULL || in->created_by[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "created_by is required");
-    if (in->selector && !json_is_object(in->selector))
-        return sx_err_set(err, SX_EINVAL, "selector must be a json object");
-    if (in->strategy && !json_is_object(in->strategy))
-        return sx_err_set(err, SX_EINVAL, "strategy must be a json object");
+    if ((rc = repo_check_object("selector", in->selector, err)) ||
+        (rc = repo_check_object("strategy", in->strategy, err)))
+        return rc;
     if (in->nack_threshold > 1)
         return sx_err_set(err, SX_EINVAL, "nack_threshold must be between 0 and 1");
     json_t *waves = repo_own_json(a, json_array());
@@ -463,8 +462,8 @@ int deploy_repo_update_wave(pg_conn *c, const char *id, int index, const deploy_
         return sx_err_set(err, SX_EINVAL, "invalid wave state");
     if (u->acks < -1 || u->nacks < -1)
         return sx_err_set(err, SX_EINVAL, "wave counters must not be negative");
-    if (u->baseline_snapshots && !json_is_object(u->baseline_snapshots))
-        return sx_err_set(err, SX_EINVAL, "baseline_snapshots must be a json object");
+    if ((rc = repo_check_object("baseline_snapshots", u->baseline_snapshots, err)) != 0)
+        return rc;
     sx_arena *a = sx_arena_create();
     char max[16];
     snprintf(max, sizeof(max), "%d", WAVE_ERRORS_MAX);

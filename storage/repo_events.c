@@ -75,9 +75,7 @@ static int check_event(const event_new *in, sx_err *err)
         return sx_err_set(err, SX_EINVAL, "type is longer than %d bytes", EVENT_TYPE_MAX_LEN);
     if (in->deployment_id && !repo_is_uuid(in->deployment_id))
         return sx_err_set(err, SX_EINVAL, "invalid deployment id \"%s\"", in->deployment_id);
-    if (in->data && !json_is_object(in->data))
-        return sx_err_set(err, SX_EINVAL, "data must be a json object");
-    return 0;
+    return repo_check_object("data", in->data, err);
 }
 
 int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *err)

@@ -101,14 +101,11 @@ static int check_hello(const node_hello *h, sx_err *err)
     int rc;
     if ((rc = check_str("node_id", h->node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("group", h->group, GROUP_MAX_LEN, err)) ||
-        (rc = check_str("replica_id", h->replica_id, GROUP_MAX_LEN, err)))
+        (rc = check_str("replica_id", h->replica_id, GROUP_MAX_LEN, err)) ||
+        (rc = repo_check_object("labels", h->labels, err)) ||
+        (rc = repo_check_object("metadata", h->metadata, err)) ||
+        (rc = repo_check_object("locality", h->locality, err)))
         return rc;
-    if (h->labels && !json_is_object(h->labels))
-        return sx_err_set(err, SX_EINVAL, "labels must be a json object");
-    if (h->metadata && !json_is_object(h->metadata))
-        return sx_err_set(err, SX_EINVAL, "metadata must be a json object");
-    if (h->locality && !json_is_object(h->locality))
-        return sx_err_set(err, SX_EINVAL, "locality must be a json object");
     return 0;
 }
 
