@@ -318,14 +318,28 @@ static void handle_healthz(http_request *r, void *ud)
     http_respond_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* The start of a readiness answer (never cached): true when it is given already, as a
+ * server without a supervisor is ready. */
+static bool readiness_answered(http_request *r, const http_server *s)
+{
+    http_req_set_header(r, "Cache-Control", "no-store");
+    if (s->sup != NULL)
+        return false;
+    http_respond_json(r, 200, json_pack("{s:s}", "status", "ready"));
+    return true;
+}
+
+/* {"status": "ready" or "not_ready", "components": comps} (comps taken). */
+static json_t *readiness_json(bool gate, json_t *comps)
+{
+    return json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps);
+}
+
 static void handle_readyz(http_request *r, void *ud)
 {
     http_server *s = ud;
-    http_req_set_header(r, "Cache-Control", "no-store");
-    if (s->sup == NULL) {
-        http_respond_json(r, 200, json_pack("{s:s}", "status", "ready"));
+    if (readiness_answered(r, s))
         return;
-    }
     bool gate = sup_ready(s->sup);
     json_t *comps = sup_readiness_json(s->sup);
     const char *k;
@@ -335,8 +349,7 @@ static void handle_readyz(http_request *r, void *ud)
         if (!json_is_true(v))
             gate = false;
     }
-    json_t *body =
-        json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps);
+    json_t *body = readiness_json(gate, comps);
     json_t *notices = sup_notices_json(s->sup); /* seen by operators, never a failure */
     if (notices)
         json_object_set_new(body, "notices", notices);
@@ -348,16 +361,11 @@ static void handle_readyz(http_request *r, void *ud)
 static void handle_readyz_xds(http_request *r, void *ud)
 {
     http_server *s = ud;
-    http_req_set_header(r, "Cache-Control", "no-store");
-    if (s->sup == NULL) {
-        http_respond_json(r, 200, json_pack("{s:s}", "status", "ready"));
+    if (readiness_answered(r, s))
         return;
-    }
     json_t *comps = NULL;
     bool gate = sup_ready_xds(s->sup, &comps);
-    http_respond_json(
-        r, gate ? 200 : 503,
-        json_pack("{s:s,s:o}", "status", gate ? "ready" : "not_ready", "components", comps));
+    http_respond_json(r, gate ? 200 : 503, readiness_json(gate, comps));
 }
 
 static void handle_metrics(http_request *r, void *ud)

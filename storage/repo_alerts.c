@@ -102,33 +102,37 @@ int alert_repo_disconnected(pg_conn *c, long long after_ms, long long forget_ms,
                     2, p, out, err);
 }
 
+/* A reading whose one parameter, $1, is a duration ms named what: at least 1, else
+ * SX_EINVAL. */
+static int ms_readings(pg_conn *c, sx_arena *a, const char *what, long long ms, const char *sql,
+                       alert_readings *out, sx_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (ms < 1)
+        return sx_err_set(err, SX_EINVAL, "%s must be at least 1", what);
+    const char *p[] = {ms_param(a, ms)};
+    return readings(c, a, sql, 1, p, out, err);
+}
+
 int alert_repo_deployments_failed(pg_conn *c, long long window_ms, sx_arena *a, alert_readings *out,
                                   sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    if (window_ms < 1)
-        return sx_err_set(err, SX_EINVAL, "window_ms must be at least 1");
-    const char *p[] = {ms_param(a, window_ms)};
-    return readings(c, a,
-                    "SELECT id::text, array_to_string(groups, ','), 1::float8, 0, 0,"
-                    "   state || CASE WHEN state_reason <> '' THEN ': ' || state_reason"
-                    "   ELSE '' END"
-                    " FROM deployments"
-                    " WHERE state IN ('failed', 'rolled_back', 'rollback_failed')"
-                    "   AND state_changed_at >= now() - $1::bigint * interval '1 millisecond'"
-                    " ORDER BY state_changed_at, id" LIMIT_SQL,
-                    1, p, out, err);
+    return ms_readings(c, a, "window_ms", window_ms,
+                       "SELECT id::text, array_to_string(groups, ','), 1::float8, 0, 0,"
+                       "   state || CASE WHEN state_reason <> '' THEN ': ' || state_reason"
+                       "   ELSE '' END"
+                       " FROM deployments"
+                       " WHERE state IN ('failed', 'rolled_back', 'rollback_failed')"
+                       "   AND state_changed_at >= now() - $1::bigint * interval '1 millisecond'"
+                       " ORDER BY state_changed_at, id" LIMIT_SQL,
+                       out, err);
 }
 
 int alert_repo_replicas_lost(pg_conn *c, long long lost_ms, sx_arena *a, alert_readings *out,
                              sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
-    if (lost_ms < 1)
-        return sx_err_set(err, SX_EINVAL, "lost_ms must be at least 1");
-    const char *p[] = {ms_param(a, lost_ms)};
-    return readings(
-        c, a,
+    return ms_readings(
+        c, a, "lost_ms", lost_ms,
         // clang-format off
         "SELECT replica_id, NULL, extract(epoch FROM now() - last_seen)::float8, 0, 0, "
         REPO_TS("last_seen")
@@ -137,7 +141,7 @@ int alert_repo_replicas_lost(pg_conn *c, long long lost_ms, sx_arena *a, alert_r
         "   AND stopped_at IS NULL"
         " ORDER BY replica_id" LIMIT_SQL,
         // clang-format on
-        1, p, out, err);
+        out, err);
 }
 
 /* ------------------------------------------------------------------ alerts */
@@ -184,16 +188,8 @@ static const char *cut(sx_arena *a, const char *m)
 {
     if (m == NULL)
         return "";
-    size_t n = strlen(m);
-    if (n <= MESSAGE_MAX)
-        return m;
-    n = MESSAGE_MAX;
-    while (n > 0 && ((unsigned char)m[n] & 0xC0) == 0x80)
-        n--;
-    char *s = sx_arena_alloc(a, n + 1);
-    memcpy(s, m, n);
-    s[n] = '\0';
-    return s;
+    size_t n = repo_utf8_len(m, MESSAGE_MAX);
+    return m[n] == '\0' ? m : sx_arena_strndup(a, m, n);
 }
 
 static char *value_param(sx_arena *a, double v)
@@ -201,6 +197,21 @@ static char *value_param(sx_arena *a, double v)
     char *s = sx_arena_alloc(a, 32);
     snprintf(s, 32, "%.17g", v);
     return s;
+}
+
+/* Runs a statement that returns the ALERT_COLS of the alert it changed, if any: that
+ * alert into *out and *changed true. */
+static int changed_alert(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                         alert_record *out, bool *changed, sx_err *err)
+{
+    alert_record *rows = NULL;
+    size_t count = 0;
+    int rc = repo_query_rows(c, a, sql, n, p, sizeof(alert_record), read_alert, &rows, &count, err);
+    if (rc == 0 && count == 1) {
+        *out = rows[0];
+        *changed = true;
+    }
+    return rc;
 }
 
 int alert_repo_fire(pg_conn *c, const char *rule, const char *subject, double value,
@@ -213,19 +224,12 @@ int alert_repo_fire(pg_conn *c, const char *rule, const char *subject, double va
     if (subject == NULL || subject[0] == '\0' || strlen(subject) > 512)
         return sx_err_set(err, SX_EINVAL, "subject must be 1 to 512 bytes");
     const char *p[] = {rule, subject, value_param(a, value), cut(a, message)};
-    alert_record *rows = NULL;
-    size_t n = 0;
-    int rc = repo_query_rows(c, a,
-                             "INSERT INTO alerts (rule, subject, value, message)"
-                             " VALUES ($1, $2, $3::float8, $4)"
-                             " ON CONFLICT (rule, subject) WHERE state = 'firing' DO NOTHING"
-                             " RETURNING " ALERT_COLS,
-                             4, p, sizeof(alert_record), read_alert, &rows, &n, err);
-    if (rc == 0 && n == 1) {
-        *out = rows[0];
-        *fired = true;
-    }
-    return rc;
+    return changed_alert(c, a,
+                         "INSERT INTO alerts (rule, subject, value, message)"
+                         " VALUES ($1, $2, $3::float8, $4)"
+                         " ON CONFLICT (rule, subject) WHERE state = 'firing' DO NOTHING"
+                         " RETURNING " ALERT_COLS,
+                         4, p, out, fired, err);
 }
 
 int alert_repo_touch(pg_conn *c, long long id, double value, const char *message, sx_err *err)
@@ -247,18 +251,11 @@ int alert_repo_resolve(pg_conn *c, long long id, sx_arena *a, alert_record *out,
     memset(out, 0, sizeof(*out));
     *resolved = false;
     const char *p[] = {repo_i64_param(a, id)};
-    alert_record *rows = NULL;
-    size_t n = 0;
-    int rc = repo_query_rows(c, a,
-                             "UPDATE alerts SET state = 'resolved', resolved_at = now()"
-                             " WHERE id = $1::bigint AND state = 'firing'"
-                             " RETURNING " ALERT_COLS,
-                             1, p, sizeof(alert_record), read_alert, &rows, &n, err);
-    if (rc == 0 && n == 1) {
-        *out = rows[0];
-        *resolved = true;
-    }
-    return rc;
+    return changed_alert(c, a,
+                         "UPDATE alerts SET state = 'resolved', resolved_at = now()"
+                         " WHERE id = $1::bigint AND state = 'firing'"
+                         " RETURNING " ALERT_COLS,
+                         1, p, out, resolved, err);
 }
 
 /* Newest first: $2 the id to start before, $3 the limit. */
@@ -271,15 +268,12 @@ int alert_repo_list(pg_conn *c, const char *state, int limit, const char *cursor
     if (state && strcmp(state, "firing") != 0 && strcmp(state, "resolved") != 0)
         return sx_err_set(err, SX_EINVAL, "invalid state: must be firing, resolved or all");
     const char *p[] = {state, NULL, NULL};
-    repo_page pg;
-    int rc = repo_page_query(c, a, &alert_page, limit, cursor,
-                             "SELECT " ALERT_COLS " FROM alerts"
-                             " WHERE ($1::text IS NULL OR state = $1)"
-                             "   AND ($2::bigint IS NULL OR id < $2::bigint)"
-                             " ORDER BY id DESC LIMIT $3::int",
-                             3, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(c, a, &alert_page, limit, cursor,
+                           "SELECT " ALERT_COLS " FROM alerts"
+                           " WHERE ($1::text IS NULL OR state = $1)"
+                           "   AND ($2::bigint IS NULL OR id < $2::bigint)"
+                           " ORDER BY id DESC LIMIT $3::int",
+                           3, p, REPO_LIST_REF(out), err);
 }
 
 int alert_repo_count_firing(pg_conn *c, const char *const *rules, size_t n, long long *counts,

@@ -21,6 +21,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 /* One alert row. */
 typedef struct alert_record {
@@ -34,11 +35,7 @@ typedef struct alert_record {
     char *message;
 } alert_record;
 
-typedef struct alert_list {
-    alert_record *items;
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} alert_list;
+REPO_LIST(alert_list, alert_record);
 
 /* What one rule reads for one subject whose condition holds now. */
 typedef struct alert_reading {

@@ -40,25 +40,13 @@ static bool valid_result(const char *r)
                  strcmp(r, AUDIT_FAILED) == 0);
 }
 
-/* The length of s cut to at most AUDIT_TEXT_MAX bytes, at a UTF-8 character boundary. */
-static size_t capped_len(const char *s)
-{
-    size_t n = strlen(s);
-    if (n <= AUDIT_TEXT_MAX)
-        return n;
-    n = AUDIT_TEXT_MAX;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
-}
-
 /* s, or its capped copy in a with name added to truncated. */
 static const char *cap_text(sx_arena *a, const char *s, const char *name, json_t *truncated)
 {
     if (s == NULL || strlen(s) <= AUDIT_TEXT_MAX)
         return s;
     json_array_append_new(truncated, json_string(name));
-    return sx_arena_strndup(a, s, capped_len(s));
+    return sx_arena_strndup(a, s, repo_utf8_len(s, AUDIT_TEXT_MAX));
 }
 
 /* Caps the top-level strings of details (the request path, the route, a client's
@@ -72,7 +60,7 @@ static void cap_details(json_t *details, json_t *truncated)
         if (!json_is_string(v) || json_string_length(v) <= AUDIT_TEXT_MAX)
             continue;
         const char *s = json_string_value(v);
-        json_string_setn(v, s, capped_len(s));
+        json_string_setn(v, s, repo_utf8_len(s, AUDIT_TEXT_MAX));
         json_array_append_new(truncated, json_string(key));
     }
 }
@@ -87,8 +75,8 @@ int audit_repo_append(pg_conn *c, const audit_new *in, long long *id, sx_err *er
         return rc;
     if (!valid_result(in->result))
         return sx_err_set(err, SX_EINVAL, "result must be success, denied or failed");
-    if (in->details && !json_is_object(in->details))
-        return sx_err_set(err, SX_EINVAL, "details must be a json object");
+    if ((rc = repo_check_object("details", in->details, err)) != 0)
+        return rc;
     if (in->source_ip && in->source_ip[0] && !valid_ip(in->source_ip))
         return sx_err_set(err, SX_EINVAL, "source_ip \"%s\" is not an ip address", in->source_ip);
     sx_arena *a = sx_arena_create();
@@ -158,8 +146,7 @@ int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *
         f->actor, f->action, f->resource_type, f->resource_id, f->result, f->since, f->until,
         NULL,     NULL,
     };
-    repo_page pg;
-    int rc = repo_page_query(c, a, &audit_page, f->limit, f->cursor,
+    int rc = repo_list_query(c, a, &audit_page, f->limit, f->cursor,
                              "SELECT " AUDIT_COLS " FROM audit_log"
                              " WHERE ($1::text IS NULL OR actor = $1)"
                              "   AND ($2::text IS NULL OR action = $2)"
@@ -170,9 +157,8 @@ int audit_repo_list(pg_conn *c, const audit_filter *f, sx_arena *a, audit_list *
                              "   AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
                              "   AND ($8::bigint IS NULL OR id < $8::bigint)"
                              " ORDER BY id DESC LIMIT $9::int",
-                             9, p, &pg, err);
+                             9, p, REPO_LIST_REF(out), err);
     if (rc == SX_EINVAL && err && strncmp(err->sqlstate, "22", 2) == 0)
         sx_err_prefix(err, "invalid since or until time");
-    REPO_PAGE_STORE(out, pg);
     return rc;
 }

@@ -200,6 +200,24 @@ static int cursor_decode(sx_arena *a, const char *cursor, size_t n, json_t **key
     return 0;
 }
 
+int repo_check_object(const char *what, const json_t *j, sx_err *err)
+{
+    if (j && !json_is_object(j))
+        return sx_err_set(err, SX_EINVAL, "%s must be a json object", what);
+    return 0;
+}
+
+size_t repo_utf8_len(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
 bool repo_is_uuid(const char *s)
 {
     if (s == NULL || strlen(s) != 36)
@@ -309,6 +327,21 @@ int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char 
     return rc;
 }
 
+int repo_query_one(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                   size_t item_size, repo_row_fn read, void *out, sx_err *err)
+{
+    void *v = NULL;
+    PGresult *r;
+    int rc = repo_query(c, a, sql, n, p, &r, err);
+    if (rc == 0 && PQntuples(r) > 0) {
+        v = sx_arena_alloc(a, item_size);
+        if ((rc = read(a, r, 0, v, err)) != 0)
+            v = NULL;
+    }
+    memcpy(out, &v, sizeof(v));
+    return rc;
+}
+
 /* ------------------------------------------------------------------ keyset pages */
 
 int repo_page_params(sx_arena *a, const repo_page_spec *s, int limit, const char *cursor, int n,
@@ -392,5 +425,21 @@ int repo_page_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit,
     int rc = repo_page_params(a, s, limit, cursor, n, p, &params, err);
     if (rc == 0 && (rc = repo_query(c, a, sql, n, params, &r, err)) == 0)
         rc = repo_page_read(a, s, limit, r, out, err);
+    return rc;
+}
+
+void repo_list_store(repo_list_ref l, const repo_page *page)
+{
+    memcpy(l.items, &page->items, sizeof(page->items));
+    *l.count = page->count;
+    *l.next_cursor = page->next_cursor;
+}
+
+int repo_list_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    const char *sql, int n, const char *const *p, repo_list_ref l, sx_err *err)
+{
+    repo_page pg;
+    int rc = repo_page_query(c, a, s, limit, cursor, sql, n, p, &pg, err);
+    repo_list_store(l, &pg);
     return rc;
 }

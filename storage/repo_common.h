@@ -90,6 +90,13 @@ int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char 
                     size_t item_size, repo_row_fn read, void *items, size_t *count,
                     sx_err *err) SX_MUSTCHECK;
 
+/* Runs a query on c and reads the first row of its result (which belongs to a), if
+ * any, with read into a new item of item_size bytes in a. out is the address of the
+ * caller's pointer to such an item (a T ** for a T of item_size bytes): it receives the
+ * item, or NULL when there is no row or on failure. */
+int repo_query_one(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
+                   size_t item_size, repo_row_fn read, void *out, sx_err *err) SX_MUSTCHECK;
+
 /* ------------------------------------------------------------------ keyset pages
  *
  * A list query pages by keyset: "ORDER BY key LIMIT limit + 1" after the key of the
@@ -104,12 +111,10 @@ int repo_query_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char 
  *     static const repo_page_spec by_id = {"i", {0}, 2, 3, sizeof(thing), read_thing};
  *     ...
  *     const char *p[] = {owner, NULL, NULL};  // $2 the key, $3 the limit: filled here
- *     repo_page pg;
- *     int rc = repo_page_query(c, a, &by_id, limit, cursor,
- *                              "SELECT ... WHERE owner = $1 AND ($2::bigint IS NULL"
- *                              " OR id < $2::bigint) ORDER BY id DESC LIMIT $3::int",
- *                              3, p, &pg, err);
- *     REPO_PAGE_STORE(out, pg);
+ *     return repo_list_query(c, a, &by_id, limit, cursor,
+ *                            "SELECT ... WHERE owner = $1 AND ($2::bigint IS NULL"
+ *                            " OR id < $2::bigint) ORDER BY id DESC LIMIT $3::int",
+ *                            3, p, REPO_LIST_REF(out), err);
  */
 
 #define REPO_KEY_MAX 3
@@ -135,10 +140,17 @@ typedef struct repo_page {
     char *next_cursor;
 } repo_page;
 
-/* Copies a repo_page into a list struct that has items, count and next_cursor. */
-#define REPO_PAGE_STORE(list, page)                                                                \
-    ((list)->items = (page).items, (list)->count = (page).count,                                   \
-     (list)->next_cursor = (page).next_cursor)
+/* The fields of a list struct (REPO_LIST) a page goes to: items is the address of its
+ * items pointer (a T ** for the spec's item type T). */
+typedef struct repo_list_ref {
+    void *items;
+    size_t *count;
+    char **next_cursor;
+} repo_list_ref;
+#define REPO_LIST_REF(list) ((repo_list_ref){&(list)->items, &(list)->count, &(list)->next_cursor})
+
+/* Copies page into the list l names. */
+void repo_list_store(repo_list_ref l, const repo_page *page);
 
 /* The n parameters of a page of limit rows (see repo_limit) after cursor (NULL: the
  * first page): a copy of p in a whose key and limit parameters are set. SX_EINVAL
@@ -156,6 +168,18 @@ int repo_page_read(sx_arena *a, const repo_page_spec *s, int limit, const PGresu
 int repo_page_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
                     const char *sql, int n, const char *const *p, repo_page *out,
                     sx_err *err) SX_MUSTCHECK;
+
+/* repo_page_query straight into the list l names (REPO_LIST_REF(out)): the list is
+ * zeroed on failure. */
+int repo_list_query(pg_conn *c, sx_arena *a, const repo_page_spec *s, int limit, const char *cursor,
+                    const char *sql, int n, const char *const *p, repo_list_ref l,
+                    sx_err *err) SX_MUSTCHECK;
+
+/* 0 when j is NULL or a JSON object, else SX_EINVAL "<what> must be a json object". */
+int repo_check_object(const char *what, const json_t *j, sx_err *err) SX_MUSTCHECK;
+
+/* The length of s cut to at most max bytes, at a UTF-8 character boundary. */
+size_t repo_utf8_len(const char *s, size_t max);
 
 /* Whether s is a UUID in its canonical text form (any case). */
 bool repo_is_uuid(const char *s);

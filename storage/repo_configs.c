@@ -124,18 +124,13 @@ static int read_cfg(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     long long latest, live;
     int rc;
     memset(o, 0, sizeof(*o));
-    o->id = repo_str(a, r, row, 0);
-    o->ns = repo_str(a, r, row, 1);
-    o->name = repo_str(a, r, row, 2);
+    REPO_STRS(a, r, row, 0, &o->id, &o->ns, &o->name);
     if ((rc = repo_strv(a, r, row, 3, &o->groups, &o->group_count, err)) ||
         (rc = repo_i64(r, row, 4, 0, &latest, err)) || (rc = repo_i64(r, row, 5, 0, &live, err)))
         return rc;
     o->latest_version = (int)latest;
     o->live_version = (int)live;
-    o->created_by = repo_str(a, r, row, 6);
-    o->created_at = repo_str(a, r, row, 7);
-    o->updated_at = repo_str(a, r, row, 8);
-    o->deleted_at = repo_str(a, r, row, 9);
+    REPO_STRS(a, r, row, 6, &o->created_by, &o->created_at, &o->updated_at, &o->deleted_at);
     const char *src = PQgetvalue(r, row, 10);
     if (cfg_source_parse(src, &o->source) != 0)
         return sx_err_set(err, SX_EINTERNAL, "config %s has an unknown source \"%s\"", o->id, src);
@@ -155,9 +150,7 @@ static int read_ver(sx_arena *a, const PGresult *r, int row, bool with_spec, cfg
         return rc;
     o->version = (int)version;
     o->source_version = (int)source;
-    o->checksum = repo_str(a, r, row, 2);
-    o->author = repo_str(a, r, row, 3);
-    o->message = repo_str(a, r, row, 4);
+    REPO_STRS(a, r, row, 2, &o->checksum, &o->author, &o->message);
     o->draft = repo_bool(r, row, 5);
     o->created_at = repo_str(a, r, row, 7);
     if (with_spec)
@@ -170,10 +163,13 @@ static int read_listed_ver(sx_arena *a, const PGresult *r, int row, void *item, 
     return read_ver(a, r, row, false, item, err);
 }
 
-/* The stored form of spec (its private keys sealed, see storage/secret_seal.h) as a
- * $n::jsonb parameter in a, into *out; seal_json's errors when it may not be stored. */
-static int spec_param(pg_conn *c, sx_arena *a, const json_t *spec, const char **out, sx_err *err)
+/* The checksum of spec (cfg_repo_checksum) into sum, and its stored form (its private
+ * keys sealed, see storage/secret_seal.h) as a $n::jsonb parameter in a, into *out;
+ * seal_json's errors when it may not be stored. */
+static int spec_param(pg_conn *c, sx_arena *a, const json_t *spec, char sum[SX_SHA256_HEX_LEN + 1],
+                      const char **out, sx_err *err)
 {
+    cfg_repo_checksum(spec, sum);
     bool plaintext = false;
     const sx_keyring *k = pg_conn_secrets(c, &plaintext);
     json_t *stored = NULL;
@@ -243,9 +239,8 @@ int cfg_repo_create(pg_conn *c, const cfg_new *in, sx_arena *a, cfg_record **out
         (rc = check_source(in->source, in->source_ref, err)))
         return rc;
     char sum[SX_SHA256_HEX_LEN + 1];
-    cfg_repo_checksum(in->spec, sum);
     const char *stored = NULL;
-    if ((rc = spec_param(c, a, in->spec, &stored, err)) != 0)
+    if ((rc = spec_param(c, a, in->spec, sum, &stored, err)) != 0)
         return rc;
     const char *p[] = {
         in->ns,
@@ -343,10 +338,8 @@ int cfg_repo_list(pg_conn *c, const cfg_filter *f, sx_arena *a, cfg_list *out, s
         "   AND ($8::text IS NULL OR source = $8)"
         "   AND ($4::text IS NULL OR (namespace, name, id) > ($4, $5, $6::uuid))"
         " ORDER BY namespace, name, id LIMIT $7::int";
-    repo_page pg;
-    int rc = repo_page_query(c, a, &cfg_page, f->limit, f->cursor, sql, 8, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(c, a, &cfg_page, f->limit, f->cursor, sql, 8, p, REPO_LIST_REF(out),
+                           err);
 }
 
 /* After a compare-and-set matched nothing: missing/deleted, or stale. */
@@ -392,9 +385,8 @@ int cfg_repo_add_version(pg_conn *c, const char *id, int expected_latest, const 
     if (in->source_version < 0 || in->source_version > expected_latest)
         return sx_err_set(err, SX_EINVAL, "source_version %d does not exist", in->source_version);
     char sum[SX_SHA256_HEX_LEN + 1];
-    cfg_repo_checksum(in->spec, sum);
     const char *stored = NULL;
-    if ((rc = spec_param(c, a, in->spec, &stored, err)) != 0)
+    if ((rc = spec_param(c, a, in->spec, sum, &stored, err)) != 0)
         return rc;
     const char *p[] = {
         id,
@@ -479,20 +471,12 @@ int cfg_repo_newest_own_version(pg_conn *c, const char *id, const char *author, 
     if (author == NULL || author[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "author is required");
     const char *p[] = {id, author};
-    PGresult *r;
-    rc = repo_query(c, a,
-                    "SELECT " VER_COLS " FROM config_versions"
-                    " WHERE config_id = $1::uuid AND author = $2 AND source_version IS NULL"
-                    "   AND NOT draft"
-                    " ORDER BY version DESC LIMIT 1",
-                    2, p, &r, err);
-    if (rc || PQntuples(r) == 0)
-        return rc;
-    cfg_version *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_ver(a, r, 0, false, o, err);
-    if (rc == 0)
-        *out = o;
-    return rc;
+    return repo_query_one(c, a,
+                          "SELECT " VER_COLS " FROM config_versions"
+                          " WHERE config_id = $1::uuid AND author = $2 AND source_version IS NULL"
+                          "   AND NOT draft"
+                          " ORDER BY version DESC LIMIT 1",
+                          2, p, sizeof(cfg_version), read_listed_ver, out, err);
 }
 
 /* Newest first: $2 the version to start below, $3 the limit. */
@@ -506,17 +490,15 @@ int cfg_repo_list_versions(pg_conn *c, const char *id, int limit, const char *cu
     if (rc)
         return rc;
     const char *p[] = {id, NULL, NULL};
-    repo_page pg;
-    rc = repo_page_query(c, a, &version_page, limit, cursor,
+    rc = repo_list_query(c, a, &version_page, limit, cursor,
                          "SELECT " VER_COLS " FROM config_versions"
                          " WHERE config_id = $1::uuid AND ($2::int IS NULL OR version < $2::int)"
                          " ORDER BY version DESC LIMIT $3::int",
-                         3, p, &pg, err);
-    if (rc == 0 && pg.count == 0 && cursor == NULL) {
+                         3, p, REPO_LIST_REF(out), err);
+    if (rc == 0 && out->count == 0 && cursor == NULL) {
         cfg_record *cfg; /* an unknown config is not an empty one */
         return cfg_repo_get(c, id, true, a, &cfg, err);
     }
-    REPO_PAGE_STORE(out, pg);
     return rc;
 }
 

@@ -104,8 +104,7 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     memset(o, 0, sizeof(*o));
     long long ver, sample, wave;
     int rc;
-    o->id = repo_str(a, r, row, 0);
-    o->config_id = repo_str(a, r, row, 1);
+    REPO_STRS(a, r, row, 0, &o->id, &o->config_id);
     if ((rc = repo_i64(r, row, 2, 0, &ver, err)) ||
         (rc = repo_json(a, r, row, 3, &o->selector, err)) ||
         (rc = repo_json(a, r, row, 4, &o->strategy, err)) ||
@@ -137,9 +136,7 @@ static int read_dep(sx_arena *a, const PGresult *r, int row, void *item, sx_err 
     o->resumed_at = repo_str(a, r, row, 27);
     o->state_age_s = strtod(PQgetvalue(r, row, 28), NULL);
     o->resumed_age_s = strtod(PQgetvalue(r, row, 29), NULL);
-    if ((rc = repo_json(a, r, row, 30, &o->progress, err)) != 0)
-        return rc;
-    return 0;
+    return repo_json(a, r, row, 30, &o->progress, err);
 }
 
 static int read_wave(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
@@ -181,10 +178,9 @@ int deploy_repo_create(pg_conn *c, const deploy_new *in, sx_arena *a, deploy_rec
         return sx_err_set(err, SX_EINVAL, "config_version must be at least 1");
     if (in->created_by == NULL || in->created_by[0] == '\0')
         return sx_err_set(err, SX_EINVAL, "created_by is required");
-    if (in->selector && !json_is_object(in->selector))
-        return sx_err_set(err, SX_EINVAL, "selector must be a json object");
-    if (in->strategy && !json_is_object(in->strategy))
-        return sx_err_set(err, SX_EINVAL, "strategy must be a json object");
+    if ((rc = repo_check_object("selector", in->selector, err)) ||
+        (rc = repo_check_object("strategy", in->strategy, err)))
+        return rc;
     if (in->nack_threshold > 1)
         return sx_err_set(err, SX_EINVAL, "nack_threshold must be between 0 and 1");
     json_t *waves = repo_own_json(a, json_array());
@@ -274,18 +270,15 @@ static int get_dep(pg_conn *c, const char *id, bool lock, sx_arena *a, deploy_re
     if (rc)
         return rc;
     const char *p[] = {id};
-    PGresult *r;
-    rc = repo_query(c, a,
-                    lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
-                         : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
-                    1, p, &r, err);
+    deploy_record *o;
+    rc = repo_query_one(c, a,
+                        lock ? "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid FOR UPDATE"
+                             : "SELECT " DEP_COLS " FROM deployments WHERE id = $1::uuid",
+                        1, p, sizeof(*o), read_dep, &o, err);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0)
+    if (o == NULL)
         return sx_err_set(err, SX_ENOTFOUND, "deployment %s does not exist", id);
-    deploy_record *o = sx_arena_alloc(a, sizeof(*o));
-    if ((rc = read_dep(a, r, 0, o, err)) != 0)
-        return rc;
     rc = repo_query_rows(c, a,
                          "SELECT " WAVE_COLS " FROM deployment_waves WHERE deployment_id = $1::uuid"
                          " ORDER BY wave_index",
@@ -383,17 +376,14 @@ int deploy_repo_list(pg_conn *c, const deploy_filter *f, sx_arena *a, deploy_lis
         states = repo_strv_param(a, names, n);
     }
     const char *p[] = {states, f->config_id, NULL, NULL, NULL};
-    repo_page pg;
-    rc = repo_page_query(
+    return repo_list_query(
         c, a, &deploy_page, f->limit, f->cursor,
         "SELECT " DEP_COLS " FROM deployments"
         " WHERE ($1::jsonb IS NULL OR state IN (SELECT jsonb_array_elements_text($1)))"
         "   AND ($2::uuid IS NULL OR config_id = $2::uuid)"
         "   AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::uuid))"
         " ORDER BY created_at DESC, id DESC LIMIT $5::int",
-        5, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+        5, p, REPO_LIST_REF(out), err);
 }
 
 /* After a compare-and-set on a deployment matched nothing. */
@@ -472,8 +462,8 @@ int deploy_repo_update_wave(pg_conn *c, const char *id, int index, const deploy_
         return sx_err_set(err, SX_EINVAL, "invalid wave state");
     if (u->acks < -1 || u->nacks < -1)
         return sx_err_set(err, SX_EINVAL, "wave counters must not be negative");
-    if (u->baseline_snapshots && !json_is_object(u->baseline_snapshots))
-        return sx_err_set(err, SX_EINVAL, "baseline_snapshots must be a json object");
+    if ((rc = repo_check_object("baseline_snapshots", u->baseline_snapshots, err)) != 0)
+        return rc;
     sx_arena *a = sx_arena_create();
     char max[16];
     snprintf(max, sizeof(max), "%d", WAVE_ERRORS_MAX);

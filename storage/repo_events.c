@@ -75,9 +75,7 @@ static int check_event(const event_new *in, sx_err *err)
         return sx_err_set(err, SX_EINVAL, "type is longer than %d bytes", EVENT_TYPE_MAX_LEN);
     if (in->deployment_id && !repo_is_uuid(in->deployment_id))
         return sx_err_set(err, SX_EINVAL, "invalid deployment id \"%s\"", in->deployment_id);
-    if (in->data && !json_is_object(in->data))
-        return sx_err_set(err, SX_EINVAL, "data must be a json object");
-    return 0;
+    return repo_check_object("data", in->data, err);
 }
 
 int event_repo_insert(pg_conn *c, const event_new *in, long long *id, sx_err *err)
@@ -284,13 +282,10 @@ int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int 
     if (node_id == NULL || node_id[0] == '\0' || type == NULL)
         return sx_err_set(err, SX_EINVAL, "a node id and an event type are required");
     const char *p[] = {node_id, type, NULL, NULL};
-    repo_page pg;
-    int rc = repo_page_query(c, a, &node_events_page, limit, cursor,
-                             "SELECT " EVENT_COLS " FROM events e"
-                             " WHERE e.node_id = $1 AND e.type = $2"
-                             "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
-                             " ORDER BY e.id DESC LIMIT $4::int",
-                             4, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(c, a, &node_events_page, limit, cursor,
+                           "SELECT " EVENT_COLS " FROM events e"
+                           " WHERE e.node_id = $1 AND e.type = $2"
+                           "   AND ($3::bigint IS NULL OR e.id < $3::bigint)"
+                           " ORDER BY e.id DESC LIMIT $4::int",
+                           4, p, REPO_LIST_REF(out), err);
 }

@@ -23,6 +23,7 @@
 #include "server/base/arena.h"
 #include "server/base/err.h"
 #include "storage/pg_pool.h"
+#include "storage/repo_list.h"
 
 /* A place in the stream: (txid, id) of an event, compared in that order. */
 typedef struct event_pos {
@@ -99,11 +100,7 @@ int event_repo_prune(pg_conn *c, long long older_than_ms, long long *deleted,
 
 /* One page of a node's events of one type, newest first (by id; committed rows only
  * as any read), kept for events.retention: e.g. its NACK history (config_rejected). */
-typedef struct event_page {
-    event_record *items;
-    size_t count;
-    char *next_cursor; /* NULL on the last page */
-} event_page;
+REPO_LIST(event_page, event_record);
 int event_repo_list_node(pg_conn *c, const char *node_id, const char *type, int limit,
                          const char *cursor, sx_arena *a, event_page *out,
                          sx_err *err) SX_MUSTCHECK;

@@ -101,14 +101,11 @@ static int check_hello(const node_hello *h, sx_err *err)
     int rc;
     if ((rc = check_str("node_id", h->node_id, NODE_ID_MAX_LEN, err)) ||
         (rc = check_str("group", h->group, GROUP_MAX_LEN, err)) ||
-        (rc = check_str("replica_id", h->replica_id, GROUP_MAX_LEN, err)))
+        (rc = check_str("replica_id", h->replica_id, GROUP_MAX_LEN, err)) ||
+        (rc = repo_check_object("labels", h->labels, err)) ||
+        (rc = repo_check_object("metadata", h->metadata, err)) ||
+        (rc = repo_check_object("locality", h->locality, err)))
         return rc;
-    if (h->labels && !json_is_object(h->labels))
-        return sx_err_set(err, SX_EINVAL, "labels must be a json object");
-    if (h->metadata && !json_is_object(h->metadata))
-        return sx_err_set(err, SX_EINVAL, "metadata must be a json object");
-    if (h->locality && !json_is_object(h->locality))
-        return sx_err_set(err, SX_EINVAL, "locality must be a json object");
     return 0;
 }
 
@@ -141,6 +138,20 @@ static char *hellos_param(sx_arena *a, const node_hello *h, size_t n)
     json_decref(arr);
     json_decref(empty);
     return out;
+}
+
+/* The index i of a batch statement's row (its column 0): SX_EINTERNAL when it is not
+ * one of the batch's n. */
+static int batch_index(const PGresult *r, int row, size_t n, size_t *out, sx_err *err)
+{
+    long long idx = 0;
+    int rc = repo_i64(r, row, 0, 0, &idx, err);
+    if (rc)
+        return rc;
+    if (idx < 0 || (size_t)idx >= n)
+        return sx_err_set(err, SX_EINTERNAL, "node batch row %lld out of range", idx);
+    *out = (size_t)idx;
+    return 0;
 }
 
 int node_repo_upsert_many(pg_conn *c, const node_hello *h, size_t n, bool *applied, sx_err *err)
@@ -187,14 +198,8 @@ int node_repo_upsert_many(pg_conn *c, const node_hello *h, size_t n, bool *appli
         " SELECT x.i FROM n JOIN x ON x.node_id = n.node_id",
         1, p, &r, err);
     for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
-        long long idx = 0;
-        if ((rc = repo_i64(r, row, 0, 0, &idx, err)) != 0)
-            break;
-        if (idx < 0 || (size_t)idx >= n) {
-            rc = sx_err_set(err, SX_EINTERNAL, "node batch row %lld out of range", idx);
-            break;
-        }
-        if (applied)
+        size_t idx = 0;
+        if ((rc = batch_index(r, row, n, &idx, err)) == 0 && applied)
             applied[idx] = true;
     }
     sx_arena_destroy(a);
@@ -279,13 +284,9 @@ int node_repo_end_streams(pg_conn *c, const char *replica_id, node_stream_end *e
                     " RETURNING x.i, n.group_name",
                     2, p, &r, err);
     for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
-        long long idx = 0;
-        if ((rc = repo_i64(r, row, 0, 0, &idx, err)) != 0)
+        size_t idx = 0;
+        if ((rc = batch_index(r, row, n, &idx, err)) != 0)
             break;
-        if (idx < 0 || (size_t)idx >= n) {
-            rc = sx_err_set(err, SX_EINTERNAL, "node batch row %lld out of range", idx);
-            break;
-        }
         ends[idx].changed = true;
         if (a)
             ends[idx].group = repo_str(a, r, row, 1);
@@ -676,20 +677,14 @@ int node_repo_get_with(pg_conn *c, const char *node_id, const node_thresholds *t
         return rc;
     const char *p[] = {node_id, NULL, NULL};
     threshold_params(a, t, &p[1], &p[2]);
-    PGresult *r;
-    rc = repo_query(c, a,
-                    "SELECT " NODE_COLS HEALTH_COLS(
-                        "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
-                                    " WHERE n.node_id = $1",
-                    3, p, &r, err);
-    if (rc)
-        return rc;
-    if (PQntuples(r) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
-    node_record *o = sx_arena_alloc(a, sizeof(*o));
-    rc = read_node(a, r, 0, o, err);
-    if (rc == 0)
-        *out = o;
+    rc =
+        repo_query_one(c, a,
+                       "SELECT " NODE_COLS HEALTH_COLS(
+                           "$2", "$3") " FROM proxy_nodes n LEFT JOIN node_status s USING (node_id)"
+                                       " WHERE n.node_id = $1",
+                       3, p, sizeof(node_record), read_node, out, err);
+    if (rc == 0 && *out == NULL)
+        rc = sx_err_set(err, SX_ENOTFOUND, "node %s does not exist", node_id);
     return rc;
 }
 
@@ -712,21 +707,18 @@ int node_repo_list(pg_conn *c, const node_filter *f, sx_arena *a, node_list *out
         f->state,
     };
     threshold_params(a, &f->thresholds, &p[4], &p[5]);
-    repo_page pg;
-    int rc =
-        repo_page_query(c, a, &node_page, f->limit, f->cursor,
-                        "SELECT " NODE_COLS HEALTH_COLS(
-                            "$5", "$6") " FROM proxy_nodes n"
-                                        " LEFT JOIN node_status s USING (node_id)"
-                                        " WHERE ($1::text IS NULL OR n.group_name = $1)"
-                                        "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
-                                        "   AND ($3::text IS NULL OR n.node_id > $3)"
-                                        "   AND ($7::text IS NULL OR " STATE_EXPR(
-                                            "$5", "$6") " = $7)"
-                                                        " ORDER BY n.node_id LIMIT $4::int",
-                        7, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(
+        c, a, &node_page, f->limit, f->cursor,
+        "SELECT " NODE_COLS HEALTH_COLS(
+            "$5", "$6") " FROM proxy_nodes n"
+                        " LEFT JOIN node_status s USING (node_id)"
+                        " WHERE ($1::text IS NULL OR n.group_name = $1)"
+                        "   AND ($2::boolean IS NULL OR n.connected = $2::boolean)"
+                        "   AND ($3::text IS NULL OR n.node_id > $3)"
+                        "   AND ($7::text IS NULL OR " STATE_EXPR(
+                            "$5", "$6") " = $7)"
+                                        " ORDER BY n.node_id LIMIT $4::int",
+        7, p, REPO_LIST_REF(out), err);
 }
 
 /* Per-group counts of the groups in groups_json (a JSON array; NULL = every group),

@@ -83,21 +83,18 @@ int pin_repo_release_finished(pg_conn *c, const char *const *groups, size_t n, i
 static int read_pin(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
     pin_record *v = item;
-    v->node_id = repo_str(a, r, row, 0);
-    v->group = repo_str(a, r, row, 1);
+    REPO_STRS(a, r, row, 0, &v->node_id, &v->group);
     v->deployment_id = repo_str(a, r, row, 3);
     return repo_i64(r, row, 2, 0, &v->version, err);
 }
 
 int pin_repo_load(pg_conn *c, sx_arena *a, pin_record **out, size_t *n, sx_err *err)
 {
-    int rc =
-        repo_query_rows(c, a,
-                        "SELECT node_id, desired_group, desired_snapshot_version, deployment_id"
-                        " FROM node_status WHERE desired_snapshot_version IS NOT NULL"
-                        "   AND desired_group IS NOT NULL ORDER BY node_id",
-                        0, NULL, sizeof(pin_record), read_pin, out, n, err);
-    return rc;
+    return repo_query_rows(c, a,
+                           "SELECT node_id, desired_group, desired_snapshot_version, deployment_id"
+                           " FROM node_status WHERE desired_snapshot_version IS NOT NULL"
+                           "   AND desired_group IS NOT NULL ORDER BY node_id",
+                           0, NULL, sizeof(pin_record), read_pin, out, n, err);
 }
 
 static int read_candidate(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
@@ -124,31 +121,28 @@ int pin_repo_select(pg_conn *c, const char *const *groups, size_t ngroups,
         labels && json_object_size(labels) ? repo_json_param(a, labels) : NULL,
         nns ? repo_strv_param(a, namespaces, nns) : NULL,
     };
-    int rc = repo_query_rows(c, a,
-                             "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
-                             " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
-                             "   AND ($2::jsonb IS NULL OR node_id IN"
-                             "     (SELECT jsonb_array_elements_text($2::jsonb)))"
-                             "   AND ($3::jsonb IS NULL OR labels @> $3::jsonb)"
-                             "   AND ($4::jsonb IS NULL OR namespace IN"
-                             "     (SELECT jsonb_array_elements_text($4::jsonb)))"
-                             " ORDER BY node_id",
-                             4, p, sizeof(pin_candidate), read_candidate, out, n, err);
-    return rc;
+    return repo_query_rows(c, a,
+                           "SELECT node_id, group_name, namespace, connected FROM proxy_nodes"
+                           " WHERE group_name IN (SELECT jsonb_array_elements_text($1::jsonb))"
+                           "   AND ($2::jsonb IS NULL OR node_id IN"
+                           "     (SELECT jsonb_array_elements_text($2::jsonb)))"
+                           "   AND ($3::jsonb IS NULL OR labels @> $3::jsonb)"
+                           "   AND ($4::jsonb IS NULL OR namespace IN"
+                           "     (SELECT jsonb_array_elements_text($4::jsonb)))"
+                           " ORDER BY node_id",
+                           4, p, sizeof(pin_candidate), read_candidate, out, n, err);
 }
 
 static int read_answer(sx_arena *a, const PGresult *r, int row, void *item, sx_err *err)
 {
     pin_answer *v = item;
-    v->node_id = repo_str(a, r, row, 0);
-    v->group = repo_str(a, r, row, 1);
+    REPO_STRS(a, r, row, 0, &v->node_id, &v->group);
     v->connected = repo_bool(r, row, 2);
     int rc;
     if ((rc = repo_i64(r, row, 3, 0, &v->acked, err)) ||
         (rc = repo_i64(r, row, 4, 0, &v->nacked, err)))
         return rc;
-    v->nack_error = repo_str(a, r, row, 5);
-    v->nack_at = repo_str(a, r, row, 6);
+    REPO_STRS(a, r, row, 5, &v->nack_error, &v->nack_at);
     v->nack_age_s = strtod(PQgetvalue(r, row, 7), NULL);
     v->report_ready = PQgetisnull(r, row, 8) ? -1 : repo_bool(r, row, 8) ? 1 : 0;
     v->report_age_s = strtod(PQgetvalue(r, row, 9), NULL);
@@ -163,7 +157,7 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
     if (n == 0)
         return 0;
     const char *p[] = {repo_strv_param(a, node_ids, n)};
-    int rc = repo_query_rows(
+    return repo_query_rows(
         c, a,
         "SELECT pn.node_id, pn.group_name, pn.connected, s.acked_snapshot_version,"
         "   s.last_nack_version, s.last_nack_error, " REPO_TS(
@@ -176,5 +170,4 @@ int pin_repo_answers(pg_conn *c, const char *const *node_ids, size_t n, sx_arena
                               " WHERE pn.node_id IN (SELECT jsonb_array_elements_text($1::jsonb))"
                               " ORDER BY pn.node_id",
         1, p, sizeof(pin_answer), read_answer, out, count, err);
-    return rc;
 }

@@ -110,8 +110,6 @@ int replica_repo_list(pg_conn *c, long long alive_ms, int limit, const char *cur
     if (alive_ms < 1)
         return sx_err_set(err, SX_EINVAL, "alive_ms must be at least 1");
     const char *p[] = {repo_i64_param(a, alive_ms), NULL, NULL};
-    repo_page pg;
-    int rc = repo_page_query(c, a, &replica_page, limit, cursor, LIST_SQL, 3, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return repo_list_query(c, a, &replica_page, limit, cursor, LIST_SQL, 3, p, REPO_LIST_REF(out),
+                           err);
 }

@@ -13,6 +13,7 @@
  */
 #include "storage/repo_snapshots.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,25 +600,41 @@ static int query(snap_repo *r, sx_arena *a, const char *sql, int n, const char *
  * before a connection is taken. */
 static int query_page(snap_repo *r, sx_arena *a, const repo_page_spec *s, int limit,
                       const char *cursor, const char *sql, int n, const char *const *p,
-                      repo_page *out, sx_err *err)
+                      repo_list_ref out, sx_err *err)
 {
-    memset(out, 0, sizeof(*out));
+    repo_list_store(out, &(repo_page){0});
     const char **checked;
     pg_conn *c;
     int rc = repo_page_params(a, s, limit, cursor, n, p, &checked, err);
     if (rc || (rc = pg_acquire(r->pool, &c, err)) != 0)
         return rc;
-    rc = repo_page_query(c, a, s, limit, cursor, sql, n, p, out, err);
+    rc = repo_list_query(c, a, s, limit, cursor, sql, n, p, out, err);
     pg_release(r->pool, c);
     return rc;
 }
 
-/* The snapshot in row 0 of res (which has one) into a new record of a, opened. */
-static int read_first(snap_repo *r, sx_arena *a, const PGresult *res, bool with_ir,
-                      snap_record **out, sx_err *err)
+/* Runs a query for one snapshot on a pooled connection and reads its row into a new
+ * record of a, opened, into *out; SX_ENOTFOUND with the message of fmt when there is
+ * none. */
+static int query_snapshot(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
+                          bool with_ir, snap_record **out, sx_err *err, const char *fmt, ...)
+    SX_PRINTF(9, 10);
+static int query_snapshot(snap_repo *r, sx_arena *a, const char *sql, int n, const char *const *p,
+                          bool with_ir, snap_record **out, sx_err *err, const char *fmt, ...)
 {
+    PGresult *res;
+    int rc = query(r, a, sql, n, p, &res, err);
+    if (rc)
+        return rc;
+    if (PQntuples(res) == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        rc = sx_err_vset(err, SX_ENOTFOUND, fmt, ap);
+        va_end(ap);
+        return rc;
+    }
     snap_record *o = sx_arena_alloc(a, sizeof(*o));
-    int rc = read_snap(a, res, 0, false, with_ir, o, err);
+    rc = read_snap(a, res, 0, false, with_ir, o, err);
     if (rc == 0 && (rc = open_record(pg_pool_secrets(r->pool, NULL), a, o, err)) == 0)
         *out = o;
     return rc;
@@ -637,19 +654,14 @@ int snap_repo_get(snap_repo *r, const char *group, long long version, unsigned f
         return 0;
     }
     const char *p[] = {group, repo_i64_param(a, version)};
-    PGresult *res;
-    rc = query(r, a,
-               with_ir ? "SELECT " SNAP_COLS ", s.ir FROM snapshots s"
-                         " WHERE s.group_name = $1 AND s.version = $2::bigint"
-                       : "SELECT " SNAP_COLS " FROM snapshots s"
-                         " WHERE s.group_name = $1 AND s.version = $2::bigint",
-               2, p, &res, err);
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld of group %s does not exist", version,
-                          group);
-    if ((rc = read_first(r, a, res, with_ir, out, err)) == 0)
+    rc = query_snapshot(r, a,
+                        with_ir ? "SELECT " SNAP_COLS ", s.ir FROM snapshots s"
+                                  " WHERE s.group_name = $1 AND s.version = $2::bigint"
+                                : "SELECT " SNAP_COLS " FROM snapshots s"
+                                  " WHERE s.group_name = $1 AND s.version = $2::bigint",
+                        2, p, with_ir, out, err, "snapshot %lld of group %s does not exist",
+                        version, group);
+    if (rc == 0)
         cache_store(r, a, *out);
     return rc;
 }
@@ -694,20 +706,16 @@ int snap_repo_get_latest(snap_repo *r, const char *group, unsigned flags, sx_are
         }
     }
     const char *p[] = {group};
-    PGresult *res;
-    rc = query(r, a,
-               with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
-                         "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
-                         " WHERE g.name = $1"
-                       : "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
-                         "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
-                         " WHERE g.name = $1",
-               1, p, &res, err);
+    rc = query_snapshot(
+        r, a,
+        with_ir ? "SELECT " SNAP_COLS ", s.ir FROM proxy_groups g JOIN snapshots s"
+                  "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
+                  " WHERE g.name = $1"
+                : "SELECT " SNAP_COLS " FROM proxy_groups g JOIN snapshots s"
+                  "   ON s.group_name = g.name AND s.version = g.current_snapshot_version"
+                  " WHERE g.name = $1",
+        1, p, with_ir, out, err, "group %s has no snapshot", group);
     if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "group %s has no snapshot", group);
-    if ((rc = read_first(r, a, res, with_ir, out, err)) != 0)
         return rc;
     cache_store(r, a, *out);
     cache_bump_latest(r, a, (*out)->group, (*out)->version);
@@ -718,14 +726,9 @@ int snap_repo_get_by_id(snap_repo *r, long long id, sx_arena *a, snap_record **o
 {
     *out = NULL;
     const char *p[] = {repo_i64_param(a, id)};
-    PGresult *res;
-    int rc = query(r, a, "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1,
-                   p, &res, err);
-    if (rc)
-        return rc;
-    if (PQntuples(res) == 0)
-        return sx_err_set(err, SX_ENOTFOUND, "snapshot %lld does not exist", id);
-    return read_first(r, a, res, true, out, err);
+    return query_snapshot(r, a,
+                          "SELECT " SNAP_COLS ", s.ir FROM snapshots s WHERE s.id = $1::bigint", 1,
+                          p, true, out, err, "snapshot %lld does not exist", id);
 }
 
 /* Groups by name ($1 the name to start after, $2 the limit); a group's versions newest
@@ -739,15 +742,12 @@ int snap_repo_list_groups(snap_repo *r, int limit, const char *cursor, sx_arena 
                           snap_group_list *out, sx_err *err)
 {
     const char *p[] = {NULL, NULL};
-    repo_page pg;
-    int rc = query_page(
+    return query_page(
         r, a, &group_page, limit, cursor,
         "SELECT name, current_snapshot_version, " REPO_TS(
             "updated_at") " FROM proxy_groups WHERE current_snapshot_version > 0"
                           "   AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2::int",
-        2, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+        2, p, REPO_LIST_REF(out), err);
 }
 
 int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const char *cursor,
@@ -758,28 +758,22 @@ int snap_repo_list_versions(snap_repo *r, const char *group, int limit, const ch
     if (rc)
         return rc;
     const char *p[] = {group, NULL, NULL};
-    repo_page pg;
-    rc = query_page(r, a, &version_page, limit, cursor,
-                    "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
-                    "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
-                    " ORDER BY s.version DESC LIMIT $3::int",
-                    3, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return query_page(r, a, &version_page, limit, cursor,
+                      "SELECT " SNAP_LIST_COLS " FROM snapshots s WHERE s.group_name = $1"
+                      "   AND ($2::bigint IS NULL OR s.version < $2::bigint)"
+                      " ORDER BY s.version DESC LIMIT $3::int",
+                      3, p, REPO_LIST_REF(out), err);
 }
 
 int snap_repo_list_all(snap_repo *r, int limit, const char *cursor, sx_arena *a, snap_list *out,
                        sx_err *err)
 {
     const char *p[] = {NULL, NULL};
-    repo_page pg;
-    int rc = query_page(r, a, &id_page, limit, cursor,
-                        "SELECT " SNAP_LIST_COLS " FROM snapshots s"
-                        " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
-                        " ORDER BY s.id DESC LIMIT $2::int",
-                        2, p, &pg, err);
-    REPO_PAGE_STORE(out, pg);
-    return rc;
+    return query_page(r, a, &id_page, limit, cursor,
+                      "SELECT " SNAP_LIST_COLS " FROM snapshots s"
+                      " WHERE ($1::bigint IS NULL OR s.id < $1::bigint)"
+                      " ORDER BY s.id DESC LIMIT $2::int",
+                      2, p, REPO_LIST_REF(out), err);
 }
 
 /* Reads the current snapshot of every group named in missing (a JSON array) into the

@@ -288,67 +288,25 @@ static int reseal_json(const sx_keyring *k, json_t *doc, json_t **out, sx_err *e
     return rc;
 }
 
-typedef struct rot_ctx {
-    const sx_keyring *k;
-    seal_rotation *st;
-    char after_id[64];   /* keyset position: config id, or snapshot id */
-    long long after_ver; /* config version */
-    bool done;
-} rot_ctx;
+/* Reseals row i of a batch's result r (in a) on c: *changed when it was rewritten. */
+typedef int (*reseal_row_fn)(pg_conn *c, sx_arena *a, const sx_keyring *k, const PGresult *r, int i,
+                             bool *changed, sx_err *err);
 
-/* Reads one batch of rows to reseal: turns the re-key guard on for this transaction,
- * then runs the SELECT sql (n parameters p) into *r; *rows its rows (0 on failure). */
-static int batch_rows(pg_conn *c, sx_arena *a, const char *sql, int n, const char *const *p,
-                      PGresult **r, int *rows, sx_err *err)
+static int reseal_config(pg_conn *c, sx_arena *a, const sx_keyring *k, const PGresult *r, int i,
+                         bool *changed, sx_err *err)
 {
-    *rows = 0;
-    int rc = pg_exec(c, "SELECT set_config('sextant.rekey', 'on', true)", 0, NULL, NULL, err);
-    if (rc == 0)
-        rc = repo_query(c, a, sql, n, p, r, err);
-    if (rc == 0)
-        *rows = PQntuples(*r);
-    return rc;
-}
-
-/* One batch of config versions in its transaction. */
-static int rotate_configs_batch(pg_conn *c, void *arg, sx_err *err)
-{
-    rot_ctx *x = arg;
-    sx_arena *a = sx_arena_create();
-    const char *p[] = {x->after_id[0] ? x->after_id : NULL, repo_i64_param(a, x->after_ver)};
-    PGresult *r;
-    int rows;
-    int rc = batch_rows(c, a,
-                        "SELECT config_id, version, spec FROM config_versions"
-                        " WHERE ($1::uuid IS NULL OR (config_id, version) > ($1::uuid, $2::int))"
-                        "   AND (spec::text LIKE '%\"key\\_pem\"%' OR spec::text LIKE "
-                        "'%\"keyPem\"%')"
-                        " ORDER BY config_id, version LIMIT " BATCH_ROWS " FOR UPDATE",
-                        2, p, &r, &rows, err);
-    long long resealed = 0;
-    for (int i = 0; rc == 0 && i < rows; i++) {
-        json_t *spec = NULL, *next = NULL;
-        if ((rc = repo_json(a, r, i, 2, &spec, err)) ||
-            (rc = reseal_json(x->k, spec, &next, err)) || next == NULL)
-            continue;
-        const char *u[] = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), repo_json_param(a, next)};
-        json_decref(next);
-        rc = pg_exec(c,
-                     "UPDATE config_versions SET spec = $3::jsonb"
-                     " WHERE config_id = $1::uuid AND version = $2::int",
-                     3, u, NULL, err);
-        resealed += rc == 0;
-    }
-    if (rc == 0) {
-        x->st->configs_scanned += rows;
-        x->st->configs_resealed += resealed;
-        x->done = rows == 0;
-        if (rows > 0) {
-            snprintf(x->after_id, sizeof(x->after_id), "%s", PQgetvalue(r, rows - 1, 0));
-            x->after_ver = strtoll(PQgetvalue(r, rows - 1, 1), NULL, 10);
-        }
-    }
-    sx_arena_destroy(a);
+    json_t *spec = NULL, *next = NULL;
+    int rc;
+    if ((rc = repo_json(a, r, i, 2, &spec, err)) || (rc = reseal_json(k, spec, &next, err)) ||
+        next == NULL)
+        return rc;
+    const char *u[] = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), repo_json_param(a, next)};
+    json_decref(next);
+    rc = pg_exec(c,
+                 "UPDATE config_versions SET spec = $3::jsonb"
+                 " WHERE config_id = $1::uuid AND version = $2::int",
+                 3, u, NULL, err);
+    *changed = rc == 0;
     return rc;
 }
 
@@ -381,52 +339,97 @@ static int reseal_bytes(const sx_keyring *k, const PGresult *r, int row, int col
     return rc;
 }
 
-/* One batch of snapshots in its transaction. */
-static int rotate_snapshots_batch(pg_conn *c, void *arg, sx_err *err)
+static int reseal_snapshot(pg_conn *c, sx_arena *a, const sx_keyring *k, const PGresult *r, int i,
+                           bool *changed, sx_err *err)
+{
+    json_t *ir = NULL, *next = NULL;
+    int rc = repo_json(a, r, i, 1, &ir, err);
+    if (rc)
+        return rc;
+    bool has_keys = seal_json_has_keys(ir), bytes_changed = false;
+    sx_buf bytes = {0};
+    if ((rc = reseal_json(k, ir, &next, err)) == 0)
+        rc = reseal_bytes(k, r, i, 2, has_keys, &bytes, &bytes_changed, err);
+    if (rc == 0 && (next || bytes_changed)) {
+        const char *u[] = {PQgetvalue(r, i, 0), next ? repo_json_param(a, next) : NULL,
+                           bytes_changed ? bytes.data : NULL};
+        int lengths[3] = {0, 0, (int)bytes.len}, formats[3] = {0, 0, 1};
+        PGresult *ur = NULL;
+        rc = pg_exec_ex(c,
+                        "UPDATE snapshots SET ir = COALESCE($2::jsonb, ir),"
+                        " encoded = COALESCE($3::bytea, encoded) WHERE id = $1::bigint",
+                        3, u, lengths, formats, 0, &ur, err);
+        PQclear(ur);
+        *changed = rc == 0;
+    }
+    json_decref(next);
+    sx_buf_free(&bytes);
+    return rc;
+}
+
+/* What a rotation pass reseals: the SELECT of a batch (locked rows after the keyset
+ * position, a row's id in column 0), how it reseals a row, and its counters. */
+typedef struct rot_pass {
+    const char *sql;
+    int nparams;       /* $1 the id; $2 the version (config versions only) */
+    const char *first; /* $1 before the first batch */
+    reseal_row_fn reseal;
+    long long *scanned, *resealed;
+} rot_pass;
+
+typedef struct rot_ctx {
+    const sx_keyring *k;
+    seal_rotation *st;
+    const rot_pass *pass;
+    char after_id[64];   /* keyset position: config id, or snapshot id */
+    long long after_ver; /* config version */
+    bool done;
+} rot_ctx;
+
+/* One batch of the pass in its transaction: turns the re-key guard on, reads the rows,
+ * reseals each and counts them; x->done when there was none, else the keyset position
+ * moves to the last one. */
+static int rotate_batch(pg_conn *c, void *arg, sx_err *err)
 {
     rot_ctx *x = arg;
+    const rot_pass *ps = x->pass;
     sx_arena *a = sx_arena_create();
-    const char *p[] = {x->after_id[0] ? x->after_id : "0"};
-    PGresult *r;
-    int rows;
-    int rc = batch_rows(c, a,
-                        "SELECT id, ir, encoded FROM snapshots WHERE id > $1::bigint"
-                        "   AND (ir::text LIKE '%\"key\\_pem\"%' OR ir::text LIKE '%\"keyPem\"%'"
-                        "        OR substring(encoded from 1 for 4) = '\\x53584531'::bytea)"
-                        " ORDER BY id LIMIT " BATCH_SNAPS " FOR UPDATE",
-                        1, p, &r, &rows, err);
+    const char *p[] = {x->after_id[0] ? x->after_id : ps->first, repo_i64_param(a, x->after_ver)};
+    PGresult *r = NULL;
+    int rc = pg_exec(c, "SELECT set_config('sextant.rekey', 'on', true)", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = repo_query(c, a, ps->sql, ps->nparams, p, &r, err);
+    int rows = rc == 0 ? PQntuples(r) : 0;
     long long resealed = 0;
     for (int i = 0; rc == 0 && i < rows; i++) {
-        json_t *ir = NULL, *next = NULL;
-        if ((rc = repo_json(a, r, i, 1, &ir, err)) != 0)
-            break;
-        bool has_keys = seal_json_has_keys(ir), bytes_changed = false;
-        sx_buf bytes = {0};
-        if ((rc = reseal_json(x->k, ir, &next, err)) == 0)
-            rc = reseal_bytes(x->k, r, i, 2, has_keys, &bytes, &bytes_changed, err);
-        if (rc == 0 && (next || bytes_changed)) {
-            const char *u[] = {PQgetvalue(r, i, 0), next ? repo_json_param(a, next) : NULL,
-                               bytes_changed ? bytes.data : NULL};
-            int lengths[3] = {0, 0, (int)bytes.len}, formats[3] = {0, 0, 1};
-            PGresult *ur = NULL;
-            rc = pg_exec_ex(c,
-                            "UPDATE snapshots SET ir = COALESCE($2::jsonb, ir),"
-                            " encoded = COALESCE($3::bytea, encoded) WHERE id = $1::bigint",
-                            3, u, lengths, formats, 0, &ur, err);
-            PQclear(ur);
-            resealed += rc == 0;
-        }
-        json_decref(next);
-        sx_buf_free(&bytes);
+        bool changed = false;
+        rc = ps->reseal(c, a, x->k, r, i, &changed, err);
+        resealed += changed;
     }
     if (rc == 0) {
-        x->st->snapshots_scanned += rows;
-        x->st->snapshots_resealed += resealed;
+        *ps->scanned += rows;
+        *ps->resealed += resealed;
         x->done = rows == 0;
-        if (rows > 0)
+        if (rows > 0) {
             snprintf(x->after_id, sizeof(x->after_id), "%s", PQgetvalue(r, rows - 1, 0));
+            if (ps->nparams > 1)
+                x->after_ver = strtoll(PQgetvalue(r, rows - 1, 1), NULL, 10);
+        }
     }
     sx_arena_destroy(a);
+    return rc;
+}
+
+/* Runs the pass in batches, from the start, until a batch finds nothing. */
+static int rotate_pass(pg_pool *pool, rot_ctx *x, const rot_pass *pass, sx_err *err)
+{
+    x->pass = pass;
+    x->done = false;
+    x->after_id[0] = '\0';
+    x->after_ver = 0;
+    int rc = 0;
+    while (rc == 0 && !x->done)
+        rc = pg_tx(pool, rotate_batch, x, err);
     return rc;
 }
 
@@ -444,14 +447,32 @@ static int retire_keys(pg_conn *c, void *arg, sx_err *err)
 int seal_rotate(pg_pool *pool, const sx_keyring *k, seal_rotation *out, sx_err *err)
 {
     memset(out, 0, sizeof(*out));
+    const rot_pass configs = {
+        "SELECT config_id, version, spec FROM config_versions"
+        " WHERE ($1::uuid IS NULL OR (config_id, version) > ($1::uuid, $2::int))"
+        "   AND (spec::text LIKE '%\"key\\_pem\"%' OR spec::text LIKE '%\"keyPem\"%')"
+        " ORDER BY config_id, version LIMIT " BATCH_ROWS " FOR UPDATE",
+        2,
+        NULL,
+        reseal_config,
+        &out->configs_scanned,
+        &out->configs_resealed,
+    };
+    const rot_pass snapshots = {
+        "SELECT id, ir, encoded FROM snapshots WHERE id > $1::bigint"
+        "   AND (ir::text LIKE '%\"key\\_pem\"%' OR ir::text LIKE '%\"keyPem\"%'"
+        "        OR substring(encoded from 1 for 4) = '\\x53584531'::bytea)"
+        " ORDER BY id LIMIT " BATCH_SNAPS " FOR UPDATE",
+        1,
+        "0",
+        reseal_snapshot,
+        &out->snapshots_scanned,
+        &out->snapshots_resealed,
+    };
     rot_ctx x = {.k = k, .st = out};
-    int rc = 0;
-    while (rc == 0 && !x.done)
-        rc = pg_tx(pool, rotate_configs_batch, &x, err);
-    x.done = false;
-    x.after_id[0] = '\0';
-    while (rc == 0 && !x.done)
-        rc = pg_tx(pool, rotate_snapshots_batch, &x, err);
+    int rc = rotate_pass(pool, &x, &configs, err);
+    if (rc == 0)
+        rc = rotate_pass(pool, &x, &snapshots, err);
     if (rc == 0)
         rc = pg_tx(pool, retire_keys, &x, err);
     if (rc == 0)
