@@ -304,6 +304,15 @@ static bool config_read_or_respond(http_request *req, rest_api *api, const char 
     return config_readable_or_respond(req, api, *cfg);
 }
 
+/* The config the path names, read, and checked readable by the caller; false once
+ * answered. */
+static bool config_of_path_or_respond(http_request *req, rest_api *api, cfg_record **cfg,
+                                      cfg_version **latest)
+{
+    const char *id = config_id_or_respond(req, NULL);
+    return id != NULL && config_read_or_respond(req, api, id, cfg, latest);
+}
+
 /* Reads config id and checks the caller may read it; false once answered. */
 static bool config_visible_or_respond(http_request *req, rest_api *api, const char *id)
 {
@@ -431,12 +440,9 @@ void api_configs_validate(http_request *req, rest_api *api, void *ud)
 void api_config_get(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    const char *id = config_id_or_respond(req, NULL);
-    if (id == NULL)
-        return;
     cfg_record *cfg = NULL;
     cfg_version *latest = NULL;
-    if (!config_read_or_respond(req, api, id, &cfg, &latest))
+    if (!config_of_path_or_respond(req, api, &cfg, &latest))
         return;
     api_set_etag(req, cfg->latest_version);
     http_respond_json(req, 200, api_config_json(cfg, latest));
@@ -457,12 +463,9 @@ static json_t *k8s_object_json(const k8s_status_record *r)
 void api_config_kubernetes(http_request *req, rest_api *api, void *ud)
 {
     (void)ud;
-    const char *id = config_id_or_respond(req, NULL);
-    if (id == NULL)
-        return;
     cfg_record *cfg = NULL;
     cfg_version *latest = NULL;
-    if (!config_read_or_respond(req, api, id, &cfg, &latest))
+    if (!config_of_path_or_respond(req, api, &cfg, &latest))
         return;
     sx_err err;
     sx_err_clear(&err);
