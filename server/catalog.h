@@ -35,10 +35,10 @@
 
 struct sx_server;
 
-/* The pieces every read here is made of, for the other read modules (server/fleetview.c):
- * a pooled connection for one read, or NULL with err set (SX_EUNAVAILABLE when srv has no
- * database); giving c (NULL allowed) back to the pool, returning rc; and the configured
- * fleet.stale_after / fleet.disconnected_after. */
+/* The pieces every read here is made of, for the other modules that take a connection
+ * for one call (server/fleetview.c, server/k8s/status_store.c): a pooled connection, or NULL with
+ * err set (SX_EUNAVAILABLE when srv has no database); giving c (NULL allowed) back to the pool,
+ * returning rc; and the configured fleet.stale_after / fleet.disconnected_after. */
 pg_conn *catalog_acquire(const struct sx_server *srv, sx_err *err);
 int catalog_release(const struct sx_server *srv, pg_conn *c, int rc);
 node_thresholds catalog_thresholds(const struct sx_server *srv);

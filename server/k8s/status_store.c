@@ -12,18 +12,9 @@
 #include <string.h>
 
 #include "server/base/arena.h"
+#include "server/catalog.h"
 #include "server/server.h"
 #include "storage/repo_k8s_status.h"
-
-static pg_conn *acquire(struct sx_server *srv, sx_err *err)
-{
-    pg_conn *c = NULL;
-    if (srv == NULL || srv->db == NULL) {
-        sx_err_set(err, SX_EUNAVAILABLE, "the database is not configured");
-        return NULL;
-    }
-    return pg_acquire(srv->db, &c, err) == 0 ? c : NULL;
-}
 
 /* Adds "Gateway <ns>/<name>" of the Gateway entries of controller in status[list]
  * (refs under ref_key; a reference without a namespace is in def_ns). */
@@ -84,26 +75,18 @@ int k8s_sstore_put(struct sx_server *srv, const char *controller, const gw_statu
                         .status = s->status,
                         .source_refs = refs,
                         .n_source_refs = n};
-    int rc;
-    pg_conn *c = acquire(srv, err);
-    if (c == NULL)
-        rc = err->code ? err->code : SX_EUNAVAILABLE;
-    else {
-        rc = k8s_status_repo_put(c, &p, err);
-        pg_release(srv->db, c);
-    }
+    pg_conn *c = catalog_acquire(srv, err);
+    int rc = catalog_release(srv, c, c ? k8s_status_repo_put(c, &p, err) : err->code);
     sx_arena_destroy(a);
     return rc;
 }
 
 int k8s_sstore_forget(struct sx_server *srv, const gw_status_out *s, sx_err *err)
 {
-    pg_conn *c = acquire(srv, err);
-    if (c == NULL)
-        return err->code ? err->code : SX_EUNAVAILABLE;
-    int rc = k8s_status_repo_delete(c, gw_kind_name(s->kind), s->ns, s->name, err);
-    pg_release(srv->db, c);
-    return rc;
+    pg_conn *c = catalog_acquire(srv, err);
+    return catalog_release(srv, c,
+                           c ? k8s_status_repo_delete(c, gw_kind_name(s->kind), s->ns, s->name, err)
+                             : err->code);
 }
 
 int k8s_sstore_sweep(struct sx_server *srv, const gw_output *out, sx_err *err)
@@ -120,14 +103,9 @@ int k8s_sstore_sweep(struct sx_server *srv, const gw_output *out, sx_err *err)
         nss[i] = out->statuses[i].ns;
         names[i] = out->statuses[i].name;
     }
-    int rc;
-    pg_conn *c = acquire(srv, err);
-    if (c == NULL)
-        rc = err->code ? err->code : SX_EUNAVAILABLE;
-    else {
-        rc = k8s_status_repo_keep(c, kinds, nss, names, n, a, NULL, err);
-        pg_release(srv->db, c);
-    }
+    pg_conn *c = catalog_acquire(srv, err);
+    int rc = catalog_release(
+        srv, c, c ? k8s_status_repo_keep(c, kinds, nss, names, n, a, NULL, err) : err->code);
     sx_arena_destroy(a);
     return rc;
 }
