@@ -8,6 +8,7 @@
 import {useApi, useLive} from '../lib/hooks';
 import type {components} from '../gen/openapi';
 import {Badge, ErrorBox, Section, Time} from './ui';
+import {Table} from './list';
 
 type K8sObject = components['schemas']['K8sObjectStatus'];
 
@@ -54,42 +55,28 @@ function Conditions({conditions, label}: {conditions: unknown; label: string}) {
   const list = arr(conditions) as Condition[];
   if (!list.length) return <p class="muted small">No conditions.</p>;
   return (
-    <div class="table-wrap">
-      <table class="table conditions" aria-label={label}>
-        <thead>
-          <tr>
-            <th scope="col">Condition</th>
-            <th scope="col">Status</th>
-            <th scope="col">Reason</th>
-            <th scope="col">Message</th>
-            <th scope="col">Observed generation</th>
-            <th scope="col">Since</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.map((c) => (
-            <tr
-              key={c.type}
-              class={healthy(c) ? 'cond' : 'cond cond-failing'}
-              data-testid="condition"
-              data-type={c.type}
-              data-status={c.status}
-              data-healthy={healthy(c) ? 'true' : 'false'}
-              data-reason={c.reason}
-            >
-              <th scope="row">{c.type}</th>
-              <td>
-                <ConditionStatus c={c} />
-              </td>
-              <td class="mono">{c.reason}</td>
-              <td>{c.message}</td>
-              <td>{c.observedGeneration ?? ''}</td>
-              <td>{c.lastTransitionTime ? <Time iso={c.lastTransitionTime} /> : ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table head={['Condition', 'Status', 'Reason', 'Message', 'Observed generation', 'Since']} class="conditions" label={label}>
+      {list.map((c) => (
+        <tr
+          key={c.type}
+          class={healthy(c) ? 'cond' : 'cond cond-failing'}
+          data-testid="condition"
+          data-type={c.type}
+          data-status={c.status}
+          data-healthy={healthy(c) ? 'true' : 'false'}
+          data-reason={c.reason}
+        >
+          <th scope="row">{c.type}</th>
+          <td>
+            <ConditionStatus c={c} />
+          </td>
+          <td class="mono">{c.reason}</td>
+          <td>{c.message}</td>
+          <td>{c.observedGeneration ?? ''}</td>
+          <td>{c.lastTransitionTime ? <Time iso={c.lastTransitionTime} /> : ''}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 

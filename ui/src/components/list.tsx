@@ -1,6 +1,6 @@
-// list.tsx — what the list pages share: the table of one paged list (its error, its
-// empty state, skeleton rows while the first page loads, "load more"), the group
-// filter, and the box that says why the server refused an action.
+// list.tsx — what the list pages share: a table with its column headers, the table of
+// one paged list (its error, its empty state, skeleton rows while the first page loads,
+// "load more"), the group filter, and the box that says why the server refused an action.
 import {isValidElement, type ComponentChildren, type VNode} from 'preact';
 import {describeError} from '../lib/api';
 import type {Group} from '../lib/types';
@@ -32,6 +32,46 @@ export function Heads({cols, sorting}: {cols: Head[]; sorting?: Sorting}) {
         ),
       )}
     </>
+  );
+}
+
+/** The header of a column of numbers (aligned to the right like its cells). */
+export function num(label: string): VNode {
+  return (
+    <th key={label} scope="col" class="num">
+      {label}
+    </th>
+  );
+}
+
+/** A table: its column headers (head, sorting) and its rows (children); named for tests
+ * (testid) or for screen readers (label). */
+export function Table({
+  head,
+  sorting,
+  testid,
+  label,
+  class: cls,
+  children,
+}: {
+  head: Head[];
+  sorting?: Sorting;
+  testid?: string;
+  label?: string;
+  class?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="table-wrap">
+      <table class={cls ? `table ${cls}` : 'table'} data-testid={testid} aria-label={label}>
+        <thead>
+          <tr>
+            <Heads cols={head} sorting={sorting} />
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
   );
 }
 
@@ -78,19 +118,10 @@ export function ListTable({
       {!list.loading && !list.error && !shown ? (
         empty
       ) : (
-        <div class="table-wrap">
-          <table class="table" data-testid={testid}>
-            <thead>
-              <tr>
-                <Heads cols={head} sorting={sorting} />
-              </tr>
-            </thead>
-            <tbody>
-              {list.loading && !list.items.length && <SkeletonRows cols={head.length} />}
-              {children}
-            </tbody>
-          </table>
-        </div>
+        <Table head={head} sorting={sorting} testid={testid}>
+          {list.loading && !list.items.length && <SkeletonRows cols={head.length} />}
+          {children}
+        </Table>
       )}
       {list.next && (
         <button type="button" class="btn" onClick={list.more} disabled={list.loading}>

@@ -5,6 +5,7 @@ import {useEffect} from 'preact/hooks';
 import {useApi} from '../lib/hooks';
 import type {Replica} from '../lib/types';
 import {Badge, ErrorBox, Time} from './ui';
+import {Table} from './list';
 
 /** The replicas as a table: leaders first, then the alive ones, then by id. */
 export function ReplicasTable({replicas}: {replicas: Replica[]}) {
@@ -13,51 +14,39 @@ export function ReplicasTable({replicas}: {replicas: Replica[]}) {
     (a, b) => Number(b.leader) - Number(a.leader) || Number(b.alive) - Number(a.alive) || a.id.localeCompare(b.id),
   );
   return (
-    <div class="table-wrap">
-      <table class="table" data-testid="replicas-table">
-        <thead>
-          <tr>
-            <th scope="col">Replica</th>
-            <th scope="col">State</th>
-            <th scope="col">Version</th>
-            <th scope="col">Last seen</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r) => (
-            <tr key={r.id} data-testid={`replica-${r.id}`}>
-              <td>
-                <span class="mono" title={`REST ${r.http_address} · xDS ${r.grpc_address}`}>
-                  {r.id}
-                </span>{' '}
-                {r.leader && (
-                  <span data-testid="leader-badge">
-                    <Badge tone="info" title={`holds the leader lock (term ${r.term ?? '?'})`}>
-                      leader
-                    </Badge>
-                  </span>
-                )}
-              </td>
-              <td>
-                {r.alive ? (
-                  <Badge tone="ok" title="heard from within three heartbeats">
-                    alive
-                  </Badge>
-                ) : (
-                  <Badge tone="warn" title="silent for more than three heartbeats">
-                    stale
-                  </Badge>
-                )}
-              </td>
-              <td class="mono">{r.version}</td>
-              <td>
-                <Time iso={r.last_seen} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table head={['Replica', 'State', 'Version', 'Last seen']} testid="replicas-table">
+      {rows.map((r) => (
+        <tr key={r.id} data-testid={`replica-${r.id}`}>
+          <td>
+            <span class="mono" title={`REST ${r.http_address} · xDS ${r.grpc_address}`}>
+              {r.id}
+            </span>{' '}
+            {r.leader && (
+              <span data-testid="leader-badge">
+                <Badge tone="info" title={`holds the leader lock (term ${r.term ?? '?'})`}>
+                  leader
+                </Badge>
+              </span>
+            )}
+          </td>
+          <td>
+            {r.alive ? (
+              <Badge tone="ok" title="heard from within three heartbeats">
+                alive
+              </Badge>
+            ) : (
+              <Badge tone="warn" title="silent for more than three heartbeats">
+                stale
+              </Badge>
+            )}
+          </td>
+          <td class="mono">{r.version}</td>
+          <td>
+            <Time iso={r.last_seen} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 

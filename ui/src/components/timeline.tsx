@@ -8,6 +8,7 @@ import {seg} from '../lib/router';
 import type {Deployment, DeploymentTimeline, Wave} from '../lib/types';
 import {waveNumber} from '../lib/deploy';
 import {ErrorBox, Section} from './ui';
+import {num, Table} from './list';
 
 type Acks = DeploymentTimeline['waves'][number]['acks'];
 
@@ -213,28 +214,15 @@ export function DeploymentTimelineSection({d}: {d: Deployment}) {
             No proxy rejected this rollout's version.
           </p>
         ) : (
-          <table class="table" data-testid="nack-groups">
-            <thead>
-              <tr>
-                <th scope="col">Error</th>
-                <th scope="col" class="num">
-                  NACKs
-                </th>
-                <th scope="col" class="num">
-                  Proxies
-                </th>
+          <Table head={['Error', num('NACKs'), num('Proxies')]} testid="nack-groups">
+            {x.nack_errors.map((e) => (
+              <tr key={e.error}>
+                <td class="text-bad mono small">{e.error || '(no message)'}</td>
+                <td class="num">{e.count}</td>
+                <td class="num">{e.nodes}</td>
               </tr>
-            </thead>
-            <tbody>
-              {x.nack_errors.map((e) => (
-                <tr key={e.error}>
-                  <td class="text-bad mono small">{e.error || '(no message)'}</td>
-                  <td class="num">{e.count}</td>
-                  <td class="num">{e.nodes}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         )}
       </Section>
     </div>

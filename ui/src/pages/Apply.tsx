@@ -63,6 +63,9 @@ interface Form {
   promote: boolean;
 }
 
+/** The fields of the form typed as free text. */
+type TextField = 'labels' | 'namespaces' | 'pause' | 'interval' | 'greenNodeIds' | 'greenLabels' | 'promoteTimeout' | 'reason';
+
 const INITIAL_FORM: Form = {
   version: null,
   nodeIds: '',
@@ -231,6 +234,13 @@ export function ApplyPage({id}: {id: string}) {
     </Field>
   );
 
+  /** A free-text input of the form, with an optional hint, placeholder and test id. */
+  const text = (label: string, field: TextField, o: {hint?: string; placeholder?: string; testid?: string} = {}) => (
+    <Field label={label} hint={o.hint}>
+      <input value={f[field]} onInput={(e) => set(field, val(e))} placeholder={o.placeholder} data-testid={o.testid} />
+    </Field>
+  );
+
   const missing = error instanceof ApiError && error.routeMissing;
   const planNodes = plan ? (plan.nodes ?? plan.waves.reduce((n, w) => n + w.node_ids.length, 0)) : 0;
   const invalid = validation !== null && !validation.valid;
@@ -273,12 +283,8 @@ export function ApplyPage({id}: {id: string}) {
           <Field label="Node ids" hint="Only these proxies (separated by spaces, commas or lines); empty: every proxy of the groups.">
             <textarea rows={2} value={f.nodeIds} onInput={(e) => set('nodeIds', val(e))} />
           </Field>
-          <Field label="Labels" hint="key=value pairs every chosen proxy must carry, e.g. zone=a.">
-            <input value={f.labels} onInput={(e) => set('labels', val(e))} />
-          </Field>
-          <Field label="Namespaces" hint="Only proxies of these node namespaces.">
-            <input value={f.namespaces} onInput={(e) => set('namespaces', val(e))} />
-          </Field>
+          {text('Labels', 'labels', {hint: 'key=value pairs every chosen proxy must carry, e.g. zone=a.'})}
+          {text('Namespaces', 'namespaces', {hint: 'Only proxies of these node namespaces.'})}
         </Section>
         <Section title="How" id="h-strategy">
           <fieldset class="fieldset">
@@ -307,31 +313,21 @@ export function ApplyPage({id}: {id: string}) {
                 </select>
               </Field>
               {f.waveMode === 'size' ? count('Proxies per wave', 'waveSize', false) : count('Percent per wave', 'wavePercent')}
-              <Field label="Pause between waves">
-                <input value={f.pause} onInput={(e) => set('pause', val(e))} placeholder="30s" />
-              </Field>
+              {text('Pause between waves', 'pause', {placeholder: '30s'})}
             </div>
           )}
           {f.type === 'canary' && (
             <div class="row-fields">
               {count('First wave, percent', 'initialPercent')}
               {count('Then add, percent', 'incrementPercent')}
-              <Field label="Every">
-                <input value={f.interval} onInput={(e) => set('interval', val(e))} placeholder="1m" />
-              </Field>
+              {text('Every', 'interval', {placeholder: '1m'})}
             </div>
           )}
           {f.type === 'blue_green' && (
             <div class="row-fields">
-              <Field label="Green node ids" hint="The proxies that take the new version first; the others (blue) wait for the promotion.">
-                <input value={f.greenNodeIds} onInput={(e) => set('greenNodeIds', val(e))} data-testid="green-node-ids" />
-              </Field>
-              <Field label="Green labels" hint="key=value pairs, e.g. slot=green.">
-                <input value={f.greenLabels} onInput={(e) => set('greenLabels', val(e))} data-testid="green-labels" />
-              </Field>
-              <Field label="Wait for a promotion">
-                <input value={f.promoteTimeout} onInput={(e) => set('promoteTimeout', val(e))} placeholder="1h" />
-              </Field>
+              {text('Green node ids', 'greenNodeIds', {hint: 'The proxies that take the new version first; the others (blue) wait for the promotion.', testid: 'green-node-ids'})}
+              {text('Green labels', 'greenLabels', {hint: 'key=value pairs, e.g. slot=green.', testid: 'green-labels'})}
+              {text('Wait for a promotion', 'promoteTimeout', {placeholder: '1h'})}
               <Field label="Then">
                 <select value={f.onTimeout} onChange={(e) => set('onTimeout', val(e) as Form['onTimeout'])}>
                   <option value="rollback">roll back</option>
@@ -359,9 +355,7 @@ export function ApplyPage({id}: {id: string}) {
               groups' current version once every wave has ACKed
             </label>
           </details>
-          <Field label="Reason" hint="Kept with the deployment and in the audit log.">
-            <input value={f.reason} onInput={(e) => set('reason', val(e))} placeholder="e.g. ship the new timeouts" />
-          </Field>
+          {text('Reason', 'reason', {hint: 'Kept with the deployment and in the audit log.', placeholder: 'e.g. ship the new timeouts'})}
           {problems.length > 0 && (
             <ul class="small text-bad">
               {problems.map((p) => (

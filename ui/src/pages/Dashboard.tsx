@@ -13,6 +13,7 @@ import {ACTIVE_DEPLOYMENT_STATES, type Group} from '../lib/types';
 import {DeploymentProgressLine} from '../components/progress';
 import {Replicas} from '../components/replicas';
 import {Empty, ErrorBox, PageHead, Section, SkeletonRows, StateBadge, Time} from '../components/ui';
+import {num, Table} from '../components/list';
 
 const STATES: {key: 'connected' | 'stale' | 'disconnected' | 'nacking'; label: string; href: string; hint: string}[] = [
   {key: 'connected', label: 'Connected', href: '/proxies?state=connected', hint: 'stream up and active'},
@@ -48,45 +49,29 @@ function GroupsTable({groups, loading}: {groups: Group[] | undefined; loading: b
       </Empty>
     );
   return (
-    <div class="table-wrap">
-      <table class="table" data-testid="groups-table">
-        <thead>
-          <tr>
-            <th scope="col">Group</th>
-            <th scope="col" class="num">Snapshot</th>
-            <th scope="col">Published</th>
-            <th scope="col" class="num">Connected</th>
-            <th scope="col" class="num">Stale</th>
-            <th scope="col" class="num">Disconnected</th>
-            <th scope="col" class="num">NACKing</th>
-            <th scope="col" class="num">NACK rate</th>
-          </tr>
-        </thead>
-        <tbody>
-          {!groups && loading && <SkeletonRows cols={8} rows={2} />}
-          {groups?.map((g) => (
-            <tr key={g.name}>
-              <td>
-                <a href={`/proxies?group=${seg(g.name)}`}>{g.name}</a>
-              </td>
-              <td class="num">
-                <a href={`/snapshots/${seg(g.name)}`} title="Snapshots of this group">
-                  v{g.latest_version}
-                </a>
-              </td>
-              <td>
-                <Time iso={g.updated_at} />
-              </td>
-              <td class="num">{g.proxies.connected}</td>
-              <td class="num">{g.proxies.stale || <span class="muted">0</span>}</td>
-              <td class="num">{g.proxies.disconnected || <span class="muted">0</span>}</td>
-              <td class="num">{g.proxies.nacking ? <span class="text-bad">{g.proxies.nacking}</span> : <span class="muted">0</span>}</td>
-              <td class="num">{percent(g.nack_rate)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table head={['Group', num('Snapshot'), 'Published', num('Connected'), num('Stale'), num('Disconnected'), num('NACKing'), num('NACK rate')]} testid="groups-table">
+      {!groups && loading && <SkeletonRows cols={8} rows={2} />}
+      {groups?.map((g) => (
+        <tr key={g.name}>
+          <td>
+            <a href={`/proxies?group=${seg(g.name)}`}>{g.name}</a>
+          </td>
+          <td class="num">
+            <a href={`/snapshots/${seg(g.name)}`} title="Snapshots of this group">
+              v{g.latest_version}
+            </a>
+          </td>
+          <td>
+            <Time iso={g.updated_at} />
+          </td>
+          <td class="num">{g.proxies.connected}</td>
+          <td class="num">{g.proxies.stale || <span class="muted">0</span>}</td>
+          <td class="num">{g.proxies.disconnected || <span class="muted">0</span>}</td>
+          <td class="num">{g.proxies.nacking ? <span class="text-bad">{g.proxies.nacking}</span> : <span class="muted">0</span>}</td>
+          <td class="num">{percent(g.nack_rate)}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 

@@ -8,7 +8,7 @@ import {useApi, useLive, useTitle} from '../lib/hooks';
 import {seg, setQuery, useLocation} from '../lib/router';
 import {Badge, Empty, ErrorBox, Labels, PageHead, Section, StateBadge, Time} from '../components/ui';
 import {JsonView, SideBySide} from '../components/editors';
-import {Heads} from '../components/list';
+import {Table} from '../components/list';
 
 function Row({k, children}: {k: string; children: ComponentChildren}) {
   return (
@@ -141,27 +141,18 @@ export function ProxyPage({id}: {id: string}) {
                 {x.nack_count} NACK{x.nack_count === 1 ? '' : 's'} in all.
               </p>
               {nacks.data && nacks.data.items.length > 0 && (
-                <div class="table-wrap">
-                  <table class="table" data-testid="nack-history">
-                    <thead>
-                      <tr>
-                        <Heads cols={['When', 'Version', 'Error', 'Replica']} />
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {nacks.data.items.map((n) => (
-                        <tr key={`${n.at}-${n.version}`}>
-                          <td>
-                            <Time iso={n.at} />
-                          </td>
-                          <td class="mono">v{n.version ?? '?'}</td>
-                          <td class="mono small">{n.error || '(no error detail)'}</td>
-                          <td class="mono small">{n.replica || '—'}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+                <Table head={['When', 'Version', 'Error', 'Replica']} testid="nack-history">
+                  {nacks.data.items.map((n) => (
+                    <tr key={`${n.at}-${n.version}`}>
+                      <td>
+                        <Time iso={n.at} />
+                      </td>
+                      <td class="mono">v{n.version ?? '?'}</td>
+                      <td class="mono small">{n.error || '(no error detail)'}</td>
+                      <td class="mono small">{n.replica || '—'}</td>
+                    </tr>
+                  ))}
+                </Table>
               )}
             </div>
           ) : (
