@@ -96,15 +96,8 @@ int auth_mint(const sextant_config *cfg, const char *user, const char *role, int
     }
     if (role == NULL || *role == '\0' || strlen(role) > MAX_ROLE_LEN)
         return sx_err_set(err, SX_EINVAL, "the role must be 1 to %d bytes", MAX_ROLE_LEN);
-    sx_jwt_signer s = {
-        .rs256_private_pem = cfg->auth.rs256_private_key_pem,
-        .hs256_secret = cfg->auth.hs256_secret,
-        .issuer = cfg->auth.issuer,
-        .audience = cfg->auth.audience,
-        .max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000,
-    };
     json_t *claims = json_pack("{s:s,s:s}", "sub", user, "role", role);
-    int rc = sx_jwt_sign(&s, claims, ttl_seconds, token, err);
+    int rc = token_keys_sign(cfg, claims, ttl_seconds, token, err);
     json_decref(claims);
     return rc;
 }

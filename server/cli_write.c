@@ -171,11 +171,6 @@ static int run_write(const char *cmd, const cli_opts *o, write_fn fn)
     };
     char app[64];
     snprintf(app, sizeof(app), "sextant-%s", cmd);
-    pg_pool_options po = {.url = cfg->database.url,
-                          .size = 1,
-                          .connect_timeout_ms = (int)cfg->database.connect_timeout_ms,
-                          .statement_timeout_ms = (int)cfg->database.statement_timeout_ms,
-                          .application_name = app};
     redis_cache_options ro = {.url = cfg->redis.url,
                               .timeout_ms = (int)cfg->redis.timeout_ms,
                               .key_prefix = cfg->redis.key_prefix};
@@ -183,7 +178,7 @@ static int run_write(const char *cmd, const cli_opts *o, write_fn fn)
     sx_keyring *keys = NULL;
     sx_err err;
     sx_err_clear(&err);
-    int rc = pg_pool_create(&po, &w.pool, &err);
+    int rc = cli_db_pool(cfg, app, &w.pool, &err);
     if (rc == 0 && (rc = secrets_attach(cfg, w.pool, &keys, &err)) == 0)
         rc = secrets_check(w.pool, keys, &err);
     if (rc == 0)

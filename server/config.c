@@ -337,14 +337,6 @@ void config_listen_clear(config_listen *l)
     l->port = 0;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Percent-decodes s[0..n) into a new string; NULL on a malformed escape or a NUL byte. */
 static char *pct_decode(const char *s, size_t n)
 {
@@ -355,8 +347,8 @@ static char *pct_decode(const char *s, size_t n)
             out[j++] = s[i];
             continue;
         }
-        int hi = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
-        int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+        int hi = i + 1 < n ? sx_hex_digit((unsigned char)s[i + 1]) : -1;
+        int lo = i + 2 < n ? sx_hex_digit((unsigned char)s[i + 2]) : -1;
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
             sx_free(out);
             return NULL;

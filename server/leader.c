@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/base/arena.h"
 #include "server/base/clock.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
@@ -18,7 +19,8 @@
 #define MAX_SUBS  8
 
 struct leader {
-    char *url, *lock_name, *replica;
+    sx_arena *strings; /* holds url, lock_name and replica, set once at creation */
+    const char *url, *lock_name, *replica;
     int retry_ms, lease_ms, check_ms, connect_timeout_ms;
     sup_supervisor *sup;
     sx_metric *m_leader, *m_transitions;
@@ -135,9 +137,10 @@ void leader_wake_on_lead(void *wake, bool leading, uint64_t term)
 leader *leader_create(const leader_options *opt)
 {
     leader *l = sx_calloc(1, sizeof(*l));
-    l->url = opt->url && opt->url[0] ? sx_strdup(opt->url) : NULL;
-    l->lock_name = sx_strdup(opt->lock_name ? opt->lock_name : "sextant/leader");
-    l->replica = opt->replica ? sx_strdup(opt->replica) : NULL;
+    l->strings = sx_arena_create();
+    l->url = opt->url && opt->url[0] ? sx_arena_strdup(l->strings, opt->url) : NULL;
+    l->lock_name = sx_arena_strdup(l->strings, opt->lock_name ? opt->lock_name : "sextant/leader");
+    l->replica = opt->replica ? sx_arena_strdup(l->strings, opt->replica) : NULL;
     l->retry_ms = opt->retry_ms > 0 ? opt->retry_ms : 2000;
     l->lease_ms = opt->lease_ms > 0 ? opt->lease_ms : 10000;
     l->check_ms = opt->check_ms > 0 ? opt->check_ms : 1000;
@@ -195,8 +198,6 @@ void leader_destroy(leader *l)
 {
     if (l == NULL)
         return;
-    sx_free(l->url);
-    sx_free(l->lock_name);
-    sx_free(l->replica);
+    sx_arena_destroy(l->strings);
     sx_free(l);
 }

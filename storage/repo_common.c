@@ -260,6 +260,20 @@ int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, in
     return 0;
 }
 
+int repo_exec_one(pg_conn *c, const char *sql, int n, const char *const *p, sx_err *err,
+                  const char *fmt, ...)
+{
+    int rows = 0;
+    int rc = repo_exec_count(c, sql, n, p, &rows, err);
+    if (rc == 0 && rows != 1) {
+        va_list ap;
+        va_start(ap, fmt);
+        rc = sx_err_vset(err, SX_ENOTFOUND, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
 int repo_prune(pg_conn *c, const char *sql, long long older_than_ms, const char *what,
                long long *deleted, sx_err *err)
 {

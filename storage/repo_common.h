@@ -193,6 +193,11 @@ int repo_query_i64(pg_conn *c, const char *sql, int n, const char *const *p, lon
 int repo_exec_count(pg_conn *c, const char *sql, int n, const char *const *p, int *rows,
                     sx_err *err) SX_MUSTCHECK;
 
+/* Runs a statement on c that must change exactly one row: SX_ENOTFOUND with the message
+ * of fmt when it changed none (or more than one). */
+int repo_exec_one(pg_conn *c, const char *sql, int n, const char *const *p, sx_err *err,
+                  const char *fmt, ...) SX_PRINTF(6, 7) SX_MUSTCHECK;
+
 /* Runs a DELETE of rows older than an age: sql's only parameter, $1, is older_than_ms
  * (at least 0, else SX_EINVAL naming what); *deleted (NULL allowed) gets the count. */
 int repo_prune(pg_conn *c, const char *sql, long long older_than_ms, const char *what,

@@ -74,13 +74,9 @@ int group_repo_set_planes(pg_conn *c, const char *group, const char *const *name
                           sx_arena *a, sx_err *err)
 {
     const char *p[] = {group, n ? repo_strv_param(a, names, n) : NULL};
-    int rows = 0;
-    int rc = repo_exec_count(c,
-                             "UPDATE proxy_groups SET data_planes = CASE WHEN $2::jsonb IS NULL"
-                             " THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text($2::jsonb))"
-                             " END WHERE name = $1",
-                             2, p, &rows, err);
-    if (rc == 0 && rows != 1)
-        return sx_err_set(err, SX_ENOTFOUND, "proxy group %s does not exist", group);
-    return rc;
+    return repo_exec_one(c,
+                         "UPDATE proxy_groups SET data_planes = CASE WHEN $2::jsonb IS NULL"
+                         " THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text($2::jsonb))"
+                         " END WHERE name = $1",
+                         2, p, err, "proxy group %s does not exist", group);
 }

@@ -115,15 +115,10 @@ int idem_repo_answer(pg_conn *c, const char *subject, const char *key, int statu
     char st[16];
     snprintf(st, sizeof(st), "%d", status);
     const char *p[] = {subject, key, st, body};
-    int rows = 0;
-    rc = repo_exec_count(c,
+    return repo_exec_one(c,
                          "UPDATE idempotency_keys SET status = $3::int, response = $4"
                          " WHERE subject = $1 AND key = $2 AND status IS NULL",
-                         4, p, &rows, err);
-    if (rc == 0 && rows != 1)
-        rc =
-            sx_err_set(err, SX_ENOTFOUND, "the transaction holds no claim of this idempotency key");
-    return rc;
+                         4, p, err, "the transaction holds no claim of this idempotency key");
 }
 
 int idem_repo_get(pg_conn *c, const char *subject, const char *key, long long ttl_ms, sx_arena *a,

@@ -73,24 +73,26 @@ int sx_err_set(sx_err *err, int code, const char *fmt, ...)
     return code;
 }
 
+/* Formats the calling function's variable arguments after fmt into the char array buf
+ * (truncated to fit). A macro: only the function that takes the ... can va_start it. */
+#define FORMAT_VARARGS(buf, fmt)                                                                   \
+    do {                                                                                           \
+        va_list ap_;                                                                               \
+        va_start(ap_, fmt);                                                                        \
+        vsnprintf((buf), sizeof(buf), (fmt), ap_);                                                 \
+        va_end(ap_);                                                                               \
+    } while (0)
+
 void sx_err_detail(sx_err *err, const char *fmt, ...)
 {
-    if (err == NULL)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
-    va_end(ap);
+    if (err != NULL)
+        FORMAT_VARARGS(err->detail, fmt);
 }
 
 void sx_err_hint(sx_err *err, const char *fmt, ...)
 {
-    if (err == NULL)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
-    va_end(ap);
+    if (err != NULL)
+        FORMAT_VARARGS(err->hint, fmt);
 }
 
 void sx_err_prefix(sx_err *err, const char *fmt, ...)
@@ -99,10 +101,7 @@ void sx_err_prefix(sx_err *err, const char *fmt, ...)
         return;
     char prefix[SX_ERR_MESSAGE_MAX];
     char old[SX_ERR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof(prefix), fmt, ap);
-    va_end(ap);
+    FORMAT_VARARGS(prefix, fmt);
     memcpy(old, err->message, sizeof(old));
     /* Both parts fit the buffer alone; together they are truncated on purpose. */
     size_t plen = strnlen(prefix, sizeof(prefix) - 1);

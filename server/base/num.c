@@ -1,6 +1,6 @@
 /*
- * num.c — decimal number parsing (see num.h). At most 18 digits always fit a long long,
- * so the value is built without overflow checks.
+ * num.c — decimal number parsing and hexadecimal digits (see num.h). At most 18 digits
+ * always fit a long long, so the value is built without overflow checks.
  */
 #include "server/base/num.h"
 
@@ -15,4 +15,12 @@ long long sx_parse_digits(const char *s, size_t n, size_t max_digits, long long 
         v = v * 10 + (s[i] - '0');
     }
     return v < lo || v > hi ? -1 : v;
+}
+
+int sx_hex_digit(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }

@@ -19,6 +19,7 @@
 
 #include "server/base/b64.h"
 #include "server/base/mem.h"
+#include "server/base/num.h"
 
 #define KEY_LEN   32
 #define NONCE_LEN 12
@@ -49,24 +50,13 @@ static bool valid_id(const char *s, size_t n)
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The 32 key bytes from 64 hex digits or base64 (padded or not); false otherwise. */
 static bool parse_key(const char *s, size_t n, unsigned char out[KEY_LEN])
 {
     if (n == 2 * KEY_LEN) {
         bool hex = true;
         for (size_t i = 0; i < KEY_LEN && hex; i++) {
-            int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+            int hi = sx_hex_digit(s[2 * i]), lo = sx_hex_digit(s[2 * i + 1]);
             hex = hi >= 0 && lo >= 0;
             out[i] = (unsigned char)(hi << 4 | lo);
         }

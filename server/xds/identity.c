@@ -485,14 +485,7 @@ int xds_ident_mint(const sextant_config *cfg, const char *subject, const char *c
     if (ngroups > 0)
         json_object_set(claims, "groups", jg);
     json_decref(jg);
-    sx_jwt_signer s = {
-        .rs256_private_pem = cfg->auth.rs256_private_key_pem,
-        .hs256_secret = cfg->auth.hs256_secret,
-        .issuer = cfg->auth.issuer,
-        .audience = cfg->auth.audience,
-        .max_lifetime_s = cfg->auth.max_token_lifetime_ms / 1000,
-    };
-    rc = sx_jwt_sign(&s, claims, ttl_s, token, err);
+    rc = token_keys_sign(cfg, claims, ttl_s, token, err);
     json_decref(claims);
     return rc;
 }
