@@ -35,6 +35,7 @@
 #include "server/base/buf.h"
 #include "server/base/log.h"
 #include "server/base/mem.h"
+#include "server/base/num.h"
 #include "server/base/utf8.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -179,14 +180,6 @@ void http_set_fallback(http_server *s, const char *route, http_handler_fn fn, vo
     s->fallback_route = route ? route : "fallback";
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* Percent-decodes the segment s in place, as libmicrohttpd decodes a path: "%XX" is the
  * byte XX, a '%' not followed by two hex digits stays as it is. Returns false when the
  * result is not UTF-8 text without control characters (an encoded NUL above all, which
@@ -196,7 +189,7 @@ bool http_decode_segment(char *s)
     char *out = s;
     for (const char *p = s; *p; p++) {
         int hi, lo;
-        if (p[0] == '%' && (hi = hex_digit(p[1])) >= 0 && (lo = hex_digit(p[2])) >= 0) {
+        if (p[0] == '%' && (hi = sx_hex_digit(p[1])) >= 0 && (lo = sx_hex_digit(p[2])) >= 0) {
             *out = (char)(hi * 16 + lo);
             p += 2;
         } else {
