@@ -225,7 +225,7 @@ static long long snapshot_version(fx *f)
     return q(f, "SELECT current_snapshot_version FROM proxy_groups WHERE name = '" GROUP "'");
 }
 
-static void test_put_create_same_change(void **state)
+TL_TEST_FX(test_put_create_same_change)
 {
     fx *f = *state;
     apply_result r = put_ok(f, spec(8080, "web.example", "10.0.0.1"));
@@ -302,7 +302,7 @@ static void test_put_create_same_change(void **state)
     assert_int_equal(notifications_since_last(f), 1);
 }
 
-static void test_put_invalid_writes_nothing(void **state)
+TL_TEST_FX(test_put_invalid_writes_nothing)
 {
     fx *f = *state;
     const char *groups[] = {GROUP};
@@ -391,7 +391,7 @@ static int rest_change(fx *f, apply_op op, const char *id, json_t *s, bool draft
     return rc;
 }
 
-static void test_ownership(void **state)
+TL_TEST_FX(test_ownership)
 {
     fx *f = *state;
     apply_result r = put_ok(f, spec(8080, "web.example", "10.0.0.1"));
@@ -532,7 +532,7 @@ static void test_ownership(void **state)
     sx_fielderrs_free(&verrs);
 }
 
-static void test_delete_managed(void **state)
+TL_TEST_FX(test_delete_managed)
 {
     fx *f = *state;
     apply_result r = put_ok(f, spec(8080, "web.example", "10.0.0.1"));
@@ -597,7 +597,7 @@ static void *race_put(void *p)
 
 /* Two writers of one new config at once (two replicas translating the same Gateway):
  * one creates it, the other finds it unchanged. */
-static void test_concurrent_puts(void **state)
+TL_TEST_FX(test_concurrent_puts)
 {
     fx *f = *state;
     pthread_barrier_t start;
@@ -618,5 +618,4 @@ static void test_concurrent_puts(void **state)
     assert_int_equal(notifications_since_last(f), 1);
 }
 
-TL_MAIN(TL_FX(test_put_create_same_change), TL_FX(test_put_invalid_writes_nothing),
-        TL_FX(test_ownership), TL_FX(test_delete_managed), TL_FX(test_concurrent_puts))
+TL_MAIN()

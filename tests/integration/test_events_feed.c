@@ -177,7 +177,7 @@ static char *id_line(long long id, char *buf, size_t n)
     return buf;
 }
 
-static void test_live_and_resume(void **state)
+TL_TEST_FX(test_live_and_resume)
 {
     fx *f = *state;
     /* An event the feed has handed out (to a probe) before the subscription opens. */
@@ -225,7 +225,7 @@ static void test_live_and_resume(void **state)
     assert_int_equal(events_feed_streams(f->feed), 0);
 }
 
-static void test_filters_keepalive_limit(void **state)
+TL_TEST_FX(test_filters_keepalive_limit)
 {
     fx *f = *state;
     events_sub_options proxies = {.proxies = true};
@@ -269,7 +269,7 @@ static void test_filters_keepalive_limit(void **state)
     close_reader(p);
 }
 
-static void test_slow_reader_is_ended(void **state)
+TL_TEST_FX(test_slow_reader_is_ended)
 {
     fx *f = *state;
     reader *slow = open_reader(f, &ALL);
@@ -291,7 +291,7 @@ static void test_slow_reader_is_ended(void **state)
     close_reader(fast);
 }
 
-static void test_stop_ends_subscriptions(void **state)
+TL_TEST_FX(test_stop_ends_subscriptions)
 {
     fx *f = *state;
     reader *r = open_reader(f, &ALL);
@@ -339,7 +339,7 @@ static void *write_loop(void *arg)
     return NULL;
 }
 
-static void test_concurrent_writers(void **state)
+TL_TEST_FX(test_concurrent_writers)
 {
     fx *f = *state;
     reader *r = open_reader(f, &ALL);
@@ -413,7 +413,7 @@ static void test_concurrent_writers(void **state)
 /* A NOTIFY lost in transit: a feed with a check interval reads the event within the
  * interval while a stream is open. The stream first gets an announced event, so the
  * feed's round for the new stream is over before the unannounced one is committed. */
-static void test_lost_notify(void **state)
+TL_TEST_FX(test_lost_notify)
 {
     fx *f = *state;
     char line[64];
@@ -437,6 +437,4 @@ static void test_lost_notify(void **state)
     events_feed_destroy(checked);
 }
 
-TL_MAIN(TL_FX(test_live_and_resume), TL_FX(test_lost_notify), TL_FX(test_filters_keepalive_limit),
-        TL_FX(test_slow_reader_is_ended), TL_FX(test_stop_ends_subscriptions),
-        TL_FX(test_concurrent_writers))
+TL_MAIN()

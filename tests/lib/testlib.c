@@ -566,3 +566,61 @@ void tl_race(void *(*fn)(void *), void *args, size_t size, int n)
     free(threads);
     free(slots);
 }
+
+typedef struct tl_entry {
+    struct CMUnitTest test;
+    const char *file;
+    int line;
+} tl_entry;
+
+static tl_entry *tl_entries;
+static size_t tl_entry_count, tl_entry_cap;
+
+void tl_register(const char *name, CMUnitTestFunction fn, CMFixtureFunction setup,
+                 CMFixtureFunction teardown, const char *file, int line)
+{
+    if (tl_entry_count == tl_entry_cap) {
+        size_t cap = tl_entry_cap ? tl_entry_cap * 2 : 64;
+        tl_entry *grown = realloc(tl_entries, cap * sizeof(*grown));
+        if (grown == NULL) {
+            fprintf(stderr, "test registry: out of memory registering %s\n", name);
+            abort();
+        }
+        tl_entries = grown;
+        tl_entry_cap = cap;
+    }
+    tl_entries[tl_entry_count++] = (tl_entry){
+        .test = {.name = name, .test_func = fn, .setup_func = setup, .teardown_func = teardown},
+        .file = file,
+        .line = line,
+    };
+}
+
+/* Constructors run in no promised order: the file and the line give the order written. */
+static int tl_entry_cmp(const void *a, const void *b)
+{
+    const tl_entry *x = a, *y = b;
+    int by_file = strcmp(x->file, y->file);
+    if (by_file != 0)
+        return by_file;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+int tl_run(const char *group, CMFixtureFunction group_setup, CMFixtureFunction group_teardown)
+{
+    if (tl_entry_count == 0) {
+        fprintf(stderr, "%s: no test is registered\n", group);
+        return 1;
+    }
+    qsort(tl_entries, tl_entry_count, sizeof(*tl_entries), tl_entry_cmp);
+    struct CMUnitTest *tests = calloc(tl_entry_count, sizeof(*tests));
+    if (tests == NULL) {
+        fprintf(stderr, "%s: out of memory\n", group);
+        return 1;
+    }
+    for (size_t i = 0; i < tl_entry_count; i++)
+        tests[i] = tl_entries[i].test;
+    int failed = _cmocka_run_group_tests(group, tests, tl_entry_count, group_setup, group_teardown);
+    free(tests);
+    return failed;
+}

@@ -7,6 +7,11 @@
  * PostgreSQL), SEXTANT_TEST_REDIS_URL (the shared test Redis) and
  * SEXTANT_TEST_REDIS_SERVER (path of redis-server). Missing variables fail the
  * test: a test that silently skips cannot fail.
+ *
+ * A test program defines each test with TL_TEST(test_name) { ... } (or a variant that
+ * gives it a fixture: TL_TEST_FX, TL_TEST_SESSIONS, TL_TEST_WITH) and ends with TL_MAIN()
+ * or TL_MAIN_GROUP(group_setup, group_teardown), which runs every test it defines in the
+ * order they are written; nothing lists them a second time.
  */
 #ifndef SX_TESTS_TESTLIB_H
 #define SX_TESTS_TESTLIB_H
@@ -203,20 +208,39 @@ void tl_race(void *(*fn)(void *), void *args, size_t size, int n);
 long long tl_now_ms(void);
 void tl_sleep_ms(int ms);
 
-/* TL_MAIN(entries...): the main of a test program, which runs the listed cmocka tests
- * (cmocka_unit_test(f) or TL_FX(f) entries) as one group named "tests". TL_MAIN_GROUP
- * does the same between a setup and a teardown of the whole group (either may be NULL). */
-#define TL_MAIN(...) TL_MAIN_GROUP(NULL, NULL, __VA_ARGS__)
-#define TL_MAIN_GROUP(group_setup, group_teardown, ...)                                            \
+/* The registry of a test program's tests, which TL_TEST and its variants fill before main
+ * runs. tl_register adds test fn, named name and defined at file:line, to be run between
+ * setup and teardown (either may be NULL). */
+void tl_register(const char *name, CMUnitTestFunction fn, CMFixtureFunction setup,
+                 CMFixtureFunction teardown, const char *file, int line);
+/* Runs every registered test, in the order of their definitions in the file, as the cmocka
+ * group `group` between group_setup and group_teardown (either may be NULL); returns the
+ * number that failed. Fails when no test is registered. */
+int tl_run(const char *group, CMFixtureFunction group_setup, CMFixtureFunction group_teardown);
+
+/* TL_TEST(name) { body }: defines and registers test `name`, a static void name(void
+ * **state) whose state it may use or ignore. TL_TEST_FX runs it between the functions
+ * named setup and teardown in the file, TL_TEST_SESSIONS with a tl_sessions as its state,
+ * and TL_TEST_WITH between any setup and teardown (either may be NULL). */
+#define TL_TEST(name)          TL_TEST_WITH(name, NULL, NULL)
+#define TL_TEST_FX(name)       TL_TEST_WITH(name, setup, teardown)
+#define TL_TEST_SESSIONS(name) TL_TEST_WITH(name, tl_sessions_setup, tl_sessions_teardown)
+#define TL_TEST_WITH(name, setup_fn, teardown_fn)                                                  \
+    static void name(__attribute__((unused)) void **state);                                        \
+    __attribute__((constructor)) static void tl_register_##name(void)                              \
+    {                                                                                              \
+        tl_register(#name, name, setup_fn, teardown_fn, __FILE__, __LINE__);                       \
+    }                                                                                              \
+    static void name(__attribute__((unused)) void **state)
+
+/* TL_MAIN(): the main of a test program, which runs its tests as one group named "tests".
+ * TL_MAIN_GROUP does the same between a setup and a teardown of the whole group (either
+ * may be NULL). A program whose main must do more calls tl_run itself. */
+#define TL_MAIN() TL_MAIN_GROUP(NULL, NULL)
+#define TL_MAIN_GROUP(group_setup, group_teardown)                                                 \
     int main(void)                                                                                 \
     {                                                                                              \
-        const struct CMUnitTest tests[] = {__VA_ARGS__};                                           \
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);                         \
+        return tl_run("tests", group_setup, group_teardown);                                       \
     }
-/* A TL_MAIN entry for test f run between the program's own setup and teardown. */
-#define TL_FX(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
-/* A TL_MAIN entry for test f whose state is a tl_sessions. */
-#define TL_SESSIONS_FX(f)                                                                          \
-    cmocka_unit_test_setup_teardown(f, tl_sessions_setup, tl_sessions_teardown)
 
 #endif

@@ -29,9 +29,8 @@ static int teardown(void **state)
     return 0;
 }
 
-static void test_signature(void **state)
+TL_TEST(test_signature)
 {
-    (void)state;
     char sig[ALERT_HOOK_SIGNATURE_LEN];
     /* RFC 4231, test case 2. */
     const char *data = "what do ya want for nothing?";
@@ -51,9 +50,8 @@ static void test_signature(void **state)
                         "sha256=5d5d139563c95b5967b9bd9a8c9b233a9dedb45072794cd232dc1b74832607d0");
 }
 
-static void test_backoff_schedule(void **state)
+TL_TEST(test_backoff_schedule)
 {
-    (void)state;
     /* Doubling from the minimum, capped at the maximum. */
     long long want[] = {500, 1000, 2000, 4000, 8000, 10000, 10000};
     for (int i = 0; i < 7; i++)
@@ -81,9 +79,8 @@ static int load(const char *yaml, const char *webhooks_env, sextant_config **cfg
     return config_load(yaml ? yaml_path : NULL, envv, cfg, errs);
 }
 
-static void test_config_webhooks(void **state)
+TL_TEST(test_config_webhooks)
 {
-    (void)state;
     sextant_config *cfg = NULL;
     sx_fielderrs errs = {0};
     /* Defaults: no webhook, rules on with their documented thresholds. */
@@ -169,5 +166,4 @@ static void test_config_webhooks(void **state)
     sx_fielderrs_free(&errs);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_signature),
-              cmocka_unit_test(test_backoff_schedule), cmocka_unit_test(test_config_webhooks))
+TL_MAIN_GROUP(setup, teardown)

@@ -4,12 +4,9 @@
  * another certificate, text that is not PEM, an encrypted key, a client CA bundle
  * without a certificate.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "tests/lib/testlib.h"
 
+#include <stdint.h>
 #include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -78,9 +75,8 @@ static void drop(pair *p)
     sx_free(p->key);
 }
 
-static void test_good_material(void **state)
+TL_TEST(test_good_material)
 {
-    (void)state;
     pair a = make(0x1234, 5, false), ca = make(7, 30, false);
     certs_pem *p = NULL;
     sx_err err;
@@ -96,9 +92,8 @@ static void test_good_material(void **state)
     drop(&ca);
 }
 
-static void test_refused_material(void **state)
+TL_TEST(test_refused_material)
 {
-    (void)state;
     pair a = make(1, 90, false), b = make(2, 90, false), enc = make(3, 90, true);
     certs_pem *p = NULL;
     sx_err err;
@@ -122,9 +117,5 @@ static void test_refused_material(void **state)
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_material),
-        cmocka_unit_test(test_refused_material),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tl_run("tests", NULL, NULL);
 }

@@ -176,9 +176,8 @@ static const char *full_yaml = "database:\n"
                                "  max_connection_age: 2s\n"
                                "  max_connection_age_grace: 0\n";
 
-static void test_full_file(void **state)
+TL_TEST(test_full_file)
 {
-    (void)state;
     sextant_config *c = NULL;
     sx_fielderrs errs = {0};
     int rc = load(full_yaml, NULL, &c, &errs);
@@ -259,9 +258,8 @@ static sextant_config *load_ok(const char *yaml, const char **env)
     return tl_config_load_ok(load, yaml, env);
 }
 
-static void test_defaults_env_only(void **state)
+TL_TEST(test_defaults_env_only)
 {
-    (void)state;
     const char *env[] = {DBURL, "PATH=/usr/bin", "HOME=/root", NULL};
     sextant_config *c = load_ok(NULL, env);
     assert_null(c->source_file);
@@ -334,9 +332,8 @@ static void test_defaults_env_only(void **state)
     config_free(c);
 }
 
-static void test_leader_keys(void **state)
+TL_TEST(test_leader_keys)
 {
-    (void)state;
     const char *env[] = {DBURL, "SEXTANT_LEADER_CHECK=250ms", NULL};
     sextant_config *c = load_ok("leader:\n  retry: 500ms\n  lease: 3s\n  heartbeat: 1s\n", env);
     assert_int_equal(c->leader.retry_ms, 500);
@@ -346,9 +343,8 @@ static void test_leader_keys(void **state)
     config_free(c);
 }
 
-static void test_failover_keys(void **state)
+TL_TEST(test_failover_keys)
 {
-    (void)state;
     const char *env[] = {DBURL,
                          "SEXTANT_DATABASE_LISTEN_URL=postgresql://sextant@db-direct/sextant",
                          "SEXTANT_REDIS_RECONNECT_BACKOFF_MAX=3s", NULL};
@@ -364,9 +360,8 @@ static void test_failover_keys(void **state)
     config_free(c);
 }
 
-static void test_fleet_thresholds(void **state)
+TL_TEST(test_fleet_thresholds)
 {
-    (void)state;
     const char *env[] = {DBURL, "SEXTANT_FLEET_DISCONNECTED_AFTER=10m", NULL};
     sextant_config *c = load_ok("fleet:\n  stale_after: 90s\n", env);
     assert_int_equal(c->fleet.stale_after_ms, 90000);
@@ -374,9 +369,8 @@ static void test_fleet_thresholds(void **state)
     config_free(c);
 }
 
-static void test_env_overrides_file(void **state)
+TL_TEST(test_env_overrides_file)
 {
-    (void)state;
     const char *yaml = "database:\n  url: postgres://file/db\n  pool_size: 3\n"
                        "http:\n  listen: 127.0.0.1:1111\n"
                        "redis:\n  url: redis://file:6379\n"
@@ -412,9 +406,8 @@ static void test_env_overrides_file(void **state)
     config_free(c);
 }
 
-static void test_empty_and_null_values(void **state)
+TL_TEST(test_empty_and_null_values)
 {
-    (void)state;
     const char *env[] = {DBURL, NULL};
     /* An empty file, then null values: both mean "use the default". */
     config_free(load_ok("", env));
@@ -973,9 +966,8 @@ static const bad_case bad_cases[] = {
      0},
 };
 
-static void test_bad_values(void **state)
+TL_TEST(test_bad_values)
 {
-    (void)state;
     int failures = 0;
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const bad_case *bc = &bad_cases[i];
@@ -996,9 +988,8 @@ static void test_bad_values(void **state)
     assert_int_equal(failures, 0);
 }
 
-static void test_missing_file(void **state)
+TL_TEST(test_missing_file)
 {
-    (void)state;
     const char *env[] = {DBURL, NULL};
     char *envv[] = {(char *)env[0], NULL};
     sextant_config *c = NULL;
@@ -1010,9 +1001,8 @@ static void test_missing_file(void **state)
     sx_fielderrs_free(&errs);
 }
 
-static void test_all_errors_at_once(void **state)
+TL_TEST(test_all_errors_at_once)
 {
-    (void)state;
     const char *yaml = "databse:\n  url: x\n"               /* 1 unknown key */
                        "database:\n  pool_size: eight\n"    /* 2 */
                        "  connect_timeout: soon\n"          /* 3 */
@@ -1053,9 +1043,8 @@ static void test_all_errors_at_once(void **state)
 
 /* ------------------------------------------------------------------ helpers */
 
-static void test_durations(void **state)
+TL_TEST(test_durations)
 {
-    (void)state;
     struct {
         const char *in;
         int64_t ms;
@@ -1083,9 +1072,8 @@ static void test_durations(void **state)
     }
 }
 
-static void test_listen_parse(void **state)
+TL_TEST(test_listen_parse)
 {
-    (void)state;
     config_listen l = {0};
     char why[256];
     assert_int_equal(config_parse_listen("[::]:443", &l, why, sizeof(why)), 0);
@@ -1138,16 +1126,9 @@ static const char *help_texts[] = {"database.url",
                                    "default 127.0.0.1:18000",
                                    "default 500ms"};
 
-static void test_help_lists_every_key(void **state)
+TL_TEST(test_help_lists_every_key)
 {
-    (void)state;
     tl_assert_help_has(help_texts, sizeof(help_texts) / sizeof(help_texts[0]));
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_full_file),
-              cmocka_unit_test(test_defaults_env_only), cmocka_unit_test(test_env_overrides_file),
-              cmocka_unit_test(test_empty_and_null_values), cmocka_unit_test(test_bad_values),
-              cmocka_unit_test(test_missing_file), cmocka_unit_test(test_all_errors_at_once),
-              cmocka_unit_test(test_durations), cmocka_unit_test(test_listen_parse),
-              cmocka_unit_test(test_help_lists_every_key), cmocka_unit_test(test_fleet_thresholds),
-              cmocka_unit_test(test_leader_keys), cmocka_unit_test(test_failover_keys))
+TL_MAIN_GROUP(setup, teardown)

@@ -73,9 +73,8 @@ static sextant_config *load_ok(const char *yaml, const char **env)
     return tl_config_load_ok(load, yaml, env);
 }
 
-static void test_defaults(void **state)
+TL_TEST(test_defaults)
 {
-    (void)state;
     sextant_config *c = load_ok(NULL, NULL);
     assert_false(c->k8s.enabled);
     assert_null(c->k8s.kubeconfig);
@@ -112,9 +111,8 @@ static const char *full_yaml = "k8s:\n"
                                "  max_backoff: 30s\n"
                                "  watch_timeout: 90s\n";
 
-static void test_full_file(void **state)
+TL_TEST(test_full_file)
 {
-    (void)state;
     sextant_config *c = load_ok(full_yaml, NULL);
     assert_true(c->k8s.enabled);
     assert_string_equal(c->k8s.kubeconfig, kubeconfig);
@@ -159,9 +157,8 @@ static const char *override_env[] = {
     "SEXTANT_K8S_KUBECONFIG=",
     NULL};
 
-static void test_env_overrides_file(void **state)
+TL_TEST(test_env_overrides_file)
 {
-    (void)state;
     sextant_config *c = load_ok(full_yaml, override_env);
     assert_true(c->k8s.enabled);
     assert_null(c->k8s.kubeconfig); /* an empty variable: in-cluster */
@@ -256,9 +253,8 @@ static const bad_case bad_cases[] = {
      "did you mean \"controller_name\""},
 };
 
-static void test_bad_values(void **state)
+TL_TEST(test_bad_values)
 {
-    (void)state;
     int failures = 0;
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const bad_case *bc = &bad_cases[i];
@@ -272,9 +268,8 @@ static void test_bad_values(void **state)
     assert_int_equal(failures, 0);
 }
 
-static void test_group_template(void **state)
+TL_TEST(test_group_template)
 {
-    (void)state;
     char out[300];
     assert_int_equal(config_k8s_group("<namespace>/<gateway>", "default", "web", out, sizeof(out)),
                      0);
@@ -304,9 +299,8 @@ static void test_group_template(void **state)
     assert_int_equal(config_k8s_group("<gateway>", "default", "", out, sizeof(out)), SX_EINVAL);
 }
 
-static void test_help_lists_the_keys(void **state)
+TL_TEST(test_help_lists_the_keys)
 {
-    (void)state;
     const char *expect[] = {"SEXTANT_K8S_ENABLED; default false",
                             "SEXTANT_K8S_KUBECONFIG; none, in-cluster",
                             "SEXTANT_K8S_CONTROLLER_NAME; default sextant.dev/gateway-controller",
@@ -323,6 +317,4 @@ static void test_help_lists_the_keys(void **state)
     tl_assert_help_has(expect, sizeof(expect) / sizeof(expect[0]));
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_defaults), cmocka_unit_test(test_full_file),
-              cmocka_unit_test(test_env_overrides_file), cmocka_unit_test(test_bad_values),
-              cmocka_unit_test(test_group_template), cmocka_unit_test(test_help_lists_the_keys))
+TL_MAIN_GROUP(setup, teardown)

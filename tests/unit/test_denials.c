@@ -40,9 +40,8 @@ static denial unauth(const char *source, const char *reason, const char *route)
                     .target = route};
 }
 
-static void test_one_row_per_key_and_interval(void **state)
+TL_TEST(test_one_row_per_key_and_interval)
 {
-    (void)state;
     rows rs = {json_array()};
     denials *d = denials_create(1000, "routes", collect, &rs);
     denial a = unauth("10.0.0.1", "missing bearer token", "GET /api/v1/configs");
@@ -101,9 +100,8 @@ static void test_one_row_per_key_and_interval(void **state)
     json_decref(rs.all);
 }
 
-static void test_client_text_is_cut_and_made_valid(void **state)
+TL_TEST(test_client_text_is_cut_and_made_valid)
 {
-    (void)state;
     rows rs = {json_array()};
     denials *d = denials_create(60000, "nodes", collect, &rs);
     char node[2000];
@@ -129,9 +127,8 @@ static void test_client_text_is_cut_and_made_valid(void **state)
     json_decref(rs.all);
 }
 
-static void test_overflow_keeps_the_count(void **state)
+TL_TEST(test_overflow_keeps_the_count)
 {
-    (void)state;
     rows rs = {json_array()};
     denials *d = denials_create(60000, "routes", collect, &rs);
     char ip[64];
@@ -159,9 +156,8 @@ static void test_overflow_keeps_the_count(void **state)
 }
 
 /* The flushing thread writes a row once its interval is over, without another call. */
-static void test_started_flushes_on_its_own(void **state)
+TL_TEST(test_started_flushes_on_its_own)
 {
-    (void)state;
     rows rs = {json_array()};
     denials *d = denials_create(1000, "routes", collect, &rs);
     sx_err err;
@@ -175,7 +171,4 @@ static void test_started_flushes_on_its_own(void **state)
     json_decref(rs.all);
 }
 
-TL_MAIN(cmocka_unit_test(test_one_row_per_key_and_interval),
-        cmocka_unit_test(test_client_text_is_cut_and_made_valid),
-        cmocka_unit_test(test_overflow_keeps_the_count),
-        cmocka_unit_test(test_started_flushes_on_its_own))
+TL_MAIN()

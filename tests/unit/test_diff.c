@@ -30,9 +30,8 @@ static void expect_diff(const char *from, const char *to, const char *root, cons
     json_decref(d);
 }
 
-static void test_equal_documents(void **state)
+TL_TEST(test_equal_documents)
 {
-    (void)state;
     expect_diff("{\"a\":1,\"b\":[1,2],\"c\":{\"d\":null}}",
                 "{\"c\":{\"d\":null},\"b\":[1,2],\"a\":1}", "spec",
                 "{\"added\":[],\"removed\":[],\"changed\":[]}");
@@ -43,9 +42,8 @@ static void test_equal_documents(void **state)
     json_decref(x);
 }
 
-static void test_scalars_and_keys(void **state)
+TL_TEST(test_scalars_and_keys)
 {
-    (void)state;
     expect_diff("{\"a\":1,\"b\":\"x\",\"gone\":true}", "{\"a\":2,\"b\":\"x\",\"new\":[1]}", "spec",
                 "{\"added\":[{\"path\":\"spec.new\",\"value\":[1]}],"
                 "\"removed\":[{\"path\":\"spec.gone\",\"value\":true}],"
@@ -56,9 +54,8 @@ static void test_scalars_and_keys(void **state)
         "{\"added\":[],\"removed\":[],\"changed\":[{\"path\":\"a.b\",\"old\":1,\"new\":2}]}");
 }
 
-static void test_type_change_is_one_change(void **state)
+TL_TEST(test_type_change_is_one_change)
 {
-    (void)state;
     expect_diff("{\"a\":{\"b\":1}}", "{\"a\":[1]}", "spec",
                 "{\"added\":[],\"removed\":[],"
                 "\"changed\":[{\"path\":\"spec.a\",\"old\":{\"b\":1},\"new\":[1]}]}");
@@ -71,9 +68,8 @@ static void test_type_change_is_one_change(void **state)
         "{\"added\":[],\"removed\":[],\"changed\":[{\"path\":\"spec\",\"old\":[1],\"new\":{}}]}");
 }
 
-static void test_named_arrays_match_by_name(void **state)
+TL_TEST(test_named_arrays_match_by_name)
 {
-    (void)state;
     /* A listener inserted in front does not make the others look changed. */
     expect_diff(
         "{\"listeners\":[{\"name\":\"web\",\"port\":80},{\"name\":\"old\",\"port\":1}]}",
@@ -90,9 +86,8 @@ static void test_named_arrays_match_by_name(void **state)
                 "\"removed\":[],\"changed\":[]}");
 }
 
-static void test_other_arrays_by_index(void **state)
+TL_TEST(test_other_arrays_by_index)
 {
-    (void)state;
     expect_diff("{\"h\":[\"a\",\"b\",\"c\"]}", "{\"h\":[\"a\",\"x\"]}", "spec",
                 "{\"added\":[],\"removed\":[{\"path\":\"spec.h[2]\",\"value\":\"c\"}],"
                 "\"changed\":[{\"path\":\"spec.h[1]\",\"old\":\"b\",\"new\":\"x\"}]}");
@@ -113,9 +108,8 @@ static void test_other_arrays_by_index(void **state)
                 "\"2s\"}]}");
 }
 
-static void test_odd_keys_are_quoted(void **state)
+TL_TEST(test_odd_keys_are_quoted)
 {
-    (void)state;
     expect_diff("{\"extensions\":{\"a.b\":1,\"9x\":1,\"q\\\"k\":1}}",
                 "{\"extensions\":{\"a.b\":2,\"9x\":2,\"q\\\"k\":2}}", "spec",
                 "{\"added\":[],\"removed\":[],\"changed\":["
@@ -124,9 +118,8 @@ static void test_odd_keys_are_quoted(void **state)
                 "{\"path\":\"spec.extensions[\\\"q\\\\\\\"k\\\"]\",\"old\":1,\"new\":2}]}");
 }
 
-static void test_values_are_copies(void **state)
+TL_TEST(test_values_are_copies)
 {
-    (void)state;
     json_t *a = parse("{\"a\":{\"deep\":[1]}}"), *b = parse("{}");
     json_t *d = diff_json(a, b, "spec");
     json_decref(a);
@@ -138,8 +131,4 @@ static void test_values_are_copies(void **state)
     json_decref(d);
 }
 
-TL_MAIN(cmocka_unit_test(test_equal_documents), cmocka_unit_test(test_scalars_and_keys),
-        cmocka_unit_test(test_type_change_is_one_change),
-        cmocka_unit_test(test_named_arrays_match_by_name),
-        cmocka_unit_test(test_other_arrays_by_index), cmocka_unit_test(test_odd_keys_are_quoted),
-        cmocka_unit_test(test_values_are_copies))
+TL_MAIN()

@@ -4,12 +4,9 @@
  * overruns the shutdown budget and is abandoned, and the one-thread component
  * (sup_thread_ops) with and without a wake callback, and the notices of /readyz.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "tests/lib/testlib.h"
 
+#include <stdint.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -102,9 +99,8 @@ static int setup(void **state)
     return 0;
 }
 
-static void test_order_and_gate(void **state)
+TL_TEST_WITH(test_order_and_gate, setup, NULL)
 {
-    (void)state;
     sx_metrics *m = sx_metrics_create();
     sup_supervisor *sup = sup_create(m, 2000);
     comp a = {.name = "a"}, b = {.name = "b"}, c = {.name = "c"};
@@ -155,9 +151,8 @@ static void test_order_and_gate(void **state)
 
 /* The xDS gate follows only the components put into it: a replica whose database side
  * is down still serves its proxies. */
-static void test_xds_gate(void **state)
+TL_TEST_WITH(test_xds_gate, setup, NULL)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 2000);
     comp db = {.name = "database"}, snaps = {.name = "snapshots"}, xds = {.name = "xds"};
     db.sup = snaps.sup = xds.sup = sup;
@@ -198,9 +193,8 @@ static void test_xds_gate(void **state)
     sup_destroy(sup);
 }
 
-static void test_ready_later_from_thread(void **state)
+TL_TEST_WITH(test_ready_later_from_thread, setup, NULL)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 2000);
     comp db = {.name = "database", .background_ready = true};
     db.sup = sup;
@@ -217,9 +211,8 @@ static void test_ready_later_from_thread(void **state)
     sup_destroy(sup);
 }
 
-static void test_shutdown_interrupts_retry(void **state)
+TL_TEST_WITH(test_shutdown_interrupts_retry, setup, NULL)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 2000);
     sx_err err;
     assert_int_equal(sup_register(sup, "x", NULL, NULL, &err), 0);
@@ -232,9 +225,8 @@ static void test_shutdown_interrupts_retry(void **state)
     sup_destroy(sup);
 }
 
-static void test_failed_start(void **state)
+TL_TEST_WITH(test_failed_start, setup, NULL)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 2000);
     comp a = {.name = "a"}, b = {.name = "b", .start_rc = SX_EIO}, c = {.name = "c"};
     sx_err err;
@@ -254,9 +246,8 @@ static void test_failed_start(void **state)
     sup_destroy(sup);
 }
 
-static void test_abandoned_on_timeout(void **state)
+TL_TEST_WITH(test_abandoned_on_timeout, setup, NULL)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 150);
     comp slow = {.name = "slow", .hang_on_stop = true}, fast = {.name = "fast"};
     sx_err err;
@@ -342,9 +333,8 @@ static void *looper_run(void *ctx)
     return NULL;
 }
 
-static void test_thread_component(void **state)
+TL_TEST_WITH(test_thread_component, setup, NULL)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 2000);
     sleeper_sup = sup;
     waiter w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -389,9 +379,8 @@ static void test_thread_component(void **state)
 }
 
 /* Notices: set, replaced, cleared; absent when none; the gate does not depend on them. */
-static void test_notices(void **state)
+TL_TEST(test_notices)
 {
-    (void)state;
     sup_supervisor *sup = sup_create(NULL, 1000);
     assert_null(sup_notices_json(sup));
     sup_set_notice(sup, "tls_http", "expires soon");
@@ -412,15 +401,5 @@ static void test_notices(void **state)
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_order_and_gate, setup),
-        cmocka_unit_test_setup(test_xds_gate, setup),
-        cmocka_unit_test_setup(test_ready_later_from_thread, setup),
-        cmocka_unit_test_setup(test_shutdown_interrupts_retry, setup),
-        cmocka_unit_test_setup(test_failed_start, setup),
-        cmocka_unit_test_setup(test_abandoned_on_timeout, setup),
-        cmocka_unit_test_setup(test_thread_component, setup),
-        cmocka_unit_test(test_notices),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tl_run("tests", NULL, NULL);
 }

@@ -233,9 +233,8 @@ static int teardown(void **state)
 
 /* ---------------------------------------------------------------- steps */
 
-static void test_first_list(void **state)
+TL_TEST(test_first_list)
 {
-    (void)state;
     sx_free(kubectl("apiVersion: v1\nkind: Namespace\nmetadata: {name: it}\n---\n"
                     "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: it}\n"
                     "spec: {ports: [{port: 80}]}\n---\n"
@@ -300,9 +299,8 @@ static void expect_services_after(const char *gone, const char *key, const char 
     assert_string_equal(label_of(R.services, key, "tier", l, sizeof(l)), tier);
 }
 
-static void test_watch_changes(void **state)
+TL_TEST(test_watch_changes)
 {
-    (void)state;
     sx_free(kubectl(NULL, "create service clusterip d -n it --tcp=80"));
     sx_free(kubectl(NULL, "label service a -n it tier=web"));
     sx_free(kubectl(NULL, "delete service b -n it"));
@@ -311,9 +309,8 @@ static void test_watch_changes(void **state)
     assert_true(relists("Service") == 0);
 }
 
-static void test_dropped_watches_resume(void **state)
+TL_TEST(test_dropped_watches_resume)
 {
-    (void)state;
     k8s_sh("k8s_ctl", "drop-watches");
     /* Made while the client may be reconnecting: the next watch replays them. */
     sx_free(kubectl(NULL, "create service clusterip e -n it --tcp=80"));
@@ -323,9 +320,8 @@ static void test_dropped_watches_resume(void **state)
     assert_true(relists("Service") == 0);
 }
 
-static void test_compaction_and_restart_relist(void **state)
+TL_TEST(test_compaction_and_restart_relist)
 {
-    (void)state;
     /* Away while history is compacted: the resourceVersion held is 410 Gone. */
     k8s_client_stop(R.client);
     sx_free(kubectl(NULL, "create service clusterip f -n it --tcp=80"));
@@ -344,9 +340,8 @@ static void test_compaction_and_restart_relist(void **state)
     assert_true(relists("Service") == 2);
 }
 
-static void test_crd_applied_later(void **state)
+TL_TEST(test_crd_applied_later)
 {
-    (void)state;
     sx_free(kubectl(HTTPROUTE_CRD, "apply"));
     sx_free(kubectl("apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n"
                     "metadata: {name: web, namespace: it}\n"
@@ -361,9 +356,8 @@ static void test_crd_applied_later(void **state)
     json_decref(r);
 }
 
-static void test_status_write_back(void **state)
+TL_TEST(test_status_write_back)
 {
-    (void)state;
     json_t *status = tl_json("{'parents':[{'parentRef':{'name':'gw'},'controllerName':"
                              "'sextant.dev/gateway-controller','conditions':[{'type':'Accepted',"
                              "'status':'True','reason':'Accepted','message':'',"
@@ -394,9 +388,8 @@ static void test_status_write_back(void **state)
 
 /* The pod's view: the service account files k8s_start writes, under a root of their
  * own, and the API server's address in the environment. */
-static void test_in_cluster_config(void **state)
+TL_TEST(test_in_cluster_config)
 {
-    (void)state;
     char *url = run("cat '%s/url'", R.dir);
     char host[64], port[16];
     assert_int_equal(sscanf(url, "https://%63[^:]:%15[0-9]", host, port), 2);
@@ -424,8 +417,4 @@ static void test_in_cluster_config(void **state)
     k8s_cfg_free(c);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_first_list),
-              cmocka_unit_test(test_watch_changes), cmocka_unit_test(test_dropped_watches_resume),
-              cmocka_unit_test(test_compaction_and_restart_relist),
-              cmocka_unit_test(test_crd_applied_later), cmocka_unit_test(test_status_write_back),
-              cmocka_unit_test(test_in_cluster_config))
+TL_MAIN_GROUP(setup, teardown)

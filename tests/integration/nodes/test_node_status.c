@@ -78,7 +78,7 @@ static node_status_queue *open_queue(fixture *f, const char *replica, int max_pe
     return q;
 }
 
-static void test_events_reach_the_database(void **state)
+TL_TEST_FX(test_events_reach_the_database)
 {
     fixture *f = *state;
     node_status_queue *q = open_queue(f, "replica-a", 0, true);
@@ -213,7 +213,7 @@ static void expect_events(fixture *f, sx_arena *a, const char *want)
     assert_string_equal(got, want);
 }
 
-static void test_flush_writes_events(void **state)
+TL_TEST_FX(test_flush_writes_events)
 {
     fixture *f = *state;
     node_status_queue *q = open_queue(f, "replica-e", 0, false);
@@ -260,7 +260,7 @@ static void test_flush_writes_events(void **state)
 /* A flush of many nodes' versions sent and ACKs (written a statement for all of them)
  * records each node's own versions, and one config_applied per ACK that changed a
  * node's acked version, in the order of nothing but the nodes (one each). */
-static void test_flush_writes_many_acks(void **state)
+TL_TEST_FX(test_flush_writes_many_acks)
 {
     fixture *f = *state;
     node_status_queue *q = open_queue(f, "replica-e", 0, false);
@@ -323,7 +323,7 @@ static void test_flush_writes_many_acks(void **state)
     node_status_destroy(q);
 }
 
-static void test_bounded_queue_counts_drops(void **state)
+TL_TEST_FX(test_bounded_queue_counts_drops)
 {
     fixture *f = *state;
     node_status_queue *q = open_queue(f, "replica-b", 2, true);
@@ -427,7 +427,7 @@ static void play(fixture *f, node_status_queue *const *qs, const scenario *sc, s
  * superseded) arrives after the second one's start, and must not mark the node
  * disconnected, whether both are in one flush or in separate ones, and whatever order
  * the queue receives them in. */
-static void test_superseded_stream_end_changes_nothing(void **state)
+TL_TEST_FX(test_superseded_stream_end_changes_nothing)
 {
     fixture *f = *state;
     node_status_queue *q = open_queue(f, "replica-s", 0, false);
@@ -458,7 +458,7 @@ static void test_superseded_stream_end_changes_nothing(void **state)
 
 /* A node that moved to another replica: the two replicas' flushers write the same row,
  * in either order; the newer stream wins. */
-static void test_newest_stream_wins_across_replicas(void **state)
+TL_TEST_FX(test_newest_stream_wins_across_replicas)
 {
     fixture *f = *state;
     node_status_queue *q[] = {open_queue(f, "replica-1", 0, false),
@@ -502,7 +502,7 @@ static long long count_of(fixture *f, const char *sql)
  * holds on a newer stream; the old replica's late ends of the moved streams change
  * nothing, and its ends of the streams it still holds disconnect those nodes, with one
  * proxy_disconnected each. */
-static void test_flush_writes_many_moves(void **state)
+TL_TEST_FX(test_flush_writes_many_moves)
 {
     fixture *f = *state;
     node_status_queue *q[] = {open_queue(f, "replica-1", 0, false),
@@ -566,7 +566,4 @@ static void test_flush_writes_many_moves(void **state)
     node_status_destroy(q[1]);
 }
 
-TL_MAIN(TL_FX(test_events_reach_the_database), TL_FX(test_superseded_stream_end_changes_nothing),
-        TL_FX(test_newest_stream_wins_across_replicas), TL_FX(test_bounded_queue_counts_drops),
-        TL_FX(test_flush_writes_events), TL_FX(test_flush_writes_many_acks),
-        TL_FX(test_flush_writes_many_moves))
+TL_MAIN()

@@ -185,7 +185,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static void test_first_load_then_notify(void **state)
+TL_TEST_FX(test_first_load_then_notify)
 {
     fx *f = *state;
     insert_snapshot(f, "edge");
@@ -210,7 +210,7 @@ static void test_first_load_then_notify(void **state)
     snap_store_unwatch(f->store, id);
 }
 
-static void test_never_back_in_time(void **state)
+TL_TEST_FX(test_never_back_in_time)
 {
     fx *f = *state;
     start(f);
@@ -272,7 +272,7 @@ static void on_fast(void *ctx, const char *channel, const char *payload)
     __atomic_add_fetch(&fast_calls, 1, __ATOMIC_SEQ_CST);
 }
 
-static void test_subscription_coalesces(void **state)
+TL_TEST_FX(test_subscription_coalesces)
 {
     fx *f = *state;
     slow_sub s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -344,7 +344,7 @@ static int on_ignore(void *ctx, const char *channel, const char *payload)
     return 0;
 }
 
-static void test_resync_after_first_load(void **state)
+TL_TEST_FX(test_resync_after_first_load)
 {
     fx *f = *state;
     atomic_store(&resyncs, 0);
@@ -373,7 +373,7 @@ static int on_flaky(void *ctx, const char *channel, const char *payload)
     return atomic_fetch_add(&flaky_calls, 1) < 2 ? SX_EUNAVAILABLE : 0;
 }
 
-static void test_failed_subscription_retried(void **state)
+TL_TEST_FX(test_failed_subscription_retried)
 {
     fx *f = *state;
     atomic_store(&flaky_calls, 0);
@@ -400,7 +400,7 @@ static double metric(fx *f, const char *name, bool counter)
 
 /* A NOTIFY handled while the database refuses the pool: the fetch fails, and is retried
  * until the database is back. No periodic check here: the retry alone loads it. */
-static void test_notify_while_database_unreachable(void **state)
+TL_TEST_FX(test_notify_while_database_unreachable)
 {
     fx *f = *state;
     start(f);
@@ -419,7 +419,7 @@ static void test_notify_while_database_unreachable(void **state)
 /* The listener and the pool both cut off; a snapshot committed meanwhile (its NOTIFY
  * heard by nobody) is loaded by the resync once the listener is back, although the
  * pool was in back-off when it came back. */
-static void test_resync_after_outage(void **state)
+TL_TEST_WITH(test_resync_after_outage, setup_cut_both, teardown)
 {
     fx *f = *state;
     start(f);
@@ -439,7 +439,7 @@ static void test_resync_after_outage(void **state)
 }
 
 /* A snapshot whose NOTIFY never came is found by the periodic check. */
-static void test_periodic_check_loads_missed_snapshot(void **state)
+TL_TEST_WITH(test_periodic_check_loads_missed_snapshot, setup_check, teardown)
 {
     fx *f = *state;
     start(f);
@@ -456,7 +456,7 @@ static void test_periodic_check_loads_missed_snapshot(void **state)
 
 /* The periodic check also resyncs what is kept beside the snapshots (the rollout pins),
  * so a pin whose NOTIFY was lost is taken within the interval. */
-static void test_periodic_check_resyncs_subscriptions(void **state)
+TL_TEST_WITH(test_periodic_check_resyncs_subscriptions, setup_check, teardown)
 {
     fx *f = *state;
     atomic_store(&resyncs, 0);
@@ -472,7 +472,7 @@ static void test_periodic_check_resyncs_subscriptions(void **state)
  * allocated and named current, its row missing): the check counts it as stale, and once
  * it has been behind for three intervals the replica is no longer fresh. The group's
  * next snapshot is loaded and makes it fresh again. */
-static void test_group_behind_for_long_is_not_fresh(void **state)
+TL_TEST_WITH(test_group_behind_for_long_is_not_fresh, setup_check, teardown)
 {
     fx *f = *state;
     long long v = insert_snapshot(f, "edge");
@@ -504,20 +504,5 @@ static void test_group_behind_for_long_is_not_fresh(void **state)
 int main(void)
 {
     sx_log_configure(SX_LOG_ERROR, NULL);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_first_load_then_notify, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_never_back_in_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_subscription_coalesces, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_resync_after_first_load, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_periodic_check_resyncs_subscriptions, setup_check,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_failed_subscription_retried, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_notify_while_database_unreachable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_resync_after_outage, setup_cut_both, teardown),
-        cmocka_unit_test_setup_teardown(test_periodic_check_loads_missed_snapshot, setup_check,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_group_behind_for_long_is_not_fresh, setup_check,
-                                        teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tl_run("tests", NULL, NULL);
 }

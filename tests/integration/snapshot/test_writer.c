@@ -118,7 +118,7 @@ static void on_snapshot(void *ctx, const char *channel, const char *payload)
     atomic_fetch_add(&h->heard, 1);
 }
 
-static void test_notify_finds_snapshot_in_redis(void **state)
+TL_TEST_FX(test_notify_finds_snapshot_in_redis)
 {
     fx *f = *state;
     hearer h = {.f = f};
@@ -150,7 +150,7 @@ static void test_notify_finds_snapshot_in_redis(void **state)
     pg_listener_destroy(l);
 }
 
-static void test_failed_transaction_leaves_no_stale_entry(void **state)
+TL_TEST_FX(test_failed_transaction_leaves_no_stale_entry)
 {
     fx *f = *state;
     sx_err err;
@@ -224,7 +224,7 @@ static void check_stored_ir(fx *f, const char *spec)
     json_decref(want);
 }
 
-static void test_stored_ir_is_the_composed_snapshot(void **state)
+TL_TEST_FX(test_stored_ir_is_the_composed_snapshot)
 {
     fx *f = *state;
     check_stored_ir(f, "{}");
@@ -252,7 +252,7 @@ static const char *query_text(fx *f, const char *sql, const char *param)
 }
 
 /* A large snapshot is stored whole, compressed with LZ4 when PostgreSQL offers it. */
-static void test_large_snapshot_is_stored_whole(void **state)
+TL_TEST_FX(test_large_snapshot_is_stored_whole)
 {
     fx *f = *state;
     sx_buf spec = {0};
@@ -277,6 +277,4 @@ static void test_large_snapshot_is_stored_whole(void **state)
     assert_string_equal(method, lz4 ? "lz4" : "pglz");
 }
 
-TL_MAIN(TL_FX(test_notify_finds_snapshot_in_redis),
-        TL_FX(test_failed_transaction_leaves_no_stale_entry),
-        TL_FX(test_stored_ir_is_the_composed_snapshot), TL_FX(test_large_snapshot_is_stored_whole))
+TL_MAIN()

@@ -24,7 +24,7 @@ static int db_teardown(void **state)
     return 0;
 }
 
-/* A TL_MAIN entry for test f run on a database of its own. */
-#define DB_FX(f) cmocka_unit_test_setup_teardown(f, db_setup, db_teardown)
+/* DB_TEST(name) { body }: a test run on a database of its own. */
+#define DB_TEST(name) TL_TEST_WITH(name, db_setup, db_teardown)
 
 #endif

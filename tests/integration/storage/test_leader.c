@@ -110,9 +110,8 @@ static int terminate(const char *url, const char *app)
     return n;
 }
 
-static void test_lock_is_held_by_one_session(void **state)
+TL_TEST(test_lock_is_held_by_one_session)
 {
-    (void)state;
     char *url = tl_db_create();
     pg_lock_options o = {.url = url, .application_name = "test-lock-a", .lease_ms = 3000};
     pg_lock_session *a, *b;
@@ -149,9 +148,8 @@ static void test_lock_is_held_by_one_session(void **state)
     tl_db_drop(url);
 }
 
-static void test_one_leader_and_take_over(void **state)
+TL_TEST(test_one_leader_and_take_over)
 {
-    (void)state;
     char *url = tl_db_create();
     nchanges = 0;
     replica rs[2];
@@ -218,9 +216,8 @@ static void test_one_leader_and_take_over(void **state)
     tl_db_drop(url);
 }
 
-static void test_without_database_never_leads(void **state)
+TL_TEST(test_without_database_never_leads)
 {
-    (void)state;
     replica r;
     replica_start(&r, 0, NULL);
     usleep(200000);
@@ -229,6 +226,4 @@ static void test_without_database_never_leads(void **state)
     replica_stop(&r);
 }
 
-TL_MAIN(cmocka_unit_test(test_lock_is_held_by_one_session),
-        cmocka_unit_test(test_one_leader_and_take_over),
-        cmocka_unit_test(test_without_database_never_leads))
+TL_MAIN()

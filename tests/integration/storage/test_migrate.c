@@ -170,9 +170,8 @@ static void rm_dir(char *dir)
 
 /* ------------------------------------------------------------------- tests */
 
-static void test_from_empty(void **state)
+DB_TEST(test_from_empty)
 {
-    (void)state;
     sx_err err;
     int applied = -1;
     int rc = migrate_run(db_url, NULL, &applied, &err);
@@ -216,9 +215,8 @@ static void test_from_empty(void **state)
     PQfinish(c);
 }
 
-static void test_rerun_is_noop(void **state)
+DB_TEST(test_rerun_is_noop)
 {
-    (void)state;
     int applied = -1;
     assert_int_equal(migrate_run(db_url, NULL, &applied, NULL), 0);
     assert_int_equal(applied, embedded_count());
@@ -248,9 +246,8 @@ static void *run_thread(void *p)
     return NULL;
 }
 
-static void test_concurrent_runs(void **state)
+DB_TEST(test_concurrent_runs)
 {
-    (void)state;
     run_arg args[2] = {{.url = db_url}, {.url = db_url}};
     tl_race(run_thread, args, sizeof(args[0]), 2);
     for (int i = 0; i < 2; i++) {
@@ -268,9 +265,8 @@ static void test_concurrent_runs(void **state)
     PQfinish(c);
 }
 
-static void test_changed_file_refused(void **state)
+DB_TEST(test_changed_file_refused)
 {
-    (void)state;
     char *dir = copy_migrations();
     int applied = -1;
     sx_err err;
@@ -305,9 +301,8 @@ static void test_changed_file_refused(void **state)
     rm_dir(dir);
 }
 
-static void test_broken_file_rolls_back_alone(void **state)
+DB_TEST(test_broken_file_rolls_back_alone)
 {
-    (void)state;
     char *dir = copy_migrations();
     write_file(dir, "0900_good.sql", "CREATE TABLE good_table (id int);\n", "wb");
     write_file(dir, "0901_broken.sql",
@@ -356,9 +351,8 @@ static void expect_refused(PGconn *c, const char *sql)
     free(msg);
 }
 
-static void test_history_tables_refuse_changes(void **state)
+DB_TEST(test_history_tables_refuse_changes)
 {
-    (void)state;
     assert_int_equal(migrate_run(db_url, NULL, NULL, NULL), 0);
     PGconn *c = db_connect(db_url);
     free(q1(c, "INSERT INTO audit_log (actor, action, resource_type, resource_id, result,"
@@ -418,9 +412,8 @@ static void test_history_tables_refuse_changes(void **state)
     PQfinish(c);
 }
 
-static void test_status_counts_pending(void **state)
+DB_TEST(test_status_counts_pending)
 {
-    (void)state;
     pg_pool *pool;
     pg_pool_options opt = {.url = db_url, .size = 2};
     assert_int_equal(pg_pool_create(&opt, &pool, NULL), 0);
@@ -445,9 +438,8 @@ static void test_status_counts_pending(void **state)
     pg_pool_destroy(pool);
 }
 
-static void test_bad_inputs(void **state)
+TL_TEST(test_bad_inputs)
 {
-    (void)state;
     char url[128];
     snprintf(url, sizeof(url), "postgresql://sextant@127.0.0.1:%d/none?connect_timeout=2",
              tl_free_port());
@@ -463,7 +455,4 @@ static void test_bad_inputs(void **state)
     tl_db_drop(db);
 }
 
-TL_MAIN(DB_FX(test_from_empty), DB_FX(test_rerun_is_noop), DB_FX(test_concurrent_runs),
-        DB_FX(test_changed_file_refused), DB_FX(test_broken_file_rolls_back_alone),
-        DB_FX(test_history_tables_refuse_changes), DB_FX(test_status_counts_pending),
-        cmocka_unit_test(test_bad_inputs))
+TL_MAIN()

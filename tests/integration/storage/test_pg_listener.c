@@ -169,9 +169,8 @@ static void assert_destroy_prompt(pg_listener *l)
     assert_true(tl_now_ms() - t0 < 1000);
 }
 
-static void test_notify_reaches_subscriber(void **state)
+TL_TEST(test_notify_reaches_subscriber)
 {
-    (void)state;
     fixture f;
     rec r;
     fx_open_listening(&f, &r);
@@ -203,9 +202,8 @@ static void test_notify_reaches_subscriber(void **state)
     fx_close(&f);
 }
 
-static void test_channels_dispatched(void **state)
+TL_TEST(test_channels_dispatched)
 {
-    (void)state;
     fixture f;
     fx_open(&f);
     rec a, a2, b, odd;
@@ -247,9 +245,8 @@ static void test_channels_dispatched(void **state)
     fx_close(&f);
 }
 
-static void test_reconnect_after_backend_killed(void **state)
+TL_TEST(test_reconnect_after_backend_killed)
 {
-    (void)state;
     fixture f;
     rec r;
     fx_open_listening(&f, &r);
@@ -281,9 +278,8 @@ static void test_reconnect_after_backend_killed(void **state)
     fx_close(&f);
 }
 
-static void test_stop_is_prompt(void **state)
+TL_TEST(test_stop_is_prompt)
 {
-    (void)state;
     fixture f;
     rec r;
     fx_open_subscribed(&f, &r);
@@ -323,9 +319,8 @@ static void test_stop_is_prompt(void **state)
     close(fd);
 }
 
-static void test_bad_arguments(void **state)
+TL_TEST(test_bad_arguments)
 {
-    (void)state;
     fixture f;
     fx_open(&f);
     rec r;
@@ -360,7 +355,4 @@ static void test_bad_arguments(void **state)
     fx_close(&f);
 }
 
-TL_MAIN(cmocka_unit_test(test_notify_reaches_subscriber),
-        cmocka_unit_test(test_channels_dispatched),
-        cmocka_unit_test(test_reconnect_after_backend_killed),
-        cmocka_unit_test(test_stop_is_prompt), cmocka_unit_test(test_bad_arguments))
+TL_MAIN()

@@ -68,9 +68,8 @@ static void assert_query_one(pg_conn *c, const char *sql, const char *want)
     free(got);
 }
 
-static void test_acquire_release_reuse(void **state)
+TL_TEST(test_acquire_release_reuse)
 {
-    (void)state;
     sx_metrics *m = sx_metrics_create();
     pg_pool *p = make_pool(2, 0, 0, m);
     sx_metric *open = sx_metrics_gauge(m, "sextant_db_connections", "", NULL);
@@ -122,9 +121,8 @@ static void test_acquire_release_reuse(void **state)
     sx_metrics_destroy(m);
 }
 
-static void test_errors_map_to_codes(void **state)
+TL_TEST(test_errors_map_to_codes)
 {
-    (void)state;
     pg_pool *p = make_pool(1, 0, 0, NULL);
     sx_err err;
     pg_conn *c = acquire(p);
@@ -157,9 +155,8 @@ static void test_errors_map_to_codes(void **state)
     pg_pool_destroy(p);
 }
 
-static void test_statement_timeout(void **state)
+TL_TEST(test_statement_timeout)
 {
-    (void)state;
     pg_pool *p = make_pool(1, 200, 0, NULL);
     sx_err err;
     pg_conn *c = acquire(p);
@@ -204,9 +201,8 @@ static void admin_terminate(const char *pid)
     PQfinish(a);
 }
 
-static void test_terminated_backend_replaced(void **state)
+TL_TEST(test_terminated_backend_replaced)
 {
-    (void)state;
     pg_pool *p = make_pool(1, 0, 0, NULL);
     sx_err err;
     pg_conn *c = acquire(p);
@@ -234,9 +230,8 @@ static void test_terminated_backend_replaced(void **state)
     pg_pool_destroy(p);
 }
 
-static void test_unreachable_server(void **state)
+TL_TEST(test_unreachable_server)
 {
-    (void)state;
     char url[128];
     snprintf(url, sizeof(url), "postgresql://sextant@127.0.0.1:%d/nothing", tl_free_port());
     sx_metrics *m = sx_metrics_create();
@@ -297,9 +292,8 @@ static double gauge(sx_metrics *m, const char *name)
 /* While the server refuses the pool, the pool reconnects by itself in the background
  * (no request needed) once the server takes connections again, and it says so: the
  * reconnection is counted and the server it reached is named. */
-static void test_reconnects_in_background(void **state)
+TL_TEST(test_reconnects_in_background)
 {
-    (void)state;
     char *url = tl_role_create(db_url);
     sx_metrics *m = sx_metrics_create();
     pg_pool_options o = {.url = url, .size = 2, .connect_timeout_ms = 2000, .metrics = m};
@@ -351,9 +345,8 @@ static void *release_later(void *arg)
     return NULL;
 }
 
-static void test_exhaustion(void **state)
+TL_TEST(test_exhaustion)
 {
-    (void)state;
     pg_pool *p = make_pool(1, 0, 300, NULL);
     sx_err err;
     pg_conn *c1, *c2;
@@ -418,9 +411,8 @@ static long long count_items(pg_pool *p)
     return n;
 }
 
-static void test_tx_rolls_back(void **state)
+TL_TEST(test_tx_rolls_back)
 {
-    (void)state;
     pg_pool *p = make_pool(2, 0, 0, NULL);
     sx_err err;
     pg_conn *c = acquire(p);
@@ -461,9 +453,8 @@ static void test_tx_rolls_back(void **state)
 /* With prepared_statements, a text is parsed and planned once per session and run by
  * name after; errors, aborted transactions and a table changing under a statement give
  * the answers they give unprepared. */
-static void test_prepared_statements(void **state)
+TL_TEST(test_prepared_statements)
 {
-    (void)state;
     pg_pool_options o = {.url = db_url, .size = 1, .prepared_statements = true};
     pg_pool *p = NULL;
     sx_err err;
@@ -536,9 +527,4 @@ static void test_prepared_statements(void **state)
     pg_pool_destroy(p);
 }
 
-TL_MAIN_GROUP(db_setup, db_teardown, cmocka_unit_test(test_acquire_release_reuse),
-              cmocka_unit_test(test_errors_map_to_codes), cmocka_unit_test(test_statement_timeout),
-              cmocka_unit_test(test_terminated_backend_replaced),
-              cmocka_unit_test(test_unreachable_server),
-              cmocka_unit_test(test_reconnects_in_background), cmocka_unit_test(test_exhaustion),
-              cmocka_unit_test(test_tx_rolls_back), cmocka_unit_test(test_prepared_statements))
+TL_MAIN_GROUP(db_setup, db_teardown)

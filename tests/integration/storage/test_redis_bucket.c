@@ -71,9 +71,8 @@ static void compare(int64_t rate, int64_t burst, int64_t step_max, int takes, un
     redis_bucket_destroy(b);
 }
 
-static void test_same_math_as_local_buckets(void **state)
+TL_TEST(test_same_math_as_local_buckets)
 {
-    (void)state;
     compare(1, 5, 1500, 400, 1);
     compare(2, 10, 900, 400, 2);
     compare(7, 3, 300, 400, 3);
@@ -81,9 +80,8 @@ static void test_same_math_as_local_buckets(void **state)
     compare(1000, 1, 3, 400, 5);
 }
 
-static void test_refusals_counted_until_allowed(void **state)
+TL_TEST(test_refusals_counted_until_allowed)
 {
-    (void)state;
     redis_bucket *b = make(tl_env("SEXTANT_TEST_REDIS_URL"));
     redis_bucket_result r;
     int64_t t = 5000000;
@@ -109,9 +107,8 @@ static void test_refusals_counted_until_allowed(void **state)
     redis_bucket_destroy(b);
 }
 
-static void test_keys_expire_and_scripts_reload(void **state)
+TL_TEST(test_keys_expire_and_scripts_reload)
 {
-    (void)state;
     const char *url = tl_env("SEXTANT_TEST_REDIS_URL");
     redis_bucket *b = make(url);
     redisContext *raw = tl_redis_connect(url);
@@ -143,9 +140,8 @@ static void test_keys_expire_and_scripts_reload(void **state)
     redis_bucket_destroy(b);
 }
 
-static void test_disabled_and_unreachable(void **state)
+TL_TEST(test_disabled_and_unreachable)
 {
-    (void)state;
     redis_bucket_result r;
     redis_bucket *off = make("");
     assert_false(redis_bucket_enabled(off));
@@ -174,11 +170,5 @@ static void test_disabled_and_unreachable(void **state)
 int main(void)
 {
     snprintf(prefix, sizeof(prefix), "sxtest:%d:%lld:", (int)getpid(), tl_now_ms());
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_math_as_local_buckets),
-        cmocka_unit_test(test_refusals_counted_until_allowed),
-        cmocka_unit_test(test_keys_expire_and_scripts_reload),
-        cmocka_unit_test(test_disabled_and_unreachable),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tl_run("tests", NULL, NULL);
 }

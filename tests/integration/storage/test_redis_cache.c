@@ -149,9 +149,8 @@ static int wait_hit(redis_cache *c, const char *key, const char *refill, char **
     return rc;
 }
 
-static void test_round_trip_binary(void **state)
+TL_TEST(test_round_trip_binary)
 {
-    (void)state;
     sx_metrics *m = sx_metrics_create();
     redis_cache *c = make_cache(tl_env("SEXTANT_TEST_REDIS_URL"), 0, m);
 
@@ -203,9 +202,8 @@ static void test_round_trip_binary(void **state)
     sx_metrics_destroy(m);
 }
 
-static void test_ttl(void **state)
+TL_TEST(test_ttl)
 {
-    (void)state;
     redis_cache *c = make_cache(tl_env("SEXTANT_TEST_REDIS_URL"), 0, NULL);
     redisContext *raw = tl_redis_connect(tl_env("SEXTANT_TEST_REDIS_URL"));
     char full[160];
@@ -241,9 +239,8 @@ static void test_ttl(void **state)
     redis_cache_destroy(c);
 }
 
-static void test_outage_and_recovery(void **state)
+TL_TEST(test_outage_and_recovery)
 {
-    (void)state;
     const int timeout_ms = 500;
     own o;
     own_open(&o, timeout_ms);
@@ -296,9 +293,8 @@ static void test_outage_and_recovery(void **state)
     own_close(&o);
 }
 
-static void test_hung_redis_times_out(void **state)
+TL_TEST(test_hung_redis_times_out)
 {
-    (void)state;
     const int timeout_ms = 200;
     own o;
     own_open(&o, timeout_ms);
@@ -342,9 +338,8 @@ static void test_hung_redis_times_out(void **state)
     own_close(&o);
 }
 
-static void test_auth_and_select(void **state)
+TL_TEST(test_auth_and_select)
 {
-    (void)state;
     tl_redis r = {0};
     tl_redis_start(&r);
     redisContext *raw = tl_redis_connect(r.url);
@@ -390,9 +385,8 @@ static void test_auth_and_select(void **state)
     tl_redis_stop(&r);
 }
 
-static void test_disabled(void **state)
+TL_TEST(test_disabled)
 {
-    (void)state;
     sx_metrics *m = sx_metrics_create();
     log_capture_start();
     const char *urls[] = {"", NULL};
@@ -417,9 +411,8 @@ static void test_disabled(void **state)
     sx_metrics_destroy(m);
 }
 
-static void test_malformed_urls(void **state)
+TL_TEST(test_malformed_urls)
 {
-    (void)state;
     const char *bad[] = {
         "http://127.0.0.1:6379",  "redis://",           "redis://:6379",
         "redis://127.0.0.1:0",    "redis://host:99999", "redis://host:12ab",
@@ -457,11 +450,5 @@ static void test_malformed_urls(void **state)
 int main(void)
 {
     snprintf(prefix, sizeof(prefix), "sxtest:%d:%lld:", (int)getpid(), tl_now_ms());
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_binary),   cmocka_unit_test(test_ttl),
-        cmocka_unit_test(test_outage_and_recovery), cmocka_unit_test(test_hung_redis_times_out),
-        cmocka_unit_test(test_auth_and_select),     cmocka_unit_test(test_disabled),
-        cmocka_unit_test(test_malformed_urls),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return tl_run("tests", NULL, NULL);
 }

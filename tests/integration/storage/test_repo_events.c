@@ -98,7 +98,7 @@ static void exec(pg_conn *c, const char *sql)
     TL_OK(pg_exec(c, sql, 0, NULL, NULL, &e_));
 }
 
-static void test_round_trip(void **state)
+TL_TEST_FX(test_round_trip)
 {
     fx *f = *state;
     json_t *data = json_pack("{s:I,s:s}", "version", (json_int_t)4, "error", "bad route");
@@ -165,7 +165,7 @@ static void test_round_trip(void **state)
 
 /* An open transaction's event holds back what sorts after it; committed, it comes
  * first. */
-static void test_open_transaction_holds_back(void **state)
+TL_TEST_FX(test_open_transaction_holds_back)
 {
     fx *f = *state;
     event_pos head;
@@ -201,7 +201,7 @@ static void test_open_transaction_holds_back(void **state)
 
 /* A write transaction left open in another database of the same cluster (another
  * tenant, another test) holds nothing back: it can never insert into this events table. */
-static void test_other_database_holds_nothing_back(void **state)
+TL_TEST_FX(test_other_database_holds_nothing_back)
 {
     fx *f = *state;
     f->other_url = tl_db_create();
@@ -239,7 +239,7 @@ static void test_other_database_holds_nothing_back(void **state)
 /* A transaction that took its id after another committed, but started (got its
  * transaction id) before it, is streamed before it: a reader that had moved past the
  * other one by id would have lost it. */
-static void test_stream_order_is_transaction_order(void **state)
+TL_TEST_FX(test_stream_order_is_transaction_order)
 {
     fx *f = *state;
     TL_OK(pg_begin(f->s.w, &e_));
@@ -281,7 +281,7 @@ static void test_stream_order_is_transaction_order(void **state)
     assert_false(l.pending);
 }
 
-static void test_position_prune(void **state)
+TL_TEST_FX(test_position_prune)
 {
     fx *f = *state;
     long long a = insert(f->s.c, "proxy_connected", "a");
@@ -329,7 +329,7 @@ static void test_position_prune(void **state)
     assert_string_equal(ids, want);
 }
 
-static void test_emit(void **state)
+TL_TEST_FX(test_emit)
 {
     fx *f = *state;
     /* The NOTIFY arrives on a session listening on the channel, after the commit. */
@@ -397,6 +397,4 @@ static void test_emit(void **state)
     assert_null(events_type_resource("nope"));
 }
 
-TL_MAIN(TL_FX(test_round_trip), TL_FX(test_open_transaction_holds_back),
-        TL_FX(test_other_database_holds_nothing_back),
-        TL_FX(test_stream_order_is_transaction_order), TL_FX(test_position_prune), TL_FX(test_emit))
+TL_MAIN()

@@ -47,7 +47,7 @@ static void store(pg_conn *c, sx_arena *a, const char *subject, const char *key,
     TL_OK(pg_commit(c, &e_));
 }
 
-static void test_claim_answer_lookup(void **state)
+TL_TEST_SESSIONS(test_claim_answer_lookup)
 {
     fx *f = *state;
     char h1[65], h2[65];
@@ -84,7 +84,7 @@ static void test_claim_answer_lookup(void **state)
     pg_rollback(f->c);
 }
 
-static void test_rolled_back_claim_frees_the_key(void **state)
+TL_TEST_SESSIONS(test_rolled_back_claim_frees_the_key)
 {
     fx *f = *state;
     char h[65];
@@ -133,7 +133,7 @@ static bool claim_is_waiting(fx *f)
     return waiting;
 }
 
-static void test_claim_waits_for_the_holder(void **state)
+TL_TEST_SESSIONS(test_claim_waits_for_the_holder)
 {
     fx *f = *state;
     char h[65];
@@ -166,7 +166,7 @@ static void age(fx *f, const char *key, const char *interval)
     TL_OK(pg_exec(f->c, sql, 0, NULL, NULL, &e_));
 }
 
-static void test_expiry(void **state)
+TL_TEST_SESSIONS(test_expiry)
 {
     fx *f = *state;
     char h1[65], h2[65];
@@ -200,7 +200,7 @@ static void test_expiry(void **state)
     assert_int_equal(idem_repo_prune(f->c, -1, NULL, &err), SX_EINVAL);
 }
 
-static void test_bad_input(void **state)
+TL_TEST_SESSIONS(test_bad_input)
 {
     fx *f = *state;
     char k255[256], k256[257], h[65];
@@ -227,7 +227,4 @@ static void test_bad_input(void **state)
     store(f->c, f->a, "alice", k255, h, 200, "{}");
 }
 
-TL_MAIN(TL_SESSIONS_FX(test_claim_answer_lookup),
-        TL_SESSIONS_FX(test_rolled_back_claim_frees_the_key),
-        TL_SESSIONS_FX(test_claim_waits_for_the_holder), TL_SESSIONS_FX(test_expiry),
-        TL_SESSIONS_FX(test_bad_input))
+TL_MAIN()

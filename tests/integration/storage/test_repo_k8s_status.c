@@ -40,9 +40,8 @@ static void put(const char *kind, const char *ns, const char *name, long long ge
     "{\"parents\":[{\"parentRef\":{\"name\":\"web\"},\"conditions\":[{\"type\":\"ResolvedRefs\","  \
     "\"status\":\"False\",\"reason\":\"BackendNotFound\"}]}]}"
 
-static void test_put_read_keep(void **state)
+TL_TEST(test_put_read_keep)
 {
-    (void)state;
     put("HTTPRoute", "shop", "a-route", 3, ROUTE_STATUS, "Gateway shop/web");
     put("Gateway", "shop", "web", 1, GW_STATUS, "Gateway shop/web");
     put("Gateway", "shop", "other", 1, GW_STATUS, "Gateway shop/other");
@@ -98,9 +97,8 @@ static void test_put_read_keep(void **state)
     sx_arena_destroy(a);
 }
 
-static void test_bad_input(void **state)
+TL_TEST(test_bad_input)
 {
-    (void)state;
     long long before = count_rows();
     sx_err err;
     json_t *obj = json_object(), *arr = json_array();
@@ -128,5 +126,4 @@ static void test_bad_input(void **state)
     sx_arena_destroy(a);
 }
 
-TL_MAIN_GROUP(db_conn_setup, db_conn_teardown, cmocka_unit_test(test_put_read_keep),
-              cmocka_unit_test(test_bad_input))
+TL_MAIN_GROUP(db_conn_setup, db_conn_teardown)

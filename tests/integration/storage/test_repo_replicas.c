@@ -22,9 +22,8 @@ static long long count_rows(const char *where)
     return n;
 }
 
-static void test_beat_list_forget(void **state)
+TL_TEST(test_beat_list_forget)
 {
-    (void)state;
     replica_beat a = {.replica_id = "a",
                       .version = "1.2.3",
                       .http_address = "10.0.0.1:8080",
@@ -93,9 +92,8 @@ static void test_beat_list_forget(void **state)
     sx_arena_destroy(ar);
 }
 
-static void test_bad_input(void **state)
+TL_TEST(test_bad_input)
 {
-    (void)state;
     exec("DELETE FROM replicas");
     sx_err err;
     replica_beat none = {.replica_id = ""};
@@ -118,5 +116,4 @@ static void test_bad_input(void **state)
     sx_arena_destroy(ar);
 }
 
-TL_MAIN_GROUP(db_conn_setup, db_conn_teardown, cmocka_unit_test(test_beat_list_forget),
-              cmocka_unit_test(test_bad_input))
+TL_MAIN_GROUP(db_conn_setup, db_conn_teardown)

@@ -26,7 +26,7 @@ static long long rows(fx *f)
     return n;
 }
 
-static void test_bad_input_stores_nothing(void **state)
+TL_TEST_SESSIONS(test_bad_input_stores_nothing)
 {
     fx *f = *state;
     revoke_added out;
@@ -46,7 +46,7 @@ static void test_bad_input_stores_nothing(void **state)
     assert_int_equal(rows(f), 0);
 }
 
-static void test_stored_loaded_and_checked(void **state)
+TL_TEST_SESSIONS(test_stored_loaded_and_checked)
 {
     fx *f = *state;
     revoke_added out;
@@ -99,5 +99,4 @@ static void test_stored_loaded_and_checked(void **state)
     revocations_destroy(r);
 }
 
-TL_MAIN(TL_SESSIONS_FX(test_bad_input_stores_nothing),
-        TL_SESSIONS_FX(test_stored_loaded_and_checked))
+TL_MAIN()

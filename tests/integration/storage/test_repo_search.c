@@ -54,9 +54,8 @@ static const char *find(sx_arena *a, const char *q, int limit)
     return buf;
 }
 
-static void test_fragments(void **state)
+TL_TEST(test_fragments)
 {
-    (void)state;
     sx_arena *a = sx_arena_create();
     /* a fragment of a proxy's id, any case; the exact match comes first */
     assert_string_equal(find(a, "7f3a", 8), "proxy:EDGE-7F3A proxy:edge-7f3a9c-west");
@@ -87,9 +86,8 @@ static void test_fragments(void **state)
     sx_arena_destroy(a);
 }
 
-static void test_wildcards_are_literal(void **state)
+TL_TEST(test_wildcards_are_literal)
 {
-    (void)state;
     sx_arena *a = sx_arena_create();
     /* % and _ match only themselves */
     assert_string_equal(find(a, "%", 8), "proxy:sidecar_100% config:" CFG_PCT);
@@ -105,18 +103,16 @@ static void test_wildcards_are_literal(void **state)
     sx_arena_destroy(a);
 }
 
-static void test_limit_per_kind(void **state)
+TL_TEST(test_limit_per_kind)
 {
-    (void)state;
     sx_arena *a = sx_arena_create();
     assert_string_equal(find(a, "e", 1),
                         "proxy:EDGE-7F3A config:" CFG_PCT " group:edge deployment:" DEPLOY);
     sx_arena_destroy(a);
 }
 
-static void test_bad_input(void **state)
+TL_TEST(test_bad_input)
 {
-    (void)state;
     sx_arena *a = sx_arena_create();
     search_list l;
     sx_err e_;
@@ -138,13 +134,4 @@ static void test_bad_input(void **state)
     sx_arena_destroy(a);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fragments),
-        cmocka_unit_test(test_wildcards_are_literal),
-        cmocka_unit_test(test_limit_per_kind),
-        cmocka_unit_test(test_bad_input),
-    };
-    return cmocka_run_group_tests(tests, setup, db_conn_teardown);
-}
+TL_MAIN_GROUP(setup, db_conn_teardown)

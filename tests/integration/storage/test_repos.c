@@ -99,7 +99,7 @@ static void *write_version(void *p)
     return NULL;
 }
 
-static void test_configs_round_trip(void **state)
+TL_TEST_FX(test_configs_round_trip)
 {
     fx *f = *state;
     json_t *spec = js("{\"listeners\": [{\"name\": \"http\", \"port\": 8080}], \"b\": 1.5}");
@@ -268,7 +268,7 @@ static void test_configs_round_trip(void **state)
 
 /* A config's source and source_ref: stored, read back by every read, filtered on,
  * required together, kept by a REST change and replaced by a managed one. */
-static void test_config_source(void **state)
+TL_TEST_FX(test_config_source)
 {
     fx *f = *state;
     cfg_record *rest = create_config(f, "default", "api", "edge", "{\"a\": 1}");
@@ -392,7 +392,7 @@ static int hold_name_tx(pg_conn *c, void *p, sx_err *err)
     return waiting == 1 ? 0 : sx_err_set(err, SX_EINTERNAL, "no transaction waited on the name");
 }
 
-static void test_config_name_lock(void **state)
+TL_TEST_FX(test_config_name_lock)
 {
     fx *f = *state;
     pthread_barrier_t locked;
@@ -465,7 +465,7 @@ static void assert_same_snapshot(const snap_record *a, const snap_record *b)
     assert_string_equal(a->created_at, b->created_at);
 }
 
-static void test_snapshots_round_trip(void **state)
+TL_TEST_FX(test_snapshots_round_trip)
 {
     fx *f = *state;
     cfg_record *cfg = create_config(f, "default", "web", "edge", "{}");
@@ -579,7 +579,7 @@ static int cmp_ll(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void test_snapshots_concurrent_versions(void **state)
+TL_TEST_FX(test_snapshots_concurrent_versions)
 {
     fx *f = *state;
     racer r[2] = {{.f = f}, {.f = f}};
@@ -637,7 +637,7 @@ static snap_repo *cache_only_repo(redis_cache *cache, pg_pool **pool)
     return snap_repo_create(*pool, cache);
 }
 
-static void test_snapshot_reads_fill_cache(void **state)
+TL_TEST_FX(test_snapshot_reads_fill_cache)
 {
     fx *f = *state;
     const char *rurl = tl_env("SEXTANT_TEST_REDIS_URL");
@@ -691,7 +691,7 @@ static void test_snapshot_reads_fill_cache(void **state)
     free(raw);
 }
 
-static void test_snapshot_reads_survive_redis_outage(void **state)
+TL_TEST_FX(test_snapshot_reads_survive_redis_outage)
 {
     fx *f = *state;
     tl_redis redis = {0};
@@ -770,7 +770,7 @@ static void upsert(fx *f, const char *id, const char *group, const char *replica
 /* A node silent past the threshold while marked connected (its replica gone) is marked
  * disconnected once, after it was marked stale; activity on its stream makes it connected again,
  * but activity reported late for a node whose stream really ended does not. */
-static void test_nodes_lost(void **state)
+TL_TEST_FX(test_nodes_lost)
 {
     fx *f = *state;
     upsert(f, "quiet", "edge", "r1");
@@ -814,7 +814,7 @@ static void test_nodes_lost(void **state)
     assert_string_equal(n->disconnect_reason, "client_disconnect");
 }
 
-static void test_nodes(void **state)
+TL_TEST_FX(test_nodes)
 {
     fx *f = *state;
     upsert(f, "n1", "edge", "r1");
@@ -906,7 +906,7 @@ static void test_nodes(void **state)
 
 /* ------------------------------------------------------------- deployments */
 
-static void test_deployments(void **state)
+TL_TEST_FX(test_deployments)
 {
     fx *f = *state;
     cfg_record *cfg = create_config(f, "default", "web", "edge", "{}");
@@ -1014,7 +1014,7 @@ static void test_deployments(void **state)
 
 /* ------------------------------------------------------------------- audit */
 
-static void test_audit(void **state)
+TL_TEST_FX(test_audit)
 {
     fx *f = *state;
     const struct {
@@ -1147,7 +1147,7 @@ static void assert_cursor(fx *f, const char *cursor, const char *want)
 /* Clients keep cursors across upgrades: every list's next_cursor is base64url of the
  * compact JSON array of the last row's sort key, and a cursor written that way by hand
  * continues the list; a key of the wrong kind is an invalid cursor. */
-static void test_cursor_wire_format(void **state)
+TL_TEST_FX(test_cursor_wire_format)
 {
     fx *f = *state;
     sx_err err;
@@ -1268,8 +1268,4 @@ static void test_cursor_wire_format(void **state)
         SX_EINVAL);
 }
 
-TL_MAIN(TL_FX(test_configs_round_trip), TL_FX(test_config_source), TL_FX(test_config_name_lock),
-        TL_FX(test_snapshots_round_trip), TL_FX(test_snapshots_concurrent_versions),
-        TL_FX(test_snapshot_reads_fill_cache), TL_FX(test_snapshot_reads_survive_redis_outage),
-        TL_FX(test_nodes), TL_FX(test_nodes_lost), TL_FX(test_deployments), TL_FX(test_audit),
-        TL_FX(test_cursor_wire_format))
+TL_MAIN()

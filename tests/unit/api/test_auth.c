@@ -240,9 +240,8 @@ static void expect_hs256(const sextant_config *cfg, int64_t exp_off, const char 
 
 /* ------------------------------------------------------------------ accepted */
 
-static void test_hs256_and_rs256_accepted(void **state)
+TL_TEST(test_hs256_and_rs256_accepted)
 {
-    (void)state;
     sextant_config *cfg = full_cfg();
     char *c = claims(600, NULL);
     char *hs = sign(JWT_ALG_HS256, SECRET, c);
@@ -280,9 +279,8 @@ static void test_hs256_and_rs256_accepted(void **state)
 
 /* ------------------------------------------------------------------ refused */
 
-static void test_time_claims(void **state)
+TL_TEST(test_time_claims)
 {
-    (void)state;
     sextant_config *cfg = full_cfg();
     struct {
         int64_t exp_off;
@@ -324,9 +322,8 @@ static void test_time_claims(void **state)
     config_free(cfg);
 }
 
-static void test_issuer_audience_subject_role(void **state)
+TL_TEST(test_issuer_audience_subject_role)
 {
-    (void)state;
     sextant_config *cfg = full_cfg();
     struct {
         const char *claims_fmt; /* one %lld: exp */
@@ -374,9 +371,8 @@ static void test_issuer_audience_subject_role(void **state)
     config_free(cfg);
 }
 
-static void test_signatures_and_algorithms(void **state)
+TL_TEST(test_signatures_and_algorithms)
 {
-    (void)state;
     sextant_config *full = full_cfg(), *hs = hs_only_cfg(), *rs = rs_only_cfg();
     char *c = claims(600, NULL);
 
@@ -439,9 +435,8 @@ static void test_signatures_and_algorithms(void **state)
     config_free(rs);
 }
 
-static void test_missing_and_garbled(void **state)
+TL_TEST(test_missing_and_garbled)
 {
-    (void)state;
     sextant_config *cfg = full_cfg();
     auth_verifier *v = auth_verifier_create(cfg);
     sx_arena *a = sx_arena_create();
@@ -500,9 +495,8 @@ static void test_missing_and_garbled(void **state)
 
 /* ------------------------------------------------------------------ minting */
 
-static void test_mint(void **state)
+TL_TEST(test_mint)
 {
-    (void)state;
     /* RS256 when a private key is configured, and the server accepts it. */
     sextant_config *cfg = full_cfg();
     char *token = NULL;
@@ -587,9 +581,8 @@ static bool granted(const char *role, const char *res, const char *act)
     return false;
 }
 
-static void test_builtin_policy_table(void **state)
+TL_TEST(test_builtin_policy_table)
 {
-    (void)state;
     policy *p = policy_builtin();
     const char *roles[] = {"admin", "operator", "viewer"};
     int failures = 0;
@@ -615,9 +608,8 @@ static void test_builtin_policy_table(void **state)
     policy_free(p);
 }
 
-static void test_policy_file(void **state)
+TL_TEST(test_policy_file)
 {
-    (void)state;
     tl_write_file(policy_path, "# a custom policy\n"
                                "roles:\n"
                                "  - name: edge-oncall\n"
@@ -661,9 +653,8 @@ static void test_policy_file(void **state)
     assert_non_null(strstr(err.message, "No such file"));
 }
 
-static void test_bad_policies(void **state)
+TL_TEST(test_bad_policies)
 {
-    (void)state;
     struct {
         const char *yaml;
         const char *where; /* "rbac.yaml:LINE" of one of the errors */
@@ -760,10 +751,4 @@ static void test_bad_policies(void **state)
     sx_fielderrs_free(&errs);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_hs256_and_rs256_accepted),
-              cmocka_unit_test(test_time_claims),
-              cmocka_unit_test(test_issuer_audience_subject_role),
-              cmocka_unit_test(test_signatures_and_algorithms),
-              cmocka_unit_test(test_missing_and_garbled), cmocka_unit_test(test_mint),
-              cmocka_unit_test(test_builtin_policy_table), cmocka_unit_test(test_policy_file),
-              cmocka_unit_test(test_bad_policies))
+TL_MAIN_GROUP(setup, teardown)

@@ -107,9 +107,8 @@ static int setup(void **state)
 
 /* ------------------------------------------------------------------ lifetime */
 
-static void test_lifetime_from_iat(void **state)
+TL_TEST(test_lifetime_from_iat)
 {
-    (void)state;
     sextant_config *cfg = load_cfg(NULL); /* the default maximum: 24 h */
     assert_int_equal(cfg->auth.max_token_lifetime_ms, 24LL * 3600 * 1000);
     char c[256];
@@ -147,9 +146,8 @@ static void test_lifetime_from_iat(void **state)
     config_free(cfg);
 }
 
-static void test_lifetime_without_iat(void **state)
+TL_TEST(test_lifetime_without_iat)
 {
-    (void)state;
     /* Without iat the remaining life counts, with the clock skew (60 s by default). */
     sextant_config *cfg = load_cfg("SEXTANT_AUTH_MAX_TOKEN_LIFETIME=1h");
     char c[256];
@@ -167,9 +165,8 @@ static void test_lifetime_without_iat(void **state)
 
 /* ------------------------------------------------------------------ crit */
 
-static void test_crit_header(void **state)
+TL_TEST(test_crit_header)
 {
-    (void)state;
     sextant_config *cfg = load_cfg(NULL);
     char c[256];
     snprintf(c, sizeof(c), "{\"sub\":\"alice\",\"role\":\"viewer\",\"iat\":%lld,\"exp\":%lld}",
@@ -191,9 +188,8 @@ static void test_crit_header(void **state)
 
 /* ------------------------------------------------------------------ subject */
 
-static void test_subject_characters(void **state)
+TL_TEST(test_subject_characters)
 {
-    (void)state;
     sextant_config *cfg = load_cfg(NULL);
     static const struct {
         const char *sub_json; /* the claim as JSON text */
@@ -227,9 +223,8 @@ static void test_subject_characters(void **state)
     config_free(cfg);
 }
 
-static void test_reserved_subjects(void **state)
+TL_TEST(test_reserved_subjects)
 {
-    (void)state;
     sextant_config *cfg = load_cfg(NULL);
     static const struct {
         const char *sub;
@@ -286,9 +281,8 @@ static bool fake_revoked(void *ctx, const char *jti, const char *sub, int64_t ia
     return sub && strcmp(sub, l->sub) == 0 && (iat < 0 || iat <= l->before);
 }
 
-static void test_revoked_hook(void **state)
+TL_TEST(test_revoked_hook)
 {
-    (void)state;
     sextant_config *cfg = load_cfg(NULL);
     fake_list l = {.jti = "j-revoked", .sub = "bob", .before = now - 100};
     struct {
@@ -325,9 +319,8 @@ static void test_revoked_hook(void **state)
 
 /* ------------------------------------------------------------------ minting */
 
-static void test_minted_tokens_pass(void **state)
+TL_TEST(test_minted_tokens_pass)
 {
-    (void)state;
     sextant_config *cfg = load_cfg("SEXTANT_AUTH_MAX_TOKEN_LIFETIME=2h");
     char *token = NULL;
     sx_err err;
@@ -350,7 +343,4 @@ static void test_minted_tokens_pass(void **state)
     config_free(cfg);
 }
 
-TL_MAIN_GROUP(setup, NULL, cmocka_unit_test(test_lifetime_from_iat),
-              cmocka_unit_test(test_lifetime_without_iat), cmocka_unit_test(test_crit_header),
-              cmocka_unit_test(test_subject_characters), cmocka_unit_test(test_reserved_subjects),
-              cmocka_unit_test(test_revoked_hook), cmocka_unit_test(test_minted_tokens_pass))
+TL_MAIN_GROUP(setup, NULL)

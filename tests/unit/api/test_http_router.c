@@ -105,9 +105,8 @@ static void refused(const char *path, int want, const char *code)
     json_decref(j);
 }
 
-static void test_router(void **state)
+TL_TEST(test_router)
 {
-    (void)state;
     sextant_config *cfg = tl_http_config(&port);
     sx_metrics *m = sx_metrics_create();
     http_server *s = http_create(cfg, m, NULL);
@@ -163,4 +162,4 @@ static void test_router(void **state)
     config_free(cfg);
 }
 
-TL_MAIN(cmocka_unit_test(test_router))
+TL_MAIN()

@@ -134,9 +134,8 @@ static void wait_streams(int n)
     fail_msg("%d streams were not answered", n);
 }
 
-static void test_park_wake_end_stop(void **state)
+TL_TEST(test_park_wake_end_stop)
 {
-    (void)state;
     for (int i = 0; i < NSTREAMS; i++)
         pthread_mutex_init(&prods[i].mu, NULL);
     sextant_config *cfg = tl_http_config(&port);
@@ -212,4 +211,4 @@ static void test_park_wake_end_stop(void **state)
     }
 }
 
-TL_MAIN(cmocka_unit_test(test_park_wake_end_stop))
+TL_MAIN()

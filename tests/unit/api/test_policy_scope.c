@@ -48,9 +48,8 @@ static policy *load(const char *yaml)
     return p;
 }
 
-static void test_scoped_grants(void **state)
+TL_TEST(test_scoped_grants)
 {
-    (void)state;
     policy *p = load(scoped_yaml);
     const char *edge_a[] = {"edge-a"}, *mixed[] = {"edge-a", "prod"}, *two[] = {"edge-a", "canary"};
     policy_object in = {edge_a, 1, "default"}, out = {mixed, 2, "default"},
@@ -96,9 +95,8 @@ static void test_scoped_grants(void **state)
     policy_free(p);
 }
 
-static void test_never_matching(void **state)
+TL_TEST(test_never_matching)
 {
-    (void)state;
     static const struct {
         const char *permission; /* one rule of role "ops" */
         const char *msg;        /* in the error */
@@ -150,4 +148,4 @@ static void test_never_matching(void **state)
     policy_free(p);
 }
 
-TL_MAIN(cmocka_unit_test(test_scoped_grants), cmocka_unit_test(test_never_matching))
+TL_MAIN()

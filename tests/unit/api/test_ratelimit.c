@@ -27,9 +27,8 @@ static ratelimit *make(int64_t rr, int64_t rb, int64_t wr, int64_t wb, size_t ma
     return ratelimit_create(&o, m);
 }
 
-static void test_burst_then_refusal(void **state)
+TL_TEST(test_burst_then_refusal)
 {
-    (void)state;
     sx_metrics *m = sx_metrics_create();
     ratelimit *rl = make(1, 3, 1, 1, 0, m);
     int retry = -1;
@@ -47,9 +46,8 @@ static void test_burst_then_refusal(void **state)
     sx_metrics_destroy(m);
 }
 
-static void test_refill_over_time(void **state)
+TL_TEST(test_refill_over_time)
 {
-    (void)state;
     ratelimit *rl = make(2, 4, 1, 1, 0, NULL);
     int64_t t = 50000;
     for (int i = 0; i < 4; i++)
@@ -71,9 +69,8 @@ static void test_refill_over_time(void **state)
     ratelimit_destroy(rl);
 }
 
-static void test_read_and_write_apart(void **state)
+TL_TEST(test_read_and_write_apart)
 {
-    (void)state;
     ratelimit *rl = make(10, 2, 1, 1, 0, NULL);
     assert_true(ratelimit_take_at(rl, "carol", RATELIMIT_WRITE, 0, NULL));
     int retry = 0;
@@ -90,9 +87,8 @@ static void test_read_and_write_apart(void **state)
     ratelimit_destroy(rl);
 }
 
-static void test_users_apart(void **state)
+TL_TEST(test_users_apart)
 {
-    (void)state;
     ratelimit *rl = make(1, 1, 1, 1, 0, NULL);
     assert_true(ratelimit_take_at(rl, "dave", RATELIMIT_READ, 0, NULL));
     assert_false(ratelimit_take_at(rl, "dave", RATELIMIT_READ, 0, NULL));
@@ -103,9 +99,8 @@ static void test_users_apart(void **state)
     ratelimit_destroy(rl);
 }
 
-static void test_bounded_memory(void **state)
+TL_TEST(test_bounded_memory)
 {
-    (void)state;
     ratelimit *rl = make(1, 5, 1, 5, 10, NULL);
     char user[32];
     /* A flood of distinct names keeps at most max_users. */
@@ -144,9 +139,8 @@ static void *taker(void *arg)
     return NULL;
 }
 
-static void test_concurrent_takes_exact(void **state)
+TL_TEST(test_concurrent_takes_exact)
 {
-    (void)state;
     ratelimit *rl = make(1, 1, 1, 50, 0, NULL);
     pthread_t th[4];
     worker w[4] = {{rl, 0}, {rl, 0}, {rl, 0}, {rl, 0}};
@@ -162,6 +156,4 @@ static void test_concurrent_takes_exact(void **state)
     ratelimit_destroy(rl);
 }
 
-TL_MAIN(cmocka_unit_test(test_burst_then_refusal), cmocka_unit_test(test_refill_over_time),
-        cmocka_unit_test(test_read_and_write_apart), cmocka_unit_test(test_users_apart),
-        cmocka_unit_test(test_bounded_memory), cmocka_unit_test(test_concurrent_takes_exact))
+TL_MAIN()

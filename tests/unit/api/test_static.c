@@ -23,18 +23,16 @@ static const char *safe_paths[] = {"/index.html",
                                    "/a..b",
                                    "/x/y.z..w"};
 
-static void test_plain_paths_are_safe(void **state)
+TL_TEST(test_plain_paths_are_safe)
 {
-    (void)state;
     for (size_t i = 0; i < sizeof(safe_paths) / sizeof(safe_paths[0]); i++) {
         if (!static_ui_path_safe(safe_paths[i]))
             fail_msg("%s should be safe", safe_paths[i]);
     }
 }
 
-static void test_traversal_and_hidden_files_are_refused(void **state)
+TL_TEST(test_traversal_and_hidden_files_are_refused)
 {
-    (void)state;
     const char *bad[] = {
         "/../etc/passwd",
         "/assets/../../etc/passwd",
@@ -60,9 +58,8 @@ static void test_traversal_and_hidden_files_are_refused(void **state)
     assert_false(static_ui_path_safe(NULL));
 }
 
-static void test_content_types(void **state)
+TL_TEST(test_content_types)
 {
-    (void)state;
     static const struct {
         const char *name, *type;
     } cases[] = {
@@ -82,6 +79,4 @@ static void test_content_types(void **state)
         assert_string_equal(static_ui_content_type(cases[i].name), cases[i].type);
 }
 
-TL_MAIN(cmocka_unit_test(test_plain_paths_are_safe),
-        cmocka_unit_test(test_traversal_and_hidden_files_are_refused),
-        cmocka_unit_test(test_content_types))
+TL_MAIN()

@@ -23,9 +23,8 @@
 #include "server/base/metrics.h"
 #include "server/base/utf8.h"
 
-static void test_err_statuses(void **state)
+TL_TEST(test_err_statuses)
 {
-    (void)state;
     assert_int_equal(sx_code_http_status(SX_ENOTFOUND), 404);
     assert_int_equal(sx_code_http_status(SX_EVALIDATION), 422);
     assert_int_equal(sx_code_http_status(SX_EUNAVAILABLE), 503);
@@ -49,9 +48,8 @@ static void test_err_statuses(void **state)
     assert_int_equal(sx_err_set(NULL, SX_EIO, "x"), SX_EIO);
 }
 
-static void test_buf(void **state)
+TL_TEST(test_buf)
 {
-    (void)state;
     sx_buf b = {0};
     assert_string_equal(sx_buf_cstr(&b), "");
     for (int i = 0; i < 1000; i++)
@@ -74,9 +72,8 @@ static int temp_file(char *path)
     return fd;
 }
 
-static void test_buf_read_file(void **state)
+TL_TEST(test_buf_read_file)
 {
-    (void)state;
     char path[] = "/tmp/sextant-base-XXXXXX";
     int fd = temp_file(path);
     close(fd);
@@ -95,9 +92,8 @@ static void test_buf_read_file(void **state)
     sx_buf_free(&b);
 }
 
-static void test_base64(void **state)
+TL_TEST(test_base64)
 {
-    (void)state;
     uint8_t out[16];
     size_t len;
     bool clean;
@@ -137,9 +133,8 @@ static void test_base64(void **state)
     assert_int_equal(tlen, 99);
 }
 
-static void test_parse_digits(void **state)
+TL_TEST(test_parse_digits)
 {
-    (void)state;
     assert_int_equal(sx_parse_digits("6379", 4, 5, 1, 65535), 6379);
     assert_int_equal(sx_parse_digits("00080x", 5, 5, 1, 65535), 80); /* only n bytes count */
     assert_int_equal(sx_parse_digits("000080", 6, 5, 1, 65535), -1); /* too many digits */
@@ -158,9 +153,8 @@ static void count_cleanup(void *p)
     cleaned++;
 }
 
-static void test_arena(void **state)
+TL_TEST(test_arena)
 {
-    (void)state;
     sx_arena *a = sx_arena_create();
     char *big = sx_arena_alloc(a, 100000);
     big[99999] = 'x';
@@ -187,9 +181,8 @@ static void record_cleanup(void *p)
     order[n + 1] = '\0';
 }
 
-static void test_arena_cleanup_order(void **state)
+TL_TEST(test_arena_cleanup_order)
 {
-    (void)state;
     sx_arena *a = sx_arena_create();
     static const char first = '1', second = '2', third = '3';
     assert_ptr_equal(sx_arena_defer(a, record_cleanup, (void *)&first), &first);
@@ -200,9 +193,8 @@ static void test_arena_cleanup_order(void **state)
     assert_string_equal(order, "321");
 }
 
-static void test_metrics_render(void **state)
+TL_TEST(test_metrics_render)
 {
-    (void)state;
     sx_metrics *r = sx_metrics_create();
     sx_metric *c = sx_metrics_counter(r, "sx_requests_total", "Requests", "method,code");
     sx_metric *g = sx_metrics_gauge(r, "sx_up", "Up", NULL);
@@ -233,9 +225,8 @@ static void test_metrics_render(void **state)
     sx_metrics_destroy(r);
 }
 
-static void test_redact(void **state)
+TL_TEST(test_redact)
 {
-    (void)state;
     char out[256];
     assert_string_equal(sx_redact_url("postgresql://app:s3cret@db:5432/x", out, sizeof(out)),
                         "postgresql://app:***@db:5432/x");
@@ -249,17 +240,15 @@ static void test_redact(void **state)
         strstr(sx_redact_url("postgresql://u:p%40ss@h/d?password=zz", out, sizeof(out)), "zz"));
 }
 
-static void test_sha256(void **state)
+TL_TEST(test_sha256)
 {
-    (void)state;
     char hex[SX_SHA256_HEX_LEN + 1];
     sx_sha256_hex("abc", 3, hex);
     assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-static void test_fielderrs(void **state)
+TL_TEST(test_fielderrs)
 {
-    (void)state;
     sx_fielderrs l = {0};
     for (int i = 0; i < 20; i++)
         sx_fielderrs_add(&l, "spec.listeners[0].port", "must be between %d and %d", 1, 65535);
@@ -287,9 +276,8 @@ static const char *valid_utf8[] = {"",
                                    "\xed\x9f\xbf",
                                    "\xf4\x8f\xbf\xbf"};
 
-static void test_utf8(void **state)
+TL_TEST(test_utf8)
 {
-    (void)state;
     for (size_t i = 0; i < sizeof(valid_utf8) / sizeof(valid_utf8[0]); i++)
         assert_true(sx_utf8_valid(valid_utf8[i]));
     const char *bad[] = {
@@ -309,9 +297,8 @@ static void test_utf8(void **state)
 }
 
 /* Ill-formed parts become U+FFFD, one per maximal ill-formed subpart; the rest stays. */
-static void test_utf8_sanitize(void **state)
+TL_TEST(test_utf8_sanitize)
 {
-    (void)state;
     for (size_t i = 0; i < sizeof(valid_utf8) / sizeof(valid_utf8[0]); i++) {
         char *s = sx_utf8_sanitize(valid_utf8[i]);
         assert_string_equal(s, valid_utf8[i]);
@@ -349,9 +336,8 @@ static void test_utf8_sanitize(void **state)
 
 /* A log message with ill-formed UTF-8 (outside text, or a message cut inside a character)
  * is still written, with U+FFFD, and its fields are kept. */
-static void test_log_ill_formed_utf8(void **state)
+TL_TEST(test_log_ill_formed_utf8)
 {
-    (void)state;
     char path[] = "/tmp/sx-base-logXXXXXX";
     int fd = temp_file(path);
     sx_log_set_fd(fd);
@@ -388,10 +374,4 @@ static void test_log_ill_formed_utf8(void **state)
     sx_buf_free(&b);
 }
 
-TL_MAIN(cmocka_unit_test(test_err_statuses), cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_buf_read_file), cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_parse_digits), cmocka_unit_test(test_arena),
-        cmocka_unit_test(test_arena_cleanup_order), cmocka_unit_test(test_metrics_render),
-        cmocka_unit_test(test_redact), cmocka_unit_test(test_sha256),
-        cmocka_unit_test(test_fielderrs), cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_utf8_sanitize), cmocka_unit_test(test_log_ill_formed_utf8))
+TL_MAIN()

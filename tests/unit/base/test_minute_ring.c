@@ -21,9 +21,8 @@ static json_int_t at(json_t *o, long long minute_start)
     return v ? json_integer_value(v) : -1;
 }
 
-static void test_ring_minutes(void **state)
+TL_TEST(test_ring_minutes)
 {
-    (void)state;
     sx_minute_ring r;
     memset(&r, 0, sizeof(r));
     sx_minute_ring_sample(&r, 4, T0 + 5);    /* 4 since the start, in minute 0 */
@@ -56,9 +55,8 @@ static void test_ring_minutes(void **state)
     json_decref(o);
 }
 
-static void test_metrics_total(void **state)
+TL_TEST(test_metrics_total)
 {
-    (void)state;
     sx_metrics *reg = sx_metrics_create();
     assert_true(sx_metrics_total(reg, "pushes_total") == 0);
     sx_metric *m = sx_metrics_counter(reg, "pushes_total", "pushes", "type");
@@ -71,4 +69,4 @@ static void test_metrics_total(void **state)
     sx_metrics_destroy(reg);
 }
 
-TL_MAIN(cmocka_unit_test(test_ring_minutes), cmocka_unit_test(test_metrics_total))
+TL_MAIN()

@@ -31,9 +31,8 @@ static sx_keyring *ring(const char *text)
     return k;
 }
 
-static void test_keyring_parse(void **state)
+TL_TEST(test_keyring_parse)
 {
-    (void)state;
     sx_keyring *k = ring("# comment\n\nk1 " HEX1 "\n");
     assert_string_equal(sx_keyring_active(k), "k1");
     sx_keyring_free(k);
@@ -72,9 +71,8 @@ static void test_keyring_parse(void **state)
     assert_int_equal(sx_keyring_load("/nonexistent/keys", &out, &err), SX_EIO);
 }
 
-static void test_seal_open(void **state)
+TL_TEST(test_seal_open)
 {
-    (void)state;
     sx_keyring *k1 = ring("k1 " HEX1 "\n");
     sx_keyring *both = ring("k1 " HEX1 "\nk2 " HEX2 " active\n");
     sx_keyring *wrong = ring("k1 " HEX2 "\n");
@@ -148,9 +146,8 @@ static json_t *doc(void)
     return d;
 }
 
-static void test_seal_json(void **state)
+TL_TEST(test_seal_json)
 {
-    (void)state;
     sx_keyring *k = ring("k1 " HEX1 "\n");
     sx_err err;
     json_t *d = doc(), *stored = NULL;
@@ -215,9 +212,8 @@ static void test_seal_json(void **state)
     sx_keyring_free(k);
 }
 
-static void test_redaction(void **state)
+TL_TEST(test_redaction)
 {
-    (void)state;
     json_t *d = doc();
     json_t *body = json_pack("{s:O, s:[{s:s,s:s,s:s}], s:[{s:s,s:s}]}", "spec", d, "changed",
                              "path", "spec.secrets[\"tls\"].key_pem", "old", "A", "new", "B",
@@ -259,9 +255,8 @@ static void test_redaction(void **state)
     sx_arena_destroy(a);
 }
 
-static void test_policy_secrets(void **state)
+TL_TEST(test_policy_secrets)
 {
-    (void)state;
     policy *p = policy_builtin();
     assert_true(policy_allows(p, "admin", POLICY_SECRETS, NULL, "read"));
     assert_false(policy_allows(p, "operator", POLICY_SECRETS, NULL, "read"));
@@ -294,6 +289,4 @@ static void test_policy_secrets(void **state)
     policy_free(p);
 }
 
-TL_MAIN(cmocka_unit_test(test_keyring_parse), cmocka_unit_test(test_seal_open),
-        cmocka_unit_test(test_seal_json), cmocka_unit_test(test_redaction),
-        cmocka_unit_test(test_policy_secrets))
+TL_MAIN()

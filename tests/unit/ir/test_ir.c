@@ -194,9 +194,8 @@ static void all_fields(const ProtobufCMessageDescriptor *d, json_t *out, json_t 
     }
 }
 
-static void test_full_fixture_sets_every_field(void **state)
+TL_TEST(test_full_fixture_sets_every_field)
 {
-    (void)state;
     json_t *j = tl_json(FULL);
     ir_snapshot *snap = decode_ok(j);
     seen_set s = {json_object()};
@@ -224,9 +223,8 @@ static void test_full_fixture_sets_every_field(void **state)
 
 /* ------------------------------------------------------------------ round trips */
 
-static void test_full_round_trip(void **state)
+TL_TEST(test_full_round_trip)
 {
-    (void)state;
     json_t *in = tl_json(FULL);
     ir_snapshot *s1 = decode_ok(in);
 
@@ -267,9 +265,8 @@ static void test_full_round_trip(void **state)
     ir_snapshot_free(s2);
 }
 
-static void test_camel_case_input(void **state)
+TL_TEST(test_camel_case_input)
 {
-    (void)state;
     json_t *in =
         tl_json("{'generatedAt': '2026-01-02T03:04:05+01:00', 'httpRoutes': [{'parentRefs':"
                 " [{'sectionName': 'a'}], 'rules': [{'backendRefs': [{'name': 'b'}]}]}]}");
@@ -285,9 +282,8 @@ static void test_camel_case_input(void **state)
     ir_snapshot_free(s);
 }
 
-static void test_empty_snapshot(void **state)
+TL_TEST(test_empty_snapshot)
 {
-    (void)state;
     json_t *in = json_object();
     ir_snapshot *s = decode_ok(in);
     size_t n = 99;
@@ -305,9 +301,8 @@ static void test_empty_snapshot(void **state)
 
 /* ------------------------------------------------------------------ errors */
 
-static void test_endpoint_ports(void **state)
+TL_TEST(test_endpoint_ports)
 {
-    (void)state;
     EXPECT_ERRORS("{'backends': [{'name': 'a'}, {'name': 'b'}, {'name': 'c', 'endpoints': ["
                   " {'address': '10.0.0.1', 'port': 0}, {'address': '10.0.0.2', 'port': 70000},"
                   " {'address': '10.0.0.3', 'port': 65535}, {'address': '10.0.0.4'}]}]}",
@@ -316,9 +311,8 @@ static void test_endpoint_ports(void **state)
                   {"spec.backends[2].endpoints[3].port", "must be between 1 and 65535"});
 }
 
-static void test_range_rules(void **state)
+TL_TEST(test_range_rules)
 {
-    (void)state;
     EXPECT_ERRORS(
         "{'listeners': [{'port': 65536, 'tls': {'min_version': 'TLSv1.4', 'max_version': "
         "'TLSv1.3'}}],"
@@ -371,9 +365,8 @@ static void test_range_rules(void **state)
          "must be one of \"Header\", \"Cookie\", \"SourceIP\", \"QueryParameter\""});
 }
 
-static void test_decode_errors_with_paths(void **state)
+TL_TEST(test_decode_errors_with_paths)
 {
-    (void)state;
     EXPECT_ERRORS("{'listeners': [{'prot': 'HTTP'}]}",
                   {"spec.listeners[0]", "unknown field \"prot\""});
     EXPECT_ERRORS("{'listeners': [{'protocol': 'HTTP'}]}",
@@ -410,9 +403,8 @@ static void test_decode_errors_with_paths(void **state)
                   {"spec.listeners[1].port", "must be between 0 and 65535"});
 }
 
-static void test_all_errors_at_once(void **state)
+TL_TEST(test_all_errors_at_once)
 {
-    (void)state;
     /* Decode errors and range errors together, in document order, each value once: the
      * port that is not a number is not also reported as out of range. */
     EXPECT_ERRORS("{'listeners': [{'name': 'a', 'port': 80}, {'name': 'b', 'port': 'eighty',"
@@ -434,9 +426,8 @@ static void test_all_errors_at_once(void **state)
                   {"spec.backends[2].endpoints[0].port", "must be between 1 and 65535"});
 }
 
-static void test_check_unpacked(void **state)
+TL_TEST(test_check_unpacked)
 {
-    (void)state;
     /* Bytes from elsewhere are checked by the same rules. */
     Gateway__Control__V1__BackendEndpoint ep = GATEWAY__CONTROL__V1__BACKEND_ENDPOINT__INIT;
     Gateway__Control__V1__BackendEndpoint *eps[] = {&ep};
@@ -458,9 +449,8 @@ static void test_check_unpacked(void **state)
     assert_int_equal(errs.count, 0);
 }
 
-static void test_unpack_invalid(void **state)
+TL_TEST(test_unpack_invalid)
 {
-    (void)state;
     static const uint8_t bad[][4] = {
         {0x0a, 0x05, 'a', 'b'},   /* id: length 5, only 2 bytes follow */
         {0x1a, 0x02, 0xff, 0xff}, /* listeners: a message that is not a message */
@@ -480,9 +470,8 @@ static void test_unpack_invalid(void **state)
     assert_int_equal(ir_snapshot_unpack(bad[0], 4, &s, NULL), SX_EINVAL);
 }
 
-static void test_canonical_json(void **state)
+TL_TEST(test_canonical_json)
 {
-    (void)state;
     json_t *a = tl_json("{'b': [1, {'z': 1, 'a': 2.5}], 'a': 'x\\u00e9', 'c': null}");
     json_t *b = tl_json("{'c': null, 'a': 'x\\u00e9', 'b': [1, {'a': 2.5, 'z': 1}]}");
     char *ca = ir_canonical_json(a), *cb = ir_canonical_json(b);
@@ -515,9 +504,4 @@ static void test_canonical_json(void **state)
     ir_snapshot_free(sy);
 }
 
-TL_MAIN(cmocka_unit_test(test_full_fixture_sets_every_field),
-        cmocka_unit_test(test_full_round_trip), cmocka_unit_test(test_camel_case_input),
-        cmocka_unit_test(test_empty_snapshot), cmocka_unit_test(test_endpoint_ports),
-        cmocka_unit_test(test_range_rules), cmocka_unit_test(test_decode_errors_with_paths),
-        cmocka_unit_test(test_all_errors_at_once), cmocka_unit_test(test_check_unpacked),
-        cmocka_unit_test(test_unpack_invalid), cmocka_unit_test(test_canonical_json))
+TL_MAIN()

@@ -350,18 +350,16 @@ static const char KITCHEN_FULL[] =
     " 'opt': 0, 'child': {'i32': 1, 'child': {'s': 'deep'}}, 'wrapped': '0',"
     " 'c_msg': {'c_str': ''}, 'tags': ['a', '', 'c']}";
 
-static void test_kitchen_round_trip(void **state)
+TL_TEST(test_kitchen_round_trip)
 {
-    (void)state;
     assert_round_trip(&kitchen_descriptor, KITCHEN_FULL);
     assert_round_trip(&kitchen_descriptor, "{}");
     assert_round_trip(&kitchen_descriptor, "{'c_int': '-1'}");
     assert_round_trip(&kitchen_descriptor, "{'c_str': 'x', 'fl': 'NaN', 'db': '-Infinity'}");
 }
 
-static void test_kitchen_input_forms(void **state)
+TL_TEST(test_kitchen_input_forms)
 {
-    (void)state;
     /* lowerCamelCase names, numbers as strings and strings as numbers, exponents, enum
      * numbers, URL-safe unpadded base64: all decode to the one canonical form. */
     assert_normalises(&kitchen_descriptor,
@@ -382,9 +380,8 @@ static void test_kitchen_input_forms(void **state)
     assert_normalises(&kitchen_descriptor, "{'by': 'YQ'}", "{'by': 'YQ=='}");
 }
 
-static void test_emit_defaults(void **state)
+TL_TEST(test_emit_defaults)
 {
-    (void)state;
     Kitchen k;
     kitchen_init(&k.base);
     json_t *got = pbjson_encode(&k.base, PBJSON_EMIT_DEFAULTS);
@@ -401,9 +398,8 @@ static void test_emit_defaults(void **state)
     json_decref(empty);
 }
 
-static void test_encode_invalid_utf8(void **state)
+TL_TEST(test_encode_invalid_utf8)
 {
-    (void)state;
     Kitchen k;
     kitchen_init(&k.base);
     char bad[] = "a\xff"
@@ -442,9 +438,8 @@ static void test_encode_invalid_utf8(void **state)
     json_decref(got);
 }
 
-static void test_protocol_round_trips(void **state)
+TL_TEST(test_protocol_round_trips)
 {
-    (void)state;
     assert_round_trip(&gateway__control__v1__discovery_request__descriptor,
                       "{'node_id': 'gw-7f9c-0', 'cluster': 'edge-eu', 'version': '41',"
                       " 'nonce': 'n-123', 'subscriptions': ['listeners', 'routes'],"
@@ -467,9 +462,8 @@ static void test_protocol_round_trips(void **state)
 
 /* ------------------------------------------------------------------ well-known types */
 
-static void test_timestamp(void **state)
+TL_TEST(test_timestamp)
 {
-    (void)state;
     const ProtobufCMessageDescriptor *ts = &google__protobuf__timestamp__descriptor;
     assert_normalises(ts, "'2026-01-02T03:04:05Z'", "'2026-01-02T03:04:05Z'");
     assert_normalises(ts, "'2026-01-02T03:04:05.1Z'", "'2026-01-02T03:04:05.100Z'");
@@ -507,9 +501,8 @@ static void test_timestamp(void **state)
     expect_errors(ts, "1767322800", "t", e6, 1);
 }
 
-static void test_duration(void **state)
+TL_TEST(test_duration)
 {
-    (void)state;
     const ProtobufCMessageDescriptor *d = &google__protobuf__duration__descriptor;
     assert_normalises(d, "'1.5s'", "'1.500s'");
     assert_normalises(d, "'0s'", "'0s'");
@@ -531,9 +524,8 @@ static void test_duration(void **state)
     expect_errors(d, "'s'", "d", e5, 1);
 }
 
-static void test_struct_value_wrappers(void **state)
+TL_TEST(test_struct_value_wrappers)
 {
-    (void)state;
     assert_round_trip(&google__protobuf__struct__descriptor,
                       "{'a': {'b': [1, 2.5, 'x', true, false, null, {}, []]}, 'n': null,"
                       " 's': '', 'big': -1e300}");
@@ -563,9 +555,8 @@ static void test_struct_value_wrappers(void **state)
 
 /* ------------------------------------------------------------------ errors */
 
-static void test_unknown_and_wrong_type(void **state)
+TL_TEST(test_unknown_and_wrong_type)
 {
-    (void)state;
     static const one_err_case cases[] = {
         {"{'prot': 1}", "k", "unknown field \"prot\""},
         {"{'child': {'Child': {}}}", "k.child", "unknown field \"Child\""},
@@ -589,9 +580,8 @@ static void test_unknown_and_wrong_type(void **state)
     expect_each(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-static void test_integer_ranges(void **state)
+TL_TEST(test_integer_ranges)
 {
-    (void)state;
     static const one_err_case cases[] = {
         {"{'u32': 4294967296}", "k.u32", "must be between 0 and 4294967295"},
         {"{'u32': -1}", "k.u32", "must be between 0 and 4294967295"},
@@ -615,9 +605,8 @@ static void test_integer_ranges(void **state)
     expect_each(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-static void test_enum_bytes_map_oneof_errors(void **state)
+TL_TEST(test_enum_bytes_map_oneof_errors)
 {
-    (void)state;
     static const one_err_case cases[] = {
         {"{'color': 'FOO'}", "k.color", "invalid enum value \"FOO\" for test.Color"},
         {"{'color': 'color_red'}", "k.color", "invalid enum value \"color_red\" for test.Color"},
@@ -645,9 +634,8 @@ static void test_enum_bytes_map_oneof_errors(void **state)
     expect_each(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-static void test_all_errors_reported(void **state)
+TL_TEST(test_all_errors_reported)
 {
-    (void)state;
     /* Decoding goes on past every error, in nested messages, arrays and maps. */
     const tl_want_err want[] = {
         {"spec", "unknown field \"prot\""},
@@ -670,9 +658,8 @@ static void test_all_errors_reported(void **state)
                   "spec", want, sizeof(want) / sizeof(want[0]));
 }
 
-static void test_partial_decode(void **state)
+TL_TEST(test_partial_decode)
 {
-    (void)state;
     /* The partial message keeps what decoded cleanly; it must still free cleanly. */
     json_t *j = tl_json("{'i32': 7, 'u32': -1, 'child': {'s': 1, 'i32': 2}, 'rep_i64': [null, '3'],"
                         " 'c_msg': {'b': 'no'}, 'ints': {'z': 'q'}}");
@@ -700,9 +687,8 @@ static void visit_count(const ProtobufCMessage *m, const char *path, void *ctx)
     json_array_append_new(ctx, json_string(path));
 }
 
-static void test_walk_paths(void **state)
+TL_TEST(test_walk_paths)
 {
-    (void)state;
     json_t *j = tl_json("{'child': {'child': {}}, 'c_msg': {}, 'wrapped': '1'}");
     ProtobufCMessage *m = decode_ok(&kitchen_descriptor, j);
     json_t *paths = json_array();
@@ -713,12 +699,4 @@ static void test_walk_paths(void **state)
     protobuf_c_message_free_unpacked(m, NULL);
 }
 
-TL_MAIN_GROUP(setup_descriptors, NULL, cmocka_unit_test(test_kitchen_round_trip),
-              cmocka_unit_test(test_kitchen_input_forms), cmocka_unit_test(test_emit_defaults),
-              cmocka_unit_test(test_encode_invalid_utf8),
-              cmocka_unit_test(test_protocol_round_trips), cmocka_unit_test(test_timestamp),
-              cmocka_unit_test(test_duration), cmocka_unit_test(test_struct_value_wrappers),
-              cmocka_unit_test(test_unknown_and_wrong_type), cmocka_unit_test(test_integer_ranges),
-              cmocka_unit_test(test_enum_bytes_map_oneof_errors),
-              cmocka_unit_test(test_all_errors_reported), cmocka_unit_test(test_partial_decode),
-              cmocka_unit_test(test_walk_paths))
+TL_MAIN_GROUP(setup_descriptors, NULL)

@@ -575,9 +575,8 @@ static double metric(rig *r, const char *name, const char *type)
     return v;
 }
 
-static void test_list_pages_then_watch(void **state)
+TL_TEST(test_list_pages_then_watch)
 {
-    (void)state;
     rig r;
     rig_start(&r, false);
     fake_apply(r.f, "ADDED", "a", "one", 1);
@@ -638,9 +637,8 @@ static void test_list_pages_then_watch(void **state)
     rig_stop(&r);
 }
 
-static void test_drop_resumes_without_loss(void **state)
+TL_TEST(test_drop_resumes_without_loss)
 {
-    (void)state;
     rig r;
     rig_start(&r, false);
     fake_apply(r.f, "ADDED", "a", "one", 1);
@@ -661,9 +659,8 @@ static void test_drop_resumes_without_loss(void **state)
     rig_stop(&r);
 }
 
-static void test_gone_relists(void **state)
+TL_TEST(test_gone_relists)
 {
-    (void)state;
     rig r;
     rig_start(&r, false);
     fake_apply(r.f, "ADDED", "a", "one", 1);
@@ -687,9 +684,8 @@ static void test_gone_relists(void **state)
     rig_stop(&r);
 }
 
-static void test_missing_kind_then_served(void **state)
+TL_TEST(test_missing_kind_then_served)
 {
-    (void)state;
     rig r;
     rig_start(&r, true);
     TL_OK(k8s_client_start(r.client, &e_));
@@ -722,9 +718,8 @@ static int count_lines(const char *path, const char *text)
     return n;
 }
 
-static void test_unauthorised_logged_once(void **state)
+TL_TEST(test_unauthorised_logged_once)
 {
-    (void)state;
     rig r;
     rig_start(&r, false);
     fake_apply(r.f, "ADDED", "a", "one", 1);
@@ -764,9 +759,8 @@ static void test_unauthorised_logged_once(void **state)
     rig_stop(&r);
 }
 
-static void test_patch_status(void **state)
+TL_TEST(test_patch_status)
 {
-    (void)state;
     rig r;
     rig_start(&r, false);
     fake_apply(r.f, "ADDED", "a", "one", 1);
@@ -797,9 +791,8 @@ static void test_patch_status(void **state)
     rig_stop(&r);
 }
 
-static void test_kind_paths(void **state)
+TL_TEST(test_kind_paths)
 {
-    (void)state;
     size_t n;
     const k8s_kind *t = k8s_kind_table(&n);
     /* the 13 kinds the translator reads, ConfigMap (CA bundles) and Sextant's 4 policies */
@@ -838,7 +831,4 @@ static void test_kind_paths(void **state)
     }
 }
 
-TL_MAIN(cmocka_unit_test(test_kind_paths), cmocka_unit_test(test_list_pages_then_watch),
-        cmocka_unit_test(test_drop_resumes_without_loss), cmocka_unit_test(test_gone_relists),
-        cmocka_unit_test(test_missing_kind_then_served),
-        cmocka_unit_test(test_unauthorised_logged_once), cmocka_unit_test(test_patch_status))
+TL_MAIN()

@@ -36,9 +36,8 @@ static void expect(const fx_run *r, const char *gw, const char *addrs, const cha
     fx_cond(json_object_get(st, "conditions"), "Programmed", programmed, reason, gen);
 }
 
-static void test_from_services(void **state)
+TL_TEST(test_from_services)
 {
-    (void)state;
     fx_run *r = run(&NO_ADDRESSES);
     /* A load balancer's ingress: its IP and its host name, not the cluster IP. */
     expect(r, "lb-ready",
@@ -66,9 +65,8 @@ static void test_from_services(void **state)
     fx_run_free(r);
 }
 
-static void test_load_balancer_pending(void **state)
+TL_TEST(test_load_balancer_pending)
 {
-    (void)state;
     fx_run *r = run(&NO_ADDRESSES);
     expect(r, "lb-pending", NULL, "False", "AddressNotAssigned", 2);
     const json_t *c =
@@ -83,9 +81,8 @@ static void test_load_balancer_pending(void **state)
     fx_run_free(r);
 }
 
-static void test_configured_addresses_win(void **state)
+TL_TEST(test_configured_addresses_win)
 {
-    (void)state;
     fx_run *r = run(NULL); /* k8s.gateway_addresses = [192.0.2.10] */
     const char *one = "[{'type': 'IPAddress', 'value': '192.0.2.10'}]";
     expect(r, "lb-ready", one, "True", "Programmed", 1);
@@ -96,12 +93,4 @@ static void test_configured_addresses_win(void **state)
     fx_run_free(r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_from_services),
-        cmocka_unit_test(test_load_balancer_pending),
-        cmocka_unit_test(test_configured_addresses_win),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN()

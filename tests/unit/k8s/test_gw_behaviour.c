@@ -106,9 +106,8 @@ static void translate(const json_t *objects, int64_t now, const gw_options *opts
 
 /* ---------------------------------------------------------------- determinism */
 
-static void test_shuffled_input_same_output(void **state)
+TL_TEST(test_shuffled_input_same_output)
 {
-    (void)state;
     fx_run r;
     fx_translate(&r, ALL_FILES, NULL);
     for (size_t i = 0; i < r.out.n_gateways; i++)
@@ -127,9 +126,8 @@ static void test_shuffled_input_same_output(void **state)
 
 /* The status written back and translated again, a day later: nothing changes, not
  * even a transition time, so two replicas never write a status back and forth. */
-static void test_written_status_is_stable(void **state)
+TL_TEST(test_written_status_is_stable)
 {
-    (void)state;
     fx_run r;
     fx_translate(&r, ALL_FILES, NULL);
     json_t *objs = json_deep_copy(r.objects);
@@ -186,9 +184,8 @@ static void test_written_status_is_stable(void **state)
 
 /* ---------------------------------------------------------------- limits */
 
-static void test_snapshot_limits(void **state)
+TL_TEST(test_snapshot_limits)
 {
-    (void)state;
     const char *files[] = {"httproute-weight.yaml", NULL};
     gw_options opts = {.limits = {.max_snapshot_endpoints = 4}};
     fx_run r;
@@ -217,9 +214,8 @@ static void test_snapshot_limits(void **state)
     fx_run_free(&r);
 }
 
-static void test_input_limit(void **state)
+TL_TEST(test_input_limit)
 {
-    (void)state;
     json_t *objs = json_array();
     fx_load("base.yaml", objs);
     fx_load("httproute-simple-same-namespace.yaml", objs);
@@ -258,9 +254,8 @@ static void test_input_limit(void **state)
 
 /* ---------------------------------------------------------------- other controllers */
 
-static void test_other_controllers_left_alone(void **state)
+TL_TEST(test_other_controllers_left_alone)
 {
-    (void)state;
     const char *files[] = {"gateway-listeners.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -299,9 +294,8 @@ static void test_other_controllers_left_alone(void **state)
 
 /* ---------------------------------------------------------------- listeners */
 
-static void test_listener_conditions(void **state)
+TL_TEST(test_listener_conditions)
 {
-    (void)state;
     const char *files[] = {"gateway-listeners.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -357,9 +351,8 @@ static void test_listener_conditions(void **state)
 
 /* ---------------------------------------------------------------- filters */
 
-static void test_filters(void **state)
+TL_TEST(test_filters)
 {
-    (void)state;
     const char *files[] = {"httproute-filters.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -404,9 +397,8 @@ static void test_filters(void **state)
     fx_run_free(&r);
 }
 
-static void test_unsupported_values(void **state)
+TL_TEST(test_unsupported_values)
 {
-    (void)state;
     const char *files[] = {"httproute-unsupported.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -446,9 +438,8 @@ static void test_unsupported_values(void **state)
 
 /* ---------------------------------------------------------------- proxyless, TCP, names */
 
-static void test_proxyless_grpc(void **state)
+TL_TEST(test_proxyless_grpc)
 {
-    (void)state;
     const char *files[] = {"grpcroute-proxyless.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -476,9 +467,8 @@ static void test_proxyless_grpc(void **state)
     fx_run_free(&r);
 }
 
-static void test_tcproute_oldest_wins(void **state)
+TL_TEST(test_tcproute_oldest_wins)
 {
-    (void)state;
     const char *files[] = {"tcproute-multiple-routes-attachment.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -502,9 +492,8 @@ static void test_tcproute_oldest_wins(void **state)
     fx_run_free(&r);
 }
 
-static void test_http_grpc_conflict_oldest_wins(void **state)
+TL_TEST(test_http_grpc_conflict_oldest_wins)
 {
-    (void)state;
     const char *files[] = {"httproute-grpcroute-conflict.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -537,9 +526,8 @@ static void test_http_grpc_conflict_oldest_wins(void **state)
     fx_run_free(&r);
 }
 
-static void test_shared_names_and_virtual_hosts(void **state)
+TL_TEST(test_shared_names_and_virtual_hosts)
 {
-    (void)state;
     const char *files[] = {"gateway-shared-names.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -581,9 +569,8 @@ static void expect_policy(const fx_run *r, const char *name, const char *accepte
             resolved, gen);
 }
 
-static void test_backend_tls_policy(void **state)
+TL_TEST(test_backend_tls_policy)
 {
-    (void)state;
     const char *files[] = {"backendtlspolicy.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -624,9 +611,8 @@ static void test_backend_tls_policy(void **state)
 
 /* ---------------------------------------------------------------- options and failures */
 
-static void test_group_template(void **state)
+TL_TEST(test_group_template)
 {
-    (void)state;
     const char *files[] = {NULL};
     gw_options opts = {.group_template = "gw.<class>.<namespace>.<gateway>"};
     fx_run r;
@@ -653,9 +639,8 @@ static void test_group_template(void **state)
     json_decref(objs);
 }
 
-static void test_output_fail(void **state)
+TL_TEST(test_output_fail)
 {
-    (void)state;
     const char *files[] = {"httproute-simple-same-namespace.yaml", NULL};
     fx_run r;
     fx_translate(&r, files, NULL);
@@ -679,13 +664,4 @@ static void test_output_fail(void **state)
     fx_run_free(&r);
 }
 
-TL_MAIN(cmocka_unit_test(test_shuffled_input_same_output),
-        cmocka_unit_test(test_written_status_is_stable), cmocka_unit_test(test_snapshot_limits),
-        cmocka_unit_test(test_input_limit), cmocka_unit_test(test_other_controllers_left_alone),
-        cmocka_unit_test(test_listener_conditions), cmocka_unit_test(test_filters),
-        cmocka_unit_test(test_unsupported_values), cmocka_unit_test(test_proxyless_grpc),
-        cmocka_unit_test(test_tcproute_oldest_wins),
-        cmocka_unit_test(test_http_grpc_conflict_oldest_wins),
-        cmocka_unit_test(test_shared_names_and_virtual_hosts),
-        cmocka_unit_test(test_backend_tls_policy), cmocka_unit_test(test_group_template),
-        cmocka_unit_test(test_output_fail))
+TL_MAIN()

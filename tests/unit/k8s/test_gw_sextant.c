@@ -56,9 +56,8 @@ static const char *const GW_REF = "{'group': 'gateway.networking.k8s.io', 'kind'
 
 /* The default data planes (every one): load balancing reaches the backend, the
  * control-only policies do not, and say why. */
-static void test_default_planes(void **state)
+TL_TEST(test_default_planes)
 {
-    (void)state;
     fx_run r;
     fx_translate(&r, FILES, NULL);
     const gw_gateway_out *g = fx_valid_gateway(&r, FX_NS, "same-namespace");
@@ -111,9 +110,8 @@ static void test_default_planes(void **state)
 }
 
 /* The group serves control only: every policy reaches the backend. */
-static void test_control_group(void **state)
+TL_TEST(test_control_group)
 {
-    (void)state;
     const gw_group_planes planes[] = {{"other", GW_PLANES_ALL}, {GROUP, GW_PLANE_CONTROL}};
     fx_run r;
     translate_for_planes(&r, FILES, planes, 2);
@@ -146,9 +144,8 @@ static void test_control_group(void **state)
 
 /* A plugin without hooks or limits: an envoy group runs it (in the backend's upstream
  * filters); a group that also serves proxyless gRPC clients leaves it out. */
-static void test_wasm_for_envoy(void **state)
+TL_TEST(test_wasm_for_envoy)
 {
-    (void)state;
     static const char *const files[] = {"httproute-simple-same-namespace.yaml",
                                         "sextant-wasm-envoy.yaml", NULL};
     const gw_group_planes planes[] = {{GROUP, GW_PLANE_ENVOY | GW_PLANE_CONTROL}};
@@ -223,9 +220,8 @@ static const char *message(const json_t *cond)
 }
 
 /* Gateway, listener, route, rule and Service targets, and which one wins a backend. */
-static void test_attach_targets(void **state)
+TL_TEST(test_attach_targets)
 {
-    (void)state;
     fx_run r;
     fx_translate(&r, ATTACH, NULL);
     const json_t *same = fx_valid_gateway(&r, FX_NS, "same-namespace")->spec;
@@ -261,9 +257,8 @@ static void test_attach_targets(void **state)
 }
 
 /* status.ancestors of policies attached to Gateways and routes. */
-static void test_attach_status(void **state)
+TL_TEST(test_attach_status)
 {
-    (void)state;
     fx_run r;
     fx_translate(&r, ATTACH, NULL);
     static const char *const accepted[][2] = {{"gw-wide", "same-namespace"},
@@ -316,9 +311,8 @@ static void test_attach_status(void **state)
 
 /* A route policy the group's data planes cannot take is left out of the route's backend
  * only, and its entry for the route's Gateway says why; a control group takes it. */
-static void test_attach_planes(void **state)
+TL_TEST(test_attach_planes)
 {
-    (void)state;
     static const char *const files[] = {"sextant-attachment.yaml", "sextant-attachment-ai.yaml",
                                         NULL};
     fx_run r;
@@ -353,9 +347,8 @@ static void test_attach_planes(void **state)
  * (the other rule keeps the backend without it); a missing or invalid plugin is not
  * skipped (ResolvedRefs=False, the rule forwards nothing); another group's kind is
  * refused. */
-static void test_extension_ref(void **state)
+TL_TEST(test_extension_ref)
 {
-    (void)state;
     static const char *const files[] = {"sextant-extension-ref.yaml", NULL};
     static const char *const addrs[] = {"192.0.2.10"};
     const gw_group_planes planes[] = {{GROUP, GW_PLANE_ENVOY | GW_PLANE_CONTROL}};
@@ -420,9 +413,8 @@ static void test_extension_ref(void **state)
 
 /* A GRPCRoute target reaches the backends of every rule of that route; a Gateway
  * listener that does not exist is TargetNotFound. */
-static void test_attach_grpc(void **state)
+TL_TEST(test_attach_grpc)
 {
-    (void)state;
     static const char *const files[] = {"grpcroute-exact-method-matching.yaml",
                                         "sextant-attachment-grpc.yaml", NULL};
     fx_run r;
@@ -447,7 +439,4 @@ static void test_attach_grpc(void **state)
     fx_run_free(&r);
 }
 
-TL_MAIN(cmocka_unit_test(test_default_planes), cmocka_unit_test(test_control_group),
-        cmocka_unit_test(test_wasm_for_envoy), cmocka_unit_test(test_attach_targets),
-        cmocka_unit_test(test_attach_status), cmocka_unit_test(test_attach_planes),
-        cmocka_unit_test(test_extension_ref), cmocka_unit_test(test_attach_grpc))
+TL_MAIN()

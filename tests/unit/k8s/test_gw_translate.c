@@ -48,9 +48,8 @@ static const char *const HTTP_KINDS[] = {"HTTPRoute", "GRPCRoute", NULL};
 
 /* ---------------------------------------------------------------- HTTPRouteSimpleSameNamespace */
 
-static void test_simple_same_namespace(void **state)
+TL_TEST(test_simple_same_namespace)
 {
-    (void)state;
     fx_run *r = scenario("httproute-simple-same-namespace.yaml");
     const gw_gateway_out *g = fx_gateway(r, FX_NS, "same-namespace");
     assert_string_equal(g->group, FX_NS "/same-namespace");
@@ -105,9 +104,8 @@ static void test_simple_same_namespace(void **state)
 
 /* ---------------------------------------------------------------- HTTPRouteCrossNamespace */
 
-static void test_cross_namespace(void **state)
+TL_TEST(test_cross_namespace)
 {
-    (void)state;
     fx_run *r = scenario("httproute-cross-namespace.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "backend-namespaces");
     const json_t *route = fx_named(g->spec, "http_routes", "cross-namespace");
@@ -139,9 +137,8 @@ static void test_cross_namespace(void **state)
 
 /* ---------------------------------------------------------------- HTTPRouteReferenceGrant */
 
-static void test_reference_grant(void **state)
+TL_TEST(test_reference_grant)
 {
-    (void)state;
     fx_run *r = scenario("httproute-reference-grant.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
     const json_t *route = fx_named(g->spec, "http_routes", "reference-grant");
@@ -156,9 +153,8 @@ static void test_reference_grant(void **state)
 
 /* HTTPRouteInvalidReferenceGrant: grants in the wrong namespace, or from the wrong
  * group, kind or namespace, or to the wrong group, kind or name, allow nothing. */
-static void test_invalid_reference_grant(void **state)
+TL_TEST(test_invalid_reference_grant)
 {
-    (void)state;
     fx_run *r = scenario("httproute-invalid-reference-grant.yaml");
     const json_t *p = fx_parent(fx_status(r, GW_HTTP_ROUTE, FX_NS, "reference-grant"), FX_NS,
                                 "same-namespace", NULL);
@@ -179,9 +175,8 @@ static void test_invalid_reference_grant(void **state)
 /* ----------------------------------------------------------------
  * HTTPRouteInvalidBackendRefUnknownKind */
 
-static void test_unknown_kind(void **state)
+TL_TEST(test_unknown_kind)
 {
-    (void)state;
     fx_run *r = scenario("httproute-invalid-backendref-unknown-kind.yaml");
     const json_t *p =
         fx_parent(fx_status(r, GW_HTTP_ROUTE, FX_NS, "invalid-backend-ref-unknown-kind"), FX_NS,
@@ -203,9 +198,8 @@ static void expect_hostnames(const json_t *spec, const char *route, const char *
     tl_assert_json_is(json_object_get(ro, "hostnames"), want_json);
 }
 
-static void test_hostname_intersection(void **state)
+TL_TEST(test_hostname_intersection)
 {
-    (void)state;
     fx_run *r = scenario("httproute-hostname-intersection.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "httproute-hostname-intersection");
     /* Each route keeps only the hostnames its listener serves. */
@@ -251,9 +245,8 @@ static void test_hostname_intersection(void **state)
 /* ----------------------------------------------------------------
  * HTTPRouteListenerHostnameMatching */
 
-static void test_listener_hostname_matching(void **state)
+TL_TEST(test_listener_hostname_matching)
 {
-    (void)state;
     fx_run *r = scenario("httproute-listener-hostname-matching.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "httproute-listener-hostname-matching");
     /* Each route answers exactly the hostnames of the listeners it names: foo.bar.com
@@ -284,9 +277,8 @@ static void test_listener_hostname_matching(void **state)
 
 /* ---------------------------------------------------------------- HTTPRouteMatching */
 
-static void test_matching(void **state)
+TL_TEST(test_matching)
 {
-    (void)state;
     fx_run *r = scenario("httproute-matching.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
     const json_t *route = fx_named(g->spec, "http_routes", "matching");
@@ -309,9 +301,8 @@ static void test_matching(void **state)
 
 /* ---------------------------------------------------------------- HTTPRouteWeight */
 
-static void test_weight(void **state)
+TL_TEST(test_weight)
 {
-    (void)state;
     fx_run *r = scenario("httproute-weight.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
     const json_t *route = fx_named(g->spec, "http_routes", "weighted-backends");
@@ -345,9 +336,8 @@ static void expect_bad_certificate(const fx_run *r, const char *ns, const char *
     assert_null(json_object_get(g->spec, "secrets"));
 }
 
-static void test_invalid_tls_configuration(void **state)
+TL_TEST(test_invalid_tls_configuration)
 {
-    (void)state;
     fx_run *r = scenario("gateway-invalid-tls-configuration.yaml");
     const char *invalid[] = {"gateway-certificate-nonexistent-secret",
                              "gateway-certificate-unsupported-group",
@@ -387,9 +377,8 @@ static void test_invalid_tls_configuration(void **state)
 
 /* ---------------------------------------------------------------- GatewayWithAttachedRoutes */
 
-static void test_with_attached_routes(void **state)
+TL_TEST(test_with_attached_routes)
 {
-    (void)state;
     fx_run *r = scenario("gateway-with-attached-routes.yaml");
     static const char *const http_only[] = {"HTTPRoute", NULL};
     expect_listener(fx_status(r, GW_GATEWAY, FX_NS, "gateway-with-one-attached-route"), "http",
@@ -423,9 +412,8 @@ static void test_with_attached_routes(void **state)
 
 /* ---------------------------------------------------------------- GRPCRouteExactMethodMatching */
 
-static void test_grpc_exact_method(void **state)
+TL_TEST(test_grpc_exact_method)
 {
-    (void)state;
     fx_run *r = scenario("grpcroute-exact-method-matching.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "same-namespace");
     const json_t *route = fx_named(g->spec, "grpc_routes", "exact-matching");
@@ -454,9 +442,8 @@ static void test_grpc_exact_method(void **state)
 
 /* ---------------------------------------------------------------- TLSRouteSimpleSameNamespace */
 
-static void test_tlsroute_simple(void **state)
+TL_TEST(test_tlsroute_simple)
 {
-    (void)state;
     fx_run *r = scenario("tlsroute-simple-same-namespace.yaml");
     const gw_gateway_out *g = fx_valid_gateway(r, FX_NS, "gateway-tlsroute");
     tl_assert_json_is(
@@ -483,10 +470,4 @@ static void test_tlsroute_simple(void **state)
     fx_run_free(r);
 }
 
-TL_MAIN(cmocka_unit_test(test_simple_same_namespace), cmocka_unit_test(test_cross_namespace),
-        cmocka_unit_test(test_reference_grant), cmocka_unit_test(test_invalid_reference_grant),
-        cmocka_unit_test(test_unknown_kind), cmocka_unit_test(test_hostname_intersection),
-        cmocka_unit_test(test_listener_hostname_matching), cmocka_unit_test(test_matching),
-        cmocka_unit_test(test_weight), cmocka_unit_test(test_invalid_tls_configuration),
-        cmocka_unit_test(test_with_attached_routes), cmocka_unit_test(test_grpc_exact_method),
-        cmocka_unit_test(test_tlsroute_simple))
+TL_MAIN()

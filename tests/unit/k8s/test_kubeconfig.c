@@ -26,9 +26,8 @@ static void assert_bytes(const char *data, size_t len, const char *want)
     assert_memory_equal(data, want, len);
 }
 
-static void test_inline_data_and_contexts(void **state)
+TL_TEST(test_inline_data_and_contexts)
 {
-    (void)state;
     char *path = fixture("kubeconfig-data.yaml");
     k8s_cfg *c;
     TL_OK(k8s_cfg_from_kubeconfig(path, NULL, &c, &e_));
@@ -69,9 +68,8 @@ static void test_inline_data_and_contexts(void **state)
     sx_free(path);
 }
 
-static void test_files_relative_to_kubeconfig(void **state)
+TL_TEST(test_files_relative_to_kubeconfig)
 {
-    (void)state;
     char *path = fixture("kubeconfig-files.yaml");
     char *dir = fixture("");
     k8s_cfg *c;
@@ -112,9 +110,8 @@ static void test_files_relative_to_kubeconfig(void **state)
     sx_free(path);
 }
 
-static void test_refused_and_broken(void **state)
+TL_TEST(test_refused_and_broken)
 {
-    (void)state;
     k8s_cfg *c;
     sx_err e;
     char *path = fixture("kubeconfig-exec.yaml");
@@ -202,9 +199,8 @@ static void sa_tree(const char *root, const char *token, const char *ca, const c
     }
 }
 
-static void test_in_cluster(void **state)
+TL_TEST(test_in_cluster)
 {
-    (void)state;
     char root[] = "/tmp/sx-k8s-podXXXXXX";
     assert_non_null(mkdtemp(root));
     k8s_cfg *c;
@@ -274,6 +270,4 @@ static void test_in_cluster(void **state)
     sx_free(cmd);
 }
 
-TL_MAIN(cmocka_unit_test(test_inline_data_and_contexts),
-        cmocka_unit_test(test_files_relative_to_kubeconfig),
-        cmocka_unit_test(test_refused_and_broken), cmocka_unit_test(test_in_cluster))
+TL_MAIN()

@@ -19,9 +19,8 @@ static json_t *fp(const char *s)
     return json_pack("{s:s}", "status", s);
 }
 
-static void test_backoff_doubles_to_the_maximum(void **state)
+TL_TEST(test_backoff_doubles_to_the_maximum)
 {
-    (void)state;
     sx_metrics *m = sx_metrics_create();
     k8s_rec *r = k8s_rec_create(m, 1000, 4000);
     int64_t now = 0;
@@ -84,9 +83,8 @@ static void test_backoff_doubles_to_the_maximum(void **state)
     sx_metrics_destroy(m);
 }
 
-static void test_status_problem(void **state)
+TL_TEST(test_status_problem)
 {
-    (void)state;
     char why[512];
     json_t *ok = json_pack("{s:[{s:s,s:s,s:s}]}", "conditions", "type", "Accepted", "status",
                            "True", "reason", "Accepted");
@@ -125,9 +123,8 @@ static json_t *klass(const char *controller, const char *finalizer, bool deletin
     return o;
 }
 
-static void test_gateway_class_finalizer(void **state)
+TL_TEST(test_gateway_class_finalizer)
 {
-    (void)state;
     const char *ours = "sextant.dev/gateway-controller";
     k8s_fin_guard g = k8s_fin_gateway_class(&ours);
     wm_table *t = wm_table_create();
@@ -198,5 +195,4 @@ static void test_gateway_class_finalizer(void **state)
     wm_table_destroy(t);
 }
 
-TL_MAIN(cmocka_unit_test(test_backoff_doubles_to_the_maximum),
-        cmocka_unit_test(test_status_problem), cmocka_unit_test(test_gateway_class_finalizer))
+TL_MAIN()

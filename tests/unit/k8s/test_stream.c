@@ -52,9 +52,8 @@ static char *sample(json_t **want)
     return sx_buf_steal(&b);
 }
 
-static void test_any_chunk_size(void **state)
+TL_TEST(test_any_chunk_size)
 {
-    (void)state;
     json_t *want;
     char *text = sample(&want);
     size_t len = strlen(text);
@@ -79,9 +78,8 @@ static void test_any_chunk_size(void **state)
     sx_free(text);
 }
 
-static void test_line_over_cap(void **state)
+TL_TEST(test_line_over_cap)
 {
-    (void)state;
     /* Lines of exactly the cap pass; one byte more fails before its newline arrives. */
     const size_t cap = 100;
     sx_buf ok = {0};
@@ -125,9 +123,8 @@ static void test_line_over_cap(void **state)
     sx_buf_free(&ok);
 }
 
-static void test_bad_json_and_refusal(void **state)
+TL_TEST(test_bad_json_and_refusal)
 {
-    (void)state;
     collect c = {.events = json_array()};
     k8s_stream s;
     k8s_stream_init(&s, 1024, on_line, &c);
@@ -147,9 +144,8 @@ static void test_bad_json_and_refusal(void **state)
     json_decref(c.events);
 }
 
-static void test_last_line_without_newline(void **state)
+TL_TEST(test_last_line_without_newline)
 {
-    (void)state;
     collect c = {.events = json_array()};
     k8s_stream s;
     k8s_stream_init(&s, 1024, on_line, &c);
@@ -167,6 +163,4 @@ static void test_last_line_without_newline(void **state)
     json_decref(c.events);
 }
 
-TL_MAIN(cmocka_unit_test(test_any_chunk_size), cmocka_unit_test(test_line_over_cap),
-        cmocka_unit_test(test_bad_json_and_refusal),
-        cmocka_unit_test(test_last_line_without_newline))
+TL_MAIN()

@@ -37,7 +37,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static void test_store_noop_and_managed_fields(void **state)
+TL_TEST_FX(test_store_noop_and_managed_fields)
 {
     wm_table *t = *state;
     wm_map *m = wm_table_add(t, "HTTPRoute");
@@ -90,7 +90,7 @@ static void test_store_noop_and_managed_fields(void **state)
     assert_int_equal(wm_table_generation(t), 4);
 }
 
-static void test_replace(void **state)
+TL_TEST_FX(test_replace)
 {
     wm_table *t = *state;
     wm_map *m = wm_table_add(t, "Service");
@@ -145,7 +145,7 @@ static void test_replace(void **state)
     wm_sub_close(sub);
 }
 
-static void test_subscribe_coalesces(void **state)
+TL_TEST_FX(test_subscribe_coalesces)
 {
     wm_table *t = *state;
     wm_map *m = wm_table_add(t, "Gateway");
@@ -206,9 +206,8 @@ static void test_subscribe_coalesces(void **state)
     wm_sub_close(sub);
 }
 
-static void test_states_shared_and_outlive_table(void **state)
+TL_TEST(test_states_shared_and_outlive_table)
 {
-    (void)state;
     wm_table *t = wm_table_create();
     wm_map *m = wm_table_add(t, "Namespace");
     assert_int_equal(wm_store(m, "b", obj("", "b", 2)), 1);
@@ -235,9 +234,8 @@ static void test_states_shared_and_outlive_table(void **state)
     wm_state_release(s2);
 }
 
-static void test_keys(void **state)
+TL_TEST(test_keys)
 {
-    (void)state;
     json_t *o = obj("default", "web", 1);
     char *k = wm_key_of(o);
     assert_string_equal(k, "default/web");
@@ -273,7 +271,7 @@ static void *writer(void *p)
     return NULL;
 }
 
-static void test_table_snapshot_is_consistent(void **state)
+TL_TEST_FX(test_table_snapshot_is_consistent)
 {
     wm_table *t = *state;
     writer_arg w = {wm_table_add(t, "A"), wm_table_add(t, "B"), 20000, 0};
@@ -330,7 +328,7 @@ static void *slow_reader(void *p)
     return NULL;
 }
 
-static void test_slow_subscriber_sees_newest(void **state)
+TL_TEST_FX(test_slow_subscriber_sees_newest)
 {
     wm_table *t = *state;
     wm_map *m = wm_table_add(t, "EndpointSlice");
@@ -371,7 +369,7 @@ static void *sub_waiter(void *p)
     return NULL;
 }
 
-static void test_waits_wake(void **state)
+TL_TEST_FX(test_waits_wake)
 {
     wm_table *t = *state;
     wm_map *m = wm_table_add(t, "Secret");
@@ -406,7 +404,4 @@ static void test_waits_wake(void **state)
     wm_sub_close(a.sub);
 }
 
-TL_MAIN(TL_FX(test_store_noop_and_managed_fields), TL_FX(test_replace),
-        TL_FX(test_subscribe_coalesces), cmocka_unit_test(test_states_shared_and_outlive_table),
-        cmocka_unit_test(test_keys), TL_FX(test_table_snapshot_is_consistent),
-        TL_FX(test_slow_subscriber_sees_newest), TL_FX(test_waits_wake))
+TL_MAIN()

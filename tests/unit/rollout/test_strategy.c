@@ -44,9 +44,8 @@ static void expect_waves(const char *strategy, size_t n, const char *want)
     json_decref(j);
 }
 
-static void test_wave_sizes(void **state)
+TL_TEST(test_wave_sizes)
 {
-    (void)state;
     expect_waves("{\"type\":\"all_at_once\"}", 7, "7");
     expect_waves("{\"type\":\"rolling\",\"wave_size\":5}", 20, "5,5,5,5");
     expect_waves("{\"type\":\"rolling\",\"wave_size\":5}", 12, "5,5,2");
@@ -86,9 +85,8 @@ static void expect_refused(const char *strategy, const char *want)
     json_decref(j);
 }
 
-static void test_refusals(void **state)
+TL_TEST(test_refusals)
 {
-    (void)state;
     expect_refused("{\"type\":\"red_black\"}", "strategy.type");
     expect_refused("{}", "strategy.type");
     expect_refused("[1]", "strategy");
@@ -122,9 +120,8 @@ static void test_refusals(void **state)
 
 /* Blue-green: green first, then every other node in one wave; the stored form keeps
  * green, the hold and what its end does, with defaults (1h, rollback). */
-static void test_blue_green(void **state)
+TL_TEST(test_blue_green)
 {
-    (void)state;
     json_t *j = parse("{\"type\":\"blue_green\",\"green\":{\"labels\":{\"slot\":\"g\"}}}");
     rollout_strategy s;
     sx_fielderrs errs = {0};
@@ -167,9 +164,8 @@ static void test_blue_green(void **state)
     assert_int_equal(errs.count, 0);
 }
 
-static void test_round_trip_and_pause(void **state)
+TL_TEST(test_round_trip_and_pause)
 {
-    (void)state;
     json_t *j = parse("{\"type\":\"canary\",\"initial_percent\":10,\"increment_percent\":30,"
                       "\"interval\":\"1m30s\"}");
     rollout_strategy s;
@@ -189,9 +185,8 @@ static void test_round_trip_and_pause(void **state)
     assert_int_equal(s.kind, ROLLOUT_ALL_AT_ONCE);
 }
 
-static void test_policy(void **state)
+TL_TEST(test_policy)
 {
-    (void)state;
     rollout_policy p = {0.05, 10, 600000, 3, true};
     sx_fielderrs errs = {0};
     json_t *j = parse("{\"nack_threshold\":0.2,\"nack_min_sample\":4,\"wave_timeout\":\"3s\","
@@ -210,6 +205,4 @@ static void test_policy(void **state)
     json_decref(j);
 }
 
-TL_MAIN(cmocka_unit_test(test_wave_sizes), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_round_trip_and_pause), cmocka_unit_test(test_policy),
-        cmocka_unit_test(test_blue_green))
+TL_MAIN()

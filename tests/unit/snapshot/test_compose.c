@@ -18,9 +18,8 @@ static json_t *parse(const char *s)
     return j;
 }
 
-static void test_merge_order_and_union(void **state)
+TL_TEST(test_merge_order_and_union)
 {
-    (void)state;
     json_t *b = parse("{\"listeners\":[{\"name\":\"b-l\"}],\"backends\":[{\"name\":\"b\"}],"
                       "\"extensions\":{\"x\":1,\"y\":\"b\"},\"id\":\"ignored\"}");
     json_t *a = parse("{\"listeners\":[{\"name\":\"a-l\"}],\"http_routes\":[{\"name\":\"r\"}],"
@@ -48,9 +47,8 @@ static void test_merge_order_and_union(void **state)
     json_decref(c);
 }
 
-static void test_empty_group(void **state)
+TL_TEST(test_empty_group)
 {
-    (void)state;
     json_t *out = snap_compose_json(NULL, 0, "empty:1", NULL);
     assert_string_equal(json_string_value(json_object_get(out, "id")), "empty:1");
     assert_int_equal(json_object_size(out), 1);
@@ -94,9 +92,8 @@ static void assert_same_bytes(snap_compose_input *src, size_t n, const char *whe
     json_decref(composed);
 }
 
-static void test_decoded_merge_gives_the_same_bytes(void **state)
+TL_TEST(test_decoded_merge_gives_the_same_bytes)
 {
-    (void)state;
     json_t *a = parse("{\"backends\":[{\"name\":\"a\",\"namespace\":\"team\","
                       "\"endpoints\":[{\"address\":\"10.0.0.1\",\"port\":80}]}],"
                       "\"extensions\":{\"y\":\"a\",\"z\":true,\"w\":[1,2]},"
@@ -139,5 +136,4 @@ static void test_decoded_merge_gives_the_same_bytes(void **state)
     json_decref(c);
 }
 
-TL_MAIN(cmocka_unit_test(test_merge_order_and_union), cmocka_unit_test(test_empty_group),
-        cmocka_unit_test(test_decoded_merge_gives_the_same_bytes))
+TL_MAIN()

@@ -10,9 +10,8 @@
 
 #include "storage/pg_link.h"
 
-static void test_error_text_keeps_every_host(void **state)
+TL_TEST(test_error_text_keeps_every_host)
 {
-    (void)state;
     char out[512];
     const char *two_hosts =
         "connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n"
@@ -30,9 +29,8 @@ static void test_error_text_keeps_every_host(void **state)
     assert_string_equal(pg_link_error_text(out, 8, "abcdefghij\nxyz"), "abcdefg");
 }
 
-static void test_backoff_bounds(void **state)
+TL_TEST(test_backoff_bounds)
 {
-    (void)state;
     pg_link_options o = {.backoff_min_ms = 50, .backoff_max_ms = 300};
     pg_link *k = pg_link_create(&o);
     int steps[6], ms = 0;
@@ -62,9 +60,8 @@ static void on_up(void *ctx)
     calls++;
 }
 
-static void test_watchers_called_when_back(void **state)
+TL_TEST(test_watchers_called_when_back)
 {
-    (void)state;
     pg_link *k = pg_link_create(NULL);
     /* A connection object that never connected: PQhost/PQport still answer. */
     PGconn *conn = PQconnectStart("host=127.0.0.1 port=1 dbname=none");
@@ -91,5 +88,4 @@ static void test_watchers_called_when_back(void **state)
     pg_link_destroy(k);
 }
 
-TL_MAIN(cmocka_unit_test(test_error_text_keeps_every_host), cmocka_unit_test(test_backoff_bounds),
-        cmocka_unit_test(test_watchers_called_when_back))
+TL_MAIN()

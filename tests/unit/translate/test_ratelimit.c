@@ -34,9 +34,8 @@ static int build(const char *policy, const char *refs, tr_resources **out, sx_er
     return tl_translate(text, out, err);
 }
 
-static void test_request_rate(void **state)
+TL_TEST(test_request_rate)
 {
-    (void)state;
     tr_resources *r = NULL;
     sx_err err;
     if (build("{'requests_per_minute': 600, 'burst': 1.5, 'on_limit': 'reject'}",
@@ -67,9 +66,8 @@ static void test_request_rate(void **state)
     tr_resources_unref(r);
 }
 
-static void test_refusals(void **state)
+TL_TEST(test_refusals)
 {
-    (void)state;
     struct {
         const char *policy, *refs, *message;
     } cases[] = {
@@ -99,4 +97,4 @@ static void test_refusals(void **state)
     }
 }
 
-TL_MAIN(cmocka_unit_test(test_request_rate), cmocka_unit_test(test_refusals))
+TL_MAIN()

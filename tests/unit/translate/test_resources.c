@@ -176,9 +176,8 @@ static const char PROXYLESS[] =
     "                 {'address': '127.0.0.3', 'port': 50051, 'zone': 'b'}]}]}";
 
 /* A client dialing xds:///echo.test follows LDS → RDS → CDS → EDS and finds its backend. */
-static void test_proxyless_chain(void **state)
+TL_TEST(test_proxyless_chain)
 {
-    (void)state;
     tr_resources *r = build(PROXYLESS);
     assert_string_equal(r->version_info, "7");
     assert_string_equal(r->group, "edge");
@@ -267,9 +266,8 @@ static void test_proxyless_chain(void **state)
 }
 
 /* A rule without backends cannot reach proxyless clients: grpc-js would NACK. */
-static void test_proxyless_refuses_direct_response(void **state)
+TL_TEST(test_proxyless_refuses_direct_response)
 {
-    (void)state;
     sx_err err = build_error("{'listeners': [{'name': 'g', 'protocol': 'LISTENER_PROTOCOL_GRPC', "
                              "'hostnames': ['a.test'],"
                              "   'attached_routes': ['r']}],"
@@ -311,9 +309,8 @@ static const char HTTP[] =
     "   {'name': 'web-old', 'namespace': 'default',"
     "    'endpoints': [{'address': '10.0.0.3', 'port': 80}]}]}";
 
-static void test_http_routes(void **state)
+TL_TEST(test_http_routes)
 {
-    (void)state;
     tr_resources *r = build(HTTP);
     Listener *l = decode(r, TR_LDS, "web");
     assert_int_equal(l->address->socket_address->port_value, 8080);
@@ -410,9 +407,8 @@ static void test_http_routes(void **state)
 }
 
 /* ReplacePrefixMatch keeps Gateway API semantics across the two routes of a prefix. */
-static void test_prefix_rewrite(void **state)
+TL_TEST(test_prefix_rewrite)
 {
-    (void)state;
     tr_resources *r =
         build("{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
               "   'attached_routes': ['r']}],"
@@ -457,9 +453,8 @@ static const char TLS[] =
     "'KEY'},"
     "             {'namespace': 'default', 'name': 'client', 'cert_pem': 'C2', 'key_pem': 'K2'}]}";
 
-static void test_tls(void **state)
+TL_TEST(test_tls)
 {
-    (void)state;
     tr_resources *r = build(TLS);
 
     /* Listener: SNI match, the TLS inspector, a DownstreamTlsContext naming SDS secrets. */
@@ -545,9 +540,8 @@ static void test_tls(void **state)
 
 /* ---------------------------------------------------------------- stream routes */
 
-static void test_tcp_proxy(void **state)
+TL_TEST(test_tcp_proxy)
 {
-    (void)state;
     tr_resources *r = build(
         "{'listeners': [{'name': 'pg', 'protocol': 'LISTENER_PROTOCOL_TCP', 'port': 5432,"
         "   'attached_routes': ['data/db']},"
@@ -607,9 +601,8 @@ static bool same(const tr_resource *a, const tr_resource *b)
            memcmp(a->bytes, b->bytes, a->len) == 0 && strcmp(a->version, b->version) == 0;
 }
 
-static void test_same_ir_same_bytes(void **state)
+TL_TEST(test_same_ir_same_bytes)
 {
-    (void)state;
     const char *fixtures[] = {PROXYLESS, HTTP, TLS};
     for (size_t f = 0; f < 3; f++) {
         tr_resources *a = build(fixtures[f]), *b = build(fixtures[f]);
@@ -628,9 +621,8 @@ static void test_same_ir_same_bytes(void **state)
 
 /* Moving one endpoint changes that load assignment's version and nothing else; the
  * order endpoints are listed in does not matter. */
-static void test_endpoint_change_scoped(void **state)
+TL_TEST(test_endpoint_change_scoped)
 {
-    (void)state;
     static const char base[] =
         "{'listeners': [{'name': 'g', 'protocol': 'LISTENER_PROTOCOL_GRPC', 'hostnames': "
         "['a.test'],"
@@ -665,9 +657,8 @@ static void test_endpoint_change_scoped(void **state)
 
 /* ---------------------------------------------------------------- refusals */
 
-static void test_unknown_backend(void **state)
+TL_TEST(test_unknown_backend)
 {
-    (void)state;
     sx_err err = build_error(
         "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
         "   'attached_routes': ['r']}],"
@@ -684,9 +675,8 @@ static void test_unknown_backend(void **state)
         err.detail, "http_routes[1].rules[1].backend_refs[0]: unknown backend \"other/nope\""));
 }
 
-static void test_refusals(void **state)
+TL_TEST(test_refusals)
 {
-    (void)state;
     struct {
         const char *ir, *message;
     } cases[] = {
@@ -755,9 +745,8 @@ static void test_refusals(void **state)
 }
 
 /* An HTTP and a gRPC route of one name are both attached by that name. */
-static void test_shared_route_name(void **state)
+TL_TEST(test_shared_route_name)
 {
-    (void)state;
     tr_resources *r = build(
         "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
         "   'attached_routes': ['api', 'api']}],"
@@ -778,9 +767,8 @@ static void test_shared_route_name(void **state)
 
 /* A gRPC match by regular expression becomes one path regex with each part grouped: an
  * alternation in the method stays inside the method ("Get|Put" must not match "Put"). */
-static void test_grpc_regex_parts_grouped(void **state)
+TL_TEST(test_grpc_regex_parts_grouped)
 {
-    (void)state;
     tr_resources *r =
         build("{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 80,"
               "   'attached_routes': ['api']}],"
@@ -802,9 +790,8 @@ static void test_grpc_regex_parts_grouped(void **state)
     tr_resources_unref(r);
 }
 
-static void test_type_urls(void **state)
+TL_TEST(test_type_urls)
 {
-    (void)state;
     for (int t = 0; t < TR_TYPE_COUNT; t++) {
         tr_type back;
         assert_int_equal(tr_type_from_url(tr_type_url((tr_type)t), &back), 0);
@@ -826,11 +813,4 @@ static void test_type_urls(void **state)
     tr_resources_unref(NULL);
 }
 
-TL_MAIN(cmocka_unit_test(test_proxyless_chain),
-        cmocka_unit_test(test_proxyless_refuses_direct_response),
-        cmocka_unit_test(test_http_routes), cmocka_unit_test(test_prefix_rewrite),
-        cmocka_unit_test(test_tls), cmocka_unit_test(test_tcp_proxy),
-        cmocka_unit_test(test_same_ir_same_bytes), cmocka_unit_test(test_endpoint_change_scoped),
-        cmocka_unit_test(test_unknown_backend), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_shared_route_name), cmocka_unit_test(test_grpc_regex_parts_grouped),
-        cmocka_unit_test(test_type_urls))
+TL_MAIN()

@@ -84,9 +84,8 @@ static void expect_sid_cookie(const ProtobufCMessage *state)
     assert_int_equal(c->cookie->ttl->seconds, 3600);
 }
 
-static void test_cookie(void **state)
+TL_TEST(test_cookie)
 {
-    (void)state;
     tr_resources *r = tl_translated(ir_text("{'session_name': 'sid', 'cookie_lifetime_type':"
                                             " 'Permanent', 'absolute_timeout': '3600s'}"));
     /* The listener whose routes keep sessions: the filter, optional and empty, first. */
@@ -117,9 +116,8 @@ static void expect_session_header(const ProtobufCMessage *state)
         "x-session");
 }
 
-static void test_header(void **state)
+TL_TEST(test_header)
 {
-    (void)state;
     tr_resources *r = tl_translated(ir_text("{'session_name': 'x-session', 'type': 'Header'}"));
     expect_session_states(
         r, "envoy.http.stateful_session.header",
@@ -128,9 +126,8 @@ static void test_header(void **state)
     tr_resources_unref(r);
 }
 
-static void test_refusals(void **state)
+TL_TEST(test_refusals)
 {
-    (void)state;
     tr_resources *r = NULL;
     sx_err err;
     assert_int_equal(build("{'type': 'Cookie', 'idle_timeout': '60s'}", &r, &err), SX_EVALIDATION);
@@ -144,5 +141,4 @@ static void test_refusals(void **state)
                         "Permanent)");
 }
 
-TL_MAIN(cmocka_unit_test(test_cookie), cmocka_unit_test(test_header),
-        cmocka_unit_test(test_refusals))
+TL_MAIN()

@@ -44,9 +44,8 @@ static Envoy__Config__Listener__V3__Listener *listener_on(const tr_resources *r,
     return l;
 }
 
-static void test_quic_listener(void **state)
+TL_TEST(test_quic_listener)
 {
-    (void)state;
     tr_resources *r = tl_translated(H3);
     /* A UDP socket taking QUIC. */
     Envoy__Config__Listener__V3__Listener *l =
@@ -100,9 +99,8 @@ static void expect_refused(const char *ir_text, const char *message)
     assert_string_equal(err.message, message);
 }
 
-static void test_needs_tls(void **state)
+TL_TEST(test_needs_tls)
 {
-    (void)state;
     expect_refused(
         "{'listeners': [{'name': 'h3', 'protocol': 'LISTENER_PROTOCOL_HTTP3', 'port': 443}]}",
         "listeners[0].tls: a listener that terminates tls needs at least one secret");
@@ -119,9 +117,8 @@ static const char UDP[] =
     " 'backends': [{'name': 'resolver', 'endpoints': [{'address': '10.0.0.53', 'port': 53}]},"
     "  {'name': 'other', 'endpoints': [{'address': '10.0.0.54', 'port': 53}]}]}";
 
-static void test_udp_proxy(void **state)
+TL_TEST(test_udp_proxy)
 {
-    (void)state;
     tr_resources *r = tl_translated(UDP);
     Envoy__Config__Listener__V3__Listener *l =
         listener_on(r, "dns", ENVOY__CONFIG__CORE__V3__SOCKET_ADDRESS__PROTOCOL__UDP);
@@ -144,9 +141,8 @@ static void test_udp_proxy(void **state)
     tr_resources_unref(r);
 }
 
-static void test_udp_refusals(void **state)
+TL_TEST(test_udp_refusals)
 {
-    (void)state;
     expect_refused(
         "{'listeners': [{'name': 'u', 'protocol': 'LISTENER_PROTOCOL_UDP', 'port': 53,"
         " 'attached_routes': ['u']}],"
@@ -171,5 +167,4 @@ static void test_udp_refusals(void **state)
         "listeners[0].attached_routes: udp route \"u\" attaches to UDP listeners only");
 }
 
-TL_MAIN(cmocka_unit_test(test_quic_listener), cmocka_unit_test(test_needs_tls),
-        cmocka_unit_test(test_udp_proxy), cmocka_unit_test(test_udp_refusals))
+TL_MAIN()

@@ -26,9 +26,8 @@ static const char *good_names[] = {"edge",
                                    "gw-prod.api.prod",
                                    "0"};
 
-static void test_names_that_pass(void **state)
+TL_TEST(test_names_that_pass)
 {
-    (void)state;
     for (size_t i = 0; i < sizeof(good_names) / sizeof(good_names[0]); i++) {
         const char *why = val_group_name_problem(good_names[i]);
         if (why)
@@ -41,9 +40,8 @@ static void test_names_that_pass(void **state)
     assert_null(val_group_name_problem(longest));
 }
 
-static void test_names_that_fail(void **state)
+TL_TEST(test_names_that_fail)
 {
-    (void)state;
     static const char chars[] = "may hold only ASCII letters, digits and the characters - _ . : /";
     const struct {
         const char *name, *why;
@@ -72,9 +70,8 @@ static void test_names_that_fail(void **state)
     assert_string_equal(val_group_name_problem(too_long), "must be at most 253 bytes");
 }
 
-static void test_group_lists(void **state)
+TL_TEST(test_group_lists)
 {
-    (void)state;
     val_result out = {0};
     sx_err err;
     sx_err_clear(&err);
@@ -107,9 +104,8 @@ static void test_group_lists(void **state)
     assert_string_equal(err.detail, "groups[0]: must not be empty");
 }
 
-static void test_one_group(void **state)
+TL_TEST(test_one_group)
 {
-    (void)state;
     sx_err err;
     sx_err_clear(&err);
     assert_int_equal(val_check_group_name("shop/web", &err), 0);
@@ -120,5 +116,4 @@ static void test_one_group(void **state)
     assert_string_equal(err.message, "invalid proxy group name: must not be \".\" or \"..\"");
 }
 
-TL_MAIN(cmocka_unit_test(test_names_that_pass), cmocka_unit_test(test_names_that_fail),
-        cmocka_unit_test(test_group_lists), cmocka_unit_test(test_one_group))
+TL_MAIN()

@@ -20,9 +20,8 @@ static const char *SPEC =
     "   'ai_service': {'provider': 'openai', 'model': 'm'},"
     "   'token_policy': {'tokens_per_minute': 10}}]}";
 
-static void test_names(void **state)
+TL_TEST(test_names)
 {
-    (void)state;
     unsigned p;
     char why[160];
     assert_int_equal(val_planes_parse_csv("envoy,grpc,control", &p, why, sizeof why), 0);
@@ -70,18 +69,16 @@ static const val_problem *at(const val_result *r, const char *path, const char *
     return NULL;
 }
 
-static void test_control_takes_all(void **state)
+TL_TEST(test_control_takes_all)
 {
-    (void)state;
     val_result r;
     assert_int_equal(run_in("ai", VAL_PLANE_CONTROL, VAL_PLANES_ALL, &r), 0);
     assert_int_equal(r.count, 0);
     val_result_free(&r);
 }
 
-static void test_envoy_refuses_with_the_plane(void **state)
+TL_TEST(test_envoy_refuses_with_the_plane)
 {
-    (void)state;
     val_result r;
     assert_int_equal(run_in("edge", VAL_PLANE_ENVOY, VAL_PLANES_ALL, &r), SX_EVALIDATION);
     const char *paths[] = {"spec.backends[0].ai_service",
@@ -104,9 +101,8 @@ static void test_envoy_refuses_with_the_plane(void **state)
     val_result_free(&r);
 }
 
-static void test_default_applies(void **state)
+TL_TEST(test_default_applies)
 {
-    (void)state;
     val_result r;
     /* planes 0: the group never chose; the default (control only) holds. */
     assert_int_equal(run_in("quiet", 0, VAL_PLANE_CONTROL, &r), 0);
@@ -119,9 +115,8 @@ static void test_default_applies(void **state)
 
 /* Session persistence: translated for envoy (a cookie or a header), for grpc a cookie
  * only; an idle timeout reaches control data planes only. */
-static void test_session_persistence(void **state)
+TL_TEST(test_session_persistence)
 {
-    (void)state;
     const char *base = "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
                        "'port': 80, 'attached_routes': ['r']}],"
                        " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': "
@@ -149,9 +144,8 @@ static void test_session_persistence(void **state)
 }
 
 /* A token policy's request rate reaches Envoy; its token counts do not. */
-static void test_token_policy(void **state)
+TL_TEST(test_token_policy)
 {
-    (void)state;
     const char *base = "{'listeners': [{'name': 'l', 'protocol': 'LISTENER_PROTOCOL_HTTP', "
                        "'port': 80, 'attached_routes': ['r']}],"
                        " 'http_routes': [{'name': 'r', 'rules': [{'backend_refs': [{'name': "
@@ -174,9 +168,8 @@ static void test_token_policy(void **state)
 
 /* An HTTP/3 listener binds UDP: it shares its port with a TCP listener without a clash,
  * but not with a UDP one. */
-static void test_udp_and_tcp_share_a_port(void **state)
+TL_TEST(test_udp_and_tcp_share_a_port)
 {
-    (void)state;
     val_result r;
     assert_int_equal(run_spec("{'listeners': [{'name': 'tcp', 'protocol': 'LISTENER_PROTOCOL_HTTP',"
                               " 'port': 8443}, {'name': 'quic', 'protocol': "
@@ -193,9 +186,8 @@ static void test_udp_and_tcp_share_a_port(void **state)
     val_result_free(&r);
 }
 
-static void test_group_change(void **state)
+TL_TEST(test_group_change)
 {
-    (void)state;
     json_t *spec = tl_json(SPEC);
     val_result r = {0};
     assert_int_equal(val_planes_refusals(spec, "g", VAL_PLANE_CONTROL, &r), 0);
@@ -207,17 +199,4 @@ static void test_group_change(void **state)
     json_decref(spec);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_control_takes_all),
-        cmocka_unit_test(test_envoy_refuses_with_the_plane),
-        cmocka_unit_test(test_default_applies),
-        cmocka_unit_test(test_session_persistence),
-        cmocka_unit_test(test_token_policy),
-        cmocka_unit_test(test_udp_and_tcp_share_a_port),
-        cmocka_unit_test(test_group_change),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TL_MAIN()

@@ -178,9 +178,8 @@ static int run_json(const json_t *spec, const val_peer *peers, size_t npeers,
 
 /* ---------------------------------------------------------------- the demo */
 
-static void test_demo_config_passes(void **state)
+TL_TEST(test_demo_config_passes)
 {
-    (void)state;
     const char *root = getenv("SEXTANT_SOURCE_DIR");
     char path[1024];
     if (root)
@@ -210,9 +209,8 @@ static void test_demo_config_passes(void **state)
 
 /* ---------------------------------------------------------------- one test per stage */
 
-static void test_schema(void **state)
+TL_TEST(test_schema)
 {
-    (void)state;
     CHECK(SX_EVALIDATION,
           "{'listeners': ["
           "  {'name': '', 'protocol': 'LISTENER_PROTOCOL_UNSPECIFIED', 'port': 8080,"
@@ -283,9 +281,8 @@ static void test_schema(void **state)
             "filter"));
 }
 
-static void test_semantic(void **state)
+TL_TEST(test_semantic)
 {
-    (void)state;
     CHECK(SX_EVALIDATION,
           "{'listeners': ["
           "  {'name': 'web', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'address': '0.0.0.0',"
@@ -320,9 +317,8 @@ static void test_semantic(void **state)
             "redirect status 305 is not supported: use 301, 302, 303, 307 or 308"));
 }
 
-static void test_dependency(void **state)
+TL_TEST(test_dependency)
 {
-    (void)state;
     /* The peer holds the secret "team/shared" and one of two "dup" secrets. */
     json_t *peer_spec = json_pack("{s:[o, o]}", "secrets", good_secret("team", "shared"),
                                   good_secret("team", "dup"));
@@ -354,9 +350,8 @@ static void test_dependency(void **state)
     json_decref(peer_spec);
 }
 
-static void test_security(void **state)
+TL_TEST(test_security)
 {
-    (void)state;
     EVP_PKEY *k1 = new_key(), *k2 = new_key();
     json_t *secrets = json_array();
     json_array_append_new(secrets,
@@ -431,9 +426,8 @@ static void test_security(void **state)
     EVP_PKEY_free(k2);
 }
 
-static void test_quota(void **state)
+TL_TEST(test_quota)
 {
-    (void)state;
     const char *spec = "{'listeners': ["
                        "  {'name': 'a', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080},"
                        "  {'name': 'b', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8081}],"
@@ -503,9 +497,8 @@ static const char *const PEER_WEB =
        "by http route \"team/web\" of config team/web (c-2)",                                      \
        "team/web (c-2)")
 
-static void test_conflict(void **state)
+TL_TEST(test_conflict)
 {
-    (void)state;
     json_t *peer_spec = tl_json(PEER_WEB);
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
     val_result r;
@@ -544,9 +537,8 @@ static void test_conflict(void **state)
     json_decref(peer_spec);
 }
 
-static void test_traps(void **state)
+TL_TEST(test_traps)
 {
-    (void)state;
     CHECK(SX_EVALIDATION,
           "{'listeners': ["
           "  {'name': 'edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 8080,"
@@ -588,9 +580,8 @@ static void test_traps(void **state)
 
 /* ---------------------------------------------------------------- across stages and configs */
 
-static void test_every_stage_at_once(void **state)
+TL_TEST(test_every_stage_at_once)
 {
-    (void)state;
     EVP_PKEY *k = new_key();
     json_t *peer_spec = tl_json(PEER_WEB);
     val_peer peer = {.id = "c-2", .ns = "team", .name = "web", .spec = peer_spec};
@@ -648,9 +639,8 @@ static void test_every_stage_at_once(void **state)
     EVP_PKEY_free(k);
 }
 
-static void test_references_across_configs(void **state)
+TL_TEST(test_references_across_configs)
 {
-    (void)state;
     /* The peer owns the backend, a route and the certificates. */
     json_t *peer_spec = tl_json("{'http_routes': [{'name': 'status', 'namespace': 'team',"
                                 "   'hostnames': ['status.example.com'],"
@@ -700,9 +690,8 @@ static void test_references_across_configs(void **state)
     json_decref(peer_spec);
 }
 
-static void test_names_that_collide_once_merged(void **state)
+TL_TEST(test_names_that_collide_once_merged)
 {
-    (void)state;
     /* The peer attaches its route by bare name and serves echo.test to proxyless clients. */
     json_t *peer_spec = tl_json(
         "{'listeners': [{'name': 'team-edge', 'protocol': 'LISTENER_PROTOCOL_HTTP', 'port': 9000,"
@@ -740,9 +729,8 @@ static void test_names_that_collide_once_merged(void **state)
     json_decref(peer_spec);
 }
 
-static void test_broken_documents(void **state)
+TL_TEST(test_broken_documents)
 {
-    (void)state;
     /* Null elements and wrong types: the later stages see what decoded, nothing more. */
     json_t *broken_peer = tl_json("{'listeners': [null, {'name': 7}], 'backends': 'none'}");
     val_peer peer = {.id = "c-9", .ns = "old", .name = "broken", .spec = broken_peer};
@@ -788,9 +776,8 @@ static void test_broken_documents(void **state)
 
 /* Patterns are compiled with RE2, as Envoy and gRPC compile them: what a POSIX engine
  * takes but RE2 does not (backreferences, lookaround, nested counts) is refused. */
-static void test_regex_is_re2(void **state)
+TL_TEST(test_regex_is_re2)
 {
-    (void)state;
     static const char *const good[] = {
         "^/api/v[0-9]+/.*$",
         "(?i)foo",
@@ -847,9 +834,8 @@ static void test_regex_is_re2(void **state)
 
 /* A program larger than the limit (Envoy's re2.max_program_size.error_level, 100 unless
  * configured) is refused, and the limit is the caller's. */
-static void test_regex_program_size_limit(void **state)
+TL_TEST(test_regex_program_size_limit)
 {
-    (void)state;
     char why[160];
     /* 0 is Envoy's default, 100: a thousand copies of "a" are over it */
     assert_false(val_regex_check("a{2,1000}", 0, why, sizeof why));
@@ -885,9 +871,8 @@ static void test_regex_program_size_limit(void **state)
 }
 
 /* Every regex that reaches a proxy is checked, the error at its field. */
-static void test_regex_errors_name_the_field(void **state)
+TL_TEST(test_regex_errors_name_the_field)
 {
-    (void)state;
     CHECK(
         SX_EVALIDATION,
         "{'http_routes': [{'name': 'h', 'rules': [{'backend_refs': [{'name': 'b'}],"
@@ -917,13 +902,4 @@ static void test_regex_errors_name_the_field(void **state)
           "invalid regular expression: service and method as one path: RE2 program size 126 "
           "is over the limit of 100 (Envoy's re2.max_program_size.error_level)"));
 }
-TL_MAIN(cmocka_unit_test(test_demo_config_passes), cmocka_unit_test(test_schema),
-        cmocka_unit_test(test_semantic), cmocka_unit_test(test_dependency),
-        cmocka_unit_test(test_security), cmocka_unit_test(test_quota),
-        cmocka_unit_test(test_conflict), cmocka_unit_test(test_traps),
-        cmocka_unit_test(test_every_stage_at_once),
-        cmocka_unit_test(test_references_across_configs),
-        cmocka_unit_test(test_names_that_collide_once_merged),
-        cmocka_unit_test(test_broken_documents), cmocka_unit_test(test_regex_is_re2),
-        cmocka_unit_test(test_regex_program_size_limit),
-        cmocka_unit_test(test_regex_errors_name_the_field))
+TL_MAIN()

@@ -20,9 +20,8 @@ static xds_req_kind request(xds_ctl *c, const char *nonce, bool nack, bool has_s
     return (oc ? oc : &local)->kind;
 }
 
-static void test_subscription_names(void **state)
+TL_TEST(test_subscription_names)
 {
-    (void)state;
     unsigned mask = 0;
     sx_err err;
     sx_err_clear(&err);
@@ -42,9 +41,8 @@ static void test_subscription_names(void **state)
     assert_non_null(strstr(err.message, "unknown subscription \"clusters\""));
 }
 
-static void test_stream_protocol(void **state)
+TL_TEST(test_stream_protocol)
 {
-    (void)state;
     xds_ctl c;
     xds_ctl_init(&c, 9);
     xds_ctl_response r;
@@ -122,9 +120,8 @@ static void request_holding(xds_ctl *c, const char *version)
     assert_int_equal(oc.kind, XDS_REQ_SUBSCRIBE);
 }
 
-static void test_reconnect_holding_version(void **state)
+TL_TEST(test_reconnect_holding_version)
 {
-    (void)state;
     xds_ctl_response r;
     /* Holding the version the stream is served: nothing is sent, and it is in step. */
     xds_ctl c;
@@ -168,9 +165,8 @@ static void test_reconnect_holding_version(void **state)
     assert_true(xds_ctl_next(&c, 100, &r));
 }
 
-static void test_report_checks(void **state)
+TL_TEST(test_report_checks)
 {
-    (void)state;
     int64_t now = 1800000000000LL;
     sx_err err;
     sx_err_clear(&err);
@@ -225,5 +221,4 @@ static void test_report_checks(void **state)
     assert_string_equal(xds_reject_name(XDS_REJECT_OTHER), "other");
 }
 
-TL_MAIN(cmocka_unit_test(test_subscription_names), cmocka_unit_test(test_stream_protocol),
-        cmocka_unit_test(test_reconnect_holding_version), cmocka_unit_test(test_report_checks))
+TL_MAIN()

@@ -140,7 +140,7 @@ static void request_acked(fx *f, dreq q)
 
 /* ------------------------------------------------------------------ tests */
 
-static void test_legacy_wildcard_and_versions(void **state)
+TL_TEST_FX(test_legacy_wildcard_and_versions)
 {
     fx *f = *state;
     tr_resources *r = publish(f, 1, "cds:a=1,b=1;eds:a=1");
@@ -161,7 +161,7 @@ static void test_legacy_wildcard_and_versions(void **state)
     assert_int_equal(f->last.n + f->last.nremoved, 0);
 }
 
-static void test_only_changes_and_removals(void **state)
+TL_TEST_FX(test_only_changes_and_removals)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1,b=1,c=1");
@@ -177,7 +177,7 @@ static void test_only_changes_and_removals(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 3);
 }
 
-static void test_initial_resource_versions_honoured(void **state)
+TL_TEST_FX(test_initial_resource_versions_honoured)
 {
     fx *f = *state;
     tr_resources *r = publish(f, 4, "lds:a=1,b=2");
@@ -192,7 +192,7 @@ static void test_initial_resource_versions_honoured(void **state)
     assert_string_equal(f->removed, "c");
 }
 
-static void test_first_request_answered_even_when_up_to_date(void **state)
+TL_TEST_FX(test_first_request_answered_even_when_up_to_date)
 {
     fx *f = *state;
     tr_resources *r = publish(f, 4, "lds:a=1");
@@ -205,7 +205,7 @@ static void test_first_request_answered_even_when_up_to_date(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 4);
 }
 
-static void test_initial_resource_versions_every_type(void **state)
+TL_TEST_FX(test_initial_resource_versions_every_type)
 {
     fx *f = *state;
     tr_resources *r = publish(f, 9, "sds:s=1;cds:a=1,b=1;eds:a=1,b=1;lds:l=1;rds:r=1");
@@ -237,7 +237,7 @@ static void test_initial_resource_versions_every_type(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 9);
 }
 
-static void test_named_missing_then_appearing(void **state)
+TL_TEST_FX(test_named_missing_then_appearing)
 {
     fx *f = *state;
     publish(f, 1, "eds:a=1");
@@ -257,7 +257,7 @@ static void test_named_missing_then_appearing(void **state)
     assert_string_equal(f->removed, "x");
 }
 
-static void test_subscriptions_apply_with_stale_nonce(void **state)
+TL_TEST_FX(test_subscriptions_apply_with_stale_nonce)
 {
     fx *f = *state;
     publish(f, 1, "rds:a=1,b=1,c=1");
@@ -277,7 +277,7 @@ static void test_subscriptions_apply_with_stale_nonce(void **state)
     assert_string_equal(f->sent, "b");
 }
 
-static void test_unsubscribe_and_resubscribe(void **state)
+TL_TEST_FX(test_unsubscribe_and_resubscribe)
 {
     fx *f = *state;
     publish(f, 1, "rds:a=1,b=1");
@@ -293,7 +293,7 @@ static void test_unsubscribe_and_resubscribe(void **state)
     assert_string_equal(f->sent, "a,b");
 }
 
-static void test_star_and_unsubscribe_under_wildcard(void **state)
+TL_TEST_FX(test_star_and_unsubscribe_under_wildcard)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1,b=1");
@@ -315,7 +315,7 @@ static void test_star_and_unsubscribe_under_wildcard(void **state)
     assert_false(next(f));
 }
 
-static void test_legacy_wildcard_survives_named_subscribe(void **state)
+TL_TEST_FX(test_legacy_wildcard_survives_named_subscribe)
 {
     fx *f = *state;
     publish(f, 1, "lds:a=1,b=1");
@@ -329,7 +329,7 @@ static void test_legacy_wildcard_survives_named_subscribe(void **state)
     assert_string_equal(f->sent, "b,c"); /* still on the wildcard */
 }
 
-static void test_nack_no_resend(void **state)
+TL_TEST_FX(test_nack_no_resend)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1");
@@ -346,7 +346,7 @@ static void test_nack_no_resend(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 3);
 }
 
-static void test_push_order_and_endpoint_refresh(void **state)
+TL_TEST_FX(test_push_order_and_endpoint_refresh)
 {
     fx *f = *state;
     publish(f, 1, "sds:s=1;cds:a=1;eds:a=1;lds:l=1;rds:r=1");
@@ -368,7 +368,7 @@ static void test_push_order_and_endpoint_refresh(void **state)
     assert_false(next(f));
 }
 
-static void test_coalescing(void **state)
+TL_TEST_FX(test_coalescing)
 {
     fx *f = *state;
     publish(f, 1, "cds:a=1");
@@ -394,7 +394,7 @@ static void test_coalescing(void **state)
 
 /* A cluster gone from the snapshot is removed only after the client ACKed the routes
  * of the new snapshot (which may have used it), and never while it NACKs them. */
-static void test_removed_cluster_outlives_its_routes(void **state)
+TL_TEST_FX(test_removed_cluster_outlives_its_routes)
 {
     fx *f = *state;
     char *star[] = {"*", NULL};
@@ -430,12 +430,4 @@ static void test_removed_cluster_outlives_its_routes(void **state)
     assert_int_equal(xds_delta_synced_version(&f->d), 3);
 }
 
-TL_MAIN(TL_FX(test_legacy_wildcard_and_versions), TL_FX(test_only_changes_and_removals),
-        TL_FX(test_initial_resource_versions_honoured),
-        TL_FX(test_first_request_answered_even_when_up_to_date),
-        TL_FX(test_initial_resource_versions_every_type), TL_FX(test_named_missing_then_appearing),
-        TL_FX(test_subscriptions_apply_with_stale_nonce), TL_FX(test_unsubscribe_and_resubscribe),
-        TL_FX(test_star_and_unsubscribe_under_wildcard),
-        TL_FX(test_legacy_wildcard_survives_named_subscribe), TL_FX(test_nack_no_resend),
-        TL_FX(test_push_order_and_endpoint_refresh), TL_FX(test_coalescing),
-        TL_FX(test_removed_cluster_outlives_its_routes))
+TL_MAIN()

@@ -53,9 +53,8 @@ static void refused(const char *const *extra, const char *want)
     config_free(cfg);
 }
 
-static void test_modes(void **state)
+TL_TEST(test_modes)
 {
-    (void)state;
     refused(NULL, "xds.auth is not set");
     refused((const char *[]){"SEXTANT_XDS_AUTH=open", NULL}, "unknown mode \"open\"");
     refused((const char *[]){"SEXTANT_XDS_AUTH=none,jwt", NULL}, "cannot be combined");
@@ -98,9 +97,8 @@ static void test_modes(void **state)
     config_free(cfg);
 }
 
-static void test_patterns(void **state)
+TL_TEST(test_patterns)
 {
-    (void)state;
     const char *spiffe = "spiffe://example.org/ns/*/node/{node}";
     assert_true(xds_ident_san_match(spiffe, "spiffe://example.org/ns/prod/node/edge-1", "edge-1"));
     assert_false(xds_ident_san_match(spiffe, "spiffe://example.org/ns/prod/node/edge-1", "edge-2"));
@@ -170,9 +168,8 @@ static xds_auth_fail check(const xds_ident *id, const char *authorization, const
     return f;
 }
 
-static void test_tokens(void **state)
+TL_TEST(test_tokens)
 {
-    (void)state;
     sextant_config *cfg = tl_env_config(
         (const char *[]){"SEXTANT_XDS_AUTH=jwt", "SEXTANT_AUTH_HS256_SECRET=" SECRET, NULL});
     xds_ident *id = NULL;
@@ -239,5 +236,4 @@ static void test_tokens(void **state)
     config_free(cfg);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_modes), cmocka_unit_test(test_patterns),
-              cmocka_unit_test(test_tokens))
+TL_MAIN_GROUP(setup, teardown)

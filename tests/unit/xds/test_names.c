@@ -10,9 +10,8 @@
 #include "server/xds/names.h"
 #include "server/xds/subs.h"
 
-static void test_intern_shares_and_refcounts(void **state)
+TL_TEST(test_intern_shares_and_refcounts)
 {
-    (void)state;
     xds_names *t = xds_names_create();
     char buf[8];
     snprintf(buf, sizeof(buf), "a/b");
@@ -35,9 +34,8 @@ static void test_intern_shares_and_refcounts(void **state)
     xds_names_destroy(t);
 }
 
-static void test_many_names_grow_the_table(void **state)
+TL_TEST(test_many_names_grow_the_table)
 {
-    (void)state;
     xds_names *t = xds_names_create();
     enum { N = 5000 };
     static char text[N][16];
@@ -66,9 +64,8 @@ static void test_many_names_grow_the_table(void **state)
 }
 
 /* Two streams on the same names share one copy; changes keep the counts right. */
-static void test_subs_share_pooled_names(void **state)
+TL_TEST(test_subs_share_pooled_names)
 {
-    (void)state;
     xds_names *t = xds_names_create();
     xds_subs a = {.pool = t}, b = {.pool = t};
     char *list1[] = {"c", "a", "b", "a"};
@@ -127,6 +124,4 @@ static void test_subs_share_pooled_names(void **state)
     xds_names_destroy(t);
 }
 
-TL_MAIN(cmocka_unit_test(test_intern_shares_and_refcounts),
-        cmocka_unit_test(test_many_names_grow_the_table),
-        cmocka_unit_test(test_subs_share_pooled_names))
+TL_MAIN()

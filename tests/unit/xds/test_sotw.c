@@ -21,11 +21,19 @@ typedef struct fx {
     xds_response last;
 } fx;
 
+/* Whether the tests run with the names interned in a shared table, as the server does. */
+static bool interned;
+
 static int setup(void **state)
 {
     fx *f = sx_calloc(1, sizeof(*f));
     xds_state_init(&f->s.st, 42, NULL);
     f->now = 1000;
+    if (interned) {
+        f->pool = xds_names_create();
+        for (int t = 0; t < TR_TYPE_COUNT; t++)
+            f->s.st.subs[t].pool = f->pool;
+    }
     *state = f;
     return 0;
 }
@@ -41,17 +49,6 @@ static int teardown(void **state)
         xds_names_destroy(f->pool);
     }
     sx_free(f);
-    return 0;
-}
-
-/* The same tests with the names interned in a shared table, as the server does. */
-static int setup_pooled(void **state)
-{
-    setup(state);
-    fx *f = *state;
-    f->pool = xds_names_create();
-    for (int t = 0; t < TR_TYPE_COUNT; t++)
-        f->s.st.subs[t].pool = f->pool;
     return 0;
 }
 
@@ -139,7 +136,7 @@ static void subscribe_acked(fx *f, tr_type t, char **names)
 
 /* ------------------------------------------------------------------ nonces, versions */
 
-static void test_fresh_nonce_and_version_per_response(void **state)
+TL_TEST_FX(test_fresh_nonce_and_version_per_response)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -173,7 +170,7 @@ static void test_fresh_nonce_and_version_per_response(void **state)
     xds_sotw_free(&other);
 }
 
-static void test_ack_never_resends(void **state)
+TL_TEST_FX(test_ack_never_resends)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -185,7 +182,7 @@ static void test_ack_never_resends(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 1);
 }
 
-static void test_nack_keeps_last_good(void **state)
+TL_TEST_FX(test_nack_keeps_last_good)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -209,7 +206,7 @@ static void test_nack_keeps_last_good(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 4);
 }
 
-static void test_stale_nonce_ignored(void **state)
+TL_TEST_FX(test_stale_nonce_ignored)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -232,7 +229,7 @@ static void test_stale_nonce_ignored(void **state)
     assert_string_equal(f->names, "b");
 }
 
-static void test_empty_nonce_always_answered(void **state)
+TL_TEST_FX(test_empty_nonce_always_answered)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -252,7 +249,7 @@ static void test_empty_nonce_always_answered(void **state)
 
 /* ------------------------------------------------------------------ subscriptions */
 
-static void test_legacy_wildcard_lds_cds_only(void **state)
+TL_TEST_FX(test_legacy_wildcard_lds_cds_only)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -265,7 +262,7 @@ static void test_legacy_wildcard_lds_cds_only(void **state)
     assert_int_equal(f->last.n, 0);
 }
 
-static void test_empty_after_names_unsubscribes(void **state)
+TL_TEST_FX(test_empty_after_names_unsubscribes)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -283,7 +280,7 @@ static void test_empty_after_names_unsubscribes(void **state)
     assert_false(next(f));
 }
 
-static void test_star_wildcard_and_back_to_names(void **state)
+TL_TEST_FX(test_star_wildcard_and_back_to_names)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -305,7 +302,7 @@ static void test_star_wildcard_and_back_to_names(void **state)
     assert_string_equal(f->names, "a,b");
 }
 
-static void test_names_sent_when_they_appear(void **state)
+TL_TEST_FX(test_names_sent_when_they_appear)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -321,7 +318,7 @@ static void test_names_sent_when_they_appear(void **state)
     assert_int_equal(f->last.version, 2);
 }
 
-static void test_newly_requested_names_resent(void **state)
+TL_TEST_FX(test_newly_requested_names_resent)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -338,7 +335,7 @@ static void test_newly_requested_names_resent(void **state)
 
 /* ------------------------------------------------------------------ content */
 
-static void test_lds_cds_full_state_absence_deletes(void **state)
+TL_TEST_FX(test_lds_cds_full_state_absence_deletes)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -380,7 +377,7 @@ static void routes_at_v1(fx *f, const char *spec)
 
 /* A cluster the new routes no longer use is deleted only after the client ACKed them:
  * until then the CDS response still carries it, so no route points at a missing one. */
-static void test_removed_cluster_outlives_its_routes(void **state)
+TL_TEST_FX(test_removed_cluster_outlives_its_routes)
 {
     fx *f = *state;
     routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
@@ -406,7 +403,7 @@ static void test_removed_cluster_outlives_its_routes(void **state)
 }
 
 /* A client that NACKs the new routes keeps running the old ones: their cluster stays. */
-static void test_nacked_routes_keep_their_cluster(void **state)
+TL_TEST_FX(test_nacked_routes_keep_their_cluster)
 {
     fx *f = *state;
     routes_at_v1(f, "cds:old=1;lds:l=1;rds:r=1");
@@ -431,7 +428,7 @@ static void test_nacked_routes_keep_their_cluster(void **state)
     assert_string_equal(f->names, "new");
 }
 
-static void test_eds_rds_only_requested_existing_changed(void **state)
+TL_TEST_FX(test_eds_rds_only_requested_existing_changed)
 {
     fx *f = *state;
     publish(f, 1, "eds:a=1,b=1,c=1", XDS_ADOPT_NEW);
@@ -452,7 +449,7 @@ static void test_eds_rds_only_requested_existing_changed(void **state)
  * carries that one alone (the rejected one is not re-sent: it would be rejected again),
  * and the rejected cluster is sent again once it changes — also back to what the client
  * still runs, since the server cannot know that the client kept it. */
-static void test_eds_subset_after_nack(void **state)
+TL_TEST_FX(test_eds_subset_after_nack)
 {
     fx *f = *state;
     publish(f, 1, "eds:a=1,b=1,c=1", XDS_ADOPT_NEW);
@@ -478,7 +475,7 @@ static void test_eds_subset_after_nack(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 4);
 }
 
-static void test_push_order_make_before_break(void **state)
+TL_TEST_FX(test_push_order_make_before_break)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -509,7 +506,7 @@ static void test_push_order_make_before_break(void **state)
     }
 }
 
-static void test_changed_cluster_resends_its_endpoints(void **state)
+TL_TEST_FX(test_changed_cluster_resends_its_endpoints)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -524,7 +521,7 @@ static void test_changed_cluster_resends_its_endpoints(void **state)
     assert_string_equal(f->names, "a");
 }
 
-static void test_unchanged_types_not_sent_and_synced(void **state)
+TL_TEST_FX(test_unchanged_types_not_sent_and_synced)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -562,7 +559,7 @@ static void request_holding(fx *f, tr_type t, const char *version_info, char **n
     assert_int_equal(oc.kind, XDS_REQ_SUBSCRIBE);
 }
 
-static void test_reconnect_holding_current_version_not_resent(void **state)
+TL_TEST_FX(test_reconnect_holding_current_version_not_resent)
 {
     fx *f = *state;
     publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
@@ -584,7 +581,7 @@ static void test_reconnect_holding_current_version_not_resent(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 8);
 }
 
-static void test_reconnect_holding_other_version_resent(void **state)
+TL_TEST_FX(test_reconnect_holding_other_version_resent)
 {
     fx *f = *state;
     publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
@@ -600,7 +597,7 @@ static void test_reconnect_holding_other_version_resent(void **state)
     assert_string_equal(f->names, "r");
 }
 
-static void test_claim_checked_against_the_snapshot_served(void **state)
+TL_TEST_FX(test_claim_checked_against_the_snapshot_served)
 {
     fx *f = *state;
     /* The request comes before the stream has a snapshot (a replica starting): the
@@ -613,7 +610,7 @@ static void test_claim_checked_against_the_snapshot_served(void **state)
     assert_int_equal(xds_sotw_synced_version(&f->s), 7);
 }
 
-static void test_claim_dropped_when_names_change(void **state)
+TL_TEST_FX(test_claim_dropped_when_names_change)
 {
     fx *f = *state;
     publish(f, 7, SPEC_V1, XDS_ADOPT_NEW);
@@ -627,7 +624,7 @@ static void test_claim_dropped_when_names_change(void **state)
 
 /* ------------------------------------------------------------------ flow */
 
-static void test_one_unacked_per_type_and_coalescing(void **state)
+TL_TEST_FX(test_one_unacked_per_type_and_coalescing)
 {
     fx *f = *state;
     publish(f, 1, SPEC_V1, XDS_ADOPT_NEW);
@@ -653,7 +650,7 @@ static void test_one_unacked_per_type_and_coalescing(void **state)
     assert_true(oc.latency_ms >= 100);
 }
 
-static void test_nothing_before_a_snapshot(void **state)
+TL_TEST_FX(test_nothing_before_a_snapshot)
 {
     fx *f = *state;
     request(f, TR_LDS, "", false, NULL);
@@ -663,37 +660,10 @@ static void test_nothing_before_a_snapshot(void **state)
     assert_string_equal(f->names, "l,m");
 }
 
-#define SOTW_TESTS(S, T)                                                                           \
-    cmocka_unit_test_setup_teardown(test_fresh_nonce_and_version_per_response, S, T),              \
-        cmocka_unit_test_setup_teardown(test_ack_never_resends, S, T),                             \
-        cmocka_unit_test_setup_teardown(test_nack_keeps_last_good, S, T),                          \
-        cmocka_unit_test_setup_teardown(test_stale_nonce_ignored, S, T),                           \
-        cmocka_unit_test_setup_teardown(test_empty_nonce_always_answered, S, T),                   \
-        cmocka_unit_test_setup_teardown(test_legacy_wildcard_lds_cds_only, S, T),                  \
-        cmocka_unit_test_setup_teardown(test_empty_after_names_unsubscribes, S, T),                \
-        cmocka_unit_test_setup_teardown(test_star_wildcard_and_back_to_names, S, T),               \
-        cmocka_unit_test_setup_teardown(test_names_sent_when_they_appear, S, T),                   \
-        cmocka_unit_test_setup_teardown(test_newly_requested_names_resent, S, T),                  \
-        cmocka_unit_test_setup_teardown(test_lds_cds_full_state_absence_deletes, S, T),            \
-        cmocka_unit_test_setup_teardown(test_removed_cluster_outlives_its_routes, S, T),           \
-        cmocka_unit_test_setup_teardown(test_nacked_routes_keep_their_cluster, S, T),              \
-        cmocka_unit_test_setup_teardown(test_eds_rds_only_requested_existing_changed, S, T),       \
-        cmocka_unit_test_setup_teardown(test_eds_subset_after_nack, S, T),                         \
-        cmocka_unit_test_setup_teardown(test_push_order_make_before_break, S, T),                  \
-        cmocka_unit_test_setup_teardown(test_changed_cluster_resends_its_endpoints, S, T),         \
-        cmocka_unit_test_setup_teardown(test_unchanged_types_not_sent_and_synced, S, T),           \
-        cmocka_unit_test_setup_teardown(test_one_unacked_per_type_and_coalescing, S, T),           \
-        cmocka_unit_test_setup_teardown(test_nothing_before_a_snapshot, S, T),                     \
-        cmocka_unit_test_setup_teardown(test_reconnect_holding_current_version_not_resent, S, T),  \
-        cmocka_unit_test_setup_teardown(test_reconnect_holding_other_version_resent, S, T),        \
-        cmocka_unit_test_setup_teardown(test_claim_checked_against_the_snapshot_served, S, T),     \
-        cmocka_unit_test_setup_teardown(test_claim_dropped_when_names_change, S, T),
-
+/* Every test runs twice: with names private to each stream, then interned. */
 int main(void)
 {
-    const struct CMUnitTest private_names[] = {SOTW_TESTS(setup, teardown)};
-    const struct CMUnitTest interned_names[] = {SOTW_TESTS(setup_pooled, teardown)};
-    int failed = cmocka_run_group_tests_name("private names", private_names, NULL, NULL);
-    failed += cmocka_run_group_tests_name("interned names", interned_names, NULL, NULL);
-    return failed;
+    int failed = tl_run("private names", NULL, NULL);
+    interned = true;
+    return failed + tl_run("interned names", NULL, NULL);
 }

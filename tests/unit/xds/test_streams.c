@@ -37,9 +37,8 @@ static owner *make(const char *node, const char *group, xds_protocol p)
     return o;
 }
 
-static void test_supersede_and_groups(void **state)
+TL_TEST(test_supersede_and_groups)
 {
-    (void)state;
     sx_metrics *reg = sx_metrics_create();
     xds_metrics m;
     xds_metrics_init(&m, reg);
@@ -94,9 +93,8 @@ static void test_supersede_and_groups(void **state)
     sx_metrics_destroy(reg);
 }
 
-static void test_many_nodes(void **state)
+TL_TEST(test_many_nodes)
 {
-    (void)state;
     xds_streams *r = xds_streams_create(&ops, NULL);
     enum { N = 3000 };
     owner **o = sx_calloc(N, sizeof(*o));
@@ -133,9 +131,8 @@ static void test_many_nodes(void **state)
 }
 
 /* A cap bounds new nodes only; a superseding stream always gets a higher generation. */
-static void test_cap_and_generations(void **state)
+TL_TEST(test_cap_and_generations)
 {
-    (void)state;
     xds_streams *r = xds_streams_create(&ops, NULL);
     owner *a = make("node-a", "edge", XDS_PROTO_SOTW);
     owner *b = make("node-b", "edge", XDS_PROTO_SOTW);
@@ -168,9 +165,8 @@ static void test_cap_and_generations(void **state)
 
 /* Only a stream of the same identity supersedes the node's stream; another one is
  * refused and leaves the registry as it was. */
-static void test_identity(void **state)
+TL_TEST(test_identity)
 {
-    (void)state;
     xds_streams *r = xds_streams_create(&ops, NULL);
     owner *a = make("node-a", "edge", XDS_PROTO_SOTW);
     owner *impostor = make("node-a", "edge", XDS_PROTO_DELTA);
@@ -196,9 +192,8 @@ static void test_identity(void **state)
     sx_free(a2);
 }
 
-static void test_names(void **state)
+TL_TEST(test_names)
 {
-    (void)state;
     const char *want[] = {"shutdown",        "client_disconnect", "stream_error",
                           "send_timeout",    "ack_timeout",       "superseded",
                           "invalid_request", "permission_denied", "other"};
@@ -209,6 +204,4 @@ static void test_names(void **state)
     assert_string_equal(xds_protocol_name(XDS_PROTO_CONTROL), "control-v1");
 }
 
-TL_MAIN(cmocka_unit_test(test_supersede_and_groups), cmocka_unit_test(test_many_nodes),
-        cmocka_unit_test(test_names), cmocka_unit_test(test_cap_and_generations),
-        cmocka_unit_test(test_identity))
+TL_MAIN()

@@ -86,9 +86,8 @@ static void assert_any(const Google__Protobuf__Any *a, const tr_resource *x)
     assert_memory_equal(a->value.data, x->bytes, x->len);
 }
 
-static void test_sotw_response(void **state)
+TL_TEST(test_sotw_response)
 {
-    (void)state;
     xds_wire_res *w = wire_res(7, "cds:a=1,b=2,c=3");
 
     uint32_t idx[] = {0, 2};
@@ -119,9 +118,8 @@ static void test_sotw_response(void **state)
     xds_wire_res_unref(w);
 }
 
-static void test_delta_response(void **state)
+TL_TEST(test_delta_response)
 {
-    (void)state;
     xds_wire_res *w = wire_res(9, "cds:a=1,b=2,c=3");
     uint32_t idx[] = {1, 2};
     char *removed[] = {"x", "y"};
@@ -177,9 +175,8 @@ static snap_entry *entry_with(long long version)
     return e;
 }
 
-static void test_control_response_parts(void **state)
+TL_TEST(test_control_response_parts)
 {
-    (void)state;
     snap_entry *e = entry_with(5);
     xds_wire_snap *s = xds_wire_snap_create(e, NULL, 0);
     snap_entry_unref(e); /* s holds its own */
@@ -210,9 +207,8 @@ static void test_control_response_parts(void **state)
     xds_wire_snap_unref(s);
 }
 
-static void test_pack(void **state)
+TL_TEST(test_pack)
 {
-    (void)state;
     Gateway__Control__V1__StatusAck ack = GATEWAY__CONTROL__V1__STATUS_ACK__INIT;
     ack.accepted = true;
     Gateway__Control__V1__StatusAck *m =
@@ -221,6 +217,4 @@ static void test_pack(void **state)
     gateway__control__v1__status_ack__free_unpacked(m, NULL);
 }
 
-TL_MAIN_GROUP(setup, teardown, cmocka_unit_test(test_sotw_response),
-              cmocka_unit_test(test_delta_response), cmocka_unit_test(test_control_response_parts),
-              cmocka_unit_test(test_pack))
+TL_MAIN_GROUP(setup, teardown)
